@@ -1,0 +1,1 @@
+//! puzzleforge: renews chess puzzle benchmarks for evaluating LLMs.
