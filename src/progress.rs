@@ -1,0 +1,40 @@
+//! Progress bars that show on a terminal and stay silent without one.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+/// True when stderr is a terminal and progress bars should be drawn.
+pub fn enabled() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+fn hidden_unless_terminal(bar: ProgressBar) -> ProgressBar {
+    if !enabled() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar
+}
+
+/// A bar counting items (positions, games, puzzles) towards a known total.
+pub fn items(total: u64, what: &str) -> ProgressBar {
+    let bar = hidden_unless_terminal(ProgressBar::new(total));
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix:>10} [{bar:30}] {pos}/{len} {per_sec} eta {eta} {msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix(what.to_string());
+    bar
+}
+
+/// A bar counting bytes read from an input of known size.
+pub fn bytes(total: u64, what: &str) -> ProgressBar {
+    let bar = hidden_unless_terminal(ProgressBar::new(total));
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix:>10} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix(what.to_string());
+    bar
+}
