@@ -7,3 +7,4 @@ pub mod error;
 pub mod fileio;
 pub mod progress;
 pub mod record;
+pub mod summary;

@@ -1,1 +1,46 @@
-fn main() {}
+//! The puzzleforge command line.
+
+use clap::{Parser, Subcommand};
+use puzzleforge::error::exit_code;
+use puzzleforge::summary::Summary;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "puzzleforge",
+    version,
+    about = "Renews chess puzzle benchmarks for evaluating and prompt-optimizing LLMs"
+)]
+struct Cli {
+    /// Print exactly one JSON summary object on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+}
+
+fn dispatch(command: &Command) -> anyhow::Result<Summary> {
+    match *command {}
+}
+
+fn main() {
+    let cli = Cli::parse();
+    match dispatch(&cli.command) {
+        Ok(summary) => {
+            if !summary.human.is_empty() {
+                eprintln!("{}", summary.human.trim_end());
+            }
+            if cli.json {
+                println!("{}", summary.json);
+            }
+        }
+        Err(error) => {
+            eprintln!("puzzleforge: error: {error:#}");
+            std::process::exit(exit_code(&error));
+        }
+    }
+}
