@@ -1,0 +1,143 @@
+//! `pipeline.toml`: the whole pipeline in one commented file.
+//!
+//! Every table and key is typed and unknown keys are rejected, so a typo is
+//! an error naming the key, the line and the file instead of a setting that
+//! silently does nothing.
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+use crate::error::bad_input;
+
+/// The default config file, relative to the working directory.
+pub const DEFAULT_CONFIG: &str = "pipeline.toml";
+
+/// The whole pipeline.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineConfig {
+    pub pipeline: PipelineSection,
+    pub engine: EngineSection,
+}
+
+/// Where the run writes and which stages it runs.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineSection {
+    /// Run seed: every random choice of every stage derives from it.
+    pub seed: u64,
+    /// Folder holding one subfolder per release.
+    pub output_dir: PathBuf,
+    /// Release name used when `run` is not given `--release`.
+    pub release: String,
+    /// Stages to run, in order. Each must be one `run` knows.
+    pub stages: Vec<String>,
+}
+
+impl Default for PipelineSection {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            output_dir: PathBuf::from("output"),
+            release: "default".to_string(),
+            stages: Vec::new(),
+        }
+    }
+}
+
+/// Which engine analyses positions and how many run at once.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSection {
+    /// Engine definition file (path and UCI options), relative to the
+    /// config file's folder.
+    pub definition: Option<PathBuf>,
+    /// Engine processes, one per worker thread (0: one per core).
+    pub workers: usize,
+    /// Seconds one engine request may take before the engine is restarted.
+    pub deadline_seconds: u64,
+    /// Attempts per unit of work before the run fails.
+    pub max_attempts: u32,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        Self {
+            definition: None,
+            workers: 0,
+            deadline_seconds: 120,
+            max_attempts: 3,
+        }
+    }
+}
+
+impl PipelineConfig {
+    /// Parses config text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Self> {
+        toml::from_str(text).map_err(|e| {
+            bad_input(format!(
+                "{}: {}",
+                origin.display(),
+                e.to_string().trim_end().replace('\n', "\n    ")
+            ))
+        })
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
+        Self::parse(&text, path)
+    }
+
+    /// The number of engine workers to start: the configured count, or one
+    /// per available core.
+    pub fn workers(&self) -> usize {
+        if self.engine.workers > 0 {
+            self.engine.workers
+        } else {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        }
+    }
+}
+
+/// Resolves a path from the config relative to the config file's folder.
+pub fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    match config_path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_named_with_the_file() {
+        let error = PipelineConfig::parse(
+            "[pipeline]\nseed = 3\nsede = 4\n",
+            Path::new("my.toml"),
+        )
+        .unwrap_err();
+        let text = format!("{error:#}");
+        assert!(text.contains("my.toml"), "{text}");
+        assert!(text.contains("sede"), "{text}");
+        assert_eq!(crate::error::exit_code(&error), 2);
+    }
+
+    #[test]
+    fn wrong_type_is_named_with_the_file() {
+        let error =
+            PipelineConfig::parse("[engine]\nworkers = \"two\"\n", Path::new("p.toml"))
+                .unwrap_err();
+        let text = format!("{error:#}");
+        assert!(text.contains("p.toml") && text.contains("workers"), "{text}");
+    }
+}
