@@ -4,7 +4,11 @@
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
 pub mod error;
+pub mod export;
 pub mod fileio;
+pub mod plots;
 pub mod progress;
 pub mod record;
+pub mod release;
+pub mod split;
 pub mod summary;
