@@ -247,7 +247,8 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
                         }
                     };
                     for position in &positions {
-                        let mut line = serde_json::to_vec(&record(format, puzzle, split, position))?;
+                        let mut line =
+                            serde_json::to_vec(&record(format, puzzle, split, position))?;
                         line.push(b'\n');
                         file.write_all(&line)
                             .with_context(|| format!("writing {}", path.display()))?;

@@ -56,7 +56,10 @@ fn rating_histogram(train: &[Puzzle], test: &[Puzzle]) -> Result<String> {
         }
         bins
     };
-    let splits = [("train", count(train), TRAIN_COLOR), ("test", count(test), TEST_COLOR)];
+    let splits = [
+        ("train", count(train), TRAIN_COLOR),
+        ("test", count(test), TEST_COLOR),
+    ];
     let lo = splits
         .iter()
         .filter_map(|(_, b, _)| b.keys().next().copied())
@@ -94,9 +97,11 @@ fn rating_histogram(train: &[Puzzle], test: &[Puzzle]) -> Result<String> {
                 .draw()
                 .map_err(plot_error)?;
             chart
-                .draw_series(bins.iter().map(|(&bin, &n)| {
-                    Rectangle::new([(bin, 0), (bin + WIDTH, n)], color.filled())
-                }))
+                .draw_series(
+                    bins.iter().map(|(&bin, &n)| {
+                        Rectangle::new([(bin, 0), (bin + WIDTH, n)], color.filled())
+                    }),
+                )
                 .map_err(plot_error)?;
         }
         root.present().map_err(plot_error)?;
@@ -105,7 +110,10 @@ fn rating_histogram(train: &[Puzzle], test: &[Puzzle]) -> Result<String> {
 }
 
 fn cell_heatmap(cells: &[CellOutcome]) -> Result<String> {
-    let mut bins: Vec<(i32, i32)> = cells.iter().map(|c| (c.cell.bin_lo, c.cell.bin_hi)).collect();
+    let mut bins: Vec<(i32, i32)> = cells
+        .iter()
+        .map(|c| (c.cell.bin_lo, c.cell.bin_hi))
+        .collect();
     bins.sort();
     bins.dedup();
     let mut rows: Vec<(usize, bool)> = cells.iter().map(|c| (c.cell.length, c.cell.mate)).collect();
@@ -115,8 +123,8 @@ fn cell_heatmap(cells: &[CellOutcome]) -> Result<String> {
     let height = rows.len().max(1) as i32;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (1000, 120 + 40 * height as u32))
-            .into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut svg, (1000, 120 + 40 * height as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;
         let bin_label = |x: &i32| {
             bins.get(*x as usize)
@@ -215,7 +223,9 @@ fn paired_bars(
                 }))
                 .map_err(plot_error)?
                 .label(name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
         }
         chart
             .configure_series_labels()
@@ -238,7 +248,11 @@ fn lengths(train: &[Puzzle], test: &[Puzzle]) -> Result<String> {
     let count = |puzzles: &[Puzzle]| -> Vec<u32> {
         let mut counts = vec![0u32; longest];
         for p in puzzles {
-            if let Some(slot) = p.solver_moves().checked_sub(1).and_then(|i| counts.get_mut(i)) {
+            if let Some(slot) = p
+                .solver_moves()
+                .checked_sub(1)
+                .and_then(|i| counts.get_mut(i))
+            {
                 *slot += 1;
             }
         }

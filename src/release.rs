@@ -33,10 +33,7 @@ pub fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option<&str>)
     let derived = [
         ("NumMoves", puzzle.solver_moves().to_string()),
         ("RatingBin", cell.bin_label()),
-        (
-            "Mate",
-            if cell.mate { "True" } else { "False" }.to_string(),
-        ),
+        ("Mate", if cell.mate { "True" } else { "False" }.to_string()),
         ("Source", source),
         ("GameId", game.unwrap_or("").to_string()),
     ];
@@ -90,7 +87,10 @@ pub fn write_release(
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("creating release folder {}: {e}", dir.display()))?;
     let mut columns: Vec<String> = DERIVED_COLUMNS.map(String::from).to_vec();
-    for column in extra_columns_of(train).into_iter().chain(extra_columns_of(test)) {
+    for column in extra_columns_of(train)
+        .into_iter()
+        .chain(extra_columns_of(test))
+    {
         if !columns.contains(&column) {
             columns.push(column);
         }
@@ -103,7 +103,12 @@ pub fn write_release(
             names.push(name);
         }
     }
-    names.extend(plots::write_report(&dir.join("report"), train, test, cells)?);
+    names.extend(plots::write_report(
+        &dir.join("report"),
+        train,
+        test,
+        cells,
+    )?);
     let card = dataset_card(train, test, cells, &manifest);
     write_atomic(&dir.join("README.md"), card.as_bytes())?;
     names.push("README.md".to_string());
@@ -130,7 +135,12 @@ fn write_split(path: &Path, puzzles: &[Puzzle], columns: &[String]) -> Result<()
     Ok(())
 }
 
-fn dataset_card(train: &[Puzzle], test: &[Puzzle], cells: &[CellOutcome], manifest: &Value) -> String {
+fn dataset_card(
+    train: &[Puzzle],
+    test: &[Puzzle],
+    cells: &[CellOutcome],
+    manifest: &Value,
+) -> String {
     let total = train.len() + test.len();
     let size = match total {
         0..1000 => "n<1K",

@@ -211,8 +211,8 @@ impl SplitConfig {
     pub fn from_pipeline_toml(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
-        let table: toml::Table = toml::from_str(&text)
-            .map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
         match table.get("split") {
             None => Ok(Self::default()),
             Some(section) => section
@@ -391,10 +391,7 @@ pub fn first_solver_position(puzzle: &Puzzle) -> std::result::Result<Chess, Stri
     let position: Chess = fen
         .into_position(CastlingMode::Standard)
         .map_err(|e| format!("impossible position {:?}: {e}", puzzle.fen))?;
-    let first = puzzle
-        .moves
-        .first()
-        .ok_or_else(|| "no moves".to_string())?;
+    let first = puzzle.moves.first().ok_or_else(|| "no moves".to_string())?;
     play_uci(position, first)
 }
 
@@ -501,7 +498,10 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
     let mut picked: BTreeMap<Cell, (Vec<Candidate>, Vec<Candidate>)> = BTreeMap::new();
     let mut outcomes = Vec::new();
     for (cell, quota) in order {
-        let mut list: Vec<&Candidate> = by_cell.get(cell).map(|l| l.iter().collect()).unwrap_or_default();
+        let mut list: Vec<&Candidate> = by_cell
+            .get(cell)
+            .map(|l| l.iter().collect())
+            .unwrap_or_default();
         let mut rng = cell_rng(seed, cell);
         list.shuffle(&mut rng);
         let mut train = Vec::new();
@@ -753,8 +753,10 @@ fn read_pool(
             let mut skip = |reason: &str, detail: String| {
                 *read.skipped.entry(reason.to_string()).or_default() += 1;
                 if read.examples.len() < 5 {
-                    read.examples
-                        .push(format!("{} line {line}: {reason}: {detail}", path.display()));
+                    read.examples.push(format!(
+                        "{} line {line}: {reason}: {detail}",
+                        path.display()
+                    ));
                 }
             };
             let mut puzzle = match row {
@@ -769,7 +771,10 @@ fn read_pool(
                 return Ok(());
             };
             if puzzle.solver_moves() == 0 {
-                skip("no_solution", format!("puzzle {} has no solver move", puzzle.id));
+                skip(
+                    "no_solution",
+                    format!("puzzle {} has no solver move", puzzle.id),
+                );
                 return Ok(());
             }
             let key = match position_key(&puzzle, config.exclude_by) {
