@@ -23,6 +23,7 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use sha2::Digest;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
@@ -31,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use crate::bail_input;
 use crate::error::bad_input;
-use crate::fileio::{sha256_bytes, sha256_file};
+use crate::fileio::sha256_file;
 use crate::record::{Puzzle, for_each_row, parse_game_url};
 use crate::release;
 use crate::summary::Summary;
@@ -430,13 +431,18 @@ pub enum Side {
     Test,
 }
 
-/// One pool puzzle admitted to the draw.
+/// One pool puzzle admitted to the draw, kept small so that the whole
+/// Lichess dump fits in memory; the chosen rows are read again in full.
 #[derive(Clone, Debug)]
 pub struct Candidate {
-    pub puzzle: Puzzle,
+    pub id: String,
     pub cell: Cell,
     /// Grouping key: the source game, or `puzzle:<id>` when unknown.
     pub group: String,
+    /// Index of the pool file.
+    pub file: usize,
+    /// Ordinal of the row in that file (0-based, every row counted).
+    pub row: u64,
 }
 
 /// What one cell got.
@@ -464,12 +470,9 @@ pub struct Draw {
 }
 
 fn cell_rng(seed: u64, cell: &Cell) -> ChaCha8Rng {
-    let digest = sha256_bytes(format!("puzzleforge-split|{seed}|{}", cell.key()).as_bytes());
-    let mut bytes = [0u8; 32];
-    for (i, byte) in bytes.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&digest[2 * i..2 * i + 2], 16).unwrap_or(0);
-    }
-    ChaCha8Rng::from_seed(bytes)
+    let digest =
+        sha2::Sha256::digest(format!("puzzleforge-split|{seed}|{}", cell.key()).as_bytes());
+    ChaCha8Rng::from_seed(digest.into())
 }
 
 /// Draws train and test per cell, grouped by source game (see the module
@@ -482,7 +485,7 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
         }
     }
     for list in by_cell.values_mut() {
-        list.sort_by(|a, b| a.puzzle.id.cmp(&b.puzzle.id));
+        list.sort_by(|a, b| a.id.cmp(&b.id));
     }
     let available = |cell: &Cell| by_cell.get(cell).map_or(0, Vec::len);
     let mut order: Vec<(&Cell, &Quota)> = quotas.iter().collect();
@@ -565,8 +568,8 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
         cells: outcomes,
     };
     for (_, (mut train, mut test)) in picked {
-        train.sort_by(|a, b| a.puzzle.id.cmp(&b.puzzle.id));
-        test.sort_by(|a, b| a.puzzle.id.cmp(&b.puzzle.id));
+        train.sort_by(|a, b| a.id.cmp(&b.id));
+        test.sort_by(|a, b| a.id.cmp(&b.id));
         draw.train.extend(train);
         draw.test.extend(test);
     }
@@ -724,6 +727,7 @@ fn load_exclusions(files: &[PathBuf], by: ExcludeBy) -> Result<Exclusions> {
 /// rest by reason.
 struct PoolRead {
     candidates: Vec<Candidate>,
+    outside_quota: u64,
     skipped: BTreeMap<String, u64>,
     examples: Vec<String>,
     inputs: Vec<Value>,
@@ -733,21 +737,25 @@ fn read_pool(
     paths: &[PathBuf],
     config: &SplitConfig,
     tier: Option<&Tier>,
+    quotas: &BTreeMap<Cell, Quota>,
     exclusions: &mut Exclusions,
 ) -> Result<PoolRead> {
     let mut read = PoolRead {
         candidates: Vec::new(),
+        outside_quota: 0,
         skipped: BTreeMap::new(),
         examples: Vec::new(),
         inputs: Vec::new(),
     };
     let mut seen_ids = HashSet::new();
-    let mut seen_positions = HashSet::new();
-    for path in paths {
+    // Truncated sha256 of each position key: 16 bytes a puzzle.
+    let mut seen_positions: HashSet<[u8; 16]> = HashSet::new();
+    for (file, path) in paths.iter().enumerate() {
         let mut rows = 0u64;
         let mut kept = 0u64;
         let bar = crate::progress::items(0, "split");
         for_each_row(path, |(line, row)| {
+            let ordinal = rows;
             rows += 1;
             bar.inc(1);
             let mut skip = |reason: &str, detail: String| {
@@ -759,7 +767,7 @@ fn read_pool(
                     ));
                 }
             };
-            let mut puzzle = match row {
+            let puzzle = match row {
                 Ok(p) => p,
                 Err(e) => {
                     skip(e.reason, e.detail);
@@ -802,7 +810,7 @@ fn read_pool(
                 skip("duplicate_id", format!("puzzle {} seen before", puzzle.id));
                 return Ok(());
             }
-            if !seen_positions.insert(key) {
+            if !seen_positions.insert(short_digest(&key)) {
                 skip(
                     "duplicate_position",
                     format!("puzzle {} repeats an earlier position", puzzle.id),
@@ -816,15 +824,19 @@ fn read_pool(
                 length: puzzle.solver_moves(),
                 mate: is_mate(&puzzle),
             };
-            let game = game_id(&puzzle);
-            release::add_derived_columns(&mut puzzle, &cell, game.as_deref());
-            let group = game.unwrap_or_else(|| format!("puzzle:{}", puzzle.id));
+            kept += 1;
+            if !quotas.contains_key(&cell) {
+                read.outside_quota += 1;
+                return Ok(());
+            }
+            let group = game_id(&puzzle).unwrap_or_else(|| format!("puzzle:{}", puzzle.id));
             read.candidates.push(Candidate {
-                puzzle,
+                id: puzzle.id,
                 cell,
                 group,
+                file,
+                row: ordinal,
             });
-            kept += 1;
             Ok(())
         })
         .with_context(|| format!("reading pool {}", path.display()))?;
@@ -837,6 +849,56 @@ fn read_pool(
         }));
     }
     Ok(read)
+}
+
+fn short_digest(key: &str) -> [u8; 16] {
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&digest[..16]);
+    out
+}
+
+/// Reads the chosen rows again in full and adds the derived columns,
+/// returning train and test in the draw's order.
+fn fetch_chosen(paths: &[PathBuf], drawn: &Draw) -> Result<(Vec<Puzzle>, Vec<Puzzle>)> {
+    let mut wanted: HashMap<(usize, u64), &Candidate> = HashMap::new();
+    for c in drawn.train.iter().chain(&drawn.test) {
+        wanted.insert((c.file, c.row), c);
+    }
+    let mut found: HashMap<(usize, u64), Puzzle> = HashMap::new();
+    for (file, path) in paths.iter().enumerate() {
+        let mut ordinal = 0u64;
+        for_each_row(path, |(_, row)| {
+            let here = (file, ordinal);
+            ordinal += 1;
+            if let Some(candidate) = wanted.get(&here)
+                && let Ok(mut puzzle) = row
+                && puzzle.id == candidate.id
+            {
+                let game = game_id(&puzzle);
+                release::add_derived_columns(&mut puzzle, &candidate.cell, game.as_deref());
+                found.insert(here, puzzle);
+            }
+            Ok(())
+        })
+        .with_context(|| format!("reading pool {} again", path.display()))?;
+    }
+    let mut take = |list: &[Candidate]| -> Result<Vec<Puzzle>> {
+        list.iter()
+            .map(|c| {
+                found.remove(&(c.file, c.row)).ok_or_else(|| {
+                    bad_input(format!(
+                        "{}: puzzle {} changed while split was reading it",
+                        paths[c.file].display(),
+                        c.id
+                    ))
+                })
+            })
+            .collect()
+    };
+    let train = take(&drawn.train)?;
+    let test = take(&drawn.test)?;
+    Ok((train, test))
 }
 
 /// Runs `puzzleforge split`.
@@ -880,13 +942,9 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
         }
     }
     let mut exclusions = load_exclusions(&exclude_files, config.exclude_by)?;
-    let pool = read_pool(&args.pool, &config, tier.as_ref(), &mut exclusions)?;
-    let admitted = pool.candidates.len();
-    let outside_quota = pool
-        .candidates
-        .iter()
-        .filter(|c| !quotas.contains_key(&c.cell))
-        .count();
+    let pool = read_pool(&args.pool, &config, tier.as_ref(), &quotas, &mut exclusions)?;
+    let outside_quota = pool.outside_quota;
+    let admitted = pool.candidates.len() as u64 + outside_quota;
     let drawn = draw(pool.candidates, &quotas, config.seed);
     let unfilled: Vec<&CellOutcome> = drawn.cells.iter().filter(|c| !c.filled()).collect();
     if args.strict && !unfilled.is_empty() {
@@ -990,8 +1048,7 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
         "unfilled": unfilled_json,
         "verify": verify,
     });
-    let train: Vec<Puzzle> = drawn.train.iter().map(|c| c.puzzle.clone()).collect();
-    let test: Vec<Puzzle> = drawn.test.iter().map(|c| c.puzzle.clone()).collect();
+    let (train, test) = fetch_chosen(&args.pool, &drawn)?;
     let written = release::write_release(&args.output, &train, &test, &drawn.cells, manifest)?;
 
     let mut human = format!(
