@@ -22,7 +22,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Draw a stratified, game-grouped train/test release from puzzle pools.
-    Split(puzzleforge::split::SplitArgs),
+    Split(Box<puzzleforge::split::SplitArgs>),
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
     Export(puzzleforge::export::ExportArgs),
 }

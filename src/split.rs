@@ -561,7 +561,7 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
         });
         picked.insert(*cell, (train, test));
     }
-    outcomes.sort_by(|a, b| a.cell.cmp(&b.cell));
+    outcomes.sort_by_key(|a| a.cell);
     let mut draw = Draw {
         train: Vec::new(),
         test: Vec::new(),
