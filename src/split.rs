@@ -15,6 +15,12 @@
 //! scarcest cells first lets them choose freely before plentiful cells have
 //! fixed many games, so with one puzzle per game (the Lichess dump's usual
 //! case) every cell the pool can fill is filled exactly.
+//!
+//! The pool is read twice: the first pass keeps only a small [`Candidate`]
+//! per admissible row (id, cell, game, file and row number), so the whole
+//! Lichess dump fits in memory; the second pass reads the chosen rows in
+//! full. Rows that cannot be read, lack a rating, or whose moves are not
+//! legal are skipped and counted by reason.
 
 use anyhow::{Context, Result};
 use clap::Args;

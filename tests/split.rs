@@ -468,3 +468,38 @@ fn bad_and_unrated_rows_are_skipped_with_counts() {
     assert_eq!(summary["skipped"]["bad_position"], 1);
     assert_eq!(summary["train"], 112);
 }
+
+#[test]
+fn engine_and_verify_figures_go_into_the_manifest() {
+    let root = tempfile::tempdir().unwrap();
+    let verify = root.path().join("verify.json");
+    std::fs::write(&verify, r#"{"checked": 224, "unique_solution": 0.97}"#).unwrap();
+    let out = root.path().join("v/release");
+    split_ok(&[
+        APO,
+        "-o",
+        s(&out),
+        "--train-per-cell",
+        "1",
+        "--test-per-cell",
+        "1",
+        "--engine-id",
+        "Stockfish 15.1",
+        "--engine-option",
+        "Threads=1",
+        "--engine-option",
+        "Hash=16",
+        "--verify",
+        s(&verify),
+    ]);
+    let m = manifest(&out);
+    assert_eq!(m["engine"]["id"], "Stockfish 15.1");
+    assert_eq!(m["engine"]["options"]["Hash"], "16");
+    assert_eq!(m["verify"]["figures"]["checked"], 224);
+    assert_eq!(
+        m["verify"]["sha256"],
+        puzzleforge::fileio::sha256_file(&verify).unwrap().as_str()
+    );
+    let bad = puzzleforge(&["split", APO, "-o", s(&out), "--engine-option", "Threads"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
