@@ -5,7 +5,11 @@
 
 pub mod config;
 pub mod error;
+pub mod export;
 pub mod fileio;
+pub mod plots;
 pub mod progress;
 pub mod record;
+pub mod release;
+pub mod split;
 pub mod summary;

@@ -21,10 +21,17 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Draw a stratified, game-grouped train/test release from puzzle pools.
+    Split(Box<puzzleforge::split::SplitArgs>),
+    /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
+    Export(puzzleforge::export::ExportArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
-    match *command {}
+    match command {
+        Command::Split(args) => puzzleforge::split::run_split(args),
+        Command::Export(args) => puzzleforge::export::run_export(args),
+    }
 }
 
 fn main() {

@@ -1,0 +1,1107 @@
+//! `puzzleforge split`: stratified, game-grouped, contamination-guarded
+//! train/test releases.
+//!
+//! A pool of puzzles is sorted into cells (rating bin x solver length x
+//! mate or not). Each cell has a quota from [`SplitConfig`]; puzzles are
+//! drawn per cell with a ChaCha8 RNG seeded from the run seed and the sha256
+//! of the cell key, so the draw of one cell never depends on another cell's
+//! contents or on thread timing.
+//!
+//! Grouping by source game uses one greedy pass over the cells, scarcest
+//! first (fewest available puzzles per wanted puzzle). A game's side is
+//! fixed the first time one of its puzzles is selected; later cells take
+//! puzzles of already-fixed games only for that side, and assign a free game
+//! to whichever side of the cell still needs more puzzles. Processing the
+//! scarcest cells first lets them choose freely before plentiful cells have
+//! fixed many games, so with one puzzle per game (the Lichess dump's usual
+//! case) every cell the pool can fill is filled exactly.
+//!
+//! The pool is read twice: the first pass keeps only a small [`Candidate`]
+//! per admissible row (id, cell, game, file and row number), so the whole
+//! Lichess dump fits in memory; the second pass reads the chosen rows in
+//! full. Rows that cannot be read, lack a rating, or whose moves are not
+//! legal are skipped and counted by reason.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::Digest;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::bail_input;
+use crate::error::bad_input;
+use crate::fileio::sha256_file;
+use crate::record::{Puzzle, for_each_row, parse_game_url};
+use crate::release;
+use crate::summary::Summary;
+
+/// Which mate cells a band or tier covers.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MateRule {
+    /// Mate and non-mate puzzles (two separate cells per bin and length).
+    #[default]
+    Both,
+    /// Mating puzzles only.
+    Mate,
+    /// Non-mating puzzles only.
+    NoMate,
+}
+
+impl MateRule {
+    fn admits(self, mate: bool) -> bool {
+        match self {
+            MateRule::Both => true,
+            MateRule::Mate => mate,
+            MateRule::NoMate => !mate,
+        }
+    }
+}
+
+/// How a puzzle is matched against an excluded (earlier) release.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ExcludeBy {
+    /// Same position after the opponent's first move, whatever the solution
+    /// (the stricter guard: a model has seen the position).
+    #[default]
+    Position,
+    /// Same position and the same solution moves.
+    PositionAndSolution,
+}
+
+/// A rectangle of cells with one quota: every bin of `bin_width` inside
+/// `ratings` (as `(lo, hi]` bins), every solver length in `lengths`
+/// (inclusive), mate and/or non-mate.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Band {
+    /// `[lo, hi]`: bins `(lo, lo + w]`, ..., `(hi - w, hi]`.
+    pub ratings: [i32; 2],
+    /// `[min, max]` solver moves, inclusive.
+    pub lengths: [usize; 2],
+    #[serde(default)]
+    pub mate: MateRule,
+    /// Overrides the section's `train_per_cell` for this band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_per_cell: Option<usize>,
+    /// Overrides the section's `test_per_cell` for this band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_per_cell: Option<usize>,
+}
+
+/// One cell with an explicit quota (a quota table row). Overrides a band's
+/// quota for the same cell; `train = 0, test = 0` removes the cell.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CellQuota {
+    /// `[lo, hi]` meaning the rating bin `(lo, hi]`.
+    pub bin: [i32; 2],
+    pub length: usize,
+    pub mate: bool,
+    pub train: usize,
+    pub test: usize,
+}
+
+/// A named subset of the pool with its own quotas (`split --tier NAME`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tier {
+    /// Inclusive lower rating bound.
+    pub min_rating: Option<i32>,
+    /// Inclusive upper rating bound.
+    pub max_rating: Option<i32>,
+    pub min_solver_moves: Option<usize>,
+    pub max_solver_moves: Option<usize>,
+    pub mate: MateRule,
+    /// Keep puzzles with at least one of these themes (empty: any).
+    pub themes_any: Vec<String>,
+    /// Quotas for the tier; when absent the section's quotas are used,
+    /// restricted to cells the tier can hold (bin midpoint inside the rating
+    /// bounds, length inside the move bounds, mate rule admitting the cell).
+    pub train_per_cell: Option<usize>,
+    pub test_per_cell: Option<usize>,
+    pub bands: Option<Vec<Band>>,
+    pub cells: Option<Vec<CellQuota>>,
+}
+
+impl Tier {
+    /// True when the puzzle belongs to the tier.
+    pub fn admits(&self, puzzle: &Puzzle) -> bool {
+        let Some(rating) = puzzle.rating else {
+            return false;
+        };
+        let length = puzzle.solver_moves();
+        self.min_rating.is_none_or(|m| rating >= m)
+            && self.max_rating.is_none_or(|m| rating <= m)
+            && self.min_solver_moves.is_none_or(|m| length >= m)
+            && self.max_solver_moves.is_none_or(|m| length <= m)
+            && self.mate.admits(is_mate(puzzle))
+            && (self.themes_any.is_empty() || self.themes_any.iter().any(|t| puzzle.has_theme(t)))
+    }
+
+    fn holds_cell(&self, cell: &Cell) -> bool {
+        let middle = (cell.bin_lo + cell.bin_hi) / 2;
+        self.min_rating.is_none_or(|m| middle >= m)
+            && self.max_rating.is_none_or(|m| middle <= m)
+            && self.min_solver_moves.is_none_or(|m| cell.length >= m)
+            && self.max_solver_moves.is_none_or(|m| cell.length <= m)
+            && self.mate.admits(cell.mate)
+    }
+}
+
+/// The `[split]` section of pipeline.toml. The default is the APO paper's
+/// release: 5 + 5 puzzles per (mate x length x 100-point bin) cell, bins
+/// 400-2000 with 1-2 solver moves and 2000-2800 with 3-5.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SplitConfig {
+    /// Rating bin width (100 or 200 are usual); bins are `(lo, hi]`.
+    pub bin_width: i32,
+    pub seed: u64,
+    pub train_per_cell: usize,
+    pub test_per_cell: usize,
+    pub exclude_by: ExcludeBy,
+    pub bands: Vec<Band>,
+    pub cells: Vec<CellQuota>,
+    pub tiers: BTreeMap<String, Tier>,
+}
+
+impl Default for SplitConfig {
+    fn default() -> Self {
+        let band = |ratings, lengths| Band {
+            ratings,
+            lengths,
+            mate: MateRule::Both,
+            train_per_cell: None,
+            test_per_cell: None,
+        };
+        let mut tiers = BTreeMap::new();
+        tiers.insert(
+            "hard".to_string(),
+            Tier {
+                min_rating: Some(2000),
+                min_solver_moves: Some(3),
+                ..Tier::default()
+            },
+        );
+        Self {
+            bin_width: 100,
+            seed: 0,
+            train_per_cell: 5,
+            test_per_cell: 5,
+            exclude_by: ExcludeBy::Position,
+            bands: vec![band([400, 2000], [1, 2]), band([2000, 2800], [3, 5])],
+            cells: Vec::new(),
+            tiers,
+        }
+    }
+}
+
+/// Wanted puzzles per side for one cell.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub train: usize,
+    pub test: usize,
+}
+
+impl SplitConfig {
+    /// Reads the `[split]` table of a pipeline.toml (other tables ignored).
+    pub fn from_pipeline_toml(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+        match table.get("split") {
+            None => Ok(Self::default()),
+            Some(section) => section
+                .clone()
+                .try_into()
+                .map_err(|e| bad_input(format!("{}: [split]: {e}", path.display()))),
+        }
+    }
+
+    /// The quota per cell, for the whole pool or for a tier.
+    pub fn quota_table(&self, tier: Option<&Tier>) -> Result<BTreeMap<Cell, Quota>> {
+        let width = self.bin_width;
+        if width <= 0 {
+            bail_input!("split: bin_width must be positive, not {width}");
+        }
+        let train = tier
+            .and_then(|t| t.train_per_cell)
+            .unwrap_or(self.train_per_cell);
+        let test = tier
+            .and_then(|t| t.test_per_cell)
+            .unwrap_or(self.test_per_cell);
+        let bands = tier.and_then(|t| t.bands.as_ref()).unwrap_or(&self.bands);
+        let cells = tier.and_then(|t| t.cells.as_ref()).unwrap_or(&self.cells);
+        let mut table = BTreeMap::new();
+        for band in bands {
+            let [lo, hi] = band.ratings;
+            let [short, long] = band.lengths;
+            if lo >= hi || lo.rem_euclid(width) != 0 || hi.rem_euclid(width) != 0 {
+                bail_input!(
+                    "split: band ratings [{lo}, {hi}] must be increasing multiples of bin_width {width}"
+                );
+            }
+            if short == 0 || short > long {
+                bail_input!("split: band lengths [{short}, {long}] must be 1 <= min <= max");
+            }
+            let quota = Quota {
+                train: band.train_per_cell.unwrap_or(train),
+                test: band.test_per_cell.unwrap_or(test),
+            };
+            let mut bin_lo = lo;
+            while bin_lo < hi {
+                for length in short..=long {
+                    for mate in [false, true] {
+                        if band.mate.admits(mate) {
+                            let cell = Cell {
+                                bin_lo,
+                                bin_hi: bin_lo + width,
+                                length,
+                                mate,
+                            };
+                            table.insert(cell, quota);
+                        }
+                    }
+                }
+                bin_lo += width;
+            }
+        }
+        for row in cells {
+            let [lo, hi] = row.bin;
+            if hi - lo != width || lo.rem_euclid(width) != 0 || row.length == 0 {
+                bail_input!(
+                    "split: cell bin [{lo}, {hi}] length {} is not a bin of width {width} with length >= 1",
+                    row.length
+                );
+            }
+            let cell = Cell {
+                bin_lo: lo,
+                bin_hi: hi,
+                length: row.length,
+                mate: row.mate,
+            };
+            table.insert(
+                cell,
+                Quota {
+                    train: row.train,
+                    test: row.test,
+                },
+            );
+        }
+        table.retain(|_, q| q.train + q.test > 0);
+        // A tier without its own quotas keeps only the section's cells it can hold.
+        if let Some(tier) = tier
+            && tier.bands.is_none()
+            && tier.cells.is_none()
+        {
+            table.retain(|cell, _| tier.holds_cell(cell));
+        }
+        Ok(table)
+    }
+}
+
+/// One stratum: rating bin `(bin_lo, bin_hi]`, solver length, mate or not.
+/// The derived order (bin, length, mate) is the release's row order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cell {
+    pub bin_lo: i32,
+    pub bin_hi: i32,
+    pub length: usize,
+    pub mate: bool,
+}
+
+impl Cell {
+    /// The cell a puzzle falls in.
+    pub fn of(puzzle: &Puzzle, bin_width: i32) -> Option<Cell> {
+        let (bin_lo, bin_hi) = rating_bin(puzzle.rating?, bin_width);
+        Some(Cell {
+            bin_lo,
+            bin_hi,
+            length: puzzle.solver_moves(),
+            mate: is_mate(puzzle),
+        })
+    }
+
+    /// The pandas-style interval label, `(1900, 2000]`.
+    pub fn bin_label(&self) -> String {
+        rating_bin_label(self.bin_lo, self.bin_hi)
+    }
+
+    /// A stable text key, the input of the cell's RNG seed.
+    pub fn key(&self) -> String {
+        format!(
+            "rating={}|length={}|mate={}",
+            self.bin_label(),
+            self.length,
+            self.mate
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({"rating_bin": self.bin_label(), "length": self.length, "mate": self.mate})
+    }
+}
+
+/// The `(lo, hi]` bin of `width` holding `rating` (right-closed like the APO
+/// file's `RatingBin`: 2000 is in `(1900, 2000]`).
+pub fn rating_bin(rating: i32, width: i32) -> (i32, i32) {
+    let hi = (rating + width - 1).div_euclid(width) * width;
+    (hi - width, hi)
+}
+
+/// `(lo, hi]` written as pandas writes an interval.
+pub fn rating_bin_label(lo: i32, hi: i32) -> String {
+    format!("({lo}, {hi}]")
+}
+
+/// True for a mating puzzle: a `Mate` column saying so (`True`/`true`/`1`),
+/// else the `mate` or `mateInN` themes.
+pub fn is_mate(puzzle: &Puzzle) -> bool {
+    if let Some(value) = puzzle.get("Mate") {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => return true,
+            "false" | "0" | "no" => return false,
+            _ => {}
+        }
+    }
+    puzzle
+        .themes
+        .iter()
+        .any(|t| t == "mate" || t.strip_prefix("mateIn").is_some())
+}
+
+/// The source game: the `GameId` column, else the id in the game URL.
+pub fn game_id(puzzle: &Puzzle) -> Option<String> {
+    match puzzle.get("GameId").map(str::trim) {
+        Some(id) if !id.is_empty() => Some(id.to_string()),
+        _ => parse_game_url(&puzzle.game_url).map(|(id, _)| id),
+    }
+}
+
+/// Plays the opponent's first move: the first position the solver sees.
+pub fn first_solver_position(puzzle: &Puzzle) -> std::result::Result<Chess, String> {
+    let fen: Fen = puzzle
+        .fen
+        .parse()
+        .map_err(|e| format!("bad FEN {:?}: {e}", puzzle.fen))?;
+    let position: Chess = fen
+        .into_position(CastlingMode::Standard)
+        .map_err(|e| format!("impossible position {:?}: {e}", puzzle.fen))?;
+    let first = puzzle.moves.first().ok_or_else(|| "no moves".to_string())?;
+    play_uci(position, first)
+}
+
+/// Plays one UCI move, checking legality.
+pub fn play_uci(position: Chess, uci: &str) -> std::result::Result<Chess, String> {
+    let parsed: UciMove = uci.parse().map_err(|_| format!("bad UCI move {uci:?}"))?;
+    let m = parsed
+        .to_move(&position)
+        .map_err(|_| format!("illegal move {uci}"))?;
+    position.play(m).map_err(|_| format!("illegal move {uci}"))
+}
+
+/// FEN fields that identify a position: board, turn, castling, en passant
+/// (only when an en passant capture is legal); no clocks.
+pub fn normalized_fen(position: &Chess) -> String {
+    let fen = Fen::from_position(position, EnPassantMode::Legal).to_string();
+    fen.split(' ').take(4).collect::<Vec<_>>().join(" ")
+}
+
+/// The contamination key of a puzzle: normalized FEN after the opponent's
+/// first move, plus the solution moves when `by` asks for them.
+pub fn position_key(puzzle: &Puzzle, by: ExcludeBy) -> std::result::Result<String, String> {
+    let position = first_solver_position(puzzle)?;
+    let fen = normalized_fen(&position);
+    Ok(match by {
+        ExcludeBy::Position => fen,
+        ExcludeBy::PositionAndSolution => format!("{fen}|{}", puzzle.moves[1..].join(" ")),
+    })
+}
+
+/// Where a puzzle goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Train,
+    Test,
+}
+
+/// One pool puzzle admitted to the draw, kept small so that the whole
+/// Lichess dump fits in memory; the chosen rows are read again in full.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub id: String,
+    pub cell: Cell,
+    /// Grouping key: the source game, or `puzzle:<id>` when unknown.
+    pub group: String,
+    /// Index of the pool file.
+    pub file: usize,
+    /// Ordinal of the row in that file (0-based, every row counted).
+    pub row: u64,
+}
+
+/// What one cell got.
+#[derive(Clone, Debug)]
+pub struct CellOutcome {
+    pub cell: Cell,
+    pub wanted: Quota,
+    pub available: usize,
+    pub train: usize,
+    pub test: usize,
+}
+
+impl CellOutcome {
+    pub fn filled(&self) -> bool {
+        self.train == self.wanted.train && self.test == self.wanted.test
+    }
+}
+
+/// The result of the draw: train and test in release order, and per cell.
+#[derive(Clone, Debug)]
+pub struct Draw {
+    pub train: Vec<Candidate>,
+    pub test: Vec<Candidate>,
+    pub cells: Vec<CellOutcome>,
+}
+
+fn cell_rng(seed: u64, cell: &Cell) -> ChaCha8Rng {
+    let digest =
+        sha2::Sha256::digest(format!("puzzleforge-split|{seed}|{}", cell.key()).as_bytes());
+    ChaCha8Rng::from_seed(digest.into())
+}
+
+/// Draws train and test per cell, grouped by source game (see the module
+/// comment for the method). `candidates` may be in any order.
+pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u64) -> Draw {
+    let mut by_cell: BTreeMap<Cell, Vec<Candidate>> = BTreeMap::new();
+    for candidate in candidates {
+        if quotas.contains_key(&candidate.cell) {
+            by_cell.entry(candidate.cell).or_default().push(candidate);
+        }
+    }
+    for list in by_cell.values_mut() {
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    let available = |cell: &Cell| by_cell.get(cell).map_or(0, Vec::len);
+    let mut order: Vec<(&Cell, &Quota)> = quotas.iter().collect();
+    // Scarcest first: available/wanted ascending, compared without division.
+    order.sort_by(|(a, qa), (b, qb)| {
+        let wa = qa.train + qa.test;
+        let wb = qb.train + qb.test;
+        (available(a) * wb)
+            .cmp(&(available(b) * wa))
+            .then_with(|| a.cmp(b))
+    });
+    let mut game_side: HashMap<String, Side> = HashMap::new();
+    let mut picked: BTreeMap<Cell, (Vec<Candidate>, Vec<Candidate>)> = BTreeMap::new();
+    let mut outcomes = Vec::new();
+    for (cell, quota) in order {
+        let mut list: Vec<&Candidate> = by_cell
+            .get(cell)
+            .map(|l| l.iter().collect())
+            .unwrap_or_default();
+        let mut rng = cell_rng(seed, cell);
+        list.shuffle(&mut rng);
+        let mut train = Vec::new();
+        let mut test = Vec::new();
+        let mut taken = vec![false; list.len()];
+        // First the puzzles of games whose side is already fixed.
+        for (i, c) in list.iter().enumerate() {
+            match game_side.get(&c.group) {
+                Some(Side::Train) if train.len() < quota.train => {
+                    train.push((*c).clone());
+                    taken[i] = true;
+                }
+                Some(Side::Test) if test.len() < quota.test => {
+                    test.push((*c).clone());
+                    taken[i] = true;
+                }
+                _ => {}
+            }
+        }
+        // Then free games, each given to the side that needs more.
+        for (i, c) in list.iter().enumerate() {
+            let need_train = quota.train - train.len();
+            let need_test = quota.test - test.len();
+            if need_train == 0 && need_test == 0 {
+                break;
+            }
+            if taken[i] {
+                continue;
+            }
+            let side = match game_side.get(&c.group) {
+                Some(side) => *side,
+                None => {
+                    let side = if need_train >= need_test {
+                        Side::Train
+                    } else {
+                        Side::Test
+                    };
+                    game_side.insert(c.group.clone(), side);
+                    side
+                }
+            };
+            match side {
+                Side::Train if need_train > 0 => train.push((*c).clone()),
+                Side::Test if need_test > 0 => test.push((*c).clone()),
+                _ => {}
+            }
+        }
+        outcomes.push(CellOutcome {
+            cell: *cell,
+            wanted: *quota,
+            available: list.len(),
+            train: train.len(),
+            test: test.len(),
+        });
+        picked.insert(*cell, (train, test));
+    }
+    outcomes.sort_by_key(|a| a.cell);
+    let mut draw = Draw {
+        train: Vec::new(),
+        test: Vec::new(),
+        cells: outcomes,
+    };
+    for (_, (mut train, mut test)) in picked {
+        train.sort_by(|a, b| a.id.cmp(&b.id));
+        test.sort_by(|a, b| a.id.cmp(&b.id));
+        draw.train.extend(train);
+        draw.test.extend(test);
+    }
+    draw
+}
+
+/// Command-line arguments of `puzzleforge split`.
+#[derive(Args, Debug, Clone)]
+pub struct SplitArgs {
+    /// Puzzle files (CSV or JSON Lines, plain or zstd): the Lichess dump,
+    /// APO files, or what ingest/mine/rate wrote.
+    #[arg(required = true)]
+    pub pool: Vec<PathBuf>,
+    /// The release folder to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// pipeline.toml whose [split] section configures quotas and tiers.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Produce this named tier of the config (filter the pool, then use the
+    /// tier's quotas).
+    #[arg(long)]
+    pub tier: Option<String>,
+    /// Overrides the config's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Overrides the config's rating bin width.
+    #[arg(long)]
+    pub bin_width: Option<i32>,
+    /// Overrides the config's train quota per cell.
+    #[arg(long)]
+    pub train_per_cell: Option<usize>,
+    /// Overrides the config's test quota per cell.
+    #[arg(long)]
+    pub test_per_cell: Option<usize>,
+    /// Fail (exit 2) when a cell cannot be filled.
+    #[arg(long)]
+    pub strict: bool,
+    /// Earlier releases or any puzzle files whose puzzles must not reappear.
+    #[arg(long, num_args = 1..)]
+    pub exclude: Vec<PathBuf>,
+    /// Exclude every release (a folder with a puzzleforge manifest.json)
+    /// found up to three levels under this folder. Default: the parent of
+    /// the release folder's parent (`output/` for `output/RUN/release`).
+    #[arg(long)]
+    pub exclude_releases_under: Option<PathBuf>,
+    /// Do not look for earlier releases to exclude.
+    #[arg(long)]
+    pub no_release_exclusion: bool,
+    /// Engine identity to record in the manifest (e.g. "Stockfish 15.1").
+    #[arg(long)]
+    pub engine_id: Option<String>,
+    /// Engine option NAME=VALUE to record in the manifest (repeatable).
+    #[arg(long)]
+    pub engine_option: Vec<String>,
+    /// A JSON file of verification figures to embed in the manifest.
+    #[arg(long)]
+    pub verify: Option<PathBuf>,
+}
+
+/// Release folders under `root` (up to three levels down), sorted, skipping
+/// `own` (the folder being written).
+pub fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, depth: usize, own: &Path, found: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                !name.starts_with('.') && name != "target"
+            })
+            .map(|e| e.path())
+            .collect();
+        dirs.sort();
+        for sub in dirs {
+            let same = sub
+                .canonicalize()
+                .ok()
+                .zip(own.canonicalize().ok())
+                .is_some_and(|(a, b)| a == b);
+            if !same && release::is_release_dir(&sub) {
+                found.push(sub.clone());
+            }
+            if depth > 1 {
+                walk(&sub, depth - 1, own, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(root, 3, own, &mut found);
+    Ok(found)
+}
+
+fn default_release_root(output: &Path) -> PathBuf {
+    let parent = |p: &Path| -> PathBuf {
+        match p.parent() {
+            Some(q) if !q.as_os_str().is_empty() => q.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    };
+    parent(&parent(output))
+}
+
+/// Contamination keys from excluded files.
+struct Exclusions {
+    ids: HashMap<String, usize>,
+    positions: HashMap<String, usize>,
+    files: Vec<Value>,
+    removed: Vec<usize>,
+}
+
+fn load_exclusions(files: &[PathBuf], by: ExcludeBy) -> Result<Exclusions> {
+    let mut exclusions = Exclusions {
+        ids: HashMap::new(),
+        positions: HashMap::new(),
+        files: Vec::new(),
+        removed: vec![0; files.len()],
+    };
+    for (index, path) in files.iter().enumerate() {
+        let mut rows = 0u64;
+        let mut unreadable = 0u64;
+        for_each_row(path, |(_, row)| {
+            rows += 1;
+            match row {
+                Ok(puzzle) => {
+                    if !puzzle.id.is_empty() {
+                        exclusions.ids.entry(puzzle.id.clone()).or_insert(index);
+                    }
+                    match position_key(&puzzle, by) {
+                        Ok(key) => {
+                            exclusions.positions.entry(key).or_insert(index);
+                        }
+                        Err(_) => unreadable += 1,
+                    }
+                }
+                Err(_) => unreadable += 1,
+            }
+            Ok(())
+        })
+        .with_context(|| format!("reading excluded file {}", path.display()))?;
+        exclusions.files.push(json!({
+            "path": path.display().to_string(),
+            "sha256": sha256_file(path)?,
+            "rows": rows,
+            "unreadable_rows": unreadable,
+        }));
+    }
+    Ok(exclusions)
+}
+
+/// Reads a pool and keeps the puzzles that can enter the draw, counting the
+/// rest by reason.
+struct PoolRead {
+    candidates: Vec<Candidate>,
+    outside_quota: u64,
+    skipped: BTreeMap<String, u64>,
+    examples: Vec<String>,
+    inputs: Vec<Value>,
+}
+
+fn read_pool(
+    paths: &[PathBuf],
+    config: &SplitConfig,
+    tier: Option<&Tier>,
+    quotas: &BTreeMap<Cell, Quota>,
+    exclusions: &mut Exclusions,
+) -> Result<PoolRead> {
+    let mut read = PoolRead {
+        candidates: Vec::new(),
+        outside_quota: 0,
+        skipped: BTreeMap::new(),
+        examples: Vec::new(),
+        inputs: Vec::new(),
+    };
+    let mut seen_ids = HashSet::new();
+    // Truncated sha256 of each position key: 16 bytes a puzzle.
+    let mut seen_positions: HashSet<[u8; 16]> = HashSet::new();
+    for (file, path) in paths.iter().enumerate() {
+        let mut rows = 0u64;
+        let mut kept = 0u64;
+        let bar = crate::progress::items(0, "split");
+        for_each_row(path, |(line, row)| {
+            let ordinal = rows;
+            rows += 1;
+            bar.inc(1);
+            let mut skip = |reason: &str, detail: String| {
+                *read.skipped.entry(reason.to_string()).or_default() += 1;
+                if read.examples.len() < 5 {
+                    read.examples.push(format!(
+                        "{} line {line}: {reason}: {detail}",
+                        path.display()
+                    ));
+                }
+            };
+            let puzzle = match row {
+                Ok(p) => p,
+                Err(e) => {
+                    skip(e.reason, e.detail);
+                    return Ok(());
+                }
+            };
+            let Some(rating) = puzzle.rating else {
+                skip("no_rating", format!("puzzle {} has no rating", puzzle.id));
+                return Ok(());
+            };
+            if puzzle.solver_moves() == 0 {
+                skip(
+                    "no_solution",
+                    format!("puzzle {} has no solver move", puzzle.id),
+                );
+                return Ok(());
+            }
+            let key = match position_key(&puzzle, config.exclude_by) {
+                Ok(k) => k,
+                Err(e) => {
+                    skip("bad_position", format!("puzzle {}: {e}", puzzle.id));
+                    return Ok(());
+                }
+            };
+            if let Some(tier) = tier
+                && !tier.admits(&puzzle)
+            {
+                *read.skipped.entry("outside_tier".into()).or_default() += 1;
+                return Ok(());
+            }
+            let excluded_by = exclusions
+                .ids
+                .get(&puzzle.id)
+                .or_else(|| exclusions.positions.get(&key));
+            if let Some(&file) = excluded_by {
+                exclusions.removed[file] += 1;
+                return Ok(());
+            }
+            if !seen_ids.insert(puzzle.id.clone()) {
+                skip("duplicate_id", format!("puzzle {} seen before", puzzle.id));
+                return Ok(());
+            }
+            if !seen_positions.insert(short_digest(&key)) {
+                skip(
+                    "duplicate_position",
+                    format!("puzzle {} repeats an earlier position", puzzle.id),
+                );
+                return Ok(());
+            }
+            let (bin_lo, bin_hi) = rating_bin(rating, config.bin_width);
+            let cell = Cell {
+                bin_lo,
+                bin_hi,
+                length: puzzle.solver_moves(),
+                mate: is_mate(&puzzle),
+            };
+            kept += 1;
+            if !quotas.contains_key(&cell) {
+                read.outside_quota += 1;
+                return Ok(());
+            }
+            let group = game_id(&puzzle).unwrap_or_else(|| format!("puzzle:{}", puzzle.id));
+            read.candidates.push(Candidate {
+                id: puzzle.id,
+                cell,
+                group,
+                file,
+                row: ordinal,
+            });
+            Ok(())
+        })
+        .with_context(|| format!("reading pool {}", path.display()))?;
+        bar.finish_and_clear();
+        read.inputs.push(json!({
+            "path": path.display().to_string(),
+            "sha256": sha256_file(path)?,
+            "rows": rows,
+            "admitted": kept,
+        }));
+    }
+    Ok(read)
+}
+
+fn short_digest(key: &str) -> [u8; 16] {
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&digest[..16]);
+    out
+}
+
+/// Reads the chosen rows again in full and adds the derived columns,
+/// returning train and test in the draw's order.
+fn fetch_chosen(paths: &[PathBuf], drawn: &Draw) -> Result<(Vec<Puzzle>, Vec<Puzzle>)> {
+    let mut wanted: HashMap<(usize, u64), &Candidate> = HashMap::new();
+    for c in drawn.train.iter().chain(&drawn.test) {
+        wanted.insert((c.file, c.row), c);
+    }
+    let mut found: HashMap<(usize, u64), Puzzle> = HashMap::new();
+    for (file, path) in paths.iter().enumerate() {
+        let mut ordinal = 0u64;
+        for_each_row(path, |(_, row)| {
+            let here = (file, ordinal);
+            ordinal += 1;
+            if let Some(candidate) = wanted.get(&here)
+                && let Ok(mut puzzle) = row
+                && puzzle.id == candidate.id
+            {
+                let game = game_id(&puzzle);
+                release::add_derived_columns(&mut puzzle, &candidate.cell, game.as_deref());
+                found.insert(here, puzzle);
+            }
+            Ok(())
+        })
+        .with_context(|| format!("reading pool {} again", path.display()))?;
+    }
+    let mut take = |list: &[Candidate]| -> Result<Vec<Puzzle>> {
+        list.iter()
+            .map(|c| {
+                found.remove(&(c.file, c.row)).ok_or_else(|| {
+                    bad_input(format!(
+                        "{}: puzzle {} changed while split was reading it",
+                        paths[c.file].display(),
+                        c.id
+                    ))
+                })
+            })
+            .collect()
+    };
+    let train = take(&drawn.train)?;
+    let test = take(&drawn.test)?;
+    Ok((train, test))
+}
+
+/// Runs `puzzleforge split`.
+pub fn run_split(args: &SplitArgs) -> Result<Summary> {
+    let mut config = match &args.config {
+        Some(path) => SplitConfig::from_pipeline_toml(path)?,
+        None => SplitConfig::default(),
+    };
+    if let Some(seed) = args.seed {
+        config.seed = seed;
+    }
+    if let Some(width) = args.bin_width {
+        config.bin_width = width;
+    }
+    if let Some(n) = args.train_per_cell {
+        config.train_per_cell = n;
+    }
+    if let Some(n) = args.test_per_cell {
+        config.test_per_cell = n;
+    }
+    let tier = match &args.tier {
+        None => None,
+        Some(name) => Some(config.tiers.get(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = config.tiers.keys().map(String::as_str).collect();
+            bad_input(format!(
+                "split: no tier named {name:?} (configured: {})",
+                known.join(", ")
+            ))
+        })?),
+    };
+    let quotas = config.quota_table(tier.as_ref())?;
+
+    let mut exclude_files = args.exclude.clone();
+    if !args.no_release_exclusion {
+        let root = args
+            .exclude_releases_under
+            .clone()
+            .unwrap_or_else(|| default_release_root(&args.output));
+        for dir in find_releases(&root, &args.output)? {
+            exclude_files.extend(release::split_files(&dir));
+        }
+    }
+    let mut exclusions = load_exclusions(&exclude_files, config.exclude_by)?;
+    let pool = read_pool(&args.pool, &config, tier.as_ref(), &quotas, &mut exclusions)?;
+    let outside_quota = pool.outside_quota;
+    let admitted = pool.candidates.len() as u64 + outside_quota;
+    let drawn = draw(pool.candidates, &quotas, config.seed);
+    let unfilled: Vec<&CellOutcome> = drawn.cells.iter().filter(|c| !c.filled()).collect();
+    if args.strict && !unfilled.is_empty() {
+        let list: Vec<String> = unfilled
+            .iter()
+            .take(10)
+            .map(|c| {
+                format!(
+                    "{} wanted {} found {}",
+                    c.cell.key(),
+                    c.wanted.train + c.wanted.test,
+                    c.train + c.test
+                )
+            })
+            .collect();
+        bail_input!(
+            "split --strict: {} of {} cells cannot be filled: {}{}",
+            unfilled.len(),
+            drawn.cells.len(),
+            list.join("; "),
+            if unfilled.len() > 10 { "; ..." } else { "" }
+        );
+    }
+
+    let engine = match &args.engine_id {
+        None if args.engine_option.is_empty() => Value::Null,
+        _ => {
+            let mut options = serde_json::Map::new();
+            for option in &args.engine_option {
+                let (name, value) = option.split_once('=').ok_or_else(|| {
+                    bad_input(format!("--engine-option {option:?} is not NAME=VALUE"))
+                })?;
+                options.insert(name.trim().to_string(), Value::from(value.trim()));
+            }
+            json!({"id": args.engine_id, "options": options})
+        }
+    };
+    let verify = match &args.verify {
+        None => Value::Null,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
+            let figures: Value = serde_json::from_str(&text)
+                .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
+            json!({"path": path.display().to_string(), "sha256": sha256_file(path)?, "figures": figures})
+        }
+    };
+    let removed_total: usize = exclusions.removed.iter().sum();
+    let mut exclusion_files = exclusions.files.clone();
+    for (entry, removed) in exclusion_files.iter_mut().zip(&exclusions.removed) {
+        entry["removed"] = Value::from(*removed);
+    }
+    let cells_json: Vec<Value> = drawn
+        .cells
+        .iter()
+        .map(|c| {
+            let mut v = c.cell.to_json();
+            v["wanted_train"] = c.wanted.train.into();
+            v["wanted_test"] = c.wanted.test.into();
+            v["available"] = c.available.into();
+            v["train"] = c.train.into();
+            v["test"] = c.test.into();
+            v
+        })
+        .collect();
+    let unfilled_json: Vec<Value> = unfilled
+        .iter()
+        .map(|c| {
+            let mut v = c.cell.to_json();
+            v["wanted"] = (c.wanted.train + c.wanted.test).into();
+            v["found"] = c.available.into();
+            v["train"] = c.train.into();
+            v["test"] = c.test.into();
+            v
+        })
+        .collect();
+    let manifest = json!({
+        "kind": release::MANIFEST_KIND,
+        "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
+        "tier": args.tier,
+        "seed": config.seed,
+        "config": config,
+        "method": {
+            "cells": "rating bin (lo, hi] x solver moves x mate",
+            "draw": "per cell, ChaCha8Rng seeded from sha256(\"puzzleforge-split|<seed>|<cell key>\"), candidates sorted by PuzzleId then shuffled",
+            "grouping": "greedy over cells, scarcest first: a game's side is fixed by its first selected puzzle; later cells use fixed games only on their side and give free games to the side needing more",
+        },
+        "engine": engine,
+        "inputs": pool.inputs,
+        "skipped": pool.skipped,
+        "exclusions": {"match": config.exclude_by, "removed": removed_total, "files": exclusion_files},
+        "counts": {
+            "admitted": admitted,
+            "outside_quota": outside_quota,
+            "cells": drawn.cells.len(),
+            "unfilled_cells": unfilled.len(),
+            "train": drawn.train.len(),
+            "test": drawn.test.len(),
+        },
+        "cells": cells_json,
+        "unfilled": unfilled_json,
+        "verify": verify,
+    });
+    let (train, test) = fetch_chosen(&args.pool, &drawn)?;
+    let written = release::write_release(&args.output, &train, &test, &drawn.cells, manifest)?;
+
+    let mut human = format!(
+        "split: {} train + {} test puzzles in {} cells -> {}\n",
+        train.len(),
+        test.len(),
+        drawn.cells.len(),
+        args.output.display()
+    );
+    if !unfilled.is_empty() {
+        human.push_str(&format!(
+            "split: {} cells not filled (see manifest.json \"unfilled\"), e.g.\n",
+            unfilled.len()
+        ));
+        for c in unfilled.iter().take(5) {
+            human.push_str(&format!(
+                "  {}: wanted {}, found {}\n",
+                c.cell.key(),
+                c.wanted.train + c.wanted.test,
+                c.available
+            ));
+        }
+    }
+    if removed_total > 0 {
+        human.push_str(&format!(
+            "split: excluded {removed_total} puzzles found in {} earlier files\n",
+            exclude_files.len()
+        ));
+    }
+    for (reason, count) in &pool.skipped {
+        human.push_str(&format!("split: skipped {count} rows: {reason}\n"));
+    }
+    for example in &pool.examples {
+        human.push_str(&format!("  {example}\n"));
+    }
+    Ok(Summary::new(
+        human,
+        json!({
+            "command": "split",
+            "output": args.output.display().to_string(),
+            "train": train.len(),
+            "test": test.len(),
+            "cells": drawn.cells.len(),
+            "unfilled_cells": unfilled.len(),
+            "excluded": removed_total,
+            "skipped": pool.skipped,
+            "files": written,
+        }),
+    ))
+}
