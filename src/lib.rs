@@ -3,13 +3,19 @@
 //!
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
+pub mod bench_pool;
+pub mod check;
 pub mod config;
+pub mod criterion;
+pub mod engine;
 pub mod error;
 pub mod export;
 pub mod fileio;
 pub mod plots;
+pub mod pool;
 pub mod progress;
 pub mod record;
 pub mod release;
 pub mod split;
 pub mod summary;
+pub mod uci;

@@ -25,12 +25,26 @@ enum Command {
     Split(Box<puzzleforge::split::SplitArgs>),
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
     Export(puzzleforge::export::ExportArgs),
+    /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
+    /// whether the best move is unique; one JSON object per position on stdout.
+    Check(puzzleforge::check::CheckArgs),
+    /// Benchmarks (measure speed; not tests).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Push positions through the engine pool and report CPU and wall-time ratios.
+    Pool(puzzleforge::bench_pool::BenchPoolArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
         Command::Split(args) => puzzleforge::split::run_split(args),
         Command::Export(args) => puzzleforge::export::run_export(args),
+        Command::Check(args) => puzzleforge::check::run_check(args),
+        Command::Bench(BenchCommand::Pool(args)) => puzzleforge::bench_pool::run_bench_pool(args),
     }
 }
 
