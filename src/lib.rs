@@ -3,8 +3,11 @@
 //!
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
+pub mod bench_ingest;
+pub mod derive;
 pub mod error;
 pub mod fileio;
+pub mod ingest;
 pub mod progress;
 pub mod record;
 pub mod summary;

@@ -21,10 +21,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
+    Ingest(puzzleforge::ingest::IngestArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
-    match *command {}
+    match command {
+        Command::Ingest(args) => puzzleforge::ingest::run_ingest(args),
+    }
 }
 
 fn main() {
