@@ -23,11 +23,23 @@ struct Cli {
 enum Command {
     /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
     Ingest(puzzleforge::ingest::IngestArgs),
+    /// Benchmarks (run in release mode).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Time `ingest puzzles` against the python-chess peer.
+    Ingest(puzzleforge::bench_ingest::BenchIngestArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
         Command::Ingest(args) => puzzleforge::ingest::run_ingest(args),
+        Command::Bench(BenchCommand::Ingest(args)) => {
+            puzzleforge::bench_ingest::run_bench_ingest(args)
+        }
     }
 }
 
