@@ -149,10 +149,21 @@ pub fn mate_check(has_themes: bool, themes_say_mate: bool, board_mate: bool) -> 
 /// The rating bin of `width` points as pandas writes a right-closed
 /// interval: 1950 with width 100 is `(1900, 2000]`, 2000 is `(1900, 2000]`.
 pub fn rating_bin(rating: i32, width: i32) -> String {
+    let (lower, upper) = rating_bin_edges(rating, width);
+    format!("({lower}, {upper}]")
+}
+
+/// The (open lower, closed upper) edges of a rating's bin.
+pub fn rating_bin_edges(rating: i32, width: i32) -> (i32, i32) {
     let width = width.max(1);
     // The bin's upper edge is the smallest multiple of width >= rating.
-    let upper = rating.div_euclid(width) * width + if rating.rem_euclid(width) == 0 { 0 } else { width };
-    format!("({}, {}]", upper - width, upper)
+    let upper = rating.div_euclid(width) * width
+        + if rating.rem_euclid(width) == 0 {
+            0
+        } else {
+            width
+        };
+    (upper - width, upper)
 }
 
 /// Phase from Lichess's phase themes, when one is present.
@@ -195,11 +206,11 @@ pub struct DerivedFields {
     pub mate: bool,
     /// See [`mate_check`].
     pub mate_check: &'static str,
-    pub rating_bin: Option<String>,
-    pub rating_bin200: Option<String>,
+    /// The rating the bins are computed from.
+    pub rating: Option<i32>,
     pub phase: Phase,
-    pub game_id: Option<String>,
-    pub ply: Option<u32>,
+    /// Game id and ply from the GameUrl (see [`crate::record::parse_game_url`]).
+    pub game: Option<(String, Option<u32>)>,
 }
 
 impl DerivedFields {
@@ -212,36 +223,56 @@ impl DerivedFields {
     ) -> Self {
         let has_themes = themes.clone().into_iter().next().is_some();
         let themes_mate = mate_from_themes(themes.clone());
-        let (game_id, ply) = match crate::record::parse_game_url(game_url) {
-            Some((id, ply)) => (Some(id), ply),
-            None => (None, None),
-        };
         Self {
             num_moves: num_moves(line.plies),
             mate: line.ends_in_checkmate,
             mate_check: mate_check(has_themes, themes_mate, line.ends_in_checkmate),
-            rating_bin: rating.map(|r| rating_bin(r, 100)),
-            rating_bin200: rating.map(|r| rating_bin(r, 200)),
+            rating,
             phase: phase_from_themes(themes).unwrap_or_else(|| phase_from_material(&line.start)),
-            game_id,
-            ply,
+            game: crate::record::parse_game_url(game_url),
         }
+    }
+
+    /// Appends the value of a derived column (one of [`DERIVED_COLUMNS`]
+    /// but `Source`, which the stage sets) to `out`; false for other names.
+    /// Writes in place so the ingest's hot loop allocates nothing here.
+    pub fn write_column(&self, name: &str, out: &mut Vec<u8>) -> bool {
+        use std::io::Write;
+        let written = match name {
+            "NumMoves" => write!(out, "{}", self.num_moves),
+            "Mate" => out.write_all(if self.mate { b"True" } else { b"False" }),
+            "MateCheck" => out.write_all(self.mate_check.as_bytes()),
+            "RatingBin" | "RatingBin200" => match self.rating {
+                Some(r) => {
+                    let width = if name == "RatingBin" { 100 } else { 200 };
+                    let (lower, upper) = rating_bin_edges(r, width);
+                    write!(out, "({lower}, {upper}]")
+                }
+                None => Ok(()),
+            },
+            "Phase" => out.write_all(self.phase.as_str().as_bytes()),
+            "GameId" => match &self.game {
+                Some((id, _)) => out.write_all(id.as_bytes()),
+                None => Ok(()),
+            },
+            "Ply" => match &self.game {
+                Some((_, Some(ply))) => write!(out, "{ply}"),
+                _ => Ok(()),
+            },
+            _ => return false,
+        };
+        // Writing into a Vec cannot fail.
+        written.is_ok()
     }
 
     /// The value of a derived column (one of [`DERIVED_COLUMNS`] but
     /// `Source`, which the stage sets) as written to CSV.
     pub fn column(&self, name: &str) -> Option<String> {
-        Some(match name {
-            "NumMoves" => self.num_moves.to_string(),
-            "Mate" => if self.mate { "True" } else { "False" }.to_string(),
-            "MateCheck" => self.mate_check.to_string(),
-            "RatingBin" => self.rating_bin.clone().unwrap_or_default(),
-            "RatingBin200" => self.rating_bin200.clone().unwrap_or_default(),
-            "Phase" => self.phase.as_str().to_string(),
-            "GameId" => self.game_id.clone().unwrap_or_default(),
-            "Ply" => self.ply.map(|p| p.to_string()).unwrap_or_default(),
-            _ => return None,
-        })
+        let mut out = Vec::new();
+        if !self.write_column(name, &mut out) {
+            return None;
+        }
+        Some(String::from_utf8_lossy(&out).into_owned())
     }
 }
 
@@ -288,8 +319,8 @@ mod tests {
     fn mate_line_is_checkmate_and_material_phase() {
         // Scholar's mate pattern: black blunders, white mates.
         let line = play_line(
-            b"r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR b KQkq - 3 3",
-            b"g8f6 f3f7",
+            b"r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3",
+            b"g8f6 h5f7",
         )
         .unwrap();
         assert!(line.ends_in_checkmate);
@@ -303,14 +334,28 @@ mod tests {
     #[test]
     fn bad_lines_name_their_reason() {
         let start = b"rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
-        assert_eq!(play_line(b"nonsense", b"e2e4 e7e5").unwrap_err().reason, "bad_fen");
-        assert_eq!(play_line(start, b"e2e5 e7e5").unwrap_err().reason, "illegal_move");
+        assert_eq!(
+            play_line(b"nonsense", b"e2e4 e7e5").unwrap_err().reason,
+            "bad_fen"
+        );
+        assert_eq!(
+            play_line(start, b"e2e5 e7e5").unwrap_err().reason,
+            "illegal_move"
+        );
         assert_eq!(play_line(start, b"e2e4 zz").unwrap_err().reason, "bad_move");
-        assert_eq!(play_line(start, b"e2e4").unwrap_err().reason, "too_few_moves");
-        assert_eq!(play_line(start, b"e2e4 e7e5 g1f3").unwrap_err().reason, "odd_move_count");
+        assert_eq!(
+            play_line(start, b"e2e4").unwrap_err().reason,
+            "too_few_moves"
+        );
+        assert_eq!(
+            play_line(start, b"e2e4 e7e5 g1f3").unwrap_err().reason,
+            "odd_move_count"
+        );
         // Two white kings: parses, but is not a legal position.
         assert_eq!(
-            play_line(b"K6K/8/8/8/8/8/8/k7 w - - 0 1", b"a8a7 a1a2").unwrap_err().reason,
+            play_line(b"K6K/8/8/8/8/8/8/k7 w - - 0 1", b"a8a7 a1a2")
+                .unwrap_err()
+                .reason,
             "illegal_position"
         );
     }

@@ -66,7 +66,10 @@ fn the_1499_row_sample_is_all_accepted_with_derived_columns() {
     assert_eq!(puzzles.len(), 1499);
     let (_, rows) = sample_lines();
     for (puzzle, row) in puzzles.iter().zip(&rows) {
-        assert!(row.starts_with(&format!("{},", puzzle.id)), "input order kept");
+        assert!(
+            row.starts_with(&format!("{},", puzzle.id)),
+            "input order kept"
+        );
         assert_eq!(puzzle.get("Source"), Some("lichess"));
         assert_eq!(
             puzzle.get("NumMoves"),
@@ -80,7 +83,10 @@ fn the_1499_row_sample_is_all_accepted_with_derived_columns() {
         let (game, ply) = puzzle.game_id_and_ply().unwrap();
         assert_eq!(puzzle.get("GameId"), Some(game.as_str()));
         assert_eq!(puzzle.get("Ply"), Some(ply.unwrap().to_string().as_str()));
-        assert!(puzzle.get("DailyDate").is_some(), "input's extra column kept");
+        assert!(
+            puzzle.get("DailyDate").is_some(),
+            "input's extra column kept"
+        );
     }
     // A puzzle tagged mateIn1 ends in checkmate and its bin is pandas-style.
     let first = &puzzles[0];
@@ -151,9 +157,25 @@ fn corrupted_rows_are_rejected_by_reason_and_good_rows_kept() {
     let moves: Vec<&str> = odd[2].split(' ').collect();
     odd[2] = moves[..moves.len() - 1].join(" ");
     odd[0] = "odd01".into();
-    let bad_fen = with(&with(&rows[41], 1, "rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"), 0, "fen01");
+    let bad_fen = with(
+        &with(
+            &rows[41],
+            1,
+            "rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+        ),
+        0,
+        "fen01",
+    );
     let illegal = with(
-        &with(&with(&rows[42], 1, "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"), 2, "e2e5 e7e5"),
+        &with(
+            &with(
+                &rows[42],
+                1,
+                "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            ),
+            2,
+            "e2e5 e7e5",
+        ),
         0,
         "ill01",
     );
@@ -209,9 +231,17 @@ fn corrupted_rows_are_rejected_by_reason_and_good_rows_kept() {
         "duplicate_id",
         "invalid_utf8",
     ] {
-        assert_eq!(by_reason.get(reason), Some(&Value::from(1)), "{reason}: {by_reason:?}");
+        assert_eq!(
+            by_reason.get(reason),
+            Some(&Value::from(1)),
+            "{reason}: {by_reason:?}"
+        );
     }
-    let kept: Vec<String> = read_puzzles(&out).unwrap().into_iter().map(|p| p.id).collect();
+    let kept: Vec<String> = read_puzzles(&out)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
     let expected: Vec<String> = good.iter().map(|r| cells(r)[0].clone()).collect();
     assert_eq!(kept, expected);
     let rejected = std::fs::read_to_string(&rejects).unwrap();
@@ -243,7 +273,11 @@ fn truncated_zstd_is_an_error_naming_the_file_and_leaves_no_output() {
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(left, vec![std::ffi::OsString::from("cut.csv.zst")], "{left:?}");
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("cut.csv.zst")],
+        "{left:?}"
+    );
 }
 
 /// Counts the sample's rows matching a predicate on (rating, themes).
@@ -258,7 +292,10 @@ fn count_sample(pred: impl Fn(i32, &[&str]) -> bool) -> u64 {
         .count() as u64
 }
 
-fn ingest_lib(config: &IngestPuzzlesConfig, out: &Path) -> puzzleforge::ingest::puzzles::IngestStats {
+fn ingest_lib(
+    config: &IngestPuzzlesConfig,
+    out: &Path,
+) -> puzzleforge::ingest::puzzles::IngestStats {
     ingest_puzzles(config, &data(SAMPLE), out, None).unwrap()
 }
 
@@ -283,7 +320,8 @@ fn filters_count_exactly() {
     };
     let stats = ingest_lib(&config, &out);
     let any = count_sample(|_, t| !t.contains(&"fork") && !t.contains(&"pin"));
-    let none = count_sample(|_, t| (t.contains(&"fork") || t.contains(&"pin")) && t.contains(&"endgame"));
+    let none =
+        count_sample(|_, t| (t.contains(&"fork") || t.contains(&"pin")) && t.contains(&"endgame"));
     assert_eq!(stats.filtered_by_filter["themes_any"], any);
     assert_eq!(stats.filtered_by_filter["themes_none"], none);
     assert_eq!(stats.written, 1499 - any - none);
@@ -293,7 +331,10 @@ fn filters_count_exactly() {
         ..Default::default()
     };
     let stats = ingest_lib(&config, &out);
-    assert_eq!(stats.written, count_sample(|_, t| t.contains(&"mate") && t.contains(&"short")));
+    assert_eq!(
+        stats.written,
+        count_sample(|_, t| t.contains(&"mate") && t.contains(&"short"))
+    );
 
     // Solver lengths, and mate only / no mate partition the sample.
     let config = IngestPuzzlesConfig {
@@ -303,12 +344,38 @@ fn filters_count_exactly() {
     let one_move = ingest_lib(&config, &out).written;
     assert_eq!(
         one_move,
-        read_puzzles(&data(SAMPLE)).unwrap().iter().filter(|p| p.moves.len() == 2).count() as u64
+        read_puzzles(&data(SAMPLE))
+            .unwrap()
+            .iter()
+            .filter(|p| p.moves.len() == 2)
+            .count() as u64
     );
-    let only = ingest_lib(&IngestPuzzlesConfig { mate: MateFilter::Only, ..Default::default() }, &out);
-    assert!(read_puzzles(&out).unwrap().iter().all(|p| p.get("Mate") == Some("True")));
-    let exclude = ingest_lib(&IngestPuzzlesConfig { mate: MateFilter::Exclude, ..Default::default() }, &out);
-    assert!(read_puzzles(&out).unwrap().iter().all(|p| p.get("Mate") == Some("False")));
+    let only = ingest_lib(
+        &IngestPuzzlesConfig {
+            mate: MateFilter::Only,
+            ..Default::default()
+        },
+        &out,
+    );
+    assert!(
+        read_puzzles(&out)
+            .unwrap()
+            .iter()
+            .all(|p| p.get("Mate") == Some("True"))
+    );
+    let exclude = ingest_lib(
+        &IngestPuzzlesConfig {
+            mate: MateFilter::Exclude,
+            ..Default::default()
+        },
+        &out,
+    );
+    assert!(
+        read_puzzles(&out)
+            .unwrap()
+            .iter()
+            .all(|p| p.get("Mate") == Some("False"))
+    );
     assert_eq!(only.written + exclude.written, 1499);
     assert!(only.written > 100 && exclude.written > 100);
 }
@@ -332,7 +399,10 @@ fn flags_override_and_sample_is_deterministic_per_seed() {
     assert_ne!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
     // The sample keeps input order.
     let (_, rows) = sample_lines();
-    let order: Vec<String> = rows.iter().map(|r| r.split(',').next().unwrap().to_string()).collect();
+    let order: Vec<String> = rows
+        .iter()
+        .map(|r| r.split(',').next().unwrap().to_string())
+        .collect();
     let picked: Vec<usize> = read_puzzles(&a)
         .unwrap()
         .iter()
@@ -347,7 +417,8 @@ fn flags_override_and_sample_is_deterministic_per_seed() {
 #[test]
 fn missing_input_and_bad_output_name_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, _, stderr) = ingest_cli(&dir.path().join("nope.csv"), &dir.path().join("o.csv"), &[]);
+    let (code, _, stderr) =
+        ingest_cli(&dir.path().join("nope.csv"), &dir.path().join("o.csv"), &[]);
     assert_eq!(code, 2, "{stderr}");
     let (code, _, stderr) = ingest_cli(&data(SAMPLE), &dir.path().join("o.txt"), &[]);
     assert_eq!(code, 2, "{stderr}");

@@ -11,12 +11,13 @@
 //! input order whatever the thread timing.
 
 use anyhow::{Context, Result};
+use foldhash::HashSetExt;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -34,9 +35,7 @@ const BATCH_ROWS: usize = 8192;
 const CHUNK_ROWS: usize = 256;
 
 /// Which puzzles to keep by their mate flag.
-#[derive(
-    clap::ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq,
-)]
+#[derive(clap::ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum MateFilter {
     /// Mating and non-mating puzzles.
@@ -336,10 +335,10 @@ impl RowLayout {
         &self.extra_names
     }
 
-    fn cell<'a>(&self, cells: &[&'a [u8]], column: usize) -> &'a [u8] {
+    fn text<'a>(&self, cells: &[&'a str], column: usize) -> &'a str {
         match self.lichess[column] {
-            Some(i) => cells.get(i).copied().unwrap_or(b""),
-            None => b"",
+            Some(i) => cells.get(i).copied().unwrap_or(""),
+            None => "",
         }
     }
 }
@@ -362,24 +361,45 @@ fn words(cell: &str) -> impl Iterator<Item = &str> + Clone {
 /// integers, FEN, the legality of every move, an even move count >= 2.
 /// Duplicate ids are the caller's (it sees every row in order).
 pub fn check_row(layout: &RowLayout, cells: &[&[u8]]) -> std::result::Result<CheckedRow, RowError> {
+    let mut text = Vec::with_capacity(cells.len());
+    text_cells(layout, cells.iter().copied(), &mut text)?;
+    check_text_row(layout, &text)
+}
+
+/// Checks the cell count and UTF-8 of a row, filling `text` with its cells.
+fn text_cells<'a>(
+    layout: &RowLayout,
+    cells: impl ExactSizeIterator<Item = &'a [u8]>,
+    text: &mut Vec<&'a str>,
+) -> std::result::Result<(), RowError> {
+    text.clear();
     if cells.len() != layout.header.len() {
         return Err(RowError::new(
             "wrong_column_count",
-            format!("{} columns, the header has {}", cells.len(), layout.header.len()),
+            format!(
+                "{} columns, the header has {}",
+                cells.len(),
+                layout.header.len()
+            ),
         ));
     }
-    for (i, cell) in cells.iter().enumerate() {
-        if std::str::from_utf8(cell).is_err() {
-            return Err(RowError::new(
-                "invalid_utf8",
-                format!("column {} is not UTF-8", layout.header.names()[i]),
-            ));
+    for (i, cell) in cells.enumerate() {
+        match std::str::from_utf8(cell) {
+            Ok(cell) => text.push(cell),
+            Err(_) => {
+                return Err(RowError::new(
+                    "invalid_utf8",
+                    format!("column {} is not UTF-8", layout.header.names()[i]),
+                ));
+            }
         }
     }
-    let text = |column: usize| -> &str {
-        // Checked above: every cell is UTF-8.
-        std::str::from_utf8(layout.cell(cells, column)).unwrap_or("")
-    };
+    Ok(())
+}
+
+/// [`check_row`] after the cell count and UTF-8 checks.
+fn check_text_row(layout: &RowLayout, cells: &[&str]) -> std::result::Result<CheckedRow, RowError> {
+    let text = |column: usize| -> &str { layout.text(cells, column) };
     if text(ID).trim().is_empty() {
         return Err(RowError::new("missing_id", "PuzzleId is empty"));
     }
@@ -405,7 +425,7 @@ pub fn check_row(layout: &RowLayout, cells: &[&[u8]]) -> std::result::Result<Che
     let rating_deviation = int(RATING_DEVIATION)?;
     let popularity = int(POPULARITY)?;
     let nb_plays = int(NB_PLAYS)?;
-    let line = derive::play_line(layout.cell(cells, FEN), layout.cell(cells, MOVES))?;
+    let line = derive::play_line(text(FEN).as_bytes(), text(MOVES).as_bytes())?;
     let derived = DerivedFields::new(&line, rating, words(text(THEMES)), text(GAME_URL).trim());
     Ok(CheckedRow {
         rating,
@@ -422,8 +442,10 @@ fn filter_out(
     row: &CheckedRow,
     themes: &str,
 ) -> Option<&'static str> {
-    let below = |value: Option<i32>, min: Option<i32>| min.is_some_and(|m| value.is_none_or(|v| v < m));
-    let above = |value: Option<i32>, max: Option<i32>| max.is_some_and(|m| value.is_none_or(|v| v > m));
+    let below =
+        |value: Option<i32>, min: Option<i32>| min.is_some_and(|m| value.is_none_or(|v| v < m));
+    let above =
+        |value: Option<i32>, max: Option<i32>| max.is_some_and(|m| value.is_none_or(|v| v > m));
     if below(row.rating, config.min_rating) || above(row.rating, config.max_rating) {
         return Some("rating");
     }
@@ -446,8 +468,7 @@ fn filter_out(
     if config.themes_none.iter().any(has) {
         return Some("themes_none");
     }
-    if !config.solver_lengths.is_empty()
-        && !config.solver_lengths.contains(&row.derived.num_moves)
+    if !config.solver_lengths.is_empty() && !config.solver_lengths.contains(&row.derived.num_moves)
     {
         return Some("solver_length");
     }
@@ -459,7 +480,7 @@ fn filter_out(
 
 /// Compact key of a PuzzleId for the duplicate check: ids up to 15 bytes
 /// (all Lichess ids are 5) pack into a u128 without allocating.
-#[derive(Hash, PartialEq, Eq, Clone, Debug)]
+#[derive(PartialEq, Eq, Clone, Debug)]
 enum IdKey {
     Short(u128),
     Long(Box<[u8]>),
@@ -569,16 +590,8 @@ impl<'a> Encoder<'a> {
         }
     }
 
-    fn derived_value(&self, row: &CheckedRow, name: &str) -> String {
-        row.derived.column(name).unwrap_or_default()
-    }
-
     /// Appends one row; returns the span of its bytes.
-    fn encode(
-        &mut self,
-        cells: &[&[u8]],
-        row: &CheckedRow,
-    ) -> Result<std::ops::Range<usize>> {
+    fn encode(&mut self, cells: &[&str], row: &CheckedRow) -> Result<std::ops::Range<usize>> {
         let start = self.len();
         match self.format {
             Format::Csv => self.encode_csv(cells, row)?,
@@ -587,15 +600,18 @@ impl<'a> Encoder<'a> {
         Ok(start..self.len())
     }
 
-    fn encode_csv(&mut self, cells: &[&[u8]], row: &CheckedRow) -> Result<()> {
+    fn encode_csv(&mut self, cells: &[&str], row: &CheckedRow) -> Result<()> {
         let layout = self.layout;
         for column in 0..LICHESS_COLUMNS.len() {
-            let cell = layout.cell(cells, column);
+            let cell = layout.text(cells, column).as_bytes();
             match column {
                 MOVES | THEMES | OPENING_TAGS => {
                     // Normalise whitespace as Puzzle does: single spaces.
                     self.scratch.clear();
-                    for word in cell.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty()) {
+                    for word in cell
+                        .split(|b| b.is_ascii_whitespace())
+                        .filter(|w| !w.is_empty())
+                    {
                         if !self.scratch.is_empty() {
                             self.scratch.push(b' ');
                         }
@@ -610,11 +626,14 @@ impl<'a> Encoder<'a> {
             match extra {
                 ExtraCell::Input(i) => self.csv.write_field(cells[*i])?,
                 ExtraCell::Derived(name) => {
-                    let value = self.derived_value(row, name);
-                    self.csv.write_field(value.as_bytes())?
+                    self.scratch.clear();
+                    row.derived.write_column(name, &mut self.scratch);
+                    self.csv.write_field(&self.scratch)?
                 }
                 ExtraCell::Source(input) => {
-                    let value = input.map(|i| cells[i].trim_ascii()).unwrap_or(b"");
+                    let value = input
+                        .map(|i| cells[i].trim_ascii().as_bytes())
+                        .unwrap_or(b"");
                     if value.is_empty() {
                         self.csv.write_field(b"lichess")?
                     } else {
@@ -627,15 +646,11 @@ impl<'a> Encoder<'a> {
         Ok(())
     }
 
-    fn encode_jsonl(&mut self, cells: &[&[u8]], row: &CheckedRow) -> Result<()> {
-        let text: Vec<&str> = cells
-            .iter()
-            .map(|c| std::str::from_utf8(c).unwrap_or(""))
-            .collect();
+    fn encode_jsonl(&mut self, cells: &[&str], row: &CheckedRow) -> Result<()> {
         let mut puzzle = self
             .layout
             .header
-            .parse_row(&text)
+            .parse_row(cells)
             .map_err(|e| anyhow::anyhow!("re-reading a checked row: {e}"))?;
         derive::apply_derived(&mut puzzle, &row.derived, "lichess");
         serde_json::to_writer(&mut self.json, &puzzle.to_json())?;
@@ -653,24 +668,24 @@ fn process_chunk(
 ) -> Result<ChunkOut> {
     let mut encoder = Encoder::new(layout, format);
     let mut rows = Vec::with_capacity(records.len());
-    let mut cells: Vec<&[u8]> = Vec::with_capacity(layout.header.len());
+    let mut cells: Vec<&str> = Vec::with_capacity(layout.header.len());
     for (record, pre) in records.iter().zip(prerejected) {
         if let Some(error) = pre {
             rows.push(RowOutcome::Rejected(error.clone()));
             continue;
         }
-        cells.clear();
-        cells.extend(record.iter());
-        let outcome = match check_row(layout, &cells) {
+        let checked = text_cells(layout, record.iter(), &mut cells)
+            .and_then(|()| check_text_row(layout, &cells));
+        let outcome = match checked {
             Err(error) => RowOutcome::Rejected(error),
             Ok(row) => {
-                let themes = std::str::from_utf8(layout.cell(&cells, THEMES)).unwrap_or("");
+                let themes = layout.text(&cells, THEMES);
                 let kept = match filter_out(config, &row, themes) {
                     Some(filter) => Err(filter),
                     None => Ok(encoder.encode(&cells, &row)?),
                 };
                 RowOutcome::Valid {
-                    id: id_key(layout.cell(&cells, ID).trim_ascii()),
+                    id: id_key(layout.text(&cells, ID).trim_ascii().as_bytes()),
                     mate_disagrees: matches!(row.derived.mate_check, "themes_only" | "board_only"),
                     kept,
                 }
@@ -884,6 +899,89 @@ impl Reservoir {
     }
 }
 
+/// The sequential stage: duplicate ids, counts, sampling and writing, in
+/// input order.
+struct Committer<'a> {
+    layout: &'a RowLayout,
+    output: &'a Path,
+    stats: IngestStats,
+    /// Ids of up to 15 bytes (every Lichess id) packed into a u128, so the
+    /// check allocates nothing; longer ids go to `long_ids`.
+    short_ids: foldhash::HashSet<u128>,
+    long_ids: foldhash::HashSet<Box<[u8]>>,
+    reservoir: Option<Reservoir>,
+    kept_index: u64,
+    out: AtomicFile,
+    rejects: RejectsFile,
+}
+
+impl Committer<'_> {
+    fn first_time(&mut self, id: &IdKey) -> bool {
+        match id {
+            IdKey::Short(key) => self.short_ids.insert(*key),
+            IdKey::Long(key) => self.long_ids.insert(key.clone()),
+        }
+    }
+
+    fn take(&mut self, batch: &Batch, chunks: &[ChunkOut]) -> Result<()> {
+        let mut row_index = 0;
+        for chunk in chunks {
+            for outcome in &chunk.rows {
+                let line = batch.lines[row_index];
+                let record = &batch.records[row_index];
+                row_index += 1;
+                self.stats.rows_read += 1;
+                let id_cell = self.layout.lichess[ID]
+                    .and_then(|i| record.get(i))
+                    .unwrap_or(b"");
+                let (id, mate_disagrees, kept) = match outcome {
+                    RowOutcome::Rejected(error) => {
+                        reject(&mut self.stats, &mut self.rejects, line, id_cell, error)?;
+                        continue;
+                    }
+                    RowOutcome::Valid {
+                        id,
+                        mate_disagrees,
+                        kept,
+                    } => (id, mate_disagrees, kept),
+                };
+                if !self.first_time(id) {
+                    let error =
+                        RowError::new("duplicate_id", "the PuzzleId appeared on an earlier row");
+                    reject(&mut self.stats, &mut self.rejects, line, id_cell, &error)?;
+                    continue;
+                }
+                self.stats.accepted += 1;
+                self.stats.mate_disagreements += u64::from(*mate_disagrees);
+                match kept {
+                    Err(filter) => {
+                        self.stats.filtered += 1;
+                        *self
+                            .stats
+                            .filtered_by_filter
+                            .entry(filter.to_string())
+                            .or_default() += 1;
+                    }
+                    Ok(span) => {
+                        let bytes = &chunk.bytes[span.clone()];
+                        match self.reservoir.as_mut() {
+                            Some(reservoir) => reservoir.offer(self.kept_index, bytes),
+                            None => {
+                                self.out.write_all(bytes).with_context(|| {
+                                    format!("writing {}", self.output.display())
+                                })?;
+                                self.stats.written += 1;
+                            }
+                        }
+                        self.kept_index += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Validates, derives, filters and writes; the library entry point.
 pub fn ingest_puzzles(
     config: &IngestPuzzlesConfig,
@@ -913,7 +1011,10 @@ pub fn ingest_puzzles(
                 .read_until(b'\n', &mut first_line)
                 .map_err(|e| bad_input(format!("{}: cannot read: {e}", input.display())))?;
             let value: Value = serde_json::from_slice(&first_line).map_err(|e| {
-                bad_input(format!("{} line 1: not a JSON object: {e}", input.display()))
+                bad_input(format!(
+                    "{} line 1: not a JSON object: {e}",
+                    input.display()
+                ))
             })?;
             let object = value.as_object().ok_or_else(|| {
                 bad_input(format!("{} line 1: not a JSON object", input.display()))
@@ -970,106 +1071,107 @@ pub fn ingest_puzzles(
             .chain(layout.extra_names.iter().map(String::as_str))
             .collect();
         header.write_record(&names)?;
-        let header = header.into_inner().map_err(|e| anyhow::anyhow!("{}", e.error()))?;
+        let header = header
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("{}", e.error()))?;
         out.write_all(&header)
             .with_context(|| format!("writing {}", output.display()))?;
     }
-    let mut rejects_file = RejectsFile::create(&rejects_path)?;
+    let rejects_file = RejectsFile::create(&rejects_path)?;
 
-    let mut stats = IngestStats {
+    let stats = IngestStats {
         input: input.to_path_buf(),
         output: output.to_path_buf(),
         rejects: rejects_path.clone(),
         ..IngestStats::default()
     };
-    let mut ids: HashSet<IdKey> = HashSet::new();
-    let mut reservoir = config.sample.map(|n| Reservoir::new(n, config.seed));
-    let mut kept_index = 0u64;
+    let mut committer = Committer {
+        layout: &layout,
+        output,
+        stats,
+        short_ids: foldhash::HashSet::with_capacity(1 << 16),
+        long_ids: foldhash::HashSet::new(),
+        reservoir: config.sample.map(|n| Reservoir::new(n, config.seed)),
+        kept_index: 0,
+        out,
+        rejects: rejects_file,
+    };
 
-    let result = std::thread::scope(|scope| -> Result<()> {
+    // Three stages overlap: the reader thread parses, this thread validates
+    // batch N+1 in parallel while the commit thread writes batch N.
+    let result = std::thread::scope(|scope| -> Result<Committer> {
         scope.spawn(reader_thread);
+        let (to_commit, commits) = mpsc::sync_channel::<(Batch, Vec<ChunkOut>)>(1);
+        let progress = bar.clone();
+        let commit_thread = scope.spawn(move || -> Result<Committer> {
+            for (batch, chunks) in commits {
+                committer.take(&batch, &chunks)?;
+                let rows = committer.stats.rows_read;
+                let seconds = started.elapsed().as_secs_f64();
+                progress.set_message(format!(
+                    "{rows} rows, {:.0} rows/s",
+                    rows as f64 / seconds.max(1e-9)
+                ));
+                let _ = recycle.send(batch);
+            }
+            Ok(committer)
+        });
+        let mut rows_validated = 0u64;
+        let mut failure = None;
         for batch in batches {
             let batch = match batch {
                 Ok(batch) => batch,
                 Err((line, error)) => {
-                    return Err(bad_input(format!(
-                        "{}: the input is truncated or corrupt after {} rows (line {line}): {error}",
+                    failure = Some(bad_input(format!(
+                        "{}: the input is truncated or corrupt after {rows_validated} rows (line {line}): {error}",
                         input.display(),
-                        stats.rows_read
                     )));
+                    break;
                 }
             };
-            let chunks: Vec<ChunkOut> = batch.records[..batch.len]
+            let chunks = batch.records[..batch.len]
                 .par_chunks(CHUNK_ROWS)
                 .zip(batch.prerejected.par_chunks(CHUNK_ROWS))
                 .map(|(records, pre)| process_chunk(&layout, format, config, records, pre))
-                .collect::<Result<_>>()?;
-            let mut row_index = 0;
-            for chunk in &chunks {
-                for outcome in &chunk.rows {
-                    let line = batch.lines[row_index];
-                    let record = &batch.records[row_index];
-                    row_index += 1;
-                    stats.rows_read += 1;
-                    let id_cell = layout.lichess[ID]
-                        .and_then(|i| record.get(i))
-                        .unwrap_or(b"");
-                    let (id, mate_disagrees, kept) = match outcome {
-                        RowOutcome::Rejected(error) => {
-                            reject(&mut stats, &mut rejects_file, line, id_cell, error)?;
-                            continue;
-                        }
-                        RowOutcome::Valid {
-                            id,
-                            mate_disagrees,
-                            kept,
-                        } => (id, mate_disagrees, kept),
-                    };
-                    if !ids.insert(id.clone()) {
-                        let error = RowError::new("duplicate_id", "the PuzzleId appeared on an earlier row");
-                        reject(&mut stats, &mut rejects_file, line, id_cell, &error)?;
-                        continue;
-                    }
-                    stats.accepted += 1;
-                    stats.mate_disagreements += u64::from(*mate_disagrees);
-                    match kept {
-                        Err(filter) => {
-                            stats.filtered += 1;
-                            *stats.filtered_by_filter.entry(filter.to_string()).or_default() += 1;
-                        }
-                        Ok(span) => {
-                            let bytes = &chunk.bytes[span.clone()];
-                            match reservoir.as_mut() {
-                                Some(reservoir) => reservoir.offer(kept_index, bytes),
-                                None => {
-                                    out.write_all(bytes)
-                                        .with_context(|| format!("writing {}", output.display()))?;
-                                    stats.written += 1;
-                                }
-                            }
-                            kept_index += 1;
-                        }
-                    }
+                .collect::<Result<Vec<ChunkOut>>>();
+            let chunks = match chunks {
+                Ok(chunks) => chunks,
+                Err(error) => {
+                    failure = Some(error);
+                    break;
                 }
+            };
+            rows_validated += batch.len as u64;
+            if to_commit.send((batch, chunks)).is_err() {
+                // The commit thread stopped on an error; join reports it.
+                break;
             }
-            let seconds = started.elapsed().as_secs_f64();
-            bar.set_message(format!(
-                "{} rows, {:.0} rows/s",
-                stats.rows_read,
-                stats.rows_read as f64 / seconds.max(1e-9)
-            ));
-            let _ = recycle.send(batch);
         }
-        Ok(())
+        drop(to_commit);
+        let committed = commit_thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the commit thread panicked"))?;
+        match failure {
+            Some(error) => Err(error),
+            None => committed,
+        }
     });
     bar.finish_and_clear();
-    result?;
+    let Committer {
+        mut stats,
+        reservoir,
+        mut out,
+        rejects: rejects_file,
+        ..
+    } = result?;
 
     if let Some(reservoir) = reservoir {
         let dropped = reservoir.seen.saturating_sub(reservoir.capacity);
         if dropped > 0 {
             stats.filtered += dropped;
-            stats.filtered_by_filter.insert("sample".to_string(), dropped);
+            stats
+                .filtered_by_filter
+                .insert("sample".to_string(), dropped);
         }
         for (_, bytes) in reservoir.into_sorted() {
             out.write_all(&bytes)
