@@ -3,14 +3,17 @@
 //!
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
+pub mod bench_ingest;
 pub mod bench_pool;
 pub mod check;
 pub mod config;
 pub mod criterion;
+pub mod derive;
 pub mod engine;
 pub mod error;
 pub mod export;
 pub mod fileio;
+pub mod ingest;
 pub mod plots;
 pub mod pool;
 pub mod progress;

@@ -29,6 +29,8 @@ enum Command {
     /// whether the best move is unique; one JSON object per position on stdout.
     Check(puzzleforge::check::CheckArgs),
     /// Benchmarks (measure speed; not tests).
+    /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
+    Ingest(puzzleforge::ingest::IngestArgs),
     #[command(subcommand)]
     Bench(BenchCommand),
 }
@@ -37,6 +39,8 @@ enum Command {
 enum BenchCommand {
     /// Push positions through the engine pool and report CPU and wall-time ratios.
     Pool(puzzleforge::bench_pool::BenchPoolArgs),
+    /// Time `ingest puzzles` against the python-chess peer.
+    Ingest(puzzleforge::bench_ingest::BenchIngestArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
@@ -45,6 +49,10 @@ fn dispatch(command: &Command) -> anyhow::Result<Summary> {
         Command::Export(args) => puzzleforge::export::run_export(args),
         Command::Check(args) => puzzleforge::check::run_check(args),
         Command::Bench(BenchCommand::Pool(args)) => puzzleforge::bench_pool::run_bench_pool(args),
+        Command::Ingest(args) => puzzleforge::ingest::run_ingest(args),
+        Command::Bench(BenchCommand::Ingest(args)) => {
+            puzzleforge::bench_ingest::run_bench_ingest(args)
+        }
     }
 }
 

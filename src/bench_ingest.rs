@@ -1,0 +1,184 @@
+//! `puzzleforge bench ingest`: times `ingest puzzles` with full validation
+//! against the python-chess peer (scripts/validate_puzzles.py) on the same
+//! machine in the same run, and reports rows/s of each and their ratio.
+//!
+//! The input is built from the real sample rows (tests/data) repeated with
+//! fresh PuzzleIds, so every row is a real Lichess puzzle and all are
+//! accepted. Build in release mode: `cargo run --release -- bench ingest`.
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::bad_input;
+use crate::fileio::AtomicFile;
+use crate::ingest::puzzles::{IngestPuzzlesConfig, ingest_puzzles};
+use crate::summary::Summary;
+
+/// Arguments of `bench ingest`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchIngestArgs {
+    /// Rows in the generated `.csv.zst` input.
+    #[arg(long, default_value_t = 200_000)]
+    pub rows: usize,
+    /// Rows the python-chess peer validates (its rate is per row, so a
+    /// subset is enough and keeps the run short).
+    #[arg(long, default_value_t = 20_000)]
+    pub python_rows: usize,
+    /// Worker threads for the ingest (0: all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Timed repetitions of the ingest; the best is reported.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: usize,
+    /// Real Lichess rows to build the input from.
+    #[arg(long, default_value = "tests/data/lichess_db_puzzle_subset_1499.csv")]
+    pub sample: PathBuf,
+    /// The python-chess peer.
+    #[arg(long, default_value = "scripts/validate_puzzles.py")]
+    pub script: PathBuf,
+    /// The Python interpreter.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// Skip the python-chess peer.
+    #[arg(long)]
+    pub no_python: bool,
+}
+
+/// Writes `rows` rows built from the sample's rows with fresh ids.
+fn build_input(sample: &Path, rows: usize, path: &Path) -> Result<()> {
+    let mut reader = csv::Reader::from_path(sample)
+        .map_err(|e| bad_input(format!("cannot read {}: {e}", sample.display())))?;
+    let header = reader.byte_headers()?.clone();
+    let id_column = header
+        .iter()
+        .position(|c| c == b"PuzzleId")
+        .ok_or_else(|| bad_input(format!("{}: no PuzzleId column", sample.display())))?;
+    let records: Vec<csv::ByteRecord> = reader.byte_records().collect::<Result<_, _>>()?;
+    if records.is_empty() {
+        return Err(bad_input(format!("{}: no rows", sample.display())));
+    }
+    let mut writer = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(AtomicFile::create(path)?);
+    writer.write_byte_record(&header)?;
+    let mut row = csv::ByteRecord::new();
+    for i in 0..rows {
+        let source = &records[i % records.len()];
+        row.clear();
+        for (column, cell) in source.iter().enumerate() {
+            if column == id_column {
+                row.push_field(format!("b{i:07}").as_bytes());
+            } else {
+                row.push_field(cell);
+            }
+        }
+        writer.write_byte_record(&row)?;
+    }
+    let mut file = writer
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("writing {}: {}", path.display(), e.error()))?;
+    file.flush()?;
+    file.commit()
+}
+
+fn run_python(args: &BenchIngestArgs, input: &Path) -> Result<Value> {
+    let probe = Command::new(&args.python)
+        .args(["-c", "import chess"])
+        .output()
+        .map_err(|e| bad_input(format!("cannot run {}: {e}", args.python)))?;
+    if !probe.status.success() {
+        return Err(bad_input(format!(
+            "python-chess is not installed for {}: install it with `{} -m pip install chess` \
+             (or pass --no-python)",
+            args.python, args.python
+        )));
+    }
+    let output = Command::new(&args.python)
+        .arg(&args.script)
+        .arg(input)
+        .output()
+        .with_context(|| format!("running {}", args.script.display()))?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "{} failed: {}",
+            args.script.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("reading the output of {}", args.script.display()))
+}
+
+/// Runs the benchmark.
+pub fn run_bench_ingest(args: &BenchIngestArgs) -> Result<Summary> {
+    let dir = tempfile_dir()?;
+    let input = dir.join("bench_puzzles.csv.zst");
+    build_input(&args.sample, args.rows, &input)?;
+    let output = dir.join("bench_out.csv");
+    let config = IngestPuzzlesConfig::default();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .build()
+        .context("starting the worker pool")?;
+    let mut best: Option<crate::ingest::puzzles::IngestStats> = None;
+    for _ in 0..args.repeat.max(1) {
+        let stats = pool.install(|| ingest_puzzles(&config, &input, &output, None))?;
+        if stats.accepted != args.rows as u64 {
+            anyhow::bail!(
+                "the bench input should be all valid, but {} of {} rows were accepted",
+                stats.accepted,
+                args.rows
+            );
+        }
+        if best.as_ref().is_none_or(|b| stats.seconds < b.seconds) {
+            best = Some(stats);
+        }
+    }
+    let best = best.ok_or_else(|| anyhow::anyhow!("no timed run"))?;
+    let threads = pool.current_num_threads();
+    let mut human = format!(
+        "ingest puzzles: {} rows in {:.3} s = {:.0} rows/s ({threads} threads, best of {})\n",
+        best.rows_read,
+        best.seconds,
+        best.rows_per_sec,
+        args.repeat.max(1)
+    );
+    let mut report = json!({
+        "rows": best.rows_read,
+        "threads": threads,
+        "seconds": best.seconds,
+        "rows_per_sec": best.rows_per_sec,
+    });
+    if !args.no_python {
+        let subset = dir.join("bench_python.csv");
+        build_input(&args.sample, args.python_rows.max(1), &subset)?;
+        let python = run_python(args, &subset)?;
+        let python_rate = python["rows_per_sec"].as_f64().unwrap_or(0.0);
+        let ratio = if python_rate > 0.0 {
+            best.rows_per_sec / python_rate
+        } else {
+            0.0
+        };
+        human.push_str(&format!(
+            "python-chess: {} rows in {:.3} s = {:.0} rows/s\nratio: {:.0}x\n",
+            python["rows"],
+            python["seconds"].as_f64().unwrap_or(0.0),
+            python_rate,
+            ratio
+        ));
+        report["python"] = python;
+        report["ratio"] = json!(ratio);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Summary::new(human, report))
+}
+
+/// A fresh folder under the system temp dir for the bench's files.
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("puzzleforge-bench-ingest-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
