@@ -5,6 +5,9 @@
 
 pub mod error;
 pub mod fileio;
+pub mod ingest;
+pub mod pgn;
 pub mod progress;
 pub mod record;
 pub mod summary;
+pub mod wincalc;

@@ -21,10 +21,17 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Bring outside sources (Lichess game dumps, ...) into puzzle records.
+    Ingest {
+        #[command(subcommand)]
+        command: puzzleforge::ingest::IngestCommand,
+    },
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
-    match *command {}
+    match command {
+        Command::Ingest { command } => puzzleforge::ingest::run_ingest(command),
+    }
 }
 
 fn main() {
