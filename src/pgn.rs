@@ -245,7 +245,9 @@ impl<R: Read> Read for MarkStreamErrors<R> {
 }
 
 fn is_stream_error(error: &io::Error) -> bool {
-    error.get_ref().is_some_and(|inner| inner.is::<StreamError>())
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<StreamError>())
 }
 
 /// A tag filter that keeps every game.
@@ -413,9 +415,8 @@ fn read_commands(comment: &[u8], played: &mut PlayedMove) -> Result<(), String> 
         let value = parts.next().unwrap_or("").trim();
         match name {
             "eval" => {
-                played.eval = Some(
-                    Eval::parse_pgn(value).ok_or_else(|| format!("bad [%eval {value}]"))?,
-                );
+                played.eval =
+                    Some(Eval::parse_pgn(value).ok_or_else(|| format!("bad [%eval {value}]"))?);
             }
             "clk" => {
                 played.clock_ms =

@@ -58,8 +58,19 @@ pub const EXTRA_COLUMNS: [&str; 11] = [
 pub const SOURCE: &str = "lichess-game";
 
 /// Lichess's time-control classes, by estimated game duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[derive(clap::ValueEnum)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "camelCase")]
 pub enum TimeClass {
     #[value(name = "ultraBullet")]
@@ -303,9 +314,7 @@ impl GameFilter {
         if let (Some(from), Some(to)) = (date_from, date_to)
             && from > to
         {
-            return Err(bad_input(format!(
-                "date_from {from} is after date_to {to}"
-            )));
+            return Err(bad_input(format!("date_from {from} is after date_to {to}")));
         }
         if let (Some(min), Some(max)) = (config.min_elo, config.max_elo)
             && min > max
@@ -356,8 +365,12 @@ impl GameFilter {
             return Err(Rejection::Filtered("time_control"));
         }
         let elos = [meta.white_elo, meta.black_elo];
-        if self.min_elo.is_some_and(|min| elos.iter().any(|&e| e < min))
-            || self.max_elo.is_some_and(|max| elos.iter().any(|&e| e > max))
+        if self
+            .min_elo
+            .is_some_and(|min| elos.iter().any(|&e| e < min))
+            || self
+                .max_elo
+                .is_some_and(|max| elos.iter().any(|&e| e > max))
         {
             return Err(Rejection::Filtered("elo"));
         }
