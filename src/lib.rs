@@ -3,6 +3,7 @@
 //!
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
+pub mod bench_pgn;
 pub mod error;
 pub mod fileio;
 pub mod ingest;

@@ -519,3 +519,29 @@ proptest! {
         prop_assert_eq!(read_puzzles(&output).unwrap().len() as u64, candidates);
     }
 }
+
+#[test]
+fn the_pgn_benchmark_runs_on_a_small_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = puzzleforge::bench_pgn::BenchPgnArgs {
+        mib: 1,
+        rounds: 1,
+        game: GAME_FILE.into(),
+        dir: Some(dir.path().to_path_buf()),
+    };
+    let summary = puzzleforge::bench_pgn::run_bench_pgn(&args).unwrap();
+    let files = summary.json["files"].as_array().unwrap();
+    assert_eq!(files.len(), 2);
+    for file in files {
+        let games = file["games"].as_u64().unwrap();
+        assert!(games > 100, "{file}");
+        assert_eq!(file["plies"].as_u64().unwrap(), games * 117);
+        assert!(file["read_mib_per_s"].as_f64().unwrap() > 0.0);
+    }
+    // Candidates come only from the analysed copies: two per game.
+    assert_eq!(
+        files[0]["candidates"].as_u64(),
+        Some(files[0]["games"].as_u64().unwrap() * 2)
+    );
+    assert_eq!(files[1]["candidates"].as_u64(), Some(0));
+}
