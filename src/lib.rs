@@ -4,6 +4,7 @@
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
 pub mod bench_ingest;
+pub mod bench_pgn;
 pub mod bench_pool;
 pub mod check;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod error;
 pub mod export;
 pub mod fileio;
 pub mod ingest;
+pub mod pgn;
 pub mod plots;
 pub mod pool;
 pub mod progress;
@@ -22,3 +24,4 @@ pub mod release;
 pub mod split;
 pub mod summary;
 pub mod uci;
+pub mod wincalc;

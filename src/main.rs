@@ -28,9 +28,9 @@ enum Command {
     /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
     /// whether the best move is unique; one JSON object per position on stdout.
     Check(puzzleforge::check::CheckArgs),
-    /// Benchmarks (measure speed; not tests).
     /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
     Ingest(puzzleforge::ingest::IngestArgs),
+    /// Benchmarks (measure speed; not tests).
     #[command(subcommand)]
     Bench(BenchCommand),
 }
@@ -41,6 +41,8 @@ enum BenchCommand {
     Pool(puzzleforge::bench_pool::BenchPoolArgs),
     /// Time `ingest puzzles` against the python-chess peer.
     Ingest(puzzleforge::bench_ingest::BenchIngestArgs),
+    /// PGN parse + replay throughput against pgn-reader alone.
+    Pgn(puzzleforge::bench_pgn::BenchPgnArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
@@ -53,6 +55,7 @@ fn dispatch(command: &Command) -> anyhow::Result<Summary> {
         Command::Bench(BenchCommand::Ingest(args)) => {
             puzzleforge::bench_ingest::run_bench_ingest(args)
         }
+        Command::Bench(BenchCommand::Pgn(args)) => puzzleforge::bench_pgn::run_bench_pgn(args),
     }
 }
 

@@ -14,7 +14,8 @@ pub enum IngestCommand {
     /// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,
     /// filter and sample; OUT's extension picks CSV or JSON Lines.
     Puzzles(puzzles::PuzzlesArgs),
-    /// Read a Lichess game dump (PGN, optionally zstd).
+    /// Find puzzle candidates in a Lichess game dump (PGN, plain or .zst)
+    /// from its embedded `[%eval]` analysis.
     Games(games::GamesArgs),
 }
 

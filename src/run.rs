@@ -1,0 +1,369 @@
+//! `puzzleforge run`: the configured stages, in order, into
+//! `output/<release>/<stage>/`.
+//!
+//! Each stage writes into a scratch folder that is renamed into place when
+//! the stage succeeds, with a `manifest.json` recording its inputs' sha256,
+//! its config section, the engine, counts, seconds and its outputs' sha256.
+//! A rerun skips a stage whose fingerprint (inputs, config, engine, tool
+//! version) is unchanged and whose outputs are intact, and redoes the rest.
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::config::PipelineConfig;
+use crate::error::bad_input;
+use crate::fileio::{sha256_file, write_atomic};
+use crate::summary::Summary;
+
+/// What a stage sees while it runs.
+pub struct RunContext<'a> {
+    pub config: &'a PipelineConfig,
+    pub config_path: &'a Path,
+    /// `output/<release>/`.
+    pub release_dir: PathBuf,
+    /// The engine the run uses, when it could be found.
+    pub engine: Option<EngineIdentity>,
+    /// `--engine` from the command line, for stages that start engines.
+    pub engine_flag: Option<PathBuf>,
+}
+
+impl RunContext<'_> {
+    /// The folder of a stage's (committed) outputs.
+    pub fn stage_dir(&self, stage: &str) -> PathBuf {
+        self.release_dir.join(stage)
+    }
+
+    /// A path from the config, resolved against the config file's folder.
+    pub fn config_relative(&self, path: &Path) -> PathBuf {
+        crate::config::relative_to(self.config_path, path)
+    }
+}
+
+/// The engine binary as the manifests record it.
+#[derive(Clone, Debug)]
+pub struct EngineIdentity {
+    pub path: PathBuf,
+    pub sha256: String,
+}
+
+/// One pipeline stage.
+pub trait Stage {
+    /// The stage's name in `pipeline.stages` and its folder name.
+    fn name(&self) -> &'static str;
+    /// The config the stage depends on (its section, plus the seed when it
+    /// draws random numbers).
+    fn config_section(&self, ctx: &RunContext) -> Value;
+    /// Files the stage reads; their sha256 go into the fingerprint.
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>>;
+    /// Whether results depend on the engine binary.
+    fn uses_engine(&self) -> bool {
+        false
+    }
+    /// Does the work, writing outputs into `out_dir`; returns counts for
+    /// the manifest.
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value>;
+}
+
+/// The stages `run` knows, by name.
+pub fn stage_by_name(name: &str) -> Option<Box<dyn Stage>> {
+    crate::stages::all()
+        .into_iter()
+        .find(|stage| stage.name() == name)
+}
+
+/// Arguments of `puzzleforge run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Pipeline config file.
+    #[arg(long, default_value = crate::config::DEFAULT_CONFIG)]
+    pub config: PathBuf,
+    /// Release name: the run writes into `<output_dir>/<release>/`.
+    #[arg(long)]
+    pub release: Option<String>,
+    /// Engine binary, overriding the config.
+    #[arg(long)]
+    pub engine: Option<PathBuf>,
+    /// Redo every stage even when its inputs and config are unchanged.
+    #[arg(long)]
+    pub force: bool,
+}
+
+const MANIFEST: &str = "manifest.json";
+
+/// Runs the pipeline.
+pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
+    let config = PipelineConfig::load(&args.config)?;
+    let release = args
+        .release
+        .clone()
+        .unwrap_or_else(|| config.pipeline.release.clone());
+    if release.is_empty() || release.contains(['/', '\\']) || release.starts_with('.') {
+        return Err(bad_input(format!(
+            "release name {release:?} must be a plain folder name"
+        )));
+    }
+    let mut stages = Vec::new();
+    for name in &config.pipeline.stages {
+        match stage_by_name(name) {
+            Some(stage) => stages.push(stage),
+            None => {
+                let known: Vec<&str> = crate::stages::all().iter().map(|s| s.name()).collect();
+                return Err(bad_input(format!(
+                    "{}: pipeline.stages names unknown stage {name:?}; known stages: {}",
+                    args.config.display(),
+                    known.join(", ")
+                )));
+            }
+        }
+    }
+    let output_dir = crate::config::relative_to(&args.config, &config.pipeline.output_dir);
+    let release_dir = output_dir.join(&release);
+    std::fs::create_dir_all(&release_dir)
+        .with_context(|| format!("creating {}", release_dir.display()))?;
+    let _lock = ReleaseLock::acquire(&release_dir)?;
+
+    let engine = if stages.iter().any(|s| s.uses_engine()) {
+        let path = crate::engine::resolve_engine(
+            args.engine.as_deref(),
+            configured_engine_path(&config, &args.config)?.as_deref(),
+        )?;
+        let sha256 = sha256_file(&path)?;
+        Some(EngineIdentity { path, sha256 })
+    } else {
+        None
+    };
+    let ctx = RunContext {
+        config: &config,
+        config_path: &args.config,
+        release_dir: release_dir.clone(),
+        engine,
+        engine_flag: args.engine.clone(),
+    };
+
+    let mut human = format!("release {}\n", release_dir.display());
+    let mut report = Vec::new();
+    for stage in &stages {
+        let outcome = run_stage(stage.as_ref(), &ctx, args.force)
+            .with_context(|| format!("stage {}", stage.name()))?;
+        human.push_str(&format!(
+            "  {:<16} {:<8} {:>8.1}s  {}\n",
+            stage.name(),
+            if outcome.skipped { "skipped" } else { "done" },
+            outcome.seconds,
+            compact_counts(&outcome.counts)
+        ));
+        report.push(json!({
+            "stage": stage.name(),
+            "skipped": outcome.skipped,
+            "seconds": outcome.seconds,
+            "counts": outcome.counts,
+        }));
+    }
+    Ok(Summary::new(
+        human,
+        json!({"release": release, "release_dir": release_dir, "stages": report}),
+    ))
+}
+
+/// The engine path the config names, through its engine definition file.
+pub fn configured_engine_path(config: &PipelineConfig, config_path: &Path) -> Result<Option<PathBuf>> {
+    match &config.engine.definition {
+        None => Ok(None),
+        Some(definition) => {
+            let definition = crate::config::relative_to(config_path, definition);
+            let spec = crate::engine::EngineSpec::from_file(&definition)?;
+            Ok(Some(spec.path))
+        }
+    }
+}
+
+struct StageOutcome {
+    skipped: bool,
+    seconds: f64,
+    counts: Value,
+}
+
+fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> {
+    let mut inputs = BTreeMap::new();
+    for input in stage.inputs(ctx)? {
+        let sha = sha256_file(&input)
+            .map_err(|e| bad_input(format!("input {} of stage {}: {e:#}", input.display(), stage.name())))?;
+        inputs.insert(input.display().to_string(), sha);
+    }
+    let engine = match (&ctx.engine, stage.uses_engine()) {
+        (Some(engine), true) => json!({"path": engine.path, "sha256": engine.sha256}),
+        _ => Value::Null,
+    };
+    Ok(json!({
+        "tool_version": env!("CARGO_PKG_VERSION"),
+        "inputs": inputs,
+        "config": stage.config_section(ctx),
+        "engine": engine,
+    }))
+}
+
+fn outputs_intact(dir: &Path, manifest: &Value) -> bool {
+    let Some(outputs) = manifest.get("outputs").and_then(Value::as_object) else {
+        return false;
+    };
+    outputs.iter().all(|(name, sha)| {
+        sha.as_str()
+            .is_some_and(|sha| sha256_file(&dir.join(name)).is_ok_and(|actual| actual == sha))
+    })
+}
+
+fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOutcome> {
+    let dir = ctx.stage_dir(stage.name());
+    let print = fingerprint(stage, ctx)?;
+    if !force {
+        if let Some(previous) = std::fs::read(dir.join(MANIFEST))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        {
+            if previous.get("fingerprint") == Some(&print) && outputs_intact(&dir, &previous) {
+                return Ok(StageOutcome {
+                    skipped: true,
+                    seconds: 0.0,
+                    counts: previous.get("counts").cloned().unwrap_or(Value::Null),
+                });
+            }
+        }
+    }
+    let scratch = ctx
+        .release_dir
+        .join(format!(".{}.partial", stage.name()));
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("removing {}", scratch.display()))?;
+    }
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let started = Instant::now();
+    let counts = stage.execute(ctx, &scratch)?;
+    let seconds = started.elapsed().as_secs_f64();
+
+    let mut outputs = BTreeMap::new();
+    for entry in walk_files(&scratch)? {
+        let relative = entry
+            .strip_prefix(&scratch)
+            .unwrap_or(&entry)
+            .to_string_lossy()
+            .into_owned();
+        outputs.insert(relative, sha256_file(&entry)?);
+    }
+    let manifest = json!({
+        "stage": stage.name(),
+        "fingerprint": print,
+        "counts": counts,
+        "seconds": (seconds * 1000.0).round() / 1000.0,
+        "outputs": outputs,
+    });
+    write_atomic(
+        &scratch.join(MANIFEST),
+        format!("{}\n", serde_json::to_string_pretty(&manifest)?).as_bytes(),
+    )?;
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("replacing {}", dir.display()))?;
+    }
+    std::fs::rename(&scratch, &dir)
+        .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()))?;
+    Ok(StageOutcome {
+        skipped: false,
+        seconds,
+        counts,
+    })
+}
+
+/// Every regular file under `dir`, sorted, skipping hidden scratch files.
+fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).with_context(|| format!("listing {}", folder.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path
+                .file_name()
+                .is_some_and(|n| !n.to_string_lossy().starts_with('.') && n != MANIFEST)
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn compact_counts(counts: &Value) -> String {
+    match counts.as_object() {
+        Some(map) => map
+            .iter()
+            .filter(|(_, v)| v.is_number())
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => String::new(),
+    }
+}
+
+/// Stops two runs writing one release. The lock file holds the owner's
+/// pid; a lock whose process is gone is stale and taken over.
+pub struct ReleaseLock {
+    path: PathBuf,
+}
+
+impl ReleaseLock {
+    pub fn acquire(release_dir: &Path) -> Result<Self> {
+        let path = release_dir.join(".lock");
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut file) => {
+                    use std::io::Write;
+                    writeln!(file, "{}", std::process::id())?;
+                    return Ok(Self { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let owner = std::fs::read_to_string(&path)
+                        .ok()
+                        .and_then(|text| text.trim().parse::<u32>().ok());
+                    match owner {
+                        Some(pid) if process_alive(pid) => {
+                            return Err(bad_input(format!(
+                                "{} is being written by process {pid} (lock {})",
+                                release_dir.display(),
+                                path.display()
+                            )));
+                        }
+                        _ => {
+                            // The owner died without cleaning up: stale.
+                            std::fs::remove_file(&path).with_context(|| {
+                                format!("removing stale lock {}", path.display())
+                            })?;
+                        }
+                    }
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("creating lock {}", path.display()));
+                }
+            }
+        }
+        Err(bad_input(format!("could not take the lock {}", path.display())))
+    }
+}
+
+impl Drop for ReleaseLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
