@@ -19,6 +19,52 @@ pub const DEFAULT_CONFIG: &str = "pipeline.toml";
 pub struct PipelineConfig {
     pub pipeline: PipelineSection,
     pub engine: EngineSection,
+    pub sources: SourcesSection,
+    pub ingest: IngestSection,
+    pub split: crate::split::SplitConfig,
+    pub export: ExportSection,
+}
+
+/// Input files of the pipeline, relative to the config file's folder.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SourcesSection {
+    /// Puzzle files (the Lichess dump, APO files; CSV or JSONL, plain or zstd).
+    pub puzzles: Vec<PathBuf>,
+    /// Game dumps (PGN, plain or zstd) to find candidates in.
+    pub games: Vec<PathBuf>,
+}
+
+/// Settings of the `ingest` stages.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestSection {
+    pub puzzles: crate::ingest::puzzles::IngestPuzzlesConfig,
+    pub games: crate::ingest::games::IngestGamesConfig,
+}
+
+/// Settings of the `export` stage.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExportSection {
+    /// Formats to export: inspect, dspy, openai-evals, lichess.
+    pub formats: Vec<String>,
+    /// Which split(s): train, test or both.
+    pub split: String,
+}
+
+impl Default for ExportSection {
+    fn default() -> Self {
+        Self {
+            formats: vec![
+                "inspect".into(),
+                "dspy".into(),
+                "openai-evals".into(),
+                "lichess".into(),
+            ],
+            split: "both".into(),
+        }
+    }
 }
 
 /// Where the run writes and which stages it runs.

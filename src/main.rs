@@ -21,6 +21,9 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run the stages of pipeline.toml in order into output/<release>/,
+    /// skipping stages whose inputs and config are unchanged.
+    Run(puzzleforge::run::RunArgs),
     /// Draw a stratified, game-grouped train/test release from puzzle pools.
     Split(Box<puzzleforge::split::SplitArgs>),
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
@@ -47,6 +50,7 @@ enum BenchCommand {
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
+        Command::Run(args) => puzzleforge::run::run_pipeline(args),
         Command::Split(args) => puzzleforge::split::run_split(args),
         Command::Export(args) => puzzleforge::export::run_export(args),
         Command::Check(args) => puzzleforge::check::run_check(args),

@@ -28,6 +28,8 @@ pub struct RunContext<'a> {
     pub engine: Option<EngineIdentity>,
     /// `--engine` from the command line, for stages that start engines.
     pub engine_flag: Option<PathBuf>,
+    /// `--tier`: the named tier of `[split.tiers]` to produce.
+    pub tier: Option<String>,
 }
 
 impl RunContext<'_> {
@@ -86,12 +88,18 @@ pub struct RunArgs {
     /// Engine binary, overriding the config.
     #[arg(long)]
     pub engine: Option<PathBuf>,
+    /// Produce this named tier of `[split.tiers]` instead of the default
+    /// quotas.
+    #[arg(long)]
+    pub tier: Option<String>,
     /// Redo every stage even when its inputs and config are unchanged.
     #[arg(long)]
     pub force: bool,
 }
 
-const MANIFEST: &str = "manifest.json";
+/// The runner's record of a stage, beside the stage's outputs (a stage may
+/// write a `manifest.json` of its own, as the release does).
+const MANIFEST: &str = "stage.json";
 
 /// Runs the pipeline.
 pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
@@ -141,6 +149,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         release_dir: release_dir.clone(),
         engine,
         engine_flag: args.engine.clone(),
+        tier: args.tier.clone(),
     };
 
     let mut human = format!("release {}\n", release_dir.display());

@@ -1,0 +1,247 @@
+//! The stages `puzzleforge run` chains, each a thin adapter from
+//! `pipeline.toml` to the stage's own module.
+//!
+//! Data flows one way: sources -> ingest -> (selfplay -> mine -> rate) ->
+//! release -> export -> eval. A stage reads only the config and the
+//! committed outputs of the stages before it.
+
+use anyhow::Result;
+use clap::ValueEnum;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+use crate::error::bad_input;
+use crate::run::{RunContext, Stage};
+
+/// Every stage `run` knows, in pipeline order.
+pub fn all() -> Vec<Box<dyn Stage>> {
+    vec![
+        Box::new(IngestPuzzles),
+        Box::new(IngestGames),
+        Box::new(Release),
+        Box::new(Export),
+    ]
+}
+
+/// The file name a source gets inside a stage folder: its name without
+/// compression and format suffixes, plus `suffix`.
+fn output_name(source: &Path, suffix: &str) -> String {
+    let mut stem = source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "input".into());
+    for ext in [".zst", ".csv", ".jsonl", ".json", ".pgn"] {
+        if let Some(s) = stem.strip_suffix(ext) {
+            stem = s.to_string();
+        }
+    }
+    format!("{stem}{suffix}")
+}
+
+/// Files with one of the given endings in a stage's committed folder,
+/// sorted by name.
+fn stage_files(ctx: &RunContext, stage: &str, ending: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(ctx.stage_dir(stage))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .is_some_and(|n| n.to_string_lossy().ends_with(ending))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn configured_paths(ctx: &RunContext, paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths.iter().map(|p| ctx.config_relative(p)).collect()
+}
+
+/// `ingest_puzzles`: validates every configured puzzle source.
+struct IngestPuzzles;
+
+impl Stage for IngestPuzzles {
+    fn name(&self) -> &'static str {
+        "ingest_puzzles"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!({"filters": ctx.config.ingest.puzzles, "seed": ctx.config.pipeline.seed})
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(configured_paths(ctx, &ctx.config.sources.puzzles))
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let mut files = Vec::new();
+        for source in self.inputs(ctx)? {
+            let output = out_dir.join(output_name(&source, ".csv"));
+            let rejects = out_dir.join(output_name(&source, ".rejects.csv"));
+            let summary = crate::ingest::puzzles::run_puzzles_with(
+                &ctx.config.ingest.puzzles,
+                &source,
+                &output,
+                Some(&rejects),
+            )?;
+            files.push(json!({"source": source, "summary": summary.json}));
+        }
+        Ok(json!({"sources": files.len(), "files": files}))
+    }
+}
+
+/// `ingest_games`: finds candidate positions in the configured game dumps.
+struct IngestGames;
+
+impl Stage for IngestGames {
+    fn name(&self) -> &'static str {
+        "ingest_games"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!(ctx.config.ingest.games)
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(configured_paths(ctx, &ctx.config.sources.games))
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let mut files = Vec::new();
+        for source in self.inputs(ctx)? {
+            let output = out_dir.join(output_name(&source, ".candidates.csv"));
+            let summary =
+                crate::ingest::games::run_games_with(&ctx.config.ingest.games, &source, &output)?;
+            files.push(json!({"source": source, "summary": summary.json}));
+        }
+        Ok(json!({"sources": files.len(), "files": files}))
+    }
+}
+
+/// `release`: the stratified, game-grouped train/test split.
+struct Release;
+
+impl Release {
+    /// The puzzle pool: every validated Lichess puzzle file, and the rated
+    /// mined puzzles when the pipeline mines.
+    fn pool(ctx: &RunContext) -> Vec<PathBuf> {
+        let mut pool = stage_files(ctx, "ingest_puzzles", ".csv");
+        pool.retain(|p| !p.to_string_lossy().ends_with(".rejects.csv"));
+        pool.extend(stage_files(ctx, "rate", ".csv"));
+        pool
+    }
+
+    /// Earlier releases under the output folder (other release names), whose
+    /// puzzles the new release must not repeat.
+    fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        let root = ctx
+            .release_dir
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let own = ctx.stage_dir("release");
+        let mut releases = crate::split::find_releases(&root, &own)?;
+        let this_run = ctx.release_dir.canonicalize().ok();
+        releases.retain(|r| {
+            r.canonicalize()
+                .ok()
+                .zip(this_run.as_ref())
+                .is_none_or(|(r, this)| !r.starts_with(this))
+        });
+        Ok(releases)
+    }
+}
+
+impl Stage for Release {
+    fn name(&self) -> &'static str {
+        "release"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!({"split": ctx.config.split, "seed": ctx.config.pipeline.seed, "tier": ctx.tier})
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        let mut inputs = Self::pool(ctx);
+        for release in Self::earlier_releases(ctx)? {
+            inputs.extend(crate::release::split_files(&release));
+        }
+        Ok(inputs)
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let pool = Self::pool(ctx);
+        if pool.is_empty() {
+            return Err(bad_input(
+                "the release stage has no puzzles: add ingest_puzzles (or mine and rate) to pipeline.stages",
+            ));
+        }
+        let args = crate::split::SplitArgs {
+            pool,
+            output: out_dir.to_path_buf(),
+            config: Some(ctx.config_path.to_path_buf()),
+            tier: ctx.tier.clone(),
+            seed: Some(ctx.config.pipeline.seed),
+            bin_width: None,
+            train_per_cell: None,
+            test_per_cell: None,
+            strict: false,
+            exclude: Self::earlier_releases(ctx)?,
+            exclude_releases_under: None,
+            no_release_exclusion: true,
+            engine_id: None,
+            engine_option: Vec::new(),
+            verify: None,
+        };
+        Ok(crate::split::run_split(&args)?.json)
+    }
+}
+
+/// `export`: the release in the configured exchange formats.
+struct Export;
+
+impl Stage for Export {
+    fn name(&self) -> &'static str {
+        "export"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!(ctx.config.export)
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(crate::release::split_files(&ctx.stage_dir("release")))
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let split = crate::export::SplitChoice::from_str(&ctx.config.export.split, true)
+            .map_err(|_| {
+                bad_input(format!(
+                    "{}: export.split must be train, test or both, not {:?}",
+                    ctx.config_path.display(),
+                    ctx.config.export.split
+                ))
+            })?;
+        let mut done = Vec::new();
+        for name in &ctx.config.export.formats {
+            let format = crate::export::ExportFormat::from_str(name, true).map_err(|_| {
+                bad_input(format!(
+                    "{}: export.formats has unknown format {name:?} (inspect, dspy, openai-evals, lichess)",
+                    ctx.config_path.display()
+                ))
+            })?;
+            let args = crate::export::ExportArgs {
+                release: ctx.stage_dir("release"),
+                format,
+                output: out_dir.join(name),
+                split,
+            };
+            let summary = crate::export::run_export(&args)?;
+            done.push(json!({"format": name, "summary": summary.json}));
+        }
+        Ok(json!({"formats": done.len(), "exports": done}))
+    }
+}
