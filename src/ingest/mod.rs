@@ -9,6 +9,8 @@ use anyhow::Result;
 use crate::summary::Summary;
 
 /// The `ingest` subcommands.
+// Parsed once per run, so the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(clap::Subcommand, Debug)]
 pub enum IngestCommand {
     /// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,

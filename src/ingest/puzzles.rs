@@ -508,6 +508,9 @@ enum RowOutcome {
     },
 }
 
+/// Spare output buffers shared by the validators and the commit thread.
+type BufferPool = std::sync::Mutex<Vec<Vec<u8>>>;
+
 struct ChunkOut {
     bytes: Vec<u8>,
     rows: Vec<RowOutcome>,
@@ -557,14 +560,14 @@ struct Encoder<'a> {
 }
 
 impl<'a> Encoder<'a> {
-    fn new(layout: &'a RowLayout, format: Format) -> Self {
+    fn new(layout: &'a RowLayout, format: Format, buffer: Vec<u8>) -> Self {
         Self {
             layout,
             format,
             csv: csv::WriterBuilder::new()
                 .terminator(csv::Terminator::Any(b'\n'))
-                .from_writer(Vec::with_capacity(CHUNK_ROWS * 256)),
-            json: Vec::new(),
+                .from_writer(buffer),
+            json: Vec::with_capacity(CHUNK_ROWS * 256),
             scratch: Vec::new(),
         }
     }
@@ -665,8 +668,16 @@ fn process_chunk(
     config: &IngestPuzzlesConfig,
     records: &[csv::ByteRecord],
     prerejected: &[Option<RowError>],
+    buffers: &BufferPool,
 ) -> Result<ChunkOut> {
-    let mut encoder = Encoder::new(layout, format);
+    // Output buffers come back from the commit thread: reusing them keeps
+    // the allocator from returning and re-faulting pages every chunk.
+    let buffer = buffers
+        .lock()
+        .ok()
+        .and_then(|mut pool| pool.pop())
+        .unwrap_or_else(|| Vec::with_capacity(CHUNK_ROWS * 256));
+    let mut encoder = Encoder::new(layout, format, buffer);
     let mut rows = Vec::with_capacity(records.len());
     let mut cells: Vec<&str> = Vec::with_capacity(layout.header.len());
     for (record, pre) in records.iter().zip(prerejected) {
@@ -1089,7 +1100,11 @@ pub fn ingest_puzzles(
         layout: &layout,
         output,
         stats,
-        short_ids: foldhash::HashSet::with_capacity(1 << 16),
+        // Sized from the input so the set rarely rehashes (a compressed dump
+        // row is about 45 bytes, a plain one about 180).
+        short_ids: foldhash::HashSet::with_capacity(
+            (total_bytes / 16).clamp(1 << 16, 1 << 23) as usize
+        ),
         long_ids: foldhash::HashSet::new(),
         reservoir: config.sample.map(|n| Reservoir::new(n, config.seed)),
         kept_index: 0,
@@ -1099,6 +1114,7 @@ pub fn ingest_puzzles(
 
     // Three stages overlap: the reader thread parses, this thread validates
     // batch N+1 in parallel while the commit thread writes batch N.
+    let buffers: &BufferPool = &std::sync::Mutex::new(Vec::new());
     let result = std::thread::scope(|scope| -> Result<Committer> {
         scope.spawn(reader_thread);
         let (to_commit, commits) = mpsc::sync_channel::<(Batch, Vec<ChunkOut>)>(1);
@@ -1106,6 +1122,13 @@ pub fn ingest_puzzles(
         let commit_thread = scope.spawn(move || -> Result<Committer> {
             for (batch, chunks) in commits {
                 committer.take(&batch, &chunks)?;
+                if let Ok(mut pool) = buffers.lock() {
+                    for chunk in chunks {
+                        let mut bytes = chunk.bytes;
+                        bytes.clear();
+                        pool.push(bytes);
+                    }
+                }
                 let rows = committer.stats.rows_read;
                 let seconds = started.elapsed().as_secs_f64();
                 progress.set_message(format!(
@@ -1132,7 +1155,7 @@ pub fn ingest_puzzles(
             let chunks = batch.records[..batch.len]
                 .par_chunks(CHUNK_ROWS)
                 .zip(batch.prerejected.par_chunks(CHUNK_ROWS))
-                .map(|(records, pre)| process_chunk(&layout, format, config, records, pre))
+                .map(|(records, pre)| process_chunk(&layout, format, config, records, pre, buffers))
                 .collect::<Result<Vec<ChunkOut>>>();
             let chunks = match chunks {
                 Ok(chunks) => chunks,
