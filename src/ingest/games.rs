@@ -602,7 +602,10 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
     let extra: Vec<String> = EXTRA_COLUMNS.iter().map(|c| c.to_string()).collect();
     let mut writer = PuzzleWriter::create(output, &extra)?;
 
-    let mut games = PgnGames::with_filter(reader, |tags: &Tags| filter.check(tags));
+    // Unanalysed games are dropped unless all positions are wanted, and
+    // then their moves need no replay.
+    let mut games = PgnGames::with_filter(reader, |tags: &Tags| filter.check(tags))
+        .require_evals(!config.all_positions);
     let mut kept = 0u64;
     let mut filtered: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut invalid: BTreeMap<&'static str, u64> = BTreeMap::new();
