@@ -475,7 +475,10 @@ fn read_commands(
         };
         let command = &after[..end];
         rest = &after[end + 1..];
-        let text = String::from_utf8_lossy(command);
+        // Commands are ASCII; one that is not UTF-8 is none we read.
+        let Ok(text) = std::str::from_utf8(command) else {
+            continue;
+        };
         let mut parts = text.trim().splitn(2, char::is_whitespace);
         let name = parts.next().unwrap_or("");
         let value = parts.next().unwrap_or("").trim();
