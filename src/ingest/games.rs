@@ -672,6 +672,9 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
         }
     };
     let counts = |map: &BTreeMap<&'static str, u64>| {
+        if map.is_empty() {
+            return "none".to_string();
+        }
         map.iter()
             .map(|(reason, n)| format!("{reason} {n}"))
             .collect::<Vec<_>>()
