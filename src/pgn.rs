@@ -288,11 +288,23 @@ impl<R: Read, F: FnMut(&Tags) -> Result<(), Rejection>> PgnGames<R, F> {
                 filter,
                 number: 0,
                 pending_comment: Vec::new(),
+                require_evals: false,
             },
             games_read: 0,
             drop_continuation: false,
             finished: false,
         }
+    }
+
+    /// With `true`, a game without any `[%eval]` comes back as
+    /// [`GameItem::Filtered`] with reason `no_eval`, and its moves are only
+    /// parsed, not replayed (so an illegal move in such a game goes
+    /// unnoticed). Replay starts at the first evaluation: most games of a
+    /// Lichess dump were never analysed, and skipping their replay makes
+    /// reading a dump several times faster.
+    pub fn require_evals(mut self, require: bool) -> Self {
+        self.visitor.require_evals = require;
+        self
     }
 
     /// Games returned so far.
@@ -365,6 +377,7 @@ struct GameVisitor<F> {
     filter: F,
     number: u64,
     pending_comment: Vec<u8>,
+    require_evals: bool,
 }
 
 struct TagsState {
@@ -378,6 +391,55 @@ struct MovetextState {
     position: Chess,
     moves: Vec<PlayedMove>,
     outcome: Option<Outcome>,
+    /// Moves read but not yet replayed, while waiting for a first
+    /// evaluation (see [`PgnGames::require_evals`]).
+    deferred: Vec<DeferredMove>,
+    seen_eval: bool,
+}
+
+struct DeferredMove {
+    san: SanPlus,
+    eval: Option<Eval>,
+    clock_ms: Option<u64>,
+    nag: Option<Nag>,
+}
+
+impl MovetextState {
+    /// Checks and plays one move.
+    fn play(
+        &mut self,
+        san: SanPlus,
+        eval: Option<Eval>,
+        clock_ms: Option<u64>,
+        nag: Option<Nag>,
+    ) -> Result<(), String> {
+        match san.san.to_move(&self.position) {
+            Ok(mv) => {
+                self.position.play_unchecked(mv);
+                self.moves.push(PlayedMove {
+                    san,
+                    mv,
+                    eval,
+                    clock_ms,
+                    nag,
+                });
+                Ok(())
+            }
+            Err(error) => Err(format!(
+                "ply {}: {san} is {error} in {}",
+                self.moves.len() + 1,
+                Fen::from_position(&self.position, EnPassantMode::Legal)
+            )),
+        }
+    }
+
+    /// Replays the moves held back so far.
+    fn play_deferred(&mut self) -> Result<(), String> {
+        for pending in std::mem::take(&mut self.deferred) {
+            self.play(pending.san, pending.eval, pending.clock_ms, pending.nag)?;
+        }
+        Ok(())
+    }
 }
 
 impl<F> GameVisitor<F> {
@@ -400,7 +462,11 @@ fn is_standard_variant(variant: &str) -> bool {
 }
 
 /// Applies a `[%eval ...]` / `[%clk ...]` command found in a comment.
-fn read_commands(comment: &[u8], played: &mut PlayedMove) -> Result<(), String> {
+fn read_commands(
+    comment: &[u8],
+    eval: &mut Option<Eval>,
+    clock_ms: &mut Option<u64>,
+) -> Result<(), String> {
     let mut rest = comment;
     while let Some(start) = rest.windows(2).position(|w| w == b"[%") {
         let after = &rest[start + 2..];
@@ -409,18 +475,19 @@ fn read_commands(comment: &[u8], played: &mut PlayedMove) -> Result<(), String> 
         };
         let command = &after[..end];
         rest = &after[end + 1..];
-        let text = String::from_utf8_lossy(command);
+        // Commands are ASCII; one that is not UTF-8 is none we read.
+        let Ok(text) = std::str::from_utf8(command) else {
+            continue;
+        };
         let mut parts = text.trim().splitn(2, char::is_whitespace);
         let name = parts.next().unwrap_or("");
         let value = parts.next().unwrap_or("").trim();
         match name {
             "eval" => {
-                played.eval =
-                    Some(Eval::parse_pgn(value).ok_or_else(|| format!("bad [%eval {value}]"))?);
+                *eval = Some(Eval::parse_pgn(value).ok_or_else(|| format!("bad [%eval {value}]"))?);
             }
             "clk" => {
-                played.clock_ms =
-                    Some(parse_clock(value).ok_or_else(|| format!("bad [%clk {value}]"))?);
+                *clock_ms = Some(parse_clock(value).ok_or_else(|| format!("bad [%clk {value}]"))?);
             }
             _ => {}
         }
@@ -538,6 +605,8 @@ impl<F: FnMut(&Tags) -> Result<(), Rejection>> Visitor for GameVisitor<F> {
             initial,
             moves: Vec::with_capacity(128),
             outcome: None,
+            deferred: Vec::new(),
+            seen_eval: false,
         })
     }
 
@@ -546,31 +615,25 @@ impl<F: FnMut(&Tags) -> Result<(), Rejection>> Visitor for GameVisitor<F> {
             let detail = format!("move {san_plus} after the result");
             return ControlFlow::Break(self.invalid(&state.tags, "moves_after_result", detail));
         }
-        match san_plus.san.to_move(&state.position) {
-            Ok(mv) => {
-                state.position.play_unchecked(mv);
-                state.moves.push(PlayedMove {
-                    san: san_plus,
-                    mv,
-                    eval: None,
-                    clock_ms: None,
-                    nag: None,
-                });
-                ControlFlow::Continue(())
-            }
-            Err(error) => {
-                let detail = format!(
-                    "ply {}: {san_plus} is {error} in {}",
-                    state.moves.len() + 1,
-                    Fen::from_position(&state.position, EnPassantMode::Legal)
-                );
-                ControlFlow::Break(self.invalid(&state.tags, "illegal_san", detail))
-            }
+        if self.require_evals && !state.seen_eval {
+            state.deferred.push(DeferredMove {
+                san: san_plus,
+                eval: None,
+                clock_ms: None,
+                nag: None,
+            });
+            return ControlFlow::Continue(());
+        }
+        match state.play(san_plus, None, None, None) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(detail) => ControlFlow::Break(self.invalid(&state.tags, "illegal_san", detail)),
         }
     }
 
     fn nag(&mut self, state: &mut MovetextState, nag: Nag) -> ControlFlow<GameItem> {
-        if let Some(last) = state.moves.last_mut() {
+        if let Some(last) = state.deferred.last_mut() {
+            last.nag = Some(nag);
+        } else if let Some(last) = state.moves.last_mut() {
             last.nag = Some(nag);
         }
         ControlFlow::Continue(())
@@ -593,27 +656,37 @@ impl<F: FnMut(&Tags) -> Result<(), Rejection>> Visitor for GameVisitor<F> {
         state: &mut MovetextState,
         comment: RawComment<'_>,
     ) -> ControlFlow<GameItem> {
-        let Some(last) = state.moves.last_mut() else {
+        let whole;
+        let text = if self.pending_comment.is_empty() {
+            comment.as_bytes()
+        } else {
+            let mut joined = std::mem::take(&mut self.pending_comment);
+            let bytes = comment.as_bytes();
+            let room = MAX_COMMENT_BYTES.saturating_sub(joined.len());
+            joined.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            whole = joined;
+            &whole
+        };
+        let (eval, clock_ms) = if let Some(last) = state.deferred.last_mut() {
+            (&mut last.eval, &mut last.clock_ms)
+        } else if let Some(last) = state.moves.last_mut() {
+            (&mut last.eval, &mut last.clock_ms)
+        } else {
             // A comment before the first move is about the game.
-            self.pending_comment.clear();
             return ControlFlow::Continue(());
         };
-        let result = if self.pending_comment.is_empty() {
-            read_commands(comment.as_bytes(), last)
-        } else {
-            let mut whole = std::mem::take(&mut self.pending_comment);
-            let bytes = comment.as_bytes();
-            let room = MAX_COMMENT_BYTES.saturating_sub(whole.len());
-            whole.extend_from_slice(&bytes[..bytes.len().min(room)]);
-            read_commands(&whole, last)
-        };
-        match result {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(detail) => {
-                let detail = format!("ply {}: {detail}", state.moves.len());
-                ControlFlow::Break(self.invalid(&state.tags, "bad_eval", detail))
+        if let Err(detail) = read_commands(text, eval, clock_ms) {
+            let ply = state.moves.len() + state.deferred.len();
+            let detail = format!("ply {ply}: {detail}");
+            return ControlFlow::Break(self.invalid(&state.tags, "bad_eval", detail));
+        }
+        if !state.seen_eval && eval.is_some() {
+            state.seen_eval = true;
+            if let Err(detail) = state.play_deferred() {
+                return ControlFlow::Break(self.invalid(&state.tags, "illegal_san", detail));
             }
         }
+        ControlFlow::Continue(())
     }
 
     fn begin_variation(&mut self, _state: &mut MovetextState) -> ControlFlow<GameItem, Skip> {
@@ -627,6 +700,10 @@ impl<F: FnMut(&Tags) -> Result<(), Rejection>> Visitor for GameVisitor<F> {
 
     fn end_game(&mut self, state: MovetextState) -> GameItem {
         match state.outcome {
+            Some(_) if self.require_evals && !state.seen_eval => GameItem::Filtered {
+                number: self.number,
+                reason: "no_eval",
+            },
             Some(outcome) => GameItem::Game(Box::new(GameRecord {
                 number: self.number,
                 tags: state.tags,
@@ -635,15 +712,20 @@ impl<F: FnMut(&Tags) -> Result<(), Rejection>> Visitor for GameVisitor<F> {
                 last: state.position,
                 outcome,
             })),
-            None if state.tags.is_empty() && state.moves.is_empty() => self.invalid(
-                &state.tags,
-                "garbage",
-                "text that is neither tags nor moves".to_string(),
-            ),
+            None if state.tags.is_empty()
+                && state.moves.is_empty()
+                && state.deferred.is_empty() =>
+            {
+                self.invalid(
+                    &state.tags,
+                    "garbage",
+                    "text that is neither tags nor moves".to_string(),
+                )
+            }
             None => {
                 let detail = format!(
                     "no result after {} moves: the game is cut off",
-                    state.moves.len()
+                    state.moves.len() + state.deferred.len()
                 );
                 self.invalid(&state.tags, "truncated", detail)
             }
@@ -692,6 +774,30 @@ mod tests {
             })
             .collect();
         assert_eq!(reasons, vec!["illegal_san", "bad_eval", "truncated", "ok"]);
+    }
+
+    #[test]
+    fn games_without_evals_can_be_dropped_unreplayed() {
+        let text = "[Site \"a\"]\n\n1. e4 { [%clk 0:01:00] } e5 2. Bc5 1-0\n\n[Site \"b\"]\n\n1. e4?! { [%clk 0:01:00] } e5 { [%eval 0.3] } 2. Nf3 { [%eval 0.2] } 1-0\n\n[Site \"c\"]\n\n1. e4 e5 { [%eval 0.3] } 2. Bc5 1-0\n";
+        let all: Vec<GameItem> = PgnGames::new(text.as_bytes())
+            .require_evals(true)
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(matches!(
+            all[0],
+            GameItem::Filtered {
+                reason: "no_eval",
+                ..
+            }
+        ));
+        let GameItem::Game(game) = &all[1] else {
+            panic!("{all:?}")
+        };
+        assert_eq!(game.moves.len(), 3);
+        assert_eq!(game.moves[0].clock_ms, Some(60_000));
+        assert_eq!(game.moves[0].nag, Some(Nag::DUBIOUS_MOVE));
+        assert_eq!(game.moves[1].eval, Some(Eval::Cp(30)));
+        assert!(matches!(&all[2], GameItem::Invalid(g) if g.reason == "illegal_san"));
     }
 
     #[test]

@@ -492,20 +492,40 @@ pub fn game_candidates(
     thresholds: &Thresholds,
     all_positions: bool,
 ) -> Vec<Puzzle> {
-    let mut found = Vec::new();
+    // Judge every ply from the evaluations alone first: most analysed games
+    // hold no candidate, and those need no replay.
+    let first_mover = game.initial.turn();
+    let mut kinds: Vec<Option<&'static str>> = Vec::with_capacity(game.moves.len());
     let mut eval_before: Option<Eval> = None;
-    for ply in game.plies() {
-        let eval_after = ply.played.eval;
-        let kind = match (eval_before, eval_after) {
-            (Some(before), Some(after)) => {
-                candidate_kind(before, after, ply.mover().other(), thresholds)
-            }
-            _ => None,
+    for (index, played) in game.moves.iter().enumerate() {
+        let mover = if index % 2 == 0 {
+            first_mover
+        } else {
+            first_mover.other()
         };
-        let previous_eval = std::mem::replace(&mut eval_before, eval_after);
+        kinds.push(match (eval_before, played.eval) {
+            (Some(before), Some(after)) => candidate_kind(before, after, mover.other(), thresholds),
+            _ => None,
+        });
+        eval_before = played.eval;
+    }
+    let mut found = Vec::new();
+    let last_ply = if all_positions {
+        game.moves.len()
+    } else {
+        match kinds.iter().rposition(Option::is_some) {
+            Some(index) => index + 1,
+            None => return found,
+        }
+    };
+    for ply in game.plies().take(last_ply) {
+        let index = ply.ply as usize - 1;
+        let kind = kinds[index];
         if kind.is_none() && !all_positions {
             continue;
         }
+        let previous_eval = index.checked_sub(1).and_then(|i| game.moves[i].eval);
+        let eval_after = ply.played.eval;
         let after = ply.after();
         if after.legal_moves().is_empty() {
             continue;
@@ -582,7 +602,10 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
     let extra: Vec<String> = EXTRA_COLUMNS.iter().map(|c| c.to_string()).collect();
     let mut writer = PuzzleWriter::create(output, &extra)?;
 
-    let mut games = PgnGames::with_filter(reader, |tags: &Tags| filter.check(tags));
+    // Unanalysed games are dropped unless all positions are wanted, and
+    // then their moves need no replay.
+    let mut games = PgnGames::with_filter(reader, |tags: &Tags| filter.check(tags))
+        .require_evals(!config.all_positions);
     let mut kept = 0u64;
     let mut filtered: BTreeMap<&'static str, u64> = BTreeMap::new();
     let mut invalid: BTreeMap<&'static str, u64> = BTreeMap::new();
@@ -649,6 +672,9 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
         }
     };
     let counts = |map: &BTreeMap<&'static str, u64>| {
+        if map.is_empty() {
+            return "none".to_string();
+        }
         map.iter()
             .map(|(reason, n)| format!("{reason} {n}"))
             .collect::<Vec<_>>()
