@@ -18,7 +18,7 @@ pub const DEFAULT_CONFIG: &str = "pipeline.toml";
 #[serde(deny_unknown_fields, default)]
 pub struct PipelineConfig {
     pub pipeline: PipelineSection,
-    pub engine: EngineSection,
+    pub engine: crate::engine::EngineConfig,
     pub sources: SourcesSection,
     pub ingest: IngestSection,
     pub split: crate::split::SplitConfig,
@@ -92,32 +92,6 @@ impl Default for PipelineSection {
     }
 }
 
-/// Which engine analyses positions and how many run at once.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct EngineSection {
-    /// Engine definition file (path and UCI options), relative to the
-    /// config file's folder.
-    pub definition: Option<PathBuf>,
-    /// Engine processes, one per worker thread (0: one per core).
-    pub workers: usize,
-    /// Seconds one engine request may take before the engine is restarted.
-    pub deadline_seconds: u64,
-    /// Attempts per unit of work before the run fails.
-    pub max_attempts: u32,
-}
-
-impl Default for EngineSection {
-    fn default() -> Self {
-        Self {
-            definition: None,
-            workers: 0,
-            deadline_seconds: 120,
-            max_attempts: 3,
-        }
-    }
-}
-
 impl PipelineConfig {
     /// Parses config text; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Self> {
@@ -135,18 +109,6 @@ impl PipelineConfig {
         let text = std::fs::read_to_string(path)
             .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
         Self::parse(&text, path)
-    }
-
-    /// The number of engine workers to start: the configured count, or one
-    /// per available core.
-    pub fn workers(&self) -> usize {
-        if self.engine.workers > 0 {
-            self.engine.workers
-        } else {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        }
     }
 }
 

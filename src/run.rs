@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::config::PipelineConfig;
+use crate::engine::{EngineArgs, EngineSpec};
+use crate::pool::{EnginePool, PoolConfig};
 use crate::error::bad_input;
 use crate::fileio::{sha256_file, write_atomic};
 use crate::summary::Summary;
@@ -24,10 +26,8 @@ pub struct RunContext<'a> {
     pub config_path: &'a Path,
     /// `output/<release>/`.
     pub release_dir: PathBuf,
-    /// The engine the run uses, when it could be found.
-    pub engine: Option<EngineIdentity>,
-    /// `--engine` from the command line, for stages that start engines.
-    pub engine_flag: Option<PathBuf>,
+    /// The engine the run uses, when a stage needs one.
+    pub engine: Option<RunEngine>,
     /// `--tier`: the named tier of `[split.tiers]` to produce.
     pub tier: Option<String>,
 }
@@ -44,11 +44,24 @@ impl RunContext<'_> {
     }
 }
 
-/// The engine binary as the manifests record it.
+/// The engine of a run: how to start it, and its identity for manifests.
 #[derive(Clone, Debug)]
-pub struct EngineIdentity {
-    pub path: PathBuf,
+pub struct RunEngine {
+    pub spec: EngineSpec,
+    pub pool: PoolConfig,
+    /// sha256 of the engine binary: results depend on the exact build.
     pub sha256: String,
+}
+
+impl RunContext<'_> {
+    /// Starts the engine pool for a stage that needs one.
+    pub fn engine_pool(&self) -> Result<EnginePool> {
+        let engine = self
+            .engine
+            .as_ref()
+            .context("a stage that uses the engine must say so (Stage::uses_engine)")?;
+        EnginePool::new(engine.spec.clone(), engine.pool.clone())
+    }
 }
 
 /// One pipeline stage.
@@ -134,12 +147,17 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let _lock = ReleaseLock::acquire(&release_dir)?;
 
     let engine = if stages.iter().any(|s| s.uses_engine()) {
-        let path = crate::engine::resolve_engine(
-            args.engine.as_deref(),
-            configured_engine_path(&config, &args.config)?.as_deref(),
-        )?;
-        let sha256 = sha256_file(&path)?;
-        Some(EngineIdentity { path, sha256 })
+        let mut engine_config = config.engine.clone();
+        engine_config.path = engine_config
+            .path
+            .map(|p| crate::config::relative_to(&args.config, &p));
+        let flags = EngineArgs {
+            engine: args.engine.clone(),
+            ..EngineArgs::default()
+        };
+        let (spec, pool) = flags.resolve(&engine_config)?;
+        let sha256 = sha256_file(&spec.path)?;
+        Some(RunEngine { spec, pool, sha256 })
     } else {
         None
     };
@@ -148,7 +166,6 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         config_path: &args.config,
         release_dir: release_dir.clone(),
         engine,
-        engine_flag: args.engine.clone(),
         tier: args.tier.clone(),
     };
 
@@ -177,18 +194,6 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     ))
 }
 
-/// The engine path the config names, through its engine definition file.
-pub fn configured_engine_path(config: &PipelineConfig, config_path: &Path) -> Result<Option<PathBuf>> {
-    match &config.engine.definition {
-        None => Ok(None),
-        Some(definition) => {
-            let definition = crate::config::relative_to(config_path, definition);
-            let spec = crate::engine::EngineSpec::from_file(&definition)?;
-            Ok(Some(spec.path))
-        }
-    }
-}
-
 struct StageOutcome {
     skipped: bool,
     seconds: f64,
@@ -203,7 +208,11 @@ fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> {
         inputs.insert(input.display().to_string(), sha);
     }
     let engine = match (&ctx.engine, stage.uses_engine()) {
-        (Some(engine), true) => json!({"path": engine.path, "sha256": engine.sha256}),
+        (Some(engine), true) => json!({
+            "path": engine.spec.path,
+            "sha256": engine.sha256,
+            "options": engine.spec.options,
+        }),
         _ => Value::Null,
     };
     Ok(json!({
