@@ -505,6 +505,10 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
     });
     let mut game_side: HashMap<String, Side> = HashMap::new();
     let mut picked: BTreeMap<Cell, (Vec<Candidate>, Vec<Candidate>)> = BTreeMap::new();
+    // Puzzles placed on each side so far, across cells: a cell that cannot
+    // fill both sides breaks its tie towards the smaller side, so partly
+    // filled cells do not all tilt the release towards train.
+    let (mut train_total, mut test_total) = (0usize, 0usize);
     let mut outcomes = Vec::new();
     for (cell, quota) in order {
         let mut list: Vec<&Candidate> = by_cell
@@ -521,10 +525,12 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
             match game_side.get(&c.group) {
                 Some(Side::Train) if train.len() < quota.train => {
                     train.push((*c).clone());
+                    train_total += 1;
                     taken[i] = true;
                 }
                 Some(Side::Test) if test.len() < quota.test => {
                     test.push((*c).clone());
+                    test_total += 1;
                     taken[i] = true;
                 }
                 _ => {}
@@ -543,7 +549,9 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
             let side = match game_side.get(&c.group) {
                 Some(side) => *side,
                 None => {
-                    let side = if need_train >= need_test {
+                    let side = if need_train > need_test
+                        || (need_train == need_test && train_total <= test_total)
+                    {
                         Side::Train
                     } else {
                         Side::Test
@@ -553,8 +561,14 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
                 }
             };
             match side {
-                Side::Train if need_train > 0 => train.push((*c).clone()),
-                Side::Test if need_test > 0 => test.push((*c).clone()),
+                Side::Train if need_train > 0 => {
+                    train.push((*c).clone());
+                    train_total += 1;
+                }
+                Side::Test if need_test > 0 => {
+                    test.push((*c).clone());
+                    test_total += 1;
+                }
                 _ => {}
             }
         }
