@@ -114,6 +114,14 @@ fn stages_run_in_order_then_skip_until_inputs_or_config_change() {
         "4ca7e935cc5f4ba5e6fa8848f7a7641b784112c0092bc2a4a5bb76fce257b100"
     );
     let test_csv = std::fs::read(release.join("release/test.csv")).unwrap();
+    // Train and test have equal sizes even where cells are only partly filled.
+    let release_counts = &first["stages"][2]["counts"];
+    assert!(release_counts["train"].as_u64().unwrap() > 0, "{release_counts}");
+    let (train, test) = (
+        release_counts["train"].as_i64().unwrap(),
+        release_counts["test"].as_i64().unwrap(),
+    );
+    assert!((train - test).abs() <= 1, "{release_counts}");
 
     let second = summary(&run(dir.path(), &["run", "--json"]));
     assert!(skipped(&second).iter().all(|(_, s)| *s), "{second}");
