@@ -3,8 +3,15 @@
 //!
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
+pub mod bench_mine;
+pub mod capture;
 pub mod error;
 pub mod fileio;
+pub mod mine;
 pub mod progress;
 pub mod record;
+pub mod selfplay;
 pub mod summary;
+pub mod themes;
+pub mod verify;
+pub mod weaken;
