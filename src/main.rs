@@ -21,10 +21,20 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Play reproducible self-play games (Epoch's generator) into a PGN file.
+    Selfplay(puzzleforge::selfplay::SelfplayArgs),
+    /// Mine Epoch-style puzzles from games or candidate positions.
+    Mine(puzzleforge::mine::MineArgs),
+    /// Re-analyse mined puzzles at K times the nodes.
+    Verify(puzzleforge::verify::VerifyArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
-    match *command {}
+    match command {
+        Command::Selfplay(args) => puzzleforge::selfplay::run_selfplay(args),
+        Command::Mine(args) => puzzleforge::mine::run_mine(args),
+        Command::Verify(args) => puzzleforge::verify::run_verify(args),
+    }
 }
 
 fn main() {
