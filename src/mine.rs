@@ -715,6 +715,21 @@ fn judge(
     Ok(Verdict { passed: unique.then_some((best_move, best, second)), extra_nodes })
 }
 
+/// The puzzle criterion at the position `request` describes (`position`):
+/// a MultiPV 2 search, then the best move with its and the second move's
+/// score when the best move is unique. Epoch's rule needs two legal moves.
+pub fn unique_best(
+    session: &mut Session,
+    request: &SearchRequest,
+    position: &Chess,
+    which: Criterion,
+) -> Result<Option<(String, Score, Option<Score>)>, EngineError> {
+    let mut request = request.clone();
+    request.multipv = 2;
+    let result = session.search(&request)?;
+    Ok(judge(session, &result, position, which, &request, true)?.passed)
+}
+
 /// Extends the solver's line from `best` at `position` (see module docs).
 fn extend_line(
     session: &mut Session,
