@@ -59,8 +59,16 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
         .unwrap();
     let mut agree = 0;
     for (puzzle, verdict) in puzzles.iter().zip(&verdicts) {
+        // Lichess accepts any mate in one as the last move of a puzzle.
+        let mates = |uci: &str| {
+            let mut after = position(&puzzle.fen);
+            play(&mut after, &puzzle.moves[0]);
+            play(&mut after, uci);
+            after.is_checkmate()
+        };
         match verdict {
             Some((best, _, _)) if *best == puzzle.moves[1] => agree += 1,
+            Some((best, _, _)) if mates(best) && mates(&puzzle.moves[1]) => agree += 1,
             Some((best, _, _)) => panic!("{}: unique best {best}, solution {}", puzzle.id, puzzle.moves[1]),
             None => eprintln!("{}: not unique at depth 10", puzzle.id),
         }
@@ -162,7 +170,9 @@ fn mining_selfplay_games_is_deterministic() {
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     assert_eq!(summary.json["games"], 4);
     assert!(summary.json["positions_analysed"].as_u64().unwrap() > 0);
-    let puzzles = read_puzzles(&a).unwrap();
+    // Four short low-Elo games may give no puzzle at all: an empty file.
+    let puzzles = if std::fs::metadata(&a).unwrap().len() == 0 { Vec::new() } else { read_puzzles(&a).unwrap() };
+    eprintln!("{} puzzles from 4 self-play games: {}", puzzles.len(), summary.human);
     check_puzzles(&puzzles);
     for puzzle in &puzzles {
         assert_eq!(puzzle.get("Source"), Some("selfplay"));

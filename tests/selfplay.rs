@@ -88,8 +88,9 @@ fn elo_outside_the_engine_range_is_a_config_error() {
     assert!(config.validate().is_err());
 }
 
-/// Positions after the first move of the first `n` Lichess sample puzzles.
-fn sample_positions(n: usize) -> Vec<(String, String)> {
+/// FENs after the first move of the first `n` Lichess sample puzzles that
+/// leave at least four legal moves.
+fn sample_positions(n: usize) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
     let puzzles = puzzleforge::record::read_puzzles(&path).unwrap();
     puzzles
@@ -100,12 +101,10 @@ fn sample_positions(n: usize) -> Vec<(String, String)> {
             let first: UciMove = p.moves.first()?.parse().ok()?;
             let m = first.to_move(&position).ok()?;
             let after = position.play(m).ok()?;
-            (after.legal_moves().len() >= 4).then(|| {
-                (p.fen.clone(), Fen::from_position(&after, EnPassantMode::Legal).to_string())
-            })
+            (after.legal_moves().len() >= 4)
+                .then(|| Fen::from_position(&after, EnPassantMode::Legal).to_string())
         })
         .take(n)
-        .map(|(_, after)| (after, String::new()))
         .collect()
 }
 
@@ -130,7 +129,7 @@ fn weakened_choices_follow_the_engines_own_limit() {
         let level = weaken::skill_level(elo).unwrap();
         let depth = weaken::pick_depth(level);
         let per_position = pool
-            .map(&positions, |session, index, (fen, _)| {
+            .map(&positions, |session, index, fen| {
                 let request = SearchRequest {
                     fen: fen.clone(),
                     moves: Vec::new(),
