@@ -74,12 +74,18 @@ pub fn run_bench_mine(args: &BenchMineArgs) -> Result<Summary> {
                 .collect()
         }
     };
-    let mut funnel = MineConfig { depth: args.depth, ..MineConfig::default() };
+    let mut funnel = MineConfig {
+        depth: args.depth,
+        ..MineConfig::default()
+    };
     if let Some(depth) = args.shallow_depth {
         funnel.shallow_depth = depth;
     }
     funnel.validate()?;
-    let exhaustive = MineConfig { exhaustive: true, ..funnel.clone() };
+    let exhaustive = MineConfig {
+        exhaustive: true,
+        ..funnel.clone()
+    };
     let cpu = |pool: &EnginePool| pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>();
     let cpu0 = cpu(&pool);
     let reference = mine::mine_units(&units, &exhaustive, &pool)?;
@@ -90,14 +96,26 @@ pub fn run_bench_mine(args: &BenchMineArgs) -> Result<Summary> {
         run.results
             .iter()
             .enumerate()
-            .flat_map(|(i, r)| r.found.iter().map(move |f| (i, f.after, f.best_move.clone())))
+            .flat_map(|(i, r)| {
+                r.found
+                    .iter()
+                    .map(move |f| (i, f.after, f.best_move.clone()))
+            })
             .collect()
     };
     let (reference_keys, cheap_keys) = (keys(&reference), keys(&cheap));
     let found = reference_keys.intersection(&cheap_keys).count();
-    let recall = if reference_keys.is_empty() { 1.0 } else { found as f64 / reference_keys.len() as f64 };
+    let recall = if reference_keys.is_empty() {
+        1.0
+    } else {
+        found as f64 / reference_keys.len() as f64
+    };
     let (rs, cs) = (reference.stats(), cheap.stats());
-    let ratio = if cs.nodes == 0 { f64::INFINITY } else { rs.nodes as f64 / cs.nodes as f64 };
+    let ratio = if cs.nodes == 0 {
+        f64::INFINITY
+    } else {
+        rs.nodes as f64 / cs.nodes as f64
+    };
     let human = format!(
         "bench mine: {} games, full search depth {} (shallow depth {})\n\
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10}\n\
@@ -107,9 +125,24 @@ pub fn run_bench_mine(args: &BenchMineArgs) -> Result<Summary> {
         units.len(),
         args.depth,
         funnel.shallow_depth,
-        "run", "positions", "full searches", "candidates", "nodes", "cpu s",
-        "exhaustive", rs.positions, rs.full_searches, rs.candidates, rs.nodes, cpu1 - cpu0,
-        "funnel", cs.positions, cs.full_searches, cs.candidates, cs.nodes, cpu2 - cpu1,
+        "run",
+        "positions",
+        "full searches",
+        "candidates",
+        "nodes",
+        "cpu s",
+        "exhaustive",
+        rs.positions,
+        rs.full_searches,
+        rs.candidates,
+        rs.nodes,
+        cpu1 - cpu0,
+        "funnel",
+        cs.positions,
+        cs.full_searches,
+        cs.candidates,
+        cs.nodes,
+        cpu2 - cpu1,
         reference_keys.len(),
         recall * 100.0,
     );

@@ -194,7 +194,12 @@ pub const MINE_COLUMNS: [&str; 10] = [
 ];
 
 /// Mines `input` on `pool` into `output`.
-pub fn run_mine_with(config: &MineConfig, pool: &EnginePool, input: &Path, output: &Path) -> Result<Summary> {
+pub fn run_mine_with(
+    config: &MineConfig,
+    pool: &EnginePool,
+    input: &Path,
+    output: &Path,
+) -> Result<Summary> {
     config.validate()?;
     let loaded = load_input(input)?;
     let cpu_before: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum();
@@ -209,8 +214,18 @@ pub fn run_mine_with(config: &MineConfig, pool: &EnginePool, input: &Path, outpu
     writer.finish()?;
     let stats = run.stats();
     let games = loaded.units.len();
-    let per_game = if games == 0 { 0.0 } else { puzzles.len() as f64 / games as f64 };
-    let per_puzzle = |x: f64| if puzzles.is_empty() { None } else { Some(x / puzzles.len() as f64) };
+    let per_game = if games == 0 {
+        0.0
+    } else {
+        puzzles.len() as f64 / games as f64
+    };
+    let per_puzzle = |x: f64| {
+        if puzzles.is_empty() {
+            None
+        } else {
+            Some(x / puzzles.len() as f64)
+        }
+    };
     let human = format!(
         "mine: {games} games ({} skipped), {} positions analysed, {} full searches, {} candidates, \
          {} puzzles ({per_game:.3} per game); {} engine nodes ({} per puzzle), {cpu_seconds:.1} engine CPU s ({} per puzzle) -> {}",
@@ -306,7 +321,9 @@ pub struct Loaded {
 pub fn load_input(path: &Path) -> Result<Loaded> {
     let mut input = open_input(path)?;
     let first = loop {
-        let buffer = input.fill_buf().with_context(|| format!("reading {}", path.display()))?;
+        let buffer = input
+            .fill_buf()
+            .with_context(|| format!("reading {}", path.display()))?;
         match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
             Some(i) => break Some(buffer[i]),
             None if buffer.is_empty() => break None,
@@ -330,9 +347,14 @@ pub fn game_targets(start: &Chess, moves: &[String], min_fullmove: u32) -> Vec<T
     let mut targets = Vec::new();
     for (k, uci) in moves.iter().enumerate() {
         if k >= 1 && position.fullmoves().get() >= min_fullmove {
-            targets.push(Target { after: k, played: Some(uci.clone()) });
+            targets.push(Target {
+                after: k,
+                played: Some(uci.clone()),
+            });
         }
-        let Some(m) = parse_move(&position, uci) else { break };
+        let Some(m) = parse_move(&position, uci) else {
+            break;
+        };
         position.play_unchecked(m);
     }
     targets
@@ -343,7 +365,10 @@ fn parse_move(position: &Chess, uci: &str) -> Option<Move> {
 }
 
 fn parse_fen(fen: &str) -> Option<Chess> {
-    fen.parse::<Fen>().ok()?.into_position(CastlingMode::Standard).ok()
+    fen.parse::<Fen>()
+        .ok()?
+        .into_position(CastlingMode::Standard)
+        .ok()
 }
 
 fn fen_of(position: &Chess) -> String {
@@ -370,32 +395,61 @@ impl Visitor for PgnGames {
         ControlFlow::Continue(Vec::new())
     }
 
-    fn tag(&mut self, tags: &mut Self::Tags, name: &[u8], value: RawTag<'_>) -> ControlFlow<Self::Output> {
-        tags.push((String::from_utf8_lossy(name).into_owned(), value.decode_utf8_lossy().into_owned()));
+    fn tag(
+        &mut self,
+        tags: &mut Self::Tags,
+        name: &[u8],
+        value: RawTag<'_>,
+    ) -> ControlFlow<Self::Output> {
+        tags.push((
+            String::from_utf8_lossy(name).into_owned(),
+            value.decode_utf8_lossy().into_owned(),
+        ));
         ControlFlow::Continue(())
     }
 
     fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
-        let fen_tag = tags.iter().find(|(name, _)| name == "FEN").map(|(_, value)| value.clone());
+        let fen_tag = tags
+            .iter()
+            .find(|(name, _)| name == "FEN")
+            .map(|(_, value)| value.clone());
         let (position, start_fen, error) = match fen_tag {
-            None => (Chess::default(), crate::selfplay::START_FEN.to_string(), None),
+            None => (
+                Chess::default(),
+                crate::selfplay::START_FEN.to_string(),
+                None,
+            ),
             Some(fen) => match parse_fen(&fen) {
                 Some(position) => (position, fen, None),
-                None => (Chess::default(), fen.clone(), Some(format!("bad FEN tag {fen:?}"))),
+                None => (
+                    Chess::default(),
+                    fen.clone(),
+                    Some(format!("bad FEN tag {fen:?}")),
+                ),
             },
         };
-        ControlFlow::Continue(GameBuilder { tags, position, start_fen, moves: Vec::new(), error })
+        ControlFlow::Continue(GameBuilder {
+            tags,
+            position,
+            start_fen,
+            moves: Vec::new(),
+            error,
+        })
     }
 
     fn san(&mut self, game: &mut Self::Movetext, san_plus: SanPlus) -> ControlFlow<Self::Output> {
         if game.error.is_none() {
             match san_plus.san.to_move(&game.position) {
                 Ok(m) => {
-                    game.moves.push(m.to_uci(CastlingMode::Standard).to_string());
+                    game.moves
+                        .push(m.to_uci(CastlingMode::Standard).to_string());
                     game.position.play_unchecked(m);
                 }
                 Err(_) => {
-                    game.error = Some(format!("illegal move {san_plus} at ply {}", game.moves.len() + 1));
+                    game.error = Some(format!(
+                        "illegal move {san_plus} at ply {}",
+                        game.moves.len() + 1
+                    ));
                 }
             }
         }
@@ -417,30 +471,42 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
     let mut units = Vec::new();
     let mut skipped = Vec::new();
     let mut number = 0u64;
-    while let Some(game) = reader
-        .read_game(&mut visitor)
-        .map_err(|e| bad_input(format!("{}: unreadable PGN after game {number}: {e}", path.display())))?
-    {
+    while let Some(game) = reader.read_game(&mut visitor).map_err(|e| {
+        bad_input(format!(
+            "{}: unreadable PGN after game {number}: {e}",
+            path.display()
+        ))
+    })? {
         number += 1;
         if let Some(error) = &game.error {
             skipped.push(format!("{} game {number}: {error}", path.display()));
             continue;
         }
         let tag = |name: &str| {
-            game.tags.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_default()
+            game.tags
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
         };
         let site = tag("Site");
         let (source, game_id, game_url) = if tag("Event") == "puzzleforge selfplay"
             || (!tag("Seed").is_empty() && !tag("Mode").is_empty())
         {
-            (Source::Selfplay, format!("selfplay-{}-{}", tag("Seed"), tag("Round")), String::new())
+            (
+                Source::Selfplay,
+                format!("selfplay-{}-{}", tag("Seed"), tag("Round")),
+                String::new(),
+            )
         } else if site.contains("lichess.org/") {
             let id = site.rsplit('/').next().unwrap_or_default().to_string();
             (Source::LichessGame, id, site.clone())
         } else {
             (Source::Pgn, format!("pgn-{number}"), String::new())
         };
-        let Some(start) = parse_fen(&game.start_fen) else { continue };
+        let Some(start) = parse_fen(&game.start_fen) else {
+            continue;
+        };
         let targets = Vec::new();
         let mut unit = MineUnit {
             source,
@@ -474,7 +540,11 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             }
         };
         let Some(start) = parse_fen(&puzzle.fen) else {
-            skipped.push(format!("{} line {line}: bad FEN {:?}", path.display(), puzzle.fen));
+            skipped.push(format!(
+                "{} line {line}: bad FEN {:?}",
+                path.display(),
+                puzzle.fen
+            ));
             return Ok(());
         };
         let Some(blunder) = puzzle.moves.first() else {
@@ -482,16 +552,25 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             return Ok(());
         };
         if parse_move(&start, blunder).is_none() {
-            skipped.push(format!("{} line {line}: illegal move {blunder}", path.display()));
+            skipped.push(format!(
+                "{} line {line}: illegal move {blunder}",
+                path.display()
+            ));
             return Ok(());
         }
         let (url_id, url_ply) = puzzle.game_id_and_ply().unwrap_or_default();
-        let game_id = puzzle.get("GameId").map(str::to_string).filter(|s| !s.is_empty()).unwrap_or(url_id);
+        let game_id = puzzle
+            .get("GameId")
+            .map(str::to_string)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(url_id);
         let first_ply = puzzle
             .get("Ply")
             .and_then(|p| p.parse().ok())
             .or(url_ply)
-            .unwrap_or_else(|| (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1);
+            .unwrap_or_else(|| {
+                (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1
+            });
         units.push(MineUnit {
             source: Source::LichessGame,
             game_id,
@@ -503,7 +582,10 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             keep_id: Some(puzzle.id.clone()).filter(|id| !id.is_empty()),
             start_fen: puzzle.fen.clone(),
             moves: vec![blunder.clone()],
-            targets: vec![Target { after: 1, played: None }],
+            targets: vec![Target {
+                after: 1,
+                played: None,
+            }],
         });
         Ok(())
     })?;
@@ -567,14 +649,22 @@ pub fn mine_units(units: &[MineUnit], config: &MineConfig, pool: &EnginePool) ->
 }
 
 /// Analyses one unit's targets, last to first, on one engine.
-pub fn mine_unit(session: &mut Session, unit: &MineUnit, config: &MineConfig) -> Result<UnitResult, EngineError> {
+pub fn mine_unit(
+    session: &mut Session,
+    unit: &MineUnit,
+    config: &MineConfig,
+) -> Result<UnitResult, EngineError> {
     let mut result = UnitResult::default();
-    let Some(start) = parse_fen(&unit.start_fen) else { return Ok(result) };
+    let Some(start) = parse_fen(&unit.start_fen) else {
+        return Ok(result);
+    };
     // Positions after k moves, k = 0..=n (stopping at an illegal move).
     let mut positions = vec![start];
     for uci in &unit.moves {
         let Some(last) = positions.last() else { break };
-        let Some(m) = parse_move(last, uci) else { break };
+        let Some(m) = parse_move(last, uci) else {
+            break;
+        };
         let mut next = last.clone();
         next.play_unchecked(m);
         positions.push(next);
@@ -585,7 +675,9 @@ pub fn mine_unit(session: &mut Session, unit: &MineUnit, config: &MineConfig) ->
         unit.targets.clone()
     };
     for target in targets.iter().rev() {
-        let Some(position) = positions.get(target.after) else { continue };
+        let Some(position) = positions.get(target.after) else {
+            continue;
+        };
         if target.after == 0 || position.legal_moves().is_empty() {
             continue;
         }
@@ -607,14 +699,25 @@ pub fn mine_unit(session: &mut Session, unit: &MineUnit, config: &MineConfig) ->
         let deep = session.search(&request(config.limit(), 2))?;
         result.nodes += deep.nodes;
         result.full_searches += 1;
-        let verdict = judge(session, &deep, position, config.criterion, &request(config.limit(), 2), true)?;
+        let verdict = judge(
+            session,
+            &deep,
+            position,
+            config.criterion,
+            &request(config.limit(), 2),
+            true,
+        )?;
         result.nodes += verdict.extra_nodes;
-        let Some((best_move, best_score, second_score)) = verdict.passed else { continue };
+        let Some((best_move, best_score, second_score)) = verdict.passed else {
+            continue;
+        };
         if target.played.as_deref() == Some(best_move.as_str()) {
             continue;
         }
         let Some(best) = parse_move(position, &best_move) else {
-            return Err(EngineError::Garbage(format!("best move {best_move} is not legal")));
+            return Err(EngineError::Garbage(format!(
+                "best move {best_move} is not legal"
+            )));
         };
         if is_trivial_capture(position, best) {
             continue;
@@ -638,7 +741,9 @@ pub fn mine_unit(session: &mut Session, unit: &MineUnit, config: &MineConfig) ->
 
 /// Can the full search still pass, judging by the shallow one?
 fn shallow_may_pass(shallow: &SearchResult, position: &Chess, config: &MineConfig) -> bool {
-    let Some(best) = shallow.lines.first().map(|l| l.score) else { return false };
+    let Some(best) = shallow.lines.first().map(|l| l.score) else {
+        return false;
+    };
     let second = shallow.lines.get(1).map(|l| l.score);
     let Some(second) = second else {
         // One legal move: Epoch needs two lines; Lichess accepts.
@@ -655,7 +760,8 @@ fn shallow_may_pass(shallow: &SearchResult, position: &Chess, config: &MineConfi
         Criterion::Lichess => {
             best == Score::Mate(1)
                 || criterion::win_chances(best)
-                    > criterion::win_chances(second) + criterion::LICHESS_MIN_GAP - config.shallow_margin_win
+                    > criterion::win_chances(second) + criterion::LICHESS_MIN_GAP
+                        - config.shallow_margin_win
         }
     }
 }
@@ -677,15 +783,26 @@ fn judge(
     request: &SearchRequest,
     first: bool,
 ) -> Result<Verdict, EngineError> {
-    let none = Verdict { passed: None, extra_nodes: 0 };
-    let Some(best_line) = result.lines.first() else { return Ok(none) };
-    let Some(best_move) = best_line.pv.first().cloned() else { return Ok(none) };
+    let none = Verdict {
+        passed: None,
+        extra_nodes: 0,
+    };
+    let Some(best_line) = result.lines.first() else {
+        return Ok(none);
+    };
+    let Some(best_move) = best_line.pv.first().cloned() else {
+        return Ok(none);
+    };
     let best = best_line.score;
     let legal = position.legal_moves().len();
     let second = if legal >= 2 {
         match result.lines.get(1) {
             Some(line) => Some(line.score),
-            None => return Err(EngineError::Garbage("MultiPV 2 search gave one line".to_string())),
+            None => {
+                return Err(EngineError::Garbage(
+                    "MultiPV 2 search gave one line".to_string(),
+                ));
+            }
         }
     } else {
         None
@@ -712,7 +829,10 @@ fn judge(
             criterion::lichess_unique(best, second, best_non_mating)
         }
     };
-    Ok(Verdict { passed: unique.then_some((best_move, best, second)), extra_nodes })
+    Ok(Verdict {
+        passed: unique.then_some((best_move, best, second)),
+        extra_nodes,
+    })
 }
 
 /// The puzzle criterion at the position `request` describes (`position`):
@@ -757,9 +877,13 @@ fn extend_line(
         };
         let reply = session.search(&request(&moves, 1))?;
         nodes += reply.nodes;
-        let Some(reply_uci) = reply.best_move else { break };
+        let Some(reply_uci) = reply.best_move else {
+            break;
+        };
         let Some(reply_move) = parse_move(&pos, &reply_uci) else {
-            return Err(EngineError::Garbage(format!("reply {reply_uci} is not legal")));
+            return Err(EngineError::Garbage(format!(
+                "reply {reply_uci} is not legal"
+            )));
         };
         let mut after_reply = pos.clone();
         after_reply.play_unchecked(reply_move);
@@ -771,14 +895,25 @@ fn extend_line(
         let next_request = request(&next_moves, 2);
         let next = session.search(&next_request)?;
         nodes += next.nodes;
-        let verdict = judge(session, &next, &after_reply, config.criterion, &next_request, false)?;
+        let verdict = judge(
+            session,
+            &next,
+            &after_reply,
+            config.criterion,
+            &next_request,
+            false,
+        )?;
         nodes += verdict.extra_nodes;
-        let Some((next_best, score, _)) = verdict.passed else { break };
+        let Some((next_best, score, _)) = verdict.passed else {
+            break;
+        };
         if score.to_cp() < config.winning_cp {
             break;
         }
         let Some(next_move) = parse_move(&after_reply, &next_best) else {
-            return Err(EngineError::Garbage(format!("best move {next_best} is not legal")));
+            return Err(EngineError::Garbage(format!(
+                "best move {next_best} is not legal"
+            )));
         };
         after_reply.play_unchecked(next_move);
         pos = after_reply;
@@ -826,7 +961,7 @@ fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<P
     let mut walk = position.clone();
     for uci in &found.line {
         let m = parse_move(&walk, uci)?;
-        walk.play_unchecked(m.clone());
+        walk.play_unchecked(m);
         line_moves.push(m);
     }
     let mut moves = vec![leading];
@@ -835,7 +970,8 @@ fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<P
     let id = match &unit.keep_id {
         Some(id) => id.clone(),
         None => {
-            let digest = crate::fileio::sha256_bytes(format!("{fen} {}", moves.join(" ")).as_bytes());
+            let digest =
+                crate::fileio::sha256_bytes(format!("{fen} {}", moves.join(" ")).as_bytes());
             format!("pf{}", &digest[..10])
         }
     };
@@ -860,7 +996,13 @@ fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<P
     puzzle.set("WhiteElo", unit.white_elo.clone());
     puzzle.set("BlackElo", unit.black_elo.clone());
     puzzle.set("BestScore", found.best_score.to_cp().to_string());
-    puzzle.set("SecondScore", found.second_score.map(|s| s.to_cp().to_string()).unwrap_or_default());
+    puzzle.set(
+        "SecondScore",
+        found
+            .second_score
+            .map(|s| s.to_cp().to_string())
+            .unwrap_or_default(),
+    );
     puzzle.set("Criterion", config.criterion.name());
     puzzle.set("Nodes", found.nodes.to_string());
     Some(puzzle)

@@ -127,8 +127,10 @@ impl SelfplayConfig {
     pub fn validate(&self) -> Result<()> {
         match self.mode {
             Mode::Chaos => {
-                for (range, side) in [(self.chaos_white_elo, "White"), (self.chaos_black_elo, "Black")]
-                {
+                for (range, side) in [
+                    (self.chaos_white_elo, "White"),
+                    (self.chaos_black_elo, "Black"),
+                ] {
                     weaken::check_elo(range[0], &format!("{side}'s lowest chaos"))?;
                     weaken::check_elo(range[1], &format!("{side}'s highest chaos"))?;
                     if range[0] > range[1] {
@@ -147,9 +149,15 @@ impl SelfplayConfig {
         if self.max_plies == 0 {
             crate::bail_input!("max_plies must be at least 1");
         }
-        for (name, value) in [("event", &self.event), ("site", &self.site), ("date", &self.date)] {
+        for (name, value) in [
+            ("event", &self.event),
+            ("site", &self.site),
+            ("date", &self.date),
+        ] {
             if value.contains(['"', '\\', '\n', '\r']) {
-                crate::bail_input!("the PGN {name} {value:?} may not hold quotes, backslashes or newlines");
+                crate::bail_input!(
+                    "the PGN {name} {value:?} may not hold quotes, backslashes or newlines"
+                );
             }
         }
         Ok(())
@@ -236,7 +244,11 @@ pub fn run_selfplay(args: &SelfplayArgs) -> Result<Summary> {
 }
 
 /// Plays `config.games` games on `pool` and writes them to `output`.
-pub fn run_selfplay_with(config: &SelfplayConfig, pool: &EnginePool, output: &Path) -> Result<Summary> {
+pub fn run_selfplay_with(
+    config: &SelfplayConfig,
+    pool: &EnginePool,
+    output: &Path,
+) -> Result<Summary> {
     config.validate()?;
     let games = play_games(config, pool)?;
     let mut file = AtomicFile::create(output)?;
@@ -247,7 +259,10 @@ pub fn run_selfplay_with(config: &SelfplayConfig, pool: &EnginePool, output: &Pa
     }
     file.commit()?;
     let plies: usize = games.iter().map(|g| g.sans.len()).sum();
-    let decisive = games.iter().filter(|g| g.result == "1-0" || g.result == "0-1").count();
+    let decisive = games
+        .iter()
+        .filter(|g| g.result == "1-0" || g.result == "0-1")
+        .count();
     let human = format!(
         "selfplay: {} games ({} mode, seed {}), {} plies, {} decisive -> {}{}",
         games.len(),
@@ -256,7 +271,11 @@ pub fn run_selfplay_with(config: &SelfplayConfig, pool: &EnginePool, output: &Pa
         plies,
         decisive,
         output.display(),
-        if config.engine_limit { " (engine limit: NOT reproducible)" } else { "" }
+        if config.engine_limit {
+            " (engine limit: NOT reproducible)"
+        } else {
+            ""
+        }
     );
     let json = json!({
         "command": "selfplay",
@@ -274,7 +293,9 @@ pub fn run_selfplay_with(config: &SelfplayConfig, pool: &EnginePool, output: &Pa
 /// Plays the games (indices 1..=games) across the pool, in index order.
 pub fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<Vec<Game>> {
     let indices: Vec<u64> = (1..=config.games).collect();
-    pool.map(&indices, |session, _, &index| play_game(session, config, index))
+    pool.map(&indices, |session, _, &index| {
+        play_game(session, config, index)
+    })
 }
 
 /// The generator of game `index` in a run with `seed`.
@@ -302,7 +323,11 @@ pub struct Game {
 impl Game {
     /// The game as PGN text, ending with a blank line.
     pub fn to_pgn(&self, config: &SelfplayConfig, engine_name: &str) -> String {
-        let weakening = if config.engine_limit { "engine-limit" } else { "puzzleforge-skill" };
+        let weakening = if config.engine_limit {
+            "engine-limit"
+        } else {
+            "puzzleforge-skill"
+        };
         let mut text = String::new();
         let mut tag = |name: &str, value: &str| {
             text.push_str(&format!("[{name} \"{value}\"]\n"));
@@ -317,12 +342,22 @@ impl Game {
         tag("WhiteElo", &self.white_elo.to_string());
         tag("BlackElo", &self.black_elo.to_string());
         tag("PlyCount", &self.sans.len().to_string());
-        tag("Termination", if self.result == "*" { "unterminated" } else { "normal" });
+        tag(
+            "Termination",
+            if self.result == "*" {
+                "unterminated"
+            } else {
+                "normal"
+            },
+        );
         tag("Ending", &self.ending);
         tag("Mode", config.mode.name());
         tag("Seed", &config.seed.to_string());
         tag("Weakening", weakening);
-        tag("Reproducible", if config.engine_limit { "false" } else { "true" });
+        tag(
+            "Reproducible",
+            if config.engine_limit { "false" } else { "true" },
+        );
         text.push('\n');
         let mut tokens = Vec::new();
         for (i, san) in self.sans.iter().enumerate() {
@@ -365,7 +400,12 @@ impl Board {
     fn new() -> Self {
         let position = Chess::default();
         let hash = zobrist(&position);
-        Self { position, ucis: Vec::new(), sans: Vec::new(), hashes: vec![hash] }
+        Self {
+            position,
+            ucis: Vec::new(),
+            sans: Vec::new(),
+            hashes: vec![hash],
+        }
     }
 
     fn play(&mut self, m: Move) {
@@ -379,7 +419,14 @@ impl Board {
     fn ending(&self) -> Option<(&'static str, &'static str)> {
         let pos = &self.position;
         if pos.is_checkmate() {
-            return Some((if pos.turn() == Color::White { "0-1" } else { "1-0" }, "checkmate"));
+            return Some((
+                if pos.turn() == Color::White {
+                    "0-1"
+                } else {
+                    "1-0"
+                },
+                "checkmate",
+            ));
         }
         if pos.is_stalemate() {
             return Some(("1/2-1/2", "stalemate"));
@@ -398,7 +445,12 @@ impl Board {
     }
 
     fn request(&self, limit: Limit, multipv: u32) -> SearchRequest {
-        SearchRequest { fen: START_FEN.to_string(), moves: self.ucis.clone(), limit, multipv }
+        SearchRequest {
+            fen: START_FEN.to_string(),
+            moves: self.ucis.clone(),
+            limit,
+            multipv,
+        }
     }
 
     /// Parses an engine move, which must be legal here.
@@ -443,9 +495,15 @@ pub fn weakened_move(
         multipv: weaken::SKILL_MULTIPV,
     };
     let result = session.search(&request)?;
-    let lines: Vec<&crate::engine::PvLine> =
-        result.lines.iter().filter(|line| !line.pv.is_empty()).collect();
-    let scores: Vec<i64> = lines.iter().map(|line| internal_score(line.score)).collect();
+    let lines: Vec<&crate::engine::PvLine> = result
+        .lines
+        .iter()
+        .filter(|line| !line.pv.is_empty())
+        .collect();
+    let scores: Vec<i64> = lines
+        .iter()
+        .map(|line| internal_score(line.score))
+        .collect();
     Ok(weaken::pick_best(&scores, level, rng)
         .and_then(|i| lines.get(i))
         .and_then(|line| line.pv.first().cloned())
@@ -453,7 +511,11 @@ pub fn weakened_move(
 }
 
 /// Plays game `index` (1-based) on one engine.
-pub fn play_game(session: &mut Session, config: &SelfplayConfig, index: u64) -> Result<Game, EngineError> {
+pub fn play_game(
+    session: &mut Session,
+    config: &SelfplayConfig,
+    index: u64,
+) -> Result<Game, EngineError> {
     let mut rng = game_rng(config.seed, index);
     let mut board = Board::new();
     let cap = config.max_plies as usize;
@@ -464,7 +526,7 @@ pub fn play_game(session: &mut Session, config: &SelfplayConfig, index: u64) -> 
                     break;
                 }
                 let legal = board.position.legal_moves();
-                let choice = legal[rng.random_range(0..legal.len())].clone();
+                let choice = legal[rng.random_range(0..legal.len())];
                 board.play(choice);
             }
         }
@@ -490,9 +552,9 @@ pub fn play_game(session: &mut Session, config: &SelfplayConfig, index: u64) -> 
                     }
                     if candidates.is_empty() {
                         let legal = board.position.legal_moves();
-                        legal[rng.random_range(0..legal.len())].clone()
+                        legal[rng.random_range(0..legal.len())]
                     } else {
-                        candidates[rng.random_range(0..candidates.len())].clone()
+                        candidates[rng.random_range(0..candidates.len())]
                     }
                 };
                 board.play(choice);
@@ -506,14 +568,17 @@ pub fn play_game(session: &mut Session, config: &SelfplayConfig, index: u64) -> 
         ),
         Mode::Standard => (config.white_elo, config.black_elo),
     };
-    let level_of = |elo: i32| {
-        weaken::skill_level(elo).map_err(|e| EngineError::Fatal(format!("{e:#}")))
-    };
+    let level_of =
+        |elo: i32| weaken::skill_level(elo).map_err(|e| EngineError::Fatal(format!("{e:#}")));
     let (white_level, black_level) = (level_of(white_elo)?, level_of(black_elo)?);
     let mut limited_elo = None;
     while board.ending().is_none() && board.sans.len() < cap {
         let white = board.position.turn() == Color::White;
-        let (elo, level) = if white { (white_elo, white_level) } else { (black_elo, black_level) };
+        let (elo, level) = if white {
+            (white_elo, white_level)
+        } else {
+            (black_elo, black_level)
+        };
         let uci = if config.engine_limit {
             if limited_elo != Some(elo) {
                 session.set_option("UCI_LimitStrength", "true")?;

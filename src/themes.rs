@@ -21,7 +21,7 @@ pub fn cheap_themes(puzzle_position: &Chess, line: &[Move]) -> Vec<String> {
         if solver && m.is_promotion() {
             promotes = true;
         }
-        position.play_unchecked(m.clone());
+        position.play_unchecked(*m);
         if i == 0 {
             first_check = position.is_check();
         }

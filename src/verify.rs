@@ -61,7 +61,10 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("puzzles".to_string());
     let pool = EnginePool::new(spec, pool_config)?;
-    let output = args.output.clone().unwrap_or_else(|| default_report_path(&args.input));
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| default_report_path(&args.input));
     let config = VerifyConfig {
         factor: args.factor,
         nodes: args.nodes,
@@ -73,7 +76,10 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
 
 /// `puzzles.csv` -> `puzzles.verify.jsonl`, next to the input.
 pub fn default_report_path(input: &Path) -> PathBuf {
-    let name = input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = input
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let stem = name
         .trim_end_matches(".zst")
         .trim_end_matches(".csv")
@@ -107,7 +113,12 @@ struct Item {
     setup: Result<(Chess, u64, Criterion), String>,
 }
 
-pub fn run_verify_with(config: &VerifyConfig, pool: &EnginePool, input: &Path, output: &Path) -> Result<Summary> {
+pub fn run_verify_with(
+    config: &VerifyConfig,
+    pool: &EnginePool,
+    input: &Path,
+    output: &Path,
+) -> Result<Summary> {
     if config.factor == 0 {
         crate::bail_input!("--factor must be at least 1");
     }
@@ -117,7 +128,11 @@ pub fn run_verify_with(config: &VerifyConfig, pool: &EnginePool, input: &Path, o
         match row {
             Ok(puzzle) => {
                 let setup = prepare(&puzzle, config);
-                items.push(Item { line, puzzle, setup });
+                items.push(Item {
+                    line,
+                    puzzle,
+                    setup,
+                });
             }
             Err(e) => unreadable.push(format!("{} line {line}: {e}", input.display())),
         }
@@ -132,7 +147,10 @@ pub fn run_verify_with(config: &VerifyConfig, pool: &EnginePool, input: &Path, o
     file.commit()?;
     let checked = verdicts.iter().filter(|v| v.error.is_none()).count();
     let best_holds = verdicts.iter().filter(|v| v.best_holds).count();
-    let both = verdicts.iter().filter(|v| v.best_holds && v.criterion_holds).count();
+    let both = verdicts
+        .iter()
+        .filter(|v| v.best_holds && v.criterion_holds)
+        .count();
     let errors = verdicts.len() - checked;
     let mut human = format!(
         "verify: {} puzzles, {checked} checked at {}x nodes: best move holds {best_holds}, best move and criterion hold {both}; {errors} not checkable, {} unreadable rows -> {}",
@@ -160,17 +178,28 @@ pub fn run_verify_with(config: &VerifyConfig, pool: &EnginePool, input: &Path, o
 
 fn prepare(puzzle: &Puzzle, config: &VerifyConfig) -> Result<(Chess, u64, Criterion), String> {
     let fen: Fen = puzzle.fen.parse().map_err(|e| format!("bad FEN: {e}"))?;
-    let mut position: Chess =
-        fen.into_position(CastlingMode::Standard).map_err(|e| format!("illegal FEN: {e}"))?;
+    let mut position: Chess = fen
+        .into_position(CastlingMode::Standard)
+        .map_err(|e| format!("illegal FEN: {e}"))?;
     if puzzle.moves.len() < 2 {
         return Err("Moves needs the leading move and a solution".to_string());
     }
-    let first: UciMove = puzzle.moves[0].parse().map_err(|_| format!("bad move {}", puzzle.moves[0]))?;
-    let first = first.to_move(&position).map_err(|_| format!("illegal move {}", puzzle.moves[0]))?;
+    let first: UciMove = puzzle.moves[0]
+        .parse()
+        .map_err(|_| format!("bad move {}", puzzle.moves[0]))?;
+    let first = first
+        .to_move(&position)
+        .map_err(|_| format!("illegal move {}", puzzle.moves[0]))?;
     position.play_unchecked(first);
-    let column_nodes = puzzle.get("Nodes").and_then(|n| n.trim().parse::<u64>().ok());
-    let base = if config.nodes_override { config.nodes } else { column_nodes.or(config.nodes) }
-        .ok_or("no Nodes column value and no --nodes")?;
+    let column_nodes = puzzle
+        .get("Nodes")
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    let base = if config.nodes_override {
+        config.nodes
+    } else {
+        column_nodes.or(config.nodes)
+    }
+    .ok_or("no Nodes column value and no --nodes")?;
     let criterion = match config.criterion {
         Some(c) => c,
         None => match puzzle.get("Criterion").unwrap_or("epoch") {
@@ -178,7 +207,11 @@ fn prepare(puzzle: &Puzzle, config: &VerifyConfig) -> Result<(Chess, u64, Criter
             _ => Criterion::Epoch,
         },
     };
-    Ok((position, base.saturating_mul(config.factor).max(1), criterion))
+    Ok((
+        position,
+        base.saturating_mul(config.factor).max(1),
+        criterion,
+    ))
 }
 
 fn check(session: &mut Session, item: &Item) -> Result<Verdict, EngineError> {
@@ -214,7 +247,11 @@ fn check(session: &mut Session, item: &Item) -> Result<Verdict, EngineError> {
     verdict.nodes = result.nodes;
     let legal = position.legal_moves().len();
     let best = result.lines.first();
-    let second = if legal >= 2 { result.lines.get(1).map(|l| l.score) } else { None };
+    let second = if legal >= 2 {
+        result.lines.get(1).map(|l| l.score)
+    } else {
+        None
+    };
     verdict.best_move = best.and_then(|l| l.pv.first().cloned());
     verdict.best_score = best.map(|l| l.score.to_cp());
     verdict.second_score = second.map(|s| s.to_cp());

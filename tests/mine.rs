@@ -16,12 +16,16 @@ use std::path::Path;
 
 fn pool(workers: usize) -> EnginePool {
     let path = resolve_engine(None, None).expect("Stockfish is required for this test");
-    let config = PoolConfig { workers, ..PoolConfig::default() };
+    let config = PoolConfig {
+        workers,
+        ..PoolConfig::default()
+    };
     EnginePool::new(EngineSpec::new(path), config).unwrap()
 }
 
 fn lichess_sample() -> Vec<Puzzle> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
     read_puzzles(&path).unwrap()
 }
 
@@ -31,9 +35,16 @@ fn position(fen: &str) -> Chess {
 }
 
 fn play(position: &mut Chess, uci: &str) {
-    let m = uci.parse::<UciMove>().unwrap().to_move(position).unwrap_or_else(|_| {
-        panic!("{uci} is illegal in {}", Fen::from_position(position, EnPassantMode::Legal))
-    });
+    let m = uci
+        .parse::<UciMove>()
+        .unwrap()
+        .to_move(position)
+        .unwrap_or_else(|_| {
+            panic!(
+                "{uci} is illegal in {}",
+                Fen::from_position(position, EnPassantMode::Legal)
+            )
+        });
     position.play_unchecked(m);
 }
 
@@ -41,7 +52,11 @@ fn play(position: &mut Chess, uci: &str) {
 /// Lichess's rule.
 #[test]
 fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
-    let puzzles: Vec<Puzzle> = lichess_sample().into_iter().filter(|p| p.moves.len() == 2).take(12).collect();
+    let puzzles: Vec<Puzzle> = lichess_sample()
+        .into_iter()
+        .filter(|p| p.moves.len() == 2)
+        .take(12)
+        .collect();
     assert_eq!(puzzles.len(), 12);
     let pool = pool(2);
     let verdicts = pool
@@ -69,7 +84,10 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
         match verdict {
             Some((best, _, _)) if *best == puzzle.moves[1] => agree += 1,
             Some((best, _, _)) if mates(best) && mates(&puzzle.moves[1]) => agree += 1,
-            Some((best, _, _)) => panic!("{}: unique best {best}, solution {}", puzzle.id, puzzle.moves[1]),
+            Some((best, _, _)) => panic!(
+                "{}: unique best {best}, solution {}",
+                puzzle.id, puzzle.moves[1]
+            ),
             None => eprintln!("{}: not unique at depth 10", puzzle.id),
         }
     }
@@ -95,7 +113,12 @@ fn write_candidates(dir: &Path, n: usize) -> std::path::PathBuf {
 }
 
 fn small_mine_config(criterion: Criterion) -> MineConfig {
-    MineConfig { criterion, depth: 8, shallow_depth: 4, ..MineConfig::default() }
+    MineConfig {
+        criterion,
+        depth: 8,
+        shallow_depth: 4,
+        ..MineConfig::default()
+    }
 }
 
 /// Every puzzle replays legally from its FEN, starts with the game move,
@@ -105,7 +128,10 @@ fn check_puzzles(puzzles: &[Puzzle]) {
     let mut ids = HashSet::new();
     for puzzle in puzzles {
         assert!(ids.insert(puzzle.id.clone()), "duplicate id {}", puzzle.id);
-        assert!(puzzle.moves.len() >= 2 && puzzle.moves.len() % 2 == 0, "{puzzle:?}");
+        assert!(
+            puzzle.moves.len() >= 2 && puzzle.moves.len() % 2 == 0,
+            "{puzzle:?}"
+        );
         assert!(puzzle.moves.len() <= 10, "{puzzle:?}");
         let mut pos = position(&puzzle.fen);
         let solver = !pos.turn();
@@ -115,15 +141,29 @@ fn check_puzzles(puzzles: &[Puzzle]) {
                 assert!(positions.insert(hash), "position twice: {}", puzzle.id);
             }
             // The opponent moves at even indices, the solver at odd ones.
-            assert_eq!(pos.turn() == solver, i % 2 == 1, "{}: move {i} by the wrong side", puzzle.id);
+            assert_eq!(
+                pos.turn() == solver,
+                i % 2 == 1,
+                "{}: move {i} by the wrong side",
+                puzzle.id
+            );
             play(&mut pos, uci);
         }
         assert!(puzzle.rating.is_none());
         for column in ["Source", "GameId", "Ply", "BestScore", "Criterion", "Nodes"] {
-            assert!(!puzzle.get(column).unwrap_or_default().is_empty(), "{}: no {column}", puzzle.id);
+            assert!(
+                !puzzle.get(column).unwrap_or_default().is_empty(),
+                "{}: no {column}",
+                puzzle.id
+            );
         }
         let mate = puzzle.has_theme("mate");
-        assert_eq!(mate, pos.is_checkmate(), "{}: mate theme vs position", puzzle.id);
+        assert_eq!(
+            mate,
+            pos.is_checkmate(),
+            "{}: mate theme vs position",
+            puzzle.id
+        );
     }
 }
 
@@ -142,10 +182,21 @@ fn mining_candidates_is_deterministic_and_lines_are_well_formed() {
     assert_eq!(outputs[0], outputs[1], "mine twice gave different bytes");
     assert_eq!(outputs[0], outputs[2], "1 and 2 workers differ");
     let puzzles = read_puzzles(&dir.path().join("a.csv")).unwrap();
-    assert!(puzzles.len() >= 5, "only {} puzzles from 24 Lichess positions", puzzles.len());
+    assert!(
+        puzzles.len() >= 5,
+        "only {} puzzles from 24 Lichess positions",
+        puzzles.len()
+    );
     check_puzzles(&puzzles);
-    assert!(puzzles.iter().any(|p| p.moves.len() > 2), "no line was extended");
-    assert!(puzzles.iter().all(|p| p.get("Source") == Some("lichess-game")));
+    assert!(
+        puzzles.iter().any(|p| p.moves.len() > 2),
+        "no line was extended"
+    );
+    assert!(
+        puzzles
+            .iter()
+            .all(|p| p.get("Source") == Some("lichess-game"))
+    );
 }
 
 #[test]
@@ -162,7 +213,10 @@ fn mining_selfplay_games_is_deterministic() {
         ..SelfplayConfig::default()
     };
     run_selfplay_with(&selfplay, &pool(2), &games).unwrap();
-    let config = MineConfig { max_per_game: 3, ..small_mine_config(Criterion::Epoch) };
+    let config = MineConfig {
+        max_per_game: 3,
+        ..small_mine_config(Criterion::Epoch)
+    };
     let a = dir.path().join("a.jsonl");
     let b = dir.path().join("b.jsonl");
     let summary = run_mine_with(&config, &pool(1), &games, &a).unwrap();
@@ -171,8 +225,16 @@ fn mining_selfplay_games_is_deterministic() {
     assert_eq!(summary.json["games"], 4);
     assert!(summary.json["positions_analysed"].as_u64().unwrap() > 0);
     // Four short low-Elo games may give no puzzle at all: an empty file.
-    let puzzles = if std::fs::metadata(&a).unwrap().len() == 0 { Vec::new() } else { read_puzzles(&a).unwrap() };
-    eprintln!("{} puzzles from 4 self-play games: {}", puzzles.len(), summary.human);
+    let puzzles = if std::fs::metadata(&a).unwrap().len() == 0 {
+        Vec::new()
+    } else {
+        read_puzzles(&a).unwrap()
+    };
+    eprintln!(
+        "{} puzzles from 4 self-play games: {}",
+        puzzles.len(),
+        summary.human
+    );
     check_puzzles(&puzzles);
     for puzzle in &puzzles {
         assert_eq!(puzzle.get("Source"), Some("selfplay"));
@@ -185,7 +247,13 @@ fn verify_rechecks_mined_puzzles() {
     let dir = tempfile::tempdir().unwrap();
     let input = write_candidates(dir.path(), 12);
     let mined = dir.path().join("mined.csv");
-    run_mine_with(&small_mine_config(Criterion::Lichess), &pool(2), &input, &mined).unwrap();
+    run_mine_with(
+        &small_mine_config(Criterion::Lichess),
+        &pool(2),
+        &input,
+        &mined,
+    )
+    .unwrap();
     let count = read_puzzles(&mined).unwrap().len();
     let config = puzzleforge::verify::VerifyConfig {
         factor: 2,
@@ -200,5 +268,9 @@ fn verify_rechecks_mined_puzzles() {
     let lines = std::fs::read_to_string(&report).unwrap();
     assert_eq!(lines.lines().count(), count);
     // Twice the nodes rarely overturns a depth-8 solution.
-    assert!(summary.json["best_holds"].as_u64().unwrap() * 10 >= count as u64 * 7, "{}", summary.human);
+    assert!(
+        summary.json["best_holds"].as_u64().unwrap() * 10 >= count as u64 * 7,
+        "{}",
+        summary.human
+    );
 }

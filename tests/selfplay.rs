@@ -14,7 +14,10 @@ use std::path::Path;
 
 fn pool(workers: usize) -> EnginePool {
     let path = resolve_engine(None, None).expect("Stockfish is required for this test");
-    let config = PoolConfig { workers, ..PoolConfig::default() };
+    let config = PoolConfig {
+        workers,
+        ..PoolConfig::default()
+    };
     EnginePool::new(EngineSpec::new(path), config).unwrap()
 }
 
@@ -52,24 +55,40 @@ fn games_repeat_byte_for_byte_with_any_number_of_workers() {
         assert_eq!(first, parallel, "{mode:?}: 1 and 2 workers differ");
         let text = String::from_utf8(first).unwrap();
         assert_eq!(text.matches("[Event ").count(), 3);
-        for tag in ["[Round \"1\"]", "[Round \"3\"]", "[Seed \"42\"]", "[Reproducible \"true\"]"] {
+        for tag in [
+            "[Round \"1\"]",
+            "[Round \"3\"]",
+            "[Seed \"42\"]",
+            "[Reproducible \"true\"]",
+        ] {
             assert!(text.contains(tag), "{mode:?}: no {tag} in\n{text}");
         }
         assert!(text.contains(&format!("[Mode \"{}\"]", mode.name())));
         if mode == Mode::Standard {
             // Odd games open 1. e4, even ones 1. d4.
-            let openings: Vec<&str> =
-                text.lines().filter(|l| l.starts_with("1. ")).map(|l| &l[..5]).collect();
+            let openings: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("1. "))
+                .map(|l| &l[..5])
+                .collect();
             assert_eq!(openings, ["1. e4", "1. d4", "1. e4"], "{text}");
         }
         // Another seed gives other games.
-        let other = SelfplayConfig { seed: 43, ..config.clone() };
+        let other = SelfplayConfig {
+            seed: 43,
+            ..config.clone()
+        };
         assert_ne!(play(&other, 1, dir.path(), "d.pgn"), text.as_bytes());
         // Our own miner's PGN reader replays every game legally.
         let loaded = puzzleforge::mine::load_input(&dir.path().join("a.pgn")).unwrap();
         assert_eq!(loaded.units.len(), 3);
         assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
-        assert!(loaded.units.iter().all(|u| u.moves.len() <= 40 && !u.moves.is_empty()));
+        assert!(
+            loaded
+                .units
+                .iter()
+                .all(|u| u.moves.len() <= 40 && !u.moves.is_empty())
+        );
     }
 }
 
@@ -77,20 +96,38 @@ fn games_repeat_byte_for_byte_with_any_number_of_workers() {
 fn elo_outside_the_engine_range_is_a_config_error() {
     let dir = tempfile::tempdir().unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
-        .args(["selfplay", "--games", "1", "--mode", "standard", "--white-elo", "1200", "-o"])
+        .args([
+            "selfplay",
+            "--games",
+            "1",
+            "--mode",
+            "standard",
+            "--white-elo",
+            "1200",
+            "-o",
+        ])
         .arg(dir.path().join("x.pgn"))
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(String::from_utf8_lossy(&output.stderr).contains("1350"));
-    let config = SelfplayConfig { chaos_white_elo: [1500, 2900], ..SelfplayConfig::default() };
+    let config = SelfplayConfig {
+        chaos_white_elo: [1500, 2900],
+        ..SelfplayConfig::default()
+    };
     assert!(config.validate().is_err());
 }
 
 /// Game positions: the FENs of the first `n` Lichess sample puzzles (the
 /// position before the opponent's move) with at least four legal moves.
 fn sample_positions(n: usize) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
     let puzzles = puzzleforge::record::read_puzzles(&path).unwrap();
     puzzles
         .iter()
@@ -133,9 +170,16 @@ fn weakened_choices_follow_the_engines_own_limit() {
                     multipv: weaken::SKILL_MULTIPV,
                 };
                 let result = session.search(&request)?;
-                let lines: Vec<String> =
-                    result.lines.iter().filter_map(|l| l.pv.first().cloned()).collect();
-                let scores: Vec<i64> = result.lines.iter().map(|l| internal_score(l.score)).collect();
+                let lines: Vec<String> = result
+                    .lines
+                    .iter()
+                    .filter_map(|l| l.pv.first().cloned())
+                    .collect();
+                let scores: Vec<i64> = result
+                    .lines
+                    .iter()
+                    .map(|l| internal_score(l.score))
+                    .collect();
                 let mut rng = ChaCha8Rng::seed_from_u64(index as u64);
                 let ours: Vec<usize> = (0..DRAWS)
                     .map(|_| weaken::pick_best(&scores, level, &mut rng).unwrap_or(4))
@@ -146,7 +190,10 @@ fn weakened_choices_follow_the_engines_own_limit() {
                 for _ in 0..DRAWS {
                     // A clean hash, as for our search (the unit began with ucinewgame).
                     session.set_option("Clear Hash", "true")?;
-                    let limited = SearchRequest { multipv: 1, ..request.clone() };
+                    let limited = SearchRequest {
+                        multipv: 1,
+                        ..request.clone()
+                    };
                     let best = session.search(&limited)?.best_move.unwrap_or_default();
                     theirs.push(rank(&lines, &best));
                 }
@@ -171,10 +218,19 @@ fn weakened_choices_follow_the_engines_own_limit() {
             }
         }
         eprintln!("Elo {elo} depth {depth}: ours {ours:?} engine {theirs:?} chi2 {chi_square:.2}");
-        assert!(top_gap <= 0.12, "Elo {elo}: top-move rates differ by {top_gap:.3}");
+        assert!(
+            top_gap <= 0.12,
+            "Elo {elo}: top-move rates differ by {top_gap:.3}"
+        );
         assert!(chi_square <= 18.5, "Elo {elo}: chi-square {chi_square:.2}");
-        assert!(theirs[4] <= total * 0.05, "Elo {elo}: the engine's picks are not among our lines");
+        assert!(
+            theirs[4] <= total * 0.05,
+            "Elo {elo}: the engine's picks are not among our lines"
+        );
         // Failing-capable: the weakening really changes the choice.
-        assert!(ours[0] < total * 0.95, "Elo {elo}: the weakened player always plays the top move");
+        assert!(
+            ours[0] < total * 0.95,
+            "Elo {elo}: the weakened player always plays the top move"
+        );
     }
 }
