@@ -69,7 +69,11 @@ pub fn run_bench_pool(args: &BenchPoolArgs) -> anyhow::Result<Summary> {
 
     let engine_cpu: f64 = stats.iter().map(|s| s.cpu_seconds).sum();
     let nodes: u64 = stats.iter().map(|s| s.nodes).sum();
-    let cpu_share = if tree_cpu > 0.0 { engine_cpu / tree_cpu } else { 0.0 };
+    let cpu_share = if tree_cpu > 0.0 {
+        engine_cpu / tree_cpu
+    } else {
+        0.0
+    };
     let busy = if search_wall > 0.0 {
         engine_cpu / workers as f64 / search_wall
     } else {

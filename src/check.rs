@@ -127,13 +127,15 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
         .map(&items, |session, _, item| {
             criterion::judge(session, &item.fen, &item.position, limit, criterion)
         })
-        .map_err(|error| match error.downcast_ref::<crate::pool::UnitFailed>() {
-            Some(failed) => {
-                let line = items.get(failed.item).map_or(0, |item| item.line);
-                error.context(format!("checking {} line {line}", args.input.display()))
-            }
-            None => error,
-        })?;
+        .map_err(
+            |error| match error.downcast_ref::<crate::pool::UnitFailed>() {
+                Some(failed) => {
+                    let line = items.get(failed.item).map_or(0, |item| item.line);
+                    error.context(format!("checking {} line {line}", args.input.display()))
+                }
+                None => error,
+            },
+        )?;
 
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

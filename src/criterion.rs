@@ -118,7 +118,11 @@ pub fn judge(
     let mut nodes = result.nodes;
     if legal.is_empty() {
         // Stockfish says `score mate 0` without a pv; stalemate is a draw.
-        let score = if position.is_checkmate() { Score::Mate(0) } else { Score::Cp(0) };
+        let score = if position.is_checkmate() {
+            Score::Mate(0)
+        } else {
+            Score::Cp(0)
+        };
         return Ok(Uniqueness {
             best_move: None,
             best_score: Some(score),
@@ -140,7 +144,11 @@ pub fn judge(
         Ok((mv, line.score))
     };
     let (best_move, best_score) = first_move(0)?;
-    let second = if legal.len() >= 2 { Some(first_move(1)?) } else { None };
+    let second = if legal.len() >= 2 {
+        Some(first_move(1)?)
+    } else {
+        None
+    };
     let second_score = second.as_ref().map(|(_, score)| *score);
     let unique = match criterion {
         Criterion::Epoch => epoch_unique(best_score, second_score),
@@ -180,8 +188,57 @@ pub fn count_mates_in_one(position: &Chess) -> usize {
         .iter()
         .filter(|mv| {
             let mut after = position.clone();
-            after.play_unchecked((*mv).clone());
+            after.play_unchecked(**mv);
             after.is_checkmate()
         })
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_thresholds() {
+        assert!(epoch_unique(Score::Cp(300), Some(Score::Cp(80))));
+        assert!(!epoch_unique(Score::Cp(300), Some(Score::Cp(81))));
+        assert!(!epoch_unique(Score::Cp(200), Some(Score::Cp(21))));
+        assert!(epoch_unique(Score::Cp(-100), Some(Score::Cp(-280))));
+        assert!(!epoch_unique(Score::Cp(-101), Some(Score::Cp(-400))));
+        assert!(epoch_unique(Score::Mate(3), Some(Score::Cp(80))));
+        assert!(!epoch_unique(Score::Mate(1), Some(Score::Mate(2))));
+        assert!(epoch_unique(Score::Cp(-500), None));
+    }
+
+    #[test]
+    fn lichess_win_chances_and_rule() {
+        assert_eq!(win_chances(Score::Cp(0)), 0.0);
+        assert_eq!(win_chances(Score::Mate(4)), 1.0);
+        assert_eq!(win_chances(Score::Mate(-4)), -1.0);
+        assert_eq!(win_chances(Score::Mate(0)), -1.0);
+        assert!((win_chances(Score::Cp(300)) - 0.5036).abs() < 1e-3);
+        // Gap rule: +0.7 in win chances.
+        assert!(lichess_unique(Score::Cp(500), Some(Score::Cp(-20)), None));
+        assert!(!lichess_unique(Score::Cp(500), Some(Score::Cp(100)), None));
+        // Mate in 1 against a second move that does not win much.
+        assert!(lichess_unique(Score::Mate(1), Some(Score::Cp(300)), None));
+        assert!(!lichess_unique(Score::Mate(1), Some(Score::Cp(400)), None));
+        // Two mates in 1: decided by the best non-mating move.
+        assert!(lichess_needs_non_mating(
+            Score::Mate(1),
+            Some(Score::Mate(1))
+        ));
+        assert!(lichess_unique(
+            Score::Mate(1),
+            Some(Score::Mate(1)),
+            Some(Score::Cp(100))
+        ));
+        assert!(!lichess_unique(
+            Score::Mate(1),
+            Some(Score::Mate(1)),
+            Some(Score::Cp(600))
+        ));
+        assert!(lichess_unique(Score::Mate(1), Some(Score::Mate(1)), None));
+        assert!(lichess_unique(Score::Cp(-900), None, None));
+    }
 }

@@ -73,7 +73,9 @@ impl EngineSpec {
             ))
         })?;
         let path = if definition.path.is_relative() && definition.path.components().count() > 1 {
-            file.parent().unwrap_or(Path::new(".")).join(&definition.path)
+            file.parent()
+                .unwrap_or(Path::new("."))
+                .join(&definition.path)
         } else {
             definition.path
         };
@@ -193,13 +195,19 @@ pub struct EngineArgs {
 
 impl EngineArgs {
     /// The engine spec and pool settings from these flags over `config`.
-    pub fn resolve(&self, config: &EngineConfig) -> anyhow::Result<(EngineSpec, crate::pool::PoolConfig)> {
+    pub fn resolve(
+        &self,
+        config: &EngineConfig,
+    ) -> anyhow::Result<(EngineSpec, crate::pool::PoolConfig)> {
         let chosen = self.engine.as_deref().or(config.path.as_deref());
         let spec = match chosen {
             Some(path) if path.extension().is_some_and(|ext| ext == "toml") => {
                 let spec = EngineSpec::from_file(path)?;
                 let executable = resolve_engine(Some(&spec.path), None)?;
-                EngineSpec { path: executable, ..spec }
+                EngineSpec {
+                    path: executable,
+                    ..spec
+                }
             }
             _ => {
                 let executable = resolve_engine(self.engine.as_deref(), config.path.as_deref())?;
@@ -212,7 +220,9 @@ impl EngineArgs {
         };
         let deadline_secs = self.deadline.unwrap_or(config.deadline_secs);
         if !(deadline_secs.is_finite() && deadline_secs > 0.0) {
-            crate::bail_input!("--deadline must be a positive number of seconds, not {deadline_secs}");
+            crate::bail_input!(
+                "--deadline must be a positive number of seconds, not {deadline_secs}"
+            );
         }
         let pool = crate::pool::PoolConfig {
             workers,
@@ -322,7 +332,10 @@ impl Engine {
             .stderr(Stdio::null())
             .spawn()
             .map_err(|error| {
-                EngineError::Fatal(format!("cannot start engine {}: {error}", spec.path.display()))
+                EngineError::Fatal(format!(
+                    "cannot start engine {}: {error}",
+                    spec.path.display()
+                ))
             })?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
@@ -336,12 +349,17 @@ impl Engine {
                     let event = match reader.read_until(b'\n', &mut buffer) {
                         Ok(0) => return,
                         Ok(_) => {
-                            while buffer.last().is_some_and(|byte| *byte == b'\n' || *byte == b'\r') {
+                            while buffer
+                                .last()
+                                .is_some_and(|byte| *byte == b'\n' || *byte == b'\r')
+                            {
                                 buffer.pop();
                             }
                             match String::from_utf8(buffer.clone()) {
                                 Ok(line) => ReaderEvent::Line(line),
-                                Err(_) => ReaderEvent::NotUtf8(String::from_utf8_lossy(&buffer).into_owned()),
+                                Err(_) => ReaderEvent::NotUtf8(
+                                    String::from_utf8_lossy(&buffer).into_owned(),
+                                ),
                             }
                         }
                         Err(error) => ReaderEvent::ReadFailed(error.to_string()),
@@ -379,17 +397,18 @@ impl Engine {
                     if let Ok(option) = uci::parse_option(&text)
                         && let Some(default) = option.default
                     {
-                        self.defaults.insert(option.name.to_ascii_lowercase(), default);
+                        self.defaults
+                            .insert(option.name.to_ascii_lowercase(), default);
                     }
                 }
                 _ => {}
             }
         }
         if self.id_name.is_empty() {
-            self.id_name = spec
-                .path
-                .file_name()
-                .map_or_else(|| "engine".to_string(), |name| name.to_string_lossy().into_owned());
+            self.id_name = spec.path.file_name().map_or_else(
+                || "engine".to_string(),
+                |name| name.to_string_lossy().into_owned(),
+            );
         }
         self.set_option("Threads", "1")?;
         for (name, value) in &spec.options {
@@ -410,7 +429,9 @@ impl Engine {
 
     /// The default value the engine declared for an option, if any.
     pub fn option_default(&self, name: &str) -> Option<&str> {
-        self.defaults.get(&name.to_ascii_lowercase()).map(String::as_str)
+        self.defaults
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
     }
 
     /// Sends `setoption`; the engine confirms nothing, so the next
@@ -433,7 +454,9 @@ impl Engine {
                 EngineLine::Blank => {}
                 EngineLine::Info(info) if info.string.is_some() => {}
                 EngineLine::Unknown(line) if line.starts_with("No such option") => {
-                    return Err(EngineError::Fatal(format!("engine rejected an option: {line}")));
+                    return Err(EngineError::Fatal(format!(
+                        "engine rejected an option: {line}"
+                    )));
                 }
                 other => {
                     return Err(EngineError::Garbage(format!(
@@ -542,9 +565,9 @@ impl Engine {
             Ok(ReaderEvent::NotUtf8(line)) => {
                 Err(EngineError::Garbage(format!("line is not UTF-8: {line:?}")))
             }
-            Ok(ReaderEvent::ReadFailed(error)) => {
-                Err(EngineError::Died(format!("cannot read engine output: {error}")))
-            }
+            Ok(ReaderEvent::ReadFailed(error)) => Err(EngineError::Died(format!(
+                "cannot read engine output: {error}"
+            ))),
             Err(RecvTimeoutError::Timeout) => Err(EngineError::Timeout {
                 waiting_for: waiting_for.to_string(),
                 seconds: self.deadline.as_secs_f64(),

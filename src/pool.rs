@@ -106,7 +106,11 @@ impl Session<'_> {
     /// Sets a UCI option for the rest of this unit; it is undone before the
     /// next unit. `MultiPV` is set per request instead.
     pub fn set_option(&mut self, name: &str, value: &str) -> Result<(), EngineError> {
-        if !self.changed_options.iter().any(|known| known.eq_ignore_ascii_case(name)) {
+        if !self
+            .changed_options
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(name))
+        {
             self.changed_options.push(name.to_string());
         }
         self.engine.set_option(name, value)
@@ -130,9 +134,9 @@ impl EnginePool {
             handles
                 .into_iter()
                 .map(|handle| {
-                    handle
-                        .join()
-                        .unwrap_or_else(|_| Err(EngineError::Fatal("engine start-up thread panicked".into())))
+                    handle.join().unwrap_or_else(|_| {
+                        Err(EngineError::Fatal("engine start-up thread panicked".into()))
+                    })
                 })
                 .collect()
         });
@@ -234,14 +238,18 @@ impl EnginePool {
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
-        let mut failures = failures.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut failures = failures
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         failures.sort_by_key(|failure| failure.item);
         if let Some(first) = failures.into_iter().next() {
             return Err(first.into());
         }
         let mut output = Vec::with_capacity(items.len());
         for (index, cell) in results.into_iter().enumerate() {
-            let value = cell.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let value = cell
+                .into_inner()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             match value {
                 Some(value) => output.push(value),
                 None => anyhow::bail!("engine pool lost the result of item {index}"),
@@ -361,14 +369,18 @@ impl Engine {
 
 /// Starts one engine, retrying faults with backoff; returns it and the
 /// number of faults it took.
-fn start_with_retries(spec: &EngineSpec, config: &PoolConfig) -> Result<(Engine, u64), EngineError> {
+fn start_with_retries(
+    spec: &EngineSpec,
+    config: &PoolConfig,
+) -> Result<(Engine, u64), EngineError> {
     let mut faults = 0u32;
     loop {
         match Engine::start(spec, config.deadline) {
             Ok(engine) => return Ok((engine, u64::from(faults))),
             Err(error) if error.is_fault() && faults + 1 < config.max_attempts.max(1) => {
                 faults += 1;
-                let delay = (config.backoff * (1u32 << (faults - 1).min(16))).min(config.backoff_cap);
+                let delay =
+                    (config.backoff * (1u32 << (faults - 1).min(16))).min(config.backoff_cap);
                 std::thread::sleep(delay);
             }
             Err(error) => return Err(error),

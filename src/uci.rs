@@ -124,7 +124,8 @@ fn error(line: &str, reason: impl Into<String>) -> UciError {
 /// drop such as `P@e4`.
 pub fn is_uci_move(token: &str) -> bool {
     let bytes = token.as_bytes();
-    let square = |file: u8, rank: u8| (b'a'..=b'h').contains(&file) && (b'1'..=b'8').contains(&rank);
+    let square =
+        |file: u8, rank: u8| (b'a'..=b'h').contains(&file) && (b'1'..=b'8').contains(&rank);
     match bytes {
         b"0000" => true,
         [piece, b'@', f, r] => b"PNBRQK".contains(piece) && square(*f, *r),
@@ -185,7 +186,10 @@ fn parse_bestmove<'a>(
         Some(token) => return Err(error(line, format!("unexpected {token:?} after best move"))),
     };
     if let Some(token) = tokens.next() {
-        return Err(error(line, format!("unexpected {token:?} at end of bestmove")));
+        return Err(error(
+            line,
+            format!("unexpected {token:?} at end of bestmove"),
+        ));
     }
     Ok(EngineLine::BestMove { best, ponder })
 }

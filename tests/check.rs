@@ -15,15 +15,21 @@ const FAULT_ENGINE: &str = env!("CARGO_BIN_EXE_puzzleforge-fault-engine");
 const STOCKFISH: &str = "/usr/games/stockfish";
 
 fn puzzles() -> Vec<Puzzle> {
-    assert!(Path::new(STOCKFISH).is_file(), "Stockfish 15.1 must be installed at {STOCKFISH}");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
+    assert!(
+        Path::new(STOCKFISH).is_file(),
+        "Stockfish 15.1 must be installed at {STOCKFISH}"
+    );
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
     read_puzzles(&path).expect("puzzle sample")
 }
 
 /// The puzzle position with the solver to move: the FEN after Moves[0].
 fn solver_fen(puzzle: &Puzzle) -> String {
     let fen = Fen::from_ascii(puzzle.fen.as_bytes()).expect("sample FEN");
-    let mut position: Chess = fen.into_position(CastlingMode::Standard).expect("legal position");
+    let mut position: Chess = fen
+        .into_position(CastlingMode::Standard)
+        .expect("legal position");
     let mv = UciMove::from_ascii(puzzle.moves[0].as_bytes())
         .expect("UCI move")
         .to_move(&position)
@@ -138,7 +144,10 @@ fn finds_the_solution_of_one_move_puzzles() {
     // One-move puzzles from the sample where the solution Moves[1] is the
     // engine's best move at 200k nodes.
     let ids = SOLVED_ONE_MOVERS;
-    let puzzles: Vec<Puzzle> = puzzles().into_iter().filter(|p| ids.contains(&p.id.as_str())).collect();
+    let puzzles: Vec<Puzzle> = puzzles()
+        .into_iter()
+        .filter(|p| ids.contains(&p.id.as_str()))
+        .collect();
     assert_eq!(puzzles.len(), ids.len());
     let lines: Vec<String> = puzzles
         .iter()
@@ -146,9 +155,24 @@ fn finds_the_solution_of_one_move_puzzles() {
         .collect();
     let dir = tempfile::tempdir().expect("temp dir");
     let input = write_input(dir.path(), &lines);
-    let output = check(&input, &["--nodes", "200000", "--workers", "2", "--criterion", "lichess"]);
+    let output = check(
+        &input,
+        &[
+            "--nodes",
+            "200000",
+            "--workers",
+            "2",
+            "--criterion",
+            "lichess",
+        ],
+    );
     for (puzzle, line) in puzzles.iter().zip(json_lines(&output)) {
-        assert_eq!(line["best_move"], puzzle.moves[1].as_str(), "{}: {line}", puzzle.id);
+        assert_eq!(
+            line["best_move"],
+            puzzle.moves[1].as_str(),
+            "{}: {line}",
+            puzzle.id
+        );
         assert_eq!(line["move"], puzzle.moves[1].as_str());
         assert_eq!(line["move_is_best"], true);
         assert_eq!(line["criterion"], "lichess");
@@ -187,18 +211,31 @@ fn only_move_and_mated_positions() {
 fn bad_input_names_the_line() {
     let dir = tempfile::tempdir().expect("temp dir");
     let good = "6k1/5ppp/8/8/8/8/5PPP/3RR1K1 w - - 0 1";
-    let input = write_input(dir.path(), &[good.into(), "# note".into(), "not a fen".into()]);
+    let input = write_input(
+        dir.path(),
+        &[good.into(), "# note".into(), "not a fen".into()],
+    );
     let output = check(&input, &["--nodes", "1000"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("line 3") && stderr.contains("bad FEN"), "{stderr}");
+    assert!(
+        stderr.contains("line 3") && stderr.contains("bad FEN"),
+        "{stderr}"
+    );
 
     let input = write_input(dir.path(), &[format!("{good},e2e4")]);
     let output = check(&input, &["--nodes", "1000"]);
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("line 1") && stderr.contains("bad move"), "{stderr}");
+    assert!(
+        stderr.contains("line 1") && stderr.contains("bad move"),
+        "{stderr}"
+    );
 
     let output = check(&input, &[]);
-    assert_eq!(output.status.code(), Some(2), "--nodes or --depth is required");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "--nodes or --depth is required"
+    );
 }

@@ -14,13 +14,17 @@ const STOCKFISH: &str = "/usr/games/stockfish";
 const FAULT_ENGINE: &str = env!("CARGO_BIN_EXE_puzzleforge-fault-engine");
 
 fn stockfish() -> EngineSpec {
-    assert!(Path::new(STOCKFISH).is_file(), "Stockfish 15.1 must be installed at {STOCKFISH}");
+    assert!(
+        Path::new(STOCKFISH).is_file(),
+        "Stockfish 15.1 must be installed at {STOCKFISH}"
+    );
     EngineSpec::new(STOCKFISH)
 }
 
 /// Puzzle positions after the opponent's first move (the solver to move).
 fn requests(count: usize, nodes: u64) -> Vec<SearchRequest> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
     read_puzzles(&path)
         .expect("puzzle sample")
         .into_iter()
@@ -42,7 +46,11 @@ fn config(workers: usize) -> PoolConfig {
     }
 }
 
-fn search_all(spec: EngineSpec, config: PoolConfig, items: &[SearchRequest]) -> (Vec<SearchResult>, EnginePool) {
+fn search_all(
+    spec: EngineSpec,
+    config: PoolConfig,
+    items: &[SearchRequest],
+) -> (Vec<SearchResult>, EnginePool) {
     let pool = EnginePool::new(spec, config).expect("pool starts");
     let results = pool
         .map(items, |session, _, request| session.search(request))
@@ -77,13 +85,26 @@ fn results_are_in_input_order_and_independent_of_worker_count() {
     for result in &one {
         assert_eq!(result.lines.len(), 2);
         assert_eq!(result.lines[0].multipv, 1);
-        assert_eq!(result.best_move.as_deref(), result.lines[0].pv.first().map(String::as_str));
+        assert_eq!(
+            result.best_move.as_deref(),
+            result.lines[0].pv.first().map(String::as_str)
+        );
         assert!(!result.best_by_depth.is_empty());
     }
     // Puzzle 001KR: after h8g8 both f1f8 and d1d8 mate.
-    let mates: Vec<_> = one[1].lines.iter().map(|line| (line.pv[0].as_str(), line.score)).collect();
-    assert!(mates.contains(&("f1f8", puzzleforge::uci::Score::Mate(1))), "{mates:?}");
-    assert!(mates.contains(&("d1d8", puzzleforge::uci::Score::Mate(1))), "{mates:?}");
+    let mates: Vec<_> = one[1]
+        .lines
+        .iter()
+        .map(|line| (line.pv[0].as_str(), line.score))
+        .collect();
+    assert!(
+        mates.contains(&("f1f8", puzzleforge::uci::Score::Mate(1))),
+        "{mates:?}"
+    );
+    assert!(
+        mates.contains(&("d1d8", puzzleforge::uci::Score::Mate(1))),
+        "{mates:?}"
+    );
 }
 
 fn assert_recovers_from(mode: &str, deadline: Duration) {
@@ -93,11 +114,29 @@ fn assert_recovers_from(mode: &str, deadline: Duration) {
     // Each of the first two processes faults once, at its 12th command (in
     // the second or third unit); the processes started after that behave.
     let spec = fault_spec(mode, 12, Some(state.path()), 2);
-    let (results, pool) = search_all(spec, PoolConfig { deadline, ..config(2) }, &items);
-    assert_eq!(results, expected, "{mode}: results differ from the real engine's");
+    let (results, pool) = search_all(
+        spec,
+        PoolConfig {
+            deadline,
+            ..config(2)
+        },
+        &items,
+    );
+    assert_eq!(
+        results, expected,
+        "{mode}: results differ from the real engine's"
+    );
     let stats = pool.stats();
-    assert_eq!(stats.iter().map(|s| s.restarts).sum::<u64>(), 2, "{mode}: {stats:?}");
-    assert_eq!(stats.iter().map(|s| s.faults).sum::<u64>(), 2, "{mode}: {stats:?}");
+    assert_eq!(
+        stats.iter().map(|s| s.restarts).sum::<u64>(),
+        2,
+        "{mode}: {stats:?}"
+    );
+    assert_eq!(
+        stats.iter().map(|s| s.faults).sum::<u64>(),
+        2,
+        "{mode}: {stats:?}"
+    );
 }
 
 #[test]
@@ -127,8 +166,17 @@ fn gives_up_after_max_attempts_naming_the_item() {
         .expect_err("every attempt fails");
     let failed = error.downcast_ref::<UnitFailed>().expect("a UnitFailed");
     assert_eq!((failed.item, failed.attempts), (0, 3));
-    assert!(matches!(failed.error, EngineError::Died(_)), "{:?}", failed.error);
-    assert!(error.to_string().contains("item 0 failed after 3 attempt(s)"), "{error}");
+    assert!(
+        matches!(failed.error, EngineError::Died(_)),
+        "{:?}",
+        failed.error
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("item 0 failed after 3 attempt(s)"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -138,11 +186,21 @@ fn a_missing_engine_or_a_rejected_option_is_fatal() {
     assert!(message.contains("/nonexistent/stockfish"), "{message}");
 
     let bad_option = stockfish().with_option("NoSuchOption", 1);
-    let message = format!("{:#}", EnginePool::new(bad_option, config(1)).err().expect("rejected"));
-    assert!(message.contains("No such option: NoSuchOption"), "{message}");
+    let message = format!(
+        "{:#}",
+        EnginePool::new(bad_option, config(1))
+            .err()
+            .expect("rejected")
+    );
+    assert!(
+        message.contains("No such option: NoSuchOption"),
+        "{message}"
+    );
 
     let threads = stockfish().with_option("Threads", 4);
-    let error = EnginePool::new(threads, config(1)).err().expect("Threads is fixed");
+    let error = EnginePool::new(threads, config(1))
+        .err()
+        .expect("Threads is fixed");
     assert_eq!(puzzleforge::error::exit_code(&error), 2);
 }
 
@@ -190,7 +248,11 @@ fn depth_limited_search_reports_each_depth() {
             multipv: 1,
         })
         .expect("search");
-    let depths: Vec<u32> = result.best_by_depth.iter().map(|(depth, _, _)| *depth).collect();
+    let depths: Vec<u32> = result
+        .best_by_depth
+        .iter()
+        .map(|(depth, _, _)| *depth)
+        .collect();
     assert_eq!(depths, (1..=6).collect::<Vec<_>>());
     assert_eq!(result.lines.len(), 1);
     assert_eq!(result.lines[0].score, puzzleforge::uci::Score::Mate(1));
@@ -199,30 +261,53 @@ fn depth_limited_search_reports_each_depth() {
 #[test]
 fn engine_definition_files() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let spec = EngineSpec::from_file(&root.join("engines/stockfish.toml")).expect("shipped definition");
+    let spec =
+        EngineSpec::from_file(&root.join("engines/stockfish.toml")).expect("shipped definition");
     assert_eq!(spec.path, PathBuf::from(STOCKFISH));
-    assert!(spec.options.contains(&("Hash".to_string(), "16".to_string())));
+    assert!(
+        spec.options
+            .contains(&("Hash".to_string(), "16".to_string()))
+    );
 
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("engine.toml");
     std::fs::write(&file, "path = \"/usr/games/stockfish\"\nthreads = 2\n").expect("write");
     let error = EngineSpec::from_file(&file).expect_err("unknown key");
     let message = format!("{error:#}");
-    assert!(message.contains("threads") && message.contains("engine.toml"), "{message}");
+    assert!(
+        message.contains("threads") && message.contains("engine.toml"),
+        "{message}"
+    );
     assert_eq!(puzzleforge::error::exit_code(&error), 2);
 
-    std::fs::write(&file, "path = \"/usr/games/stockfish\"\n[options]\nHash = 32\nUCI_ShowWDL = true\n").expect("write");
+    std::fs::write(
+        &file,
+        "path = \"/usr/games/stockfish\"\n[options]\nHash = 32\nUCI_ShowWDL = true\n",
+    )
+    .expect("write");
     let spec = EngineSpec::from_file(&file).expect("valid");
-    assert!(spec.options.contains(&("Hash".to_string(), "32".to_string())));
-    assert!(spec.options.contains(&("UCI_ShowWDL".to_string(), "true".to_string())));
+    assert!(
+        spec.options
+            .contains(&("Hash".to_string(), "32".to_string()))
+    );
+    assert!(
+        spec.options
+            .contains(&("UCI_ShowWDL".to_string(), "true".to_string()))
+    );
 }
 
 #[test]
 fn resolve_engine_prefers_flag_then_config_then_default() {
     let fake = Path::new(FAULT_ENGINE);
-    assert_eq!(resolve_engine(Some(fake), Some(Path::new(STOCKFISH))).expect("flag"), fake);
+    assert_eq!(
+        resolve_engine(Some(fake), Some(Path::new(STOCKFISH))).expect("flag"),
+        fake
+    );
     assert_eq!(resolve_engine(None, Some(fake)).expect("config"), fake);
-    assert_eq!(resolve_engine(None, None).expect("default"), PathBuf::from(STOCKFISH));
+    assert_eq!(
+        resolve_engine(None, None).expect("default"),
+        PathBuf::from(STOCKFISH)
+    );
     let error = resolve_engine(Some(Path::new("/nonexistent/engine")), None).expect_err("missing");
     assert_eq!(puzzleforge::error::exit_code(&error), 2);
     assert!(error.to_string().contains("--engine"), "{error}");

@@ -49,7 +49,11 @@ fn every_captured_line_parses_without_unknown_info_tokens() {
         let lines = capture(name);
         assert!(!lines.is_empty(), "{name}");
         for info in infos(&lines) {
-            assert!(info.skipped.is_empty(), "{name}: skipped {:?}", info.skipped);
+            assert!(
+                info.skipped.is_empty(),
+                "{name}: skipped {:?}",
+                info.skipped
+            );
         }
     }
 }
@@ -57,7 +61,9 @@ fn every_captured_line_parses_without_unknown_info_tokens() {
 #[test]
 fn handshake_has_id_options_and_uciok() {
     let lines = capture("handshake.txt");
-    assert!(matches!(&lines[0], EngineLine::Unknown(banner) if banner.starts_with("Stockfish 15.1")));
+    assert!(
+        matches!(&lines[0], EngineLine::Unknown(banner) if banner.starts_with("Stockfish 15.1"))
+    );
     assert!(lines.contains(&EngineLine::Id {
         key: "name".into(),
         value: "Stockfish 15.1".into()
@@ -77,12 +83,27 @@ fn handshake_has_id_options_and_uciok() {
         .collect();
     assert_eq!(options.len(), 21);
     let hash = options.iter().find(|o| o.name == "Hash").expect("Hash");
-    assert_eq!((hash.kind.as_str(), hash.default.as_deref()), ("spin", Some("16")));
-    let log = options.iter().find(|o| o.name == "Debug Log File").expect("log file");
+    assert_eq!(
+        (hash.kind.as_str(), hash.default.as_deref()),
+        ("spin", Some("16"))
+    );
+    let log = options
+        .iter()
+        .find(|o| o.name == "Debug Log File")
+        .expect("log file");
     assert_eq!(log.default.as_deref(), Some(""));
-    let clear = options.iter().find(|o| o.name == "Clear Hash").expect("button");
-    assert_eq!((clear.kind.as_str(), clear.default.as_deref()), ("button", None));
-    let wdl = options.iter().find(|o| o.name == "UCI_ShowWDL").expect("wdl");
+    let clear = options
+        .iter()
+        .find(|o| o.name == "Clear Hash")
+        .expect("button");
+    assert_eq!(
+        (clear.kind.as_str(), clear.default.as_deref()),
+        ("button", None)
+    );
+    let wdl = options
+        .iter()
+        .find(|o| o.name == "UCI_ShowWDL")
+        .expect("wdl");
     assert_eq!(wdl.default.as_deref(), Some("false"));
 }
 
@@ -115,7 +136,10 @@ fn multipv3_with_wdl() {
     let lines = capture("multipv3_wdl.txt");
     let infos = infos(&lines);
     // info depth 1 seldepth 1 multipv 1 score cp 23 wdl 28 969 3 nodes 89 ... pv d2d4
-    let first = infos.iter().find(|info| info.depth == Some(1)).expect("depth 1");
+    let first = infos
+        .iter()
+        .find(|info| info.depth == Some(1))
+        .expect("depth 1");
     assert_eq!(first.score, Some(Score::Cp(23)));
     assert_eq!(first.wdl, Some([28, 969, 3]));
     assert_eq!(first.nodes, Some(89));
@@ -123,7 +147,12 @@ fn multipv3_with_wdl() {
     for rank in 1..=3 {
         assert!(infos.iter().any(|info| info.multipv == Some(rank)));
     }
-    assert!(infos.iter().filter(|info| info.score.is_some()).all(|info| info.wdl.is_some()));
+    assert!(
+        infos
+            .iter()
+            .filter(|info| info.score.is_some())
+            .all(|info| info.wdl.is_some())
+    );
     let deepest = infos.iter().filter_map(|info| info.depth).max();
     assert_eq!(deepest, Some(14));
 }
@@ -144,7 +173,10 @@ fn mate_scores() {
     // The second line ends as an upper bound: the node limit stopped it.
     let second = infos.last().expect("last info");
     assert_eq!(second.multipv, Some(2));
-    assert_eq!((second.score, second.bound), (Some(Score::Cp(0)), Bound::Upper));
+    assert_eq!(
+        (second.score, second.bound),
+        (Some(Score::Cp(0)), Bound::Upper)
+    );
     assert_eq!(bestmove(&lines), (Some("e6e1".into()), Some("d1e1".into())));
 
     let lines = capture("mated_score.txt");
@@ -171,15 +203,24 @@ fn bestmove_none_from_a_mated_position() {
 #[test]
 fn bounds_with_wdl() {
     let lines = capture("bounds_wdl.txt");
-    let bounded: Vec<_> = infos(&lines).into_iter().filter(|info| info.bound != Bound::Exact).collect();
+    let bounded: Vec<_> = infos(&lines)
+        .into_iter()
+        .filter(|info| info.bound != Bound::Exact)
+        .collect();
     // info depth 20 ... score cp -21 wdl 1 986 13 lowerbound nodes 200047 ... pv d2d4
-    let lower = bounded.iter().find(|info| info.bound == Bound::Lower).expect("lowerbound");
+    let lower = bounded
+        .iter()
+        .find(|info| info.bound == Bound::Lower)
+        .expect("lowerbound");
     assert_eq!(lower.score, Some(Score::Cp(-21)));
     assert_eq!(lower.wdl, Some([1, 986, 13]));
     assert_eq!(lower.nodes, Some(200047));
     assert_eq!(lower.pv, ["d2d4"]);
     // info depth 19 ... score cp 280 wdl 1000 0 0 upperbound ... pv b3e6 g5e7
-    let upper = bounded.iter().find(|info| info.bound == Bound::Upper).expect("upperbound");
+    let upper = bounded
+        .iter()
+        .find(|info| info.bound == Bound::Upper)
+        .expect("upperbound");
     assert_eq!((upper.depth, upper.score), (Some(19), Some(Score::Cp(280))));
     assert_eq!(upper.wdl, Some([1000, 0, 0]));
     assert_eq!(upper.pv, ["b3e6", "g5e7"]);
@@ -193,7 +234,10 @@ fn unknown_info_tokens_are_skipped_one_by_one() {
     };
     assert_eq!(info.skipped, ["foo", "7"]);
     assert_eq!(info.multipv, Some(2));
-    assert_eq!((info.score, info.bound), (Some(Score::Cp(-15)), Bound::Upper));
+    assert_eq!(
+        (info.score, info.bound),
+        (Some(Score::Cp(-15)), Bound::Upper)
+    );
     assert_eq!(info.nodes, Some(4000));
     assert_eq!(info.pv, ["e2e4", "e7e5"]);
 }
@@ -216,7 +260,8 @@ fn long_search_fields_and_strings() {
     assert_eq!(info.depth, None);
     assert_eq!(info.string.as_deref(), Some("depth 3 is not a field here"));
     let EngineLine::Info(info) =
-        parse_line("info depth 5 refutation d1h5 g6h5 currline 1 e2e4 e7e5 nodes 9").expect("parses")
+        parse_line("info depth 5 refutation d1h5 g6h5 currline 1 e2e4 e7e5 nodes 9")
+            .expect("parses")
     else {
         panic!("not info")
     };
@@ -231,9 +276,15 @@ fn blank_and_odd_lines() {
     assert_eq!(parse_line("readyok\r"), Ok(EngineLine::ReadyOk));
     assert_eq!(
         parse_line("bestmove 0000"),
-        Ok(EngineLine::BestMove { best: None, ponder: None })
+        Ok(EngineLine::BestMove {
+            best: None,
+            ponder: None
+        })
     );
-    assert!(matches!(parse_line("No such option: Hashh"), Ok(EngineLine::Unknown(_))));
+    assert!(matches!(
+        parse_line("No such option: Hashh"),
+        Ok(EngineLine::Unknown(_))
+    ));
 }
 
 #[test]

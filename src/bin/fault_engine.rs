@@ -32,7 +32,9 @@ struct FaultPlan {
 impl FaultPlan {
     /// Claims one fault from the shared budget (marker files), if any is left.
     fn claim(&self) -> bool {
-        let Some(dir) = &self.state_dir else { return true };
+        let Some(dir) = &self.state_dir else {
+            return true;
+        };
         (0..self.times.unwrap_or(1)).any(|index| {
             std::fs::OpenOptions::new()
                 .write(true)
@@ -53,11 +55,15 @@ fn main() {
     {
         Ok(engine) => engine,
         Err(error) => {
-            eprintln!("puzzleforge-fault-engine: cannot start {}: {error}", target.display());
+            eprintln!(
+                "puzzleforge-fault-engine: cannot start {}: {error}",
+                target.display()
+            );
             std::process::exit(1);
         }
     };
-    let (Some(mut engine_in), Some(engine_out)) = (engine.stdin.take(), engine.stdout.take()) else {
+    let (Some(mut engine_in), Some(engine_out)) = (engine.stdin.take(), engine.stdout.take())
+    else {
         std::process::exit(1);
     };
     let hung = Arc::new(AtomicBool::new(false));
@@ -69,7 +75,10 @@ fn main() {
                 continue;
             }
             let mut stdout = std::io::stdout().lock();
-            if writeln!(stdout, "{line}").and_then(|()| stdout.flush()).is_err() {
+            if writeln!(stdout, "{line}")
+                .and_then(|()| stdout.flush())
+                .is_err()
+            {
                 return;
             }
         }
@@ -107,13 +116,19 @@ fn main() {
                 }
                 Some("garbage") => {
                     let mut stdout = std::io::stdout().lock();
-                    let _ = writeln!(stdout, "info depth ?? score cp garbage from the fault engine");
+                    let _ = writeln!(
+                        stdout,
+                        "info depth ?? score cp garbage from the fault engine"
+                    );
                     let _ = stdout.flush();
                 }
                 _ => {}
             }
         }
-        if writeln!(engine_in, "{line}").and_then(|()| engine_in.flush()).is_err() {
+        if writeln!(engine_in, "{line}")
+            .and_then(|()| engine_in.flush())
+            .is_err()
+        {
             break;
         }
         if line.trim() == "quit" {
