@@ -12,8 +12,13 @@
 //! **The funnel.** Exhaustive analysis (`--exhaustive`) runs the full search
 //! on every position. By default a shallow MultiPV 2 search runs first and
 //! the full search only where the shallow scores are within a margin of the
-//! thresholds. Each game is one unit of engine work, analysed last position
-//! first so the engine's hash carries useful entries to earlier positions.
+//! thresholds, and where the move played lost (at the shallow depth) at
+//! least the criterion's gap minus a margin against the best move (it must:
+//! the played move is at best the second move). Each game is one unit of
+//! engine work, analysed last position first so the engine's hash carries
+//! useful entries to earlier positions in the shallow pass; the hash is
+//! cleared before each full search (`fresh_hash`), so a position's verdict
+//! is the same in the funnel and in `--exhaustive`.
 //!
 //! **Lines.** From the best move the line is extended while the opponent's
 //! reply (the engine's best move) leaves the solver a winning (>= 200 cp or
@@ -34,7 +39,7 @@ use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -68,6 +73,11 @@ pub struct MineConfig {
     pub shallow_margin_cp: i32,
     /// Lichess: how far (win chance) the shallow gap may miss 0.7.
     pub shallow_margin_win: f64,
+    /// Epoch: how far (cp) the played move's shallow loss may miss 180.
+    pub shallow_margin_loss_cp: i32,
+    /// Clear the engine's hash before each full search, so its verdict
+    /// does not depend on the positions searched before.
+    pub fresh_hash: bool,
     /// First fullmove number analysed (Epoch: 10).
     pub min_fullmove: u32,
     /// Puzzles kept per game (Lichess: 1).
@@ -88,6 +98,8 @@ impl Default for MineConfig {
             shallow_depth: 8,
             shallow_margin_cp: 150,
             shallow_margin_win: 0.35,
+            shallow_margin_loss_cp: 100,
+            fresh_hash: true,
             min_fullmove: 10,
             max_per_game: 1,
             max_solver_moves: 5,
@@ -674,6 +686,8 @@ pub fn mine_unit(
     } else {
         unit.targets.clone()
     };
+    // Shallow best scores by position index, for the played-move filter.
+    let mut shallow_best: HashMap<usize, Score> = HashMap::new();
     for target in targets.iter().rev() {
         let Some(position) = positions.get(target.after) else {
             continue;
@@ -692,9 +706,46 @@ pub fn mine_unit(
         if !config.exhaustive {
             let shallow = session.search(&request(Limit::Depth(config.shallow_depth), 2))?;
             result.nodes += shallow.nodes;
+            if let Some(line) = shallow.lines.first() {
+                shallow_best.insert(target.after, line.score);
+            }
             if !shallow_may_pass(&shallow, position, config) {
                 continue;
             }
+            if target.played.is_some() {
+                let next = target.after + 1;
+                let played_value = match positions.get(next) {
+                    None => None,
+                    Some(after) if after.is_checkmate() => Some(Score::Mate(1)),
+                    Some(after) if after.is_game_over() => Some(Score::Cp(0)),
+                    Some(_) => {
+                        if !shallow_best.contains_key(&next) {
+                            let reply_request = SearchRequest {
+                                fen: unit.start_fen.clone(),
+                                moves: unit.moves[..next].to_vec(),
+                                limit: Limit::Depth(config.shallow_depth),
+                                multipv: 1,
+                            };
+                            let searched = session.search(&reply_request)?;
+                            result.nodes += searched.nodes;
+                            if let Some(line) = searched.lines.first() {
+                                shallow_best.insert(next, line.score);
+                            }
+                        }
+                        shallow_best.get(&next).map(|score| negate(*score))
+                    }
+                };
+                if let (Some(best), Some(played)) = (shallow.lines.first(), played_value)
+                    && !played_move_may_lose_enough(best.score, played, config)
+                {
+                    continue;
+                }
+            }
+        }
+        if config.fresh_hash {
+            // The verdict then depends on the position alone, not on what
+            // the engine saw before: the funnel and --exhaustive agree.
+            session.set_option("Clear Hash", "true")?;
         }
         let deep = session.search(&request(config.limit(), 2))?;
         result.nodes += deep.nodes;
@@ -737,6 +788,34 @@ pub fn mine_unit(
     }
     result.found.reverse();
     Ok(result)
+}
+
+/// A score from the other side's point of view.
+fn negate(score: Score) -> Score {
+    match score {
+        Score::Cp(cp) => Score::Cp(-cp),
+        Score::Mate(n) if n > 0 => Score::Mate(-n),
+        // Mated now or in n: the other side mates in n + 1 (close enough
+        // for a filter: only the sign and size matter).
+        Score::Mate(n) => Score::Mate(1 - n),
+    }
+}
+
+/// The move played is at best the second-best move, so it must lose at
+/// least the criterion's gap against the best move. Judged on shallow
+/// scores with a margin: `played` is the played move's value for the side
+/// to move (minus the opponent's shallow score after it).
+fn played_move_may_lose_enough(best: Score, played: Score, config: &MineConfig) -> bool {
+    match config.criterion {
+        Criterion::Epoch => {
+            best.to_cp() - played.to_cp()
+                >= criterion::EPOCH_MIN_GAP_CP - config.shallow_margin_loss_cp
+        }
+        Criterion::Lichess => {
+            criterion::win_chances(best) - criterion::win_chances(played)
+                > criterion::LICHESS_MIN_GAP - config.shallow_margin_win
+        }
+    }
 }
 
 /// Can the full search still pass, judging by the shallow one?
