@@ -39,6 +39,7 @@ use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 use std::ops::ControlFlow;
@@ -719,7 +720,7 @@ pub fn mine_unit(
                     Some(after) if after.is_checkmate() => Some(Score::Mate(1)),
                     Some(after) if after.is_game_over() => Some(Score::Cp(0)),
                     Some(_) => {
-                        if !shallow_best.contains_key(&next) {
+                        if let Entry::Vacant(slot) = shallow_best.entry(next) {
                             let reply_request = SearchRequest {
                                 fen: unit.start_fen.clone(),
                                 moves: unit.moves[..next].to_vec(),
@@ -729,7 +730,7 @@ pub fn mine_unit(
                             let searched = session.search(&reply_request)?;
                             result.nodes += searched.nodes;
                             if let Some(line) = searched.lines.first() {
-                                shallow_best.insert(next, line.score);
+                                slot.insert(line.score);
                             }
                         }
                         shallow_best.get(&next).map(|score| negate(*score))
