@@ -28,6 +28,12 @@ enum Command {
     Split(Box<puzzleforge::split::SplitArgs>),
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
     Export(puzzleforge::export::ExportArgs),
+    /// Play reproducible self-play games (Epoch's generator) into a PGN file.
+    Selfplay(puzzleforge::selfplay::SelfplayArgs),
+    /// Mine Epoch-style puzzles from games or candidate positions.
+    Mine(puzzleforge::mine::MineArgs),
+    /// Re-analyse mined puzzles at K times the nodes.
+    Verify(puzzleforge::verify::VerifyArgs),
     /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
     /// whether the best move is unique; one JSON object per position on stdout.
     Check(puzzleforge::check::CheckArgs),
@@ -46,6 +52,8 @@ enum BenchCommand {
     Ingest(puzzleforge::bench_ingest::BenchIngestArgs),
     /// PGN parse + replay throughput against pgn-reader alone.
     Pgn(puzzleforge::bench_pgn::BenchPgnArgs),
+    /// Compare the mining funnel with exhaustive analysis: recall and engine nodes.
+    Mine(puzzleforge::bench_mine::BenchMineArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
@@ -60,6 +68,10 @@ fn dispatch(command: &Command) -> anyhow::Result<Summary> {
             puzzleforge::bench_ingest::run_bench_ingest(args)
         }
         Command::Bench(BenchCommand::Pgn(args)) => puzzleforge::bench_pgn::run_bench_pgn(args),
+        Command::Selfplay(args) => puzzleforge::selfplay::run_selfplay(args),
+        Command::Mine(args) => puzzleforge::mine::run_mine(args),
+        Command::Verify(args) => puzzleforge::verify::run_verify(args),
+        Command::Bench(BenchCommand::Mine(args)) => puzzleforge::bench_mine::run_bench_mine(args),
     }
 }
 
