@@ -21,6 +21,8 @@ pub struct PipelineConfig {
     pub engine: crate::engine::EngineConfig,
     pub sources: SourcesSection,
     pub ingest: IngestSection,
+    pub selfplay: crate::selfplay::SelfplayConfig,
+    pub mine: crate::mine::MineConfig,
     pub split: crate::split::SplitConfig,
     pub export: ExportSection,
 }
@@ -108,7 +110,30 @@ impl PipelineConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
-        Self::parse(&text, path)
+        let config = Self::parse(&text, path)?;
+        config.check_seeds(path)?;
+        Ok(config)
+    }
+
+    /// `run` draws every random number from `pipeline.seed`. The stage
+    /// sections keep a `seed` for their standalone commands; one that is
+    /// set to anything else would be silently ignored by `run`, so it is an
+    /// error instead.
+    fn check_seeds(&self, path: &Path) -> Result<()> {
+        let run_seed = self.pipeline.seed;
+        for (key, seed) in [
+            ("ingest.puzzles.seed", self.ingest.puzzles.seed),
+            ("selfplay.seed", self.selfplay.seed),
+            ("split.seed", self.split.seed),
+        ] {
+            if seed != 0 && seed != run_seed {
+                return Err(bad_input(format!(
+                    "{}: {key} = {seed} differs from pipeline.seed = {run_seed}; `run` uses pipeline.seed for every stage, so set the seed there",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -18,6 +18,8 @@ pub fn all() -> Vec<Box<dyn Stage>> {
     vec![
         Box::new(IngestPuzzles),
         Box::new(IngestGames),
+        Box::new(Selfplay),
+        Box::new(Mine),
         Box::new(Release),
         Box::new(Export),
     ]
@@ -30,7 +32,7 @@ fn output_name(source: &Path, suffix: &str) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "input".into());
-    for ext in [".zst", ".csv", ".jsonl", ".json", ".pgn"] {
+    for ext in [".zst", ".csv", ".jsonl", ".json", ".pgn", ".candidates"] {
         if let Some(s) = stem.strip_suffix(ext) {
             stem = s.to_string();
         }
@@ -81,8 +83,12 @@ impl Stage for IngestPuzzles {
         for source in self.inputs(ctx)? {
             let output = out_dir.join(output_name(&source, ".csv"));
             let rejects = out_dir.join(output_name(&source, ".rejects.csv"));
+            let config = crate::ingest::puzzles::IngestPuzzlesConfig {
+                seed: ctx.config.pipeline.seed,
+                ..ctx.config.ingest.puzzles.clone()
+            };
             let summary = crate::ingest::puzzles::run_puzzles_with(
-                &ctx.config.ingest.puzzles,
+                &config,
                 &source,
                 &output,
                 Some(&rejects),
@@ -118,6 +124,78 @@ impl Stage for IngestGames {
             files.push(json!({"source": source, "summary": summary.json}));
         }
         Ok(json!({"sources": files.len(), "files": files}))
+    }
+}
+
+/// `selfplay`: reproducible Epoch-style games.
+struct Selfplay;
+
+impl Selfplay {
+    fn config(ctx: &RunContext) -> crate::selfplay::SelfplayConfig {
+        crate::selfplay::SelfplayConfig {
+            seed: ctx.config.pipeline.seed,
+            ..ctx.config.selfplay.clone()
+        }
+    }
+}
+
+impl Stage for Selfplay {
+    fn name(&self) -> &'static str {
+        "selfplay"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!(Self::config(ctx))
+    }
+
+    fn inputs(&self, _ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(Vec::new())
+    }
+
+    fn uses_engine(&self) -> bool {
+        true
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let pool = ctx.engine_pool()?;
+        let summary =
+            crate::selfplay::run_selfplay_with(&Self::config(ctx), &pool, &out_dir.join("games.pgn"))?;
+        Ok(summary.json)
+    }
+}
+
+/// `mine`: unique-best-move puzzles from the self-play games and from the
+/// Lichess game candidates.
+struct Mine;
+
+impl Stage for Mine {
+    fn name(&self) -> &'static str {
+        "mine"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!(ctx.config.mine)
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        let mut inputs = stage_files(ctx, "selfplay", ".pgn");
+        inputs.extend(stage_files(ctx, "ingest_games", ".candidates.csv"));
+        Ok(inputs)
+    }
+
+    fn uses_engine(&self) -> bool {
+        true
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let pool = ctx.engine_pool()?;
+        let mut files = Vec::new();
+        for input in self.inputs(ctx)? {
+            let output = out_dir.join(output_name(&input, ".puzzles.csv"));
+            let summary = crate::mine::run_mine_with(&ctx.config.mine, &pool, &input, &output)?;
+            files.push(json!({"input": input, "summary": summary.json}));
+        }
+        Ok(json!({"inputs": files.len(), "files": files}))
     }
 }
 
