@@ -4,7 +4,9 @@
 //! Pushes positions (puzzle FENs after the opponent's first move) through a
 //! pool at fixed nodes and reports two ratios:
 //! * engine search CPU / process-tree CPU (puzzleforge + all engines, from
-//!   getrusage after the engines are reaped): the supervision overhead;
+//!   getrusage after the engines are reaped): the supervision overhead
+//!   (also given with the engines' whole-process CPU, which adds their
+//!   start-up and the per-unit `ucinewgame` clearing);
 //! * (engine search CPU / N) / wall time: how busy the N engines were.
 
 use crate::engine::{EngineArgs, EngineConfig, Limit, SearchRequest, process_tree_cpu_seconds};
@@ -68,6 +70,12 @@ pub fn run_bench_pool(args: &BenchPoolArgs) -> anyhow::Result<Summary> {
     let tree_cpu = process_tree_cpu_seconds() - cpu_before;
 
     let engine_cpu: f64 = stats.iter().map(|s| s.cpu_seconds).sum();
+    let engine_process_cpu: f64 = stats.iter().map(|s| s.process_cpu_seconds).sum();
+    let process_share = if tree_cpu > 0.0 {
+        engine_process_cpu / tree_cpu
+    } else {
+        0.0
+    };
     let nodes: u64 = stats.iter().map(|s| s.nodes).sum();
     let cpu_share = if tree_cpu > 0.0 {
         engine_cpu / tree_cpu
@@ -82,6 +90,7 @@ pub fn run_bench_pool(args: &BenchPoolArgs) -> anyhow::Result<Summary> {
     let human = format!(
         "bench pool: {} positions x {} nodes on {workers} x {engine_id}\n\
          engine search CPU {engine_cpu:.2} s / process-tree CPU {tree_cpu:.2} s = {cpu_share:.3} (goal >= 0.97)\n\
+         engine process CPU (start-up, ucinewgame included) {engine_process_cpu:.2} s / process-tree CPU = {process_share:.3}\n\
          (engine CPU / {workers}) / search wall {search_wall:.2} s = {busy:.3} (goal >= 0.95); wall incl. start-up {total_wall:.2} s; {:.0} nodes/s",
         requests.len(),
         args.nodes,
@@ -96,6 +105,8 @@ pub fn run_bench_pool(args: &BenchPoolArgs) -> anyhow::Result<Summary> {
         "engine_cpu_seconds": engine_cpu,
         "process_tree_cpu_seconds": tree_cpu,
         "engine_cpu_share": cpu_share,
+        "engine_process_cpu_seconds": engine_process_cpu,
+        "engine_process_cpu_share": process_share,
         "search_wall_seconds": search_wall,
         "total_wall_seconds": total_wall,
         "engine_busy_ratio": busy,

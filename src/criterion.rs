@@ -216,7 +216,7 @@ mod tests {
         assert_eq!(win_chances(Score::Mate(4)), 1.0);
         assert_eq!(win_chances(Score::Mate(-4)), -1.0);
         assert_eq!(win_chances(Score::Mate(0)), -1.0);
-        assert!((win_chances(Score::Cp(300)) - 0.5036).abs() < 1e-3);
+        assert!((win_chances(Score::Cp(300)) - 0.5023).abs() < 1e-3);
         // Gap rule: +0.7 in win chances.
         assert!(lichess_unique(Score::Cp(500), Some(Score::Cp(-20)), None));
         assert!(!lichess_unique(Score::Cp(500), Some(Score::Cp(100)), None));

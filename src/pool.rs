@@ -50,6 +50,9 @@ pub struct EngineStats {
     pub nodes: u64,
     /// Engine CPU seconds spent in searches (from /proc, per process).
     pub cpu_seconds: f64,
+    /// All CPU seconds of this slot's engine processes so far, start-up,
+    /// `ucinewgame` and idle polling included.
+    pub process_cpu_seconds: f64,
     /// Processes started after a fault.
     pub restarts: u64,
     /// Faults seen (each one kills the process).
@@ -279,6 +282,7 @@ impl EnginePool {
             };
             // The process state is unknown after any error: never reuse it.
             if let Some(engine) = slot.engine.take() {
+                slot.stats.process_cpu_seconds += engine.cpu_seconds().unwrap_or(0.0);
                 engine.kill();
             }
             slot.changed_options.clear();
@@ -336,9 +340,15 @@ impl EnginePool {
     pub fn stats(&self) -> Vec<EngineStats> {
         self.slots
             .iter()
-            .map(|slot| match slot.lock() {
-                Ok(slot) => slot.stats.clone(),
-                Err(poisoned) => poisoned.into_inner().stats.clone(),
+            .map(|slot| {
+                let slot = match slot.lock() {
+                    Ok(slot) => slot,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                let mut stats = slot.stats.clone();
+                let live = slot.engine.as_ref().and_then(Engine::cpu_seconds);
+                stats.process_cpu_seconds += live.unwrap_or(0.0);
+                stats
             })
             .collect()
     }

@@ -118,7 +118,7 @@ fn faulting_engines_give_the_real_engines_output() {
                 "--workers",
                 "2",
                 "--deadline",
-                "3",
+                "5",
                 "--engine",
                 definition.to_str().expect("UTF-8 path"),
                 "--json",
