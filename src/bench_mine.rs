@@ -6,6 +6,13 @@
 //! reference affordable on small machines; Epoch's depth is 18), and reports
 //! side by side the recall of the funnel's candidates against the
 //! exhaustive ones and the ratio of engine nodes.
+//!
+//! Measured (debug build, 2 workers on a shared 2-core machine): 40
+//! standard-mode games (`selfplay --games 40 --mode standard --white-elo 1600
+//! --black-elo 1400 --seed 1`), `bench mine --depth 12`: 3046 positions;
+//! exhaustive 3046 full searches, 25 candidates, 251.2 M nodes; funnel
+//! (shallow depth 8) 319 full searches, 25 candidates, 41.9 M nodes:
+//! recall 25/25 = 100 %, nodes ratio 6.0x.
 
 use anyhow::Result;
 use serde_json::json;
