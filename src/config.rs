@@ -154,11 +154,8 @@ mod tests {
 
     #[test]
     fn unknown_key_is_named_with_the_file() {
-        let error = PipelineConfig::parse(
-            "[pipeline]\nseed = 3\nsede = 4\n",
-            Path::new("my.toml"),
-        )
-        .unwrap_err();
+        let error = PipelineConfig::parse("[pipeline]\nseed = 3\nsede = 4\n", Path::new("my.toml"))
+            .unwrap_err();
         let text = format!("{error:#}");
         assert!(text.contains("my.toml"), "{text}");
         assert!(text.contains("sede"), "{text}");
@@ -167,10 +164,12 @@ mod tests {
 
     #[test]
     fn wrong_type_is_named_with_the_file() {
-        let error =
-            PipelineConfig::parse("[engine]\nworkers = \"two\"\n", Path::new("p.toml"))
-                .unwrap_err();
+        let error = PipelineConfig::parse("[engine]\nworkers = \"two\"\n", Path::new("p.toml"))
+            .unwrap_err();
         let text = format!("{error:#}");
-        assert!(text.contains("p.toml") && text.contains("workers"), "{text}");
+        assert!(
+            text.contains("p.toml") && text.contains("workers"),
+            "{text}"
+        );
     }
 }

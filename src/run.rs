@@ -15,9 +15,9 @@ use std::time::Instant;
 
 use crate::config::PipelineConfig;
 use crate::engine::{EngineArgs, EngineSpec};
-use crate::pool::{EnginePool, PoolConfig};
 use crate::error::bad_input;
 use crate::fileio::{sha256_file, write_atomic};
+use crate::pool::{EnginePool, PoolConfig};
 use crate::summary::Summary;
 
 /// What a stage sees while it runs.
@@ -203,8 +203,13 @@ struct StageOutcome {
 fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> {
     let mut inputs = BTreeMap::new();
     for input in stage.inputs(ctx)? {
-        let sha = sha256_file(&input)
-            .map_err(|e| bad_input(format!("input {} of stage {}: {e:#}", input.display(), stage.name())))?;
+        let sha = sha256_file(&input).map_err(|e| {
+            bad_input(format!(
+                "input {} of stage {}: {e:#}",
+                input.display(),
+                stage.name()
+            ))
+        })?;
         inputs.insert(input.display().to_string(), sha);
     }
     let engine = match (&ctx.engine, stage.uses_engine()) {
@@ -250,9 +255,7 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOu
             }
         }
     }
-    let scratch = ctx
-        .release_dir
-        .join(format!(".{}.partial", stage.name()));
+    let scratch = ctx.release_dir.join(format!(".{}.partial", stage.name()));
     if scratch.exists() {
         std::fs::remove_dir_all(&scratch)
             .with_context(|| format!("removing {}", scratch.display()))?;
@@ -299,7 +302,9 @@ fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder).with_context(|| format!("listing {}", folder.display()))? {
+        for entry in
+            std::fs::read_dir(&folder).with_context(|| format!("listing {}", folder.display()))?
+        {
             let path = entry?.path();
             if path.is_dir() {
                 pending.push(path);
@@ -372,7 +377,10 @@ impl ReleaseLock {
                 }
             }
         }
-        Err(bad_input(format!("could not take the lock {}", path.display())))
+        Err(bad_input(format!(
+            "could not take the lock {}",
+            path.display()
+        )))
     }
 }
 

@@ -158,8 +158,11 @@ impl Stage for Selfplay {
 
     fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
         let pool = ctx.engine_pool()?;
-        let summary =
-            crate::selfplay::run_selfplay_with(&Self::config(ctx), &pool, &out_dir.join("games.pgn"))?;
+        let summary = crate::selfplay::run_selfplay_with(
+            &Self::config(ctx),
+            &pool,
+            &out_dir.join("games.pgn"),
+        )?;
         Ok(summary.json)
     }
 }
@@ -295,8 +298,8 @@ impl Stage for Export {
     }
 
     fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
-        let split = crate::export::SplitChoice::from_str(&ctx.config.export.split, true)
-            .map_err(|_| {
+        let split =
+            crate::export::SplitChoice::from_str(&ctx.config.export.split, true).map_err(|_| {
                 bad_input(format!(
                     "{}: export.split must be train, test or both, not {:?}",
                     ctx.config_path.display(),

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 /// A small pipeline over the bundled Lichess sample, in `dir`.
@@ -61,7 +63,11 @@ fn summary(output: &Output) -> serde_json::Value {
     );
     let stdout = String::from_utf8(output.stdout.clone()).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "exactly one JSON object on stdout: {stdout}");
+    assert_eq!(
+        lines.len(),
+        1,
+        "exactly one JSON object on stdout: {stdout}"
+    );
     serde_json::from_str(lines[0]).unwrap()
 }
 
@@ -95,19 +101,20 @@ fn stages_run_in_order_then_skip_until_inputs_or_config_change() {
     );
     let release = dir.path().join("out/r1");
     for stage in ["ingest_puzzles", "ingest_games", "release", "export"] {
-        let manifest: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(release.join(stage).join("stage.json")).unwrap(),
-        )
-        .unwrap();
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(release.join(stage).join("stage.json")).unwrap())
+                .unwrap();
         assert_eq!(manifest["stage"], stage);
         assert!(manifest["fingerprint"]["config"].is_object(), "{stage}");
         assert!(manifest["seconds"].as_f64().is_some(), "{stage}");
-        assert!(!manifest["outputs"].as_object().unwrap().is_empty(), "{stage}");
+        assert!(
+            !manifest["outputs"].as_object().unwrap().is_empty(),
+            "{stage}"
+        );
     }
-    let ingest: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(release.join("ingest_puzzles/stage.json")).unwrap(),
-    )
-    .unwrap();
+    let ingest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(release.join("ingest_puzzles/stage.json")).unwrap())
+            .unwrap();
     let inputs = ingest["fingerprint"]["inputs"].as_object().unwrap();
     assert_eq!(
         inputs.values().next().unwrap(),
@@ -116,7 +123,10 @@ fn stages_run_in_order_then_skip_until_inputs_or_config_change() {
     let test_csv = std::fs::read(release.join("release/test.csv")).unwrap();
     // Train and test have equal sizes even where cells are only partly filled.
     let release_counts = &first["stages"][2]["counts"];
-    assert!(release_counts["train"].as_u64().unwrap() > 0, "{release_counts}");
+    assert!(
+        release_counts["train"].as_u64().unwrap() > 0,
+        "{release_counts}"
+    );
     let (train, test) = (
         release_counts["train"].as_i64().unwrap(),
         release_counts["test"].as_i64().unwrap(),
@@ -139,12 +149,18 @@ fn stages_run_in_order_then_skip_until_inputs_or_config_change() {
             ("export".into(), false)
         ]
     );
-    assert_ne!(std::fs::read(release.join("release/test.csv")).unwrap(), test_csv);
+    assert_ne!(
+        std::fs::read(release.join("release/test.csv")).unwrap(),
+        test_csv
+    );
 
     // A damaged output is redone even though nothing else changed.
     std::fs::write(release.join("export/lichess/test.csv"), "torn").unwrap();
     let fourth = summary(&run(dir.path(), &["run", "--json"]));
-    assert_eq!(skipped(&fourth).last().unwrap(), &("export".to_string(), false));
+    assert_eq!(
+        skipped(&fourth).last().unwrap(),
+        &("export".to_string(), false)
+    );
 }
 
 #[test]
@@ -177,7 +193,10 @@ fn unknown_key_and_wrong_type_are_config_errors_naming_key_and_file() {
     for (bad, key) in [
         (text.replace("seed = 7", "seed = 7\nseeds = 8"), "seeds"),
         (text.replace("seed = 7", "seed = \"seven\""), "seed"),
-        (text.replace("train_per_cell = 1", "train_per_cel = 1"), "train_per_cel"),
+        (
+            text.replace("train_per_cell = 1", "train_per_cel = 1"),
+            "train_per_cel",
+        ),
     ] {
         std::fs::write(&config, bad).unwrap();
         let output = run(dir.path(), &["run"]);
