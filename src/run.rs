@@ -241,19 +241,18 @@ fn outputs_intact(dir: &Path, manifest: &Value) -> bool {
 fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOutcome> {
     let dir = ctx.stage_dir(stage.name());
     let print = fingerprint(stage, ctx)?;
-    if !force {
-        if let Some(previous) = std::fs::read(dir.join(MANIFEST))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-        {
-            if previous.get("fingerprint") == Some(&print) && outputs_intact(&dir, &previous) {
-                return Ok(StageOutcome {
-                    skipped: true,
-                    seconds: 0.0,
-                    counts: previous.get("counts").cloned().unwrap_or(Value::Null),
-                });
-            }
-        }
+    let previous = std::fs::read(dir.join(MANIFEST))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+    if let Some(previous) = previous.filter(|_| !force)
+        && previous.get("fingerprint") == Some(&print)
+        && outputs_intact(&dir, &previous)
+    {
+        return Ok(StageOutcome {
+            skipped: true,
+            seconds: 0.0,
+            counts: previous.get("counts").cloned().unwrap_or(Value::Null),
+        });
     }
     let scratch = ctx.release_dir.join(format!(".{}.partial", stage.name()));
     if scratch.exists() {
