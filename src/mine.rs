@@ -31,8 +31,8 @@
 //! twice (Zobrist hash of P) and each game gives at most `max_per_game`
 //! puzzles, earliest first.
 
+use crate::pgn::GameItem;
 use anyhow::{Context, Result};
-use pgn_reader::{RawTag, Reader, SanPlus, Skip, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use shakmaty::fen::Fen;
@@ -42,7 +42,6 @@ use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
-use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use crate::capture::is_trivial_capture;
@@ -388,120 +387,23 @@ fn fen_of(position: &Chess) -> String {
     Fen::from_position(position, EnPassantMode::Legal).to_string()
 }
 
-struct GameBuilder {
-    tags: Vec<(String, String)>,
-    position: Chess,
-    start_fen: String,
-    moves: Vec<String>,
-    error: Option<String>,
-}
-
-/// A minimal pgn-reader visitor: tags, and SAN moves replayed with shakmaty.
-struct PgnGames;
-
-impl Visitor for PgnGames {
-    type Tags = Vec<(String, String)>;
-    type Movetext = GameBuilder;
-    type Output = GameBuilder;
-
-    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
-        ControlFlow::Continue(Vec::new())
-    }
-
-    fn tag(
-        &mut self,
-        tags: &mut Self::Tags,
-        name: &[u8],
-        value: RawTag<'_>,
-    ) -> ControlFlow<Self::Output> {
-        tags.push((
-            String::from_utf8_lossy(name).into_owned(),
-            value.decode_utf8_lossy().into_owned(),
-        ));
-        ControlFlow::Continue(())
-    }
-
-    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, Self::Movetext> {
-        let fen_tag = tags
-            .iter()
-            .find(|(name, _)| name == "FEN")
-            .map(|(_, value)| value.clone());
-        let (position, start_fen, error) = match fen_tag {
-            None => (
-                Chess::default(),
-                crate::selfplay::START_FEN.to_string(),
-                None,
-            ),
-            Some(fen) => match parse_fen(&fen) {
-                Some(position) => (position, fen, None),
-                None => (
-                    Chess::default(),
-                    fen.clone(),
-                    Some(format!("bad FEN tag {fen:?}")),
-                ),
-            },
-        };
-        ControlFlow::Continue(GameBuilder {
-            tags,
-            position,
-            start_fen,
-            moves: Vec::new(),
-            error,
-        })
-    }
-
-    fn san(&mut self, game: &mut Self::Movetext, san_plus: SanPlus) -> ControlFlow<Self::Output> {
-        if game.error.is_none() {
-            match san_plus.san.to_move(&game.position) {
-                Ok(m) => {
-                    game.moves
-                        .push(m.to_uci(CastlingMode::Standard).to_string());
-                    game.position.play_unchecked(m);
-                }
-                Err(_) => {
-                    game.error = Some(format!(
-                        "illegal move {san_plus} at ply {}",
-                        game.moves.len() + 1
-                    ));
-                }
-            }
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn begin_variation(&mut self, _game: &mut Self::Movetext) -> ControlFlow<Self::Output, Skip> {
-        ControlFlow::Continue(Skip(true))
-    }
-
-    fn end_game(&mut self, game: Self::Movetext) -> Self::Output {
-        game
-    }
-}
-
 fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
-    let mut reader = Reader::new(input);
-    let mut visitor = PgnGames;
     let mut units = Vec::new();
     let mut skipped = Vec::new();
-    let mut number = 0u64;
-    while let Some(game) = reader.read_game(&mut visitor).map_err(|e| {
-        bad_input(format!(
-            "{}: unreadable PGN after game {number}: {e}",
-            path.display()
-        ))
-    })? {
-        number += 1;
-        if let Some(error) = &game.error {
-            skipped.push(format!("{} game {number}: {error}", path.display()));
-            continue;
-        }
-        let tag = |name: &str| {
-            game.tags
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
+    for item in crate::pgn::PgnGames::new(input) {
+        let item = item.map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+        let game = match item {
+            GameItem::Game(game) => game,
+            GameItem::Filtered { number, reason } => {
+                skipped.push(format!("{} game {number}: {reason}", path.display()));
+                continue;
+            }
+            GameItem::Invalid(invalid) => {
+                skipped.push(format!("{}: {invalid}", path.display()));
+                continue;
+            }
         };
+        let tag = |name: &str| game.tags.get(name).unwrap_or_default().to_string();
         let site = tag("Site");
         let (source, game_id, game_url) = if tag("Event") == "puzzleforge selfplay"
             || (!tag("Seed").is_empty() && !tag("Mode").is_empty())
@@ -515,28 +417,27 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
             let id = site.rsplit('/').next().unwrap_or_default().to_string();
             (Source::LichessGame, id, site.clone())
         } else {
-            (Source::Pgn, format!("pgn-{number}"), String::new())
+            (Source::Pgn, format!("pgn-{}", game.number), String::new())
         };
-        let Some(start) = parse_fen(&game.start_fen) else {
-            continue;
-        };
-        let targets = Vec::new();
-        let mut unit = MineUnit {
+        let start = &game.initial;
+        units.push(MineUnit {
             source,
             game_id,
             game_url,
             seed: tag("Seed"),
             white_elo: tag("WhiteElo"),
             black_elo: tag("BlackElo"),
-            first_ply: 1,
+            // Ply numbers count from the game's start (a FEN tag may start late).
+            first_ply: (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1,
             keep_id: None,
-            start_fen: game.start_fen.clone(),
-            moves: game.moves.clone(),
-            targets,
-        };
-        // Ply numbers count from the game's start (a FEN tag may start late).
-        unit.first_ply = (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1;
-        units.push(unit);
+            start_fen: fen_of(start),
+            moves: game
+                .moves
+                .iter()
+                .map(|m| m.mv.to_uci(CastlingMode::Standard).to_string())
+                .collect(),
+            targets: Vec::new(),
+        });
     }
     Ok(Loaded { units, skipped })
 }
