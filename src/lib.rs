@@ -4,6 +4,7 @@
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
 pub mod error;
+pub mod eval;
 pub mod fileio;
 pub mod progress;
 pub mod record;

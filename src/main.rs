@@ -21,10 +21,17 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Ask a model (or a baseline player) every solver position of a puzzle set and report.
+    Eval(puzzleforge::eval::EvalArgs),
+    /// Compare two eval runs metric by metric with one-sided Welch t-tests.
+    Compare(puzzleforge::eval::compare::CompareArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
-    match *command {}
+    match command {
+        Command::Eval(args) => puzzleforge::eval::run_eval(args),
+        Command::Compare(args) => puzzleforge::eval::compare::run_compare(args),
+    }
 }
 
 fn main() {
