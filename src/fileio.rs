@@ -20,8 +20,8 @@ pub fn open_input_with<F>(path: &Path, wrap: F) -> Result<Box<dyn BufRead + Send
 where
     F: FnOnce(File) -> Box<dyn Read + Send>,
 {
-    let mut file = File::open(path)
-        .map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
+    let mut file =
+        File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
     let mut magic = [0u8; 4];
     let mut filled = 0;
     while filled < magic.len() {
@@ -53,8 +53,8 @@ pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>> {
 
 /// True when the file at `path` starts with the zstd magic number.
 pub fn is_zstd(path: &Path) -> Result<bool> {
-    let mut file = File::open(path)
-        .map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
+    let mut file =
+        File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
     let mut magic = [0u8; 4];
     let mut filled = 0;
     while filled < 4 {

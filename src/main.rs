@@ -25,12 +25,29 @@ enum Command {
     Eval(puzzleforge::eval::EvalArgs),
     /// Compare two eval runs metric by metric with one-sided Welch t-tests.
     Compare(puzzleforge::eval::compare::CompareArgs),
+    /// Play short games from start positions against Stockfish and report regret.
+    Rollout(puzzleforge::eval::rollout::RolloutArgs),
+    /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
+    /// whether the best move is unique; one JSON object per position on stdout.
+    Check(puzzleforge::check::CheckArgs),
+    /// Benchmarks (measure speed; not tests).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Push positions through the engine pool and report CPU and wall-time ratios.
+    Pool(puzzleforge::bench_pool::BenchPoolArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
         Command::Eval(args) => puzzleforge::eval::run_eval(args),
         Command::Compare(args) => puzzleforge::eval::compare::run_compare(args),
+        Command::Rollout(args) => puzzleforge::eval::rollout::run_rollout(args),
+        Command::Check(args) => puzzleforge::check::run_check(args),
+        Command::Bench(BenchCommand::Pool(args)) => puzzleforge::bench_pool::run_bench_pool(args),
     }
 }
 

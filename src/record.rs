@@ -292,9 +292,8 @@ pub fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, RowError> 
             )),
         }
     };
-    let words = |key: &str| -> Vec<String> {
-        text(key).split_whitespace().map(str::to_string).collect()
-    };
+    let words =
+        |key: &str| -> Vec<String> { text(key).split_whitespace().map(str::to_string).collect() };
     for required in ["PuzzleId", "FEN", "Moves"] {
         if !object.contains_key(required) {
             return Err(RowError::new(
@@ -528,8 +527,7 @@ pub fn for_each_row(path: &Path, mut on_row: impl FnMut(ReadRow) -> Result<()>) 
                         .iter()
                         .map(|c| String::from_utf8_lossy(c).into_owned())
                         .collect();
-                    Header::new(names)
-                        .map_err(|e| bad_input(format!("{}: {e}", path.display())))?
+                    Header::new(names).map_err(|e| bad_input(format!("{}: {e}", path.display())))?
                 }
                 Ok(false) => return Err(bad_input(format!("{}: no header", path.display()))),
                 Err(e) => {
@@ -616,7 +614,10 @@ mod tests {
             assert_eq!(back[0].moves, puzzles[0].moves, "{name}");
             assert_eq!(back[1].rating, None, "{name}");
             assert_eq!(back[1].get("Source"), Some("selfplay"), "{name}");
-            assert_eq!(back[0].game_id_and_ply(), Some(("787zsVup".into(), Some(48))));
+            assert_eq!(
+                back[0].game_id_and_ply(),
+                Some(("787zsVup".into(), Some(48)))
+            );
         }
     }
 

@@ -6,11 +6,13 @@
 
 pub mod client;
 pub mod compare;
+pub mod engine_ops;
 pub mod metrics;
 pub mod parse;
 pub mod players;
 pub mod prompt;
 pub mod report;
+pub mod rollout;
 pub mod task;
 
 use anyhow::{Context, Result};
@@ -19,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::engine::{EngineArgs, EngineConfig};
 use crate::error::bad_input;
 use crate::fileio::sha256_file;
 use crate::record::{Puzzle, read_puzzles};
@@ -73,8 +76,8 @@ pub struct EvalConfig {
     pub regret: RegretConfig,
     /// Node budget of the `engine` baseline when its spec names none.
     pub engine_player_nodes: u64,
-    /// Stockfish binary (else the engine module's search order).
-    pub engine_path: Option<PathBuf>,
+    /// The engine behind the baseline player and regret.
+    pub engine: EngineConfig,
 }
 
 impl Default for EvalConfig {
@@ -88,7 +91,7 @@ impl Default for EvalConfig {
             prices: BTreeMap::new(),
             regret: RegretConfig::default(),
             engine_player_nodes: 1_000_000,
-            engine_path: None,
+            engine: EngineConfig::default(),
         }
     }
 }
@@ -153,6 +156,22 @@ pub struct EvalArgs {
     /// Skip the engine regret computation.
     #[arg(long)]
     pub no_regret: bool,
+    /// Engine executable or definition file (default: config, /usr/games/stockfish, PATH).
+    #[arg(long, value_name = "PATH")]
+    pub engine: Option<PathBuf>,
+    /// Engine processes for regret and the engine baseline.
+    #[arg(long, value_name = "N")]
+    pub engine_workers: Option<usize>,
+}
+
+impl EvalArgs {
+    fn engine_args(&self) -> EngineArgs {
+        EngineArgs {
+            engine: self.engine.clone(),
+            workers: self.engine_workers,
+            deadline: None,
+        }
+    }
 }
 
 /// The puzzle file of a set and the sha256 that identifies the set.
@@ -296,23 +315,33 @@ fn answer_jobs(
             }
             (answers, client.http_requests(), None)
         }
-        ModelSpec::Engine { .. } => engine_answers(model, config, tasks, jobs, notes)?,
+        ModelSpec::Engine { .. } => engine_answers(model, config, args, tasks, jobs, notes)?,
     };
     bar.finish_and_clear();
     Ok(result)
 }
 
-#[allow(unused_variables)]
 fn engine_answers(
     model: &ModelSpec,
     config: &EvalConfig,
+    args: &EvalArgs,
     tasks: &[PositionTask],
     jobs: &[Job],
     notes: &mut Vec<String>,
 ) -> Result<(Vec<Answer>, u64, Option<String>)> {
-    Err(bad_input(
-        "the engine baseline needs the engine pool, which this build lacks",
-    ))
+    let ModelSpec::Engine { elo, nodes, depth } = model else {
+        return Err(anyhow::anyhow!("not an engine player"));
+    };
+    let pool = engine_ops::start_pool(config, &args.engine_args())?;
+    if elo.is_some() {
+        notes.push(
+            "engine baseline weakened with Stockfish's UCI_LimitStrength/UCI_Elo: not reproducible"
+                .into(),
+        );
+    }
+    let limit = engine_ops::limit_of(*nodes, *depth, config.engine_player_nodes);
+    let answers = engine_ops::engine_answers(&pool, *elo, limit, tasks, jobs)?;
+    Ok((answers, 0, Some(pool.engine_id().to_string())))
 }
 
 /// `puzzleforge eval`.
@@ -378,7 +407,7 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
         .with_context(|| format!("creating run folder {}", args.output.display()))?;
 
     let mut notes = Vec::new();
-    let (answers, http_requests, engine_id) = answer_jobs(
+    let (answers, http_requests, mut engine_id) = answer_jobs(
         &model, &config, args, &templates, &prompt, &tasks, &jobs, &mut notes,
     )?;
     let mut records: Vec<PositionRecord> = jobs
@@ -387,8 +416,9 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
         .map(|(job, answer)| record_of(&puzzles, &tasks[job.task], &templates[job.template], job, answer))
         .collect();
     if config.regret.enabled {
-        match compute_regret(&config, &tasks, &jobs, &mut records) {
-            Ok(()) => {}
+        // Regret needs Stockfish: without one the run still reports accuracy.
+        match compute_regret(&config, args, &mut records) {
+            Ok(id) => engine_id = engine_id.or(id),
             Err(e) => notes.push(format!("regret not computed: {e:#}")),
         }
     }
@@ -415,14 +445,14 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
     report::write_run(&args.output, &run, &output, &tasks, started.elapsed())
 }
 
-#[allow(unused_variables)]
 fn compute_regret(
     config: &EvalConfig,
-    tasks: &[PositionTask],
-    jobs: &[Job],
+    args: &EvalArgs,
     records: &mut [PositionRecord],
-) -> Result<()> {
-    Err(anyhow::anyhow!("this build has no engine pool"))
+) -> Result<Option<String>> {
+    let pool = engine_ops::start_pool(config, &args.engine_args())?;
+    engine_ops::compute_regret(&pool, config, records)?;
+    Ok(Some(pool.engine_id().to_string()))
 }
 
 fn record_of(
