@@ -87,7 +87,12 @@ fn handle(
     let body = String::from_utf8_lossy(&body);
     let Some((fen, (fault, answer))) = faults.iter().find(|(fen, _)| body.contains(fen.as_str()))
     else {
-        respond(&mut stream, "400 Bad Request", "", "{\"error\":\"unknown position\"}");
+        respond(
+            &mut stream,
+            "400 Bad Request",
+            "",
+            "{\"error\":\"unknown position\"}",
+        );
         return;
     };
     let attempt = {
@@ -105,7 +110,12 @@ fn handle(
             "{\"error\":\"rate limited\"}",
         ),
         Fault::RateLimitedOnce => respond(&mut stream, "200 OK", "", &ok),
-        Fault::ServerError => respond(&mut stream, "500 Internal Server Error", "", "{\"error\":\"boom\"}"),
+        Fault::ServerError => respond(
+            &mut stream,
+            "500 Internal Server Error",
+            "",
+            "{\"error\":\"boom\"}",
+        ),
         Fault::Slow => {
             std::thread::sleep(Duration::from_millis(1500));
             respond(&mut stream, "200 OK", "", &ok);
@@ -210,11 +220,23 @@ fn faults_are_recorded_and_a_rerun_is_served_from_the_cache() {
     let positions = std::fs::read_to_string(run.join("positions.jsonl")).unwrap();
     let verdicts: Vec<String> = positions
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["verdict"].as_str().unwrap().to_string())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["verdict"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(
         verdicts,
-        ["correct", "no_answer", "no_answer", "no_answer", "unparseable", "unparseable"]
+        [
+            "correct",
+            "no_answer",
+            "no_answer",
+            "no_answer",
+            "unparseable",
+            "unparseable"
+        ]
     );
     let calls: Vec<serde_json::Value> = std::fs::read_to_string(run.join("calls.jsonl"))
         .unwrap()
@@ -223,7 +245,11 @@ fn faults_are_recorded_and_a_rerun_is_served_from_the_cache() {
         .collect();
     assert_eq!(calls[0]["attempts"], 2);
     assert!(calls[1]["error"].as_str().unwrap().contains("HTTP 500"));
-    assert!(calls[2]["error"].as_str().unwrap().contains("timeout"), "{}", calls[2]);
+    assert!(
+        calls[2]["error"].as_str().unwrap().contains("timeout"),
+        "{}",
+        calls[2]
+    );
     assert!(calls[3]["error"].as_str().unwrap().contains("malformed"));
     assert_eq!(calls[4]["error"], "empty content");
     assert_eq!(calls[5]["finish_reason"], "length");
@@ -235,8 +261,16 @@ fn faults_are_recorded_and_a_rerun_is_served_from_the_cache() {
 
     // The rerun: every call answered from the cache, identical report.
     let second = run_eval(dir.path(), &set, &fake.url, &config);
-    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
-    assert_eq!(fake.requests.load(Ordering::SeqCst), 13, "the rerun sent requests");
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert_eq!(
+        fake.requests.load(Ordering::SeqCst),
+        13,
+        "the rerun sent requests"
+    );
     assert_eq!(std::fs::read(run.join("report.json")).unwrap(), report);
     let summary: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
     assert_eq!(summary["http_requests"], 0);

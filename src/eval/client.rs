@@ -438,7 +438,10 @@ mod tests {
     fn spec_parsing() {
         let e = parse_openai_spec("openai:meta/llama@3@https://openrouter.ai/api/v1").unwrap();
         assert_eq!(e.model, "meta/llama@3");
-        assert_eq!(e.chat_url(), "https://openrouter.ai/api/v1/chat/completions");
+        assert_eq!(
+            e.chat_url(),
+            "https://openrouter.ai/api/v1/chat/completions"
+        );
         assert!(parse_openai_spec("openai:gpt").is_err());
     }
 
@@ -451,9 +454,10 @@ mod tests {
         assert_eq!(ok.content.as_deref(), Some("e2e4"));
         assert_eq!(ok.completion_tokens, Some(2));
         assert!(parse_completion("{not json").is_none());
-        let empty =
-            parse_completion(r#"{"choices":[{"message":{"content":null},"finish_reason":"stop"}]}"#)
-                .unwrap();
+        let empty = parse_completion(
+            r#"{"choices":[{"message":{"content":null},"finish_reason":"stop"}]}"#,
+        )
+        .unwrap();
         assert_eq!(empty.error.as_deref(), Some("empty content"));
     }
 }

@@ -136,7 +136,10 @@ fn rating_bin_width(run: &Path) -> i32 {
     std::fs::read_to_string(run.join("config.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v.pointer("/config/rating_bin_width").and_then(|w| w.as_i64()))
+        .and_then(|v| {
+            v.pointer("/config/rating_bin_width")
+                .and_then(|w| w.as_i64())
+        })
         .map_or(100, |w| w as i32)
 }
 
@@ -197,8 +200,7 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         }
     }
     if let Some(out) = &args.output {
-        std::fs::create_dir_all(out)
-            .with_context(|| format!("creating {}", out.display()))?;
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
         write_atomic(
             &out.join("compare.json"),
             (serde_json::to_string_pretty(&json)? + "\n").as_bytes(),

@@ -175,14 +175,23 @@ mod tests {
 
     #[test]
     fn regret_penalties() {
-        assert_eq!(regret_of(Score::Cp(300), Some(Score::Cp(-100)), false), 200.0);
+        assert_eq!(
+            regret_of(Score::Cp(300), Some(Score::Cp(-100)), false),
+            200.0
+        );
         assert_eq!(regret_of(Score::Cp(100), Some(Score::Cp(-300)), false), 0.0);
         // Missed mate.
-        assert_eq!(regret_of(Score::Mate(2), Some(Score::Cp(-500)), false), MATE_PENALTY_CP);
+        assert_eq!(
+            regret_of(Score::Mate(2), Some(Score::Cp(-500)), false),
+            MATE_PENALTY_CP
+        );
         // Kept the mate, one move slower: tiny regret.
         assert_eq!(regret_of(Score::Mate(1), Some(Score::Mate(-2)), false), 1.0);
         // Allowed a mate.
-        assert_eq!(regret_of(Score::Cp(0), Some(Score::Mate(3)), false), MATE_PENALTY_CP);
+        assert_eq!(
+            regret_of(Score::Cp(0), Some(Score::Mate(3)), false),
+            MATE_PENALTY_CP
+        );
         // Delivered mate.
         assert_eq!(regret_of(Score::Mate(1), None, true), 0.0);
     }

@@ -106,8 +106,8 @@ pub fn load_section<T: for<'de> Deserialize<'de> + Default>(
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading config {}", path.display()))?;
-    let table: toml::Table = toml::from_str(&text)
-        .map_err(|e| bad_input(format!("config {}: {e}", path.display())))?;
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| bad_input(format!("config {}: {e}", path.display())))?;
     match table.get(section) {
         None => Ok(T::default()),
         Some(value) => value
@@ -178,7 +178,9 @@ impl EvalArgs {
 pub fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> {
     if set.is_dir() {
         if split != "test" && split != "train" {
-            return Err(bad_input(format!("--split {split:?}: expected test or train")));
+            return Err(bad_input(format!(
+                "--split {split:?}: expected test or train"
+            )));
         }
         let manifest = set.join("manifest.json");
         let hash = if manifest.is_file() {
@@ -413,7 +415,15 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
     let mut records: Vec<PositionRecord> = jobs
         .iter()
         .zip(&answers)
-        .map(|(job, answer)| record_of(&puzzles, &tasks[job.task], &templates[job.template], job, answer))
+        .map(|(job, answer)| {
+            record_of(
+                &puzzles,
+                &tasks[job.task],
+                &templates[job.template],
+                job,
+                answer,
+            )
+        })
         .collect();
     if config.regret.enabled {
         // Regret needs Stockfish: without one the run still reports accuracy.
@@ -437,7 +447,11 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
         set_sha256,
         templates: templates.iter().map(|t| t.name().to_string()).collect(),
         template_fingerprints: templates.iter().map(Template::fingerprint).collect(),
-        prompt: args.prompt.as_ref().map(|_| serde_json::to_value(&prompt)).transpose()?,
+        prompt: args
+            .prompt
+            .as_ref()
+            .map(|_| serde_json::to_value(&prompt))
+            .transpose()?,
         puzzles: puzzles.len(),
         positions: tasks.len(),
         config: config.clone(),

@@ -59,7 +59,12 @@ pub fn parse_reply(reply: &str, position: &Chess) -> Parsed {
         }
     }
     let tokens = move_tokens(&text);
-    pick(position, &tokens, AnswerSource::LastMention, Pick::LastLegal)
+    pick(
+        position,
+        &tokens,
+        AnswerSource::LastMention,
+        Pick::LastLegal,
+    )
 }
 
 enum Pick {

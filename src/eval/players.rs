@@ -176,8 +176,14 @@ pub struct Tally {
 impl Tally {
     pub fn add(&self, correct: bool) -> String {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-        let right = self.correct.fetch_add(u64::from(correct), Ordering::Relaxed) + u64::from(correct);
-        format!("position accuracy {:.1}%", 100.0 * right as f64 / done as f64)
+        let right = self
+            .correct
+            .fetch_add(u64::from(correct), Ordering::Relaxed)
+            + u64::from(correct);
+        format!(
+            "position accuracy {:.1}%",
+            100.0 * right as f64 / done as f64
+        )
     }
 }
 

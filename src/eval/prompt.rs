@@ -95,7 +95,10 @@ pub enum Template {
     PaperJson,
     Epoch,
     /// A template file: its name (for reports) and its text.
-    File { name: String, text: String },
+    File {
+        name: String,
+        text: String,
+    },
 }
 
 impl Template {
@@ -197,7 +200,11 @@ fn paper_inputs(view: &PositionView) -> [(&'static str, String); 3] {
 /// "\n" + task description; demos as user/assistant pairs (the assistant
 /// turn is the output object, `json.dumps(indent=2)`); the last user turn
 /// ends with the output requirement.
-fn paper_json(spec: &PromptSpec, demos: &[(PositionView, String)], view: &PositionView) -> Vec<Message> {
+fn paper_json(
+    spec: &PromptSpec,
+    demos: &[(PositionView, String)],
+    view: &PositionView,
+) -> Vec<Message> {
     let describe = |name: &str, default: &str| {
         spec.field_descriptions
             .get(name)
@@ -244,7 +251,9 @@ fn paper_json(spec: &PromptSpec, demos: &[(PositionView, String)], view: &Positi
             .map(|(name, value)| format!("[[ ## {name} ## ]]\n{value}"))
             .collect();
         if main {
-            parts.push("Respond with a JSON object in the following order of fields: `move`.".into());
+            parts.push(
+                "Respond with a JSON object in the following order of fields: `move`.".into(),
+            );
         }
         parts.join("\n\n").trim().to_string()
     };
@@ -289,7 +298,9 @@ mod tests {
         ));
         let user = &messages[1].content;
         assert!(user.starts_with("[[ ## position_fen ## ]]\n7k/8/6K1/8/8/8/8/R7 w - - 0 1\n\n[[ ## side_to_move ## ]]\nwhite\n\n[[ ## legal_moves_uci ## ]]\na1a2 "));
-        assert!(user.ends_with("Respond with a JSON object in the following order of fields: `move`."));
+        assert!(
+            user.ends_with("Respond with a JSON object in the following order of fields: `move`.")
+        );
     }
 
     #[test]
@@ -305,6 +316,10 @@ mod tests {
         assert_eq!(messages.len(), 3);
         assert_eq!(messages[1].content, "MOVE: a1a8");
         assert!(messages[2].content.starts_with("Below is a FEN string"));
-        assert!(messages[2].content.ends_with("\"MOVE: b1c3\" (without quotes).\n\n7k/8/6K1/8/8/8/8/R7 w - - 0 1\n\n"));
+        assert!(
+            messages[2]
+                .content
+                .ends_with("\"MOVE: b1c3\" (without quotes).\n\n7k/8/6K1/8/8/8/8/R7 w - - 0 1\n\n")
+        );
     }
 }

@@ -138,31 +138,32 @@ pub fn write_run(
     )?;
     write_jsonl(&dir.join("positions.jsonl"), records)?;
 
-    let calls = output
-        .jobs
-        .iter()
-        .zip(&output.answers)
-        .zip(records)
-        .map(|((job, answer), record)| {
-            let call = answer.call.clone().unwrap_or_default();
-            json!({
-                "puzzle_id": record.puzzle_id,
-                "move_index": tasks[job.task].move_index,
-                "template": record.template,
-                "repeat": job.repeat,
-                "prompt_hash": answer.request_key,
-                "reply": answer.reply,
-                "parsed_move": record.played.clone().or_else(|| record.answer.clone()),
-                "verdict": record.verdict,
-                "prompt_tokens": call.prompt_tokens,
-                "completion_tokens": call.completion_tokens,
-                "finish_reason": call.finish_reason,
-                "latency_ms": call.latency_ms,
-                "attempts": call.attempts,
-                "cached": call.cached,
-                "error": call.error,
-            })
-        });
+    let calls =
+        output
+            .jobs
+            .iter()
+            .zip(&output.answers)
+            .zip(records)
+            .map(|((job, answer), record)| {
+                let call = answer.call.clone().unwrap_or_default();
+                json!({
+                    "puzzle_id": record.puzzle_id,
+                    "move_index": tasks[job.task].move_index,
+                    "template": record.template,
+                    "repeat": job.repeat,
+                    "prompt_hash": answer.request_key,
+                    "reply": answer.reply,
+                    "parsed_move": record.played.clone().or_else(|| record.answer.clone()),
+                    "verdict": record.verdict,
+                    "prompt_tokens": call.prompt_tokens,
+                    "completion_tokens": call.completion_tokens,
+                    "finish_reason": call.finish_reason,
+                    "latency_ms": call.latency_ms,
+                    "attempts": call.attempts,
+                    "cached": call.cached,
+                    "error": call.error,
+                })
+            });
     write_jsonl(&dir.join("calls.jsonl"), calls)?;
 
     let latencies: Vec<f64> = output
@@ -190,7 +191,15 @@ pub fn write_run(
         (serde_json::to_string_pretty(&runtime)? + "\n").as_bytes(),
     )?;
 
-    let md = markdown(run, &b, &verdicts, prompt_tokens, completion_tokens, cost, &output.notes);
+    let md = markdown(
+        run,
+        &b,
+        &verdicts,
+        prompt_tokens,
+        completion_tokens,
+        cost,
+        &output.notes,
+    );
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
     draw_pictures(dir, &b, records)?;
 
@@ -337,7 +346,10 @@ fn draw_pictures(dir: &Path, b: &Breakdowns, records: &[PositionRecord]) -> Resu
             total += 1.0;
         }
     }
-    let shares: Vec<f64> = counts.iter().map(|c| if total > 0.0 { c / total } else { 0.0 }).collect();
+    let shares: Vec<f64> = counts
+        .iter()
+        .map(|c| if total > 0.0 { c / total } else { 0.0 })
+        .collect();
     let labels: Vec<String> = REGRET_BINS.iter().map(|(_, l)| l.to_string()).collect();
     bar_chart(
         &dir.join("regret_distribution.svg"),
@@ -403,7 +415,10 @@ fn bar_chart(
         chart
             .draw_series(values.iter().enumerate().map(|(i, v)| {
                 Rectangle::new(
-                    [(SegmentValue::Exact(i), 0.0), (SegmentValue::Exact(i + 1), *v)],
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), *v),
+                    ],
                     BLUE.mix(0.5).filled(),
                 )
             }))

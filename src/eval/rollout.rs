@@ -200,8 +200,8 @@ fn play_game(
         })
     };
     let engine_move = |session: &mut crate::pool::Session,
-                           position: &mut Chess,
-                           history: &mut Vec<String>|
+                       position: &mut Chess,
+                       history: &mut Vec<String>|
      -> Result<bool, EngineError> {
         let result = search(session, fen_of(position), Vec::new(), opponent)?;
         let Some(best) = result.best_move else {
@@ -232,11 +232,20 @@ fn play_game(
                 template,
                 prompt,
             } => {
-                ask_model(client, template, prompt, &view, seed, seed ^ (index as u64) << 16 ^ moves.len() as u64)
-                    .map_err(fault)?
-                    .reply
+                ask_model(
+                    client,
+                    template,
+                    prompt,
+                    &view,
+                    seed,
+                    seed ^ (index as u64) << 16 ^ moves.len() as u64,
+                )
+                .map_err(fault)?
+                .reply
             }
-            Asker::Random => random_move(&position, seed, ((index as u64) << 16) | moves.len() as u64),
+            Asker::Random => {
+                random_move(&position, seed, ((index as u64) << 16) | moves.len() as u64)
+            }
         };
         let ply = moves.len();
         let Some(text) = reply.clone() else {
