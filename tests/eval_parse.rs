@@ -5,9 +5,9 @@ use puzzleforge::eval::task::position_from_fen;
 
 const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 /// White can castle both ways; a pawn on b7 can promote.
-const CASTLE: &str = "r3k2r/pPpppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1";
-/// Lichess puzzle 001KR after the opponent's move: Rf1xf8 is mate.
-const MATE: &str = "6Qk/p1p3pp/4N3/1p6/2q1r1n1/2B5/PP4PP/3R1R1K w - - 0 29";
+const CASTLE: &str = "r3k2r/pPpppppp/8/8/8/8/P1PPPPPP/R3K2R w KQkq - 0 1";
+/// Lichess puzzle 001KR after the opponent's move: Rf8 is mate.
+const MATE: &str = "6k1/p1p3pp/4N3/1p6/2q1r1n1/2B5/PP4PP/3R1R1K w - - 0 29";
 
 enum Want {
     Legal(&'static str),
@@ -55,9 +55,9 @@ fn replies_table() {
         (CASTLE, "{\"move\": \"e1g1\"}", Legal("e1g1")),
         (CASTLE, "bxa8=Q+", Legal("b7a8q")),
         (CASTLE, "MOVE: b7a8q", Legal("b7a8q")),
-        (CASTLE, "b7a8=n", Legal("b7a8n")),
+        (CASTLE, "b7a8N", Legal("b7a8n")),
         (CASTLE, "b8=Q", Legal("b7b8q")),
-        (MATE, "Rxf8#", Legal("f1f8")),
+        (MATE, "Rf8#", Legal("f1f8")),
         (
             MATE,
             "The rook takes on f8 with mate: Rxf8# 1-0",
