@@ -14,6 +14,7 @@ pub mod criterion;
 pub mod derive;
 pub mod engine;
 pub mod error;
+pub mod eval;
 pub mod export;
 pub mod fileio;
 pub mod ingest;

@@ -24,21 +24,27 @@ enum Command {
     /// Run the stages of pipeline.toml in order into output/<release>/,
     /// skipping stages whose inputs and config are unchanged.
     Run(puzzleforge::run::RunArgs),
-    /// Draw a stratified, game-grouped train/test release from puzzle pools.
-    Split(Box<puzzleforge::split::SplitArgs>),
-    /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
-    Export(puzzleforge::export::ExportArgs),
+    /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
+    Ingest(puzzleforge::ingest::IngestArgs),
+    /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
+    /// whether the best move is unique; one JSON object per position on stdout.
+    Check(puzzleforge::check::CheckArgs),
     /// Play reproducible self-play games (Epoch's generator) into a PGN file.
     Selfplay(puzzleforge::selfplay::SelfplayArgs),
     /// Mine Epoch-style puzzles from games or candidate positions.
     Mine(puzzleforge::mine::MineArgs),
     /// Re-analyse mined puzzles at K times the nodes.
     Verify(puzzleforge::verify::VerifyArgs),
-    /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
-    /// whether the best move is unique; one JSON object per position on stdout.
-    Check(puzzleforge::check::CheckArgs),
-    /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
-    Ingest(puzzleforge::ingest::IngestArgs),
+    /// Draw a stratified, game-grouped train/test release from puzzle pools.
+    Split(Box<puzzleforge::split::SplitArgs>),
+    /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
+    Export(puzzleforge::export::ExportArgs),
+    /// Ask a model (or a baseline player) every solver position of a puzzle set and report.
+    Eval(puzzleforge::eval::EvalArgs),
+    /// Compare two eval runs metric by metric with one-sided Welch t-tests.
+    Compare(puzzleforge::eval::compare::CompareArgs),
+    /// Play short games from start positions against Stockfish and report regret.
+    Rollout(puzzleforge::eval::rollout::RolloutArgs),
     /// Benchmarks (measure speed; not tests).
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -59,18 +65,21 @@ enum BenchCommand {
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
         Command::Run(args) => puzzleforge::run::run_pipeline(args),
+        Command::Ingest(args) => puzzleforge::ingest::run_ingest(args),
+        Command::Check(args) => puzzleforge::check::run_check(args),
+        Command::Selfplay(args) => puzzleforge::selfplay::run_selfplay(args),
+        Command::Mine(args) => puzzleforge::mine::run_mine(args),
+        Command::Verify(args) => puzzleforge::verify::run_verify(args),
         Command::Split(args) => puzzleforge::split::run_split(args),
         Command::Export(args) => puzzleforge::export::run_export(args),
-        Command::Check(args) => puzzleforge::check::run_check(args),
+        Command::Eval(args) => puzzleforge::eval::run_eval(args),
+        Command::Compare(args) => puzzleforge::eval::compare::run_compare(args),
+        Command::Rollout(args) => puzzleforge::eval::rollout::run_rollout(args),
         Command::Bench(BenchCommand::Pool(args)) => puzzleforge::bench_pool::run_bench_pool(args),
-        Command::Ingest(args) => puzzleforge::ingest::run_ingest(args),
         Command::Bench(BenchCommand::Ingest(args)) => {
             puzzleforge::bench_ingest::run_bench_ingest(args)
         }
         Command::Bench(BenchCommand::Pgn(args)) => puzzleforge::bench_pgn::run_bench_pgn(args),
-        Command::Selfplay(args) => puzzleforge::selfplay::run_selfplay(args),
-        Command::Mine(args) => puzzleforge::mine::run_mine(args),
-        Command::Verify(args) => puzzleforge::verify::run_verify(args),
         Command::Bench(BenchCommand::Mine(args)) => puzzleforge::bench_mine::run_bench_mine(args),
     }
 }
