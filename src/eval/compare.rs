@@ -38,7 +38,10 @@ pub struct Welch {
 }
 
 /// Welch's t-test of mean(b) vs mean(a); `higher_is_better` chooses the
-/// side. `None` with fewer than two samples a side or zero variance.
+/// side. `None` with fewer than two samples a side, or with zero variance
+/// and equal means. Zero variance with different means (a perfect player
+/// against one that never scores) is a certain difference: p is 0 in the
+/// better direction and 1 in the other.
 pub fn welch(a: &[f64], b: &[f64], higher_is_better: bool) -> Option<Welch> {
     let (na, nb) = (a.len() as f64, b.len() as f64);
     if a.len() < 2 || b.len() < 2 {
@@ -46,10 +49,19 @@ pub fn welch(a: &[f64], b: &[f64], higher_is_better: bool) -> Option<Welch> {
     }
     let (va, vb) = (variance(a) / na, variance(b) / nb);
     let se2 = va + vb;
+    let gain = mean(b)? - mean(a)?;
     if se2 <= 0.0 {
-        return None;
+        if gain == 0.0 {
+            return None;
+        }
+        let better = (gain > 0.0) == higher_is_better;
+        return Some(Welch {
+            t: gain.signum() * f64::MAX,
+            df: na + nb - 2.0,
+            p_one_sided: if better { 0.0 } else { 1.0 },
+        });
     }
-    let t = (mean(b)? - mean(a)?) / se2.sqrt();
+    let t = gain / se2.sqrt();
     let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     let p = if higher_is_better {
@@ -229,5 +241,12 @@ mod tests {
         let lower = welch(&a, &b, false).unwrap();
         assert!((lower.p_one_sided - (1.0 - w.p_one_sided)).abs() < 1e-12);
         assert!(welch(&[1.0], &b, true).is_none());
+        let certain = welch(&[0.0, 0.0], &[1.0, 1.0], true).unwrap();
+        assert_eq!(certain.p_one_sided, 0.0);
+        assert_eq!(
+            welch(&[0.0, 0.0], &[1.0, 1.0], false).unwrap().p_one_sided,
+            1.0
+        );
+        assert!(welch(&[1.0, 1.0], &[1.0, 1.0], true).is_none());
     }
 }

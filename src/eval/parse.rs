@@ -221,7 +221,9 @@ fn is_uci_shaped(token: &str) -> bool {
 }
 
 /// Spellings of a token that parse as SAN: as written, then with the piece
-/// letter upper-cased (`nf3`, `NF3`) and the promotion piece upper-cased.
+/// letter upper-cased (`nf3`, `NF3`) and the promotion piece upper-cased,
+/// and last each of those without a capture mark: models often write
+/// `Rxf8` for a rook moving to an empty f8, and the move meant is plain.
 fn san_candidates(token: &str) -> impl Iterator<Item = San> {
     let lower = token.to_ascii_lowercase();
     let mut spellings = vec![token.to_string()];
@@ -239,6 +241,12 @@ fn san_candidates(token: &str) -> impl Iterator<Item = San> {
             spellings.push(chars.iter().collect());
         }
     }
+    let without_capture: Vec<String> = spellings
+        .iter()
+        .filter(|s| s.contains('x'))
+        .map(|s| s.replace('x', ""))
+        .collect();
+    spellings.extend(without_capture);
     spellings
         .into_iter()
         .filter_map(|s| San::from_ascii(s.as_bytes()).ok())
