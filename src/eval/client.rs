@@ -138,7 +138,7 @@ impl ChatClient {
         if config.max_attempts == 0 {
             return Err(bad_input("eval client: max_attempts must be at least 1"));
         }
-        if !(config.timeout_s > 0.0) {
+        if config.timeout_s.is_nan() || config.timeout_s <= 0.0 {
             return Err(bad_input("eval client: timeout_s must be positive"));
         }
         let api_key = if config.api_key_env.is_empty() {

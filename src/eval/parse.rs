@@ -228,18 +228,18 @@ fn san_candidates(token: &str) -> impl Iterator<Item = San> {
     let lower = token.to_ascii_lowercase();
     let mut spellings = vec![token.to_string()];
     let mut chars: Vec<char> = lower.chars().collect();
-    if let Some(eq) = chars.iter().position(|&c| c == '=') {
-        if let Some(p) = chars.get_mut(eq + 1) {
-            *p = p.to_ascii_uppercase();
-        }
+    if let Some(eq) = chars.iter().position(|&c| c == '=')
+        && let Some(p) = chars.get_mut(eq + 1)
+    {
+        *p = p.to_ascii_uppercase();
     }
     let pawn_form: String = chars.iter().collect();
     spellings.push(pawn_form.clone());
-    if let Some(first) = chars.first_mut() {
-        if "kqrbn".contains(*first) {
-            *first = first.to_ascii_uppercase();
-            spellings.push(chars.iter().collect());
-        }
+    if let Some(first) = chars.first_mut()
+        && "kqrbn".contains(*first)
+    {
+        *first = first.to_ascii_uppercase();
+        spellings.push(chars.iter().collect());
     }
     let without_capture: Vec<String> = spellings
         .iter()
@@ -257,10 +257,10 @@ fn san_candidates(token: &str) -> impl Iterator<Item = San> {
 pub fn resolve(position: &Chess, token: &str) -> Option<Move> {
     if is_uci_shaped(token) {
         let lower = token.to_ascii_lowercase();
-        if let Ok(uci) = UciMove::from_ascii(lower.as_bytes()) {
-            if let Ok(m) = uci.to_move(position) {
-                return Some(m);
-            }
+        if let Ok(uci) = UciMove::from_ascii(lower.as_bytes())
+            && let Ok(m) = uci.to_move(position)
+        {
+            return Some(m);
         }
     }
     san_candidates(token).find_map(|san| san.to_move(position).ok())
