@@ -65,6 +65,11 @@ impl Default for RegretConfig {
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields, default)]
 pub struct EvalConfig {
+    /// The player when `--model` is not given (the `run` pipeline's eval
+    /// stage): `openai:MODEL@BASE_URL`, `engine:stockfish?...` or `random`.
+    pub model: Option<String>,
+    /// Templates when no `--template` is given (default: paper-json).
+    pub templates: Vec<String>,
     pub seed: u64,
     pub repeats: u32,
     pub rating_bin_width: i32,
@@ -83,6 +88,8 @@ pub struct EvalConfig {
 impl Default for EvalConfig {
     fn default() -> Self {
         Self {
+            model: None,
+            templates: Vec::new(),
             seed: 0,
             repeats: 1,
             rating_bin_width: 100,
@@ -121,11 +128,13 @@ pub fn load_section<T: for<'de> Deserialize<'de> + Default>(
 pub struct EvalArgs {
     /// A release folder (its test split unless --split train) or a puzzle file (CSV/JSONL, .zst ok).
     pub set: PathBuf,
-    /// openai:MODEL@BASE_URL, engine:stockfish?elo=E&nodes=N, or random.
+    /// openai:MODEL@BASE_URL, engine:stockfish?elo=E&nodes=N, or random
+    /// (default: the config's eval.model).
     #[arg(long)]
-    pub model: String,
-    /// paper-json, epoch, or a template file; repeat the flag to run several.
-    #[arg(long = "template", default_value = "paper-json")]
+    pub model: Option<String>,
+    /// paper-json, epoch, or a template file; repeat the flag to run several
+    /// (default: the config's eval.templates, else paper-json).
+    #[arg(long = "template")]
     pub templates: Vec<String>,
     /// JSON file with an instruction and few-shot demos.
     #[arg(long)]
@@ -365,7 +374,22 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
     if config.repeats == 0 {
         return Err(bad_input("--repeats must be at least 1"));
     }
-    let model = ModelSpec::parse(&args.model)?;
+    let model_text = match (&args.model, &config.model) {
+        (Some(model), _) | (None, Some(model)) => model.clone(),
+        (None, None) => {
+            return Err(bad_input(
+                "eval needs a player: --model SPEC, or eval.model in the config",
+            ));
+        }
+    };
+    let model = ModelSpec::parse(&model_text)?;
+    let template_names: Vec<String> = if !args.templates.is_empty() {
+        args.templates.clone()
+    } else if !config.templates.is_empty() {
+        config.templates.clone()
+    } else {
+        vec!["paper-json".to_string()]
+    };
     let (puzzle_path, set_sha256) = resolve_set(&args.set, &args.split)?;
     let mut puzzles = read_puzzles(&puzzle_path)?;
     if let Some(n) = args.limit {
@@ -383,8 +407,7 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
         None => PromptSpec::default(),
     };
     let templates: Vec<Template> = match model {
-        ModelSpec::OpenAi { .. } => args
-            .templates
+        ModelSpec::OpenAi { .. } => template_names
             .iter()
             .map(|t| Template::from_name(t))
             .collect::<Result<_>>()?,
