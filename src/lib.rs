@@ -8,3 +8,4 @@ pub mod fileio;
 pub mod progress;
 pub mod record;
 pub mod summary;
+pub mod rate;

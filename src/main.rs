@@ -21,10 +21,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Estimate ratings for puzzles without one; calibrate the estimate on Lichess puzzles.
+    Rate(puzzleforge::rate::RateArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
-    match *command {}
+    match command {
+        Command::Rate(args) => puzzleforge::rate::run_rate(args),
+    }
 }
 
 fn main() {
