@@ -3,9 +3,15 @@
 //!
 //! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
 
+pub mod bench_pool;
+pub mod check;
+pub mod criterion;
+pub mod engine;
 pub mod error;
 pub mod fileio;
+pub mod pool;
 pub mod progress;
 pub mod record;
 pub mod summary;
 pub mod rate;
+pub mod uci;

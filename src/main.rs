@@ -21,12 +21,26 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
+    /// whether the best move is unique; one JSON object per position on stdout.
+    Check(puzzleforge::check::CheckArgs),
     /// Estimate ratings for puzzles without one; calibrate the estimate on Lichess puzzles.
     Rate(puzzleforge::rate::RateArgs),
+    /// Benchmarks (measure speed; not tests).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Push positions through the engine pool and report CPU and wall-time ratios.
+    Pool(puzzleforge::bench_pool::BenchPoolArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
+        Command::Check(args) => puzzleforge::check::run_check(args),
+        Command::Bench(BenchCommand::Pool(args)) => puzzleforge::bench_pool::run_bench_pool(args),
         Command::Rate(args) => puzzleforge::rate::run_rate(args),
     }
 }

@@ -35,7 +35,7 @@ use shakmaty::{CastlingMode, Chess, Color, Move, Position, Role};
 use std::path::{Path, PathBuf};
 
 use crate::engine::{
-    EngineArgs, EngineError, EngineSpec, Limit, PvLine, SearchRequest, resolve_engine,
+    EngineArgs, EngineConfig, EngineError, EngineSpec, Limit, PvLine, SearchRequest,
 };
 use crate::error::bad_input;
 use crate::pool::{EnginePool, PoolConfig, Session};
@@ -175,8 +175,7 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
         config.model = args.model.clone();
     }
     config.baseline |= args.baseline;
-    let engine_path = resolve_engine(args.engine.engine.as_deref(), None)?;
-    let workers = args.engine.workers.unwrap_or(1).max(1);
+    let (engine, pool) = args.engine.resolve(&EngineConfig::default())?;
     run_rate_with(&RateJob {
         input: &args.input,
         output: &args.output,
@@ -184,11 +183,8 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
         save_model: args.save_model.as_deref(),
         features_out: args.features_out.as_deref(),
         config: &config,
-        engine: EngineSpec {
-            path: engine_path,
-            options: Vec::new(),
-        },
-        workers,
+        engine,
+        pool,
     })
 }
 
@@ -205,7 +201,7 @@ pub struct RateJob<'a> {
     pub features_out: Option<&'a Path>,
     pub config: &'a RateConfig,
     pub engine: EngineSpec,
-    pub workers: usize,
+    pub pool: PoolConfig,
 }
 
 /// Rates `job.input` into `job.output`, calibrating first when asked.
@@ -225,10 +221,7 @@ pub fn run_rate_with(job: &RateJob) -> Result<Summary> {
     let pool_for = |what: &str| -> Result<EnginePool> {
         EnginePool::new(
             job.engine.clone(),
-            PoolConfig {
-                workers: job.workers,
-                ..PoolConfig::default()
-            },
+            job.pool.clone(),
         )
         .with_context(|| format!("starting the engine for {what}"))
     };
