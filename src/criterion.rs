@@ -117,9 +117,11 @@ pub fn judge(
     let result = session.search(&request)?;
     let mut nodes = result.nodes;
     if legal.is_empty() {
+        // Stockfish says `score mate 0` without a pv; stalemate is a draw.
+        let score = if position.is_checkmate() { Score::Mate(0) } else { Score::Cp(0) };
         return Ok(Uniqueness {
             best_move: None,
-            best_score: result.lines.first().map(|line| line.score),
+            best_score: Some(score),
             second_move: None,
             second_score: None,
             unique: false,

@@ -21,6 +21,12 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Play reproducible self-play games (Epoch's generator) into a PGN file.
+    Selfplay(puzzleforge::selfplay::SelfplayArgs),
+    /// Mine Epoch-style puzzles from games or candidate positions.
+    Mine(puzzleforge::mine::MineArgs),
+    /// Re-analyse mined puzzles at K times the nodes.
+    Verify(puzzleforge::verify::VerifyArgs),
     /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
     /// whether the best move is unique; one JSON object per position on stdout.
     Check(puzzleforge::check::CheckArgs),
@@ -35,12 +41,18 @@ enum Command {
 enum BenchCommand {
     /// Push positions through the engine pool and report CPU and wall-time ratios.
     Pool(puzzleforge::bench_pool::BenchPoolArgs),
+    /// Compare the mining funnel with exhaustive analysis: recall and engine nodes.
+    Mine(puzzleforge::bench_mine::BenchMineArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
+        Command::Selfplay(args) => puzzleforge::selfplay::run_selfplay(args),
+        Command::Mine(args) => puzzleforge::mine::run_mine(args),
+        Command::Verify(args) => puzzleforge::verify::run_verify(args),
         Command::Check(args) => puzzleforge::check::run_check(args),
         Command::Bench(BenchCommand::Pool(args)) => puzzleforge::bench_pool::run_bench_pool(args),
+        Command::Bench(BenchCommand::Mine(args)) => puzzleforge::bench_mine::run_bench_mine(args),
         Command::Rate(args) => puzzleforge::rate::run_rate(args),
     }
 }

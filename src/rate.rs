@@ -25,7 +25,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use nalgebra::{DMatrix, DVector};
-use rand::{Rng, SeedableRng, seq::SliceRandom};
+use rand::{SeedableRng, seq::SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -42,6 +42,7 @@ use crate::pool::{EnginePool, PoolConfig, Session};
 use crate::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row};
 use crate::summary::Summary;
 use crate::uci::Score;
+use crate::weaken;
 
 /// Lowest and highest rating the model may give (Lichess's puzzle range).
 const RATING_FLOOR: f64 = 400.0;
@@ -92,7 +93,7 @@ impl Default for RateConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct SignalConfig {
     /// Strengths of the weakened player (UCI_Elo scale, 1350-2850).
-    pub ladder_elos: Vec<u32>,
+    pub ladder_elos: Vec<i32>,
     /// Attempts per strength.
     pub ladder_attempts: u32,
     /// Node budget of the probe search (found-and-kept depth, score gap).
@@ -213,6 +214,7 @@ pub fn run_rate_with(job: &RateJob) -> Result<Summary> {
             config.folds
         )));
     }
+    validate_signals(&config.signals)?;
     let (puzzles, rejected) = read_rateable(job.input)?;
     let needs_estimate: Vec<usize> = (0..puzzles.len())
         .filter(|&i| !has_lichess_rating(&puzzles[i]))
@@ -309,6 +311,18 @@ pub fn run_rate_with(job: &RateJob) -> Result<Summary> {
     ))
 }
 
+fn validate_signals(signals: &SignalConfig) -> Result<()> {
+    for &elo in &signals.ladder_elos {
+        weaken::check_elo(elo, "rate.signals.ladder_elos: the")?;
+    }
+    if signals.ladder_attempts == 0 || signals.probe_nodes == 0 || signals.wide_depth == 0 {
+        return Err(bad_input(
+            "rate.signals: ladder_attempts, probe_nodes and wide_depth must be positive",
+        ));
+    }
+    Ok(())
+}
+
 /// A puzzle that already carries a rating from human plays on Lichess.
 pub fn has_lichess_rating(puzzle: &Puzzle) -> bool {
     puzzle.rating.is_some() && puzzle.nb_plays.is_some_and(|n| n > 0)
@@ -371,49 +385,19 @@ fn replay(puzzle: &Puzzle) -> std::result::Result<Vec<(Chess, Move)>, String> {
 // ---------------------------------------------------------------------------
 // The weakened player.
 
-/// Stockfish 15.1's skill level for a `UCI_Elo` (its 1350-2850 scale).
-pub fn skill_level_for_elo(elo: u32) -> f64 {
-    ((f64::from(elo) - 1346.6) / 143.4)
-        .max(0.0)
-        .powf(1.0 / 0.806)
-        .clamp(0.0, 20.0)
-}
-
-/// Search depth at which Stockfish's weakened player picks its move.
-pub fn skill_depth(level: f64) -> u32 {
-    1 + level.floor() as u32
-}
-
-/// MultiPV the weakened player searches with.
-pub const SKILL_MULTIPV: u32 = 4;
-
-/// Stockfish 15.1's `Skill::pick_best`: among the MultiPV lines, each score
-/// gets a deterministic push (bigger for weaker levels) and a random one;
-/// the highest total wins. Scores are in Stockfish's internal units (a pawn
-/// is 208 in the endgame; UCI centipawns are scaled by 100/208), and the
-/// random draw comes from our seeded RNG instead of Stockfish's clock-seeded
-/// one, so picks are reproducible.
-pub fn weakened_pick<'a>(lines: &'a [PvLine], level: f64, rng: &mut ChaCha8Rng) -> Option<&'a str> {
-    const PAWN_VALUE_MG: i64 = 126;
-    let internal = |score: Score| -> i64 { i64::from(score.to_cp()) * 208 / 100 };
-    let first = lines.first()?;
-    let top = internal(first.score);
-    let last = lines.last().map(|l| internal(l.score)).unwrap_or(top);
-    let delta = (top - last).min(PAWN_VALUE_MG);
-    let weakness = 120.0 - 2.0 * level;
-    let weakness_int = (weakness as i64).max(1);
-    let mut best: Option<&str> = None;
-    let mut max_score = i64::MIN;
-    for line in lines {
-        let score = internal(line.score);
-        let draw = i64::from(rng.random::<u32>()) % weakness_int;
-        let push = ((weakness * (top - score) as f64 + (delta * draw) as f64) / 128.0) as i64;
-        if score + push >= max_score {
-            max_score = score + push;
-            best = line.pv.first().map(String::as_str).or(best);
-        }
-    }
-    best
+/// The weakened player's move from a MultiPV search
+/// ([`weaken::SKILL_MULTIPV`] lines to depth [`weaken::pick_depth`]):
+/// Stockfish 15.1's `Skill::pick_best` with our seeded RNG.
+fn weakened_pick<'a>(lines: &'a [PvLine], level: f64, rng: &mut ChaCha8Rng) -> Option<&'a str> {
+    let scores: Vec<i64> = lines
+        .iter()
+        .map(|line| match line.score {
+            Score::Cp(cp) => weaken::internal_from_cp(cp),
+            Score::Mate(moves) => weaken::internal_from_mate(moves),
+        })
+        .collect();
+    let chosen = weaken::pick_best(&scores, level, rng)?;
+    lines[chosen].pv.first().map(String::as_str)
 }
 
 // ---------------------------------------------------------------------------
@@ -660,10 +644,11 @@ fn puzzle_features(
     // Replay was checked when the file was read.
     let plies = replay(puzzle).unwrap_or_default();
     let solver: Vec<usize> = (1..plies.len()).step_by(2).collect();
+    // Elos were checked when the configuration was read.
     let levels: Vec<f64> = signals
         .ladder_elos
         .iter()
-        .map(|&elo| skill_level_for_elo(elo))
+        .map(|&elo| weaken::skill_level(elo).unwrap_or(0.0))
         .collect();
     let attempts = signals.ladder_attempts.max(1) as usize;
     // solved[level][attempt]
@@ -723,7 +708,7 @@ fn puzzle_features(
             .count() as f64;
         clear_hash(session)?;
         for (level_index, &level) in levels.iter().enumerate() {
-            let result = session.search(&request(Limit::Depth(skill_depth(level)), SKILL_MULTIPV))?;
+            let result = session.search(&request(Limit::Depth(weaken::pick_depth(level)), weaken::SKILL_MULTIPV))?;
             for attempt in solved[level_index].iter_mut() {
                 let pick = weakened_pick(&result.lines, level, rng);
                 *attempt &= pick.is_some_and(|m| is_correct(position, m, solution, last));
@@ -733,7 +718,7 @@ fn puzzle_features(
             clear_hash(session)?;
             for (level_index, &level) in baseline_levels.iter().enumerate() {
                 let result =
-                    session.search(&request(Limit::Depth(skill_depth(level)), SKILL_MULTIPV))?;
+                    session.search(&request(Limit::Depth(weaken::pick_depth(level)), weaken::SKILL_MULTIPV))?;
                 for attempt in baseline_solved[level_index].iter_mut() {
                     let pick = weakened_pick(&result.lines, level, baseline_rng);
                     *attempt &= pick.is_some_and(|m| is_correct(position, m, solution, last));
@@ -1350,9 +1335,4 @@ mod tests {
         assert_eq!(average_ranks(&[10.0, 20.0, 10.0, 30.0]), vec![1.5, 3.0, 1.5, 4.0]);
     }
 
-    #[test]
-    fn skill_levels_follow_stockfish() {
-        assert_eq!(skill_depth(skill_level_for_elo(1350)), 1);
-        assert!((skill_level_for_elo(2850) - 18.4).abs() < 0.2);
-    }
 }

@@ -1,0 +1,194 @@
+//! Mining: the criterion on known Lichess puzzles, byte-identical output,
+//! and legal, well-formed lines. Needs Stockfish: fails without it.
+
+use puzzleforge::criterion::Criterion;
+use puzzleforge::engine::{EngineSpec, Limit, SearchRequest, resolve_engine};
+use puzzleforge::mine::{MineConfig, run_mine_with, unique_best};
+use puzzleforge::pool::{EnginePool, PoolConfig};
+use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
+use puzzleforge::selfplay::{Mode, SelfplayConfig, run_selfplay_with};
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
+use std::collections::HashSet;
+use std::path::Path;
+
+fn pool(workers: usize) -> EnginePool {
+    let path = resolve_engine(None, None).expect("Stockfish is required for this test");
+    let config = PoolConfig { workers, ..PoolConfig::default() };
+    EnginePool::new(EngineSpec::new(path), config).unwrap()
+}
+
+fn lichess_sample() -> Vec<Puzzle> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
+    read_puzzles(&path).unwrap()
+}
+
+fn position(fen: &str) -> Chess {
+    let fen: Fen = fen.parse().unwrap();
+    fen.into_position(CastlingMode::Standard).unwrap()
+}
+
+fn play(position: &mut Chess, uci: &str) {
+    let m = uci.parse::<UciMove>().unwrap().to_move(position).unwrap_or_else(|_| {
+        panic!("{uci} is illegal in {}", Fen::from_position(position, EnPassantMode::Legal))
+    });
+    position.play_unchecked(m);
+}
+
+/// On Lichess one-move puzzles the solution is the unique best move under
+/// Lichess's rule.
+#[test]
+fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
+    let puzzles: Vec<Puzzle> = lichess_sample().into_iter().filter(|p| p.moves.len() == 2).take(12).collect();
+    assert_eq!(puzzles.len(), 12);
+    let pool = pool(2);
+    let verdicts = pool
+        .map(&puzzles, |session, _, puzzle| {
+            let mut after = position(&puzzle.fen);
+            play(&mut after, &puzzle.moves[0]);
+            let request = SearchRequest {
+                fen: puzzle.fen.clone(),
+                moves: vec![puzzle.moves[0].clone()],
+                limit: Limit::Depth(10),
+                multipv: 2,
+            };
+            unique_best(session, &request, &after, Criterion::Lichess)
+        })
+        .unwrap();
+    let mut agree = 0;
+    for (puzzle, verdict) in puzzles.iter().zip(&verdicts) {
+        match verdict {
+            Some((best, _, _)) if *best == puzzle.moves[1] => agree += 1,
+            Some((best, _, _)) => panic!("{}: unique best {best}, solution {}", puzzle.id, puzzle.moves[1]),
+            None => eprintln!("{}: not unique at depth 10", puzzle.id),
+        }
+    }
+    assert!(agree >= 11, "only {agree} of 12 one-move puzzles pass");
+}
+
+/// Lichess puzzle positions as `ingest games` candidates: FEN before the
+/// blunder, Moves = the blunder only.
+fn write_candidates(dir: &Path, n: usize) -> std::path::PathBuf {
+    let candidates: Vec<Puzzle> = lichess_sample()
+        .into_iter()
+        .take(n)
+        .map(|mut p| {
+            p.moves.truncate(1);
+            p.rating = None;
+            p.themes.clear();
+            p
+        })
+        .collect();
+    let path = dir.join("candidates.csv");
+    write_puzzles(&path, &candidates).unwrap();
+    path
+}
+
+fn small_mine_config(criterion: Criterion) -> MineConfig {
+    MineConfig { criterion, depth: 8, shallow_depth: 4, ..MineConfig::default() }
+}
+
+/// Every puzzle replays legally from its FEN, starts with the game move,
+/// alternates, ends on a solver move, and no position appears twice.
+fn check_puzzles(puzzles: &[Puzzle]) {
+    let mut positions = HashSet::new();
+    let mut ids = HashSet::new();
+    for puzzle in puzzles {
+        assert!(ids.insert(puzzle.id.clone()), "duplicate id {}", puzzle.id);
+        assert!(puzzle.moves.len() >= 2 && puzzle.moves.len() % 2 == 0, "{puzzle:?}");
+        assert!(puzzle.moves.len() <= 10, "{puzzle:?}");
+        let mut pos = position(&puzzle.fen);
+        let solver = !pos.turn();
+        for (i, uci) in puzzle.moves.iter().enumerate() {
+            if i == 1 {
+                let hash: Zobrist64 = pos.zobrist_hash(EnPassantMode::Legal);
+                assert!(positions.insert(hash), "position twice: {}", puzzle.id);
+            }
+            // The opponent moves at even indices, the solver at odd ones.
+            assert_eq!(pos.turn() == solver, i % 2 == 1, "{}: move {i} by the wrong side", puzzle.id);
+            play(&mut pos, uci);
+        }
+        assert!(puzzle.rating.is_none());
+        for column in ["Source", "GameId", "Ply", "BestScore", "Criterion", "Nodes"] {
+            assert!(!puzzle.get(column).unwrap_or_default().is_empty(), "{}: no {column}", puzzle.id);
+        }
+        let mate = puzzle.has_theme("mate");
+        assert_eq!(mate, pos.is_checkmate(), "{}: mate theme vs position", puzzle.id);
+    }
+}
+
+#[test]
+fn mining_candidates_is_deterministic_and_lines_are_well_formed() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_candidates(dir.path(), 24);
+    let config = small_mine_config(Criterion::Lichess);
+    let mut outputs = Vec::new();
+    for (name, workers) in [("a.csv", 1), ("b.csv", 1), ("c.csv", 2)] {
+        let output = dir.path().join(name);
+        let summary = run_mine_with(&config, &pool(workers), &input, &output).unwrap();
+        assert_eq!(summary.json["games"], 24);
+        outputs.push(std::fs::read(&output).unwrap());
+    }
+    assert_eq!(outputs[0], outputs[1], "mine twice gave different bytes");
+    assert_eq!(outputs[0], outputs[2], "1 and 2 workers differ");
+    let puzzles = read_puzzles(&dir.path().join("a.csv")).unwrap();
+    assert!(puzzles.len() >= 5, "only {} puzzles from 24 Lichess positions", puzzles.len());
+    check_puzzles(&puzzles);
+    assert!(puzzles.iter().any(|p| p.moves.len() > 2), "no line was extended");
+    assert!(puzzles.iter().all(|p| p.get("Source") == Some("lichess-game")));
+}
+
+#[test]
+fn mining_selfplay_games_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let games = dir.path().join("games.pgn");
+    let selfplay = SelfplayConfig {
+        games: 4,
+        seed: 7,
+        mode: Mode::Chaos,
+        chaos_white_elo: [1350, 1500],
+        chaos_black_elo: [1350, 1400],
+        max_plies: 60,
+        ..SelfplayConfig::default()
+    };
+    run_selfplay_with(&selfplay, &pool(2), &games).unwrap();
+    let config = MineConfig { max_per_game: 3, ..small_mine_config(Criterion::Epoch) };
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    let summary = run_mine_with(&config, &pool(1), &games, &a).unwrap();
+    run_mine_with(&config, &pool(2), &games, &b).unwrap();
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(summary.json["games"], 4);
+    assert!(summary.json["positions_analysed"].as_u64().unwrap() > 0);
+    let puzzles = read_puzzles(&a).unwrap();
+    check_puzzles(&puzzles);
+    for puzzle in &puzzles {
+        assert_eq!(puzzle.get("Source"), Some("selfplay"));
+        assert_eq!(puzzle.get("Seed"), Some("7"));
+    }
+}
+
+#[test]
+fn verify_rechecks_mined_puzzles() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_candidates(dir.path(), 12);
+    let mined = dir.path().join("mined.csv");
+    run_mine_with(&small_mine_config(Criterion::Lichess), &pool(2), &input, &mined).unwrap();
+    let count = read_puzzles(&mined).unwrap().len();
+    let config = puzzleforge::verify::VerifyConfig {
+        factor: 2,
+        nodes: None,
+        nodes_override: false,
+        criterion: None,
+    };
+    let report = dir.path().join("mined.verify.jsonl");
+    let summary = puzzleforge::verify::run_verify_with(&config, &pool(2), &mined, &report).unwrap();
+    assert_eq!(summary.json["puzzles"], count);
+    assert_eq!(summary.json["checked"], count);
+    let lines = std::fs::read_to_string(&report).unwrap();
+    assert_eq!(lines.lines().count(), count);
+    // Twice the nodes rarely overturns a depth-8 solution.
+    assert!(summary.json["best_holds"].as_u64().unwrap() * 10 >= count as u64 * 7, "{}", summary.human);
+}

@@ -1,0 +1,182 @@
+//! Self-play: byte-identical games, and a weakened player whose choices
+//! follow Stockfish's own strength limit. Needs /usr/games/stockfish (or
+//! stockfish on PATH): the tests fail without it.
+
+use puzzleforge::engine::{EngineSpec, Limit, SearchRequest, resolve_engine};
+use puzzleforge::pool::{EnginePool, PoolConfig};
+use puzzleforge::selfplay::{Mode, SelfplayConfig, internal_score, run_selfplay_with};
+use puzzleforge::weaken;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
+use std::path::Path;
+
+fn pool(workers: usize) -> EnginePool {
+    let path = resolve_engine(None, None).expect("Stockfish is required for this test");
+    let config = PoolConfig { workers, ..PoolConfig::default() };
+    EnginePool::new(EngineSpec::new(path), config).unwrap()
+}
+
+/// Small and cheap: low Elo (search depth 1 to 3), short games.
+fn small_config(mode: Mode) -> SelfplayConfig {
+    SelfplayConfig {
+        games: 3,
+        seed: 42,
+        mode,
+        chaos_white_elo: [1350, 1600],
+        chaos_black_elo: [1350, 1500],
+        white_elo: 1600,
+        black_elo: 1350,
+        opening_depth: 4,
+        max_plies: 40,
+        ..SelfplayConfig::default()
+    }
+}
+
+fn play(config: &SelfplayConfig, workers: usize, dir: &Path, name: &str) -> Vec<u8> {
+    let path = dir.join(name);
+    run_selfplay_with(config, &pool(workers), &path).unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+#[test]
+fn games_repeat_byte_for_byte_with_any_number_of_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    for mode in [Mode::Chaos, Mode::Standard] {
+        let config = small_config(mode);
+        let first = play(&config, 1, dir.path(), "a.pgn");
+        let again = play(&config, 1, dir.path(), "b.pgn");
+        let parallel = play(&config, 2, dir.path(), "c.pgn");
+        assert_eq!(first, again, "{mode:?}: same command, different bytes");
+        assert_eq!(first, parallel, "{mode:?}: 1 and 2 workers differ");
+        let text = String::from_utf8(first).unwrap();
+        assert_eq!(text.matches("[Event ").count(), 3);
+        for tag in ["[Round \"1\"]", "[Round \"3\"]", "[Seed \"42\"]", "[Reproducible \"true\"]"] {
+            assert!(text.contains(tag), "{mode:?}: no {tag} in\n{text}");
+        }
+        assert!(text.contains(&format!("[Mode \"{}\"]", mode.name())));
+        if mode == Mode::Standard {
+            // Odd games open 1. e4, even ones 1. d4.
+            let openings: Vec<&str> =
+                text.lines().filter(|l| l.starts_with("1. ")).map(|l| &l[..5]).collect();
+            assert_eq!(openings, ["1. e4", "1. d4", "1. e4"], "{text}");
+        }
+        // Another seed gives other games.
+        let other = SelfplayConfig { seed: 43, ..config.clone() };
+        assert_ne!(play(&other, 1, dir.path(), "d.pgn"), text.as_bytes());
+        // Our own miner's PGN reader replays every game legally.
+        let loaded = puzzleforge::mine::load_input(&dir.path().join("a.pgn")).unwrap();
+        assert_eq!(loaded.units.len(), 3);
+        assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
+        assert!(loaded.units.iter().all(|u| u.moves.len() <= 40 && !u.moves.is_empty()));
+    }
+}
+
+#[test]
+fn elo_outside_the_engine_range_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(["selfplay", "--games", "1", "--mode", "standard", "--white-elo", "1200", "-o"])
+        .arg(dir.path().join("x.pgn"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("1350"));
+    let config = SelfplayConfig { chaos_white_elo: [1500, 2900], ..SelfplayConfig::default() };
+    assert!(config.validate().is_err());
+}
+
+/// Positions after the first move of the first `n` Lichess sample puzzles.
+fn sample_positions(n: usize) -> Vec<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
+    let puzzles = puzzleforge::record::read_puzzles(&path).unwrap();
+    puzzles
+        .iter()
+        .filter_map(|p| {
+            let fen: Fen = p.fen.parse().ok()?;
+            let position: Chess = fen.into_position(CastlingMode::Standard).ok()?;
+            let first: UciMove = p.moves.first()?.parse().ok()?;
+            let m = first.to_move(&position).ok()?;
+            let after = position.play(m).ok()?;
+            (after.legal_moves().len() >= 4).then(|| {
+                (p.fen.clone(), Fen::from_position(&after, EnPassantMode::Legal).to_string())
+            })
+        })
+        .take(n)
+        .map(|(_, after)| (after, String::new()))
+        .collect()
+}
+
+/// Rank (0..=3, 4 = none) of a move among the MultiPV 4 lines.
+fn rank(lines: &[String], uci: &str) -> usize {
+    lines.iter().position(|m| m == uci).unwrap_or(4)
+}
+
+/// Compares our seeded skill rule with Stockfish's own `UCI_Elo` limit on
+/// 30 Lichess positions at the same depth: how often each plays the rank-k
+/// line of the shared MultiPV 4 search. A chi-square over the rank counts
+/// (df <= 4, bound 18.5 = p 0.001) and a top-move agreement bound of
+/// 0.12 (about 3 standard errors): tolerant, but a player that ignored the
+/// weakening (always the top move) or picked uniformly would fail.
+#[test]
+fn weakened_choices_follow_the_engines_own_limit() {
+    let positions = sample_positions(30);
+    assert_eq!(positions.len(), 30);
+    let pool = pool(2);
+    const DRAWS: usize = 10;
+    for elo in [1350, 1700] {
+        let level = weaken::skill_level(elo).unwrap();
+        let depth = weaken::pick_depth(level);
+        let per_position = pool
+            .map(&positions, |session, index, (fen, _)| {
+                let request = SearchRequest {
+                    fen: fen.clone(),
+                    moves: Vec::new(),
+                    limit: Limit::Depth(depth),
+                    multipv: weaken::SKILL_MULTIPV,
+                };
+                let result = session.search(&request)?;
+                let lines: Vec<String> =
+                    result.lines.iter().filter_map(|l| l.pv.first().cloned()).collect();
+                let scores: Vec<i64> = result.lines.iter().map(|l| internal_score(l.score)).collect();
+                let mut rng = ChaCha8Rng::seed_from_u64(index as u64);
+                let ours: Vec<usize> = (0..DRAWS)
+                    .map(|_| weaken::pick_best(&scores, level, &mut rng).unwrap_or(4))
+                    .collect();
+                session.set_option("UCI_LimitStrength", "true")?;
+                session.set_option("UCI_Elo", &elo.to_string())?;
+                let mut theirs = Vec::new();
+                for _ in 0..DRAWS {
+                    let limited = SearchRequest { multipv: 1, ..request.clone() };
+                    let best = session.search(&limited)?.best_move.unwrap_or_default();
+                    theirs.push(rank(&lines, &best));
+                }
+                Ok((ours, theirs))
+            })
+            .unwrap();
+        let mut ours = [0f64; 5];
+        let mut theirs = [0f64; 5];
+        for (a, b) in &per_position {
+            a.iter().for_each(|&r| ours[r] += 1.0);
+            b.iter().for_each(|&r| theirs[r] += 1.0);
+        }
+        let total = (positions.len() * DRAWS) as f64;
+        let top_gap = (ours[0] - theirs[0]).abs() / total;
+        let mut chi_square = 0.0;
+        for k in 0..5 {
+            let pooled = ours[k] + theirs[k];
+            if pooled > 0.0 {
+                let expected = pooled / 2.0;
+                chi_square += (ours[k] - expected).powi(2) / expected
+                    + (theirs[k] - expected).powi(2) / expected;
+            }
+        }
+        eprintln!("Elo {elo} depth {depth}: ours {ours:?} engine {theirs:?} chi2 {chi_square:.2}");
+        assert!(top_gap <= 0.12, "Elo {elo}: top-move rates differ by {top_gap:.3}");
+        assert!(chi_square <= 18.5, "Elo {elo}: chi-square {chi_square:.2}");
+        // Failing-capable: the weakening really changes the choice.
+        assert!(ours[0] < total * 0.95, "Elo {elo}: the weakened player always plays the top move");
+    }
+}
