@@ -107,7 +107,7 @@ impl Default for SignalConfig {
         Self {
             ladder_elos: vec![1350, 1500, 1650, 1800, 2000, 2200],
             ladder_attempts: 5,
-            probe_nodes: 20_000,
+            probe_nodes: 8_000,
             wide_depth: 1,
         }
     }
@@ -221,11 +221,8 @@ pub fn run_rate_with(job: &RateJob) -> Result<Summary> {
         .collect();
 
     let pool_for = |what: &str| -> Result<EnginePool> {
-        EnginePool::new(
-            job.engine.clone(),
-            job.pool.clone(),
-        )
-        .with_context(|| format!("starting the engine for {what}"))
+        EnginePool::new(job.engine.clone(), job.pool.clone())
+            .with_context(|| format!("starting the engine for {what}"))
     };
 
     let mut calibration_json = serde_json::Value::Null;
@@ -337,9 +334,7 @@ fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<String>)> {
         match row {
             Ok(puzzle) => match replay(&puzzle) {
                 Ok(_) => puzzles.push(puzzle),
-                Err(reason) => {
-                    rejected.push(format!("{} line {line}: {reason}", path.display()))
-                }
+                Err(reason) => rejected.push(format!("{} line {line}: {reason}", path.display())),
             },
             Err(e) => rejected.push(format!("{} line {line}: {e}", path.display())),
         }
@@ -361,9 +356,12 @@ fn replay(puzzle: &Puzzle) -> std::result::Result<Vec<(Chess, Move)>, String> {
     }
     let fen = Fen::from_ascii(puzzle.fen.as_bytes())
         .map_err(|e| format!("puzzle {}: bad FEN {:?}: {e}", puzzle.id, puzzle.fen))?;
-    let mut position: Chess = fen
-        .into_position(CastlingMode::Standard)
-        .map_err(|e| format!("puzzle {}: illegal position {:?}: {e}", puzzle.id, puzzle.fen))?;
+    let mut position: Chess = fen.into_position(CastlingMode::Standard).map_err(|e| {
+        format!(
+            "puzzle {}: illegal position {:?}: {e}",
+            puzzle.id, puzzle.fen
+        )
+    })?;
     let mut out = Vec::with_capacity(puzzle.moves.len());
     for (ply, text) in puzzle.moves.iter().enumerate() {
         let chess_move = UciMove::from_ascii(text.as_bytes())
@@ -513,7 +511,11 @@ fn board_facts(position: &Chess, solution: Move, previous: Option<Move>) -> Boar
     let captured_value = solution.capture().map(role_value).unwrap_or(0.0);
     let from = solution.from().unwrap_or(solution.to());
     let forward = i32::from(solution.to().rank()) - i32::from(from.rank());
-    let forward = if mover == Color::White { forward } else { -forward };
+    let forward = if mover == Color::White {
+        forward
+    } else {
+        -forward
+    };
     BoardFacts {
         legal_moves: legal.len() as f64,
         checks_available: checks as f64,
@@ -667,7 +669,11 @@ fn puzzle_features(
             limit,
             multipv,
         };
-        board.push(board_facts(position, *solution_move, Some(plies[ply - 1].1)));
+        board.push(board_facts(
+            position,
+            *solution_move,
+            Some(plies[ply - 1].1),
+        ));
 
         // Every signal starts from an empty hash table: what an earlier
         // search left there would make a shallow search look deeper.
@@ -689,11 +695,15 @@ fn puzzle_features(
         clear_hash(session)?;
         let legal = position.legal_moves().len() as u32;
         let wide = session.search(&request(Limit::Depth(signals.wide_depth), legal.max(1)))?;
-        let best_score = wide.lines.first().map(|l| capped_cp(l.score)).unwrap_or(0.0);
-        let solution_line = wide
+        let best_score = wide
             .lines
-            .iter()
-            .position(|l| l.pv.first().is_some_and(|m| is_correct(position, m, solution, last)));
+            .first()
+            .map(|l| capped_cp(l.score))
+            .unwrap_or(0.0);
+        let solution_line = wide.lines.iter().position(|l| {
+            l.pv.first()
+                .is_some_and(|m| is_correct(position, m, solution, last))
+        });
         let (wide_rank, wide_deficit) = match solution_line {
             Some(i) => (
                 (i + 1) as f64,
@@ -708,7 +718,10 @@ fn puzzle_features(
             .count() as f64;
         clear_hash(session)?;
         for (level_index, &level) in levels.iter().enumerate() {
-            let result = session.search(&request(Limit::Depth(weaken::pick_depth(level)), weaken::SKILL_MULTIPV))?;
+            let result = session.search(&request(
+                Limit::Depth(weaken::pick_depth(level)),
+                weaken::SKILL_MULTIPV,
+            ))?;
             for attempt in solved[level_index].iter_mut() {
                 let pick = weakened_pick(&result.lines, level, rng);
                 *attempt &= pick.is_some_and(|m| is_correct(position, m, solution, last));
@@ -717,8 +730,10 @@ fn puzzle_features(
         if let Some(baseline_rng) = baseline_rng.as_mut() {
             clear_hash(session)?;
             for (level_index, &level) in baseline_levels.iter().enumerate() {
-                let result =
-                    session.search(&request(Limit::Depth(weaken::pick_depth(level)), weaken::SKILL_MULTIPV))?;
+                let result = session.search(&request(
+                    Limit::Depth(weaken::pick_depth(level)),
+                    weaken::SKILL_MULTIPV,
+                ))?;
                 for attempt in baseline_solved[level_index].iter_mut() {
                     let pick = weakened_pick(&result.lines, level, baseline_rng);
                     *attempt &= pick.is_some_and(|m| is_correct(position, m, solution, last));
@@ -732,7 +747,11 @@ fn puzzle_features(
             wide_rank,
             wide_close,
             wide_deficit,
-            best_score: probe.lines.first().map(|l| capped_cp(l.score)).unwrap_or(0.0),
+            best_score: probe
+                .lines
+                .first()
+                .map(|l| capped_cp(l.score))
+                .unwrap_or(0.0),
         });
     }
     let rate = |rows: &[Vec<bool>]| -> f64 {
@@ -759,7 +778,10 @@ fn puzzle_features(
     let values = vec![
         rate(&solved),
         rate(&solved[..low]),
-        engine_facts.iter().map(|f| f.found_depth).fold(0.0, f64::max),
+        engine_facts
+            .iter()
+            .map(|f| f.found_depth)
+            .fold(0.0, f64::max),
         first_engine.found_depth,
         engine_facts.iter().map(|f| f.found_depth).sum::<f64>() / n,
         engine_facts
@@ -984,9 +1006,8 @@ impl RatingModel {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the rating model {}", path.display()))?;
-        let model: RatingModel = serde_json::from_str(&text).map_err(|e| {
-            bad_input(format!("{}: not a rating model: {e}", path.display()))
-        })?;
+        let model: RatingModel = serde_json::from_str(&text)
+            .map_err(|e| bad_input(format!("{}: not a rating model: {e}", path.display())))?;
         if model.format != MODEL_FORMAT {
             return Err(bad_input(format!(
                 "{}: rating model format {} (this puzzleforge reads {MODEL_FORMAT})",
@@ -1132,7 +1153,10 @@ fn fit_groups(
                 .copied()
                 .filter(|&i| group_of(lengths[i]) == g)
                 .collect();
-            let xs: Vec<Vec<f64>> = members.iter().map(|&i| features[i].values.clone()).collect();
+            let xs: Vec<Vec<f64>> = members
+                .iter()
+                .map(|&i| features[i].values.clone())
+                .collect();
             let ys: Vec<f64> = members.iter().map(|&i| ratings[i]).collect();
             if xs.len() < 2 {
                 None
@@ -1199,7 +1223,9 @@ fn write_features(path: &Path, rows: &[Puzzle], features: &[Features]) -> Result
             puzzle.id,
             puzzle.solver_moves(),
             puzzle.rating.unwrap_or_default(),
-            f.baseline_solve_rate.map(|r| r.to_string()).unwrap_or_default()
+            f.baseline_solve_rate
+                .map(|r| r.to_string())
+                .unwrap_or_default()
         ));
         for v in &f.values {
             text.push_str(&format!(",{v}"));
@@ -1220,8 +1246,13 @@ pub fn calibrate(
 ) -> Result<(RatingModel, CalibrationReport)> {
     let (rows, skipped) = read_calibration(files, config)?;
     let targets: Vec<(usize, &Puzzle)> = rows.iter().enumerate().collect();
-    let features =
-        compute_features_with(pool, &targets, &config.signals, config.seed, config.baseline)?;
+    let features = compute_features_with(
+        pool,
+        &targets,
+        &config.signals,
+        config.seed,
+        config.baseline,
+    )?;
     let lengths: Vec<usize> = rows.iter().map(Puzzle::solver_moves).collect();
     let ratings: Vec<f64> = rows
         .iter()
@@ -1332,7 +1363,9 @@ mod tests {
 
     #[test]
     fn ranks_share_ties() {
-        assert_eq!(average_ranks(&[10.0, 20.0, 10.0, 30.0]), vec![1.5, 3.0, 1.5, 4.0]);
+        assert_eq!(
+            average_ranks(&[10.0, 20.0, 10.0, 30.0]),
+            vec![1.5, 3.0, 1.5, 4.0]
+        );
     }
-
 }

@@ -12,7 +12,9 @@ use std::process::Command;
 const STOCKFISH: &str = "/usr/games/stockfish";
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 fn require_stockfish() {
@@ -39,7 +41,8 @@ fn tiny_config() -> RateConfig {
 
 fn write_config(dir: &Path, config: &RateConfig) -> PathBuf {
     let path = dir.join("rate.toml");
-    std::fs::write(&path, toml::to_string(config).expect("config serializes")).expect("write config");
+    std::fs::write(&path, toml::to_string(config).expect("config serializes"))
+        .expect("write config");
     path
 }
 
@@ -103,7 +106,10 @@ fn spearman_on_known_inputs() {
     assert!((rho - expected).abs() < 1e-12, "{rho} != {expected}");
     assert_eq!(spearman(&x, &[9.0, 7.0, 5.0, 3.0, 1.0]), Some(-1.0));
     // Monotone but not linear: still 1.
-    assert_eq!(spearman(&x, &[1.0, 10.0, 100.0, 1000.0, 10000.0]), Some(1.0));
+    assert_eq!(
+        spearman(&x, &[1.0, 10.0, 100.0, 1000.0, 10000.0]),
+        Some(1.0)
+    );
     // A constant side has no rank correlation.
     assert_eq!(spearman(&x, &[2.0; 5]), None);
     assert_eq!(spearman(&[1.0], &[1.0]), None);
@@ -143,7 +149,10 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
     let held_out = summary["calibration"]["held_out"]
         .as_array()
         .expect("held-out figures");
-    let groups: Vec<&str> = held_out.iter().filter_map(|h| h["group"].as_str()).collect();
+    let groups: Vec<&str> = held_out
+        .iter()
+        .filter_map(|h| h["group"].as_str())
+        .collect();
     assert_eq!(groups, ["all", "1", "2", "3+"]);
     assert_eq!(held_out[0]["rows"], 24);
 
@@ -162,8 +171,16 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
         ]);
     }
     let bytes = |p: &Path| std::fs::read(p).expect("read output");
-    assert_eq!(bytes(&first), bytes(&second), "--model reproduces the calibrated run");
-    assert_eq!(bytes(&second), bytes(&third), "rating twice gives the same bytes");
+    assert_eq!(
+        bytes(&first),
+        bytes(&second),
+        "--model reproduces the calibrated run"
+    );
+    assert_eq!(
+        bytes(&second),
+        bytes(&third),
+        "rating twice gives the same bytes"
+    );
 
     let rated = read_puzzles(&first).expect("read rated");
     assert_eq!(rated.len(), puzzles.len());
@@ -173,7 +190,12 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
         let deviation = after.rating_deviation.expect("every row has a deviation");
         assert!(deviation > 0);
         if has_lichess_rating(before) {
-            assert_eq!(Some(rating), before.rating, "{} keeps its rating", before.id);
+            assert_eq!(
+                Some(rating),
+                before.rating,
+                "{} keeps its rating",
+                before.id
+            );
             assert_eq!(after.rating_deviation, before.rating_deviation);
             assert_eq!(after.get("RatingSource"), Some("lichess"));
         } else {
@@ -207,11 +229,18 @@ fn committed_model_rates_and_bad_rows_are_reported_not_fatal() {
     let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON summary");
     assert_eq!(summary["rejected"], 1);
     let example = summary["rejected_examples"][0].as_str().unwrap_or_default();
-    assert!(example.contains("line 3") && example.contains("broken"), "{example}");
+    assert!(
+        example.contains("line 3") && example.contains("broken"),
+        "{example}"
+    );
     let rated = read_puzzles(&out).expect("read rated");
     let ids: Vec<&str> = rated.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, [puzzles[0].id.as_str(), puzzles[2].id.as_str()]);
-    assert!(rated.iter().all(|p| p.rating.is_some() && p.rating_deviation.is_some()));
+    assert!(
+        rated
+            .iter()
+            .all(|p| p.rating.is_some() && p.rating_deviation.is_some())
+    );
 }
 
 #[test]
