@@ -257,6 +257,14 @@ pub fn run_rate_with(job: &RateJob) -> Result<Summary> {
         && !needs_estimate.is_empty()
     {
         let pool = pool_for("rating")?;
+        if pool.engine_id() != model.engine {
+            // Signals depend on the engine; a different one shifts them.
+            human.push_str(&format!(
+                "rate: warning: the model was fitted with {:?}, rating with {:?}\n",
+                model.engine,
+                pool.engine_id()
+            ));
+        }
         let targets: Vec<(usize, &Puzzle)> =
             needs_estimate.iter().map(|&i| (i, &rated[i])).collect();
         let features = compute_features(&pool, &targets, &model.signals, model.seed)?;
