@@ -21,6 +21,15 @@
 //! Calibration reports Spearman correlations on rows held out from the fit
 //! (seeded k-fold), overall and within each length group: length alone
 //! explains much of the overall figure, so the within-group ones count.
+//!
+//! Measured (default settings, seed 1, 5-fold, Stockfish 15.1) on the
+//! 1,499-row Lichess sample (tests/data): held-out Spearman 0.747 overall
+//! (length alone 0.500), 0.630 within 1-move (525 rows), 0.670 within
+//! 2-move (698), 0.565 within 3+ (276); 3.6 CPU-minutes for the whole
+//! calibration. The model committed as tests/data/rate_model.json is that
+//! fit. In the 1-move group (all mates in one there) the ladder and the
+//! probes are constant; the signal comes from the board: how many checks
+//! the solver has (alone 0.49), the solution's length and naive rank.
 
 use anyhow::{Context, Result};
 use clap::Args;
