@@ -23,6 +23,7 @@ pub mod pgn;
 pub mod plots;
 pub mod pool;
 pub mod progress;
+pub mod rate;
 pub mod record;
 pub mod release;
 pub mod run;

@@ -35,6 +35,9 @@ enum Command {
     Mine(puzzleforge::mine::MineArgs),
     /// Re-analyse mined puzzles at K times the nodes.
     Verify(puzzleforge::verify::VerifyArgs),
+    /// Estimate Lichess-scale ratings of mined puzzles from engine signals
+    /// (fit on real Lichess puzzles with --calibrate).
+    Rate(puzzleforge::rate::RateArgs),
     /// Draw a stratified, game-grouped train/test release from puzzle pools.
     Split(Box<puzzleforge::split::SplitArgs>),
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
@@ -70,6 +73,7 @@ fn dispatch(command: &Command) -> anyhow::Result<Summary> {
         Command::Selfplay(args) => puzzleforge::selfplay::run_selfplay(args),
         Command::Mine(args) => puzzleforge::mine::run_mine(args),
         Command::Verify(args) => puzzleforge::verify::run_verify(args),
+        Command::Rate(args) => puzzleforge::rate::run_rate(args),
         Command::Split(args) => puzzleforge::split::run_split(args),
         Command::Export(args) => puzzleforge::export::run_export(args),
         Command::Eval(args) => puzzleforge::eval::run_eval(args),

@@ -1,0 +1,258 @@
+//! `puzzleforge rate` against a real Stockfish, real Lichess rows and real
+//! files. Engine budgets are tiny: these tests check behaviour, not accuracy
+//! (accuracy is measured by `rate --calibrate`, see the model's report).
+
+use puzzleforge::rate::{
+    RateConfig, RatingModel, SignalConfig, average_ranks, has_lichess_rating, spearman,
+};
+use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const STOCKFISH: &str = "/usr/games/stockfish";
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn require_stockfish() {
+    assert!(
+        Path::new(STOCKFISH).exists(),
+        "these tests need Stockfish at {STOCKFISH}"
+    );
+}
+
+/// Tiny engine budgets: a two-rung ladder, a small probe.
+fn tiny_config() -> RateConfig {
+    RateConfig {
+        seed: 7,
+        folds: 3,
+        signals: SignalConfig {
+            ladder_elos: vec![1350, 1700],
+            ladder_attempts: 2,
+            probe_nodes: 1500,
+            wide_depth: 1,
+        },
+        ..RateConfig::default()
+    }
+}
+
+fn write_config(dir: &Path, config: &RateConfig) -> PathBuf {
+    let path = dir.join("rate.toml");
+    std::fs::write(&path, toml::to_string(config).expect("config serializes"))
+        .expect("write config");
+    path
+}
+
+/// Eight Lichess puzzles of each length group (1, 2, 3+ solver moves).
+fn calibration_rows() -> Vec<Puzzle> {
+    let all = read_puzzles(&data("lichess_db_puzzle_subset_1499.csv")).expect("read sample");
+    let mut picked = Vec::new();
+    for group in [1..=1, 2..=2, 3..=9] {
+        picked.extend(
+            all.iter()
+                .filter(|p| group.contains(&p.solver_moves()))
+                .take(8)
+                .cloned(),
+        );
+    }
+    picked
+}
+
+/// Puzzles to rate: APO rows stripped of their rating (as mined puzzles
+/// come), plus two Lichess rows that must keep theirs.
+fn puzzles_to_rate() -> Vec<Puzzle> {
+    let apo = read_puzzles(&data("apo_puzzle_train.csv")).expect("read APO");
+    let mut out: Vec<Puzzle> = [0usize, 170, 330, 420, 500]
+        .iter()
+        .map(|&i| {
+            let mut p = apo[i].clone();
+            p.rating = None;
+            p.rating_deviation = None;
+            p.nb_plays = None;
+            p.popularity = None;
+            p
+        })
+        .collect();
+    out.extend(apo[200..202].iter().cloned());
+    out
+}
+
+fn rate(args: &[&str]) -> std::process::Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .arg("rate")
+        .args(args)
+        .args(["--engine", STOCKFISH, "--workers", "2"])
+        .output()
+        .expect("run puzzleforge");
+    assert!(
+        output.status.success(),
+        "puzzleforge rate {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[test]
+fn spearman_on_known_inputs() {
+    // y has a tie: its ranks are 1, 2, 3.5, 5, 3.5.
+    let x = [1.0, 2.0, 3.0, 4.0, 5.0];
+    let y = [5.0, 6.0, 7.0, 8.0, 7.0];
+    assert_eq!(average_ranks(&y), vec![1.0, 2.0, 3.5, 5.0, 3.5]);
+    let expected = 8.0 / 95f64.sqrt();
+    let rho = spearman(&x, &y).expect("defined");
+    assert!((rho - expected).abs() < 1e-12, "{rho} != {expected}");
+    assert_eq!(spearman(&x, &[9.0, 7.0, 5.0, 3.0, 1.0]), Some(-1.0));
+    // Monotone but not linear: still 1.
+    assert_eq!(
+        spearman(&x, &[1.0, 10.0, 100.0, 1000.0, 10000.0]),
+        Some(1.0)
+    );
+    // A constant side has no rank correlation.
+    assert_eq!(spearman(&x, &[2.0; 5]), None);
+    assert_eq!(spearman(&[1.0], &[1.0]), None);
+}
+
+#[test]
+fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible() {
+    require_stockfish();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &tiny_config());
+    let calibration = dir.path().join("lichess.csv");
+    write_puzzles(&calibration, &calibration_rows()).expect("write calibration rows");
+    let input = dir.path().join("mined.csv");
+    let puzzles = puzzles_to_rate();
+    write_puzzles(&input, &puzzles).expect("write input");
+    let model = dir.path().join("model.json");
+    let first = dir.path().join("rated-1.csv");
+    let second = dir.path().join("rated-2.csv");
+    let third = dir.path().join("rated-3.csv");
+
+    let calibrated = rate(&[
+        input.to_str().unwrap(),
+        "-o",
+        first.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--calibrate",
+        calibration.to_str().unwrap(),
+        "--save-model",
+        model.to_str().unwrap(),
+        "--json",
+    ]);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&calibrated.stdout).expect("one JSON summary");
+    assert_eq!(summary["estimated"], 5);
+    assert_eq!(summary["kept_lichess_rating"], 2);
+    let held_out = summary["calibration"]["held_out"]
+        .as_array()
+        .expect("held-out figures");
+    let groups: Vec<&str> = held_out
+        .iter()
+        .filter_map(|h| h["group"].as_str())
+        .collect();
+    assert_eq!(groups, ["all", "1", "2", "3+"]);
+    assert_eq!(held_out[0]["rows"], 24);
+
+    let loaded = RatingModel::load(&model).expect("the saved model loads");
+    assert_eq!(loaded.signals, tiny_config().signals);
+    assert_eq!(loaded.seed, 7);
+
+    // The saved model rates the same puzzles to the same bytes, twice.
+    for out in [&second, &third] {
+        rate(&[
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--model",
+            model.to_str().unwrap(),
+        ]);
+    }
+    let bytes = |p: &Path| std::fs::read(p).expect("read output");
+    assert_eq!(
+        bytes(&first),
+        bytes(&second),
+        "--model reproduces the calibrated run"
+    );
+    assert_eq!(
+        bytes(&second),
+        bytes(&third),
+        "rating twice gives the same bytes"
+    );
+
+    let rated = read_puzzles(&first).expect("read rated");
+    assert_eq!(rated.len(), puzzles.len());
+    for (before, after) in puzzles.iter().zip(&rated) {
+        assert_eq!(before.id, after.id);
+        let rating = after.rating.expect("every row has a rating");
+        let deviation = after.rating_deviation.expect("every row has a deviation");
+        assert!(deviation > 0);
+        if has_lichess_rating(before) {
+            assert_eq!(
+                Some(rating),
+                before.rating,
+                "{} keeps its rating",
+                before.id
+            );
+            assert_eq!(after.rating_deviation, before.rating_deviation);
+            assert_eq!(after.get("RatingSource"), Some("lichess"));
+        } else {
+            assert!((400..=3300).contains(&rating), "{}: {rating}", after.id);
+            assert_eq!(after.get("RatingSource"), Some("estimated"));
+        }
+    }
+}
+
+#[test]
+fn committed_model_rates_and_bad_rows_are_reported_not_fatal() {
+    require_stockfish();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("mined.csv");
+    let mut puzzles = puzzles_to_rate();
+    puzzles.truncate(2);
+    let mut broken = puzzles[0].clone();
+    broken.id = "broken".into();
+    broken.moves[1] = "a1a8".into();
+    puzzles.insert(1, broken);
+    write_puzzles(&input, &puzzles).expect("write input");
+    let out = dir.path().join("rated.jsonl");
+    let run = rate(&[
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--model",
+        data("rate_model.json").to_str().unwrap(),
+        "--json",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON summary");
+    assert_eq!(summary["rejected"], 1);
+    let example = summary["rejected_examples"][0].as_str().unwrap_or_default();
+    assert!(
+        example.contains("line 3") && example.contains("broken"),
+        "{example}"
+    );
+    let rated = read_puzzles(&out).expect("read rated");
+    let ids: Vec<&str> = rated.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, [puzzles[0].id.as_str(), puzzles[2].id.as_str()]);
+    assert!(
+        rated
+            .iter()
+            .all(|p| p.rating.is_some() && p.rating_deviation.is_some())
+    );
+}
+
+#[test]
+fn unrated_input_without_a_model_is_a_user_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("mined.csv");
+    write_puzzles(&input, &puzzles_to_rate()[..1]).expect("write input");
+    let output = Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(["rate", input.to_str().unwrap(), "-o"])
+        .arg(dir.path().join("out.csv"))
+        .output()
+        .expect("run puzzleforge");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--model"));
+}
