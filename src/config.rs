@@ -23,8 +23,11 @@ pub struct PipelineConfig {
     pub ingest: IngestSection,
     pub selfplay: crate::selfplay::SelfplayConfig,
     pub mine: crate::mine::MineConfig,
+    pub rate: crate::rate::RateConfig,
     pub split: crate::split::SplitConfig,
     pub export: ExportSection,
+    pub eval: crate::eval::EvalConfig,
+    pub rollout: crate::eval::rollout::RolloutConfig,
 }
 
 /// Input files of the pipeline, relative to the config file's folder.
@@ -125,6 +128,7 @@ impl PipelineConfig {
             ("ingest.puzzles.seed", self.ingest.puzzles.seed),
             ("selfplay.seed", self.selfplay.seed),
             ("split.seed", self.split.seed),
+            ("eval.seed", self.eval.seed),
         ] {
             if seed != 0 && seed != run_seed {
                 return Err(bad_input(format!(

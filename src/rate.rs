@@ -28,7 +28,7 @@
 //! 2-move (698), 0.565 within 3+ (276); 3.6 CPU-minutes for the whole
 //! calibration. With the 559 APO rows added (2,058 rows): 0.803 overall,
 //! 0.665 within 1-move (684), 0.680 within 2-move (858), 0.732 within 3+
-//! (516). The model committed as tests/data/rate_model.json is that last
+//! (516). The model committed as models/rate_model.json is that last
 //! fit. In the 1-move group (all mates in one there) the ladder and the
 //! probes are constant; the signal comes from the board: how many checks
 //! the solver has (alone 0.49), the solution's length and naive rank.

@@ -20,8 +20,10 @@ pub fn all() -> Vec<Box<dyn Stage>> {
         Box::new(IngestGames),
         Box::new(Selfplay),
         Box::new(Mine),
+        Box::new(Rate),
         Box::new(Release),
         Box::new(Export),
+        Box::new(Eval),
     ]
 }
 
@@ -202,6 +204,72 @@ impl Stage for Mine {
     }
 }
 
+/// `rate`: engine-estimated ratings for the mined puzzles, from the
+/// committed (or a configured) model fitted on real Lichess puzzles.
+struct Rate;
+
+impl Rate {
+    fn config(ctx: &RunContext) -> crate::rate::RateConfig {
+        crate::rate::RateConfig {
+            seed: ctx.config.pipeline.seed,
+            model: ctx
+                .config
+                .rate
+                .model
+                .as_ref()
+                .map(|m| ctx.config_relative(m)),
+            ..ctx.config.rate.clone()
+        }
+    }
+}
+
+impl Stage for Rate {
+    fn name(&self) -> &'static str {
+        "rate"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!(Self::config(ctx))
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        let mut inputs = stage_files(ctx, "mine", ".puzzles.csv");
+        if let Some(model) = &Self::config(ctx).model {
+            inputs.push(model.clone());
+        }
+        Ok(inputs)
+    }
+
+    fn uses_engine(&self) -> bool {
+        true
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let engine = ctx
+            .engine
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("the rate stage runs without an engine"))?;
+        let config = Self::config(ctx);
+        let mut files = Vec::new();
+        for input in stage_files(ctx, "mine", ".puzzles.csv") {
+            let output = out_dir.join(output_name(&input, ".csv"));
+            let job = crate::rate::RateJob {
+                input: &input,
+                output: &output,
+                calibrate: &[],
+                save_model: None,
+                features_out: None,
+                config: &config,
+                engine: engine.spec.clone(),
+                pool: engine.pool.clone(),
+            };
+            let summary = crate::rate::run_rate_with(&job)?;
+            files.push(json!({"input": input, "summary": summary.json}));
+        }
+        Ok(json!({"inputs": files.len(), "files": files}))
+    }
+}
+
 /// `release`: the stratified, game-grouped train/test split.
 struct Release;
 
@@ -324,5 +392,48 @@ impl Stage for Export {
             done.push(json!({"format": name, "summary": summary.json}));
         }
         Ok(json!({"formats": done.len(), "exports": done}))
+    }
+}
+
+/// `eval`: the fresh test split played by the configured player (a
+/// built-in baseline by default), with its report.
+struct Eval;
+
+impl Stage for Eval {
+    fn name(&self) -> &'static str {
+        "eval"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!({"eval": ctx.config.eval, "seed": ctx.config.pipeline.seed})
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(crate::release::split_files(&ctx.stage_dir("release")))
+    }
+
+    fn uses_engine(&self) -> bool {
+        true
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let args = crate::eval::EvalArgs {
+            set: ctx.stage_dir("release"),
+            model: None,
+            templates: Vec::new(),
+            prompt: None,
+            output: out_dir.to_path_buf(),
+            split: "test".to_string(),
+            repeats: None,
+            seed: Some(ctx.config.pipeline.seed),
+            limit: None,
+            workers: None,
+            config: Some(ctx.config_path.to_path_buf()),
+            retry_failed: false,
+            no_regret: false,
+            engine: ctx.engine.as_ref().map(|e| e.spec.path.clone()),
+            engine_workers: Some(ctx.engine.as_ref().map_or(1, |e| e.pool.workers)),
+        };
+        Ok(crate::eval::run_eval(&args)?.json)
     }
 }

@@ -223,7 +223,10 @@ fn committed_model_rates_and_bad_rows_are_reported_not_fatal() {
         "-o",
         out.to_str().unwrap(),
         "--model",
-        data("rate_model.json").to_str().unwrap(),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models/rate_model.json")
+            .to_str()
+            .unwrap(),
         "--json",
     ]);
     let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON summary");
