@@ -87,11 +87,20 @@ pub fn run_bench_pool(args: &BenchPoolArgs) -> anyhow::Result<Summary> {
     } else {
         0.0
     };
+    // The same ratio over the whole run: every second the engine processes
+    // spent (start-up and `ucinewgame` included) against the wall time
+    // from starting the pool to reaping it.
+    let busy_process = if total_wall > 0.0 {
+        engine_process_cpu / workers as f64 / total_wall
+    } else {
+        0.0
+    };
     let human = format!(
         "bench pool: {} positions x {} nodes on {workers} x {engine_id}\n\
          engine search CPU {engine_cpu:.2} s / process-tree CPU {tree_cpu:.2} s = {cpu_share:.3} (goal >= 0.97)\n\
          engine process CPU (start-up, ucinewgame included) {engine_process_cpu:.2} s / process-tree CPU = {process_share:.3}\n\
-         (engine CPU / {workers}) / search wall {search_wall:.2} s = {busy:.3} (goal >= 0.95); wall incl. start-up {total_wall:.2} s; {:.0} nodes/s",
+         (engine CPU / {workers}) / search wall {search_wall:.2} s = {busy:.3} (goal >= 0.95); wall incl. start-up {total_wall:.2} s; {:.0} nodes/s\n\
+         (engine process CPU / {workers}) / wall incl. start-up = {busy_process:.3}",
         requests.len(),
         args.nodes,
         nodes as f64 / search_wall.max(1e-9)
@@ -110,6 +119,7 @@ pub fn run_bench_pool(args: &BenchPoolArgs) -> anyhow::Result<Summary> {
         "search_wall_seconds": search_wall,
         "total_wall_seconds": total_wall,
         "engine_busy_ratio": busy,
+        "engine_process_busy_ratio": busy_process,
         "nodes": nodes,
         "engines": stats,
     });
