@@ -51,6 +51,25 @@ pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     open_input_with(path, |f| Box::new(f))
 }
 
+/// Skips leading whitespace and returns the first byte of content without
+/// consuming it (`None` for an input with no content): it tells a file's
+/// format (`{` JSON Lines, `[` PGN, else CSV) before a parser takes over.
+pub fn first_content_byte(input: &mut dyn BufRead, path: &Path) -> Result<Option<u8>> {
+    loop {
+        let buffer = input
+            .fill_buf()
+            .with_context(|| format!("reading {}", path.display()))?;
+        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => return Ok(Some(buffer[i])),
+            None if buffer.is_empty() => return Ok(None),
+            None => {
+                let n = buffer.len();
+                input.consume(n);
+            }
+        }
+    }
+}
+
 /// True when the file at `path` starts with the zstd magic number.
 pub fn is_zstd(path: &Path) -> Result<bool> {
     let mut file =

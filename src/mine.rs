@@ -32,7 +32,7 @@
 //! puzzles, earliest first.
 
 use crate::pgn::GameItem;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use shakmaty::fen::Fen;
@@ -332,19 +332,7 @@ pub struct Loaded {
 /// Reads PGN (sniffed by a leading `[`) or puzzle records.
 pub fn load_input(path: &Path) -> Result<Loaded> {
     let mut input = open_input(path)?;
-    let first = loop {
-        let buffer = input
-            .fill_buf()
-            .with_context(|| format!("reading {}", path.display()))?;
-        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
-            Some(i) => break Some(buffer[i]),
-            None if buffer.is_empty() => break None,
-            None => {
-                let n = buffer.len();
-                input.consume(n);
-            }
-        }
-    };
+    let first = crate::fileio::first_content_byte(&mut input, path)?;
     match first {
         None => Err(bad_input(format!("{}: the file is empty", path.display()))),
         Some(b'[') | Some(b'1') => load_pgn(path, input),

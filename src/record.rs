@@ -474,19 +474,7 @@ pub type ReadRow = (u64, std::result::Result<Puzzle, RowError>);
 /// (missing, bad header, corrupt compression) is an error of the call.
 pub fn for_each_row(path: &Path, mut on_row: impl FnMut(ReadRow) -> Result<()>) -> Result<()> {
     let mut input = open_input(path)?;
-    let first = loop {
-        let buffer = input
-            .fill_buf()
-            .with_context(|| format!("reading {}", path.display()))?;
-        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
-            Some(i) => break Some(buffer[i]),
-            None if buffer.is_empty() => break None,
-            None => {
-                let n = buffer.len();
-                input.consume(n);
-            }
-        }
-    };
+    let first = crate::fileio::first_content_byte(&mut input, path)?;
     match first {
         None => Err(bad_input(format!("{}: the file is empty", path.display()))),
         Some(b'{') => {

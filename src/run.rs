@@ -266,10 +266,8 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOu
     // Stage summaries name the files they wrote; name them where they will
     // be once the scratch folder is renamed into place.
     let counts: Value = serde_json::from_str(
-        &serde_json::to_string(&counts)?.replace(
-            &scratch.display().to_string(),
-            &dir.display().to_string(),
-        ),
+        &serde_json::to_string(&counts)?
+            .replace(&scratch.display().to_string(), &dir.display().to_string()),
     )?;
 
     let mut outputs = BTreeMap::new();
