@@ -150,6 +150,11 @@ pub fn mate_check(has_themes: bool, themes_say_mate: bool, board_mate: bool) -> 
 /// interval: 1950 with width 100 is `(1900, 2000]`, 2000 is `(1900, 2000]`.
 pub fn rating_bin(rating: i32, width: i32) -> String {
     let (lower, upper) = rating_bin_edges(rating, width);
+    rating_bin_label(lower, upper)
+}
+
+/// `(lo, hi]` written as pandas writes an interval (the APO files' format).
+pub fn rating_bin_label(lower: i32, upper: i32) -> String {
     format!("({lower}, {upper}]")
 }
 

@@ -6,9 +6,10 @@ use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::derive::rating_bin_edges;
 use crate::fileio::write_atomic;
 use crate::record::Puzzle;
-use crate::split::{CellOutcome, rating_bin};
+use crate::split::CellOutcome;
 
 /// (title, file name under `report/`) of every picture.
 pub const REPORT_PICTURES: [(&str, &str); 4] = [
@@ -52,7 +53,7 @@ fn rating_histogram(train: &[Puzzle], test: &[Puzzle]) -> Result<String> {
     let count = |puzzles: &[Puzzle]| -> BTreeMap<i32, u32> {
         let mut bins = BTreeMap::new();
         for rating in puzzles.iter().filter_map(|p| p.rating) {
-            *bins.entry(rating_bin(rating, WIDTH).0).or_insert(0) += 1;
+            *bins.entry(rating_bin_edges(rating, WIDTH).0).or_insert(0) += 1;
         }
         bins
     };

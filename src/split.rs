@@ -37,6 +37,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::bail_input;
+use crate::derive::{mate_from_themes, rating_bin_edges, rating_bin_label};
 use crate::error::bad_input;
 use crate::fileio::sha256_file;
 use crate::record::{Puzzle, for_each_row, parse_game_url};
@@ -324,7 +325,7 @@ pub struct Cell {
 impl Cell {
     /// The cell a puzzle falls in.
     pub fn of(puzzle: &Puzzle, bin_width: i32) -> Option<Cell> {
-        let (bin_lo, bin_hi) = rating_bin(puzzle.rating?, bin_width);
+        let (bin_lo, bin_hi) = rating_bin_edges(puzzle.rating?, bin_width);
         Some(Cell {
             bin_lo,
             bin_hi,
@@ -353,18 +354,6 @@ impl Cell {
     }
 }
 
-/// The `(lo, hi]` bin of `width` holding `rating` (right-closed like the APO
-/// file's `RatingBin`: 2000 is in `(1900, 2000]`).
-pub fn rating_bin(rating: i32, width: i32) -> (i32, i32) {
-    let hi = (rating + width - 1).div_euclid(width) * width;
-    (hi - width, hi)
-}
-
-/// `(lo, hi]` written as pandas writes an interval.
-pub fn rating_bin_label(lo: i32, hi: i32) -> String {
-    format!("({lo}, {hi}]")
-}
-
 /// True for a mating puzzle: a `Mate` column saying so (`True`/`true`/`1`),
 /// else the `mate` or `mateInN` themes.
 pub fn is_mate(puzzle: &Puzzle) -> bool {
@@ -375,10 +364,7 @@ pub fn is_mate(puzzle: &Puzzle) -> bool {
             _ => {}
         }
     }
-    puzzle
-        .themes
-        .iter()
-        .any(|t| t == "mate" || t.strip_prefix("mateIn").is_some())
+    mate_from_themes(puzzle.themes.iter().map(String::as_str))
 }
 
 /// The source game: the `GameId` column, else the id in the game URL.
@@ -837,7 +823,7 @@ fn read_pool(
                 );
                 return Ok(());
             }
-            let (bin_lo, bin_hi) = rating_bin(rating, config.bin_width);
+            let (bin_lo, bin_hi) = rating_bin_edges(rating, config.bin_width);
             let cell = Cell {
                 bin_lo,
                 bin_hi,

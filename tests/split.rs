@@ -4,8 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use puzzleforge::derive::{rating_bin_edges as rating_bin, rating_bin_label};
 use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
-use puzzleforge::split::{SplitConfig, game_id, rating_bin, rating_bin_label};
+use puzzleforge::split::{SplitConfig, game_id};
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
