@@ -243,15 +243,20 @@ impl DerivedFields {
     /// Writes in place so the ingest's hot loop allocates nothing here.
     pub fn write_column(&self, name: &str, out: &mut Vec<u8>) -> bool {
         use std::io::Write;
+        let mut digits = itoa::Buffer::new();
         let written = match name {
-            "NumMoves" => write!(out, "{}", self.num_moves),
+            "NumMoves" => out.write_all(digits.format(self.num_moves).as_bytes()),
             "Mate" => out.write_all(if self.mate { b"True" } else { b"False" }),
             "MateCheck" => out.write_all(self.mate_check.as_bytes()),
             "RatingBin" | "RatingBin200" => match self.rating {
                 Some(r) => {
                     let width = if name == "RatingBin" { 100 } else { 200 };
                     let (lower, upper) = rating_bin_edges(r, width);
-                    write!(out, "({lower}, {upper}]")
+                    out.push(b'(');
+                    out.extend_from_slice(digits.format(lower).as_bytes());
+                    out.extend_from_slice(b", ");
+                    out.extend_from_slice(digits.format(upper).as_bytes());
+                    out.write_all(b"]")
                 }
                 None => Ok(()),
             },
@@ -261,7 +266,7 @@ impl DerivedFields {
                 None => Ok(()),
             },
             "Ply" => match &self.game {
-                Some((_, Some(ply))) => write!(out, "{ply}"),
+                Some((_, Some(ply))) => out.write_all(digits.format(*ply).as_bytes()),
                 _ => Ok(()),
             },
             _ => return false,

@@ -115,7 +115,7 @@ impl AtomicFile {
         let file = File::create(&temp_path)
             .with_context(|| format!("creating {}", temp_path.display()))?;
         let zstd = name.ends_with(".zst");
-        let buffered = BufWriter::with_capacity(1 << 16, file);
+        let buffered = BufWriter::with_capacity(1 << 16, WritebackFile::new(file));
         let writer: Box<dyn Write + Send> = if zstd {
             Box::new(zstd::stream::write::Encoder::new(buffered, 3)?.auto_finish())
         } else {
@@ -172,6 +172,71 @@ impl Write for AtomicFile {
             Some(w) => w.flush(),
             None => Ok(()),
         }
+    }
+}
+
+/// A file that asks the kernel to start writing its data to disk every few
+/// megabytes (Linux `sync_file_range`, asynchronous), so the sync before the
+/// rename in [`AtomicFile::commit`] finds little left to do instead of the
+/// whole output at once: on a large ingest that final wait was about a
+/// tenth of the run. A hint only: failures are ignored, and other systems
+/// skip it.
+struct WritebackFile {
+    file: File,
+    written: u64,
+    hinted: u64,
+}
+
+impl WritebackFile {
+    /// Bytes between two writeback hints.
+    const HINT_BYTES: u64 = 8 << 20;
+
+    fn new(file: File) -> Self {
+        Self {
+            file,
+            written: 0,
+            hinted: 0,
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn hint_writeback(&mut self) {
+        use std::os::fd::AsRawFd;
+        let (offset, length) = (self.hinted, self.written - self.hinted);
+        let (Ok(offset), Ok(length)) = (i64::try_from(offset), i64::try_from(length)) else {
+            return;
+        };
+        // SAFETY: sync_file_range only reads its integer arguments; the
+        // descriptor is this open file's.
+        unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                offset,
+                length,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+        self.hinted = self.written;
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn hint_writeback(&mut self) {
+        self.hinted = self.written;
+    }
+}
+
+impl Write for WritebackFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.written += n as u64;
+        if self.written - self.hinted >= Self::HINT_BYTES {
+            self.hint_writeback();
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
     }
 }
 

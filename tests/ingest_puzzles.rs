@@ -256,6 +256,48 @@ fn corrupted_rows_are_rejected_by_reason_and_good_rows_kept() {
     assert!(rejected.contains(",utf01,invalid_utf8,"));
 }
 
+/// The CSV writer copies plain cells as they are and quotes the rest by
+/// csv's rule: cells holding a delimiter, a quote or a line break, and
+/// space-runs inside Themes/Moves/OpeningTags, come back exactly as
+/// `Puzzle` reads them, and every other row is byte-identical to the input.
+#[test]
+fn cells_needing_quotes_or_spacing_fixes_round_trip() {
+    let (header, rows) = sample_lines();
+    let mut writer = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    writer.write_record(header.split(',')).unwrap();
+    let mut quoted: Vec<String> = rows[0].split(',').map(str::to_string).collect();
+    quoted[9] = "Sicilian_Defense, \"Najdorf\"\nVariation".to_string();
+    writer.write_record(&quoted).unwrap();
+    let mut spaced: Vec<String> = rows[1].split(',').map(str::to_string).collect();
+    spaced[7] = format!("  {}\t", spaced[7].replace(' ', "   "));
+    writer.write_record(&spaced).unwrap();
+    for row in &rows[2..6] {
+        writer.write_record(row.split(',')).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("quoted.csv");
+    std::fs::write(&input, writer.into_inner().unwrap()).unwrap();
+    let out = dir.path().join("out.csv");
+    let (code, json, stderr) = ingest_cli(&input, &out, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json["written"], 6, "{json}");
+    let puzzles = read_puzzles(&out).unwrap();
+    assert_eq!(
+        puzzles[0].opening_tags,
+        vec!["Sicilian_Defense,", "\"Najdorf\"", "Variation"]
+    );
+    let themes: Vec<&str> = rows[1].split(',').nth(7).unwrap().split(' ').collect();
+    assert_eq!(puzzles[1].themes, themes);
+    // Unchanged rows keep their input bytes, then the derived columns.
+    let written = std::fs::read_to_string(&out).unwrap();
+    for (line, row) in written.lines().skip(3).zip(&rows[2..6]) {
+        assert!(line.starts_with(&format!("{row},")), "{line}");
+        assert!(line.contains(",\"("), "RatingBin is quoted: {line}");
+    }
+}
+
 #[test]
 fn truncated_zstd_is_an_error_naming_the_file_and_leaves_no_output() {
     let dir = tempfile::tempdir().unwrap();

@@ -397,6 +397,31 @@ fn text_cells<'a>(
     Ok(())
 }
 
+/// [`text_cells`] for a whole CSV record: one UTF-8 check over all its
+/// bytes instead of one per cell (a row has 11 short cells); the slow
+/// per-cell path runs only to name the column of a bad row.
+fn record_cells<'a>(
+    layout: &RowLayout,
+    record: &'a csv::ByteRecord,
+    text: &mut Vec<&'a str>,
+) -> std::result::Result<(), RowError> {
+    text.clear();
+    if record.len() == layout.header.len()
+        && let Ok(all) = std::str::from_utf8(record.as_slice())
+    {
+        for i in 0..record.len() {
+            // A cell boundary inside a multi-byte character leaves the
+            // cells invalid although the whole is valid.
+            match record.range(i).and_then(|range| all.get(range)) {
+                Some(cell) => text.push(cell),
+                None => return text_cells(layout, record.iter(), text),
+            }
+        }
+        return Ok(());
+    }
+    text_cells(layout, record.iter(), text)
+}
+
 /// [`check_row`] after the cell count and UTF-8 checks.
 fn check_text_row(layout: &RowLayout, cells: &[&str]) -> std::result::Result<CheckedRow, RowError> {
     let text = |column: usize| -> &str { layout.text(cells, column) };
@@ -544,71 +569,105 @@ impl Batch {
     /// The next record slot to fill (reusing its allocation).
     fn next_slot(&mut self) -> &mut csv::ByteRecord {
         if self.len == self.records.len() {
-            self.records.push(csv::ByteRecord::new());
+            // Room for a whole Lichess row: growing from empty costs a
+            // string of reallocations per new record.
+            self.records.push(csv::ByteRecord::with_capacity(256, 16));
         }
         &mut self.records[self.len]
     }
 }
 
 /// Formats accepted rows into output bytes (CSV or JSON Lines).
+///
+/// CSV rows are assembled field by field: csv's own quoting rule decides
+/// whether a field needs quotes (almost none do), and a field that does not
+/// is copied as it is. Going through `csv::Writer` per field cost about a
+/// tenth of the whole ingest in its per-byte state machine and buffer.
 struct Encoder<'a> {
     layout: &'a RowLayout,
     format: Format,
-    csv: csv::Writer<Vec<u8>>,
-    json: Vec<u8>,
+    bytes: Vec<u8>,
+    /// csv's rule for `QuoteStyle::Necessary` with a `\n` terminator, the
+    /// settings every puzzleforge CSV writer uses.
+    quoting: csv_core::Writer,
     scratch: Vec<u8>,
 }
 
 impl<'a> Encoder<'a> {
-    fn new(layout: &'a RowLayout, format: Format, buffer: Vec<u8>) -> Self {
+    fn new(layout: &'a RowLayout, format: Format, mut buffer: Vec<u8>) -> Self {
+        buffer.clear();
         Self {
             layout,
             format,
-            csv: csv::WriterBuilder::new()
-                .terminator(csv::Terminator::Any(b'\n'))
-                .from_writer(buffer),
-            json: Vec::with_capacity(CHUNK_ROWS * 256),
+            bytes: buffer,
+            quoting: csv_core::WriterBuilder::new()
+                .terminator(csv_core::Terminator::Any(b'\n'))
+                .build(),
             scratch: Vec::new(),
         }
     }
 
-    fn len(&mut self) -> usize {
-        match self.format {
-            Format::Csv => {
-                // Flushing into a Vec cannot fail.
-                let _ = self.csv.flush();
-                self.csv.get_ref().len()
-            }
-            Format::Jsonl => self.json.len(),
-        }
-    }
-
-    fn into_bytes(mut self) -> Vec<u8> {
-        match self.format {
-            Format::Csv => {
-                let _ = self.csv.flush();
-                self.csv.into_inner().unwrap_or_default()
-            }
-            Format::Jsonl => self.json,
-        }
+    fn into_bytes(self) -> Vec<u8> {
+        self.bytes
     }
 
     /// Appends one row; returns the span of its bytes.
-    fn encode(&mut self, cells: &[&str], row: &CheckedRow) -> Result<std::ops::Range<usize>> {
-        let start = self.len();
+    fn encode(
+        &mut self,
+        record: &[u8],
+        cells: &[&str],
+        row: &CheckedRow,
+    ) -> Result<std::ops::Range<usize>> {
+        let start = self.bytes.len();
         match self.format {
-            Format::Csv => self.encode_csv(cells, row)?,
+            Format::Csv => self.encode_csv(record, cells, row),
             Format::Jsonl => self.encode_jsonl(cells, row)?,
         }
-        Ok(start..self.len())
+        Ok(start..self.bytes.len())
     }
 
-    fn encode_csv(&mut self, cells: &[&str], row: &CheckedRow) -> Result<()> {
+    /// Appends a field (after a delimiter unless it is the row's first);
+    /// `quoting` is `None` for a field known to need no quotes.
+    fn push_field(
+        bytes: &mut Vec<u8>,
+        quoting: Option<&csv_core::Writer>,
+        field: &[u8],
+        first: bool,
+    ) {
+        if !first {
+            bytes.push(b',');
+        }
+        if !quoting.is_some_and(|q| q.should_quote(field)) {
+            bytes.extend_from_slice(field);
+            return;
+        }
+        bytes.push(b'"');
+        let mut input = field;
+        let mut block = [0u8; 256];
+        loop {
+            let (result, read, written) = csv_core::quote(input, &mut block, b'"', b'\\', true);
+            bytes.extend_from_slice(&block[..written]);
+            input = &input[read..];
+            if result == csv_core::WriteResult::InputEmpty {
+                break;
+            }
+        }
+        bytes.push(b'"');
+    }
+
+    fn encode_csv(&mut self, record: &[u8], cells: &[&str], row: &CheckedRow) {
         let layout = self.layout;
+        let bytes = &mut self.bytes;
+        // The bytes csv quotes for (delimiter, quote, the `\n` terminator)
+        // are absent from nearly every row: one scan of the whole row then
+        // settles every input cell at once.
+        let plain = memchr::memchr3(b',', b'"', b'\n', record).is_none();
+        let quoting = if plain { None } else { Some(&self.quoting) };
         for column in 0..LICHESS_COLUMNS.len() {
             let cell = layout.text(cells, column).as_bytes();
+            let first = column == 0;
             match column {
-                MOVES | THEMES | OPENING_TAGS => {
+                MOVES | THEMES | OPENING_TAGS if !is_single_spaced(cell) => {
                     // Normalise whitespace as Puzzle does: single spaces.
                     self.scratch.clear();
                     for word in cell
@@ -620,33 +679,32 @@ impl<'a> Encoder<'a> {
                         }
                         self.scratch.extend_from_slice(word);
                     }
-                    self.csv.write_field(&self.scratch)?;
+                    Self::push_field(bytes, quoting, &self.scratch, first);
                 }
-                _ => self.csv.write_field(cell.trim_ascii())?,
+                MOVES | THEMES | OPENING_TAGS => Self::push_field(bytes, quoting, cell, first),
+                _ => Self::push_field(bytes, quoting, cell.trim_ascii(), first),
             }
         }
         for extra in &layout.extra {
             match extra {
-                ExtraCell::Input(i) => self.csv.write_field(cells[*i])?,
+                ExtraCell::Input(i) => {
+                    Self::push_field(bytes, quoting, cells[*i].as_bytes(), false)
+                }
                 ExtraCell::Derived(name) => {
                     self.scratch.clear();
                     row.derived.write_column(name, &mut self.scratch);
-                    self.csv.write_field(&self.scratch)?
+                    Self::push_field(bytes, Some(&self.quoting), &self.scratch, false);
                 }
                 ExtraCell::Source(input) => {
                     let value = input
                         .map(|i| cells[i].trim_ascii().as_bytes())
                         .unwrap_or(b"");
-                    if value.is_empty() {
-                        self.csv.write_field(b"lichess")?
-                    } else {
-                        self.csv.write_field(value)?
-                    }
+                    let value: &[u8] = if value.is_empty() { b"lichess" } else { value };
+                    Self::push_field(bytes, quoting, value, false);
                 }
             }
         }
-        self.csv.write_record(None::<&[u8]>)?;
-        Ok(())
+        bytes.push(b'\n');
     }
 
     fn encode_jsonl(&mut self, cells: &[&str], row: &CheckedRow) -> Result<()> {
@@ -656,10 +714,24 @@ impl<'a> Encoder<'a> {
             .parse_row(cells)
             .map_err(|e| anyhow::anyhow!("re-reading a checked row: {e}"))?;
         derive::apply_derived(&mut puzzle, &row.derived, "lichess");
-        serde_json::to_writer(&mut self.json, &puzzle.to_json())?;
-        self.json.push(b'\n');
+        serde_json::to_writer(&mut self.bytes, &puzzle.to_json())?;
+        self.bytes.push(b'\n');
         Ok(())
     }
+}
+
+/// True when a space-separated cell is already as `Puzzle` writes it:
+/// words separated by single spaces, none at either end.
+fn is_single_spaced(cell: &[u8]) -> bool {
+    let mut after_space = true;
+    for &b in cell {
+        let space = b == b' ';
+        if (space && after_space) || (!space && b.is_ascii_whitespace()) {
+            return false;
+        }
+        after_space = space;
+    }
+    cell.is_empty() || !after_space
 }
 
 fn process_chunk(
@@ -676,7 +748,7 @@ fn process_chunk(
         .lock()
         .ok()
         .and_then(|mut pool| pool.pop())
-        .unwrap_or_else(|| Vec::with_capacity(CHUNK_ROWS * 256));
+        .unwrap_or_else(|| Vec::with_capacity(CHUNK_ROWS * 512));
     let mut encoder = Encoder::new(layout, format, buffer);
     let mut rows = Vec::with_capacity(records.len());
     let mut cells: Vec<&str> = Vec::with_capacity(layout.header.len());
@@ -685,15 +757,15 @@ fn process_chunk(
             rows.push(RowOutcome::Rejected(error.clone()));
             continue;
         }
-        let checked = text_cells(layout, record.iter(), &mut cells)
-            .and_then(|()| check_text_row(layout, &cells));
+        let checked =
+            record_cells(layout, record, &mut cells).and_then(|()| check_text_row(layout, &cells));
         let outcome = match checked {
             Err(error) => RowOutcome::Rejected(error),
             Ok(row) => {
                 let themes = layout.text(&cells, THEMES);
                 let kept = match filter_out(config, &row, themes) {
                     Some(filter) => Err(filter),
-                    None => Ok(encoder.encode(&cells, &row)?),
+                    None => Ok(encoder.encode(record.as_slice(), &cells, &row)?),
                 };
                 RowOutcome::Valid {
                     id: id_key(layout.text(&cells, ID).trim_ascii().as_bytes()),
@@ -934,9 +1006,19 @@ impl Committer<'_> {
         }
     }
 
+    fn flush(&mut self, bytes: &[u8], run: Option<std::ops::Range<usize>>) -> Result<()> {
+        if let Some(run) = run {
+            self.out
+                .write_all(&bytes[run])
+                .with_context(|| format!("writing {}", self.output.display()))?;
+        }
+        Ok(())
+    }
+
     fn take(&mut self, batch: &Batch, chunks: &[ChunkOut]) -> Result<()> {
         let mut row_index = 0;
         for chunk in chunks {
+            let mut pending: Option<std::ops::Range<usize>> = None;
             for outcome in &chunk.rows {
                 let line = batch.lines[row_index];
                 let record = &batch.records[row_index];
@@ -974,13 +1056,20 @@ impl Committer<'_> {
                             .or_default() += 1;
                     }
                     Ok(span) => {
-                        let bytes = &chunk.bytes[span.clone()];
                         match self.reservoir.as_mut() {
-                            Some(reservoir) => reservoir.offer(self.kept_index, bytes),
+                            Some(reservoir) => {
+                                reservoir.offer(self.kept_index, &chunk.bytes[span.clone()])
+                            }
                             None => {
-                                self.out.write_all(bytes).with_context(|| {
-                                    format!("writing {}", self.output.display())
-                                })?;
+                                // Kept rows of a chunk are mostly one run of
+                                // bytes: write runs, not rows.
+                                match &mut pending {
+                                    Some(run) if run.end == span.start => run.end = span.end,
+                                    _ => {
+                                        self.flush(&chunk.bytes, pending.take())?;
+                                        pending = Some(span.clone());
+                                    }
+                                }
                                 self.stats.written += 1;
                             }
                         }
@@ -988,6 +1077,7 @@ impl Committer<'_> {
                     }
                 }
             }
+            self.flush(&chunk.bytes, pending)?;
         }
         Ok(())
     }
