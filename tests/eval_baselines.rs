@@ -115,6 +115,70 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
     assert_eq!(overall[0]["metric"], "puzzle_accuracy");
     assert!(overall[0]["welch"]["p_one_sided"].as_f64().unwrap() < 0.01);
     assert!(dir.path().join("cmp/compare.md").exists());
+    let picture =
+        std::fs::read_to_string(dir.path().join("cmp/illegal_rate_by_template.svg")).unwrap();
+    assert!(picture.starts_with("<svg"));
+    assert!(
+        picture.contains("A: none") && picture.contains("B: none"),
+        "baselines use no template"
+    );
+}
+
+/// `engine:stockfish?elo=E` replays Stockfish 15.1's skill rule with the
+/// run's seed: the same seed gives the same answers, another seed other
+/// answers, and the weak player scores below the full-strength one.
+#[test]
+fn elo_limited_engine_is_reproducible_per_seed() {
+    assert!(
+        Path::new("/usr/games/stockfish").exists(),
+        "Stockfish is required at /usr/games/stockfish"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let puzzles = read_puzzles(Path::new("tests/data/lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let set = dir.path().join("set.csv");
+    write_puzzles(&set, &puzzles[100..130]).unwrap();
+    let set = set.to_str().unwrap();
+    let config = dir.path().join("pipeline.toml");
+    std::fs::write(
+        &config,
+        "[eval.regret]\nenabled = false\n[eval.engine]\nworkers = 2\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let run = |name: &str, model: &str, seed: &str| {
+        let out = dir.path().join(name);
+        let summary = puzzleforge(&[
+            "eval",
+            set,
+            "--model",
+            model,
+            "--config",
+            config,
+            "--seed",
+            seed,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let played: Vec<serde_json::Value> = std::fs::read_to_string(out.join("positions.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["played"].clone())
+            .collect();
+        (summary, played)
+    };
+    let (weak, first) = run("weak-a", "engine:stockfish?elo=1350", "1");
+    let (_, again) = run("weak-b", "engine:stockfish?elo=1350", "1");
+    let (_, other_seed) = run("weak-c", "engine:stockfish?elo=1350", "2");
+    assert_eq!(first, again, "same seed, same moves");
+    assert_ne!(first, other_seed, "the seed drives the weakened choice");
+    let (strong, _) = run("strong", "engine:stockfish?nodes=100000", "1");
+    let weak_acc = weak["position_accuracy"].as_f64().unwrap();
+    let strong_acc = strong["position_accuracy"].as_f64().unwrap();
+    assert!(
+        weak_acc < strong_acc,
+        "Elo 1350 {weak_acc} vs full strength {strong_acc}"
+    );
+    assert_eq!(weak["illegal_rate"], 0.0);
 }
 
 #[test]

@@ -333,8 +333,7 @@ impl ChatClient {
             .headers()
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+            .and_then(|value| parse_retry_after(value, std::time::SystemTime::now()));
         let text = match response.into_body().read_to_string() {
             Ok(text) => text,
             Err(error) => {
@@ -365,6 +364,17 @@ impl ChatClient {
             },
         }
     }
+}
+
+/// A `Retry-After` value (RFC 9110): delay seconds, or an HTTP date, which
+/// counts from `now` (a date already past means no wait).
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 fn snippet(text: &str) -> String {
@@ -443,6 +453,22 @@ mod tests {
             "https://openrouter.ai/api/v1/chat/completions"
         );
         assert!(parse_openai_spec("openai:gpt").is_err());
+    }
+
+    #[test]
+    fn retry_after_seconds_and_http_dates() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT").unwrap();
+        assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2026 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2026 07:27:00 GMT", now),
+            Some(Duration::ZERO),
+            "a date in the past: retry now"
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
     }
 
     #[test]

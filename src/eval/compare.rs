@@ -206,7 +206,7 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
     table(&mut md, &overall);
     for (dimension, by_cell) in &cells {
         let _ = writeln!(md, "\n## By {}\n", dimension.replace('_', " "));
-        for (cell, diffs) in by_cell {
+        for (cell, diffs) in metrics::ordered_cells(dimension, by_cell) {
             let _ = writeln!(md, "### {cell}\n");
             table(&mut md, diffs);
         }
@@ -218,10 +218,39 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
             (serde_json::to_string_pretty(&json)? + "\n").as_bytes(),
         )?;
         write_atomic(&out.join("compare.md"), md.as_bytes())?;
+        illegal_rate_picture(&out.join("illegal_rate_by_template.svg"), &a, &b, width)?;
     }
     let mut human = String::new();
     table(&mut human, &overall);
     Ok(Summary::new(human, json))
+}
+
+/// Illegal-move rate of every template in both runs, side by side: the
+/// picture that shows whether a prompt change made the model invent moves.
+fn illegal_rate_picture(
+    path: &Path,
+    a: &[PositionRecord],
+    b: &[PositionRecord],
+    width: i32,
+) -> Result<()> {
+    let mut labels = Vec::new();
+    let mut values = Vec::new();
+    for (run, records) in [("A", a), ("B", b)] {
+        for (template, rs) in group(records, "template", width) {
+            labels.push(format!("{run}: {template}"));
+            values.push(mean(&Samples::of(&rs).illegal).unwrap_or(0.0));
+        }
+    }
+    let top = values.iter().cloned().fold(0.0, f64::max).max(0.05) * 1.15;
+    super::report::bar_chart(
+        path,
+        "Illegal-move rate by template, run A and run B",
+        &labels,
+        &values,
+        None,
+        top.min(1.0),
+        "illegal rate",
+    )
 }
 
 #[cfg(test)]

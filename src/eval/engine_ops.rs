@@ -7,6 +7,7 @@
 //! answer 200,000 cp (the APO paper's penalties). No-answers get none.
 
 use anyhow::Result;
+use rand::SeedableRng;
 use shakmaty::Position;
 use std::collections::BTreeMap;
 
@@ -48,24 +49,39 @@ fn search(
 }
 
 /// The engine baseline's answers: its best move at the given strength.
-/// With `elo`, Stockfish's own UCI_LimitStrength weakening is used, which
-/// is not reproducible (the report says so).
+/// With `elo`, the move comes from our seeded copy of Stockfish 15.1's own
+/// strength limit ([`crate::weaken`], as self-play uses): the engine's
+/// `UCI_LimitStrength` draws from a clock-seeded generator and could never
+/// be repeated. Each answer draws from (seed, repeat, position), so it does
+/// not depend on the template order or on which engine served it.
 pub fn engine_answers(
     pool: &EnginePool,
     elo: Option<u32>,
     limit: Limit,
+    seed: u64,
     tasks: &[PositionTask],
     jobs: &[Job],
 ) -> Result<Vec<Answer>> {
-    pool.map(jobs, |session, _, job| {
-        if let Some(elo) = elo {
-            session.set_option("UCI_LimitStrength", "true")?;
-            session.set_option("UCI_Elo", &elo.to_string())?;
+    let level = match elo {
+        Some(elo) => {
+            let elo = i32::try_from(elo).unwrap_or(i32::MAX);
+            crate::weaken::check_elo(elo, "the engine player's")?;
+            Some(crate::weaken::skill_level(elo)?)
         }
+        None => None,
+    };
+    pool.map(jobs, |session, _, job| {
         let fen = fen_of(&tasks[job.task].position);
-        let result = search(session, &fen, Vec::new(), limit)?;
+        let reply = match level {
+            Some(level) => {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                rng.set_stream((u64::from(job.repeat) << 32) | job.task as u64);
+                crate::selfplay::weakened_move(session, (&fen, &[]), level, &mut rng)?
+            }
+            None => search(session, &fen, Vec::new(), limit)?.best_move,
+        };
         Ok(Answer {
-            reply: result.best_move,
+            reply,
             ..Default::default()
         })
     })

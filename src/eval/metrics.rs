@@ -198,16 +198,34 @@ pub fn cells_of(record: &PositionRecord, dimension: &str, rating_bin_width: i32)
     }
 }
 
-/// `"1400-1499"` style label (zero-padded so labels sort by rating).
+/// The rating cell of a position: the release's own bin label, `(1400, 1500]`
+/// (see [`crate::derive::rating_bin`]), so eval breakdowns line up with the
+/// release's cells.
 pub fn rating_bin(rating: Option<i32>, width: i32) -> String {
     match rating {
         None => "unrated".into(),
-        Some(r) => {
-            let width = width.max(1);
-            let low = r.div_euclid(width) * width;
-            format!("{low:04}-{:04}", low + width - 1)
-        }
+        Some(r) => crate::derive::rating_bin(r, width),
     }
+}
+
+/// The cells of a breakdown in reading order: rating bins by rating (their
+/// labels do not sort as text: `(900, 1000]` comes before `(1000, 1100]`),
+/// everything else by name.
+pub fn ordered_cells<'a, T>(
+    dimension: &str,
+    cells: &'a BTreeMap<String, T>,
+) -> Vec<(&'a String, &'a T)> {
+    let mut ordered: Vec<(&String, &T)> = cells.iter().collect();
+    if dimension == "rating_bin" {
+        ordered.sort_by_key(|(cell, _)| {
+            cell.trim_start_matches('(')
+                .split(',')
+                .next()
+                .and_then(|lower| lower.trim().parse::<i64>().ok())
+                .unwrap_or(i64::MAX)
+        });
+    }
+    ordered
 }
 
 /// Groups records by the cells of one dimension (sorted by cell name).
@@ -288,7 +306,22 @@ mod tests {
         assert_eq!(b.overall.illegal_rate, 0.25);
         assert_eq!(b.overall.median_regret, Some(0.0));
         assert!((b.overall.puzzle_accuracy_se - 0.3535).abs() < 1e-3);
-        assert_eq!(b.by["rating_bin"].keys().collect::<Vec<_>>(), ["1400-1499"]);
+        assert_eq!(
+            b.by["rating_bin"].keys().collect::<Vec<_>>(),
+            ["(1400, 1500]"]
+        );
+        let mut bins = BTreeMap::new();
+        for label in ["(1000, 1100]", "(900, 1000]", "unrated", "(2000, 2100]"] {
+            bins.insert(label.to_string(), ());
+        }
+        let order: Vec<&String> = ordered_cells("rating_bin", &bins)
+            .into_iter()
+            .map(|(cell, _)| cell)
+            .collect();
+        assert_eq!(
+            order,
+            ["(900, 1000]", "(1000, 1100]", "(2000, 2100]", "unrated"]
+        );
         assert_eq!(b.by["move_index"]["02"].puzzle_accuracy, 0.5);
     }
 }

@@ -344,14 +344,14 @@ fn engine_answers(
         return Err(anyhow::anyhow!("not an engine player"));
     };
     let pool = engine_ops::start_pool(config, &args.engine_args())?;
-    if elo.is_some() {
-        notes.push(
-            "engine baseline weakened with Stockfish's UCI_LimitStrength/UCI_Elo: not reproducible"
-                .into(),
-        );
+    if let Some(elo) = elo {
+        notes.push(format!(
+            "engine baseline at Elo {elo}: Stockfish 15.1's skill rule replayed with the run's seed \
+             (MultiPV 4 to the skill's depth; nodes/depth apply only at full strength)"
+        ));
     }
     let limit = engine_ops::limit_of(*nodes, *depth, config.engine_player_nodes);
-    let answers = engine_ops::engine_answers(&pool, *elo, limit, tasks, jobs)?;
+    let answers = engine_ops::engine_answers(&pool, *elo, limit, config.seed, tasks, jobs)?;
     Ok((answers, 0, Some(pool.engine_id().to_string())))
 }
 

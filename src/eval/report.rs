@@ -287,7 +287,7 @@ fn markdown(
             md,
             "| {dimension} | puzzles | puzzle acc. | ± se | positions | position acc. | illegal | unparseable | mean regret | median regret |\n|---|---|---|---|---|---|---|---|---|---|"
         );
-        for (cell, m) in cells {
+        for (cell, m) in metrics::ordered_cells(dimension, cells) {
             let _ = writeln!(
                 md,
                 "| {cell} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -320,10 +320,11 @@ const REGRET_BINS: [(f64, &str); 8] = [
 ];
 
 fn draw_pictures(dir: &Path, b: &Breakdowns, records: &[PositionRecord]) -> Result<()> {
-    let rating = b.by.get("rating_bin").cloned().unwrap_or_default();
-    let labels: Vec<String> = rating.keys().cloned().collect();
-    let values: Vec<f64> = rating.values().map(|m| m.puzzle_accuracy).collect();
-    let errors: Vec<f64> = rating.values().map(|m| m.puzzle_accuracy_se).collect();
+    let rating_cells = b.by.get("rating_bin").cloned().unwrap_or_default();
+    let rating = metrics::ordered_cells("rating_bin", &rating_cells);
+    let labels: Vec<String> = rating.iter().map(|(cell, _)| (*cell).clone()).collect();
+    let values: Vec<f64> = rating.iter().map(|(_, m)| m.puzzle_accuracy).collect();
+    let errors: Vec<f64> = rating.iter().map(|(_, m)| m.puzzle_accuracy_se).collect();
     bar_chart(
         &dir.join("accuracy_by_rating.svg"),
         "Puzzle accuracy by rating (± 1 se)",
@@ -379,7 +380,7 @@ fn draw_pictures(dir: &Path, b: &Breakdowns, records: &[PositionRecord]) -> Resu
 }
 
 /// A bar chart with optional ± error bars, as an SVG file.
-fn bar_chart(
+pub fn bar_chart(
     path: &Path,
     title: &str,
     labels: &[String],
