@@ -25,6 +25,36 @@ pub const DERIVED_COLUMNS: [&str; 9] = [
     "Source",
 ];
 
+/// A derived column other than `Source` (which the stage sets), so hot
+/// loops match a name once per file instead of once per row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DerivedColumn {
+    NumMoves,
+    Mate,
+    MateCheck,
+    RatingBin,
+    RatingBin200,
+    Phase,
+    GameId,
+    Ply,
+}
+
+impl DerivedColumn {
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "NumMoves" => Self::NumMoves,
+            "Mate" => Self::Mate,
+            "MateCheck" => Self::MateCheck,
+            "RatingBin" => Self::RatingBin,
+            "RatingBin200" => Self::RatingBin200,
+            "Phase" => Self::Phase,
+            "GameId" => Self::GameId,
+            "Ply" => Self::Ply,
+            _ => return None,
+        })
+    }
+}
+
 /// Game phase of a puzzle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -240,39 +270,55 @@ impl DerivedFields {
 
     /// Appends the value of a derived column (one of [`DERIVED_COLUMNS`]
     /// but `Source`, which the stage sets) to `out`; false for other names.
-    /// Writes in place so the ingest's hot loop allocates nothing here.
     pub fn write_column(&self, name: &str, out: &mut Vec<u8>) -> bool {
-        use std::io::Write;
+        match DerivedColumn::from_name(name) {
+            Some(column) => {
+                self.write(column, out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Appends one derived value to `out`, in place: the ingest's hot loop
+    /// allocates nothing here.
+    pub fn write(&self, column: DerivedColumn, out: &mut Vec<u8>) {
         let mut digits = itoa::Buffer::new();
-        let written = match name {
-            "NumMoves" => out.write_all(digits.format(self.num_moves).as_bytes()),
-            "Mate" => out.write_all(if self.mate { b"True" } else { b"False" }),
-            "MateCheck" => out.write_all(self.mate_check.as_bytes()),
-            "RatingBin" | "RatingBin200" => match self.rating {
-                Some(r) => {
-                    let width = if name == "RatingBin" { 100 } else { 200 };
+        match column {
+            DerivedColumn::NumMoves => {
+                out.extend_from_slice(digits.format(self.num_moves).as_bytes())
+            }
+            DerivedColumn::Mate => {
+                out.extend_from_slice(if self.mate { b"True" } else { b"False" })
+            }
+            DerivedColumn::MateCheck => out.extend_from_slice(self.mate_check.as_bytes()),
+            DerivedColumn::RatingBin | DerivedColumn::RatingBin200 => {
+                if let Some(r) = self.rating {
+                    let width = if column == DerivedColumn::RatingBin {
+                        100
+                    } else {
+                        200
+                    };
                     let (lower, upper) = rating_bin_edges(r, width);
                     out.push(b'(');
                     out.extend_from_slice(digits.format(lower).as_bytes());
                     out.extend_from_slice(b", ");
                     out.extend_from_slice(digits.format(upper).as_bytes());
-                    out.write_all(b"]")
+                    out.push(b']');
                 }
-                None => Ok(()),
-            },
-            "Phase" => out.write_all(self.phase.as_str().as_bytes()),
-            "GameId" => match &self.game {
-                Some((id, _)) => out.write_all(id.as_bytes()),
-                None => Ok(()),
-            },
-            "Ply" => match &self.game {
-                Some((_, Some(ply))) => out.write_all(digits.format(*ply).as_bytes()),
-                _ => Ok(()),
-            },
-            _ => return false,
-        };
-        // Writing into a Vec cannot fail.
-        written.is_ok()
+            }
+            DerivedColumn::Phase => out.extend_from_slice(self.phase.as_str().as_bytes()),
+            DerivedColumn::GameId => {
+                if let Some((id, _)) = &self.game {
+                    out.extend_from_slice(id.as_bytes());
+                }
+            }
+            DerivedColumn::Ply => {
+                if let Some((_, Some(ply))) = &self.game {
+                    out.extend_from_slice(digits.format(*ply).as_bytes());
+                }
+            }
+        }
     }
 
     /// The value of a derived column (one of [`DERIVED_COLUMNS`] but

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use crate::derive::{self, DERIVED_COLUMNS, DerivedFields};
+use crate::derive::{self, DERIVED_COLUMNS, DerivedColumn, DerivedFields};
 use crate::error::bad_input;
 use crate::fileio::{AtomicFile, open_input_with};
 use crate::record::{self, Format, Header, LICHESS_COLUMNS, RowError};
@@ -265,7 +265,7 @@ enum ExtraCell {
     /// An input column copied unchanged.
     Input(usize),
     /// A derived column (replacing an input column of that name, if any).
-    Derived(&'static str),
+    Derived(DerivedColumn),
     /// `Source`: the input's value when it has one, else ours.
     Source(Option<usize>),
 }
@@ -303,20 +303,21 @@ impl RowLayout {
             if LICHESS_COLUMNS.contains(&name.as_str()) {
                 continue;
             }
-            let cell = match DERIVED_COLUMNS.iter().find(|d| **d == name) {
-                Some(&"Source") => ExtraCell::Source(Some(i)),
-                Some(derived) => ExtraCell::Derived(derived),
-                None => ExtraCell::Input(i),
+            let cell = if name == "Source" {
+                ExtraCell::Source(Some(i))
+            } else if let Some(derived) = DerivedColumn::from_name(name) {
+                ExtraCell::Derived(derived)
+            } else {
+                ExtraCell::Input(i)
             };
             extra.push(cell);
             extra_names.push(name.clone());
         }
         for derived in DERIVED_COLUMNS {
             if header.position(derived).is_none() {
-                extra.push(if derived == "Source" {
-                    ExtraCell::Source(None)
-                } else {
-                    ExtraCell::Derived(derived)
+                extra.push(match DerivedColumn::from_name(derived) {
+                    Some(column) => ExtraCell::Derived(column),
+                    None => ExtraCell::Source(None),
                 });
                 extra_names.push(derived.to_string());
             }
@@ -690,10 +691,19 @@ impl<'a> Encoder<'a> {
                 ExtraCell::Input(i) => {
                     Self::push_field(bytes, quoting, cells[*i].as_bytes(), false)
                 }
-                ExtraCell::Derived(name) => {
-                    self.scratch.clear();
-                    row.derived.write_column(name, &mut self.scratch);
-                    Self::push_field(bytes, Some(&self.quoting), &self.scratch, false);
+                ExtraCell::Derived(column) => {
+                    // Written in place; only the rating bins, `(1400, 1500]`,
+                    // need quotes, and they get them by the general rule.
+                    bytes.push(b',');
+                    let start = bytes.len();
+                    row.derived.write(*column, bytes);
+                    if self.quoting.should_quote(&bytes[start..]) {
+                        self.scratch.clear();
+                        self.scratch.extend_from_slice(&bytes[start..]);
+                        bytes.truncate(start);
+                        bytes.pop();
+                        Self::push_field(bytes, Some(&self.quoting), &self.scratch, false);
+                    }
                 }
                 ExtraCell::Source(input) => {
                     let value = input
