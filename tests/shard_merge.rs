@@ -21,6 +21,29 @@ fn puzzle_slice(dir: &Path, rows: usize) -> PathBuf {
     path
 }
 
+/// The bundled real Lichess game twice (the copy under another game id),
+/// without its `[%eval]` comments so that `ingest_games` passes every
+/// position on (`all_positions`). Mining gives puzzles late in the game, so
+/// each of two shards mines some, and the copy's repeat the original's
+/// positions, so the merge must drop them as a single run does.
+fn games_twice(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(data("lichess_game_export_ZlCTzfMG_eval_clk.pgn")).unwrap();
+    let mut plain = String::new();
+    let mut depth = 0;
+    for c in text.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let game = plain.trim().to_string() + "\n\n";
+    let path = dir.join("lichess_games.pgn");
+    std::fs::write(&path, format!("{game}{}", game.replace("ZlCTzfMG", "ZlCTzfMH"))).unwrap();
+    path
+}
+
 /// A small pipeline writing under `dir/<output_dir>`; `stages` and `extra`
 /// (appended TOML) vary by test.
 fn write_config(dir: &Path, name: &str, output_dir: &str, stages: &str, extra: &str) -> PathBuf {
@@ -40,16 +63,16 @@ workers = 2
 puzzles = ["{puzzles}"]
 games = ["{games}"]
 
+[ingest.games]
+all_positions = true
+
 [selfplay]
 games = 6
-chaos_white_elo = [1350, 1500]
-chaos_black_elo = [1350, 1400]
-max_plies = 70
+max_plies = 60
 
 [mine]
 nodes = 20000
 shallow_depth = 5
-min_fullmove = 8
 max_per_game = 2
 
 [rate]
@@ -69,7 +92,7 @@ split = "both"
 {extra}
 "#,
         puzzles = puzzle_slice(dir, 60).display(),
-        games = data("lichess_game_export_ZlCTzfMG_eval_clk.pgn").display(),
+        games = games_twice(dir).display(),
         model = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("models/rate_model.json")
             .display(),
@@ -167,8 +190,10 @@ fn two_shards_merged_are_byte_identical_to_one_run() {
         assert_eq!(manifest["shard"], serde_json::json!({"index": index, "count": 2}));
         assert!(!root.join("release").exists(), "release is left for merge");
         // Each shard mines something, or the comparison proves little.
-        let mined = csv_rows(&root.join("mine/games.puzzles.csv"));
-        assert!(mined > 0, "{shard} mined no self-play puzzle");
+        // (Short self-play games rarely hold an Epoch puzzle; the game
+        // candidates do.)
+        let mined = csv_rows(&root.join("mine/lichess_games.puzzles.csv"));
+        assert!(mined > 0, "{shard} mined no puzzle");
         let games = std::fs::read_to_string(root.join("selfplay/games.pgn")).unwrap();
         assert_eq!(games.matches("[Round ").count(), 3, "{shard}");
     }
@@ -211,7 +236,14 @@ fn two_shards_merged_are_byte_identical_to_one_run() {
             );
         }
     }
-    assert!(csv_rows(&a.join("rate/games.puzzles.csv")) > 0);
+    // The copy's puzzles, mined by shard 1, repeat shard 0's positions:
+    // the merge dropped them as the single run did.
+    let single = csv_rows(&a.join("rate/lichess_games.puzzles.csv"));
+    let sharded: usize = shard_dirs
+        .iter()
+        .map(|s| csv_rows(&dir.path().join(s).join("rate/lichess_games.puzzles.csv")))
+        .sum();
+    assert!(single > 0 && sharded > single, "{single} {sharded}");
 
     // The merged stages carry the fingerprints `run` computes: a run into
     // the merged release skips every stage.
