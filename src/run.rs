@@ -200,13 +200,16 @@ pub(crate) fn configured_stages(
     Ok(stages)
 }
 
+/// Stages in run order.
+pub(crate) type Stages = Vec<Box<dyn Stage>>;
+
 /// Splits the configured stages into those a shard runs (ingest, selfplay,
 /// mine, rate) and those left for `merge`; a sliced stage after one left
 /// for merge cannot be sliced.
 pub(crate) fn split_sharded(
-    stages: Vec<Box<dyn Stage>>,
+    stages: Stages,
     config_path: &Path,
-) -> Result<(Vec<Box<dyn Stage>>, Vec<Box<dyn Stage>>)> {
+) -> Result<(Stages, Stages)> {
     let mut sharded = Vec::new();
     let mut rest: Vec<Box<dyn Stage>> = Vec::new();
     for stage in stages {

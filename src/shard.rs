@@ -37,7 +37,8 @@ use crate::summary::Summary;
 
 /// The stages `run --shard` runs, in pipeline order; the others are left
 /// for `merge`.
-pub const SHARDED_STAGES: [&str; 5] = ["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate"];
+pub const SHARDED_STAGES: [&str; 5] =
+    ["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate"];
 
 /// Slice `index` of `count` (`--shard I/N`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,13 +170,16 @@ fn open_shard(dir: &Path, stages: &[&str]) -> Result<ShardDir> {
         })?;
         let manifest: Value = serde_json::from_str(&text)
             .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
-        let this = manifest.get("shard").and_then(Shard::from_json).ok_or_else(|| {
-            bad_input(format!(
-                "{}: no \"shard\" record: {} was not written by `run --shard`",
-                path.display(),
-                dir.display()
-            ))
-        })?;
+        let this = manifest
+            .get("shard")
+            .and_then(Shard::from_json)
+            .ok_or_else(|| {
+                bad_input(format!(
+                    "{}: no \"shard\" record: {} was not written by `run --shard`",
+                    path.display(),
+                    dir.display()
+                ))
+            })?;
         if shard.is_some_and(|s| s != this) {
             return Err(bad_input(format!(
                 "{}: stages of different shards in one folder ({} says {}/{})",
@@ -397,10 +401,7 @@ fn merge_stage(
                 let mut merged = Vec::new();
                 for (shard, kept_rows) in shards.iter().zip(kept_rows) {
                     let rows = read_puzzles(&shard.file(stage, name))?;
-                    merged.extend(
-                        rows.into_iter()
-                            .filter(|p| kept_rows.contains(&row_key(p))),
-                    );
+                    merged.extend(rows.into_iter().filter(|p| kept_rows.contains(&row_key(p))));
                 }
                 let mut writer = PuzzleWriter::create(&target, &extra_columns_of(&merged))?;
                 for puzzle in &merged {
@@ -529,7 +530,9 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
             name,
             if unchanged { "skipped" } else { "merged" }
         ));
-        report.push(json!({"stage": name, "merged": !unchanged, "skipped": unchanged, "counts": counts}));
+        report.push(
+            json!({"stage": name, "merged": !unchanged, "skipped": unchanged, "counts": counts}),
+        );
     }
     let (rest_human, rest_report) =
         crate::run::run_stages(&ctx, &all_stages[first_rest..], args.force)?;

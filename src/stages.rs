@@ -234,8 +234,7 @@ impl Stage for Mine {
                 }
                 None => crate::mine::load_input(&input)?,
             };
-            let summary =
-                crate::mine::run_mine_loaded(&ctx.config.mine, &pool, &loaded, &output)?;
+            let summary = crate::mine::run_mine_loaded(&ctx.config.mine, &pool, &loaded, &output)?;
             files.push(json!({"input": input, "summary": summary.json}));
         }
         Ok(json!({"inputs": files.len(), "files": files}))

@@ -40,7 +40,11 @@ fn games_twice(dir: &Path) -> PathBuf {
     }
     let game = plain.trim().to_string() + "\n\n";
     let path = dir.join("lichess_games.pgn");
-    std::fs::write(&path, format!("{game}{}", game.replace("ZlCTzfMG", "ZlCTzfMH"))).unwrap();
+    std::fs::write(
+        &path,
+        format!("{game}{}", game.replace("ZlCTzfMG", "ZlCTzfMH")),
+    )
+    .unwrap();
     path
 }
 
@@ -157,7 +161,8 @@ fn two_shards_merged_are_byte_identical_to_one_run() {
         "{STOCKFISH} is needed (apt install stockfish)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let all = r#"["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate", "release", "export"]"#;
+    let all =
+        r#"["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate", "release", "export"]"#;
     write_config(dir.path(), "a.toml", "A", all, "");
     write_config(dir.path(), "b.toml", "B", all, "");
 
@@ -180,14 +185,20 @@ fn two_shards_merged_are_byte_identical_to_one_run() {
             stages,
             ["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate"]
         );
-        assert_eq!(shard_summary["left_for_merge"], serde_json::json!(["release", "export"]));
+        assert_eq!(
+            shard_summary["left_for_merge"],
+            serde_json::json!(["release", "export"])
+        );
     }
     let shard_dirs = ["B/r1.shard-0-of-2", "B/r1.shard-1-of-2"];
     for (index, shard) in shard_dirs.iter().enumerate() {
         let root = dir.path().join(shard);
         let manifest: serde_json::Value =
             serde_json::from_slice(&std::fs::read(root.join("mine/stage.json")).unwrap()).unwrap();
-        assert_eq!(manifest["shard"], serde_json::json!({"index": index, "count": 2}));
+        assert_eq!(
+            manifest["shard"],
+            serde_json::json!({"index": index, "count": 2})
+        );
         assert!(!root.join("release").exists(), "release is left for merge");
         // Each shard mines something, or the comparison proves little.
         // (Short self-play games rarely hold an Epoch puzzle; the game
