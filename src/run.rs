@@ -206,10 +206,7 @@ pub(crate) type Stages = Vec<Box<dyn Stage>>;
 /// Splits the configured stages into those a shard runs (ingest, selfplay,
 /// mine, rate) and those left for `merge`; a sliced stage after one left
 /// for merge cannot be sliced.
-pub(crate) fn split_sharded(
-    stages: Stages,
-    config_path: &Path,
-) -> Result<(Stages, Stages)> {
+pub(crate) fn split_sharded(stages: Stages, config_path: &Path) -> Result<(Stages, Stages)> {
     let mut sharded = Vec::new();
     let mut rest: Vec<Box<dyn Stage>> = Vec::new();
     for stage in stages {
