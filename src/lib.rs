@@ -28,6 +28,7 @@ pub mod record;
 pub mod release;
 pub mod run;
 pub mod selfplay;
+pub mod shard;
 pub mod split;
 pub mod stages;
 pub mod summary;

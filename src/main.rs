@@ -24,6 +24,9 @@ enum Command {
     /// Run the stages of pipeline.toml in order into output/<release>/,
     /// skipping stages whose inputs and config are unchanged.
     Run(puzzleforge::run::RunArgs),
+    /// Combine the shard folders of `run --shard I/N` into one release
+    /// (byte-identical to an unsharded run), then run the remaining stages.
+    Merge(puzzleforge::shard::MergeArgs),
     /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
     Ingest(puzzleforge::ingest::IngestArgs),
     /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
@@ -68,6 +71,7 @@ enum BenchCommand {
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
         Command::Run(args) => puzzleforge::run::run_pipeline(args),
+        Command::Merge(args) => puzzleforge::shard::run_merge(args),
         Command::Ingest(args) => puzzleforge::ingest::run_ingest(args),
         Command::Check(args) => puzzleforge::check::run_check(args),
         Command::Selfplay(args) => puzzleforge::selfplay::run_selfplay(args),

@@ -27,9 +27,13 @@
 //! rule), up to 5 solver moves; it ends at mate and always on a solver move.
 //!
 //! **Output** follows [`crate::record`]: FEN is the position before the game
-//! move that led to P, Moves starts with that move. No position appears
-//! twice (Zobrist hash of P) and each game gives at most `max_per_game`
-//! puzzles, earliest first.
+//! move that led to P, Moves starts with that move. Selection, in input
+//! order: each game first keeps its earliest `max_per_game` puzzles, then a
+//! puzzle whose position (Zobrist hash of P) an earlier kept puzzle already
+//! has is dropped (the first occurrence wins). Capping before deduplicating
+//! makes the rule compose: mining slices of the input (`run --shard`) and
+//! deduplicating the concatenated outputs again gives the same rows as
+//! mining the whole input ([`dedup_puzzles`]).
 
 use crate::pgn::GameItem;
 use anyhow::Result;
@@ -214,6 +218,18 @@ pub fn run_mine_with(
 ) -> Result<Summary> {
     config.validate()?;
     let loaded = load_input(input)?;
+    run_mine_loaded(config, pool, &loaded, output)
+}
+
+/// Mines already loaded units (all of an input, or a slice of it) into
+/// `output`.
+pub fn run_mine_loaded(
+    config: &MineConfig,
+    pool: &EnginePool,
+    loaded: &Loaded,
+    output: &Path,
+) -> Result<Summary> {
+    config.validate()?;
     let cpu_before: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum();
     let run = mine_units(&loaded.units, config, pool)?;
     let cpu_seconds: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>() - cpu_before;
@@ -894,27 +910,51 @@ fn extend_line(
     Ok((line, nodes))
 }
 
-/// Builds the output: input order, earliest first per game, no position
-/// twice, at most `max_per_game` per game.
+/// Builds the output: input order, each game's earliest `max_per_game`
+/// puzzles, then no position twice (the first occurrence wins). The cap
+/// comes before the deduplication so that the rule composes across slices
+/// of the input (see the module comment).
 pub fn select_puzzles(units: &[MineUnit], run: &MineRun, config: &MineConfig) -> Vec<Puzzle> {
-    let mut seen = HashSet::new();
-    let mut puzzles = Vec::new();
+    let mut capped = Vec::new();
     for (unit, result) in units.iter().zip(&run.results) {
-        let mut kept = 0;
-        for found in &result.found {
-            if kept >= config.max_per_game {
-                break;
-            }
-            if !seen.insert(found.zobrist) {
-                continue;
-            }
-            if let Some(puzzle) = build_puzzle(unit, found, config) {
-                puzzles.push(puzzle);
-                kept += 1;
-            }
-        }
+        capped.extend(
+            result
+                .found
+                .iter()
+                .filter_map(|found| Some((found.zobrist, build_puzzle(unit, found, config)?)))
+                .take(config.max_per_game),
+        );
     }
+    let mut seen = HashSet::new();
+    capped
+        .into_iter()
+        .filter(|(zobrist, _)| seen.insert(*zobrist))
+        .map(|(_, puzzle)| puzzle)
+        .collect()
+}
+
+/// The Zobrist hash of a mined puzzle's position (after the opponent's
+/// move), the key `select_puzzles` deduplicates by; `None` when the FEN or
+/// the first move does not replay.
+pub fn puzzle_zobrist(puzzle: &Puzzle) -> Option<u64> {
+    let mut position = parse_fen(&puzzle.fen)?;
+    let leading = parse_move(&position, puzzle.moves.first()?)?;
+    position.play_unchecked(leading);
+    let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+    Some(zobrist.0)
+}
+
+/// Drops every puzzle whose position an earlier one has (first occurrence
+/// wins): merging the outputs of mining slices, concatenated in slice order,
+/// into the output of mining the whole input. Returns, per puzzle, whether
+/// it was kept. A puzzle whose position does not replay is kept (mine never
+/// writes one).
+pub fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
+    let mut seen = HashSet::new();
     puzzles
+        .iter()
+        .map(|puzzle| puzzle_zobrist(puzzle).is_none_or(|z| seen.insert(z)))
+        .collect()
 }
 
 fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<Puzzle> {

@@ -276,13 +276,12 @@ pub fn run_rate_with(job: &RateJob) -> Result<Summary> {
                 pool.engine_id()
             ));
         }
-        let targets: Vec<(usize, &Puzzle)> =
-            needs_estimate.iter().map(|&i| (i, &rated[i])).collect();
+        let targets: Vec<&Puzzle> = needs_estimate.iter().map(|&i| &rated[i]).collect();
         let features = compute_features(&pool, &targets, &model.signals, model.seed)?;
         let estimates: Vec<(i32, i32)> = targets
             .iter()
             .zip(&features)
-            .map(|((_, puzzle), features)| model.rate(puzzle.solver_moves(), features))
+            .map(|(puzzle, features)| model.rate(puzzle.solver_moves(), features))
             .collect();
         for (&index, (rating, deviation)) in needs_estimate.iter().zip(estimates) {
             rated[index].rating = Some(rating);
@@ -874,27 +873,31 @@ fn puzzle_features(
 
 const BASELINE_SEED_MIX: u64 = 0xba5e_11de;
 
-/// The RNG of one puzzle: the run seed, on a stream named by the puzzle's
-/// index, so a puzzle's draws do not depend on which worker served it.
-fn puzzle_rng(seed: u64, index: usize) -> ChaCha8Rng {
+/// The RNG of one puzzle: the run seed, on a stream named by a hash of the
+/// puzzle's id. Not its row: a puzzle's draws (and so its rating) must not
+/// depend on which worker served it, nor on which file or row it sits in,
+/// so that `run --shard` slices rate to the same bytes as a whole run.
+pub fn puzzle_rng(seed: u64, puzzle: &Puzzle) -> ChaCha8Rng {
+    let digest = crate::fileio::sha256_bytes(format!("puzzleforge-rate|{}", puzzle.id).as_bytes());
+    let stream = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(index as u64);
+    rng.set_stream(stream);
     rng
 }
 
 fn compute_features_with(
     pool: &EnginePool,
-    targets: &[(usize, &Puzzle)],
+    targets: &[&Puzzle],
     signals: &SignalConfig,
     seed: u64,
     baseline: bool,
 ) -> Result<Vec<Features>> {
     let bar = crate::progress::items(targets.len() as u64, "rate");
-    let result = pool.map(targets, |session, _, (index, puzzle)| {
+    let result = pool.map(targets, |session, _, puzzle| {
         // The baseline draws from its own stream so that measuring it does
         // not change the model's signals.
-        let mut rng = puzzle_rng(seed, *index);
-        let baseline_rng = baseline.then(|| puzzle_rng(seed ^ BASELINE_SEED_MIX, *index));
+        let mut rng = puzzle_rng(seed, puzzle);
+        let baseline_rng = baseline.then(|| puzzle_rng(seed ^ BASELINE_SEED_MIX, puzzle));
         let features = puzzle_features(session, puzzle, signals, &mut rng, baseline_rng);
         bar.inc(1);
         features
@@ -903,10 +906,10 @@ fn compute_features_with(
     result
 }
 
-/// Signals of the given (index, puzzle) pairs, in order.
+/// Signals of the given puzzles, in order.
 pub fn compute_features(
     pool: &EnginePool,
-    targets: &[(usize, &Puzzle)],
+    targets: &[&Puzzle],
     signals: &SignalConfig,
     seed: u64,
 ) -> Result<Vec<Features>> {
@@ -1290,7 +1293,7 @@ pub fn calibrate(
     features_out: Option<&Path>,
 ) -> Result<(RatingModel, CalibrationReport)> {
     let (rows, skipped) = read_calibration(files, config)?;
-    let targets: Vec<(usize, &Puzzle)> = rows.iter().enumerate().collect();
+    let targets: Vec<&Puzzle> = rows.iter().collect();
     let features = compute_features_with(
         pool,
         &targets,

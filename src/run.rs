@@ -18,6 +18,7 @@ use crate::engine::{EngineArgs, EngineSpec};
 use crate::error::bad_input;
 use crate::fileio::{sha256_file, write_atomic};
 use crate::pool::{EnginePool, PoolConfig};
+use crate::shard::{SHARDED_STAGES, Shard};
 use crate::summary::Summary;
 
 /// What a stage sees while it runs.
@@ -30,6 +31,8 @@ pub struct RunContext<'a> {
     pub engine: Option<RunEngine>,
     /// `--tier`: the named tier of `[split.tiers]` to produce.
     pub tier: Option<String>,
+    /// `--shard I/N`: the slice of the expensive stages this run does.
+    pub shard: Option<Shard>,
 }
 
 impl RunContext<'_> {
@@ -108,11 +111,16 @@ pub struct RunArgs {
     /// Redo every stage even when its inputs and config are unchanged.
     #[arg(long)]
     pub force: bool,
+    /// Do slice I of N (0 <= I < N) of the expensive stages (ingest,
+    /// selfplay, mine, rate) into `<output_dir>/<release>.shard-I-of-N/`;
+    /// `puzzleforge merge` then combines the N slices and runs the rest.
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
 }
 
 /// The runner's record of a stage, beside the stage's outputs (a stage may
 /// write a `manifest.json` of its own, as the release does).
-const MANIFEST: &str = "stage.json";
+pub(crate) const MANIFEST: &str = "stage.json";
 
 /// Runs the pipeline.
 pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
@@ -126,6 +134,55 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
             "release name {release:?} must be a plain folder name"
         )));
     }
+    let mut stages = configured_stages(&config, &args.config)?;
+    let mut left_for_merge = Vec::new();
+    if args.shard.is_some() {
+        let (sharded, rest) = split_sharded(stages, &args.config)?;
+        stages = sharded;
+        left_for_merge = rest.iter().map(|s| s.name()).collect();
+    }
+    let output_dir = crate::config::relative_to(&args.config, &config.pipeline.output_dir);
+    let release_dir = match &args.shard {
+        Some(shard) => output_dir.join(shard.folder_name(&release)),
+        None => output_dir.join(&release),
+    };
+    std::fs::create_dir_all(&release_dir)
+        .with_context(|| format!("creating {}", release_dir.display()))?;
+    let _lock = ReleaseLock::acquire(&release_dir)?;
+
+    let engine = resolve_engine(&config, &args.config, args.engine.clone(), &stages)?;
+    let ctx = RunContext {
+        config: &config,
+        config_path: &args.config,
+        release_dir: release_dir.clone(),
+        engine,
+        tier: args.tier.clone(),
+        shard: args.shard,
+    };
+    let (mut human, report) = run_stages(&ctx, &stages, args.force)?;
+    let mut json = json!({"release": release, "release_dir": release_dir, "stages": report});
+    if let Some(shard) = &args.shard {
+        human.push_str(&format!(
+            "  shard {}/{}: {} left for `puzzleforge merge`\n",
+            shard.index,
+            shard.count,
+            if left_for_merge.is_empty() {
+                "no stage".to_string()
+            } else {
+                left_for_merge.join(", ")
+            }
+        ));
+        json["shard"] = shard.to_json();
+        json["left_for_merge"] = json!(left_for_merge);
+    }
+    Ok(Summary::new(human, json))
+}
+
+/// The stages of `pipeline.stages`, checked against the stages `run` knows.
+pub(crate) fn configured_stages(
+    config: &PipelineConfig,
+    config_path: &Path,
+) -> Result<Vec<Box<dyn Stage>>> {
     let mut stages = Vec::new();
     for name in &config.pipeline.stages {
         match stage_by_name(name) {
@@ -134,45 +191,77 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
                 let known: Vec<&str> = crate::stages::all().iter().map(|s| s.name()).collect();
                 return Err(bad_input(format!(
                     "{}: pipeline.stages names unknown stage {name:?}; known stages: {}",
-                    args.config.display(),
+                    config_path.display(),
                     known.join(", ")
                 )));
             }
         }
     }
-    let output_dir = crate::config::relative_to(&args.config, &config.pipeline.output_dir);
-    let release_dir = output_dir.join(&release);
-    std::fs::create_dir_all(&release_dir)
-        .with_context(|| format!("creating {}", release_dir.display()))?;
-    let _lock = ReleaseLock::acquire(&release_dir)?;
+    Ok(stages)
+}
 
-    let engine = if stages.iter().any(|s| s.uses_engine()) {
-        let mut engine_config = config.engine.clone();
-        engine_config.path = engine_config
-            .path
-            .map(|p| crate::config::relative_to(&args.config, &p));
-        let flags = EngineArgs {
-            engine: args.engine.clone(),
-            ..EngineArgs::default()
-        };
-        let (spec, pool) = flags.resolve(&engine_config)?;
-        let sha256 = sha256_file(&spec.path)?;
-        Some(RunEngine { spec, pool, sha256 })
-    } else {
-        None
-    };
-    let ctx = RunContext {
-        config: &config,
-        config_path: &args.config,
-        release_dir: release_dir.clone(),
-        engine,
-        tier: args.tier.clone(),
-    };
+/// Stages in run order.
+pub(crate) type Stages = Vec<Box<dyn Stage>>;
 
-    let mut human = format!("release {}\n", release_dir.display());
+/// Splits the configured stages into those a shard runs (ingest, selfplay,
+/// mine, rate) and those left for `merge`; a sliced stage after one left
+/// for merge cannot be sliced.
+pub(crate) fn split_sharded(stages: Stages, config_path: &Path) -> Result<(Stages, Stages)> {
+    let mut sharded = Vec::new();
+    let mut rest: Vec<Box<dyn Stage>> = Vec::new();
+    for stage in stages {
+        if SHARDED_STAGES.contains(&stage.name()) {
+            if let Some(before) = rest.first() {
+                return Err(bad_input(format!(
+                    "{}: pipeline.stages puts {} after {}; sharded runs need {} first",
+                    config_path.display(),
+                    stage.name(),
+                    before.name(),
+                    SHARDED_STAGES.join(", ")
+                )));
+            }
+            sharded.push(stage);
+        } else {
+            rest.push(stage);
+        }
+    }
+    Ok((sharded, rest))
+}
+
+/// The engine of a run, when one of `stages` uses it.
+pub(crate) fn resolve_engine(
+    config: &PipelineConfig,
+    config_path: &Path,
+    engine_flag: Option<PathBuf>,
+    stages: &[Box<dyn Stage>],
+) -> Result<Option<RunEngine>> {
+    if !stages.iter().any(|s| s.uses_engine()) {
+        return Ok(None);
+    }
+    let mut engine_config = config.engine.clone();
+    engine_config.path = engine_config
+        .path
+        .map(|p| crate::config::relative_to(config_path, &p));
+    let flags = EngineArgs {
+        engine: engine_flag,
+        ..EngineArgs::default()
+    };
+    let (spec, pool) = flags.resolve(&engine_config)?;
+    let sha256 = sha256_file(&spec.path)?;
+    Ok(Some(RunEngine { spec, pool, sha256 }))
+}
+
+/// Runs `stages` in order (skipping unchanged ones unless `force`); returns
+/// the human lines and the JSON report of each stage.
+pub(crate) fn run_stages(
+    ctx: &RunContext,
+    stages: &[Box<dyn Stage>],
+    force: bool,
+) -> Result<(String, Vec<Value>)> {
+    let mut human = format!("release {}\n", ctx.release_dir.display());
     let mut report = Vec::new();
-    for stage in &stages {
-        let outcome = run_stage(stage.as_ref(), &ctx, args.force)
+    for stage in stages {
+        let outcome = run_stage(stage.as_ref(), ctx, force)
             .with_context(|| format!("stage {}", stage.name()))?;
         human.push_str(&format!(
             "  {:<16} {:<8} {:>8.1}s  {}\n",
@@ -188,10 +277,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
             "counts": outcome.counts,
         }));
     }
-    Ok(Summary::new(
-        human,
-        json!({"release": release, "release_dir": release_dir, "stages": report}),
-    ))
+    Ok((human, report))
 }
 
 struct StageOutcome {
@@ -200,7 +286,10 @@ struct StageOutcome {
     counts: Value,
 }
 
-fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> {
+/// What decides a stage's outputs. Inputs inside the release folder are
+/// named relative to it, so the same release written elsewhere (a `merge`
+/// of shards) has the same fingerprints.
+pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> {
     let mut inputs = BTreeMap::new();
     for input in stage.inputs(ctx)? {
         let sha = sha256_file(&input).map_err(|e| {
@@ -210,7 +299,12 @@ fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> {
                 stage.name()
             ))
         })?;
-        inputs.insert(input.display().to_string(), sha);
+        let name = input
+            .strip_prefix(&ctx.release_dir)
+            .unwrap_or(&input)
+            .display()
+            .to_string();
+        inputs.insert(name, sha);
     }
     let engine = match (&ctx.engine, stage.uses_engine()) {
         (Some(engine), true) => json!({
@@ -220,15 +314,19 @@ fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> {
         }),
         _ => Value::Null,
     };
-    Ok(json!({
+    let mut print = json!({
         "tool_version": env!("CARGO_PKG_VERSION"),
         "inputs": inputs,
         "config": stage.config_section(ctx),
         "engine": engine,
-    }))
+    });
+    if let Some(shard) = &ctx.shard {
+        print["shard"] = shard.to_json();
+    }
+    Ok(print)
 }
 
-fn outputs_intact(dir: &Path, manifest: &Value) -> bool {
+pub(crate) fn outputs_intact(dir: &Path, manifest: &Value) -> bool {
     let Some(outputs) = manifest.get("outputs").and_then(Value::as_object) else {
         return false;
     };
@@ -270,31 +368,16 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOu
             .replace(&scratch.display().to_string(), &dir.display().to_string()),
     )?;
 
-    let mut outputs = BTreeMap::new();
-    for entry in walk_files(&scratch)? {
-        let relative = entry
-            .strip_prefix(&scratch)
-            .unwrap_or(&entry)
-            .to_string_lossy()
-            .into_owned();
-        outputs.insert(relative, sha256_file(&entry)?);
-    }
-    let manifest = json!({
+    let mut manifest = json!({
         "stage": stage.name(),
         "fingerprint": print,
         "counts": counts,
         "seconds": (seconds * 1000.0).round() / 1000.0,
-        "outputs": outputs,
     });
-    write_atomic(
-        &scratch.join(MANIFEST),
-        format!("{}\n", serde_json::to_string_pretty(&manifest)?).as_bytes(),
-    )?;
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).with_context(|| format!("replacing {}", dir.display()))?;
+    if let Some(shard) = &ctx.shard {
+        manifest["shard"] = shard.to_json();
     }
-    std::fs::rename(&scratch, &dir)
-        .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()))?;
+    commit_stage_dir(&scratch, &dir, manifest)?;
     Ok(StageOutcome {
         skipped: false,
         seconds,
@@ -302,8 +385,34 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOu
     })
 }
 
+/// Records the sha256 of every output of a stage's scratch folder in
+/// `manifest` (as `outputs`), writes it as the stage's `stage.json` and
+/// renames the scratch folder into place as `dir`.
+pub(crate) fn commit_stage_dir(scratch: &Path, dir: &Path, mut manifest: Value) -> Result<()> {
+    let mut outputs = BTreeMap::new();
+    for entry in walk_files(scratch)? {
+        let relative = entry
+            .strip_prefix(scratch)
+            .unwrap_or(&entry)
+            .to_string_lossy()
+            .into_owned();
+        outputs.insert(relative, sha256_file(&entry)?);
+    }
+    manifest["outputs"] = json!(outputs);
+    write_atomic(
+        &scratch.join(MANIFEST),
+        format!("{}\n", serde_json::to_string_pretty(&manifest)?).as_bytes(),
+    )?;
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("replacing {}", dir.display()))?;
+    }
+    std::fs::rename(scratch, dir)
+        .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()))?;
+    Ok(())
+}
+
 /// Every regular file under `dir`, sorted, skipping hidden scratch files.
-fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {

@@ -249,8 +249,24 @@ pub fn run_selfplay_with(
     pool: &EnginePool,
     output: &Path,
 ) -> Result<Summary> {
+    run_selfplay_range(config, pool, output, 1..=config.games)
+}
+
+/// Plays the games numbered `indices` (a slice of `1..=config.games`, for
+/// `run --shard`) and writes them to `output`. A game's bytes depend only
+/// on the seed and its number, so the slices' files concatenated in order
+/// are the file of the whole run.
+pub fn run_selfplay_range(
+    config: &SelfplayConfig,
+    pool: &EnginePool,
+    output: &Path,
+    indices: std::ops::RangeInclusive<u64>,
+) -> Result<Summary> {
     config.validate()?;
-    let games = play_games(config, pool)?;
+    let indices: Vec<u64> = indices.collect();
+    let games = pool.map(&indices, |session, _, &index| {
+        play_game(session, config, index)
+    })?;
     let mut file = AtomicFile::create(output)?;
     let engine_name = pool.engine_id().to_string();
     for game in &games {

@@ -648,7 +648,10 @@ pub fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
-                !name.starts_with('.') && name != "target"
+                // Shard folders of `run --shard` hold no release.
+                !name.starts_with('.')
+                    && name != "target"
+                    && !crate::shard::is_shard_folder_name(&name)
             })
             .map(|e| e.path())
             .collect();
@@ -670,6 +673,53 @@ pub fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
     walk(root, 3, own, &mut found);
     Ok(found)
+}
+
+/// How the manifest names a file: relative to the release folder (e.g.
+/// `../rate/games.puzzles.csv` in a `run`), so that one release written to
+/// two places (a single run, a `merge` of shards) has one manifest. A file
+/// sharing no folder with the release but the root keeps its absolute path.
+fn manifest_path(path: &Path, release: &Path) -> String {
+    fn absolute(p: &Path) -> Option<PathBuf> {
+        if let Ok(found) = p.canonicalize() {
+            return Some(found);
+        }
+        let parent = p
+            .parent()
+            .filter(|q| !q.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Some(parent.canonicalize().ok()?.join(p.file_name()?))
+    }
+    let (Some(file), Some(base)) = (absolute(path), absolute(release)) else {
+        return path.display().to_string();
+    };
+    let common = file
+        .components()
+        .zip(base.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    if common <= 1 {
+        return file.display().to_string();
+    }
+    let mut relative = PathBuf::new();
+    for _ in base.components().skip(common) {
+        relative.push("..");
+    }
+    for part in file.components().skip(common) {
+        relative.push(part);
+    }
+    relative.display().to_string()
+}
+
+/// Rewrites the `path` of each entry with [`manifest_path`].
+fn paths_relative_to(mut entries: Vec<Value>, release: &Path) -> Vec<Value> {
+    for entry in &mut entries {
+        if let Some(path) = entry.get("path").and_then(Value::as_str) {
+            let relative = manifest_path(Path::new(path), release);
+            entry["path"] = Value::from(relative);
+        }
+    }
+    entries
 }
 
 fn default_release_root(output: &Path) -> PathBuf {
@@ -995,7 +1045,7 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
                 .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
             let figures: Value = serde_json::from_str(&text)
                 .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
-            json!({"path": path.display().to_string(), "sha256": sha256_file(path)?, "figures": figures})
+            json!({"path": manifest_path(path, &args.output), "sha256": sha256_file(path)?, "figures": figures})
         }
     };
     let removed_total: usize = exclusions.removed.iter().sum();
@@ -1039,9 +1089,9 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
             "grouping": "greedy over cells, scarcest first: a game's side is fixed by its first selected puzzle; later cells use fixed games only on their side and give free games to the side needing more",
         },
         "engine": engine,
-        "inputs": pool.inputs,
+        "inputs": paths_relative_to(pool.inputs.clone(), &args.output),
         "skipped": pool.skipped,
-        "exclusions": {"match": config.exclude_by, "removed": removed_total, "files": exclusion_files},
+        "exclusions": {"match": config.exclude_by, "removed": removed_total, "files": paths_relative_to(exclusion_files, &args.output)},
         "counts": {
             "admitted": admitted,
             "outside_quota": outside_quota,

@@ -160,10 +160,21 @@ impl Stage for Selfplay {
 
     fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
         let pool = ctx.engine_pool()?;
-        let summary = crate::selfplay::run_selfplay_with(
-            &Self::config(ctx),
+        let config = Self::config(ctx);
+        // A shard plays its slice of the game numbers; each game's bytes
+        // depend only on the seed and its number.
+        let numbers = match &ctx.shard {
+            Some(shard) => {
+                let range = shard.range(config.games);
+                range.start + 1..=range.end
+            }
+            None => 1..=config.games,
+        };
+        let summary = crate::selfplay::run_selfplay_range(
+            &config,
             &pool,
             &out_dir.join("games.pgn"),
+            numbers,
         )?;
         Ok(summary.json)
     }
@@ -195,9 +206,35 @@ impl Stage for Mine {
     fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
         let pool = ctx.engine_pool()?;
         let mut files = Vec::new();
-        for input in self.inputs(ctx)? {
+        let games = stage_files(ctx, "selfplay", ".pgn");
+        let candidates = stage_files(ctx, "ingest_games", ".candidates.csv");
+        for (input, sliced_here) in games
+            .into_iter()
+            .map(|p| (p, false))
+            .chain(candidates.into_iter().map(|p| (p, true)))
+        {
             let output = out_dir.join(output_name(&input, ".puzzles.csv"));
-            let summary = crate::mine::run_mine_with(&ctx.config.mine, &pool, &input, &output)?;
+            let loaded = match &ctx.shard {
+                // Self-play games are sliced by the selfplay stage already;
+                // a shard may have none of them (more shards than games).
+                Some(_) if !sliced_here && std::fs::metadata(&input)?.len() == 0 => {
+                    crate::mine::Loaded {
+                        units: Vec::new(),
+                        skipped: Vec::new(),
+                    }
+                }
+                Some(_) if !sliced_here => crate::mine::load_input(&input)?,
+                // Every shard ingests the same candidates; each mines its
+                // slice of them.
+                Some(shard) => {
+                    let mut loaded = crate::mine::load_input(&input)?;
+                    let range = shard.range(loaded.units.len() as u64);
+                    loaded.units = loaded.units[range.start as usize..range.end as usize].to_vec();
+                    loaded
+                }
+                None => crate::mine::load_input(&input)?,
+            };
+            let summary = crate::mine::run_mine_loaded(&ctx.config.mine, &pool, &loaded, &output)?;
             files.push(json!({"input": input, "summary": summary.json}));
         }
         Ok(json!({"inputs": files.len(), "files": files}))
