@@ -24,6 +24,7 @@ pub struct PipelineConfig {
     pub selfplay: crate::selfplay::SelfplayConfig,
     pub mine: crate::mine::MineConfig,
     pub rate: crate::rate::RateConfig,
+    pub verify: VerifySection,
     pub split: crate::split::SplitConfig,
     pub export: ExportSection,
     pub eval: crate::eval::EvalConfig,
@@ -46,6 +47,20 @@ pub struct SourcesSection {
 pub struct IngestSection {
     pub puzzles: crate::ingest::puzzles::IngestPuzzlesConfig,
     pub games: crate::ingest::games::IngestGamesConfig,
+}
+
+/// Settings of the `verify` stage: every mined puzzle searched again at
+/// `factor` times the nodes that found it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VerifySection {
+    pub factor: u64,
+}
+
+impl Default for VerifySection {
+    fn default() -> Self {
+        Self { factor: 4 }
+    }
 }
 
 /// Settings of the `export` stage.

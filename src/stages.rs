@@ -21,6 +21,7 @@ pub fn all() -> Vec<Box<dyn Stage>> {
         Box::new(Selfplay),
         Box::new(Mine),
         Box::new(Rate),
+        Box::new(Verify),
         Box::new(Release),
         Box::new(Export),
         Box::new(Eval),
@@ -307,6 +308,78 @@ impl Stage for Rate {
     }
 }
 
+/// `verify`: every mined puzzle searched again with more nodes; the
+/// figures go into the release manifest.
+struct Verify;
+
+impl Verify {
+    /// The stage's totals, which the release manifest records.
+    const SUMMARY: &'static str = "verify.json";
+}
+
+impl Stage for Verify {
+    fn name(&self) -> &'static str {
+        "verify"
+    }
+
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        json!(ctx.config.verify)
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(stage_files(ctx, "mine", ".puzzles.csv"))
+    }
+
+    fn uses_engine(&self) -> bool {
+        true
+    }
+
+    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+        let pool = ctx.engine_pool()?;
+        let config = crate::verify::VerifyConfig {
+            factor: ctx.config.verify.factor,
+            nodes: None,
+            nodes_override: false,
+            criterion: None,
+        };
+        let mut files = Vec::new();
+        let mut totals = json!({"factor": config.factor, "puzzles": 0, "checked": 0,
+            "best_holds": 0, "best_and_criterion_hold": 0, "not_checkable": 0});
+        for input in self.inputs(ctx)? {
+            let output = out_dir.join(output_name(&input, ".verify.jsonl"));
+            let summary = crate::verify::run_verify_with(&config, &pool, &input, &output)?;
+            for key in [
+                "puzzles",
+                "checked",
+                "best_holds",
+                "best_and_criterion_hold",
+                "not_checkable",
+            ] {
+                let sum =
+                    totals[key].as_u64().unwrap_or(0) + summary.json[key].as_u64().unwrap_or(0);
+                totals[key] = json!(sum);
+            }
+            // Names, not paths: the release manifest embeds this file, and
+            // its bytes must not depend on where the release folder is.
+            let mut counts = summary.json;
+            if let Some(map) = counts.as_object_mut() {
+                map.remove("report");
+            }
+            files.push(json!({
+                "input": output_name(&input, ".csv"),
+                "report": output_name(&input, ".verify.jsonl"),
+                "counts": counts,
+            }));
+        }
+        totals["files"] = json!(files);
+        crate::fileio::write_atomic(
+            &out_dir.join(Self::SUMMARY),
+            format!("{}\n", serde_json::to_string_pretty(&totals)?).as_bytes(),
+        )?;
+        Ok(totals)
+    }
+}
+
 /// `release`: the stratified, game-grouped train/test split.
 struct Release;
 
@@ -318,6 +391,13 @@ impl Release {
         pool.retain(|p| !p.to_string_lossy().ends_with(".rejects.csv"));
         pool.extend(stage_files(ctx, "rate", ".csv"));
         pool
+    }
+
+    /// The `verify` stage's totals, when the pipeline verifies.
+    fn verify_summary(ctx: &RunContext) -> Option<PathBuf> {
+        let path = ctx.stage_dir("verify").join(Verify::SUMMARY);
+        let verifies = ctx.config.pipeline.stages.iter().any(|s| s == "verify");
+        (verifies && path.is_file()).then_some(path)
     }
 
     /// Earlier releases under the output folder (other release names), whose
@@ -352,6 +432,7 @@ impl Stage for Release {
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = Self::pool(ctx);
+        inputs.extend(Self::verify_summary(ctx));
         for release in Self::earlier_releases(ctx)? {
             inputs.extend(crate::release::split_files(&release));
         }
@@ -380,7 +461,7 @@ impl Stage for Release {
             no_release_exclusion: true,
             engine_id: None,
             engine_option: Vec::new(),
-            verify: None,
+            verify: Self::verify_summary(ctx),
         };
         Ok(crate::split::run_split(&args)?.json)
     }

@@ -161,8 +161,7 @@ fn two_shards_merged_are_byte_identical_to_one_run() {
         "{STOCKFISH} is needed (apt install stockfish)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let all =
-        r#"["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate", "release", "export"]"#;
+    let all = r#"["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate", "verify", "release", "export"]"#;
     write_config(dir.path(), "a.toml", "A", all, "");
     write_config(dir.path(), "b.toml", "B", all, "");
 
@@ -187,7 +186,7 @@ fn two_shards_merged_are_byte_identical_to_one_run() {
         );
         assert_eq!(
             shard_summary["left_for_merge"],
-            serde_json::json!(["release", "export"])
+            serde_json::json!(["verify", "release", "export"])
         );
     }
     let shard_dirs = ["B/r1.shard-0-of-2", "B/r1.shard-1-of-2"];
@@ -232,6 +231,7 @@ fn two_shards_merged_are_byte_identical_to_one_run() {
         "selfplay",
         "mine",
         "rate",
+        "verify",
         "release",
         "export",
     ] {
@@ -255,6 +255,15 @@ fn two_shards_merged_are_byte_identical_to_one_run() {
         .map(|s| csv_rows(&dir.path().join(s).join("rate/lichess_games.puzzles.csv")))
         .sum();
     assert!(single > 0 && sharded > single, "{single} {sharded}");
+    // The release manifest carries the verify stage's figures.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(b.join("release/manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["verify"]["figures"]["puzzles"].as_u64(),
+        Some(single as u64),
+        "{}",
+        manifest["verify"]
+    );
 
     // The merged stages carry the fingerprints `run` computes: a run into
     // the merged release skips every stage.
