@@ -22,8 +22,10 @@ fn puzzleforge(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-#[test]
-fn engine_scores_far_above_random_and_reports_are_deterministic() {
+/// A folder holding `rows` of the Lichess sample as `set.csv` and a
+/// `pipeline.toml` with `config`; returns (folder, set path, config path).
+/// Fails when Stockfish is missing: these tests need the real engine.
+fn sample_set(rows: std::ops::Range<usize>, config: &str) -> (tempfile::TempDir, String, String) {
     assert!(
         Path::new("/usr/games/stockfish").exists(),
         "Stockfish is required at /usr/games/stockfish"
@@ -31,15 +33,23 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
     let dir = tempfile::tempdir().unwrap();
     let puzzles = read_puzzles(Path::new("tests/data/lichess_db_puzzle_subset_1499.csv")).unwrap();
     let set = dir.path().join("set.csv");
-    write_puzzles(&set, &puzzles[..20]).unwrap();
-    let set = set.to_str().unwrap();
-    let config = dir.path().join("pipeline.toml");
-    std::fs::write(
-        &config,
+    write_puzzles(&set, &puzzles[rows]).unwrap();
+    let config_path = dir.path().join("pipeline.toml");
+    std::fs::write(&config_path, config).unwrap();
+    let (set, config_path) = (
+        set.to_str().unwrap().to_string(),
+        config_path.to_str().unwrap().to_string(),
+    );
+    (dir, set, config_path)
+}
+
+#[test]
+fn engine_scores_far_above_random_and_reports_are_deterministic() {
+    let (dir, set, config) = sample_set(
+        0..20,
         "[eval.regret]\nnodes = 5000\n[eval.engine]\nworkers = 2\n",
-    )
-    .unwrap();
-    let config = config.to_str().unwrap();
+    );
+    let (set, config) = (set.as_str(), config.as_str());
     let run = |name: &str, model: &str| {
         let out = dir.path().join(name);
         let summary = puzzleforge(&[
@@ -129,22 +139,11 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
 /// answers, and the weak player scores below the full-strength one.
 #[test]
 fn elo_limited_engine_is_reproducible_per_seed() {
-    assert!(
-        Path::new("/usr/games/stockfish").exists(),
-        "Stockfish is required at /usr/games/stockfish"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let puzzles = read_puzzles(Path::new("tests/data/lichess_db_puzzle_subset_1499.csv")).unwrap();
-    let set = dir.path().join("set.csv");
-    write_puzzles(&set, &puzzles[100..130]).unwrap();
-    let set = set.to_str().unwrap();
-    let config = dir.path().join("pipeline.toml");
-    std::fs::write(
-        &config,
+    let (dir, set, config) = sample_set(
+        100..130,
         "[eval.regret]\nenabled = false\n[eval.engine]\nworkers = 2\n",
-    )
-    .unwrap();
-    let config = config.to_str().unwrap();
+    );
+    let (set, config) = (set.as_str(), config.as_str());
     let run = |name: &str, model: &str, seed: &str| {
         let out = dir.path().join(name);
         let summary = puzzleforge(&[
