@@ -456,7 +456,10 @@ impl Stage for Release {
             train_per_cell: None,
             test_per_cell: None,
             strict: false,
-            exclude: Self::earlier_releases(ctx)?,
+            exclude: Self::earlier_releases(ctx)?
+                .iter()
+                .flat_map(|release| crate::release::split_files(release))
+                .collect(),
             exclude_releases_under: None,
             no_release_exclusion: true,
             engine_id: None,

@@ -163,6 +163,59 @@ fn stages_run_in_order_then_skip_until_inputs_or_config_change() {
     );
 }
 
+/// A second release under the same output folder repeats no puzzle of the
+/// first: its manifest names the first release's files and what they
+/// removed.
+#[test]
+fn a_new_release_excludes_the_puzzles_of_earlier_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let config = config.to_str().unwrap();
+    summary(&run(
+        dir.path(),
+        &["run", "--json", "--config", config, "--release", "first"],
+    ));
+    summary(&run(
+        dir.path(),
+        &["run", "--json", "--config", config, "--release", "second"],
+    ));
+    let ids = |release: &str| -> std::collections::BTreeSet<String> {
+        ["train.csv", "test.csv"]
+            .iter()
+            .flat_map(|file| {
+                puzzleforge::record::read_puzzles(
+                    &dir.path()
+                        .join("out")
+                        .join(release)
+                        .join("release")
+                        .join(file),
+                )
+                .unwrap()
+            })
+            .map(|p| p.id)
+            .collect()
+    };
+    let (first, second) = (ids("first"), ids("second"));
+    assert!(!first.is_empty() && !second.is_empty());
+    assert!(
+        first.is_disjoint(&second),
+        "{:?}",
+        first.intersection(&second)
+    );
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("out/second/release/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let exclusions = &manifest["exclusions"];
+    assert_eq!(
+        exclusions["removed"].as_u64(),
+        Some(first.len() as u64),
+        "{exclusions}"
+    );
+    let files = exclusions["files"].to_string();
+    assert!(files.contains("first/release/train.csv"), "{files}");
+}
+
 #[test]
 fn same_config_and_seed_give_the_same_bytes() {
     let a = tempfile::tempdir().unwrap();
