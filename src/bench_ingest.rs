@@ -47,6 +47,20 @@ pub struct BenchIngestArgs {
     pub no_python: bool,
 }
 
+/// The `i`-th fresh PuzzleId, shaped like Lichess's: five base-62
+/// characters (the dump's ids are all five long, which the ingest's
+/// duplicate check packs without allocating).
+fn lichess_style_id(i: usize) -> [u8; 5] {
+    const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut id = [b'0'; 5];
+    let mut rest = i;
+    for slot in id.iter_mut().rev() {
+        *slot = DIGITS[rest % 62];
+        rest /= 62;
+    }
+    id
+}
+
 /// Writes `rows` rows built from the sample's rows with fresh ids.
 fn build_input(sample: &Path, rows: usize, path: &Path) -> Result<()> {
     let mut reader = csv::Reader::from_path(sample)
@@ -70,7 +84,7 @@ fn build_input(sample: &Path, rows: usize, path: &Path) -> Result<()> {
         row.clear();
         for (column, cell) in source.iter().enumerate() {
             if column == id_column {
-                row.push_field(format!("b{i:07}").as_bytes());
+                row.push_field(&lichess_style_id(i));
             } else {
                 row.push_field(cell);
             }
@@ -114,6 +128,13 @@ fn run_python(args: &BenchIngestArgs, input: &Path) -> Result<Value> {
 
 /// Runs the benchmark.
 pub fn run_bench_ingest(args: &BenchIngestArgs) -> Result<Summary> {
+    if args.rows > 62usize.pow(5) {
+        return Err(bad_input(format!(
+            "--rows {} is more than the {} five-character ids",
+            args.rows,
+            62usize.pow(5)
+        )));
+    }
     let dir = tempfile_dir()?;
     let input = dir.join("bench_puzzles.csv.zst");
     build_input(&args.sample, args.rows, &input)?;
