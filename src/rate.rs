@@ -27,9 +27,9 @@
 //! (length alone 0.500), 0.630 within 1-move (525 rows), 0.670 within
 //! 2-move (698), 0.565 within 3+ (276); 3.6 CPU-minutes for the whole
 //! calibration. With the 559 APO rows added (2,058 rows): 0.803 overall,
-//! 0.665 within 1-move (684), 0.680 within 2-move (858), 0.732 within 3+
-//! (516). The model committed as models/rate_model.json is that last
-//! fit. In the 1-move group (all mates in one there) the ladder and the
+//! 0.666 within 1-move (684), 0.677 within 2-move (858), 0.729 within 3+
+//! (516), with each puzzle's draws keyed by its id. The model committed as
+//! models/rate_model.json is that last fit. In the 1-move group (all mates in one there) the ladder and the
 //! probes are constant; the signal comes from the board: how many checks
 //! the solver has (alone 0.49), the solution's length and naive rank.
 
