@@ -244,8 +244,10 @@ pub struct DerivedFields {
     /// The rating the bins are computed from.
     pub rating: Option<i32>,
     pub phase: Phase,
-    /// Game id and ply from the GameUrl (see [`crate::record::parse_game_url`]).
-    pub game: Option<(String, Option<u32>)>,
+    /// Game id (8 ASCII characters) and ply from the GameUrl (see
+    /// [`crate::record::parse_game_url`]), held inline: the ingest derives
+    /// one per row and allocates nothing for it.
+    pub game: Option<([u8; 8], Option<u32>)>,
 }
 
 impl DerivedFields {
@@ -264,7 +266,10 @@ impl DerivedFields {
             mate_check: mate_check(has_themes, themes_mate, line.ends_in_checkmate),
             rating,
             phase: phase_from_themes(themes).unwrap_or_else(|| phase_from_material(&line.start)),
-            game: crate::record::parse_game_url(game_url),
+            game: crate::record::game_url_parts(game_url).and_then(|(id, ply)| {
+                let id: [u8; 8] = id.as_bytes().try_into().ok()?;
+                Some((id, ply))
+            }),
         }
     }
 
@@ -310,7 +315,7 @@ impl DerivedFields {
             DerivedColumn::Phase => out.extend_from_slice(self.phase.as_str().as_bytes()),
             DerivedColumn::GameId => {
                 if let Some((id, _)) = &self.game {
-                    out.extend_from_slice(id.as_bytes());
+                    out.extend_from_slice(id);
                 }
             }
             DerivedColumn::Ply => {

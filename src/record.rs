@@ -132,6 +132,12 @@ impl Puzzle {
 
 /// Splits a Lichess game URL into game id and ply.
 pub fn parse_game_url(url: &str) -> Option<(String, Option<u32>)> {
+    game_url_parts(url).map(|(id, ply)| (id.to_string(), ply))
+}
+
+/// [`parse_game_url`] without allocating: the 8-character game id as a
+/// slice of `url`.
+pub fn game_url_parts(url: &str) -> Option<(&str, Option<u32>)> {
     let rest = url
         .strip_prefix("https://lichess.org/")
         .or_else(|| url.strip_prefix("http://lichess.org/"))?;
@@ -146,7 +152,7 @@ pub fn parse_game_url(url: &str) -> Option<(String, Option<u32>)> {
     let ply = fragment.and_then(|f| f.parse().ok());
     // Game ids are 8 characters; longer ones carry the player's 4-character
     // suffix (`/abcdefgh1234`), which is not part of the game id.
-    Some((id[..8].to_string(), ply))
+    Some((&id[..8], ply))
 }
 
 /// Why one row could not be read as a puzzle.
