@@ -115,7 +115,9 @@ impl AtomicFile {
         let file = File::create(&temp_path)
             .with_context(|| format!("creating {}", temp_path.display()))?;
         let zstd = name.ends_with(".zst");
-        let buffered = BufWriter::with_capacity(1 << 16, WritebackFile::new(file));
+        // 32 KiB: small writes are gathered, and the large runs the ingest
+        // writes (a chunk of rows, about 64 KiB) pass to the file uncopied.
+        let buffered = BufWriter::with_capacity(1 << 15, WritebackFile::new(file));
         let writer: Box<dyn Write + Send> = if zstd {
             Box::new(zstd::stream::write::Encoder::new(buffered, 3)?.auto_finish())
         } else {
