@@ -298,6 +298,56 @@ fn cells_needing_quotes_or_spacing_fixes_round_trip() {
     }
 }
 
+/// Rejects name the line a row is on, across a blank line, and before and
+/// after the first line that needs the full csv grammar (a quoted cell).
+#[test]
+fn reject_lines_are_exact_before_and_after_quoted_rows() {
+    let (header, rows) = sample_lines();
+    let cells = |row: &str| -> Vec<String> { row.split(',').map(str::to_string).collect() };
+    let mut bad_fen = cells(&rows[1]);
+    bad_fen[0] = "fen01".into();
+    bad_fen[1] = "8/8/8/8/8/8/8/8 w - - 0 1".into();
+    let mut quoted = cells(&rows[2]);
+    quoted[9] = format!("\"{}\"", quoted[9]);
+    let mut bad_rating = cells(&rows[3]);
+    bad_rating[0] = "rat01".into();
+    bad_rating[3] = "x".into();
+    let text = [
+        header.clone(),
+        rows[0].clone(),
+        String::new(),
+        bad_fen.join(","),
+        quoted.join(","),
+        bad_rating.join(","),
+        rows[4].clone(),
+        rows[5].clone(),
+    ]
+    .join("\n")
+        + "\n";
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("mixed.csv");
+    std::fs::write(&input, text).unwrap();
+    let out = dir.path().join("out.csv");
+    let (code, json, stderr) = ingest_cli(&input, &out, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json["accepted"], 4, "{json}");
+    assert_eq!(json["rejected"], 2, "{json}");
+    let rejects = std::fs::read_to_string(dir.path().join("out.csv.rejects.csv")).unwrap();
+    let lines: Vec<&str> = rejects.lines().skip(1).collect();
+    assert!(lines[0].starts_with("4,fen01,"), "{rejects}");
+    assert!(lines[1].starts_with("6,rat01,bad_integer,"), "{rejects}");
+    let ids: Vec<String> = read_puzzles(&out)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    let expected: Vec<String> = [0, 2, 4, 5]
+        .iter()
+        .map(|&i| cells(&rows[i])[0].clone())
+        .collect();
+    assert_eq!(ids, expected);
+}
+
 #[test]
 fn truncated_zstd_is_an_error_naming_the_file_and_leaves_no_output() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 //! and writes the accepted puzzles, filtered and optionally sampled.
 //!
 //! The dump has about 5.5 million rows, so the run streams: a reader thread
-//! parses CSV into batches of [`csv::ByteRecord`]s (recycled, so a row costs
+//! parses CSV into batches of [`Row`]s (recycled, so a row costs
 //! no allocation there), the main thread validates each batch in parallel
 //! with rayon, each worker formatting its accepted rows straight into an
 //! output buffer, and then walks the batch in input order: duplicate ids,
@@ -403,17 +403,17 @@ fn text_cells<'a>(
 /// per-cell path runs only to name the column of a bad row.
 fn record_cells<'a>(
     layout: &RowLayout,
-    record: &'a csv::ByteRecord,
+    record: &'a Row,
     text: &mut Vec<&'a str>,
 ) -> std::result::Result<(), RowError> {
     text.clear();
     if record.len() == layout.header.len()
-        && let Ok(all) = std::str::from_utf8(record.as_slice())
+        && let Ok(all) = std::str::from_utf8(&record.bytes)
     {
-        for i in 0..record.len() {
+        for range in &record.cells {
             // A cell boundary inside a multi-byte character leaves the
             // cells invalid although the whole is valid.
-            match record.range(i).and_then(|range| all.get(range)) {
+            match all.get(range.clone()) {
                 Some(cell) => text.push(cell),
                 None => return text_cells(layout, record.iter(), text),
             }
@@ -542,9 +542,74 @@ struct ChunkOut {
     rows: Vec<RowOutcome>,
 }
 
+/// One input row: its cells' bytes and where each cell lies in them.
+/// A quote-free CSV line is kept whole, commas included, with its cells
+/// as ranges between the commas: splitting it copies nothing cell by cell.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    bytes: Vec<u8>,
+    cells: Vec<std::ops::Range<usize>>,
+    /// Known to hold none of the bytes csv quotes for.
+    plain: bool,
+}
+
+impl Row {
+    fn new() -> Self {
+        Self {
+            bytes: Vec::with_capacity(256),
+            cells: Vec::with_capacity(16),
+            plain: false,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.cells.clear();
+        self.plain = false;
+    }
+
+    /// Appends a cell (a row read by the csv crate, or built from JSON).
+    fn push_field(&mut self, cell: &[u8]) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(cell);
+        self.cells.push(start..self.bytes.len());
+    }
+
+    /// Makes the row a CSV line without quotes or line breaks (its bytes
+    /// already in `bytes`): the cells are the text between its commas.
+    fn split_plain_line(&mut self) {
+        self.cells.clear();
+        let mut start = 0;
+        for comma in memchr::memchr_iter(b',', &self.bytes) {
+            self.cells.push(start..comma);
+            start = comma + 1;
+        }
+        self.cells.push(start..self.bytes.len());
+        self.plain = true;
+    }
+
+    fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        self.cells.get(i).map(|range| &self.bytes[range.clone()])
+    }
+
+    fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.cells.iter().map(|range| &self.bytes[range.clone()])
+    }
+
+    /// True when no cell holds a delimiter, a quote or a line break, the
+    /// bytes csv quotes for: nearly every row, settled by one scan.
+    fn is_plain(&self) -> bool {
+        self.plain || memchr::memchr3(b',', b'"', b'\n', &self.bytes).is_none()
+    }
+}
+
 /// A batch of input rows from the reader thread.
 struct Batch {
-    records: Vec<csv::ByteRecord>,
+    records: Vec<Row>,
     lines: Vec<u64>,
     /// Rows the reader already knows are bad (unparseable JSON lines).
     prerejected: Vec<Option<RowError>>,
@@ -568,11 +633,9 @@ impl Batch {
     }
 
     /// The next record slot to fill (reusing its allocation).
-    fn next_slot(&mut self) -> &mut csv::ByteRecord {
+    fn next_slot(&mut self) -> &mut Row {
         if self.len == self.records.len() {
-            // Room for a whole Lichess row: growing from empty costs a
-            // string of reallocations per new record.
-            self.records.push(csv::ByteRecord::with_capacity(256, 16));
+            self.records.push(Row::new());
         }
         &mut self.records[self.len]
     }
@@ -613,15 +676,16 @@ impl<'a> Encoder<'a> {
     }
 
     /// Appends one row; returns the span of its bytes.
+    /// `plain`: no input cell holds a byte csv quotes for.
     fn encode(
         &mut self,
-        record: &[u8],
+        plain: bool,
         cells: &[&str],
         row: &CheckedRow,
     ) -> Result<std::ops::Range<usize>> {
         let start = self.bytes.len();
         match self.format {
-            Format::Csv => self.encode_csv(record, cells, row),
+            Format::Csv => self.encode_csv(plain, cells, row),
             Format::Jsonl => self.encode_jsonl(cells, row)?,
         }
         Ok(start..self.bytes.len())
@@ -656,13 +720,9 @@ impl<'a> Encoder<'a> {
         bytes.push(b'"');
     }
 
-    fn encode_csv(&mut self, record: &[u8], cells: &[&str], row: &CheckedRow) {
+    fn encode_csv(&mut self, plain: bool, cells: &[&str], row: &CheckedRow) {
         let layout = self.layout;
         let bytes = &mut self.bytes;
-        // The bytes csv quotes for (delimiter, quote, the `\n` terminator)
-        // are absent from nearly every row: one scan of the whole row then
-        // settles every input cell at once.
-        let plain = memchr::memchr3(b',', b'"', b'\n', record).is_none();
         let quoting = if plain { None } else { Some(&self.quoting) };
         for column in 0..LICHESS_COLUMNS.len() {
             let cell = layout.text(cells, column).as_bytes();
@@ -748,7 +808,7 @@ fn process_chunk(
     layout: &RowLayout,
     format: Format,
     config: &IngestPuzzlesConfig,
-    records: &[csv::ByteRecord],
+    records: &[Row],
     prerejected: &[Option<RowError>],
     buffers: &BufferPool,
 ) -> Result<ChunkOut> {
@@ -775,7 +835,7 @@ fn process_chunk(
                 let themes = layout.text(&cells, THEMES);
                 let kept = match filter_out(config, &row, themes) {
                     Some(filter) => Err(filter),
-                    None => Ok(encoder.encode(record.as_slice(), &cells, &row)?),
+                    None => Ok(encoder.encode(record.is_plain(), &cells, &row)?),
                 };
                 RowOutcome::Valid {
                     id: id_key(layout.text(&cells, ID).trim_ascii().as_bytes()),
@@ -816,27 +876,120 @@ fn first_content_byte(input: &mut dyn BufRead, path: &Path) -> Result<Option<u8>
 
 type BatchResult = std::result::Result<Batch, (u64, String)>;
 
+/// The CSV records of the puzzle file, with the line each starts on.
+///
+/// Lines without a quote or a carriage return (every line of the Lichess
+/// dump) are records whose fields are the text between commas: the csv
+/// grammar leaves nothing else to decide, so such a line is read straight
+/// into its [`Row`] and split at its commas. From the first line that holds
+/// either byte, everything left goes through the `csv` crate's reader, so
+/// quoting, multi-line fields and CRLF endings follow it exactly. Blank
+/// lines are skipped, as csv does. Line numbers are exact on the plain
+/// lines; on the csv reader's they are its count, which after a CRLF ending
+/// or a blank line is one short of the row's own line.
+struct RecordReader {
+    /// The input until the switch to the csv reader.
+    lines: Option<Box<dyn BufRead + Send>>,
+    csv: Option<csv::Reader<Box<dyn BufRead + Send>>>,
+    cells: csv::ByteRecord,
+    /// Lines read before the csv reader took over.
+    lines_before_csv: u64,
+    line: u64,
+}
+
+impl RecordReader {
+    fn new(input: Box<dyn BufRead + Send>) -> Self {
+        Self {
+            lines: Some(input),
+            csv: None,
+            cells: csv::ByteRecord::new(),
+            lines_before_csv: 0,
+            line: 0,
+        }
+    }
+
+    /// Reads the next record into `row`; its line number, or `None` at the
+    /// end of the input.
+    fn read(&mut self, row: &mut Row) -> Result<Option<u64>, String> {
+        if let Some(input) = self.lines.as_mut() {
+            loop {
+                row.clear();
+                let n = input
+                    .read_until(b'\n', &mut row.bytes)
+                    .map_err(|e| e.to_string())?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                self.line += 1;
+                if row.bytes.last() == Some(&b'\n') {
+                    row.bytes.pop();
+                }
+                if memchr::memchr2(b'"', b'\r', &row.bytes).is_some() {
+                    break;
+                }
+                if row.bytes.is_empty() {
+                    continue;
+                }
+                row.split_plain_line();
+                return Ok(Some(self.line));
+            }
+            // This line needs the full csv grammar: hand it and the rest of
+            // the input to the csv reader.
+            let rest = self.lines.take().ok_or("the input is gone")?;
+            let mut line = std::mem::take(&mut row.bytes);
+            line.push(b'\n');
+            let chained: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(line).chain(rest));
+            self.lines_before_csv = self.line - 1;
+            self.csv = Some(
+                csv::ReaderBuilder::new()
+                    .flexible(true)
+                    .has_headers(false)
+                    .from_reader(chained),
+            );
+        }
+        let Some(csv) = self.csv.as_mut() else {
+            return Ok(None);
+        };
+        row.clear();
+        match csv.read_byte_record(&mut self.cells) {
+            Ok(true) => {
+                for cell in &self.cells {
+                    row.push_field(cell);
+                }
+                let line = self.cells.position().map_or(1, |p| p.line());
+                self.line = self.lines_before_csv + line;
+                Ok(Some(self.line))
+            }
+            Ok(false) => Ok(None),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// The last line read.
+    fn line(&self) -> u64 {
+        self.line
+    }
+}
+
 /// Reads CSV rows into batches until the end or the first read error
 /// (reported with the line it happened after).
 fn read_csv_batches(
-    mut reader: csv::Reader<Box<dyn BufRead + Send>>,
+    mut reader: RecordReader,
     sender: mpsc::SyncSender<BatchResult>,
     recycled: mpsc::Receiver<Batch>,
 ) {
-    let mut last_line = 1;
     loop {
         let mut batch = recycled.try_recv().unwrap_or_else(|_| Batch::new());
         batch.clear();
         while batch.len < BATCH_ROWS {
             let slot = batch.next_slot();
-            match reader.read_byte_record(slot) {
-                Ok(true) => {
-                    last_line = slot.position().map(|p| p.line()).unwrap_or(last_line);
-                    batch.lines.push(last_line);
+            match reader.read(slot) {
+                Ok(Some(line)) => {
+                    batch.lines.push(line);
                     batch.prerejected.push(None);
                     batch.len += 1;
                 }
-                Ok(false) => {
+                Ok(None) => {
                     if batch.len > 0 {
                         let _ = sender.send(Ok(batch));
                     }
@@ -846,7 +999,7 @@ fn read_csv_batches(
                     if batch.len > 0 && sender.send(Ok(batch)).is_err() {
                         return;
                     }
-                    let _ = sender.send(Err((last_line, error.to_string())));
+                    let _ = sender.send(Err((reader.line(), error)));
                     return;
                 }
             }
@@ -1149,19 +1302,12 @@ pub fn ingest_puzzles(
             )
         }
         Some(_) => {
-            // A parse buffer at least as large as the input's (64 KiB) lets
-            // the BufReader hand the decompressed bytes straight through
-            // instead of copying them once more.
-            let mut csv_reader = csv::ReaderBuilder::new()
-                .flexible(true)
-                .has_headers(false)
-                .buffer_capacity(1 << 17)
-                .from_reader(reader);
-            let mut record = csv::ByteRecord::new();
-            match csv_reader.read_byte_record(&mut record) {
-                Ok(true) => {}
-                Ok(false) => bail_input_header(input, "no header")?,
-                Err(e) => bail_input_header(input, &e.to_string())?,
+            let mut csv_reader = RecordReader::new(reader);
+            let mut record = Row::new();
+            match csv_reader.read(&mut record) {
+                Ok(Some(_)) => {}
+                Ok(None) => bail_input_header(input, "no header")?,
+                Err(e) => bail_input_header(input, &e)?,
             }
             let names = record
                 .iter()
@@ -1220,29 +1366,36 @@ pub fn ingest_puzzles(
     // batch N+1 in parallel while the commit thread writes batch N.
     let buffers: &BufferPool = &std::sync::Mutex::new(Vec::new());
     let result = std::thread::scope(|scope| -> Result<Committer> {
-        scope.spawn(reader_thread);
+        // Named, so profilers and debuggers tell the stages apart.
+        std::thread::Builder::new()
+            .name("ingest-read".into())
+            .spawn_scoped(scope, reader_thread)
+            .context("starting the reader thread")?;
         let (to_commit, commits) = mpsc::sync_channel::<(Batch, Vec<ChunkOut>)>(1);
         let progress = bar.clone();
-        let commit_thread = scope.spawn(move || -> Result<Committer> {
-            for (batch, chunks) in commits {
-                committer.take(&batch, &chunks)?;
-                if let Ok(mut pool) = buffers.lock() {
-                    for chunk in chunks {
-                        let mut bytes = chunk.bytes;
-                        bytes.clear();
-                        pool.push(bytes);
+        let commit_thread = std::thread::Builder::new()
+            .name("ingest-commit".into())
+            .spawn_scoped(scope, move || -> Result<Committer> {
+                for (batch, chunks) in commits {
+                    committer.take(&batch, &chunks)?;
+                    if let Ok(mut pool) = buffers.lock() {
+                        for chunk in chunks {
+                            let mut bytes = chunk.bytes;
+                            bytes.clear();
+                            pool.push(bytes);
+                        }
                     }
+                    let rows = committer.stats.rows_read;
+                    let seconds = started.elapsed().as_secs_f64();
+                    progress.set_message(format!(
+                        "{rows} rows, {:.0} rows/s",
+                        rows as f64 / seconds.max(1e-9)
+                    ));
+                    let _ = recycle.send(batch);
                 }
-                let rows = committer.stats.rows_read;
-                let seconds = started.elapsed().as_secs_f64();
-                progress.set_message(format!(
-                    "{rows} rows, {:.0} rows/s",
-                    rows as f64 / seconds.max(1e-9)
-                ));
-                let _ = recycle.send(batch);
-            }
-            Ok(committer)
-        });
+                Ok(committer)
+            })
+            .context("starting the commit thread")?;
         let mut rows_validated = 0u64;
         let mut failure = None;
         for batch in batches {
