@@ -27,6 +27,19 @@ pub fn items(total: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// A counter of items whose total is not known in advance (rows of a
+/// file read as it streams): a spinner with the count and the rate, not a
+/// bar stuck at `N/0`.
+pub fn counter(what: &str) -> ProgressBar {
+    let bar = hidden_unless_terminal(ProgressBar::no_length());
+    if let Ok(style) = ProgressStyle::with_template("{prefix:>10} {spinner} {pos} {per_sec} {msg}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_prefix(what.to_string());
+    bar
+}
+
 /// A bar counting bytes read from an input of known size.
 pub fn bytes(total: u64, what: &str) -> ProgressBar {
     let bar = hidden_unless_terminal(ProgressBar::new(total));

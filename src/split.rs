@@ -809,7 +809,7 @@ fn read_pool(
     for (file, path) in paths.iter().enumerate() {
         let mut rows = 0u64;
         let mut kept = 0u64;
-        let bar = crate::progress::items(0, "split");
+        let bar = crate::progress::counter("split");
         for_each_row(path, |(line, row)| {
             let ordinal = rows;
             rows += 1;
