@@ -2,7 +2,9 @@
 //! config errors, the release lock.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+mod common;
+use common::{puzzleforge as run, summary};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -45,30 +47,6 @@ split = "test"
     let path = dir.join("pipeline.toml");
     std::fs::write(&path, config).unwrap();
     path
-}
-
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run puzzleforge")
-}
-
-fn summary(output: &Output) -> serde_json::Value {
-    assert!(
-        output.status.success(),
-        "puzzleforge failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout.clone()).unwrap();
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(
-        lines.len(),
-        1,
-        "exactly one JSON object on stdout: {stdout}"
-    );
-    serde_json::from_str(lines[0]).unwrap()
 }
 
 fn skipped(summary: &serde_json::Value) -> Vec<(String, bool)> {

@@ -2,7 +2,10 @@
 //! run; merge refuses incomplete, mixed or mismatched shards.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::{puzzleforge, summary};
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 
@@ -104,24 +107,6 @@ split = "both"
     let path = dir.join(name);
     std::fs::write(&path, config).unwrap();
     path
-}
-
-fn puzzleforge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run puzzleforge")
-}
-
-fn summary(output: &Output) -> serde_json::Value {
-    assert!(
-        output.status.success(),
-        "puzzleforge failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout.clone()).unwrap();
-    serde_json::from_str(stdout.trim()).unwrap()
 }
 
 fn fails_with(output: &Output, words: &[&str]) {
