@@ -3,7 +3,6 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use puzzleforge::export::solver_positions;
 use puzzleforge::record::read_puzzles;
@@ -11,12 +10,8 @@ use serde_json::Value;
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
-fn puzzleforge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
-        .args(args)
-        .output()
-        .expect("the puzzleforge binary runs")
-}
+mod common;
+use common::puzzleforge_here as puzzleforge;
 
 fn run_ok(args: &[&str]) {
     let out = puzzleforge(args);

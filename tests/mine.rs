@@ -2,9 +2,8 @@
 //! and legal, well-formed lines. Needs Stockfish: fails without it.
 
 use puzzleforge::criterion::Criterion;
-use puzzleforge::engine::{EngineSpec, Limit, SearchRequest, resolve_engine};
+use puzzleforge::engine::{Limit, SearchRequest};
 use puzzleforge::mine::{MineConfig, run_mine_with, unique_best};
-use puzzleforge::pool::{EnginePool, PoolConfig};
 use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
 use puzzleforge::selfplay::{Mode, SelfplayConfig, run_selfplay_with};
 use shakmaty::fen::Fen;
@@ -14,14 +13,8 @@ use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
 use std::collections::HashSet;
 use std::path::Path;
 
-fn pool(workers: usize) -> EnginePool {
-    let path = resolve_engine(None, None).expect("Stockfish is required for this test");
-    let config = PoolConfig {
-        workers,
-        ..PoolConfig::default()
-    };
-    EnginePool::new(EngineSpec::new(path), config).unwrap()
-}
+mod common;
+use common::engine_pool as pool;
 
 fn lichess_sample() -> Vec<Puzzle> {
     let path =

@@ -2,8 +2,7 @@
 //! follow Stockfish's own strength limit. Needs /usr/games/stockfish (or
 //! stockfish on PATH): the tests fail without it.
 
-use puzzleforge::engine::{EngineSpec, Limit, SearchRequest, resolve_engine};
-use puzzleforge::pool::{EnginePool, PoolConfig};
+use puzzleforge::engine::{Limit, SearchRequest};
 use puzzleforge::selfplay::{Mode, SelfplayConfig, internal_score, run_selfplay_with};
 use puzzleforge::weaken;
 use rand::SeedableRng;
@@ -12,14 +11,8 @@ use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess, Position};
 use std::path::Path;
 
-fn pool(workers: usize) -> EnginePool {
-    let path = resolve_engine(None, None).expect("Stockfish is required for this test");
-    let config = PoolConfig {
-        workers,
-        ..PoolConfig::default()
-    };
-    EnginePool::new(EngineSpec::new(path), config).unwrap()
-}
+mod common;
+use common::engine_pool as pool;
 
 /// Small and cheap: low Elo (search depth 1 to 3), short games.
 fn small_config(mode: Mode) -> SelfplayConfig {

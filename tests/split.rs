@@ -2,7 +2,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use puzzleforge::derive::{rating_bin_edges as rating_bin, rating_bin_label};
 use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
@@ -10,12 +9,8 @@ use puzzleforge::split::{SplitConfig, game_id};
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
-fn puzzleforge(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
-        .args(args)
-        .output()
-        .expect("the puzzleforge binary runs")
-}
+mod common;
+use common::puzzleforge_here as puzzleforge;
 
 fn split_ok(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["split", "--json"];

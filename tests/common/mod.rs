@@ -1,7 +1,29 @@
-//! Helpers shared by the tests that drive the `puzzleforge` binary.
+//! Helpers shared by the integration tests: driving the `puzzleforge`
+//! binary and starting a real Stockfish pool.
+// Each test crate includes this module and uses its own subset of it.
+#![allow(dead_code)]
 
+use puzzleforge::engine::{EngineSpec, resolve_engine};
+use puzzleforge::pool::{EnginePool, PoolConfig};
 use std::path::Path;
 use std::process::{Command, Output};
+
+/// A pool of `workers` real Stockfish processes; fails (never skips) when
+/// no Stockfish is installed.
+pub fn engine_pool(workers: usize) -> EnginePool {
+    let path = resolve_engine(None, None).expect("Stockfish is required for this test");
+    let config = PoolConfig {
+        workers,
+        ..PoolConfig::default()
+    };
+    EnginePool::new(EngineSpec::new(path), config).unwrap()
+}
+
+/// Runs the binary in the crate's folder (where `tests/data/...` paths
+/// resolve) with `args`.
+pub fn puzzleforge_here(args: &[&str]) -> Output {
+    puzzleforge(Path::new(env!("CARGO_MANIFEST_DIR")), args)
+}
 
 /// Runs the binary in `dir` with `args`.
 pub fn puzzleforge(dir: &Path, args: &[&str]) -> Output {
