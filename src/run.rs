@@ -352,12 +352,7 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOu
             counts: previous.get("counts").cloned().unwrap_or(Value::Null),
         });
     }
-    let scratch = ctx.release_dir.join(format!(".{}.partial", stage.name()));
-    if scratch.exists() {
-        std::fs::remove_dir_all(&scratch)
-            .with_context(|| format!("removing {}", scratch.display()))?;
-    }
-    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let scratch = fresh_scratch(&ctx.release_dir, stage.name())?;
     let started = Instant::now();
     let counts = stage.execute(ctx, &scratch)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -377,7 +372,8 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOu
     if let Some(shard) = &ctx.shard {
         manifest["shard"] = shard.to_json();
     }
-    commit_stage_dir(&scratch, &dir, manifest)?;
+    let outputs = output_hashes(&scratch)?;
+    commit_stage_dir(&scratch, &dir, manifest, outputs)?;
     Ok(StageOutcome {
         skipped: false,
         seconds,
@@ -385,19 +381,41 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOu
     })
 }
 
-/// Records the sha256 of every output of a stage's scratch folder in
-/// `manifest` (as `outputs`), writes it as the stage's `stage.json` and
-/// renames the scratch folder into place as `dir`.
-pub(crate) fn commit_stage_dir(scratch: &Path, dir: &Path, mut manifest: Value) -> Result<()> {
+/// An empty scratch folder for a stage, `<release>/.<stage>.partial`: what a
+/// stage writes is renamed into place only once it is complete.
+pub(crate) fn fresh_scratch(release_dir: &Path, stage: &str) -> Result<PathBuf> {
+    let scratch = release_dir.join(format!(".{stage}.partial"));
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("removing {}", scratch.display()))?;
+    }
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    Ok(scratch)
+}
+
+/// The sha256 of every output in a stage's folder, by path relative to it.
+pub(crate) fn output_hashes(dir: &Path) -> Result<BTreeMap<String, String>> {
     let mut outputs = BTreeMap::new();
-    for entry in walk_files(scratch)? {
+    for entry in walk_files(dir)? {
         let relative = entry
-            .strip_prefix(scratch)
+            .strip_prefix(dir)
             .unwrap_or(&entry)
             .to_string_lossy()
             .into_owned();
         outputs.insert(relative, sha256_file(&entry)?);
     }
+    Ok(outputs)
+}
+
+/// Records `outputs` (see [`output_hashes`]) in `manifest`, writes it as
+/// the stage's `stage.json` and renames the scratch folder into place as
+/// `dir`.
+pub(crate) fn commit_stage_dir(
+    scratch: &Path,
+    dir: &Path,
+    mut manifest: Value,
+    outputs: BTreeMap<String, String>,
+) -> Result<()> {
     manifest["outputs"] = json!(outputs);
     write_atomic(
         &scratch.join(MANIFEST),

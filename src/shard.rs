@@ -476,28 +476,14 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
             .with_context(|| format!("stage {name}"))?;
         check_same_run(stage.as_ref(), &print, &shards)?;
         let started = Instant::now();
-        let scratch = release_dir.join(format!(".{name}.partial"));
-        if scratch.exists() {
-            std::fs::remove_dir_all(&scratch)
-                .with_context(|| format!("removing {}", scratch.display()))?;
-        }
-        std::fs::create_dir_all(&scratch)
-            .with_context(|| format!("creating {}", scratch.display()))?;
+        let scratch = crate::run::fresh_scratch(&release_dir, name)?;
         let counts = merge_stage(name, &shards, &scratch, &mut kept)
             .with_context(|| format!("merging stage {name}"))?;
         let dir = ctx.stage_dir(name);
         let previous = std::fs::read(dir.join(MANIFEST))
             .ok()
             .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
-        let mut merged_outputs = BTreeMap::new();
-        for file in crate::run::walk_files(&scratch)? {
-            let relative = file
-                .strip_prefix(&scratch)
-                .unwrap_or(&file)
-                .to_string_lossy()
-                .into_owned();
-            merged_outputs.insert(relative, crate::fileio::sha256_file(&file)?);
-        }
+        let merged_outputs = crate::run::output_hashes(&scratch)?;
         let unchanged = previous.as_ref().is_some_and(|p| {
             p.get("fingerprint") == Some(&print)
                 && p.get("outputs") == Some(&json!(merged_outputs))
@@ -523,7 +509,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
                 "seconds": (seconds * 1000.0).round() / 1000.0,
                 "merged_from": shards.iter().map(|s| s.dir.display().to_string()).collect::<Vec<_>>(),
             });
-            crate::run::commit_stage_dir(&scratch, &dir, manifest)?;
+            crate::run::commit_stage_dir(&scratch, &dir, manifest, merged_outputs)?;
         }
         human.push_str(&format!(
             "  {:<16} {:<8}\n",
