@@ -545,8 +545,8 @@ struct ChunkOut {
 /// One input row: its cells' bytes and where each cell lies in them.
 /// A quote-free CSV line is kept whole, commas included, with its cells
 /// as ranges between the commas: splitting it copies nothing cell by cell.
-#[derive(Clone, Debug, Default)]
-pub struct Row {
+#[derive(Clone, Debug)]
+struct Row {
     bytes: Vec<u8>,
     cells: Vec<std::ops::Range<usize>>,
     /// Known to hold none of the bytes csv quotes for.
