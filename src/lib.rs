@@ -1,39 +1,24 @@
 //! puzzleforge: renews chess puzzle benchmarks for evaluating and
 //! prompt-optimizing large language models.
 //!
-//! One module per pipeline stage; stages exchange [`record::Puzzle`]s.
+//! The folders follow the data: each may use the ones below it, never the
+//! ones above (`tests/layout.rs` checks this, and that no files import each
+//! other in a circle).
+//!
+//! | folder | owns |
+//! |---|---|
+//! | [`pipeline`] | `puzzleforge run` and `merge`: the config, the stage order, manifests, the release lock |
+//! | [`tools`] | commands beside the pipeline: `check` and the `bench` benchmarks |
+//! | [`stages`] | one module per stage, in the order they run |
+//! | [`engine`] | UCI engines: the protocol, the process, the pool, the weakened player, the uniqueness criteria |
+//! | [`chess`] | the puzzle record and what is read off a board: lines, derived columns, themes, PGN |
+//! | [`core`] | files, errors, progress, summaries, shards: nothing about chess |
+//!
+//! `main.rs` sits on top: it parses the command line and calls one command.
 
-pub mod bench_ingest;
-pub mod bench_mine;
-pub mod bench_pgn;
-pub mod bench_pool;
-pub mod capture;
-pub mod check;
-pub mod config;
-pub mod criterion;
-pub mod derive;
+pub mod chess;
+pub mod core;
 pub mod engine;
-pub mod error;
-pub mod eval;
-pub mod export;
-pub mod fileio;
-pub mod ingest;
-pub mod mine;
-pub mod pgn;
-pub mod plots;
-pub mod pool;
-pub mod progress;
-pub mod rate;
-pub mod record;
-pub mod release;
-pub mod run;
-pub mod selfplay;
-pub mod shard;
-pub mod split;
+pub mod pipeline;
 pub mod stages;
-pub mod summary;
-pub mod themes;
-pub mod uci;
-pub mod verify;
-pub mod weaken;
-pub mod wincalc;
+pub mod tools;

@@ -1,8 +1,8 @@
 //! The puzzleforge command line.
 
 use clap::{Parser, Subcommand};
-use puzzleforge::error::exit_code;
-use puzzleforge::summary::Summary;
+use puzzleforge::core::error::exit_code;
+use puzzleforge::core::summary::Summary;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -23,72 +23,97 @@ struct Cli {
 enum Command {
     /// Run the stages of pipeline.toml in order into output/<release>/,
     /// skipping stages whose inputs and config are unchanged.
-    Run(puzzleforge::run::RunArgs),
+    Run(puzzleforge::pipeline::run::RunArgs),
     /// Combine the shard folders of `run --shard I/N` into one release
     /// (byte-identical to an unsharded run), then run the remaining stages.
-    Merge(puzzleforge::shard::MergeArgs),
+    Merge(puzzleforge::pipeline::merge::MergeArgs),
     /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
-    Ingest(puzzleforge::ingest::IngestArgs),
+    #[command(subcommand)]
+    Ingest(IngestCommand),
     /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
     /// whether the best move is unique; one JSON object per position on stdout.
-    Check(puzzleforge::check::CheckArgs),
+    Check(puzzleforge::tools::check::CheckArgs),
     /// Play reproducible self-play games (Epoch's generator) into a PGN file.
-    Selfplay(puzzleforge::selfplay::SelfplayArgs),
+    Selfplay(puzzleforge::stages::selfplay::SelfplayArgs),
     /// Mine Epoch-style puzzles from games or candidate positions.
-    Mine(puzzleforge::mine::MineArgs),
+    Mine(puzzleforge::stages::mine::MineArgs),
     /// Re-analyse mined puzzles at K times the nodes.
-    Verify(puzzleforge::verify::VerifyArgs),
+    Verify(puzzleforge::stages::verify::VerifyArgs),
     /// Estimate Lichess-scale ratings of mined puzzles from engine signals
     /// (fit on real Lichess puzzles with --calibrate).
-    Rate(puzzleforge::rate::RateArgs),
+    Rate(puzzleforge::stages::rate::RateArgs),
     /// Draw a stratified, game-grouped train/test release from puzzle pools.
-    Split(Box<puzzleforge::split::SplitArgs>),
+    Split(Box<puzzleforge::stages::release::SplitArgs>),
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
-    Export(puzzleforge::export::ExportArgs),
+    Export(puzzleforge::stages::export::ExportArgs),
     /// Ask a model (or a baseline player) every solver position of a puzzle set and report.
-    Eval(puzzleforge::eval::EvalArgs),
+    Eval(puzzleforge::stages::eval::EvalArgs),
     /// Compare two eval runs metric by metric with one-sided Welch t-tests.
-    Compare(puzzleforge::eval::compare::CompareArgs),
+    Compare(puzzleforge::stages::eval::compare::CompareArgs),
     /// Play short games from start positions against Stockfish and report regret.
-    Rollout(puzzleforge::eval::rollout::RolloutArgs),
+    Rollout(puzzleforge::stages::eval::rollout::RolloutArgs),
     /// Benchmarks (measure speed; not tests).
     #[command(subcommand)]
     Bench(BenchCommand),
 }
 
+/// The `ingest` subcommands.
+// Parsed once per run, so the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand, Debug)]
+enum IngestCommand {
+    /// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,
+    /// filter and sample; OUT's extension picks CSV or JSON Lines.
+    Puzzles(puzzleforge::stages::ingest_puzzles::PuzzlesArgs),
+    /// Find puzzle candidates in a Lichess game dump (PGN, plain or .zst)
+    /// from its embedded `[%eval]` analysis.
+    Games(puzzleforge::stages::ingest_games::GamesArgs),
+}
+
 #[derive(Subcommand, Debug)]
 enum BenchCommand {
     /// Push positions through the engine pool and report CPU and wall-time ratios.
-    Pool(puzzleforge::bench_pool::BenchPoolArgs),
+    Pool(puzzleforge::tools::bench::pool::BenchPoolArgs),
     /// Time `ingest puzzles` against the python-chess peer.
-    Ingest(puzzleforge::bench_ingest::BenchIngestArgs),
+    Ingest(puzzleforge::tools::bench::ingest::BenchIngestArgs),
     /// PGN parse + replay throughput against pgn-reader alone.
-    Pgn(puzzleforge::bench_pgn::BenchPgnArgs),
+    Pgn(puzzleforge::tools::bench::pgn::BenchPgnArgs),
     /// Compare the mining funnel with exhaustive analysis: recall and engine nodes.
-    Mine(puzzleforge::bench_mine::BenchMineArgs),
+    Mine(puzzleforge::tools::bench::mine::BenchMineArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
     match command {
-        Command::Run(args) => puzzleforge::run::run_pipeline(args),
-        Command::Merge(args) => puzzleforge::shard::run_merge(args),
-        Command::Ingest(args) => puzzleforge::ingest::run_ingest(args),
-        Command::Check(args) => puzzleforge::check::run_check(args),
-        Command::Selfplay(args) => puzzleforge::selfplay::run_selfplay(args),
-        Command::Mine(args) => puzzleforge::mine::run_mine(args),
-        Command::Verify(args) => puzzleforge::verify::run_verify(args),
-        Command::Rate(args) => puzzleforge::rate::run_rate(args),
-        Command::Split(args) => puzzleforge::split::run_split(args),
-        Command::Export(args) => puzzleforge::export::run_export(args),
-        Command::Eval(args) => puzzleforge::eval::run_eval(args),
-        Command::Compare(args) => puzzleforge::eval::compare::run_compare(args),
-        Command::Rollout(args) => puzzleforge::eval::rollout::run_rollout(args),
-        Command::Bench(BenchCommand::Pool(args)) => puzzleforge::bench_pool::run_bench_pool(args),
-        Command::Bench(BenchCommand::Ingest(args)) => {
-            puzzleforge::bench_ingest::run_bench_ingest(args)
+        Command::Run(args) => puzzleforge::pipeline::run::run_pipeline(args),
+        Command::Merge(args) => puzzleforge::pipeline::merge::run_merge(args),
+        Command::Ingest(IngestCommand::Puzzles(args)) => {
+            puzzleforge::stages::ingest_puzzles::run_puzzles(args)
         }
-        Command::Bench(BenchCommand::Pgn(args)) => puzzleforge::bench_pgn::run_bench_pgn(args),
-        Command::Bench(BenchCommand::Mine(args)) => puzzleforge::bench_mine::run_bench_mine(args),
+        Command::Ingest(IngestCommand::Games(args)) => {
+            puzzleforge::stages::ingest_games::run_games(args)
+        }
+        Command::Check(args) => puzzleforge::tools::check::run_check(args),
+        Command::Selfplay(args) => puzzleforge::stages::selfplay::run_selfplay(args),
+        Command::Mine(args) => puzzleforge::stages::mine::run_mine(args),
+        Command::Verify(args) => puzzleforge::stages::verify::run_verify(args),
+        Command::Rate(args) => puzzleforge::stages::rate::run_rate(args),
+        Command::Split(args) => puzzleforge::stages::release::run_split(args),
+        Command::Export(args) => puzzleforge::stages::export::run_export(args),
+        Command::Eval(args) => puzzleforge::stages::eval::run_eval(args),
+        Command::Compare(args) => puzzleforge::stages::eval::compare::run_compare(args),
+        Command::Rollout(args) => puzzleforge::stages::eval::rollout::run_rollout(args),
+        Command::Bench(BenchCommand::Pool(args)) => {
+            puzzleforge::tools::bench::pool::run_bench_pool(args)
+        }
+        Command::Bench(BenchCommand::Ingest(args)) => {
+            puzzleforge::tools::bench::ingest::run_bench_ingest(args)
+        }
+        Command::Bench(BenchCommand::Pgn(args)) => {
+            puzzleforge::tools::bench::pgn::run_bench_pgn(args)
+        }
+        Command::Bench(BenchCommand::Mine(args)) => {
+            puzzleforge::tools::bench::mine::run_bench_mine(args)
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Epoch's trivial-capture rule on hand-built positions, one per branch.
 
-use puzzleforge::capture::{TrivialCapture, classify, is_trivial_capture};
+use puzzleforge::chess::capture::{TrivialCapture, classify, is_trivial_capture};
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Move};

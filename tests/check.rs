@@ -2,7 +2,7 @@
 //! real Lichess puzzle positions, and the FAKE puzzleforge-fault-engine for
 //! fault injection. Tests fail (never skip) without Stockfish.
 
-use puzzleforge::record::{Puzzle, read_puzzles};
+use puzzleforge::chess::record::{Puzzle, read_puzzles};
 use serde_json::Value;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;

@@ -2,11 +2,12 @@
 //! the FAKE puzzleforge-fault-engine, which wraps Stockfish and exits, hangs
 //! or prints garbage on demand. Tests fail (never skip) without Stockfish.
 
-use puzzleforge::engine::{
-    Engine, EngineError, EngineSpec, Limit, SearchRequest, SearchResult, resolve_engine,
+use puzzleforge::chess::record::read_puzzles;
+use puzzleforge::engine::pool::{EnginePool, PoolConfig, UnitFailed};
+use puzzleforge::engine::process::{
+    Engine, EngineError, EngineSpec, Limit, SearchRequest, SearchResult,
 };
-use puzzleforge::pool::{EnginePool, PoolConfig, UnitFailed};
-use puzzleforge::record::read_puzzles;
+use puzzleforge::engine::settings::resolve_engine;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -98,11 +99,11 @@ fn results_are_in_input_order_and_independent_of_worker_count() {
         .map(|line| (line.pv[0].as_str(), line.score))
         .collect();
     assert!(
-        mates.contains(&("f1f8", puzzleforge::uci::Score::Mate(1))),
+        mates.contains(&("f1f8", puzzleforge::engine::uci::Score::Mate(1))),
         "{mates:?}"
     );
     assert!(
-        mates.contains(&("d1d8", puzzleforge::uci::Score::Mate(1))),
+        mates.contains(&("d1d8", puzzleforge::engine::uci::Score::Mate(1))),
         "{mates:?}"
     );
 }
@@ -201,7 +202,7 @@ fn a_missing_engine_or_a_rejected_option_is_fatal() {
     let error = EnginePool::new(threads, config(1))
         .err()
         .expect("Threads is fixed");
-    assert_eq!(puzzleforge::error::exit_code(&error), 2);
+    assert_eq!(puzzleforge::core::error::exit_code(&error), 2);
 }
 
 #[test]
@@ -255,7 +256,10 @@ fn depth_limited_search_reports_each_depth() {
         .collect();
     assert_eq!(depths, (1..=6).collect::<Vec<_>>());
     assert_eq!(result.lines.len(), 1);
-    assert_eq!(result.lines[0].score, puzzleforge::uci::Score::Mate(1));
+    assert_eq!(
+        result.lines[0].score,
+        puzzleforge::engine::uci::Score::Mate(1)
+    );
 }
 
 #[test]
@@ -278,7 +282,7 @@ fn engine_definition_files() {
         message.contains("threads") && message.contains("engine.toml"),
         "{message}"
     );
-    assert_eq!(puzzleforge::error::exit_code(&error), 2);
+    assert_eq!(puzzleforge::core::error::exit_code(&error), 2);
 
     std::fs::write(
         &file,
@@ -309,6 +313,6 @@ fn resolve_engine_prefers_flag_then_config_then_default() {
         PathBuf::from(STOCKFISH)
     );
     let error = resolve_engine(Some(Path::new("/nonexistent/engine")), None).expect_err("missing");
-    assert_eq!(puzzleforge::error::exit_code(&error), 2);
+    assert_eq!(puzzleforge::core::error::exit_code(&error), 2);
     assert!(error.to_string().contains("--engine"), "{error}");
 }

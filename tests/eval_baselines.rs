@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use puzzleforge::record::{read_puzzles, write_puzzles};
+use puzzleforge::chess::record::{read_puzzles, write_puzzles};
 
 fn puzzleforge(args: &[&str]) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_puzzleforge"))

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use puzzleforge::eval::task::{fen_of, puzzle_tasks};
-use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
+use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
+use puzzleforge::stages::eval::task::{fen_of, puzzle_tasks};
 
 const KEY: &str = "sk-fake-secret-0123456789";
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use puzzleforge::record::{read_puzzles, write_puzzles};
+use puzzleforge::chess::record::{read_puzzles, write_puzzles};
 
 #[test]
 fn twenty_puzzles_with_both_templates_through_a_real_model() {

@@ -1,7 +1,7 @@
 //! The answer parser on a table of real-looking model replies.
 
-use puzzleforge::eval::parse::{Parsed, parse_reply};
-use puzzleforge::eval::task::position_from_fen;
+use puzzleforge::stages::eval::parse::{Parsed, parse_reply};
+use puzzleforge::stages::eval::task::position_from_fen;
 
 const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 /// White can castle both ways; a pawn on b7 can promote.

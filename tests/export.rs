@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use puzzleforge::export::solver_positions;
-use puzzleforge::record::read_puzzles;
+use puzzleforge::chess::record::read_puzzles;
+use puzzleforge::stages::export::solver_positions;
 use serde_json::Value;
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
@@ -148,7 +148,7 @@ fn every_format_reads_back_with_one_record_per_solver_position() {
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
         header,
-        puzzleforge::record::LICHESS_COLUMNS.map(String::from)
+        puzzleforge::chess::record::LICHESS_COLUMNS.map(String::from)
     );
     assert_eq!(reader.records().count(), test_puzzles);
     assert_eq!(

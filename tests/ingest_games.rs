@@ -2,9 +2,9 @@
 //! derived from it by editing tags, cutting and corrupting text.
 
 use proptest::prelude::*;
-use puzzleforge::ingest::games::{IngestGamesConfig, TimeClass, run_games_with};
-use puzzleforge::pgn::{GameItem, PgnGames};
-use puzzleforge::record::{Puzzle, read_puzzles};
+use puzzleforge::chess::pgn::{GameItem, PgnGames};
+use puzzleforge::chess::record::{Puzzle, read_puzzles};
+use puzzleforge::stages::ingest_games::{IngestGamesConfig, TimeClass, run_games_with};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -523,13 +523,13 @@ proptest! {
 #[test]
 fn the_pgn_benchmark_runs_on_a_small_file() {
     let dir = tempfile::tempdir().unwrap();
-    let args = puzzleforge::bench_pgn::BenchPgnArgs {
+    let args = puzzleforge::tools::bench::pgn::BenchPgnArgs {
         mib: 1,
         rounds: 1,
         game: GAME_FILE.into(),
         dir: Some(dir.path().to_path_buf()),
     };
-    let summary = puzzleforge::bench_pgn::run_bench_pgn(&args).unwrap();
+    let summary = puzzleforge::tools::bench::pgn::run_bench_pgn(&args).unwrap();
     let files = summary.json["files"].as_array().unwrap();
     assert_eq!(files.len(), 2);
     for file in files {

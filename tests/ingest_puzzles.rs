@@ -2,10 +2,10 @@
 //! the real binary and the library.
 
 use proptest::prelude::*;
-use puzzleforge::ingest::puzzles::{
+use puzzleforge::chess::record::read_puzzles;
+use puzzleforge::stages::ingest_puzzles::{
     IngestPuzzlesConfig, MateFilter, RowLayout, check_row, ingest_puzzles,
 };
-use puzzleforge::record::read_puzzles;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -387,7 +387,7 @@ fn count_sample(pred: impl Fn(i32, &[&str]) -> bool) -> u64 {
 fn ingest_lib(
     config: &IngestPuzzlesConfig,
     out: &Path,
-) -> puzzleforge::ingest::puzzles::IngestStats {
+) -> puzzleforge::stages::ingest_puzzles::IngestStats {
     ingest_puzzles(config, &data(SAMPLE), out, None).unwrap()
 }
 

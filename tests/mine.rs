@@ -1,11 +1,11 @@
 //! Mining: the criterion on known Lichess puzzles, byte-identical output,
 //! and legal, well-formed lines. Needs Stockfish: fails without it.
 
-use puzzleforge::criterion::Criterion;
-use puzzleforge::engine::{Limit, SearchRequest};
-use puzzleforge::mine::{MineConfig, run_mine_with, unique_best};
-use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
-use puzzleforge::selfplay::{Mode, SelfplayConfig, run_selfplay_with};
+use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
+use puzzleforge::engine::criterion::Criterion;
+use puzzleforge::engine::process::{Limit, SearchRequest};
+use puzzleforge::stages::mine::{MineConfig, run_mine_with, unique_best};
+use puzzleforge::stages::selfplay::{Mode, SelfplayConfig, run_selfplay_with};
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::zobrist::Zobrist64;
@@ -248,14 +248,15 @@ fn verify_rechecks_mined_puzzles() {
     )
     .unwrap();
     let count = read_puzzles(&mined).unwrap().len();
-    let config = puzzleforge::verify::VerifyConfig {
+    let config = puzzleforge::stages::verify::VerifyConfig {
         factor: 2,
         nodes: None,
         nodes_override: false,
         criterion: None,
     };
     let report = dir.path().join("mined.verify.jsonl");
-    let summary = puzzleforge::verify::run_verify_with(&config, &pool(2), &mined, &report).unwrap();
+    let summary =
+        puzzleforge::stages::verify::run_verify_with(&config, &pool(2), &mined, &report).unwrap();
     assert_eq!(summary.json["puzzles"], count);
     assert_eq!(summary.json["checked"], count);
     let lines = std::fs::read_to_string(&report).unwrap();

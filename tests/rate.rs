@@ -2,10 +2,10 @@
 //! files. Engine budgets are tiny: these tests check behaviour, not accuracy
 //! (accuracy is measured by `rate --calibrate`, see the model's report).
 
-use puzzleforge::rate::{
+use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
+use puzzleforge::stages::rate::{
     RateConfig, RatingModel, SignalConfig, average_ranks, has_lichess_rating, spearman,
 };
-use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

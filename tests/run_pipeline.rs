@@ -161,7 +161,7 @@ fn a_new_release_excludes_the_puzzles_of_earlier_ones() {
         ["train.csv", "test.csv"]
             .iter()
             .flat_map(|file| {
-                puzzleforge::record::read_puzzles(
+                puzzleforge::chess::record::read_puzzles(
                     &dir.path()
                         .join("out")
                         .join(release)

@@ -2,9 +2,10 @@
 //! follow Stockfish's own strength limit. Needs /usr/games/stockfish (or
 //! stockfish on PATH): the tests fail without it.
 
-use puzzleforge::engine::{Limit, SearchRequest};
-use puzzleforge::selfplay::{Mode, SelfplayConfig, internal_score, run_selfplay_with};
-use puzzleforge::weaken;
+use puzzleforge::engine::process::{Limit, SearchRequest};
+use puzzleforge::engine::weaken;
+use puzzleforge::engine::weaken::internal_score;
+use puzzleforge::stages::selfplay::{Mode, SelfplayConfig, run_selfplay_with};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use shakmaty::fen::Fen;
@@ -73,7 +74,7 @@ fn games_repeat_byte_for_byte_with_any_number_of_workers() {
         };
         assert_ne!(play(&other, 1, dir.path(), "d.pgn"), text.as_bytes());
         // Our own miner's PGN reader replays every game legally.
-        let loaded = puzzleforge::mine::load_input(&dir.path().join("a.pgn")).unwrap();
+        let loaded = puzzleforge::stages::mine::load_input(&dir.path().join("a.pgn")).unwrap();
         assert_eq!(loaded.units.len(), 3);
         assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
         assert!(
@@ -121,7 +122,7 @@ fn elo_outside_the_engine_range_is_a_config_error() {
 fn sample_positions(n: usize) -> Vec<String> {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
-    let puzzles = puzzleforge::record::read_puzzles(&path).unwrap();
+    let puzzles = puzzleforge::chess::record::read_puzzles(&path).unwrap();
     puzzles
         .iter()
         .filter(|p| {

@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use puzzleforge::derive::{rating_bin_edges as rating_bin, rating_bin_label};
-use puzzleforge::record::{Puzzle, read_puzzles, write_puzzles};
-use puzzleforge::split::{SplitConfig, game_id};
+use puzzleforge::chess::derive::{rating_bin_edges as rating_bin, rating_bin_label};
+use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
+use puzzleforge::stages::release::cells::{SplitConfig, game_id};
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
@@ -125,14 +125,14 @@ fn paper_quotas_fill_every_cell_exactly_and_are_reproducible() {
         "test.jsonl",
         "README.md",
     ] {
-        let hash = puzzleforge::fileio::sha256_file(&first.join(name)).unwrap();
+        let hash = puzzleforge::core::fileio::sha256_file(&first.join(name)).unwrap();
         assert_eq!(m["outputs"][name], hash.as_str(), "{name}");
     }
     let card = std::fs::read_to_string(first.join("README.md")).unwrap();
     assert!(card.starts_with("---\n"));
     assert!(card.contains("license: cc0-1.0"));
     assert!(card.contains("- split: test\n    path: test.csv"));
-    for picture in puzzleforge::plots::REPORT_PICTURES {
+    for picture in puzzleforge::stages::release::plots::REPORT_PICTURES {
         let svg = std::fs::read_to_string(first.join("report").join(picture.1)).unwrap();
         assert!(
             svg.contains("<svg") && svg.contains("<rect"),
@@ -494,7 +494,9 @@ fn engine_and_verify_figures_go_into_the_manifest() {
     assert_eq!(m["verify"]["figures"]["checked"], 224);
     assert_eq!(
         m["verify"]["sha256"],
-        puzzleforge::fileio::sha256_file(&verify).unwrap().as_str()
+        puzzleforge::core::fileio::sha256_file(&verify)
+            .unwrap()
+            .as_str()
     );
     let bad = puzzleforge(&["split", APO, "-o", s(&out), "--engine-option", "Threads"]);
     assert_eq!(bad.status.code(), Some(2));

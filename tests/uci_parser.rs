@@ -2,7 +2,9 @@
 //! from /usr/games/stockfish) and a few hand-written lines for fields
 //! Stockfish prints only in long searches.
 
-use puzzleforge::uci::{Bound, EngineLine, Info, Score, is_uci_move, parse_line, parse_option};
+use puzzleforge::engine::uci::{
+    Bound, EngineLine, Info, Score, is_uci_move, parse_line, parse_option,
+};
 
 fn capture(name: &str) -> Vec<EngineLine> {
     let path = format!("{}/tests/data/uci/{name}", env!("CARGO_MANIFEST_DIR"));

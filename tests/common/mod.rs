@@ -3,8 +3,9 @@
 // Each test crate includes this module and uses its own subset of it.
 #![allow(dead_code)]
 
-use puzzleforge::engine::{EngineSpec, resolve_engine};
-use puzzleforge::pool::{EnginePool, PoolConfig};
+use puzzleforge::engine::pool::{EnginePool, PoolConfig};
+use puzzleforge::engine::process::EngineSpec;
+use puzzleforge::engine::settings::resolve_engine;
 use std::path::Path;
 use std::process::{Command, Output};
 

@@ -1,0 +1,423 @@
+//! Fields derived from a puzzle, shared by every stage that produces puzzles
+//! (Lichess ingest, the self-play miner, releases), so one puzzle gets the
+//! same `NumMoves`, `Mate`, `RatingBin`, `Phase`, ... whichever stage made it.
+//!
+//! Validation lives here too: [`play_line`] parses the FEN and plays every
+//! move legally with shakmaty, which is what every derived chess field needs.
+
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::{Bitboard, CastlingMode, Chess, Color, Position, Rank};
+
+use crate::chess::record::{Puzzle, RowError};
+
+/// The columns [`DerivedFields::columns`] fills, in the order they are
+/// appended after the input's columns.
+pub const DERIVED_COLUMNS: [&str; 9] = [
+    "NumMoves",
+    "Mate",
+    "MateCheck",
+    "RatingBin",
+    "RatingBin200",
+    "Phase",
+    "GameId",
+    "Ply",
+    "Source",
+];
+
+/// A derived column other than `Source` (which the stage sets), so hot
+/// loops match a name once per file instead of once per row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DerivedColumn {
+    NumMoves,
+    Mate,
+    MateCheck,
+    RatingBin,
+    RatingBin200,
+    Phase,
+    GameId,
+    Ply,
+}
+
+impl DerivedColumn {
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "NumMoves" => Self::NumMoves,
+            "Mate" => Self::Mate,
+            "MateCheck" => Self::MateCheck,
+            "RatingBin" => Self::RatingBin,
+            "RatingBin200" => Self::RatingBin200,
+            "Phase" => Self::Phase,
+            "GameId" => Self::GameId,
+            "Ply" => Self::Ply,
+            _ => return None,
+        })
+    }
+}
+
+/// Game phase of a puzzle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Opening,
+    Middlegame,
+    Endgame,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Opening => "opening",
+            Phase::Middlegame => "middlegame",
+            Phase::Endgame => "endgame",
+        }
+    }
+}
+
+/// What playing a puzzle's line established.
+#[derive(Clone, Debug)]
+pub struct PlayedLine {
+    /// The position of the FEN (before the opponent's first move).
+    pub start: Chess,
+    /// True when the position after the last move is checkmate.
+    pub ends_in_checkmate: bool,
+    /// Number of plies in the line.
+    pub plies: usize,
+}
+
+/// Parses `fen` (standard chess, standard castling) and plays every
+/// whitespace-separated UCI move of `moves` legally. The line must hold an
+/// even number of moves, at least two (opponent, solver, ...).
+///
+/// Errors carry the reasons `bad_fen`, `illegal_position`, `bad_move`,
+/// `illegal_move`, `too_few_moves` and `odd_move_count`.
+pub fn play_line(fen: &[u8], moves: &[u8]) -> Result<PlayedLine, RowError> {
+    let fen = trim_ascii(fen);
+    let parsed = Fen::from_ascii(fen).map_err(|e| {
+        RowError::new(
+            "bad_fen",
+            format!("{e}: {:?}", String::from_utf8_lossy(fen)),
+        )
+    })?;
+    let start: Chess = parsed.into_position(CastlingMode::Standard).map_err(|e| {
+        RowError::new(
+            "illegal_position",
+            format!("{e}: {:?}", String::from_utf8_lossy(fen)),
+        )
+    })?;
+    let mut position = start.clone();
+    let mut plies = 0;
+    for word in moves
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty())
+    {
+        let uci = UciMove::from_ascii(word).map_err(|_| {
+            RowError::new(
+                "bad_move",
+                format!(
+                    "move {} is not UCI: {:?}",
+                    plies + 1,
+                    String::from_utf8_lossy(word)
+                ),
+            )
+        })?;
+        let m = uci.to_move(&position).map_err(|_| {
+            RowError::new(
+                "illegal_move",
+                format!("move {} {uci} is illegal in the position", plies + 1),
+            )
+        })?;
+        position.play_unchecked(m);
+        plies += 1;
+    }
+    if plies < 2 {
+        return Err(RowError::new(
+            "too_few_moves",
+            format!("{plies} moves, a puzzle needs at least 2"),
+        ));
+    }
+    if plies % 2 != 0 {
+        return Err(RowError::new(
+            "odd_move_count",
+            format!("{plies} moves, the solver must play the last one"),
+        ));
+    }
+    Ok(PlayedLine {
+        ends_in_checkmate: position.is_checkmate(),
+        start,
+        plies,
+    })
+}
+
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    bytes.trim_ascii()
+}
+
+/// Number of solver moves in a line of `plies` plies.
+pub fn num_moves(plies: usize) -> usize {
+    plies / 2
+}
+
+/// True when the themes mark a mating puzzle (`mate`, `mateIn1`, ...).
+pub fn mate_from_themes<'a>(themes: impl IntoIterator<Item = &'a str>) -> bool {
+    themes
+        .into_iter()
+        .any(|t| t == "mate" || t.starts_with("mateIn"))
+}
+
+/// How the theme-based and the board-based mate flags compare: `agree`,
+/// `no_themes` (nothing to compare with), `themes_only` (themes say mate,
+/// the final position is not checkmate) or `board_only`.
+pub fn mate_check(has_themes: bool, themes_say_mate: bool, board_mate: bool) -> &'static str {
+    match (has_themes, themes_say_mate, board_mate) {
+        (false, _, _) => "no_themes",
+        (true, a, b) if a == b => "agree",
+        (true, true, false) => "themes_only",
+        (true, _, _) => "board_only",
+    }
+}
+
+/// The rating bin of `width` points as pandas writes a right-closed
+/// interval: 1950 with width 100 is `(1900, 2000]`, 2000 is `(1900, 2000]`.
+pub fn rating_bin(rating: i32, width: i32) -> String {
+    let (lower, upper) = rating_bin_edges(rating, width);
+    rating_bin_label(lower, upper)
+}
+
+/// `(lo, hi]` written as pandas writes an interval (the APO files' format).
+pub fn rating_bin_label(lower: i32, upper: i32) -> String {
+    format!("({lower}, {upper}]")
+}
+
+/// The (open lower, closed upper) edges of a rating's bin.
+pub fn rating_bin_edges(rating: i32, width: i32) -> (i32, i32) {
+    let width = width.max(1);
+    // The bin's upper edge is the smallest multiple of width >= rating.
+    let upper = rating.div_euclid(width) * width
+        + if rating.rem_euclid(width) == 0 {
+            0
+        } else {
+            width
+        };
+    (upper - width, upper)
+}
+
+/// Phase from Lichess's phase themes, when one is present.
+pub fn phase_from_themes<'a>(themes: impl IntoIterator<Item = &'a str>) -> Option<Phase> {
+    themes.into_iter().find_map(|t| match t {
+        "opening" => Some(Phase::Opening),
+        "middlegame" => Some(Phase::Middlegame),
+        "endgame" => Some(Phase::Endgame),
+        _ => None,
+    })
+}
+
+/// Phase from material, after the rule Lichess uses to divide a game
+/// (scalachess `Divider`): at most 6 knights, bishops, rooks and queens in
+/// all is an endgame; at most 10, or a back rank with fewer than 4 of its
+/// own pieces left (pieces developed), is a middlegame; otherwise opening.
+/// Lichess also looks at pawn "mixedness", which needs no more than the
+/// board but is left out here: it only moves a few openings to middlegame.
+pub fn phase_from_material(position: &Chess) -> Phase {
+    let board = position.board();
+    let majors_and_minors =
+        (board.knights() | board.bishops() | board.rooks() | board.queens()).count();
+    if majors_and_minors <= 6 {
+        return Phase::Endgame;
+    }
+    let white_back = (board.by_color(Color::White) & Bitboard::from_rank(Rank::First)).count();
+    let black_back = (board.by_color(Color::Black) & Bitboard::from_rank(Rank::Eighth)).count();
+    if majors_and_minors <= 10 || white_back < 4 || black_back < 4 {
+        Phase::Middlegame
+    } else {
+        Phase::Opening
+    }
+}
+
+/// The derived fields of one validated puzzle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DerivedFields {
+    pub num_moves: usize,
+    /// The final position is checkmate.
+    pub mate: bool,
+    /// See [`mate_check`].
+    pub mate_check: &'static str,
+    /// The rating the bins are computed from.
+    pub rating: Option<i32>,
+    pub phase: Phase,
+    /// Game id (8 ASCII characters) and ply from the GameUrl (see
+    /// [`crate::chess::record::parse_game_url`]), held inline: the ingest derives
+    /// one per row and allocates nothing for it.
+    pub game: Option<([u8; 8], Option<u32>)>,
+}
+
+impl DerivedFields {
+    /// Derives every field from the played line and the puzzle's cells.
+    pub fn new<'a>(
+        line: &PlayedLine,
+        rating: Option<i32>,
+        themes: impl IntoIterator<Item = &'a str> + Clone,
+        game_url: &str,
+    ) -> Self {
+        let has_themes = themes.clone().into_iter().next().is_some();
+        let themes_mate = mate_from_themes(themes.clone());
+        Self {
+            num_moves: num_moves(line.plies),
+            mate: line.ends_in_checkmate,
+            mate_check: mate_check(has_themes, themes_mate, line.ends_in_checkmate),
+            rating,
+            phase: phase_from_themes(themes).unwrap_or_else(|| phase_from_material(&line.start)),
+            game: crate::chess::record::game_url_parts(game_url).and_then(|(id, ply)| {
+                let id: [u8; 8] = id.as_bytes().try_into().ok()?;
+                Some((id, ply))
+            }),
+        }
+    }
+
+    /// Appends the value of a derived column (one of [`DERIVED_COLUMNS`]
+    /// but `Source`, which the stage sets) to `out`; false for other names.
+    pub fn write_column(&self, name: &str, out: &mut Vec<u8>) -> bool {
+        match DerivedColumn::from_name(name) {
+            Some(column) => {
+                self.write(column, out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Appends one derived value to `out`, in place: the ingest's hot loop
+    /// allocates nothing here.
+    pub fn write(&self, column: DerivedColumn, out: &mut Vec<u8>) {
+        let mut digits = itoa::Buffer::new();
+        match column {
+            DerivedColumn::NumMoves => {
+                out.extend_from_slice(digits.format(self.num_moves).as_bytes())
+            }
+            DerivedColumn::Mate => {
+                out.extend_from_slice(if self.mate { b"True" } else { b"False" })
+            }
+            DerivedColumn::MateCheck => out.extend_from_slice(self.mate_check.as_bytes()),
+            DerivedColumn::RatingBin | DerivedColumn::RatingBin200 => {
+                if let Some(r) = self.rating {
+                    let width = if column == DerivedColumn::RatingBin {
+                        100
+                    } else {
+                        200
+                    };
+                    let (lower, upper) = rating_bin_edges(r, width);
+                    out.push(b'(');
+                    out.extend_from_slice(digits.format(lower).as_bytes());
+                    out.extend_from_slice(b", ");
+                    out.extend_from_slice(digits.format(upper).as_bytes());
+                    out.push(b']');
+                }
+            }
+            DerivedColumn::Phase => out.extend_from_slice(self.phase.as_str().as_bytes()),
+            DerivedColumn::GameId => {
+                if let Some((id, _)) = &self.game {
+                    out.extend_from_slice(id);
+                }
+            }
+            DerivedColumn::Ply => {
+                if let Some((_, Some(ply))) = &self.game {
+                    out.extend_from_slice(digits.format(*ply).as_bytes());
+                }
+            }
+        }
+    }
+
+    /// The value of a derived column (one of [`DERIVED_COLUMNS`] but
+    /// `Source`, which the stage sets) as written to CSV.
+    pub fn column(&self, name: &str) -> Option<String> {
+        let mut out = Vec::new();
+        if !self.write_column(name, &mut out) {
+            return None;
+        }
+        Some(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+/// Validates a puzzle and derives its fields; the convenient entry point
+/// for stages holding a [`Puzzle`] (the miner, releases).
+pub fn derive_puzzle(puzzle: &Puzzle) -> Result<DerivedFields, RowError> {
+    let line = play_line(puzzle.fen.as_bytes(), puzzle.moves.join(" ").as_bytes())?;
+    Ok(DerivedFields::new(
+        &line,
+        puzzle.rating,
+        puzzle.themes.iter().map(String::as_str),
+        &puzzle.game_url,
+    ))
+}
+
+/// Writes the derived columns into the puzzle's extra columns (replacing
+/// values already there) and sets `Source` unless it is already set.
+pub fn apply_derived(puzzle: &mut Puzzle, derived: &DerivedFields, source: &str) {
+    for name in DERIVED_COLUMNS {
+        if let Some(value) = derived.column(name) {
+            puzzle.set(name, value);
+        }
+    }
+    if puzzle.get("Source").is_none_or(str::is_empty) {
+        puzzle.set("Source", source);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rating_bins_are_right_closed_like_pandas() {
+        assert_eq!(rating_bin(1950, 100), "(1900, 2000]");
+        assert_eq!(rating_bin(2000, 100), "(1900, 2000]");
+        assert_eq!(rating_bin(2001, 100), "(2000, 2100]");
+        assert_eq!(rating_bin(459, 100), "(400, 500]");
+        assert_eq!(rating_bin(1999, 200), "(1800, 2000]");
+        assert_eq!(rating_bin(-5, 100), "(-100, 0]");
+    }
+
+    #[test]
+    fn mate_line_is_checkmate_and_material_phase() {
+        // Scholar's mate pattern: black blunders, white mates.
+        let line = play_line(
+            b"r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3",
+            b"g8f6 h5f7",
+        )
+        .unwrap();
+        assert!(line.ends_in_checkmate);
+        assert_eq!(line.plies, 2);
+        assert_eq!(phase_from_material(&line.start), Phase::Opening);
+        let derived = DerivedFields::new(&line, Some(600), ["mate", "mateIn1"], "");
+        assert_eq!(derived.mate_check, "agree");
+        assert_eq!(derived.phase, Phase::Opening);
+    }
+
+    #[test]
+    fn bad_lines_name_their_reason() {
+        let start = b"rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+        assert_eq!(
+            play_line(b"nonsense", b"e2e4 e7e5").unwrap_err().reason,
+            "bad_fen"
+        );
+        assert_eq!(
+            play_line(start, b"e2e5 e7e5").unwrap_err().reason,
+            "illegal_move"
+        );
+        assert_eq!(play_line(start, b"e2e4 zz").unwrap_err().reason, "bad_move");
+        assert_eq!(
+            play_line(start, b"e2e4").unwrap_err().reason,
+            "too_few_moves"
+        );
+        assert_eq!(
+            play_line(start, b"e2e4 e7e5 g1f3").unwrap_err().reason,
+            "odd_move_count"
+        );
+        // Two white kings: parses, but is not a legal position.
+        assert_eq!(
+            play_line(b"K6K/8/8/8/8/8/8/k7 w - - 0 1", b"a8a7 a1a2")
+                .unwrap_err()
+                .reason,
+            "illegal_position"
+        );
+    }
+}

@@ -1,0 +1,631 @@
+//! The one puzzle record every stage reads and writes.
+//!
+//! The convention is Lichess's: `FEN` is the position *before* the
+//! opponent's move, `Moves` is UCI with the opponent's move first, then the
+//! solver and the opponent alternating. The ten Lichess columns come first,
+//! in Lichess's order; every other column (`DailyDate`, the APO benchmark's
+//! `NumMoves`/`RatingBin`/..., the columns our stages add) follows in
+//! [`Puzzle::extra`], in the order it was first seen.
+//!
+//! Files are CSV or JSON Lines, either optionally zstd-compressed. On input
+//! the compression is detected from magic bytes and the format from the
+//! first byte of content (`{` means JSON Lines); on output the file name
+//! decides (`.csv`, `.jsonl`, each optionally followed by `.zst`).
+
+use anyhow::{Context, Result};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use crate::core::error::bad_input;
+use crate::core::fileio::{AtomicFile, open_input};
+
+/// The Lichess puzzle CSV columns, in order.
+pub const LICHESS_COLUMNS: [&str; 10] = [
+    "PuzzleId",
+    "FEN",
+    "Moves",
+    "Rating",
+    "RatingDeviation",
+    "Popularity",
+    "NbPlays",
+    "Themes",
+    "GameUrl",
+    "OpeningTags",
+];
+
+/// A chess puzzle in the Lichess convention, plus any further columns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Puzzle {
+    pub id: String,
+    /// Position before the opponent's first move.
+    pub fen: String,
+    /// UCI moves: opponent, solver, opponent, ..., solver.
+    pub moves: Vec<String>,
+    /// Lichess Glicko rating; `None` until a puzzle is rated.
+    pub rating: Option<i32>,
+    pub rating_deviation: Option<i32>,
+    pub popularity: Option<i32>,
+    pub nb_plays: Option<i32>,
+    pub themes: Vec<String>,
+    pub game_url: String,
+    pub opening_tags: Vec<String>,
+    /// Columns after the Lichess ten, in order.
+    pub extra: Vec<(String, String)>,
+}
+
+impl Puzzle {
+    /// Number of solver moves (the solver plays every second move).
+    pub fn solver_moves(&self) -> usize {
+        self.moves.len() / 2
+    }
+
+    /// The value of an extra column.
+    pub fn get(&self, column: &str) -> Option<&str> {
+        self.extra
+            .iter()
+            .find(|(name, _)| name == column)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// Sets an extra column, replacing its value or appending it.
+    pub fn set(&mut self, column: &str, value: impl Into<String>) {
+        let value = value.into();
+        match self.extra.iter_mut().find(|(name, _)| name == column) {
+            Some(slot) => slot.1 = value,
+            None => self.extra.push((column.to_string(), value)),
+        }
+    }
+
+    /// True when the puzzle has the given theme.
+    pub fn has_theme(&self, theme: &str) -> bool {
+        self.themes.iter().any(|t| t == theme)
+    }
+
+    /// Game id and ply from a Lichess game URL such as
+    /// `https://lichess.org/787zsVup/black#48` (ply 48). `None` when the URL
+    /// is not of that shape.
+    pub fn game_id_and_ply(&self) -> Option<(String, Option<u32>)> {
+        parse_game_url(&self.game_url)
+    }
+
+    /// The value of a column by its header name, as it is written to CSV.
+    pub fn column(&self, column: &str) -> Option<String> {
+        let int = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();
+        Some(match column {
+            "PuzzleId" => self.id.clone(),
+            "FEN" => self.fen.clone(),
+            "Moves" => self.moves.join(" "),
+            "Rating" => int(self.rating),
+            "RatingDeviation" => int(self.rating_deviation),
+            "Popularity" => int(self.popularity),
+            "NbPlays" => int(self.nb_plays),
+            "Themes" => self.themes.join(" "),
+            "GameUrl" => self.game_url.clone(),
+            "OpeningTags" => self.opening_tags.join(" "),
+            other => return self.get(other).map(str::to_string),
+        })
+    }
+
+    /// The record as a JSON object: the same keys and values as the CSV
+    /// columns, with the four integer columns as numbers (or null).
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        let int = |v: Option<i32>| v.map(Value::from).unwrap_or(Value::Null);
+        map.insert("PuzzleId".into(), self.id.clone().into());
+        map.insert("FEN".into(), self.fen.clone().into());
+        map.insert("Moves".into(), self.moves.join(" ").into());
+        map.insert("Rating".into(), int(self.rating));
+        map.insert("RatingDeviation".into(), int(self.rating_deviation));
+        map.insert("Popularity".into(), int(self.popularity));
+        map.insert("NbPlays".into(), int(self.nb_plays));
+        map.insert("Themes".into(), self.themes.join(" ").into());
+        map.insert("GameUrl".into(), self.game_url.clone().into());
+        map.insert("OpeningTags".into(), self.opening_tags.join(" ").into());
+        for (name, value) in &self.extra {
+            map.insert(name.clone(), value.clone().into());
+        }
+        Value::Object(map)
+    }
+}
+
+/// Splits a Lichess game URL into game id and ply.
+pub fn parse_game_url(url: &str) -> Option<(String, Option<u32>)> {
+    game_url_parts(url).map(|(id, ply)| (id.to_string(), ply))
+}
+
+/// [`parse_game_url`] without allocating: the 8-character game id as a
+/// slice of `url`.
+pub fn game_url_parts(url: &str) -> Option<(&str, Option<u32>)> {
+    let rest = url
+        .strip_prefix("https://lichess.org/")
+        .or_else(|| url.strip_prefix("http://lichess.org/"))?;
+    let (path, fragment) = match rest.split_once('#') {
+        Some((path, fragment)) => (path, Some(fragment)),
+        None => (rest, None),
+    };
+    let id = path.split('/').next()?;
+    if id.len() < 8 || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let ply = fragment.and_then(|f| f.parse().ok());
+    // Game ids are 8 characters; longer ones carry the player's 4-character
+    // suffix (`/abcdefgh1234`), which is not part of the game id.
+    Some((&id[..8], ply))
+}
+
+/// Why one row could not be read as a puzzle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowError {
+    /// Short machine-friendly reason, used for counting (`bad_integer`, ...).
+    pub reason: &'static str,
+    /// Human detail: which column and what it held.
+    pub detail: String,
+}
+
+impl RowError {
+    pub fn new(reason: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for RowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.detail)
+    }
+}
+
+/// Maps header names to column positions for one file.
+#[derive(Clone, Debug)]
+pub struct Header {
+    names: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl Header {
+    /// Builds the map; `PuzzleId`, `FEN` and `Moves` are required.
+    pub fn new(names: Vec<String>) -> std::result::Result<Self, String> {
+        let names: Vec<String> = names
+            .into_iter()
+            .map(|n| n.trim_start_matches('\u{feff}').trim().to_string())
+            .collect();
+        let mut index = HashMap::new();
+        for (i, name) in names.iter().enumerate() {
+            if index.insert(name.clone(), i).is_some() {
+                return Err(format!("column {name} appears twice in the header"));
+            }
+        }
+        for required in ["PuzzleId", "FEN", "Moves"] {
+            if !index.contains_key(required) {
+                return Err(format!("the header has no {required} column"));
+            }
+        }
+        Ok(Self { names, index })
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    /// Reads one row of cells into a puzzle, checking only the shape of
+    /// each field (integers parse, the cell count matches). Chess legality
+    /// is the ingest stage's job.
+    pub fn parse_row(&self, cells: &[&str]) -> std::result::Result<Puzzle, RowError> {
+        if cells.len() != self.names.len() {
+            return Err(RowError::new(
+                "wrong_column_count",
+                format!("{} columns, header has {}", cells.len(), self.names.len()),
+            ));
+        }
+        let cell = |name: &str| self.position(name).map(|i| cells[i]).unwrap_or("");
+        let int = |name: &str| -> std::result::Result<Option<i32>, RowError> {
+            let text = cell(name).trim();
+            if text.is_empty() {
+                return Ok(None);
+            }
+            text.parse::<i32>().map(Some).map_err(|_| {
+                RowError::new("bad_integer", format!("{name} is not an integer: {text:?}"))
+            })
+        };
+        let words = |name: &str| -> Vec<String> {
+            cell(name).split_whitespace().map(str::to_string).collect()
+        };
+        let mut extra = Vec::new();
+        for (i, name) in self.names.iter().enumerate() {
+            if !LICHESS_COLUMNS.contains(&name.as_str()) {
+                extra.push((name.clone(), cells[i].to_string()));
+            }
+        }
+        Ok(Puzzle {
+            id: cell("PuzzleId").trim().to_string(),
+            fen: cell("FEN").trim().to_string(),
+            moves: words("Moves"),
+            rating: int("Rating")?,
+            rating_deviation: int("RatingDeviation")?,
+            popularity: int("Popularity")?,
+            nb_plays: int("NbPlays")?,
+            themes: words("Themes"),
+            game_url: cell("GameUrl").trim().to_string(),
+            opening_tags: words("OpeningTags"),
+            extra,
+        })
+    }
+}
+
+/// Reads a puzzle from one JSON Lines object.
+pub fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, RowError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| RowError::new("not_an_object", "the line is not a JSON object"))?;
+    let text = |key: &str| -> String {
+        match object.get(key) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        }
+    };
+    let int = |key: &str| -> std::result::Result<Option<i32>, RowError> {
+        match object.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .and_then(|n| i32::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| RowError::new("bad_integer", format!("{key} is not an integer"))),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| {
+                RowError::new("bad_integer", format!("{key} is not an integer: {s:?}"))
+            }),
+            Some(_) => Err(RowError::new(
+                "bad_integer",
+                format!("{key} is not an integer"),
+            )),
+        }
+    };
+    let words =
+        |key: &str| -> Vec<String> { text(key).split_whitespace().map(str::to_string).collect() };
+    for required in ["PuzzleId", "FEN", "Moves"] {
+        if !object.contains_key(required) {
+            return Err(RowError::new(
+                "missing_column",
+                format!("no {required} key"),
+            ));
+        }
+    }
+    let extra = object
+        .iter()
+        .filter(|(key, _)| !LICHESS_COLUMNS.contains(&key.as_str()))
+        .map(|(key, value)| {
+            let value = match value {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            (key.clone(), value)
+        })
+        .collect();
+    Ok(Puzzle {
+        id: text("PuzzleId"),
+        fen: text("FEN"),
+        moves: words("Moves"),
+        rating: int("Rating")?,
+        rating_deviation: int("RatingDeviation")?,
+        popularity: int("Popularity")?,
+        nb_plays: int("NbPlays")?,
+        themes: words("Themes"),
+        game_url: text("GameUrl"),
+        opening_tags: words("OpeningTags"),
+        extra,
+    })
+}
+
+/// File formats for puzzle files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    Jsonl,
+}
+
+impl Format {
+    /// The format an output file name asks for: `.csv`, `.jsonl` (or
+    /// `.json`), each optionally followed by `.zst`.
+    pub fn from_output_path(path: &Path) -> Result<Self> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        let name = name.strip_suffix(".zst").unwrap_or(&name);
+        if name.ends_with(".csv") {
+            Ok(Format::Csv)
+        } else if name.ends_with(".jsonl") || name.ends_with(".json") {
+            Ok(Format::Jsonl)
+        } else {
+            Err(bad_input(format!(
+                "{}: cannot tell the output format from the name; use .csv, .jsonl, .csv.zst or .jsonl.zst",
+                path.display()
+            )))
+        }
+    }
+}
+
+/// Streams puzzles into a CSV or JSON Lines file, written atomically.
+pub struct PuzzleWriter {
+    sink: Sink,
+    extra_columns: Vec<String>,
+    written: u64,
+}
+
+enum Sink {
+    Csv(Box<csv::Writer<AtomicFile>>),
+    Jsonl(AtomicFile),
+}
+
+impl PuzzleWriter {
+    /// Creates the writer. For CSV, `extra_columns` are the columns written
+    /// after the Lichess ten (a puzzle's other extra columns are dropped,
+    /// missing ones are empty); JSON Lines writes every puzzle whole.
+    pub fn create(path: &Path, extra_columns: &[String]) -> Result<Self> {
+        let file = AtomicFile::create(path)?;
+        let sink = match Format::from_output_path(path)? {
+            Format::Csv => {
+                let mut csv = csv::WriterBuilder::new()
+                    .terminator(csv::Terminator::Any(b'\n'))
+                    .from_writer(file);
+                let header: Vec<&str> = LICHESS_COLUMNS
+                    .iter()
+                    .copied()
+                    .chain(extra_columns.iter().map(String::as_str))
+                    .collect();
+                csv.write_record(&header)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                Sink::Csv(Box::new(csv))
+            }
+            Format::Jsonl => Sink::Jsonl(file),
+        };
+        Ok(Self {
+            sink,
+            extra_columns: extra_columns.to_vec(),
+            written: 0,
+        })
+    }
+
+    /// Appends one puzzle.
+    pub fn write(&mut self, puzzle: &Puzzle) -> Result<()> {
+        match &mut self.sink {
+            Sink::Csv(csv) => {
+                let mut row: Vec<String> = LICHESS_COLUMNS
+                    .iter()
+                    .map(|c| puzzle.column(c).unwrap_or_default())
+                    .collect();
+                for column in &self.extra_columns {
+                    row.push(puzzle.get(column).unwrap_or("").to_string());
+                }
+                csv.write_record(&row)
+                    .with_context(|| format!("writing {}", csv.get_ref().path().display()))?;
+            }
+            Sink::Jsonl(file) => {
+                let mut line = serde_json::to_vec(&puzzle.to_json())?;
+                line.push(b'\n');
+                file.write_all(&line)
+                    .with_context(|| format!("writing {}", file.path().display()))?;
+            }
+        }
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Number of puzzles written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Flushes and renames the file into place.
+    pub fn finish(self) -> Result<u64> {
+        let file = match self.sink {
+            Sink::Csv(csv) => csv
+                .into_inner()
+                .map_err(|e| anyhow::anyhow!("flushing CSV output: {}", e.error()))?,
+            Sink::Jsonl(file) => file,
+        };
+        file.commit()?;
+        Ok(self.written)
+    }
+}
+
+/// The union of the puzzles' extra columns, in first-seen order.
+pub fn extra_columns_of(puzzles: &[Puzzle]) -> Vec<String> {
+    let mut columns: Vec<String> = Vec::new();
+    for puzzle in puzzles {
+        for (name, _) in &puzzle.extra {
+            if !columns.contains(name) {
+                columns.push(name.clone());
+            }
+        }
+    }
+    columns
+}
+
+/// Writes puzzles to `path` (format from the name), atomically.
+pub fn write_puzzles(path: &Path, puzzles: &[Puzzle]) -> Result<u64> {
+    let mut writer = PuzzleWriter::create(path, &extra_columns_of(puzzles))?;
+    for puzzle in puzzles {
+        writer.write(puzzle)?;
+    }
+    writer.finish()
+}
+
+/// One row as read from a puzzle file: its 1-based line number and either
+/// the puzzle or why it could not be read.
+pub type ReadRow = (u64, std::result::Result<Puzzle, RowError>);
+
+/// Reads every row of a puzzle file (CSV or JSON Lines, plain or zstd),
+/// calling `on_row` for each in file order. Rows that cannot be read are
+/// passed on as errors with their line number; only an unreadable file
+/// (missing, bad header, corrupt compression) is an error of the call.
+pub fn for_each_row(path: &Path, mut on_row: impl FnMut(ReadRow) -> Result<()>) -> Result<()> {
+    let mut input = open_input(path)?;
+    let first = crate::core::fileio::first_content_byte(&mut input, path)?;
+    match first {
+        None => Err(bad_input(format!("{}: the file is empty", path.display()))),
+        Some(b'{') => {
+            for (index, line) in input.split(b'\n').enumerate() {
+                let line_number = index as u64 + 1;
+                let line = line.map_err(|e| {
+                    bad_input(format!(
+                        "{}: read failed at line {line_number}: {e}",
+                        path.display()
+                    ))
+                })?;
+                let text = match std::str::from_utf8(&line) {
+                    Ok(t) => t.trim(),
+                    Err(_) => {
+                        on_row((line_number, Err(RowError::new("invalid_utf8", "not UTF-8"))))?;
+                        continue;
+                    }
+                };
+                if text.is_empty() {
+                    continue;
+                }
+                let row = serde_json::from_str::<Value>(text)
+                    .map_err(|e| RowError::new("bad_json", e.to_string()))
+                    .and_then(|value| puzzle_from_json(&value));
+                on_row((line_number, row))?;
+            }
+            Ok(())
+        }
+        Some(_) => {
+            let mut reader = csv::ReaderBuilder::new()
+                .flexible(true)
+                .has_headers(false)
+                .from_reader(input);
+            let mut record = csv::ByteRecord::new();
+            let header = match reader.read_byte_record(&mut record) {
+                Ok(true) => {
+                    let names = record
+                        .iter()
+                        .map(|c| String::from_utf8_lossy(c).into_owned())
+                        .collect();
+                    Header::new(names).map_err(|e| bad_input(format!("{}: {e}", path.display())))?
+                }
+                Ok(false) => return Err(bad_input(format!("{}: no header", path.display()))),
+                Err(e) => {
+                    return Err(bad_input(format!("{}: bad header: {e}", path.display())));
+                }
+            };
+            loop {
+                match reader.read_byte_record(&mut record) {
+                    Ok(false) => break,
+                    Ok(true) => {
+                        let line = record.position().map(|p| p.line()).unwrap_or(0);
+                        let cells: std::result::Result<Vec<&str>, _> =
+                            record.iter().map(std::str::from_utf8).collect();
+                        let row = match cells {
+                            Ok(cells) => header.parse_row(&cells),
+                            Err(_) => Err(RowError::new("invalid_utf8", "the row is not UTF-8")),
+                        };
+                        on_row((line, row))?;
+                    }
+                    Err(e) => {
+                        return Err(bad_input(format!(
+                            "{}: unreadable after line {}: {e}",
+                            path.display(),
+                            record.position().map(|p| p.line()).unwrap_or(0)
+                        )));
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Reads a puzzle file that must be clean (our own intermediate outputs):
+/// the first bad row is an error naming the file, line and reason.
+pub fn read_puzzles(path: &Path) -> Result<Vec<Puzzle>> {
+    let mut puzzles = Vec::new();
+    for_each_row(path, |(line, row)| match row {
+        Ok(puzzle) => {
+            puzzles.push(puzzle);
+            Ok(())
+        }
+        Err(e) => Err(bad_input(format!("{} line {line}: {e}", path.display()))),
+    })?;
+    Ok(puzzles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Puzzle {
+        Puzzle {
+            id: "00008".into(),
+            fen: "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24".into(),
+            moves: "f2g3 e6e7 b2b1 b3c1 b1c1 h6c1"
+                .split(' ')
+                .map(String::from)
+                .collect(),
+            rating: Some(1913),
+            rating_deviation: Some(75),
+            popularity: Some(94),
+            nb_plays: Some(6230),
+            themes: vec!["crushing".into(), "hangingPiece".into()],
+            game_url: "https://lichess.org/787zsVup/black#48".into(),
+            opening_tags: vec![],
+            extra: vec![("DailyDate".into(), String::new())],
+        }
+    }
+
+    #[test]
+    fn csv_and_jsonl_round_trip_with_and_without_zstd() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut unrated = sample();
+        unrated.id = "x1".into();
+        unrated.rating = None;
+        unrated.set("Source", "selfplay");
+        let puzzles = vec![sample(), unrated];
+        for name in ["p.csv", "p.jsonl", "p.csv.zst", "p.jsonl.zst"] {
+            let path = dir.path().join(name);
+            write_puzzles(&path, &puzzles).unwrap();
+            let back = read_puzzles(&path).unwrap();
+            assert_eq!(back.len(), 2, "{name}");
+            assert_eq!(back[0].moves, puzzles[0].moves, "{name}");
+            assert_eq!(back[1].rating, None, "{name}");
+            assert_eq!(back[1].get("Source"), Some("selfplay"), "{name}");
+            assert_eq!(
+                back[0].game_id_and_ply(),
+                Some(("787zsVup".into(), Some(48)))
+            );
+        }
+    }
+
+    #[test]
+    fn bad_row_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.csv");
+        std::fs::write(
+            &path,
+            "PuzzleId,FEN,Moves,Rating\na,8/8/8/8/8/8/8/8 w - - 0 1,e2e4 e7e5,12x\n",
+        )
+        .unwrap();
+        let error = read_puzzles(&path).unwrap_err().to_string();
+        assert!(error.contains("line 2"), "{error}");
+        assert!(error.contains("Rating"), "{error}");
+    }
+}

@@ -1,0 +1,13 @@
+//! Plumbing every other folder uses and that knows nothing about chess,
+//! engines or stages: errors and exit codes, files (zstd, atomic writes,
+//! hashes), progress bars, command summaries and the slicing of work into
+//! shards.
+//!
+//! May use: external crates only.
+
+pub mod error;
+pub mod fileio;
+pub mod progress;
+pub mod settings;
+pub mod shard;
+pub mod summary;

@@ -1,0 +1,131 @@
+//! How a command finds and configures its engine: the `[engine]` section of
+//! `pipeline.toml`, the `--engine`/`--workers`/`--deadline` flags over it,
+//! and the lookup of the executable (flag, config, /usr/games/stockfish,
+//! PATH).
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::engine::pool::PoolConfig;
+use crate::engine::process::{DEFAULT_HASH_MB, EngineSpec};
+
+/// Where the engine is looked for when neither a flag nor the config names one.
+pub const DEFAULT_ENGINE_PATH: &str = "/usr/games/stockfish";
+
+/// Finds the engine executable: the `--engine` flag, then the configured
+/// path, then /usr/games/stockfish, then `stockfish` on PATH.
+pub fn resolve_engine(flag: Option<&Path>, configured: Option<&Path>) -> anyhow::Result<PathBuf> {
+    for (path, origin) in [(flag, "--engine"), (configured, "the configuration")] {
+        if let Some(path) = path {
+            return find_executable(path).ok_or_else(|| {
+                crate::core::error::bad_input(format!(
+                    "engine {} (from {origin}) not found",
+                    path.display()
+                ))
+            });
+        }
+    }
+    find_executable(Path::new(DEFAULT_ENGINE_PATH))
+        .or_else(|| find_executable(Path::new("stockfish")))
+        .ok_or_else(|| {
+            crate::core::error::bad_input(
+                "no chess engine found: install Stockfish (./engines/install.sh), or pass --engine PATH",
+            )
+        })
+}
+
+fn find_executable(path: &Path) -> Option<PathBuf> {
+    if path.is_file() {
+        return Some(path.to_path_buf());
+    }
+    // A bare name is looked up on PATH, like a shell would.
+    if path.components().count() == 1 {
+        let search = std::env::var_os("PATH")?;
+        return std::env::split_paths(&search)
+            .map(|dir| dir.join(path))
+            .find(|candidate| candidate.is_file());
+    }
+    None
+}
+
+/// Engine settings in `pipeline.toml` (`[engine]`); CLI flags override them.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// Engine executable or an engine definition file (`.toml`).
+    pub path: Option<PathBuf>,
+    /// Worker threads, one engine process each (0 = number of CPUs).
+    pub workers: usize,
+    /// Hash table size in MB (ignored when `path` is a definition file).
+    pub hash_mb: u32,
+    /// Seconds one search may take before the engine counts as hung.
+    pub deadline_secs: f64,
+    /// Attempts per unit of work before the command fails.
+    pub max_attempts: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            path: None,
+            workers: 0,
+            hash_mb: DEFAULT_HASH_MB,
+            deadline_secs: 60.0,
+            max_attempts: 3,
+        }
+    }
+}
+
+/// Engine flags shared by every command that runs an engine.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct EngineArgs {
+    /// Engine executable, or an engine definition file (.toml, see
+    /// engines/stockfish.toml). Default: config, /usr/games/stockfish, PATH.
+    #[arg(long, value_name = "PATH")]
+    pub engine: Option<PathBuf>,
+    /// Engine processes run in parallel (default: number of CPUs).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// Seconds one search may take before the engine is restarted.
+    #[arg(long, value_name = "SECS")]
+    pub deadline: Option<f64>,
+}
+
+impl EngineArgs {
+    /// The engine spec and pool settings from these flags over `config`.
+    pub fn resolve(&self, config: &EngineConfig) -> anyhow::Result<(EngineSpec, PoolConfig)> {
+        let chosen = self.engine.as_deref().or(config.path.as_deref());
+        let spec = match chosen {
+            Some(path) if path.extension().is_some_and(|ext| ext == "toml") => {
+                let spec = EngineSpec::from_file(path)?;
+                let executable = resolve_engine(Some(&spec.path), None)?;
+                EngineSpec {
+                    path: executable,
+                    ..spec
+                }
+            }
+            _ => {
+                let executable = resolve_engine(self.engine.as_deref(), config.path.as_deref())?;
+                EngineSpec::new(executable).with_option("Hash", config.hash_mb)
+            }
+        };
+        let workers = match self.workers.unwrap_or(config.workers) {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let deadline_secs = self.deadline.unwrap_or(config.deadline_secs);
+        if !(deadline_secs.is_finite() && deadline_secs > 0.0) {
+            crate::bail_input!(
+                "--deadline must be a positive number of seconds, not {deadline_secs}"
+            );
+        }
+        let pool = PoolConfig {
+            workers,
+            deadline: Duration::from_secs_f64(deadline_secs),
+            max_attempts: config.max_attempts.max(1),
+            ..Default::default()
+        };
+        Ok((spec, pool))
+    }
+}

@@ -1,0 +1,194 @@
+//! `pipeline.toml`: the whole pipeline in one commented file.
+//!
+//! Every table and key is typed and unknown keys are rejected, so a typo is
+//! an error naming the key, the line and the file instead of a setting that
+//! silently does nothing.
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+use crate::core::error::bad_input;
+
+/// The default config file, relative to the working directory.
+pub const DEFAULT_CONFIG: &str = "pipeline.toml";
+
+/// The whole pipeline.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineConfig {
+    pub pipeline: PipelineSection,
+    pub engine: crate::engine::settings::EngineConfig,
+    pub sources: SourcesSection,
+    pub ingest: IngestSection,
+    pub selfplay: crate::stages::selfplay::SelfplayConfig,
+    pub mine: crate::stages::mine::MineConfig,
+    pub rate: crate::stages::rate::RateConfig,
+    pub verify: VerifySection,
+    pub split: crate::stages::release::cells::SplitConfig,
+    pub export: ExportSection,
+    pub eval: crate::stages::eval::config::EvalConfig,
+    pub rollout: crate::stages::eval::rollout::RolloutConfig,
+}
+
+/// Input files of the pipeline, relative to the config file's folder.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SourcesSection {
+    /// Puzzle files (the Lichess dump, APO files; CSV or JSONL, plain or zstd).
+    pub puzzles: Vec<PathBuf>,
+    /// Game dumps (PGN, plain or zstd) to find candidates in.
+    pub games: Vec<PathBuf>,
+}
+
+/// Settings of the `ingest` stages.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestSection {
+    pub puzzles: crate::stages::ingest_puzzles::IngestPuzzlesConfig,
+    pub games: crate::stages::ingest_games::IngestGamesConfig,
+}
+
+/// Settings of the `verify` stage: every mined puzzle searched again at
+/// `factor` times the nodes that found it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VerifySection {
+    pub factor: u64,
+}
+
+impl Default for VerifySection {
+    fn default() -> Self {
+        Self { factor: 4 }
+    }
+}
+
+/// Settings of the `export` stage.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExportSection {
+    /// Formats to export: inspect, dspy, openai-evals, lichess.
+    pub formats: Vec<String>,
+    /// Which split(s): train, test or both.
+    pub split: String,
+}
+
+impl Default for ExportSection {
+    fn default() -> Self {
+        Self {
+            formats: vec![
+                "inspect".into(),
+                "dspy".into(),
+                "openai-evals".into(),
+                "lichess".into(),
+            ],
+            split: "both".into(),
+        }
+    }
+}
+
+/// Where the run writes and which stages it runs.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PipelineSection {
+    /// Run seed: every random choice of every stage derives from it.
+    pub seed: u64,
+    /// Folder holding one subfolder per release.
+    pub output_dir: PathBuf,
+    /// Release name used when `run` is not given `--release`.
+    pub release: String,
+    /// Stages to run, in order. Each must be one `run` knows.
+    pub stages: Vec<String>,
+}
+
+impl Default for PipelineSection {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            output_dir: PathBuf::from("output"),
+            release: "default".to_string(),
+            stages: Vec::new(),
+        }
+    }
+}
+
+impl PipelineConfig {
+    /// Parses config text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Self> {
+        toml::from_str(text).map_err(|e| {
+            bad_input(format!(
+                "{}: {}",
+                origin.display(),
+                e.to_string().trim_end().replace('\n', "\n    ")
+            ))
+        })
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
+        let config = Self::parse(&text, path)?;
+        config.check_seeds(path)?;
+        Ok(config)
+    }
+
+    /// `run` draws every random number from `pipeline.seed`. The stage
+    /// sections keep a `seed` for their standalone commands; one that is
+    /// set to anything else would be silently ignored by `run`, so it is an
+    /// error instead.
+    fn check_seeds(&self, path: &Path) -> Result<()> {
+        let run_seed = self.pipeline.seed;
+        for (key, seed) in [
+            ("ingest.puzzles.seed", self.ingest.puzzles.seed),
+            ("selfplay.seed", self.selfplay.seed),
+            ("split.seed", self.split.seed),
+            ("eval.seed", self.eval.seed),
+        ] {
+            if seed != 0 && seed != run_seed {
+                return Err(bad_input(format!(
+                    "{}: {key} = {seed} differs from pipeline.seed = {run_seed}; `run` uses pipeline.seed for every stage, so set the seed there",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Resolves a path from the config relative to the config file's folder.
+pub fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    match config_path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(path),
+        _ => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_named_with_the_file() {
+        let error = PipelineConfig::parse("[pipeline]\nseed = 3\nsede = 4\n", Path::new("my.toml"))
+            .unwrap_err();
+        let text = format!("{error:#}");
+        assert!(text.contains("my.toml"), "{text}");
+        assert!(text.contains("sede"), "{text}");
+        assert_eq!(crate::core::error::exit_code(&error), 2);
+    }
+
+    #[test]
+    fn wrong_type_is_named_with_the_file() {
+        let error = PipelineConfig::parse("[engine]\nworkers = \"two\"\n", Path::new("p.toml"))
+            .unwrap_err();
+        let text = format!("{error:#}");
+        assert!(
+            text.contains("p.toml") && text.contains("workers"),
+            "{text}"
+        );
+    }
+}

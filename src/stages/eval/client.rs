@@ -1,0 +1,489 @@
+//! A blocking client for OpenAI-compatible chat-completions endpoints
+//! (OpenRouter, vLLM, llama.cpp's llama-server, Ollama), with a per-call
+//! timeout, bounded retries, and an on-disk response cache.
+//!
+//! Retries: 429, 5xx, timeouts, connection failures and unreadable bodies
+//! are retried with exponential backoff and seeded jitter; a `Retry-After`
+//! header (seconds) lengthens the wait. The delays come from `backon`'s
+//! `ExponentialBackoff`; the loop around them is ours because backon's
+//! blocking retry has no hook to honour a server's `Retry-After`.
+//!
+//! Cache: one JSON file per request, named by the sha256 of the endpoint,
+//! model and full request body (messages, temperature, max_tokens, seed,
+//! extra fields). Failed calls are cached too, so a rerun reproduces the
+//! same report without any request; `retry_failed` asks again for them.
+//!
+//! The API key is read from the environment variable the config names and
+//! never written anywhere: not in the cache (the key is not part of the
+//! cache key), the log, the report or an error message (errors are
+//! scrubbed of it).
+
+use anyhow::{Context, Result};
+use backon::{BackoffBuilder, ExponentialBuilder};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::prompt::Message;
+use crate::core::error::bad_input;
+use crate::core::fileio::{sha256_bytes, write_atomic};
+
+/// Settings of the chat-completions client.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientConfig {
+    /// Environment variable holding the API key; unset or empty means no
+    /// `Authorization` header (local servers).
+    pub api_key_env: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Send the run's seed (plus the repeat number) as the request's `seed`.
+    pub send_seed: bool,
+    /// Extra fields merged into every request body (e.g. `top_p`,
+    /// `reasoning`, `response_format`).
+    pub extra_body: BTreeMap<String, Value>,
+    /// Concurrent requests.
+    pub workers: usize,
+    /// Per-attempt timeout, seconds.
+    pub timeout_s: f64,
+    /// Attempts per call before it counts as no answer.
+    pub max_attempts: u32,
+    pub backoff_min_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Longest `Retry-After` honoured, seconds.
+    pub max_retry_after_s: u64,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            api_key_env: "OPENAI_API_KEY".into(),
+            temperature: Some(0.0),
+            max_tokens: Some(2048),
+            send_seed: true,
+            extra_body: BTreeMap::new(),
+            workers: 4,
+            timeout_s: 300.0,
+            max_attempts: 5,
+            backoff_min_ms: 1000,
+            backoff_max_ms: 60_000,
+            max_retry_after_s: 300,
+        }
+    }
+}
+
+/// Where a model is served.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub model: String,
+    /// Base URL, e.g. `https://openrouter.ai/api/v1`.
+    pub base_url: String,
+}
+
+impl Endpoint {
+    pub fn chat_url(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// The outcome of one logical call (after retries), as cached and logged.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ChatOutcome {
+    /// The reply's content; `None` when the call failed (no answer).
+    pub content: Option<String>,
+    pub finish_reason: Option<String>,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    /// Wall time of the call including retries, milliseconds.
+    pub latency_ms: u64,
+    pub attempts: u32,
+    /// Why the call failed, or a note on a degenerate reply.
+    pub error: Option<String>,
+    /// Served from the cache (not stored in the cache file).
+    #[serde(skip)]
+    pub cached: bool,
+}
+
+/// One attempt's result.
+enum Attempt {
+    Done(ChatOutcome),
+    Retry {
+        error: String,
+        retry_after: Option<Duration>,
+    },
+    Fail(String),
+}
+
+/// The client. Cheap to share between worker threads.
+pub struct ChatClient {
+    agent: ureq::Agent,
+    endpoint: Endpoint,
+    api_key: Option<String>,
+    config: ClientConfig,
+    cache_dir: Option<PathBuf>,
+    retry_failed: bool,
+    http_requests: AtomicU64,
+}
+
+impl ChatClient {
+    pub fn new(
+        endpoint: Endpoint,
+        config: ClientConfig,
+        cache_dir: Option<PathBuf>,
+        retry_failed: bool,
+    ) -> Result<Self> {
+        if config.max_attempts == 0 {
+            return Err(bad_input("eval client: max_attempts must be at least 1"));
+        }
+        if config.timeout_s.is_nan() || config.timeout_s <= 0.0 {
+            return Err(bad_input("eval client: timeout_s must be positive"));
+        }
+        let api_key = if config.api_key_env.is_empty() {
+            None
+        } else {
+            std::env::var(&config.api_key_env)
+                .ok()
+                .filter(|k| !k.trim().is_empty())
+        };
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs_f64(config.timeout_s)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        if let Some(dir) = &cache_dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating cache folder {}", dir.display()))?;
+        }
+        Ok(Self {
+            agent,
+            endpoint,
+            api_key,
+            config,
+            cache_dir,
+            retry_failed,
+            http_requests: AtomicU64::new(0),
+        })
+    }
+
+    /// HTTP requests sent so far (cache hits send none).
+    pub fn http_requests(&self) -> u64 {
+        self.http_requests.load(Ordering::Relaxed)
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The request body for these messages.
+    pub fn body(&self, messages: &[Message], seed: u64) -> Value {
+        let mut body = Map::new();
+        body.insert("model".into(), self.endpoint.model.clone().into());
+        body.insert("messages".into(), json!(messages));
+        if let Some(t) = self.config.temperature {
+            body.insert("temperature".into(), json!(t));
+        }
+        if let Some(m) = self.config.max_tokens {
+            body.insert("max_tokens".into(), json!(m));
+        }
+        if self.config.send_seed {
+            body.insert("seed".into(), json!(seed));
+        }
+        for (key, value) in &self.config.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+        Value::Object(body)
+    }
+
+    /// The cache key of a request body.
+    pub fn cache_key(&self, body: &Value) -> String {
+        let keyed = json!({ "endpoint": self.endpoint.chat_url(), "body": body });
+        sha256_bytes(keyed.to_string().as_bytes())
+    }
+
+    fn cache_path(&self, key: &str) -> Option<PathBuf> {
+        self.cache_dir
+            .as_ref()
+            .map(|dir| dir.join(&key[..2]).join(format!("{key}.json")))
+    }
+
+    fn cache_get(&self, key: &str) -> Option<ChatOutcome> {
+        let path = self.cache_path(key)?;
+        let text = std::fs::read_to_string(&path).ok()?;
+        // A damaged cache file is a miss, not an error: the call is redone.
+        let mut outcome: ChatOutcome = serde_json::from_str(&text).ok()?;
+        if outcome.content.is_none() && self.retry_failed {
+            return None;
+        }
+        outcome.cached = true;
+        Some(outcome)
+    }
+
+    fn cache_put(&self, key: &str, outcome: &ChatOutcome) -> Result<()> {
+        let Some(path) = self.cache_path(key) else {
+            return Ok(());
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating cache folder {}", dir.display()))?;
+        }
+        let text = serde_json::to_string_pretty(outcome)?;
+        write_atomic(&path, text.as_bytes())
+    }
+
+    /// Sends one chat request (or answers it from the cache). `seed` goes
+    /// into the body when configured; `jitter_seed` seeds the retry jitter.
+    pub fn complete(
+        &self,
+        messages: &[Message],
+        seed: u64,
+        jitter_seed: u64,
+    ) -> Result<(ChatOutcome, String)> {
+        let body = self.body(messages, seed);
+        let key = self.cache_key(&body);
+        if let Some(hit) = self.cache_get(&key) {
+            return Ok((hit, key));
+        }
+        let outcome = self.call_with_retries(&body, jitter_seed);
+        self.cache_put(&key, &outcome)?;
+        Ok((outcome, key))
+    }
+
+    fn call_with_retries(&self, body: &Value, seed: u64) -> ChatOutcome {
+        let started = Instant::now();
+        let mut delays = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(self.config.backoff_min_ms))
+            .with_max_delay(Duration::from_millis(self.config.backoff_max_ms))
+            .with_max_times(self.config.max_attempts.saturating_sub(1) as usize)
+            .with_jitter()
+            .with_jitter_seed(seed)
+            .build();
+        let text = body.to_string();
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let failed = |error: String| ChatOutcome {
+                latency_ms: started.elapsed().as_millis() as u64,
+                attempts,
+                error: Some(error),
+                ..Default::default()
+            };
+            match self.attempt(&text) {
+                Attempt::Done(mut outcome) => {
+                    outcome.latency_ms = started.elapsed().as_millis() as u64;
+                    outcome.attempts = attempts;
+                    return outcome;
+                }
+                Attempt::Fail(error) => return failed(error),
+                Attempt::Retry { error, retry_after } => match delays.next() {
+                    Some(delay) => {
+                        let cap = Duration::from_secs(self.config.max_retry_after_s);
+                        let wait = retry_after.map_or(delay, |r| r.min(cap).max(delay));
+                        std::thread::sleep(wait);
+                    }
+                    None => {
+                        return failed(format!("{error} (gave up after {attempts} attempts)"));
+                    }
+                },
+            }
+        }
+    }
+
+    /// Removes the API key from a message.
+    fn scrub(&self, text: &str) -> String {
+        match &self.api_key {
+            Some(key) if !key.is_empty() => text.replace(key.as_str(), "[redacted]"),
+            _ => text.to_string(),
+        }
+    }
+
+    fn attempt(&self, body: &str) -> Attempt {
+        self.http_requests.fetch_add(1, Ordering::Relaxed);
+        let mut request = self
+            .agent
+            .post(self.endpoint.chat_url())
+            .header("Content-Type", "application/json");
+        if let Some(key) = &self.api_key {
+            request = request.header("Authorization", format!("Bearer {key}"));
+        }
+        let response = match request.send(body) {
+            Ok(response) => response,
+            Err(error) => {
+                let message = self.scrub(&error.to_string());
+                return match error {
+                    ureq::Error::Timeout(_) => Attempt::Retry {
+                        error: format!("timeout: {message}"),
+                        retry_after: None,
+                    },
+                    ureq::Error::Io(_)
+                    | ureq::Error::ConnectionFailed
+                    | ureq::Error::HostNotFound
+                    | ureq::Error::Protocol(_) => Attempt::Retry {
+                        error: format!("connection: {message}"),
+                        retry_after: None,
+                    },
+                    _ => Attempt::Fail(format!("request: {message}")),
+                };
+            }
+        };
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|value| parse_retry_after(value, std::time::SystemTime::now()));
+        let text = match response.into_body().read_to_string() {
+            Ok(text) => text,
+            Err(error) => {
+                let message = self.scrub(&error.to_string());
+                return Attempt::Retry {
+                    error: format!("reading reply (HTTP {status}): {message}"),
+                    retry_after: None,
+                };
+            }
+        };
+        if status == 429 || status >= 500 {
+            return Attempt::Retry {
+                error: format!("HTTP {status}: {}", self.scrub(&snippet(&text))),
+                retry_after,
+            };
+        }
+        if status >= 400 {
+            return Attempt::Fail(format!("HTTP {status}: {}", self.scrub(&snippet(&text))));
+        }
+        match parse_completion(&text) {
+            Some(outcome) => Attempt::Done(outcome),
+            None => Attempt::Retry {
+                error: format!(
+                    "malformed reply (HTTP {status}): {}",
+                    self.scrub(&snippet(&text))
+                ),
+                retry_after: None,
+            },
+        }
+    }
+}
+
+/// A `Retry-After` value (RFC 9110): delay seconds, or an HTTP date, which
+/// counts from `now` (a date already past means no wait).
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+fn snippet(text: &str) -> String {
+    let one_line = text.replace(['\n', '\r'], " ");
+    one_line.chars().take(200).collect()
+}
+
+/// Reads a chat-completions reply body; `None` when it is not one.
+fn parse_completion(text: &str) -> Option<ChatOutcome> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    let choice = value.get("choices")?.get(0)?;
+    let message = choice.get("message")?;
+    let content = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let finish_reason = choice
+        .get("finish_reason")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let usage = value.get("usage");
+    let tokens = |name: &str| usage.and_then(|u| u.get(name)).and_then(Value::as_u64);
+    let error = if content.trim().is_empty() {
+        Some("empty content".to_string())
+    } else if finish_reason.as_deref() == Some("length") {
+        Some("reply cut off at max_tokens (finish_reason: length)".to_string())
+    } else {
+        None
+    };
+    Some(ChatOutcome {
+        content: Some(content),
+        finish_reason,
+        prompt_tokens: tokens("prompt_tokens"),
+        completion_tokens: tokens("completion_tokens"),
+        error,
+        ..Default::default()
+    })
+}
+
+/// `openai:MODEL@BASE_URL` -> endpoint.
+pub fn parse_openai_spec(spec: &str) -> Result<Endpoint> {
+    let rest = spec
+        .strip_prefix("openai:")
+        .ok_or_else(|| bad_input(format!("model {spec:?}: expected openai:MODEL@BASE_URL")))?;
+    let at = rest.rfind("@http").ok_or_else(|| {
+        bad_input(format!(
+            "model {spec:?}: expected openai:MODEL@BASE_URL with an http(s) base URL"
+        ))
+    })?;
+    let (model, base_url) = (&rest[..at], &rest[at + 1..]);
+    if model.is_empty() {
+        return Err(bad_input(format!("model {spec:?}: empty model name")));
+    }
+    Ok(Endpoint {
+        model: model.to_string(),
+        base_url: base_url.to_string(),
+    })
+}
+
+/// The default cache folder of a run.
+pub fn default_cache_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("cache")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_parsing() {
+        let e = parse_openai_spec("openai:meta/llama@3@https://openrouter.ai/api/v1").unwrap();
+        assert_eq!(e.model, "meta/llama@3");
+        assert_eq!(
+            e.chat_url(),
+            "https://openrouter.ai/api/v1/chat/completions"
+        );
+        assert!(parse_openai_spec("openai:gpt").is_err());
+    }
+
+    #[test]
+    fn retry_after_seconds_and_http_dates() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT").unwrap();
+        assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2026 07:28:30 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2026 07:27:00 GMT", now),
+            Some(Duration::ZERO),
+            "a date in the past: retry now"
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn completion_bodies() {
+        let ok = parse_completion(
+            r#"{"choices":[{"message":{"content":"e2e4"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.content.as_deref(), Some("e2e4"));
+        assert_eq!(ok.completion_tokens, Some(2));
+        assert!(parse_completion("{not json").is_none());
+        let empty = parse_completion(
+            r#"{"choices":[{"message":{"content":null},"finish_reason":"stop"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(empty.error.as_deref(), Some("empty content"));
+    }
+}

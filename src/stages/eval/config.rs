@@ -1,0 +1,79 @@
+//! The `[eval]` section of `pipeline.toml`: the player, templates, client,
+//! prices, regret search and the engine behind baselines and regret.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::engine::settings::EngineConfig;
+use crate::stages::eval::client::ClientConfig;
+
+/// Price of a model's tokens, US dollars per million.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Price {
+    pub prompt_per_million: f64,
+    pub completion_per_million: f64,
+}
+
+/// Engine regret settings: the search behind "eval of the best move minus
+/// eval of the played move".
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields, default)]
+pub struct RegretConfig {
+    pub enabled: bool,
+    pub nodes: Option<u64>,
+    pub depth: Option<u32>,
+}
+
+impl Default for RegretConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            nodes: Some(200_000),
+            depth: None,
+        }
+    }
+}
+
+/// The `[eval]` section of the pipeline config.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvalConfig {
+    /// The player when `--model` is not given (the `run` pipeline's eval
+    /// stage): `openai:MODEL@BASE_URL`, `engine:stockfish?...` or `random`.
+    pub model: Option<String>,
+    /// Templates when no `--template` is given (default: paper-json).
+    pub templates: Vec<String>,
+    pub seed: u64,
+    pub repeats: u32,
+    pub rating_bin_width: i32,
+    /// Response cache; default `RUN_DIR/cache`.
+    pub cache_dir: Option<PathBuf>,
+    pub client: ClientConfig,
+    /// Token prices by model name.
+    pub prices: BTreeMap<String, Price>,
+    pub regret: RegretConfig,
+    /// Node budget of the `engine` baseline when its spec names none.
+    pub engine_player_nodes: u64,
+    /// The engine behind the baseline player and regret.
+    pub engine: EngineConfig,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        Self {
+            model: None,
+            templates: Vec::new(),
+            seed: 0,
+            repeats: 1,
+            rating_bin_width: 100,
+            cache_dir: None,
+            client: ClientConfig::default(),
+            prices: BTreeMap::new(),
+            regret: RegretConfig::default(),
+            engine_player_nodes: 1_000_000,
+            engine: EngineConfig::default(),
+        }
+    }
+}

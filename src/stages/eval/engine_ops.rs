@@ -1,0 +1,216 @@
+//! Everything an eval asks Stockfish: the `engine` baseline player and the
+//! regret of every answer.
+//!
+//! Regret of a legal move = engine eval of the best move minus eval of the
+//! played move (side to move's view, mate scores as 10000 - n), at least 0;
+//! a missed or allowed mate costs 100,000 cp and an illegal or unparseable
+//! answer 200,000 cp (the APO paper's penalties). No-answers get none.
+
+use anyhow::Result;
+use rand::SeedableRng;
+use shakmaty::Position;
+use std::collections::BTreeMap;
+
+use super::config::EvalConfig;
+use super::metrics::{INVALID_PENALTY_CP, MATE_PENALTY_CP, PositionRecord, Verdict};
+use super::players::Answer;
+use super::task::Job;
+use super::task::{PositionTask, fen_of, legal_uci_move, position_from_fen};
+use crate::engine::pool::{EnginePool, Session};
+use crate::engine::process::{EngineError, Limit, SearchRequest, SearchResult};
+use crate::engine::settings::EngineArgs;
+use crate::engine::uci::Score;
+
+/// Starts the engine pool an eval or rollout uses.
+pub fn start_pool(config: &EvalConfig, engine: &EngineArgs) -> Result<EnginePool> {
+    let (spec, pool) = engine.resolve(&config.engine)?;
+    EnginePool::new(spec, pool)
+}
+
+/// The search limit from a nodes/depth pair (depth wins when both are set).
+pub fn limit_of(nodes: Option<u64>, depth: Option<u32>, default_nodes: u64) -> Limit {
+    match (depth, nodes) {
+        (Some(d), _) => Limit::Depth(d),
+        (None, Some(n)) => Limit::Nodes(n),
+        (None, None) => Limit::Nodes(default_nodes),
+    }
+}
+
+fn search(
+    session: &mut Session,
+    fen: &str,
+    moves: Vec<String>,
+    limit: Limit,
+) -> Result<SearchResult, EngineError> {
+    session.search(&SearchRequest {
+        fen: fen.to_string(),
+        moves,
+        limit,
+        multipv: 1,
+    })
+}
+
+/// The engine baseline's answers: its best move at the given strength.
+/// With `elo`, the move comes from our seeded copy of Stockfish 15.1's own
+/// strength limit ([`crate::engine::weaken`], as self-play uses): the engine's
+/// `UCI_LimitStrength` draws from a clock-seeded generator and could never
+/// be repeated. Each answer draws from (seed, repeat, position), so it does
+/// not depend on the template order or on which engine served it.
+pub fn engine_answers(
+    pool: &EnginePool,
+    elo: Option<u32>,
+    limit: Limit,
+    seed: u64,
+    tasks: &[PositionTask],
+    jobs: &[Job],
+) -> Result<Vec<Answer>> {
+    let level = match elo {
+        Some(elo) => {
+            let elo = i32::try_from(elo).unwrap_or(i32::MAX);
+            crate::engine::weaken::check_elo(elo, "the engine player's")?;
+            Some(crate::engine::weaken::skill_level(elo)?)
+        }
+        None => None,
+    };
+    pool.map(jobs, |session, _, job| {
+        let fen = fen_of(&tasks[job.task].position);
+        let reply = match level {
+            Some(level) => {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                rng.set_stream((u64::from(job.repeat) << 32) | job.task as u64);
+                crate::engine::weaken::weakened_move(session, (&fen, &[]), level, &mut rng)?
+            }
+            None => search(session, &fen, Vec::new(), limit)?.best_move,
+        };
+        Ok(Answer {
+            reply,
+            ..Default::default()
+        })
+    })
+}
+
+/// The score of a search, side to move's view.
+fn score_of(result: &SearchResult) -> Option<Score> {
+    result.lines.first().map(|line| line.score)
+}
+
+/// Regret of playing `played` where the engine's best scores `best`;
+/// `after` is the score after the move from the opponent's view (`None`
+/// when the move ends the game: `mated` says whether it mates).
+pub fn regret_of(best: Score, after: Option<Score>, mated: bool) -> f64 {
+    let ours = match after {
+        None if mated => return 0.0,
+        None => Score::Cp(0),
+        Some(Score::Cp(cp)) => Score::Cp(-cp),
+        Some(Score::Mate(n)) => Score::Mate(-n),
+    };
+    let best_mates = matches!(best, Score::Mate(n) if n > 0);
+    let ours_mates = matches!(ours, Score::Mate(n) if n > 0);
+    let ours_mated = matches!(ours, Score::Mate(n) if n <= 0);
+    let best_mated = matches!(best, Score::Mate(n) if n <= 0);
+    if best_mates && !ours_mates {
+        return MATE_PENALTY_CP;
+    }
+    if ours_mated && !best_mated {
+        return MATE_PENALTY_CP;
+    }
+    f64::from((best.to_cp() - ours.to_cp()).max(0))
+}
+
+/// Fills `regret_cp` of every record (except no-answers). Each distinct
+/// position and each distinct (position, move) is searched once.
+pub fn compute_regret(
+    pool: &EnginePool,
+    config: &EvalConfig,
+    records: &mut [PositionRecord],
+) -> Result<()> {
+    let limit = limit_of(config.regret.nodes, config.regret.depth, 200_000);
+    let mut fens: BTreeMap<String, Option<Score>> = BTreeMap::new();
+    let mut pairs: BTreeMap<(String, String), (Option<Score>, bool)> = BTreeMap::new();
+    for r in records.iter() {
+        if let Some(played) = &r.played {
+            fens.insert(r.fen.clone(), None);
+            pairs.insert((r.fen.clone(), played.clone()), (None, false));
+        }
+    }
+    let fen_list: Vec<String> = fens.keys().cloned().collect();
+    let best = pool.map(&fen_list, |session, _, fen| {
+        Ok(score_of(&search(session, fen, Vec::new(), limit)?))
+    })?;
+    for (fen, score) in fen_list.iter().zip(best) {
+        fens.insert(fen.clone(), score);
+    }
+    let pair_list: Vec<(String, String)> = pairs.keys().cloned().collect();
+    let after = pool.map(&pair_list, |session, _, (fen, played)| {
+        let over = game_over_after(fen, played);
+        match over {
+            Some(mated) => Ok((None, mated)),
+            None => Ok((
+                score_of(&search(session, fen, vec![played.clone()], limit)?),
+                false,
+            )),
+        }
+    })?;
+    for (pair, value) in pair_list.iter().zip(after) {
+        pairs.insert(pair.clone(), value);
+    }
+    for r in records.iter_mut() {
+        r.regret_cp = match r.verdict {
+            Verdict::NoAnswer => None,
+            Verdict::Illegal | Verdict::Unparseable => Some(INVALID_PENALTY_CP),
+            Verdict::Correct | Verdict::Wrong => {
+                let played = r.played.clone().unwrap_or_default();
+                let best = fens.get(&r.fen).copied().flatten();
+                let (after, mated) = pairs
+                    .get(&(r.fen.clone(), played))
+                    .copied()
+                    .unwrap_or((None, false));
+                best.map(|b| regret_of(b, after, mated))
+            }
+        };
+    }
+    Ok(())
+}
+
+/// `Some(is_checkmate)` when `played` ends the game, else `None`.
+pub fn game_over_after(fen: &str, played: &str) -> Option<bool> {
+    let position = position_from_fen(fen, "regret").ok()?;
+    let m = legal_uci_move(&position, played, "regret").ok()?;
+    let mut after = position;
+    after.play_unchecked(m);
+    if after.is_checkmate() {
+        Some(true)
+    } else if after.is_stalemate() || after.is_insufficient_material() {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regret_penalties() {
+        assert_eq!(
+            regret_of(Score::Cp(300), Some(Score::Cp(-100)), false),
+            200.0
+        );
+        assert_eq!(regret_of(Score::Cp(100), Some(Score::Cp(-300)), false), 0.0);
+        // Missed mate.
+        assert_eq!(
+            regret_of(Score::Mate(2), Some(Score::Cp(-500)), false),
+            MATE_PENALTY_CP
+        );
+        // Kept the mate, one move slower: tiny regret.
+        assert_eq!(regret_of(Score::Mate(1), Some(Score::Mate(-2)), false), 1.0);
+        // Allowed a mate.
+        assert_eq!(
+            regret_of(Score::Cp(0), Some(Score::Mate(3)), false),
+            MATE_PENALTY_CP
+        );
+        // Delivered mate.
+        assert_eq!(regret_of(Score::Mate(1), None, true), 0.0);
+    }
+}

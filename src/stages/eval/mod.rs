@@ -1,0 +1,415 @@
+//! `puzzleforge eval`: asks a model (or a baseline player) every solver
+//! position of a puzzle set and reports accuracy, illegal and unparseable
+//! rates and engine regret, broken down by rating, theme, solver length,
+//! move index and template. `compare` tests two runs against each other;
+//! `rollout` plays short games against Stockfish.
+
+pub mod client;
+pub mod compare;
+pub mod config;
+pub mod engine_ops;
+pub mod metrics;
+pub mod parse;
+pub mod players;
+pub mod prompt;
+pub mod report;
+pub mod rollout;
+pub mod task;
+
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::chess::record::{Puzzle, read_puzzles};
+use crate::core::error::bad_input;
+use crate::core::fileio::sha256_file;
+use crate::core::settings::load_section;
+use crate::core::summary::Summary;
+use crate::engine::settings::EngineArgs;
+use client::{ChatClient, Endpoint, default_cache_dir};
+use config::EvalConfig;
+use metrics::{PositionRecord, Verdict};
+use parse::{Parsed, parse_reply};
+use players::{Answer, ModelSpec, Tally, ask_model, random_move, run_parallel};
+use prompt::{PromptSpec, Template};
+use report::RunOutput;
+use task::{Job, PositionTask, PositionView, is_correct, puzzle_tasks};
+
+#[derive(clap::Args, Debug)]
+pub struct EvalArgs {
+    /// A release folder (its test split unless --split train) or a puzzle file (CSV/JSONL, .zst ok).
+    pub set: PathBuf,
+    /// openai:MODEL@BASE_URL, engine:stockfish?elo=E&nodes=N, or random
+    /// (default: the config's eval.model).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// paper-json, epoch, or a template file; repeat the flag to run several
+    /// (default: the config's eval.templates, else paper-json).
+    #[arg(long = "template")]
+    pub templates: Vec<String>,
+    /// JSON file with an instruction and few-shot demos.
+    #[arg(long)]
+    pub prompt: Option<PathBuf>,
+    /// Run folder for the report, logs and cache.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Split of a release folder: test or train.
+    #[arg(long, default_value = "test")]
+    pub split: String,
+    /// Runs with seeds seed, seed+1, ..., seed+K-1.
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Only the first N puzzles.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Concurrent model calls.
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Pipeline config (TOML) with an [eval] section.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Ask again for calls that failed in an earlier run (cached failures).
+    #[arg(long)]
+    pub retry_failed: bool,
+    /// Skip the engine regret computation.
+    #[arg(long)]
+    pub no_regret: bool,
+    /// Engine executable or definition file (default: config, /usr/games/stockfish, PATH).
+    #[arg(long, value_name = "PATH")]
+    pub engine: Option<PathBuf>,
+    /// Engine processes for regret and the engine baseline.
+    #[arg(long, value_name = "N")]
+    pub engine_workers: Option<usize>,
+}
+
+impl EvalArgs {
+    fn engine_args(&self) -> EngineArgs {
+        EngineArgs {
+            engine: self.engine.clone(),
+            workers: self.engine_workers,
+            deadline: None,
+        }
+    }
+}
+
+/// The puzzle file of a set and the sha256 that identifies the set.
+pub fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> {
+    if set.is_dir() {
+        if split != "test" && split != "train" {
+            return Err(bad_input(format!(
+                "--split {split:?}: expected test or train"
+            )));
+        }
+        let manifest = set.join("manifest.json");
+        let hash = if manifest.is_file() {
+            sha256_file(&manifest)?
+        } else {
+            return Err(bad_input(format!(
+                "release folder {} has no manifest.json",
+                set.display()
+            )));
+        };
+        let file = set.join(format!("{split}.csv"));
+        if !file.is_file() {
+            return Err(bad_input(format!(
+                "release folder {} has no {split}.csv",
+                set.display()
+            )));
+        }
+        Ok((file, hash))
+    } else if set.is_file() {
+        Ok((set.to_path_buf(), sha256_file(set)?))
+    } else {
+        Err(bad_input(format!("puzzle set {} not found", set.display())))
+    }
+}
+
+/// Judges an answer.
+pub fn classify(task: &PositionTask, answer: &Answer) -> (Verdict, Option<String>, Option<String>) {
+    let Some(reply) = &answer.reply else {
+        return (Verdict::NoAnswer, None, None);
+    };
+    match parse_reply(reply, &task.position) {
+        Parsed::Legal { uci, text, .. } => {
+            let verdict = if is_correct(task, &uci) {
+                Verdict::Correct
+            } else {
+                Verdict::Wrong
+            };
+            (verdict, Some(text), Some(uci))
+        }
+        Parsed::Illegal { text, .. } => (Verdict::Illegal, Some(text), None),
+        Parsed::Unparseable => (Verdict::Unparseable, None, None),
+    }
+}
+
+/// Asks the player every job.
+#[allow(clippy::too_many_arguments)]
+fn answer_jobs(
+    model: &ModelSpec,
+    config: &EvalConfig,
+    args: &EvalArgs,
+    templates: &[Template],
+    prompt: &PromptSpec,
+    tasks: &[PositionTask],
+    jobs: &[Job],
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Answer>, u64, Option<String>)> {
+    let bar = crate::core::progress::items(jobs.len() as u64, "eval");
+    let tally = Tally::default();
+    let progress = |task: &PositionTask, answer: &Answer| {
+        let (verdict, _, _) = classify(task, answer);
+        bar.set_message(tally.add(verdict == Verdict::Correct));
+        bar.inc(1);
+    };
+    let result = match model {
+        ModelSpec::Random => {
+            let answers = jobs
+                .iter()
+                .enumerate()
+                .map(|(i, job)| {
+                    let task = &tasks[job.task];
+                    let seed = config.seed + u64::from(job.repeat);
+                    let answer = Answer {
+                        reply: random_move(&task.position, seed, i as u64),
+                        ..Default::default()
+                    };
+                    progress(task, &answer);
+                    answer
+                })
+                .collect();
+            (answers, 0, None)
+        }
+        ModelSpec::OpenAi { model, base_url } => {
+            let cache = config
+                .cache_dir
+                .clone()
+                .unwrap_or_else(|| default_cache_dir(&args.output));
+            let client = ChatClient::new(
+                Endpoint {
+                    model: model.clone(),
+                    base_url: base_url.clone(),
+                },
+                config.client.clone(),
+                Some(cache),
+                args.retry_failed,
+            )?;
+            let answers = run_parallel(
+                jobs,
+                config.client.workers,
+                |i, job| {
+                    let task = &tasks[job.task];
+                    let view = PositionView::new(&task.position, &task.history_san);
+                    let seed = config.seed + u64::from(job.repeat);
+                    ask_model(
+                        &client,
+                        &templates[job.template],
+                        prompt,
+                        &view,
+                        seed,
+                        config.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    )
+                },
+                |_| {},
+            )?;
+            for (job, answer) in jobs.iter().zip(&answers) {
+                progress(&tasks[job.task], answer);
+            }
+            (answers, client.http_requests(), None)
+        }
+        ModelSpec::Engine { .. } => engine_answers(model, config, args, tasks, jobs, notes)?,
+    };
+    bar.finish_and_clear();
+    Ok(result)
+}
+
+fn engine_answers(
+    model: &ModelSpec,
+    config: &EvalConfig,
+    args: &EvalArgs,
+    tasks: &[PositionTask],
+    jobs: &[Job],
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Answer>, u64, Option<String>)> {
+    let ModelSpec::Engine { elo, nodes, depth } = model else {
+        return Err(anyhow::anyhow!("not an engine player"));
+    };
+    let pool = engine_ops::start_pool(config, &args.engine_args())?;
+    if let Some(elo) = elo {
+        notes.push(format!(
+            "engine baseline at Elo {elo}: Stockfish 15.1's skill rule replayed with the run's seed \
+             (MultiPV 4 to the skill's depth; nodes/depth apply only at full strength)"
+        ));
+    }
+    let limit = engine_ops::limit_of(*nodes, *depth, config.engine_player_nodes);
+    let answers = engine_ops::engine_answers(&pool, *elo, limit, config.seed, tasks, jobs)?;
+    Ok((answers, 0, Some(pool.engine_id().to_string())))
+}
+
+/// `puzzleforge eval`.
+pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
+    let started = Instant::now();
+    let mut config: EvalConfig = load_section(args.config.as_deref(), "eval")?;
+    if let Some(r) = args.repeats {
+        config.repeats = r;
+    }
+    if let Some(s) = args.seed {
+        config.seed = s;
+    }
+    if let Some(w) = args.workers {
+        config.client.workers = w;
+    }
+    if args.no_regret {
+        config.regret.enabled = false;
+    }
+    if config.repeats == 0 {
+        return Err(bad_input("--repeats must be at least 1"));
+    }
+    let model_text = match (&args.model, &config.model) {
+        (Some(model), _) | (None, Some(model)) => model.clone(),
+        (None, None) => {
+            return Err(bad_input(
+                "eval needs a player: --model SPEC, or eval.model in the config",
+            ));
+        }
+    };
+    let model = ModelSpec::parse(&model_text)?;
+    let template_names: Vec<String> = if !args.templates.is_empty() {
+        args.templates.clone()
+    } else if !config.templates.is_empty() {
+        config.templates.clone()
+    } else {
+        vec!["paper-json".to_string()]
+    };
+    let (puzzle_path, set_sha256) = resolve_set(&args.set, &args.split)?;
+    let mut puzzles = read_puzzles(&puzzle_path)?;
+    if let Some(n) = args.limit {
+        puzzles.truncate(n);
+    }
+    if puzzles.is_empty() {
+        return Err(bad_input(format!("{}: no puzzles", puzzle_path.display())));
+    }
+    let mut tasks = Vec::new();
+    for (i, puzzle) in puzzles.iter().enumerate() {
+        tasks.extend(puzzle_tasks(i, puzzle)?);
+    }
+    let prompt = match &args.prompt {
+        Some(path) => PromptSpec::load(path)?,
+        None => PromptSpec::default(),
+    };
+    let templates: Vec<Template> = match model {
+        ModelSpec::OpenAi { .. } => template_names
+            .iter()
+            .map(|t| Template::from_name(t))
+            .collect::<Result<_>>()?,
+        _ => vec![Template::File {
+            name: "none".into(),
+            text: String::new(),
+        }],
+    };
+    let mut jobs = Vec::new();
+    for template in 0..templates.len() {
+        for repeat in 0..config.repeats {
+            for task in 0..tasks.len() {
+                jobs.push(Job {
+                    template,
+                    repeat,
+                    task,
+                });
+            }
+        }
+    }
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("creating run folder {}", args.output.display()))?;
+
+    let mut notes = Vec::new();
+    let (answers, http_requests, mut engine_id) = answer_jobs(
+        &model, &config, args, &templates, &prompt, &tasks, &jobs, &mut notes,
+    )?;
+    let mut records: Vec<PositionRecord> = jobs
+        .iter()
+        .zip(&answers)
+        .map(|(job, answer)| {
+            record_of(
+                &puzzles,
+                &tasks[job.task],
+                &templates[job.template],
+                job,
+                answer,
+            )
+        })
+        .collect();
+    if config.regret.enabled {
+        // Regret needs Stockfish: without one the run still reports accuracy.
+        match compute_regret(&config, args, &mut records) {
+            Ok(id) => engine_id = engine_id.or(id),
+            Err(e) => notes.push(format!("regret not computed: {e:#}")),
+        }
+    }
+    let output = RunOutput {
+        records,
+        answers,
+        jobs,
+        http_requests,
+        notes,
+        engine_id,
+    };
+    let run = report::RunInfo {
+        model: model.label(),
+        set: args.set.display().to_string(),
+        split: args.split.clone(),
+        set_sha256,
+        templates: templates.iter().map(|t| t.name().to_string()).collect(),
+        template_fingerprints: templates.iter().map(Template::fingerprint).collect(),
+        prompt: args
+            .prompt
+            .as_ref()
+            .map(|_| serde_json::to_value(&prompt))
+            .transpose()?,
+        puzzles: puzzles.len(),
+        positions: tasks.len(),
+        config: config.clone(),
+    };
+    report::write_run(&args.output, &run, &output, &tasks, started.elapsed())
+}
+
+fn compute_regret(
+    config: &EvalConfig,
+    args: &EvalArgs,
+    records: &mut [PositionRecord],
+) -> Result<Option<String>> {
+    let pool = engine_ops::start_pool(config, &args.engine_args())?;
+    engine_ops::compute_regret(&pool, config, records)?;
+    Ok(Some(pool.engine_id().to_string()))
+}
+
+fn record_of(
+    puzzles: &[Puzzle],
+    task: &PositionTask,
+    template: &Template,
+    job: &Job,
+    answer: &Answer,
+) -> PositionRecord {
+    let puzzle = &puzzles[task.puzzle_index];
+    let (verdict, text, played) = classify(task, answer);
+    PositionRecord {
+        puzzle_id: puzzle.id.clone(),
+        puzzle_index: task.puzzle_index,
+        template: template.name().to_string(),
+        repeat: job.repeat,
+        move_index: task.move_index,
+        solver_moves: puzzle.solver_moves(),
+        rating: puzzle.rating,
+        themes: puzzle.themes.clone(),
+        fen: task::fen_of(&task.position),
+        expected: task.expected.clone(),
+        answer: text,
+        played,
+        verdict,
+        regret_cp: None,
+        prompt_tokens: answer.call.as_ref().and_then(|c| c.prompt_tokens),
+        completion_tokens: answer.call.as_ref().and_then(|c| c.completion_tokens),
+    }
+}

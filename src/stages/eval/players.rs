@@ -1,0 +1,221 @@
+//! The players an eval can ask: an OpenAI-compatible model, a uniform
+//! random mover, and (see `engine_player`) a Stockfish baseline.
+
+use anyhow::Result;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use shakmaty::{CastlingMode, Chess, Position};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::client::{ChatClient, ChatOutcome, Endpoint, parse_openai_spec};
+use super::prompt::{PromptSpec, Template};
+use super::task::PositionView;
+use crate::core::error::bad_input;
+
+/// Which player an eval asks, from `--model`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelSpec {
+    /// `openai:MODEL@BASE_URL`
+    OpenAi { model: String, base_url: String },
+    /// `engine:stockfish?elo=1500&nodes=N&depth=D`
+    Engine {
+        elo: Option<u32>,
+        nodes: Option<u64>,
+        depth: Option<u32>,
+    },
+    /// `random`
+    Random,
+}
+
+impl ModelSpec {
+    pub fn parse(spec: &str) -> Result<Self> {
+        if spec == "random" {
+            return Ok(ModelSpec::Random);
+        }
+        if spec.starts_with("openai:") {
+            let Endpoint { model, base_url } = parse_openai_spec(spec)?;
+            return Ok(ModelSpec::OpenAi { model, base_url });
+        }
+        if let Some(rest) = spec.strip_prefix("engine:") {
+            let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
+            if name != "stockfish" {
+                return Err(bad_input(format!(
+                    "model {spec:?}: only engine:stockfish is supported"
+                )));
+            }
+            let params: BTreeMap<&str, &str> = query
+                .split('&')
+                .filter(|p| !p.is_empty())
+                .map(|p| p.split_once('=').unwrap_or((p, "")))
+                .collect();
+            let number = |key: &str| -> Result<Option<u64>> {
+                params
+                    .get(key)
+                    .map(|v| {
+                        v.parse::<u64>().map_err(|_| {
+                            bad_input(format!("model {spec:?}: {key}={v:?} is not a number"))
+                        })
+                    })
+                    .transpose()
+            };
+            for key in params.keys() {
+                if !["elo", "nodes", "depth"].contains(key) {
+                    return Err(bad_input(format!(
+                        "model {spec:?}: unknown parameter {key:?} (elo, nodes, depth)"
+                    )));
+                }
+            }
+            return Ok(ModelSpec::Engine {
+                elo: number("elo")?.map(|v| v as u32),
+                nodes: number("nodes")?,
+                depth: number("depth")?.map(|v| v as u32),
+            });
+        }
+        Err(bad_input(format!(
+            "model {spec:?}: expected openai:MODEL@BASE_URL, engine:stockfish?..., or random"
+        )))
+    }
+
+    /// A name for reports (no URL secrets: base URLs carry no key).
+    pub fn label(&self) -> String {
+        match self {
+            ModelSpec::OpenAi { model, base_url } => format!("openai:{model}@{base_url}"),
+            ModelSpec::Engine { elo, nodes, depth } => {
+                let mut parts = Vec::new();
+                if let Some(e) = elo {
+                    parts.push(format!("elo={e}"));
+                }
+                if let Some(n) = nodes {
+                    parts.push(format!("nodes={n}"));
+                }
+                if let Some(d) = depth {
+                    parts.push(format!("depth={d}"));
+                }
+                format!("engine:stockfish?{}", parts.join("&"))
+            }
+            ModelSpec::Random => "random".into(),
+        }
+    }
+}
+
+/// A player's reply to one position.
+#[derive(Clone, Debug, Default)]
+pub struct Answer {
+    /// The raw reply; `None` when no answer came back.
+    pub reply: Option<String>,
+    /// The API call behind it (models only).
+    pub call: Option<ChatOutcome>,
+    /// The request's cache key (sha256 of endpoint and full request).
+    pub request_key: Option<String>,
+}
+
+/// A uniformly random legal move, seeded from (seed, item index) so it
+/// does not depend on thread timing.
+pub fn random_move(position: &Chess, seed: u64, index: u64) -> Option<String> {
+    let moves = position.legal_moves();
+    if moves.is_empty() {
+        return None;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(index);
+    let chosen = &moves[rng.random_range(0..moves.len())];
+    Some(chosen.to_uci(CastlingMode::Standard).to_string())
+}
+
+/// Asks a chat model about one position.
+pub fn ask_model(
+    client: &ChatClient,
+    template: &Template,
+    prompt: &PromptSpec,
+    view: &PositionView,
+    seed: u64,
+    jitter_seed: u64,
+) -> Result<Answer> {
+    let messages = template.messages(prompt, view)?;
+    let (outcome, key) = client.complete(&messages, seed, jitter_seed)?;
+    Ok(Answer {
+        reply: outcome.content.clone(),
+        call: Some(outcome),
+        request_key: Some(key),
+    })
+}
+
+/// Runs `work` on every item with `workers` threads; results in input
+/// order. `on_done` sees each result as it finishes (for progress).
+pub fn run_parallel<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    work: impl Fn(usize, &T) -> Result<R> + Sync,
+    on_done: impl Fn(&R) + Sync,
+) -> Result<Vec<R>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(workers.max(1))
+        .build()?;
+    pool.install(|| {
+        items
+            .par_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let result = work(i, item)?;
+                on_done(&result);
+                Ok(result)
+            })
+            .collect()
+    })
+}
+
+/// Counts answers and right answers for the progress message.
+#[derive(Default)]
+pub struct Tally {
+    done: AtomicU64,
+    correct: AtomicU64,
+}
+
+impl Tally {
+    pub fn add(&self, correct: bool) -> String {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let right = self
+            .correct
+            .fetch_add(u64::from(correct), Ordering::Relaxed)
+            + u64::from(correct);
+        format!(
+            "position accuracy {:.1}%",
+            100.0 * right as f64 / done as f64
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_specs() {
+        assert_eq!(ModelSpec::parse("random").unwrap(), ModelSpec::Random);
+        assert_eq!(
+            ModelSpec::parse("engine:stockfish?elo=1500&nodes=2000").unwrap(),
+            ModelSpec::Engine {
+                elo: Some(1500),
+                nodes: Some(2000),
+                depth: None
+            }
+        );
+        assert!(ModelSpec::parse("engine:stockfish?foo=1").is_err());
+        assert!(ModelSpec::parse("gpt-4").is_err());
+        assert!(matches!(
+            ModelSpec::parse("openai:x@http://127.0.0.1:8080/v1").unwrap(),
+            ModelSpec::OpenAi { .. }
+        ));
+    }
+
+    #[test]
+    fn random_moves_are_reproducible() {
+        let p = Chess::default();
+        let a: Vec<_> = (0..10).map(|i| random_move(&p, 7, i)).collect();
+        let b: Vec<_> = (0..10).map(|i| random_move(&p, 7, i)).collect();
+        assert_eq!(a, b);
+        assert!(a.iter().collect::<std::collections::BTreeSet<_>>().len() > 1);
+    }
+}

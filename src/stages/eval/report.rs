@@ -1,0 +1,460 @@
+//! Writing a run: `report.json` (deterministic: no timestamps, no
+//! latencies), `report.md`, `positions.jsonl`, `calls.jsonl`,
+//! `config.json`, `runtime.json` (wall time, latencies, request counts:
+//! the figures that vary between reruns) and SVG pictures.
+
+use anyhow::{Context, Result};
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+use super::config::EvalConfig;
+use super::metrics::{self, Breakdowns, CellMetrics, PositionRecord, Verdict, breakdowns};
+use super::players::Answer;
+use super::task::Job;
+use super::task::PositionTask;
+use crate::core::fileio::{AtomicFile, write_atomic};
+use crate::core::summary::Summary;
+
+/// Everything a run produced, before it is written.
+pub struct RunOutput {
+    pub records: Vec<PositionRecord>,
+    pub answers: Vec<Answer>,
+    pub jobs: Vec<Job>,
+    pub http_requests: u64,
+    pub notes: Vec<String>,
+    pub engine_id: Option<String>,
+}
+
+/// What was run, as recorded in `config.json` and `report.json`.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct RunInfo {
+    pub model: String,
+    pub set: String,
+    pub split: String,
+    /// sha256 of the release's manifest.json, or of the puzzle file.
+    pub set_sha256: String,
+    pub templates: Vec<String>,
+    /// Template name, or sha256 of a template file's text.
+    pub template_fingerprints: Vec<String>,
+    pub prompt: Option<Value>,
+    pub puzzles: usize,
+    pub positions: usize,
+    pub config: EvalConfig,
+}
+
+fn write_jsonl<T: Serialize>(path: &Path, rows: impl IntoIterator<Item = T>) -> Result<()> {
+    let mut file = AtomicFile::create(path)?;
+    for row in rows {
+        serde_json::to_writer(&mut file, &row)?;
+        file.write_all(b"\n")?;
+    }
+    file.commit()
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.1}"))
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1}%", 100.0 * v)
+}
+
+/// Headline keys of a breakdown cell, for report.json.
+fn headline(m: &CellMetrics) -> Value {
+    json!({
+        "puzzles": m.puzzles,
+        "positions": m.positions,
+        "puzzle_accuracy": m.puzzle_accuracy,
+        "puzzle_accuracy_se": m.puzzle_accuracy_se,
+        "position_accuracy": m.position_accuracy,
+        "illegal_rate": m.illegal_rate,
+        "unparseable_rate": m.unparseable_rate,
+        "no_answer_rate": m.no_answer_rate,
+        "regret_positions": m.regret_positions,
+        "mean_regret": m.mean_regret,
+        "median_regret": m.median_regret,
+    })
+}
+
+/// Writes every output of a run and returns the command summary.
+pub fn write_run(
+    dir: &Path,
+    run: &RunInfo,
+    output: &RunOutput,
+    tasks: &[PositionTask],
+    wall: Duration,
+) -> Result<Summary> {
+    let records = &output.records;
+    let width = run.config.rating_bin_width;
+    let b = breakdowns(records, width);
+
+    let mut verdicts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        *verdicts.entry(r.verdict.as_str()).or_default() += 1;
+    }
+    let mut per_repeat = Vec::new();
+    for repeat in 0..run.config.repeats {
+        let subset: Vec<&PositionRecord> = records.iter().filter(|r| r.repeat == repeat).collect();
+        per_repeat.push(metrics::cell_metrics(&subset).puzzle_accuracy);
+    }
+    let prompt_tokens: u64 = records.iter().filter_map(|r| r.prompt_tokens).sum();
+    let completion_tokens: u64 = records.iter().filter_map(|r| r.completion_tokens).sum();
+    let model_name = run
+        .model
+        .strip_prefix("openai:")
+        .and_then(|m| m.rsplit_once('@').map(|(name, _)| name))
+        .unwrap_or(&run.model);
+    let cost = run.config.prices.get(model_name).map(|p| {
+        (prompt_tokens as f64 * p.prompt_per_million
+            + completion_tokens as f64 * p.completion_per_million)
+            / 1e6
+    });
+
+    let mut report = json!({
+        "model": run.model,
+        "set": run.set,
+        "split": run.split,
+        "set_sha256": run.set_sha256,
+        "templates": run.templates,
+        "puzzles": run.puzzles,
+        "repeats": run.config.repeats,
+    });
+    if let (Value::Object(map), Value::Object(head)) = (&mut report, headline(&b.overall)) {
+        map.extend(head);
+        map.insert("verdicts".into(), json!(verdicts));
+        map.insert("per_repeat_puzzle_accuracy".into(), json!(per_repeat));
+        map.insert(
+            "usage".into(),
+            json!({
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "cost_usd": cost,
+            }),
+        );
+        map.insert("engine".into(), json!(output.engine_id));
+        map.insert("notes".into(), json!(output.notes));
+        map.insert("breakdowns".into(), json!(b.by));
+        map.insert("config".into(), serde_json::to_value(run)?);
+    }
+    let report_text = serde_json::to_string_pretty(&report)? + "\n";
+    write_atomic(&dir.join("report.json"), report_text.as_bytes())?;
+    write_atomic(
+        &dir.join("config.json"),
+        (serde_json::to_string_pretty(run)? + "\n").as_bytes(),
+    )?;
+    write_jsonl(&dir.join("positions.jsonl"), records)?;
+
+    let calls =
+        output
+            .jobs
+            .iter()
+            .zip(&output.answers)
+            .zip(records)
+            .map(|((job, answer), record)| {
+                let call = answer.call.clone().unwrap_or_default();
+                json!({
+                    "puzzle_id": record.puzzle_id,
+                    "move_index": tasks[job.task].move_index,
+                    "template": record.template,
+                    "repeat": job.repeat,
+                    "prompt_hash": answer.request_key,
+                    "reply": answer.reply,
+                    "parsed_move": record.played.clone().or_else(|| record.answer.clone()),
+                    "verdict": record.verdict,
+                    "prompt_tokens": call.prompt_tokens,
+                    "completion_tokens": call.completion_tokens,
+                    "finish_reason": call.finish_reason,
+                    "latency_ms": call.latency_ms,
+                    "attempts": call.attempts,
+                    "cached": call.cached,
+                    "error": call.error,
+                })
+            });
+    write_jsonl(&dir.join("calls.jsonl"), calls)?;
+
+    let latencies: Vec<f64> = output
+        .answers
+        .iter()
+        .filter_map(|a| a.call.as_ref())
+        .filter(|c| !c.cached)
+        .map(|c| c.latency_ms as f64)
+        .collect();
+    let cached = output
+        .answers
+        .iter()
+        .filter(|a| a.call.as_ref().is_some_and(|c| c.cached))
+        .count();
+    let runtime = json!({
+        "wall_seconds": wall.as_secs_f64(),
+        "http_requests": output.http_requests,
+        "cached_calls": cached,
+        "fresh_calls": latencies.len(),
+        "latency_ms_mean": metrics::mean(&latencies),
+        "latency_ms_median": metrics::median(&latencies),
+    });
+    write_atomic(
+        &dir.join("runtime.json"),
+        (serde_json::to_string_pretty(&runtime)? + "\n").as_bytes(),
+    )?;
+
+    let md = markdown(
+        run,
+        &b,
+        &verdicts,
+        prompt_tokens,
+        completion_tokens,
+        cost,
+        &output.notes,
+    );
+    write_atomic(&dir.join("report.md"), md.as_bytes())?;
+    draw_pictures(dir, &b, records)?;
+
+    let o = &b.overall;
+    let human = format!(
+        "eval {}: {} puzzles, {} positions -> puzzle accuracy {} (± {}), position accuracy {}, illegal {}, unparseable {}, median regret {} cp\nreport: {}",
+        run.model,
+        o.puzzles,
+        o.positions,
+        pct(o.puzzle_accuracy),
+        pct(o.puzzle_accuracy_se),
+        pct(o.position_accuracy),
+        pct(o.illegal_rate),
+        pct(o.unparseable_rate),
+        fmt_opt(o.median_regret),
+        dir.join("report.md").display()
+    );
+    let mut json = headline(o);
+    if let Value::Object(map) = &mut json {
+        map.insert("run_dir".into(), json!(dir.display().to_string()));
+        map.insert("http_requests".into(), json!(output.http_requests));
+    }
+    Ok(Summary::new(human, json))
+}
+
+fn markdown(
+    run: &RunInfo,
+    b: &Breakdowns,
+    verdicts: &BTreeMap<&str, usize>,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    cost: Option<f64>,
+    notes: &[String],
+) -> String {
+    let mut md = String::new();
+    let o = &b.overall;
+    let _ = writeln!(md, "# Eval: {}\n", run.model);
+    let _ = writeln!(
+        md,
+        "Set `{}` ({} split), sha256 `{}`; templates {}; {} puzzles, {} positions, {} repeat(s).\n",
+        run.set,
+        run.split,
+        run.set_sha256,
+        run.templates.join(", "),
+        run.puzzles,
+        run.positions,
+        run.config.repeats
+    );
+    let _ = writeln!(md, "| metric | value |\n|---|---|");
+    let _ = writeln!(
+        md,
+        "| puzzle accuracy | {} ± {} |",
+        pct(o.puzzle_accuracy),
+        pct(o.puzzle_accuracy_se)
+    );
+    let _ = writeln!(md, "| position accuracy | {} |", pct(o.position_accuracy));
+    let _ = writeln!(md, "| illegal rate | {} |", pct(o.illegal_rate));
+    let _ = writeln!(md, "| unparseable rate | {} |", pct(o.unparseable_rate));
+    let _ = writeln!(md, "| no-answer rate | {} |", pct(o.no_answer_rate));
+    let _ = writeln!(md, "| mean regret (cp) | {} |", fmt_opt(o.mean_regret));
+    let _ = writeln!(md, "| median regret (cp) | {} |", fmt_opt(o.median_regret));
+    let _ = writeln!(
+        md,
+        "| tokens (prompt / completion) | {prompt_tokens} / {completion_tokens} |"
+    );
+    let _ = writeln!(
+        md,
+        "| cost (USD) | {} |",
+        cost.map_or_else(|| "-".into(), |c| format!("{c:.4}"))
+    );
+    let _ = writeln!(md, "\nVerdicts: {}\n", {
+        let parts: Vec<String> = verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        parts.join(", ")
+    });
+    for note in notes {
+        let _ = writeln!(md, "> {note}\n");
+    }
+    let _ = writeln!(
+        md,
+        "![accuracy by rating](accuracy_by_rating.svg)\n![regret](regret_distribution.svg)\n![illegal rate by template](illegal_rate_by_template.svg)\n"
+    );
+    for (dimension, cells) in &b.by {
+        let _ = writeln!(md, "## By {}\n", dimension.replace('_', " "));
+        let _ = writeln!(
+            md,
+            "| {dimension} | puzzles | puzzle acc. | ± se | positions | position acc. | illegal | unparseable | mean regret | median regret |\n|---|---|---|---|---|---|---|---|---|---|"
+        );
+        for (cell, m) in metrics::ordered_cells(dimension, cells) {
+            let _ = writeln!(
+                md,
+                "| {cell} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                m.puzzles,
+                pct(m.puzzle_accuracy),
+                pct(m.puzzle_accuracy_se),
+                m.positions,
+                pct(m.position_accuracy),
+                pct(m.illegal_rate),
+                pct(m.unparseable_rate),
+                fmt_opt(m.mean_regret),
+                fmt_opt(m.median_regret)
+            );
+        }
+        md.push('\n');
+    }
+    md
+}
+
+/// Regret histogram bins (upper bounds, cp) and labels.
+const REGRET_BINS: [(f64, &str); 8] = [
+    (0.0, "0"),
+    (50.0, "1-50"),
+    (100.0, "51-100"),
+    (300.0, "101-300"),
+    (1000.0, "301-1000"),
+    (99_999.0, ">1000"),
+    (metrics::MATE_PENALTY_CP, "mate"),
+    (f64::INFINITY, "invalid"),
+];
+
+fn draw_pictures(dir: &Path, b: &Breakdowns, records: &[PositionRecord]) -> Result<()> {
+    let rating_cells = b.by.get("rating_bin").cloned().unwrap_or_default();
+    let rating = metrics::ordered_cells("rating_bin", &rating_cells);
+    let labels: Vec<String> = rating.iter().map(|(cell, _)| (*cell).clone()).collect();
+    let values: Vec<f64> = rating.iter().map(|(_, m)| m.puzzle_accuracy).collect();
+    let errors: Vec<f64> = rating.iter().map(|(_, m)| m.puzzle_accuracy_se).collect();
+    bar_chart(
+        &dir.join("accuracy_by_rating.svg"),
+        "Puzzle accuracy by rating (± 1 se)",
+        &labels,
+        &values,
+        Some(&errors),
+        1.0,
+        "puzzle accuracy",
+    )?;
+
+    let mut counts = [0f64; REGRET_BINS.len()];
+    let mut total = 0f64;
+    for r in records {
+        if let Some(regret) = r.regret_cp {
+            let bin = REGRET_BINS
+                .iter()
+                .position(|(upper, _)| regret <= *upper)
+                .unwrap_or(REGRET_BINS.len() - 1);
+            counts[bin] += 1.0;
+            total += 1.0;
+        }
+    }
+    let shares: Vec<f64> = counts
+        .iter()
+        .map(|c| if total > 0.0 { c / total } else { 0.0 })
+        .collect();
+    let labels: Vec<String> = REGRET_BINS.iter().map(|(_, l)| l.to_string()).collect();
+    bar_chart(
+        &dir.join("regret_distribution.svg"),
+        "Regret per position (cp)",
+        &labels,
+        &shares,
+        None,
+        1.0,
+        "share of positions",
+    )?;
+
+    let templates = b.by.get("template").cloned().unwrap_or_default();
+    let labels: Vec<String> = templates.keys().cloned().collect();
+    let values: Vec<f64> = templates.values().map(|m| m.illegal_rate).collect();
+    let top = values.iter().cloned().fold(0.0, f64::max).max(0.05) * 1.15;
+    bar_chart(
+        &dir.join("illegal_rate_by_template.svg"),
+        "Illegal-move rate by template",
+        &labels,
+        &values,
+        None,
+        top.min(1.0),
+        "illegal rate",
+    )?;
+    let _ = Verdict::Correct;
+    Ok(())
+}
+
+/// A bar chart with optional ± error bars, as an SVG file.
+pub fn bar_chart(
+    path: &Path,
+    title: &str,
+    labels: &[String],
+    values: &[f64],
+    errors: Option<&[f64]>,
+    y_max: f64,
+    y_label: &str,
+) -> Result<()> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let n = labels.len().max(1);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(70)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0..n).into_segmented(), 0f64..y_max)
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_style(("sans-serif", 11))
+            .x_label_formatter(&|x| match x {
+                SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_desc(y_label)
+            .draw()
+            .map_err(plot_error)?;
+        chart
+            .draw_series(values.iter().enumerate().map(|(i, v)| {
+                Rectangle::new(
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), *v),
+                    ],
+                    BLUE.mix(0.5).filled(),
+                )
+            }))
+            .map_err(plot_error)?;
+        if let Some(errors) = errors {
+            chart
+                .draw_series(values.iter().zip(errors).enumerate().map(|(i, (v, e))| {
+                    ErrorBar::new_vertical(
+                        SegmentValue::CenterOf(i),
+                        (v - e).max(0.0),
+                        *v,
+                        (v + e).min(y_max),
+                        BLACK.filled(),
+                        8,
+                    )
+                }))
+                .map_err(plot_error)?;
+        }
+        root.present().map_err(plot_error)?;
+    }
+    write_atomic(path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))
+}
+
+fn plot_error(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("drawing a chart: {e}")
+}

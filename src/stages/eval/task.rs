@@ -1,0 +1,158 @@
+//! The positions a puzzle asks the solver about.
+//!
+//! Every solver move of a puzzle is one independent question: the
+//! reference line is played up to the position before it, whatever the
+//! solver answered earlier.
+
+use anyhow::Result;
+use shakmaty::fen::Fen;
+use shakmaty::san::SanPlus;
+use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position};
+
+use crate::chess::record::Puzzle;
+use crate::core::error::bad_input;
+
+/// One position to answer.
+#[derive(Clone, Debug)]
+pub struct PositionTask {
+    /// Index of the puzzle in the set.
+    pub puzzle_index: usize,
+    /// 0 for the first solver move, 1 for the second, ...
+    pub move_index: usize,
+    /// Whether this is the puzzle's last solver move.
+    pub is_last: bool,
+    /// Whether the puzzle is a mate in one (any mating move is right).
+    pub mate_in_one: bool,
+    pub position: Chess,
+    /// The reference answer, UCI.
+    pub expected: String,
+    /// SAN of the moves from the puzzle's FEN to this position.
+    pub history_san: Vec<String>,
+}
+
+/// The position a model is shown, in the forms prompts use.
+#[derive(Clone, Debug)]
+pub struct PositionView {
+    pub fen: String,
+    /// "white" or "black".
+    pub side: &'static str,
+    /// Legal moves, UCI, sorted.
+    pub legal_uci: Vec<String>,
+    /// Legal moves, SAN, in the same order.
+    pub legal_san: Vec<String>,
+    /// Moves leading here (SAN), space-separated; may be empty.
+    pub history: String,
+}
+
+impl PositionView {
+    pub fn new(position: &Chess, history_san: &[String]) -> Self {
+        let mut legal: Vec<(String, String)> = position
+            .legal_moves()
+            .into_iter()
+            .map(|m| {
+                (
+                    m.to_uci(CastlingMode::Standard).to_string(),
+                    SanPlus::from_move(position.clone(), m).to_string(),
+                )
+            })
+            .collect();
+        legal.sort();
+        Self {
+            fen: fen_of(position),
+            side: side_name(position.turn()),
+            legal_uci: legal.iter().map(|(u, _)| u.clone()).collect(),
+            legal_san: legal.into_iter().map(|(_, s)| s).collect(),
+            history: history_san.join(" "),
+        }
+    }
+}
+
+pub fn side_name(color: Color) -> &'static str {
+    match color {
+        Color::White => "white",
+        Color::Black => "black",
+    }
+}
+
+pub fn fen_of(position: &Chess) -> String {
+    Fen::from_position(position, EnPassantMode::Legal).to_string()
+}
+
+/// Parses a FEN; errors name `what` (a puzzle id, a config entry).
+pub fn position_from_fen(fen: &str, what: &str) -> Result<Chess> {
+    let parsed: Fen = fen
+        .parse()
+        .map_err(|e| bad_input(format!("{what}: bad FEN {fen:?}: {e}")))?;
+    parsed
+        .into_position(CastlingMode::Standard)
+        .map_err(|e| bad_input(format!("{what}: illegal position {fen:?}: {e}")))
+}
+
+/// Parses a UCI move and checks it is legal in `position`.
+pub fn legal_uci_move(position: &Chess, uci: &str, what: &str) -> Result<Move> {
+    let parsed: UciMove = uci
+        .parse()
+        .map_err(|e| bad_input(format!("{what}: bad UCI move {uci:?}: {e}")))?;
+    parsed
+        .to_move(position)
+        .map_err(|e| bad_input(format!("{what}: move {uci} is not legal: {e}")))
+}
+
+/// The solver positions of one puzzle.
+pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<PositionTask>> {
+    let what = format!("puzzle {} (#{})", puzzle.id, puzzle_index + 1);
+    if puzzle.moves.len() < 2 {
+        return Err(bad_input(format!(
+            "{what}: needs an opponent move and at least one solver move"
+        )));
+    }
+    let mut position = position_from_fen(&puzzle.fen, &what)?;
+    let mut history = Vec::new();
+    let solver_moves = puzzle.solver_moves();
+    let mate_in_one = puzzle.has_theme("mateIn1");
+    let mut tasks = Vec::with_capacity(solver_moves);
+    for (ply, uci) in puzzle.moves.iter().enumerate() {
+        if ply % 2 == 1 {
+            let move_index = ply / 2;
+            tasks.push(PositionTask {
+                puzzle_index,
+                move_index,
+                is_last: move_index + 1 == solver_moves,
+                mate_in_one,
+                position: position.clone(),
+                expected: uci.clone(),
+                history_san: history.clone(),
+            });
+        }
+        let m = legal_uci_move(&position, uci, &what)?;
+        history.push(SanPlus::from_move(position.clone(), m).to_string());
+        position.play_unchecked(m);
+    }
+    Ok(tasks)
+}
+
+/// Whether `played` (UCI, legal) answers the task correctly: the reference
+/// move, or any mating move on a mate in one or on the puzzle's last move.
+pub fn is_correct(task: &PositionTask, played: &str) -> bool {
+    if played == task.expected {
+        return true;
+    }
+    if !(task.mate_in_one || task.is_last) {
+        return false;
+    }
+    let Ok(m) = legal_uci_move(&task.position, played, "answer") else {
+        return false;
+    };
+    let mut after = task.position.clone();
+    after.play_unchecked(m);
+    after.is_checkmate()
+}
+
+/// One question of a run: a position under a template in a repeat.
+#[derive(Clone, Copy, Debug)]
+pub struct Job {
+    pub template: usize,
+    pub repeat: u32,
+    pub task: usize,
+}

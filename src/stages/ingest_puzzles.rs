@@ -1,0 +1,1491 @@
+//! `puzzleforge ingest puzzles`: validates the Lichess puzzle dump (or the
+//! APO benchmark's files, or puzzleforge JSON Lines), derives our columns
+//! and writes the accepted puzzles, filtered and optionally sampled.
+//!
+//! The dump has about 5.5 million rows, so the run streams: a reader thread
+//! parses CSV into batches of [`Row`]s (recycled, so a row costs
+//! no allocation there), the main thread validates each batch in parallel
+//! with rayon, each worker formatting its accepted rows straight into an
+//! output buffer, and then walks the batch in input order: duplicate ids,
+//! reservoir sampling and writing are sequential, so the output order is the
+//! input order whatever the thread timing.
+
+use anyhow::{Context, Result};
+use foldhash::HashSetExt;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use crate::chess::derive::{self, DERIVED_COLUMNS, DerivedColumn, DerivedFields};
+use crate::chess::record::{self, Format, Header, LICHESS_COLUMNS, RowError};
+use crate::core::error::bad_input;
+use crate::core::fileio::{AtomicFile, open_input_with};
+use crate::core::summary::Summary;
+
+/// Rows per batch handed from the reader thread to the validators.
+const BATCH_ROWS: usize = 8192;
+/// Rows per parallel task inside a batch.
+const CHUNK_ROWS: usize = 256;
+
+/// Which puzzles to keep by their mate flag.
+#[derive(clap::ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MateFilter {
+    /// Mating and non-mating puzzles.
+    #[default]
+    Any,
+    /// Only puzzles whose final position is checkmate.
+    Only,
+    /// Only puzzles whose final position is not checkmate.
+    Exclude,
+}
+
+/// Filters and sampling of `ingest puzzles` (the `pipeline.toml` section;
+/// CLI flags override its fields).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestPuzzlesConfig {
+    /// Keep puzzles rated at least this.
+    pub min_rating: Option<i32>,
+    /// Keep puzzles rated at most this.
+    pub max_rating: Option<i32>,
+    /// Keep puzzles whose RatingDeviation is at most this.
+    pub max_rating_deviation: Option<i32>,
+    /// Keep puzzles whose Popularity is at least this.
+    pub min_popularity: Option<i32>,
+    /// Keep puzzles played at least this many times.
+    pub min_nb_plays: Option<i32>,
+    /// Keep puzzles with at least one of these themes (empty: no filter).
+    pub themes_any: Vec<String>,
+    /// Keep puzzles with all of these themes.
+    pub themes_all: Vec<String>,
+    /// Drop puzzles with any of these themes.
+    pub themes_none: Vec<String>,
+    /// Keep puzzles whose solver length (NumMoves) is one of these (empty: all).
+    pub solver_lengths: Vec<usize>,
+    /// Keep mating puzzles, non-mating ones, or both.
+    pub mate: MateFilter,
+    /// Keep at most this many puzzles, chosen uniformly (reservoir sampling).
+    pub sample: Option<u64>,
+    /// Seed of the sample.
+    pub seed: u64,
+}
+
+impl Default for IngestPuzzlesConfig {
+    fn default() -> Self {
+        Self {
+            min_rating: None,
+            max_rating: None,
+            max_rating_deviation: None,
+            min_popularity: None,
+            min_nb_plays: None,
+            themes_any: Vec::new(),
+            themes_all: Vec::new(),
+            themes_none: Vec::new(),
+            solver_lengths: Vec::new(),
+            mate: MateFilter::Any,
+            sample: None,
+            seed: 0,
+        }
+    }
+}
+
+/// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,
+/// filter and write the accepted puzzles.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PuzzlesArgs {
+    /// The puzzle file: Lichess CSV (10 or 11 columns), the APO benchmark's
+    /// 15-column CSV, or puzzleforge JSON Lines; plain or zstd.
+    pub input: PathBuf,
+    /// Output file; `.csv`, `.jsonl`, either with `.zst`.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Where rejected rows go (default: OUTPUT + `.rejects.csv`).
+    #[arg(long)]
+    pub rejects: Option<PathBuf>,
+    #[arg(long)]
+    pub min_rating: Option<i32>,
+    #[arg(long)]
+    pub max_rating: Option<i32>,
+    #[arg(long)]
+    pub max_rating_deviation: Option<i32>,
+    #[arg(long)]
+    pub min_popularity: Option<i32>,
+    #[arg(long)]
+    pub min_nb_plays: Option<i32>,
+    /// Keep puzzles with any of these themes (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub themes_any: Vec<String>,
+    /// Keep puzzles with all of these themes (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub themes_all: Vec<String>,
+    /// Drop puzzles with any of these themes (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub themes_none: Vec<String>,
+    /// Keep these solver lengths only (comma-separated, e.g. 1,2,3).
+    #[arg(long, value_delimiter = ',')]
+    pub solver_lengths: Vec<usize>,
+    /// Keep mating puzzles only, non-mating ones only, or both.
+    #[arg(long, value_enum)]
+    pub mate: Option<MateFilter>,
+    /// Keep a uniform sample of at most N puzzles (input order kept).
+    #[arg(long)]
+    pub sample: Option<u64>,
+    /// Seed of the sample.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl PuzzlesArgs {
+    /// The configuration with this command line's flags laid over `base`.
+    pub fn config_over(&self, base: &IngestPuzzlesConfig) -> IngestPuzzlesConfig {
+        let mut config = base.clone();
+        macro_rules! over {
+            ($($field:ident),*) => {$(
+                if self.$field.is_some() { config.$field = self.$field; }
+            )*};
+        }
+        over!(
+            min_rating,
+            max_rating,
+            max_rating_deviation,
+            min_popularity,
+            min_nb_plays,
+            sample
+        );
+        macro_rules! over_list {
+            ($($field:ident),*) => {$(
+                if !self.$field.is_empty() { config.$field = self.$field.clone(); }
+            )*};
+        }
+        over_list!(themes_any, themes_all, themes_none, solver_lengths);
+        if let Some(mate) = self.mate {
+            config.mate = mate;
+        }
+        if let Some(seed) = self.seed {
+            config.seed = seed;
+        }
+        config
+    }
+}
+
+/// Runs `ingest puzzles` from the command line (flags over the defaults).
+pub fn run_puzzles(args: &PuzzlesArgs) -> Result<Summary> {
+    let config = args.config_over(&IngestPuzzlesConfig::default());
+    run_puzzles_with(&config, &args.input, &args.output, args.rejects.as_deref())
+}
+
+/// Runs `ingest puzzles` with a configuration (the pipeline runner's entry).
+pub fn run_puzzles_with(
+    config: &IngestPuzzlesConfig,
+    input: &Path,
+    output: &Path,
+    rejects: Option<&Path>,
+) -> Result<Summary> {
+    let stats = ingest_puzzles(config, input, output, rejects)?;
+    Ok(stats.summary())
+}
+
+/// What one ingest run did.
+#[derive(Serialize, Debug, Clone, Default, PartialEq)]
+pub struct IngestStats {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    pub rejects: PathBuf,
+    pub rows_read: u64,
+    /// Rows that passed validation (before filters and sampling).
+    pub accepted: u64,
+    pub rejected: u64,
+    pub rejected_by_reason: BTreeMap<String, u64>,
+    pub filtered: u64,
+    pub filtered_by_filter: BTreeMap<String, u64>,
+    pub written: u64,
+    /// Accepted puzzles whose mate themes and final position disagree.
+    pub mate_disagreements: u64,
+    pub seconds: f64,
+    pub rows_per_sec: f64,
+}
+
+impl IngestStats {
+    pub fn summary(&self) -> Summary {
+        let mut human = format!(
+            "ingest puzzles: {} rows read, {} accepted, {} rejected, {} filtered out, {} written to {}\n\
+             {:.2} s, {:.0} rows/s\n",
+            self.rows_read,
+            self.accepted,
+            self.rejected,
+            self.filtered,
+            self.written,
+            self.output.display(),
+            self.seconds,
+            self.rows_per_sec
+        );
+        for (reason, n) in &self.rejected_by_reason {
+            human.push_str(&format!("  rejected {reason}: {n}\n"));
+        }
+        for (filter, n) in &self.filtered_by_filter {
+            human.push_str(&format!("  filtered {filter}: {n}\n"));
+        }
+        if self.rejected > 0 {
+            human.push_str(&format!("rejects: {}\n", self.rejects.display()));
+        }
+        if self.mate_disagreements > 0 {
+            human.push_str(&format!(
+                "{} puzzles' mate themes disagree with their final position (column MateCheck)\n",
+                self.mate_disagreements
+            ));
+        }
+        let json = serde_json::to_value(self).unwrap_or(Value::Null);
+        Summary::new(human, json)
+    }
+}
+
+// Positions of the Lichess columns in `LICHESS_COLUMNS`.
+const ID: usize = 0;
+const FEN: usize = 1;
+const MOVES: usize = 2;
+const RATING: usize = 3;
+const RATING_DEVIATION: usize = 4;
+const POPULARITY: usize = 5;
+const NB_PLAYS: usize = 6;
+const THEMES: usize = 7;
+const GAME_URL: usize = 8;
+const OPENING_TAGS: usize = 9;
+
+/// Where an output extra column's value comes from.
+#[derive(Clone, Debug)]
+enum ExtraCell {
+    /// An input column copied unchanged.
+    Input(usize),
+    /// A derived column (replacing an input column of that name, if any).
+    Derived(DerivedColumn),
+    /// `Source`: the input's value when it has one, else ours.
+    Source(Option<usize>),
+}
+
+/// How one input file's columns map to the checks and the output.
+#[derive(Clone, Debug)]
+pub struct RowLayout {
+    header: Header,
+    lichess: [Option<usize>; 10],
+    extra: Vec<ExtraCell>,
+    extra_names: Vec<String>,
+    /// Rating, RatingDeviation, Popularity and NbPlays must be present.
+    require_stats: bool,
+}
+
+impl RowLayout {
+    /// Builds the layout for a header. With `require_stats` (Lichess CSV
+    /// input) the four integer columns must exist and be filled.
+    pub fn new(names: Vec<String>, require_stats: bool) -> std::result::Result<Self, String> {
+        let header = Header::new(names)?;
+        let mut lichess = [None; 10];
+        for (i, name) in LICHESS_COLUMNS.iter().enumerate() {
+            lichess[i] = header.position(name);
+        }
+        if require_stats {
+            for i in [RATING, RATING_DEVIATION, POPULARITY, NB_PLAYS] {
+                if lichess[i].is_none() {
+                    return Err(format!("the header has no {} column", LICHESS_COLUMNS[i]));
+                }
+            }
+        }
+        let mut extra = Vec::new();
+        let mut extra_names = Vec::new();
+        for (i, name) in header.names().iter().enumerate() {
+            if LICHESS_COLUMNS.contains(&name.as_str()) {
+                continue;
+            }
+            let cell = if name == "Source" {
+                ExtraCell::Source(Some(i))
+            } else if let Some(derived) = DerivedColumn::from_name(name) {
+                ExtraCell::Derived(derived)
+            } else {
+                ExtraCell::Input(i)
+            };
+            extra.push(cell);
+            extra_names.push(name.clone());
+        }
+        for derived in DERIVED_COLUMNS {
+            if header.position(derived).is_none() {
+                extra.push(match DerivedColumn::from_name(derived) {
+                    Some(column) => ExtraCell::Derived(column),
+                    None => ExtraCell::Source(None),
+                });
+                extra_names.push(derived.to_string());
+            }
+        }
+        Ok(Self {
+            header,
+            lichess,
+            extra,
+            extra_names,
+            require_stats,
+        })
+    }
+
+    /// The output's columns after the Lichess ten.
+    pub fn extra_names(&self) -> &[String] {
+        &self.extra_names
+    }
+
+    fn text<'a>(&self, cells: &[&'a str], column: usize) -> &'a str {
+        match self.lichess[column] {
+            Some(i) => cells.get(i).copied().unwrap_or(""),
+            None => "",
+        }
+    }
+}
+
+/// A row that passed validation.
+#[derive(Clone, Debug)]
+pub struct CheckedRow {
+    pub rating: Option<i32>,
+    pub rating_deviation: Option<i32>,
+    pub popularity: Option<i32>,
+    pub nb_plays: Option<i32>,
+    pub derived: DerivedFields,
+}
+
+fn words(cell: &str) -> impl Iterator<Item = &str> + Clone {
+    cell.split_ascii_whitespace()
+}
+
+/// Validates one row's cells: column count, UTF-8, PuzzleId present,
+/// integers, FEN, the legality of every move, an even move count >= 2.
+/// Duplicate ids are the caller's (it sees every row in order).
+pub fn check_row(layout: &RowLayout, cells: &[&[u8]]) -> std::result::Result<CheckedRow, RowError> {
+    let mut text = Vec::with_capacity(cells.len());
+    text_cells(layout, cells.iter().copied(), &mut text)?;
+    check_text_row(layout, &text)
+}
+
+/// Checks the cell count and UTF-8 of a row, filling `text` with its cells.
+fn text_cells<'a>(
+    layout: &RowLayout,
+    cells: impl ExactSizeIterator<Item = &'a [u8]>,
+    text: &mut Vec<&'a str>,
+) -> std::result::Result<(), RowError> {
+    text.clear();
+    if cells.len() != layout.header.len() {
+        return Err(RowError::new(
+            "wrong_column_count",
+            format!(
+                "{} columns, the header has {}",
+                cells.len(),
+                layout.header.len()
+            ),
+        ));
+    }
+    for (i, cell) in cells.enumerate() {
+        match std::str::from_utf8(cell) {
+            Ok(cell) => text.push(cell),
+            Err(_) => {
+                return Err(RowError::new(
+                    "invalid_utf8",
+                    format!("column {} is not UTF-8", layout.header.names()[i]),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`text_cells`] for a whole CSV record: one UTF-8 check over all its
+/// bytes instead of one per cell (a row has 11 short cells); the slow
+/// per-cell path runs only to name the column of a bad row.
+fn record_cells<'a>(
+    layout: &RowLayout,
+    record: &'a Row,
+    text: &mut Vec<&'a str>,
+) -> std::result::Result<(), RowError> {
+    text.clear();
+    if record.len() == layout.header.len()
+        && let Ok(all) = std::str::from_utf8(&record.bytes)
+    {
+        for range in &record.cells {
+            // A cell boundary inside a multi-byte character leaves the
+            // cells invalid although the whole is valid.
+            match all.get(range.clone()) {
+                Some(cell) => text.push(cell),
+                None => return text_cells(layout, record.iter(), text),
+            }
+        }
+        return Ok(());
+    }
+    text_cells(layout, record.iter(), text)
+}
+
+/// [`check_row`] after the cell count and UTF-8 checks.
+fn check_text_row(layout: &RowLayout, cells: &[&str]) -> std::result::Result<CheckedRow, RowError> {
+    let text = |column: usize| -> &str { layout.text(cells, column) };
+    if text(ID).trim().is_empty() {
+        return Err(RowError::new("missing_id", "PuzzleId is empty"));
+    }
+    let int = |column: usize| -> std::result::Result<Option<i32>, RowError> {
+        let value = text(column).trim();
+        if value.is_empty() {
+            if layout.require_stats {
+                return Err(RowError::new(
+                    "missing_integer",
+                    format!("{} is empty", LICHESS_COLUMNS[column]),
+                ));
+            }
+            return Ok(None);
+        }
+        value.parse::<i32>().map(Some).map_err(|_| {
+            RowError::new(
+                "bad_integer",
+                format!("{} is not an integer: {value:?}", LICHESS_COLUMNS[column]),
+            )
+        })
+    };
+    let rating = int(RATING)?;
+    let rating_deviation = int(RATING_DEVIATION)?;
+    let popularity = int(POPULARITY)?;
+    let nb_plays = int(NB_PLAYS)?;
+    let line = derive::play_line(text(FEN).as_bytes(), text(MOVES).as_bytes())?;
+    let derived = DerivedFields::new(&line, rating, words(text(THEMES)), text(GAME_URL).trim());
+    Ok(CheckedRow {
+        rating,
+        rating_deviation,
+        popularity,
+        nb_plays,
+        derived,
+    })
+}
+
+/// The first filter a checked row fails, by name.
+fn filter_out(
+    config: &IngestPuzzlesConfig,
+    row: &CheckedRow,
+    themes: &str,
+) -> Option<&'static str> {
+    let below =
+        |value: Option<i32>, min: Option<i32>| min.is_some_and(|m| value.is_none_or(|v| v < m));
+    let above =
+        |value: Option<i32>, max: Option<i32>| max.is_some_and(|m| value.is_none_or(|v| v > m));
+    if below(row.rating, config.min_rating) || above(row.rating, config.max_rating) {
+        return Some("rating");
+    }
+    if above(row.rating_deviation, config.max_rating_deviation) {
+        return Some("rating_deviation");
+    }
+    if below(row.popularity, config.min_popularity) {
+        return Some("popularity");
+    }
+    if below(row.nb_plays, config.min_nb_plays) {
+        return Some("nb_plays");
+    }
+    let has = |theme: &String| words(themes).any(|t| t == theme);
+    if !config.themes_any.is_empty() && !config.themes_any.iter().any(has) {
+        return Some("themes_any");
+    }
+    if !config.themes_all.iter().all(has) {
+        return Some("themes_all");
+    }
+    if config.themes_none.iter().any(has) {
+        return Some("themes_none");
+    }
+    if !config.solver_lengths.is_empty() && !config.solver_lengths.contains(&row.derived.num_moves)
+    {
+        return Some("solver_length");
+    }
+    match (config.mate, row.derived.mate) {
+        (MateFilter::Only, false) | (MateFilter::Exclude, true) => Some("mate"),
+        _ => None,
+    }
+}
+
+/// Compact key of a PuzzleId for the duplicate check: ids up to 15 bytes
+/// (all Lichess ids are 5) pack into a u128 without allocating.
+#[derive(PartialEq, Eq, Clone, Debug)]
+enum IdKey {
+    Short(u128),
+    Long(Box<[u8]>),
+}
+
+fn id_key(id: &[u8]) -> IdKey {
+    if id.len() <= 15 {
+        let mut bytes = [0u8; 16];
+        bytes[..id.len()].copy_from_slice(id);
+        bytes[15] = id.len() as u8;
+        IdKey::Short(u128::from_le_bytes(bytes))
+    } else {
+        IdKey::Long(id.into())
+    }
+}
+
+/// Outcome of one row after the parallel stage.
+enum RowOutcome {
+    Rejected(RowError),
+    Valid {
+        id: IdKey,
+        mate_disagrees: bool,
+        /// The filter it failed, or the span of its encoded output.
+        kept: std::result::Result<std::ops::Range<usize>, &'static str>,
+    },
+}
+
+/// Spare output buffers shared by the validators and the commit thread.
+type BufferPool = std::sync::Mutex<Vec<Vec<u8>>>;
+
+struct ChunkOut {
+    bytes: Vec<u8>,
+    rows: Vec<RowOutcome>,
+}
+
+/// One input row: its cells' bytes and where each cell lies in them.
+/// A quote-free CSV line is kept whole, commas included, with its cells
+/// as ranges between the commas: splitting it copies nothing cell by cell.
+#[derive(Clone, Debug)]
+struct Row {
+    bytes: Vec<u8>,
+    cells: Vec<std::ops::Range<usize>>,
+    /// Known to hold none of the bytes csv quotes for.
+    plain: bool,
+}
+
+impl Row {
+    fn new() -> Self {
+        Self {
+            bytes: Vec::with_capacity(256),
+            cells: Vec::with_capacity(16),
+            plain: false,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.cells.clear();
+        self.plain = false;
+    }
+
+    /// Appends a cell (a row read by the csv crate, or built from JSON).
+    fn push_field(&mut self, cell: &[u8]) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(cell);
+        self.cells.push(start..self.bytes.len());
+    }
+
+    /// Makes the row a CSV line without quotes or line breaks (its bytes
+    /// already in `bytes`): the cells are the text between its commas.
+    fn split_plain_line(&mut self) {
+        self.cells.clear();
+        let mut start = 0;
+        for comma in memchr::memchr_iter(b',', &self.bytes) {
+            self.cells.push(start..comma);
+            start = comma + 1;
+        }
+        self.cells.push(start..self.bytes.len());
+        self.plain = true;
+    }
+
+    fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        self.cells.get(i).map(|range| &self.bytes[range.clone()])
+    }
+
+    fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.cells.iter().map(|range| &self.bytes[range.clone()])
+    }
+
+    /// True when no cell holds a delimiter, a quote or a line break, the
+    /// bytes csv quotes for: nearly every row, settled by one scan.
+    fn is_plain(&self) -> bool {
+        self.plain || memchr::memchr3(b',', b'"', b'\n', &self.bytes).is_none()
+    }
+}
+
+/// A batch of input rows from the reader thread.
+struct Batch {
+    records: Vec<Row>,
+    lines: Vec<u64>,
+    /// Rows the reader already knows are bad (unparseable JSON lines).
+    prerejected: Vec<Option<RowError>>,
+    len: usize,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Self {
+            records: Vec::new(),
+            lines: Vec::new(),
+            prerejected: Vec::new(),
+            len: 0,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.lines.clear();
+        self.prerejected.clear();
+    }
+
+    /// The next record slot to fill (reusing its allocation).
+    fn next_slot(&mut self) -> &mut Row {
+        if self.len == self.records.len() {
+            self.records.push(Row::new());
+        }
+        &mut self.records[self.len]
+    }
+}
+
+/// Formats accepted rows into output bytes (CSV or JSON Lines).
+///
+/// CSV rows are assembled field by field: csv's own quoting rule decides
+/// whether a field needs quotes (almost none do), and a field that does not
+/// is copied as it is. Going through `csv::Writer` per field cost about a
+/// tenth of the whole ingest in its per-byte state machine and buffer.
+struct Encoder<'a> {
+    layout: &'a RowLayout,
+    format: Format,
+    bytes: Vec<u8>,
+    /// csv's rule for `QuoteStyle::Necessary` with a `\n` terminator, the
+    /// settings every puzzleforge CSV writer uses.
+    quoting: csv_core::Writer,
+    scratch: Vec<u8>,
+}
+
+impl<'a> Encoder<'a> {
+    fn new(layout: &'a RowLayout, format: Format, mut buffer: Vec<u8>) -> Self {
+        buffer.clear();
+        Self {
+            layout,
+            format,
+            bytes: buffer,
+            quoting: csv_core::WriterBuilder::new()
+                .terminator(csv_core::Terminator::Any(b'\n'))
+                .build(),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Appends one row; returns the span of its bytes.
+    /// `plain`: no input cell holds a byte csv quotes for.
+    fn encode(
+        &mut self,
+        plain: bool,
+        cells: &[&str],
+        row: &CheckedRow,
+    ) -> Result<std::ops::Range<usize>> {
+        let start = self.bytes.len();
+        match self.format {
+            Format::Csv => self.encode_csv(plain, cells, row),
+            Format::Jsonl => self.encode_jsonl(cells, row)?,
+        }
+        Ok(start..self.bytes.len())
+    }
+
+    /// Appends a field (after a delimiter unless it is the row's first);
+    /// `quoting` is `None` for a field known to need no quotes.
+    fn push_field(
+        bytes: &mut Vec<u8>,
+        quoting: Option<&csv_core::Writer>,
+        field: &[u8],
+        first: bool,
+    ) {
+        if !first {
+            bytes.push(b',');
+        }
+        if !quoting.is_some_and(|q| q.should_quote(field)) {
+            bytes.extend_from_slice(field);
+            return;
+        }
+        bytes.push(b'"');
+        let mut input = field;
+        let mut block = [0u8; 256];
+        loop {
+            let (result, read, written) = csv_core::quote(input, &mut block, b'"', b'\\', true);
+            bytes.extend_from_slice(&block[..written]);
+            input = &input[read..];
+            if result == csv_core::WriteResult::InputEmpty {
+                break;
+            }
+        }
+        bytes.push(b'"');
+    }
+
+    fn encode_csv(&mut self, plain: bool, cells: &[&str], row: &CheckedRow) {
+        let layout = self.layout;
+        let bytes = &mut self.bytes;
+        let quoting = if plain { None } else { Some(&self.quoting) };
+        for column in 0..LICHESS_COLUMNS.len() {
+            let cell = layout.text(cells, column).as_bytes();
+            let first = column == 0;
+            match column {
+                MOVES | THEMES | OPENING_TAGS if !is_single_spaced(cell) => {
+                    // Normalise whitespace as Puzzle does: single spaces.
+                    self.scratch.clear();
+                    for word in cell
+                        .split(|b| b.is_ascii_whitespace())
+                        .filter(|w| !w.is_empty())
+                    {
+                        if !self.scratch.is_empty() {
+                            self.scratch.push(b' ');
+                        }
+                        self.scratch.extend_from_slice(word);
+                    }
+                    Self::push_field(bytes, quoting, &self.scratch, first);
+                }
+                MOVES | THEMES | OPENING_TAGS => Self::push_field(bytes, quoting, cell, first),
+                _ => Self::push_field(bytes, quoting, cell.trim_ascii(), first),
+            }
+        }
+        for extra in &layout.extra {
+            match extra {
+                ExtraCell::Input(i) => {
+                    Self::push_field(bytes, quoting, cells[*i].as_bytes(), false)
+                }
+                ExtraCell::Derived(column) => {
+                    // Written in place; only the rating bins, `(1400, 1500]`,
+                    // need quotes, and they get them by the general rule.
+                    bytes.push(b',');
+                    let start = bytes.len();
+                    row.derived.write(*column, bytes);
+                    if self.quoting.should_quote(&bytes[start..]) {
+                        self.scratch.clear();
+                        self.scratch.extend_from_slice(&bytes[start..]);
+                        bytes.truncate(start);
+                        bytes.pop();
+                        Self::push_field(bytes, Some(&self.quoting), &self.scratch, false);
+                    }
+                }
+                ExtraCell::Source(input) => {
+                    let value = input
+                        .map(|i| cells[i].trim_ascii().as_bytes())
+                        .unwrap_or(b"");
+                    let value: &[u8] = if value.is_empty() { b"lichess" } else { value };
+                    Self::push_field(bytes, quoting, value, false);
+                }
+            }
+        }
+        bytes.push(b'\n');
+    }
+
+    fn encode_jsonl(&mut self, cells: &[&str], row: &CheckedRow) -> Result<()> {
+        let mut puzzle = self
+            .layout
+            .header
+            .parse_row(cells)
+            .map_err(|e| anyhow::anyhow!("re-reading a checked row: {e}"))?;
+        derive::apply_derived(&mut puzzle, &row.derived, "lichess");
+        serde_json::to_writer(&mut self.bytes, &puzzle.to_json())?;
+        self.bytes.push(b'\n');
+        Ok(())
+    }
+}
+
+/// True when a space-separated cell is already as `Puzzle` writes it:
+/// words separated by single spaces, none at either end.
+fn is_single_spaced(cell: &[u8]) -> bool {
+    let mut after_space = true;
+    for &b in cell {
+        let space = b == b' ';
+        if (space && after_space) || (!space && b.is_ascii_whitespace()) {
+            return false;
+        }
+        after_space = space;
+    }
+    cell.is_empty() || !after_space
+}
+
+fn process_chunk(
+    layout: &RowLayout,
+    format: Format,
+    config: &IngestPuzzlesConfig,
+    records: &[Row],
+    prerejected: &[Option<RowError>],
+    buffers: &BufferPool,
+) -> Result<ChunkOut> {
+    // Output buffers come back from the commit thread: reusing them keeps
+    // the allocator from returning and re-faulting pages every chunk.
+    let buffer = buffers
+        .lock()
+        .ok()
+        .and_then(|mut pool| pool.pop())
+        .unwrap_or_else(|| Vec::with_capacity(CHUNK_ROWS * 512));
+    let mut encoder = Encoder::new(layout, format, buffer);
+    let mut rows = Vec::with_capacity(records.len());
+    let mut cells: Vec<&str> = Vec::with_capacity(layout.header.len());
+    for (record, pre) in records.iter().zip(prerejected) {
+        if let Some(error) = pre {
+            rows.push(RowOutcome::Rejected(error.clone()));
+            continue;
+        }
+        let checked =
+            record_cells(layout, record, &mut cells).and_then(|()| check_text_row(layout, &cells));
+        let outcome = match checked {
+            Err(error) => RowOutcome::Rejected(error),
+            Ok(row) => {
+                let themes = layout.text(&cells, THEMES);
+                let kept = match filter_out(config, &row, themes) {
+                    Some(filter) => Err(filter),
+                    None => Ok(encoder.encode(record.is_plain(), &cells, &row)?),
+                };
+                RowOutcome::Valid {
+                    id: id_key(layout.text(&cells, ID).trim_ascii().as_bytes()),
+                    mate_disagrees: matches!(row.derived.mate_check, "themes_only" | "board_only"),
+                    kept,
+                }
+            }
+        };
+        rows.push(outcome);
+    }
+    Ok(ChunkOut {
+        bytes: encoder.into_bytes(),
+        rows,
+    })
+}
+
+/// The first byte of content, skipping whitespace (and a UTF-8 BOM).
+fn first_content_byte(input: &mut dyn BufRead, path: &Path) -> Result<Option<u8>> {
+    loop {
+        let buffer = input
+            .fill_buf()
+            .map_err(|e| bad_input(format!("{}: cannot read: {e}", path.display())))?;
+        if buffer.is_empty() {
+            return Ok(None);
+        }
+        match buffer
+            .iter()
+            .position(|b| !b.is_ascii_whitespace() && ![0xEF, 0xBB, 0xBF].contains(b))
+        {
+            Some(i) => return Ok(Some(buffer[i])),
+            None => {
+                let n = buffer.len();
+                input.consume(n);
+            }
+        }
+    }
+}
+
+type BatchResult = std::result::Result<Batch, (u64, String)>;
+
+/// The CSV records of the puzzle file, with the line each starts on.
+///
+/// Lines without a quote or a carriage return (every line of the Lichess
+/// dump) are records whose fields are the text between commas: the csv
+/// grammar leaves nothing else to decide, so such a line is read straight
+/// into its [`Row`] and split at its commas. From the first line that holds
+/// either byte, everything left goes through the `csv` crate's reader, so
+/// quoting, multi-line fields and CRLF endings follow it exactly. Blank
+/// lines are skipped, as csv does. Line numbers are exact on the plain
+/// lines; on the csv reader's they are its count, which after a CRLF ending
+/// or a blank line is one short of the row's own line.
+struct RecordReader {
+    /// The input until the switch to the csv reader.
+    lines: Option<Box<dyn BufRead + Send>>,
+    csv: Option<csv::Reader<Box<dyn BufRead + Send>>>,
+    cells: csv::ByteRecord,
+    /// Lines read before the csv reader took over.
+    lines_before_csv: u64,
+    line: u64,
+}
+
+impl RecordReader {
+    fn new(input: Box<dyn BufRead + Send>) -> Self {
+        Self {
+            lines: Some(input),
+            csv: None,
+            cells: csv::ByteRecord::new(),
+            lines_before_csv: 0,
+            line: 0,
+        }
+    }
+
+    /// Reads the next record into `row`; its line number, or `None` at the
+    /// end of the input.
+    fn read(&mut self, row: &mut Row) -> Result<Option<u64>, String> {
+        if let Some(input) = self.lines.as_mut() {
+            loop {
+                row.clear();
+                let n = input
+                    .read_until(b'\n', &mut row.bytes)
+                    .map_err(|e| e.to_string())?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                self.line += 1;
+                if row.bytes.last() == Some(&b'\n') {
+                    row.bytes.pop();
+                }
+                if memchr::memchr2(b'"', b'\r', &row.bytes).is_some() {
+                    break;
+                }
+                if row.bytes.is_empty() {
+                    continue;
+                }
+                row.split_plain_line();
+                return Ok(Some(self.line));
+            }
+            // This line needs the full csv grammar: hand it and the rest of
+            // the input to the csv reader.
+            let rest = self.lines.take().ok_or("the input is gone")?;
+            let mut line = std::mem::take(&mut row.bytes);
+            line.push(b'\n');
+            let chained: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(line).chain(rest));
+            self.lines_before_csv = self.line - 1;
+            self.csv = Some(
+                csv::ReaderBuilder::new()
+                    .flexible(true)
+                    .has_headers(false)
+                    .from_reader(chained),
+            );
+        }
+        let Some(csv) = self.csv.as_mut() else {
+            return Ok(None);
+        };
+        row.clear();
+        match csv.read_byte_record(&mut self.cells) {
+            Ok(true) => {
+                for cell in &self.cells {
+                    row.push_field(cell);
+                }
+                let line = self.cells.position().map_or(1, |p| p.line());
+                self.line = self.lines_before_csv + line;
+                Ok(Some(self.line))
+            }
+            Ok(false) => Ok(None),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// The last line read.
+    fn line(&self) -> u64 {
+        self.line
+    }
+}
+
+/// Reads CSV rows into batches until the end or the first read error
+/// (reported with the line it happened after).
+fn read_csv_batches(
+    mut reader: RecordReader,
+    sender: mpsc::SyncSender<BatchResult>,
+    recycled: mpsc::Receiver<Batch>,
+) {
+    loop {
+        let mut batch = recycled.try_recv().unwrap_or_else(|_| Batch::new());
+        batch.clear();
+        while batch.len < BATCH_ROWS {
+            let slot = batch.next_slot();
+            match reader.read(slot) {
+                Ok(Some(line)) => {
+                    batch.lines.push(line);
+                    batch.prerejected.push(None);
+                    batch.len += 1;
+                }
+                Ok(None) => {
+                    if batch.len > 0 {
+                        let _ = sender.send(Ok(batch));
+                    }
+                    return;
+                }
+                Err(error) => {
+                    if batch.len > 0 && sender.send(Ok(batch)).is_err() {
+                        return;
+                    }
+                    let _ = sender.send(Err((reader.line(), error)));
+                    return;
+                }
+            }
+        }
+        if sender.send(Ok(batch)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Reads puzzleforge JSON Lines into batches of records laid out as
+/// `names`.
+fn read_jsonl_batches(
+    mut input: Box<dyn BufRead + Send>,
+    names: Vec<String>,
+    sender: mpsc::SyncSender<BatchResult>,
+    recycled: mpsc::Receiver<Batch>,
+) {
+    let mut line_number = 0u64;
+    let mut line = Vec::new();
+    loop {
+        let mut batch = recycled.try_recv().unwrap_or_else(|_| Batch::new());
+        batch.clear();
+        while batch.len < BATCH_ROWS {
+            line.clear();
+            match input.read_until(b'\n', &mut line) {
+                Ok(0) => {
+                    if batch.len > 0 {
+                        let _ = sender.send(Ok(batch));
+                    }
+                    return;
+                }
+                Ok(_) => line_number += 1,
+                Err(error) => {
+                    if batch.len > 0 && sender.send(Ok(batch)).is_err() {
+                        return;
+                    }
+                    let _ = sender.send(Err((line_number, error.to_string())));
+                    return;
+                }
+            }
+            if line.trim_ascii().is_empty() {
+                continue;
+            }
+            let parsed = serde_json::from_slice::<Value>(&line)
+                .map_err(|e| RowError::new("bad_json", e.to_string()))
+                .and_then(|value| record::puzzle_from_json(&value));
+            let slot = batch.next_slot();
+            slot.clear();
+            let pre = match parsed {
+                Ok(puzzle) => {
+                    for name in &names {
+                        slot.push_field(puzzle.column(name).unwrap_or_default().as_bytes());
+                    }
+                    None
+                }
+                Err(error) => Some(error),
+            };
+            batch.lines.push(line_number);
+            batch.prerejected.push(pre);
+            batch.len += 1;
+        }
+        if sender.send(Ok(batch)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Where rejected rows go: line, PuzzleId, reason, detail.
+struct RejectsFile {
+    csv: csv::Writer<AtomicFile>,
+}
+
+impl RejectsFile {
+    fn create(path: &Path) -> Result<Self> {
+        let mut csv = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(AtomicFile::create(path)?);
+        csv.write_record(["line", "PuzzleId", "reason", "detail"])
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(Self { csv })
+    }
+
+    fn write(&mut self, line: u64, id: &[u8], error: &RowError) -> Result<()> {
+        let id = String::from_utf8_lossy(id.trim_ascii());
+        self.csv
+            .write_record([line.to_string().as_str(), &id, error.reason, &error.detail])
+            .with_context(|| format!("writing {}", self.csv.get_ref().path().display()))?;
+        Ok(())
+    }
+
+    fn commit(self) -> Result<()> {
+        let file = self
+            .csv
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("flushing the rejects file: {}", e.error()))?;
+        file.commit()
+    }
+}
+
+/// The default rejects path: the output's name plus `.rejects.csv`.
+pub fn default_rejects_path(output: &Path) -> PathBuf {
+    let mut name = output.as_os_str().to_owned();
+    name.push(".rejects.csv");
+    PathBuf::from(name)
+}
+
+/// Uniform sample of at most `capacity` rows (Algorithm R) from a seeded
+/// ChaCha8 stream: the same input and seed always choose the same rows.
+struct Reservoir {
+    capacity: u64,
+    seen: u64,
+    rng: ChaCha8Rng,
+    rows: Vec<(u64, Vec<u8>)>,
+}
+
+impl Reservoir {
+    fn new(capacity: u64, seed: u64) -> Self {
+        Self {
+            capacity,
+            seen: 0,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            rows: Vec::new(),
+        }
+    }
+
+    fn offer(&mut self, index: u64, bytes: &[u8]) {
+        if self.seen < self.capacity {
+            self.rows.push((index, bytes.to_vec()));
+        } else {
+            let slot = self.rng.random_range(0..=self.seen);
+            if slot < self.capacity {
+                self.rows[slot as usize] = (index, bytes.to_vec());
+            }
+        }
+        self.seen += 1;
+    }
+
+    /// The chosen rows in input order.
+    fn into_sorted(mut self) -> Vec<(u64, Vec<u8>)> {
+        self.rows.sort_unstable_by_key(|(index, _)| *index);
+        self.rows
+    }
+}
+
+/// The sequential stage: duplicate ids, counts, sampling and writing, in
+/// input order.
+struct Committer<'a> {
+    layout: &'a RowLayout,
+    output: &'a Path,
+    stats: IngestStats,
+    /// Ids of up to 15 bytes (every Lichess id) packed into a u128, so the
+    /// check allocates nothing; longer ids go to `long_ids`.
+    short_ids: foldhash::HashSet<u128>,
+    long_ids: foldhash::HashSet<Box<[u8]>>,
+    reservoir: Option<Reservoir>,
+    kept_index: u64,
+    out: AtomicFile,
+    rejects: RejectsFile,
+}
+
+impl Committer<'_> {
+    fn first_time(&mut self, id: &IdKey) -> bool {
+        match id {
+            IdKey::Short(key) => self.short_ids.insert(*key),
+            IdKey::Long(key) => self.long_ids.insert(key.clone()),
+        }
+    }
+
+    fn flush(&mut self, bytes: &[u8], run: Option<std::ops::Range<usize>>) -> Result<()> {
+        if let Some(run) = run {
+            self.out
+                .write_all(&bytes[run])
+                .with_context(|| format!("writing {}", self.output.display()))?;
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, batch: &Batch, chunks: &[ChunkOut]) -> Result<()> {
+        let mut row_index = 0;
+        for chunk in chunks {
+            let mut pending: Option<std::ops::Range<usize>> = None;
+            for outcome in &chunk.rows {
+                let line = batch.lines[row_index];
+                let record = &batch.records[row_index];
+                row_index += 1;
+                self.stats.rows_read += 1;
+                let id_cell = self.layout.lichess[ID]
+                    .and_then(|i| record.get(i))
+                    .unwrap_or(b"");
+                let (id, mate_disagrees, kept) = match outcome {
+                    RowOutcome::Rejected(error) => {
+                        reject(&mut self.stats, &mut self.rejects, line, id_cell, error)?;
+                        continue;
+                    }
+                    RowOutcome::Valid {
+                        id,
+                        mate_disagrees,
+                        kept,
+                    } => (id, mate_disagrees, kept),
+                };
+                if !self.first_time(id) {
+                    let error =
+                        RowError::new("duplicate_id", "the PuzzleId appeared on an earlier row");
+                    reject(&mut self.stats, &mut self.rejects, line, id_cell, &error)?;
+                    continue;
+                }
+                self.stats.accepted += 1;
+                self.stats.mate_disagreements += u64::from(*mate_disagrees);
+                match kept {
+                    Err(filter) => {
+                        self.stats.filtered += 1;
+                        *self
+                            .stats
+                            .filtered_by_filter
+                            .entry(filter.to_string())
+                            .or_default() += 1;
+                    }
+                    Ok(span) => {
+                        match self.reservoir.as_mut() {
+                            Some(reservoir) => {
+                                reservoir.offer(self.kept_index, &chunk.bytes[span.clone()])
+                            }
+                            None => {
+                                // Kept rows of a chunk are mostly one run of
+                                // bytes: write runs, not rows.
+                                match &mut pending {
+                                    Some(run) if run.end == span.start => run.end = span.end,
+                                    _ => {
+                                        self.flush(&chunk.bytes, pending.take())?;
+                                        pending = Some(span.clone());
+                                    }
+                                }
+                                self.stats.written += 1;
+                            }
+                        }
+                        self.kept_index += 1;
+                    }
+                }
+            }
+            self.flush(&chunk.bytes, pending)?;
+        }
+        Ok(())
+    }
+}
+
+/// Validates, derives, filters and writes; the library entry point.
+pub fn ingest_puzzles(
+    config: &IngestPuzzlesConfig,
+    input: &Path,
+    output: &Path,
+    rejects: Option<&Path>,
+) -> Result<IngestStats> {
+    let started = Instant::now();
+    let format = Format::from_output_path(output)?;
+    let rejects_path = rejects
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| default_rejects_path(output));
+    let total_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    let bar = crate::core::progress::bytes(total_bytes, "puzzles");
+    let wrap_bar = bar.clone();
+    let mut reader = open_input_with(input, move |file| Box::new(wrap_bar.wrap_read(file)))?;
+    let first = first_content_byte(&mut reader, input)?;
+    let (sender, batches) = mpsc::sync_channel::<BatchResult>(2);
+    let (recycle, recycled) = mpsc::channel::<Batch>();
+    let layout_error = |e: String| bad_input(format!("{}: {e}", input.display()));
+    let (layout, reader_thread): (RowLayout, Box<dyn FnOnce() + Send>) = match first {
+        None => return Err(bad_input(format!("{}: the file is empty", input.display()))),
+        Some(b'{') => {
+            // Peek the first object for its extra columns.
+            let mut first_line = Vec::new();
+            reader
+                .read_until(b'\n', &mut first_line)
+                .map_err(|e| bad_input(format!("{}: cannot read: {e}", input.display())))?;
+            let value: Value = serde_json::from_slice(&first_line).map_err(|e| {
+                bad_input(format!(
+                    "{} line 1: not a JSON object: {e}",
+                    input.display()
+                ))
+            })?;
+            let object = value.as_object().ok_or_else(|| {
+                bad_input(format!("{} line 1: not a JSON object", input.display()))
+            })?;
+            let names: Vec<String> = LICHESS_COLUMNS
+                .iter()
+                .map(|c| c.to_string())
+                .chain(
+                    object
+                        .keys()
+                        .filter(|k| !LICHESS_COLUMNS.contains(&k.as_str()))
+                        .cloned(),
+                )
+                .collect();
+            let layout = RowLayout::new(names.clone(), false).map_err(layout_error)?;
+            let rest: Box<dyn BufRead + Send> =
+                Box::new(std::io::Cursor::new(first_line).chain(reader));
+            (
+                layout,
+                Box::new(move || read_jsonl_batches(rest, names, sender, recycled)),
+            )
+        }
+        Some(_) => {
+            let mut csv_reader = RecordReader::new(reader);
+            let mut record = Row::new();
+            match csv_reader.read(&mut record) {
+                Ok(Some(_)) => {}
+                Ok(None) => bail_input_header(input, "no header")?,
+                Err(e) => bail_input_header(input, &e)?,
+            }
+            let names = record
+                .iter()
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            let layout = RowLayout::new(names, true).map_err(layout_error)?;
+            (
+                layout,
+                Box::new(move || read_csv_batches(csv_reader, sender, recycled)),
+            )
+        }
+    };
+
+    let mut out = AtomicFile::create(output)?;
+    if format == Format::Csv {
+        let mut header = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        let names: Vec<&str> = LICHESS_COLUMNS
+            .iter()
+            .copied()
+            .chain(layout.extra_names.iter().map(String::as_str))
+            .collect();
+        header.write_record(&names)?;
+        let header = header
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("{}", e.error()))?;
+        out.write_all(&header)
+            .with_context(|| format!("writing {}", output.display()))?;
+    }
+    let rejects_file = RejectsFile::create(&rejects_path)?;
+
+    let stats = IngestStats {
+        input: input.to_path_buf(),
+        output: output.to_path_buf(),
+        rejects: rejects_path.clone(),
+        ..IngestStats::default()
+    };
+    let mut committer = Committer {
+        layout: &layout,
+        output,
+        stats,
+        // Sized from the input so the set rarely rehashes (a compressed dump
+        // row is about 45 bytes, a plain one about 180).
+        short_ids: foldhash::HashSet::with_capacity(
+            (total_bytes / 16).clamp(1 << 16, 1 << 23) as usize
+        ),
+        long_ids: foldhash::HashSet::new(),
+        reservoir: config.sample.map(|n| Reservoir::new(n, config.seed)),
+        kept_index: 0,
+        out,
+        rejects: rejects_file,
+    };
+
+    // Three stages overlap: the reader thread parses, this thread validates
+    // batch N+1 in parallel while the commit thread writes batch N.
+    let buffers: &BufferPool = &std::sync::Mutex::new(Vec::new());
+    let result = std::thread::scope(|scope| -> Result<Committer> {
+        // Named, so profilers and debuggers tell the stages apart.
+        std::thread::Builder::new()
+            .name("ingest-read".into())
+            .spawn_scoped(scope, reader_thread)
+            .context("starting the reader thread")?;
+        let (to_commit, commits) = mpsc::sync_channel::<(Batch, Vec<ChunkOut>)>(1);
+        let progress = bar.clone();
+        let commit_thread = std::thread::Builder::new()
+            .name("ingest-commit".into())
+            .spawn_scoped(scope, move || -> Result<Committer> {
+                for (batch, chunks) in commits {
+                    committer.take(&batch, &chunks)?;
+                    if let Ok(mut pool) = buffers.lock() {
+                        for chunk in chunks {
+                            let mut bytes = chunk.bytes;
+                            bytes.clear();
+                            pool.push(bytes);
+                        }
+                    }
+                    let rows = committer.stats.rows_read;
+                    let seconds = started.elapsed().as_secs_f64();
+                    progress.set_message(format!(
+                        "{rows} rows, {:.0} rows/s",
+                        rows as f64 / seconds.max(1e-9)
+                    ));
+                    let _ = recycle.send(batch);
+                }
+                Ok(committer)
+            })
+            .context("starting the commit thread")?;
+        let mut rows_validated = 0u64;
+        let mut failure = None;
+        for batch in batches {
+            let batch = match batch {
+                Ok(batch) => batch,
+                Err((line, error)) => {
+                    failure = Some(bad_input(format!(
+                        "{}: the input is truncated or corrupt after {rows_validated} rows (line {line}): {error}",
+                        input.display(),
+                    )));
+                    break;
+                }
+            };
+            let chunks = batch.records[..batch.len]
+                .par_chunks(CHUNK_ROWS)
+                .zip(batch.prerejected.par_chunks(CHUNK_ROWS))
+                .map(|(records, pre)| process_chunk(&layout, format, config, records, pre, buffers))
+                .collect::<Result<Vec<ChunkOut>>>();
+            let chunks = match chunks {
+                Ok(chunks) => chunks,
+                Err(error) => {
+                    failure = Some(error);
+                    break;
+                }
+            };
+            rows_validated += batch.len as u64;
+            if to_commit.send((batch, chunks)).is_err() {
+                // The commit thread stopped on an error; join reports it.
+                break;
+            }
+        }
+        drop(to_commit);
+        let committed = commit_thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the commit thread panicked"))?;
+        match failure {
+            Some(error) => Err(error),
+            None => committed,
+        }
+    });
+    bar.finish_and_clear();
+    let Committer {
+        mut stats,
+        reservoir,
+        mut out,
+        rejects: rejects_file,
+        ..
+    } = result?;
+
+    if let Some(reservoir) = reservoir {
+        let dropped = reservoir.seen.saturating_sub(reservoir.capacity);
+        if dropped > 0 {
+            stats.filtered += dropped;
+            stats
+                .filtered_by_filter
+                .insert("sample".to_string(), dropped);
+        }
+        for (_, bytes) in reservoir.into_sorted() {
+            out.write_all(&bytes)
+                .with_context(|| format!("writing {}", output.display()))?;
+            stats.written += 1;
+        }
+    }
+    out.commit()?;
+    rejects_file.commit()?;
+    stats.seconds = started.elapsed().as_secs_f64();
+    stats.rows_per_sec = stats.rows_read as f64 / stats.seconds.max(1e-9);
+    Ok(stats)
+}
+
+fn bail_input_header(input: &Path, why: &str) -> Result<()> {
+    Err(bad_input(format!("{}: bad header: {why}", input.display())))
+}
+
+fn reject(
+    stats: &mut IngestStats,
+    rejects: &mut RejectsFile,
+    line: u64,
+    id: &[u8],
+    error: &RowError,
+) -> Result<()> {
+    stats.rejected += 1;
+    *stats
+        .rejected_by_reason
+        .entry(error.reason.to_string())
+        .or_default() += 1;
+    rejects.write(line, id, error)
+}
+
+/// The summary as JSON for callers that want the counts (the pipeline).
+pub fn stats_json(stats: &IngestStats) -> Value {
+    json!(stats)
+}

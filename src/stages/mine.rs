@@ -1,0 +1,1019 @@
+//! `puzzleforge mine`: Epoch-style puzzles from games.
+//!
+//! A position P (the side to move is the solver) becomes a puzzle when a
+//! MultiPV 2 search (depth 18 by default) finds a best move that is unique
+//! under the chosen criterion (Epoch by default: best >= -100 cp,
+//! second <= 80 cp, best - second >= 180 cp, mate in n = 10000 - n; or
+//! Lichess's `is_valid_attack`), the move played in the game differs from
+//! it, and it is not a trivial capture ([`crate::chess::capture`]). As in Epoch's
+//! generator, only positions from fullmove 10 on where a move was played
+//! are analysed, and a position needs two legal moves under the Epoch rule.
+//!
+//! **The funnel.** Exhaustive analysis (`--exhaustive`) runs the full search
+//! on every position. By default a shallow MultiPV 2 search runs first and
+//! the full search only where the shallow scores are within a margin of the
+//! thresholds, and where the move played lost (at the shallow depth) at
+//! least the criterion's gap minus a margin against the best move (it must:
+//! the played move is at best the second move). Each game is one unit of
+//! engine work, analysed last position first so the engine's hash carries
+//! useful entries to earlier positions in the shallow pass; the hash is
+//! cleared before each full search (`fresh_hash`), so a position's verdict
+//! is the same in the funnel and in `--exhaustive`.
+//!
+//! **Lines.** From the best move the line is extended while the opponent's
+//! reply (the engine's best move) leaves the solver a winning (>= 200 cp or
+//! mate) and unique best move (Epoch: a gap >= 180 cp to the second move,
+//! the absolute thresholds being for the first move only; Lichess: its
+//! rule), up to 5 solver moves; it ends at mate and always on a solver move.
+//!
+//! **Output** follows [`crate::chess::record`]: FEN is the position before the game
+//! move that led to P, Moves starts with that move. Selection, in input
+//! order: each game first keeps its earliest `max_per_game` puzzles, then a
+//! puzzle whose position (Zobrist hash of P) an earlier kept puzzle already
+//! has is dropped (the first occurrence wins). Capping before deduplicating
+//! makes the rule compose: mining slices of the input (`run --shard`) and
+//! deduplicating the concatenated outputs again gives the same rows as
+//! mining the whole input ([`dedup_puzzles`]).
+
+use crate::chess::pgn::GameItem;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use crate::chess::capture::is_trivial_capture;
+use crate::chess::record::{Puzzle, PuzzleWriter};
+use crate::chess::themes::cheap_themes;
+use crate::core::error::bad_input;
+use crate::core::fileio::open_input;
+use crate::core::summary::Summary;
+use crate::engine::criterion::{self, Criterion};
+use crate::engine::pool::{EnginePool, Session};
+use crate::engine::process::{EngineError, Limit, SearchRequest, SearchResult};
+use crate::engine::settings::{EngineArgs, EngineConfig};
+use crate::engine::uci::Score;
+
+/// `[mine]` in pipeline.toml; CLI flags override it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MineConfig {
+    pub criterion: Criterion,
+    /// Depth of the full search (Epoch: 18).
+    pub depth: u32,
+    /// Nodes of the full search; replaces `depth` when set.
+    pub nodes: Option<u64>,
+    /// Run the full search on every position (the reference).
+    pub exhaustive: bool,
+    /// Depth of the shallow first pass.
+    pub shallow_depth: u32,
+    /// Epoch: how far (cp) shallow scores may miss a threshold and still
+    /// earn a full search.
+    pub shallow_margin_cp: i32,
+    /// Lichess: how far (win chance) the shallow gap may miss 0.7.
+    pub shallow_margin_win: f64,
+    /// Epoch: how far (cp) the played move's shallow loss may miss 180.
+    pub shallow_margin_loss_cp: i32,
+    /// Clear the engine's hash before each full search, so its verdict
+    /// does not depend on the positions searched before.
+    pub fresh_hash: bool,
+    /// First fullmove number analysed (Epoch: 10).
+    pub min_fullmove: u32,
+    /// Puzzles kept per game (Lichess: 1).
+    pub max_per_game: usize,
+    /// Longest line, in solver moves.
+    pub max_solver_moves: usize,
+    /// A continuation needs at least this score (cp) for the solver.
+    pub winning_cp: i32,
+}
+
+impl Default for MineConfig {
+    fn default() -> Self {
+        Self {
+            criterion: Criterion::Epoch,
+            depth: 18,
+            nodes: None,
+            exhaustive: false,
+            shallow_depth: 8,
+            shallow_margin_cp: 150,
+            shallow_margin_win: 0.35,
+            shallow_margin_loss_cp: 100,
+            fresh_hash: true,
+            min_fullmove: 10,
+            max_per_game: 1,
+            max_solver_moves: 5,
+            winning_cp: 200,
+        }
+    }
+}
+
+impl MineConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.depth == 0 || self.nodes == Some(0) || self.shallow_depth == 0 {
+            crate::bail_input!("mine: depth, nodes and shallow_depth must be at least 1");
+        }
+        if self.max_solver_moves == 0 {
+            crate::bail_input!("mine: max_solver_moves must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The limit of the full search.
+    pub fn limit(&self) -> Limit {
+        match self.nodes {
+            Some(nodes) => Limit::Nodes(nodes),
+            None => Limit::Depth(self.depth),
+        }
+    }
+}
+
+/// `puzzleforge mine`.
+#[derive(clap::Args, Debug)]
+pub struct MineArgs {
+    /// Self-play PGN, any PGN, or candidate records from `ingest games`.
+    pub input: PathBuf,
+    /// Output puzzle file (.csv, .jsonl, optionally .zst).
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+    /// Uniqueness criterion.
+    #[arg(long, value_enum)]
+    pub criterion: Option<Criterion>,
+    /// Depth of the full search (default 18).
+    #[arg(long, conflicts_with = "nodes")]
+    pub depth: Option<u32>,
+    /// Nodes of the full search, instead of a depth.
+    #[arg(long)]
+    pub nodes: Option<u64>,
+    /// Full search on every position (the reference; slow).
+    #[arg(long)]
+    pub exhaustive: bool,
+    /// Depth of the shallow first pass.
+    #[arg(long)]
+    pub shallow_depth: Option<u32>,
+    /// Puzzles kept per game.
+    #[arg(long)]
+    pub max_per_game: Option<usize>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl MineArgs {
+    pub fn config(&self, base: &MineConfig) -> MineConfig {
+        let mut config = base.clone();
+        if let Some(criterion) = self.criterion {
+            config.criterion = criterion;
+        }
+        if let Some(depth) = self.depth {
+            config.depth = depth;
+            config.nodes = None;
+        }
+        if let Some(nodes) = self.nodes {
+            config.nodes = Some(nodes);
+        }
+        if let Some(depth) = self.shallow_depth {
+            config.shallow_depth = depth;
+        }
+        if let Some(n) = self.max_per_game {
+            config.max_per_game = n;
+        }
+        config.exhaustive |= self.exhaustive;
+        config
+    }
+}
+
+pub fn run_mine(args: &MineArgs) -> Result<Summary> {
+    let config = args.config(&MineConfig::default());
+    config.validate()?;
+    let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
+    pool_config.progress = Some("games".to_string());
+    let pool = EnginePool::new(spec, pool_config)?;
+    run_mine_with(&config, &pool, &args.input, &args.output)
+}
+
+/// The extra columns `mine` writes, in order.
+pub const MINE_COLUMNS: [&str; 10] = [
+    "Source",
+    "GameId",
+    "Ply",
+    "Seed",
+    "WhiteElo",
+    "BlackElo",
+    "BestScore",
+    "SecondScore",
+    "Criterion",
+    "Nodes",
+];
+
+/// Mines `input` on `pool` into `output`.
+pub fn run_mine_with(
+    config: &MineConfig,
+    pool: &EnginePool,
+    input: &Path,
+    output: &Path,
+) -> Result<Summary> {
+    config.validate()?;
+    let loaded = load_input(input)?;
+    run_mine_loaded(config, pool, &loaded, output)
+}
+
+/// Mines already loaded units (all of an input, or a slice of it) into
+/// `output`.
+pub fn run_mine_loaded(
+    config: &MineConfig,
+    pool: &EnginePool,
+    loaded: &Loaded,
+    output: &Path,
+) -> Result<Summary> {
+    config.validate()?;
+    let cpu_before: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum();
+    let run = mine_units(&loaded.units, config, pool)?;
+    let cpu_seconds: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>() - cpu_before;
+    let puzzles = select_puzzles(&loaded.units, &run, config);
+    let columns: Vec<String> = MINE_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let mut writer = PuzzleWriter::create(output, &columns)?;
+    for puzzle in &puzzles {
+        writer.write(puzzle)?;
+    }
+    writer.finish()?;
+    let stats = run.stats();
+    let games = loaded.units.len();
+    let per_game = if games == 0 {
+        0.0
+    } else {
+        puzzles.len() as f64 / games as f64
+    };
+    let per_puzzle = |x: f64| {
+        if puzzles.is_empty() {
+            None
+        } else {
+            Some(x / puzzles.len() as f64)
+        }
+    };
+    let human = format!(
+        "mine: {games} games ({} skipped), {} positions analysed, {} full searches, {} candidates, \
+         {} puzzles ({per_game:.3} per game); {} engine nodes ({} per puzzle), {cpu_seconds:.1} engine CPU s ({} per puzzle) -> {}",
+        loaded.skipped.len(),
+        stats.positions,
+        stats.full_searches,
+        stats.candidates,
+        puzzles.len(),
+        stats.nodes,
+        per_puzzle(stats.nodes as f64).map_or("-".to_string(), |v| format!("{v:.0}")),
+        per_puzzle(cpu_seconds).map_or("-".to_string(), |v| format!("{v:.2}")),
+        output.display()
+    );
+    let mut human = human;
+    for skipped in loaded.skipped.iter().take(10) {
+        human.push_str(&format!("\n  skipped {skipped}"));
+    }
+    let json = json!({
+        "command": "mine",
+        "games": games,
+        "skipped": loaded.skipped.len(),
+        "skipped_reasons": loaded.skipped.iter().take(100).collect::<Vec<_>>(),
+        "positions_analysed": stats.positions,
+        "full_searches": stats.full_searches,
+        "candidates": stats.candidates,
+        "puzzles": puzzles.len(),
+        "puzzles_per_game": per_game,
+        "engine_nodes": stats.nodes,
+        "engine_nodes_per_puzzle": per_puzzle(stats.nodes as f64),
+        "engine_cpu_seconds": cpu_seconds,
+        "engine_cpu_seconds_per_puzzle": per_puzzle(cpu_seconds),
+        "criterion": config.criterion.name(),
+        "exhaustive": config.exhaustive,
+        "output": output.display().to_string(),
+    });
+    Ok(Summary::new(human, json))
+}
+
+/// Where a game came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Selfplay,
+    LichessGame,
+    Pgn,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Selfplay => "selfplay",
+            Source::LichessGame => "lichess-game",
+            Source::Pgn => "pgn",
+        }
+    }
+}
+
+/// One unit of mining work: a game (or one candidate position).
+#[derive(Clone, Debug)]
+pub struct MineUnit {
+    pub source: Source,
+    pub game_id: String,
+    pub game_url: String,
+    pub seed: String,
+    pub white_elo: String,
+    pub black_elo: String,
+    /// Ply number (1-based) of `moves[0]` in the original game.
+    pub first_ply: u32,
+    /// The id to keep (candidate records), else one is derived.
+    pub keep_id: Option<String>,
+    /// FEN the moves start from.
+    pub start_fen: String,
+    /// UCI moves from `start_fen`.
+    pub moves: Vec<String>,
+    /// Positions to analyse: after `k` moves, with the move then played.
+    pub targets: Vec<Target>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// Moves from the start (>= 1: the puzzle needs the move leading here).
+    pub after: usize,
+    /// The move played from here in the game, if known.
+    pub played: Option<String>,
+}
+
+/// What the input gave: units and the reasons some games were skipped.
+pub struct Loaded {
+    pub units: Vec<MineUnit>,
+    pub skipped: Vec<String>,
+}
+
+/// Reads PGN (sniffed by a leading `[`) or puzzle records.
+pub fn load_input(path: &Path) -> Result<Loaded> {
+    let mut input = open_input(path)?;
+    let first = crate::core::fileio::first_content_byte(&mut input, path)?;
+    match first {
+        None => Err(bad_input(format!("{}: the file is empty", path.display()))),
+        Some(b'[') | Some(b'1') => load_pgn(path, input),
+        Some(_) => load_candidates(path),
+    }
+}
+
+/// Epoch's analysis positions of a game: after each move, from
+/// `min_fullmove` on, where a further move was played.
+pub fn game_targets(start: &Chess, moves: &[String], min_fullmove: u32) -> Vec<Target> {
+    let mut position = start.clone();
+    let mut targets = Vec::new();
+    for (k, uci) in moves.iter().enumerate() {
+        if k >= 1 && position.fullmoves().get() >= min_fullmove {
+            targets.push(Target {
+                after: k,
+                played: Some(uci.clone()),
+            });
+        }
+        let Some(m) = parse_move(&position, uci) else {
+            break;
+        };
+        position.play_unchecked(m);
+    }
+    targets
+}
+
+fn parse_move(position: &Chess, uci: &str) -> Option<Move> {
+    uci.parse::<UciMove>().ok()?.to_move(position).ok()
+}
+
+fn parse_fen(fen: &str) -> Option<Chess> {
+    fen.parse::<Fen>()
+        .ok()?
+        .into_position(CastlingMode::Standard)
+        .ok()
+}
+
+fn fen_of(position: &Chess) -> String {
+    Fen::from_position(position, EnPassantMode::Legal).to_string()
+}
+
+fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
+    let mut units = Vec::new();
+    let mut skipped = Vec::new();
+    for item in crate::chess::pgn::PgnGames::new(input) {
+        let item = item.map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+        let game = match item {
+            GameItem::Game(game) => game,
+            GameItem::Filtered { number, reason } => {
+                skipped.push(format!("{} game {number}: {reason}", path.display()));
+                continue;
+            }
+            GameItem::Invalid(invalid) => {
+                skipped.push(format!("{}: {invalid}", path.display()));
+                continue;
+            }
+        };
+        let tag = |name: &str| game.tags.get(name).unwrap_or_default().to_string();
+        let site = tag("Site");
+        let (source, game_id, game_url) = if tag("Event") == "puzzleforge selfplay"
+            || (!tag("Seed").is_empty() && !tag("Mode").is_empty())
+        {
+            (
+                Source::Selfplay,
+                format!("selfplay-{}-{}", tag("Seed"), tag("Round")),
+                String::new(),
+            )
+        } else if site.contains("lichess.org/") {
+            let id = site.rsplit('/').next().unwrap_or_default().to_string();
+            (Source::LichessGame, id, site.clone())
+        } else {
+            (Source::Pgn, format!("pgn-{}", game.number), String::new())
+        };
+        let start = &game.initial;
+        units.push(MineUnit {
+            source,
+            game_id,
+            game_url,
+            seed: tag("Seed"),
+            white_elo: tag("WhiteElo"),
+            black_elo: tag("BlackElo"),
+            // Ply numbers count from the game's start (a FEN tag may start late).
+            first_ply: (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1,
+            keep_id: None,
+            start_fen: fen_of(start),
+            moves: game
+                .moves
+                .iter()
+                .map(|m| m.mv.to_uci(CastlingMode::Standard).to_string())
+                .collect(),
+            targets: Vec::new(),
+        });
+    }
+    Ok(Loaded { units, skipped })
+}
+
+fn load_candidates(path: &Path) -> Result<Loaded> {
+    let mut units = Vec::new();
+    let mut skipped = Vec::new();
+    crate::chess::record::for_each_row(path, |(line, row)| {
+        let puzzle = match row {
+            Ok(puzzle) => puzzle,
+            Err(e) => {
+                skipped.push(format!("{} line {line}: {e}", path.display()));
+                return Ok(());
+            }
+        };
+        let Some(start) = parse_fen(&puzzle.fen) else {
+            skipped.push(format!(
+                "{} line {line}: bad FEN {:?}",
+                path.display(),
+                puzzle.fen
+            ));
+            return Ok(());
+        };
+        let Some(blunder) = puzzle.moves.first() else {
+            skipped.push(format!("{} line {line}: no move", path.display()));
+            return Ok(());
+        };
+        if parse_move(&start, blunder).is_none() {
+            skipped.push(format!(
+                "{} line {line}: illegal move {blunder}",
+                path.display()
+            ));
+            return Ok(());
+        }
+        let (url_id, url_ply) = puzzle.game_id_and_ply().unwrap_or_default();
+        let game_id = puzzle
+            .get("GameId")
+            .map(str::to_string)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(url_id);
+        let first_ply = puzzle
+            .get("Ply")
+            .and_then(|p| p.parse().ok())
+            .or(url_ply)
+            .unwrap_or_else(|| {
+                (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1
+            });
+        units.push(MineUnit {
+            source: Source::LichessGame,
+            game_id,
+            game_url: puzzle.game_url.clone(),
+            seed: String::new(),
+            white_elo: puzzle.get("WhiteElo").unwrap_or_default().to_string(),
+            black_elo: puzzle.get("BlackElo").unwrap_or_default().to_string(),
+            first_ply,
+            keep_id: Some(puzzle.id.clone()).filter(|id| !id.is_empty()),
+            start_fen: puzzle.fen.clone(),
+            moves: vec![blunder.clone()],
+            targets: vec![Target {
+                after: 1,
+                played: None,
+            }],
+        });
+        Ok(())
+    })?;
+    Ok(Loaded { units, skipped })
+}
+
+/// A position that passed the criterion, with its extended line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// Moves from the unit's start to the puzzle position.
+    pub after: usize,
+    pub best_move: String,
+    pub best_score: Score,
+    pub second_score: Option<Score>,
+    /// Nodes of the full search at the puzzle position.
+    pub nodes: u64,
+    /// Solver first, ends on a solver move.
+    pub line: Vec<String>,
+    pub zobrist: u64,
+}
+
+/// What one unit produced.
+#[derive(Clone, Debug, Default)]
+pub struct UnitResult {
+    pub found: Vec<Found>,
+    pub positions: u64,
+    pub full_searches: u64,
+    pub nodes: u64,
+}
+
+/// Totals over units.
+#[derive(Clone, Debug, Default)]
+pub struct MineStats {
+    pub positions: u64,
+    pub full_searches: u64,
+    pub candidates: u64,
+    pub nodes: u64,
+}
+
+pub struct MineRun {
+    pub results: Vec<UnitResult>,
+}
+
+impl MineRun {
+    pub fn stats(&self) -> MineStats {
+        let mut stats = MineStats::default();
+        for r in &self.results {
+            stats.positions += r.positions;
+            stats.full_searches += r.full_searches;
+            stats.candidates += r.found.len() as u64;
+            stats.nodes += r.nodes;
+        }
+        stats
+    }
+}
+
+/// Mines every unit across the pool (one unit of work per game).
+pub fn mine_units(units: &[MineUnit], config: &MineConfig, pool: &EnginePool) -> Result<MineRun> {
+    let results = pool.map(units, |session, _, unit| mine_unit(session, unit, config))?;
+    Ok(MineRun { results })
+}
+
+/// Analyses one unit's targets, last to first, on one engine.
+pub fn mine_unit(
+    session: &mut Session,
+    unit: &MineUnit,
+    config: &MineConfig,
+) -> Result<UnitResult, EngineError> {
+    let mut result = UnitResult::default();
+    let Some(start) = parse_fen(&unit.start_fen) else {
+        return Ok(result);
+    };
+    // Positions after k moves, k = 0..=n (stopping at an illegal move).
+    let mut positions = vec![start];
+    for uci in &unit.moves {
+        let Some(last) = positions.last() else { break };
+        let Some(m) = parse_move(last, uci) else {
+            break;
+        };
+        let mut next = last.clone();
+        next.play_unchecked(m);
+        positions.push(next);
+    }
+    let targets: Vec<Target> = if unit.targets.is_empty() {
+        game_targets(&positions[0], &unit.moves, config.min_fullmove)
+    } else {
+        unit.targets.clone()
+    };
+    // Shallow best scores by position index, for the played-move filter.
+    let mut shallow_best: HashMap<usize, Score> = HashMap::new();
+    for target in targets.iter().rev() {
+        let Some(position) = positions.get(target.after) else {
+            continue;
+        };
+        if target.after == 0 || position.legal_moves().is_empty() {
+            continue;
+        }
+        result.positions += 1;
+        let history = &unit.moves[..target.after];
+        let request = |limit: Limit, multipv: u32| SearchRequest {
+            fen: unit.start_fen.clone(),
+            moves: history.to_vec(),
+            limit,
+            multipv,
+        };
+        if !config.exhaustive {
+            let shallow = session.search(&request(Limit::Depth(config.shallow_depth), 2))?;
+            result.nodes += shallow.nodes;
+            if let Some(line) = shallow.lines.first() {
+                shallow_best.insert(target.after, line.score);
+            }
+            if !shallow_may_pass(&shallow, position, config) {
+                continue;
+            }
+            if target.played.is_some() {
+                let next = target.after + 1;
+                let played_value = match positions.get(next) {
+                    None => None,
+                    Some(after) if after.is_checkmate() => Some(Score::Mate(1)),
+                    Some(after) if after.is_game_over() => Some(Score::Cp(0)),
+                    Some(_) => {
+                        if let Entry::Vacant(slot) = shallow_best.entry(next) {
+                            let reply_request = SearchRequest {
+                                fen: unit.start_fen.clone(),
+                                moves: unit.moves[..next].to_vec(),
+                                limit: Limit::Depth(config.shallow_depth),
+                                multipv: 1,
+                            };
+                            let searched = session.search(&reply_request)?;
+                            result.nodes += searched.nodes;
+                            if let Some(line) = searched.lines.first() {
+                                slot.insert(line.score);
+                            }
+                        }
+                        shallow_best.get(&next).map(|score| negate(*score))
+                    }
+                };
+                if let (Some(best), Some(played)) = (shallow.lines.first(), played_value)
+                    && !played_move_may_lose_enough(best.score, played, config)
+                {
+                    continue;
+                }
+            }
+        }
+        if config.fresh_hash {
+            // The verdict then depends on the position alone, not on what
+            // the engine saw before: the funnel and --exhaustive agree.
+            session.set_option("Clear Hash", "true")?;
+        }
+        let deep = session.search(&request(config.limit(), 2))?;
+        result.nodes += deep.nodes;
+        result.full_searches += 1;
+        let verdict = judge(
+            session,
+            &deep,
+            position,
+            config.criterion,
+            &request(config.limit(), 2),
+            true,
+        )?;
+        result.nodes += verdict.extra_nodes;
+        let Some((best_move, best_score, second_score)) = verdict.passed else {
+            continue;
+        };
+        if target.played.as_deref() == Some(best_move.as_str()) {
+            continue;
+        }
+        let Some(best) = parse_move(position, &best_move) else {
+            return Err(EngineError::Garbage(format!(
+                "best move {best_move} is not legal"
+            )));
+        };
+        if is_trivial_capture(position, best) {
+            continue;
+        }
+        let (line, line_nodes) = extend_line(session, unit, history, position, best, config)?;
+        result.nodes += line_nodes;
+        let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+        result.found.push(Found {
+            after: target.after,
+            best_move,
+            best_score,
+            second_score,
+            nodes: deep.nodes,
+            line,
+            zobrist: zobrist.0,
+        });
+    }
+    result.found.reverse();
+    Ok(result)
+}
+
+/// A score from the other side's point of view.
+fn negate(score: Score) -> Score {
+    match score {
+        Score::Cp(cp) => Score::Cp(-cp),
+        Score::Mate(n) if n > 0 => Score::Mate(-n),
+        // Mated now or in n: the other side mates in n + 1 (close enough
+        // for a filter: only the sign and size matter).
+        Score::Mate(n) => Score::Mate(1 - n),
+    }
+}
+
+/// The move played is at best the second-best move, so it must lose at
+/// least the criterion's gap against the best move. Judged on shallow
+/// scores with a margin: `played` is the played move's value for the side
+/// to move (minus the opponent's shallow score after it).
+fn played_move_may_lose_enough(best: Score, played: Score, config: &MineConfig) -> bool {
+    match config.criterion {
+        Criterion::Epoch => {
+            best.to_cp() - played.to_cp()
+                >= criterion::EPOCH_MIN_GAP_CP - config.shallow_margin_loss_cp
+        }
+        Criterion::Lichess => {
+            criterion::win_chances(best) - criterion::win_chances(played)
+                > criterion::LICHESS_MIN_GAP - config.shallow_margin_win
+        }
+    }
+}
+
+/// Can the full search still pass, judging by the shallow one?
+fn shallow_may_pass(shallow: &SearchResult, position: &Chess, config: &MineConfig) -> bool {
+    let Some(best) = shallow.lines.first().map(|l| l.score) else {
+        return false;
+    };
+    let second = shallow.lines.get(1).map(|l| l.score);
+    let Some(second) = second else {
+        // One legal move: Epoch needs two lines; Lichess accepts.
+        return config.criterion == Criterion::Lichess || position.legal_moves().len() >= 2;
+    };
+    match config.criterion {
+        Criterion::Epoch => {
+            let m = config.shallow_margin_cp;
+            let (b, s) = (best.to_cp(), second.to_cp());
+            b >= criterion::EPOCH_MIN_BEST_CP - m
+                && s <= criterion::EPOCH_MAX_SECOND_CP + m
+                && b - s >= criterion::EPOCH_MIN_GAP_CP - m
+        }
+        Criterion::Lichess => {
+            best == Score::Mate(1)
+                || criterion::win_chances(best)
+                    > criterion::win_chances(second) + criterion::LICHESS_MIN_GAP
+                        - config.shallow_margin_win
+        }
+    }
+}
+
+struct Verdict {
+    /// Best move, best score, second score when the criterion holds.
+    passed: Option<(String, Score, Option<Score>)>,
+    extra_nodes: u64,
+}
+
+/// Applies the criterion to a MultiPV 2 result at `position`. `first` means
+/// the puzzle's first move (Epoch's absolute thresholds apply); later moves
+/// of a line only need the Epoch gap.
+fn judge(
+    session: &mut Session,
+    result: &SearchResult,
+    position: &Chess,
+    which: Criterion,
+    request: &SearchRequest,
+    first: bool,
+) -> Result<Verdict, EngineError> {
+    let none = Verdict {
+        passed: None,
+        extra_nodes: 0,
+    };
+    let Some(best_line) = result.lines.first() else {
+        return Ok(none);
+    };
+    let Some(best_move) = best_line.pv.first().cloned() else {
+        return Ok(none);
+    };
+    let best = best_line.score;
+    let legal = position.legal_moves().len();
+    let second = if legal >= 2 {
+        match result.lines.get(1) {
+            Some(line) => Some(line.score),
+            None => {
+                return Err(EngineError::Garbage(
+                    "MultiPV 2 search gave one line".to_string(),
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    let mut extra_nodes = 0;
+    let unique = match which {
+        Criterion::Epoch => match second {
+            None => !first,
+            Some(s) if first => criterion::epoch_unique(best, Some(s)),
+            Some(s) => best.to_cp() - s.to_cp() >= criterion::EPOCH_MIN_GAP_CP,
+        },
+        Criterion::Lichess => {
+            let mut best_non_mating = None;
+            if criterion::lichess_needs_non_mating(best, second) {
+                let mates = criterion::count_mates_in_one(position);
+                if mates < legal {
+                    let mut wide = request.clone();
+                    wide.multipv = u32::try_from(mates + 1).unwrap_or(u32::MAX);
+                    let searched = session.search(&wide)?;
+                    extra_nodes += searched.nodes;
+                    best_non_mating = searched.lines.last().map(|line| line.score);
+                }
+            }
+            criterion::lichess_unique(best, second, best_non_mating)
+        }
+    };
+    Ok(Verdict {
+        passed: unique.then_some((best_move, best, second)),
+        extra_nodes,
+    })
+}
+
+/// The puzzle criterion at the position `request` describes (`position`):
+/// a MultiPV 2 search, then the best move with its and the second move's
+/// score when the best move is unique. Epoch's rule needs two legal moves.
+pub fn unique_best(
+    session: &mut Session,
+    request: &SearchRequest,
+    position: &Chess,
+    which: Criterion,
+) -> Result<Option<(String, Score, Option<Score>)>, EngineError> {
+    let mut request = request.clone();
+    request.multipv = 2;
+    let result = session.search(&request)?;
+    Ok(judge(session, &result, position, which, &request, true)?.passed)
+}
+
+/// Extends the solver's line from `best` at `position` (see module docs).
+fn extend_line(
+    session: &mut Session,
+    unit: &MineUnit,
+    history: &[String],
+    position: &Chess,
+    best: Move,
+    config: &MineConfig,
+) -> Result<(Vec<String>, u64), EngineError> {
+    let mut nodes = 0;
+    let mut moves: Vec<String> = history.to_vec();
+    let mut line = vec![best.to_uci(CastlingMode::Standard).to_string()];
+    moves.push(line[0].clone());
+    let mut pos = position.clone();
+    pos.play_unchecked(best);
+    while line.len().div_ceil(2) < config.max_solver_moves {
+        if pos.is_game_over() {
+            break;
+        }
+        let request = |moves: &[String], multipv: u32| SearchRequest {
+            fen: unit.start_fen.clone(),
+            moves: moves.to_vec(),
+            limit: config.limit(),
+            multipv,
+        };
+        let reply = session.search(&request(&moves, 1))?;
+        nodes += reply.nodes;
+        let Some(reply_uci) = reply.best_move else {
+            break;
+        };
+        let Some(reply_move) = parse_move(&pos, &reply_uci) else {
+            return Err(EngineError::Garbage(format!(
+                "reply {reply_uci} is not legal"
+            )));
+        };
+        let mut after_reply = pos.clone();
+        after_reply.play_unchecked(reply_move);
+        if after_reply.is_game_over() {
+            break;
+        }
+        let mut next_moves = moves.clone();
+        next_moves.push(reply_uci.clone());
+        let next_request = request(&next_moves, 2);
+        let next = session.search(&next_request)?;
+        nodes += next.nodes;
+        let verdict = judge(
+            session,
+            &next,
+            &after_reply,
+            config.criterion,
+            &next_request,
+            false,
+        )?;
+        nodes += verdict.extra_nodes;
+        let Some((next_best, score, _)) = verdict.passed else {
+            break;
+        };
+        if score.to_cp() < config.winning_cp {
+            break;
+        }
+        let Some(next_move) = parse_move(&after_reply, &next_best) else {
+            return Err(EngineError::Garbage(format!(
+                "best move {next_best} is not legal"
+            )));
+        };
+        after_reply.play_unchecked(next_move);
+        pos = after_reply;
+        next_moves.push(next_best.clone());
+        moves = next_moves;
+        line.push(reply_uci);
+        line.push(next_best);
+    }
+    Ok((line, nodes))
+}
+
+/// Builds the output: input order, each game's earliest `max_per_game`
+/// puzzles, then no position twice (the first occurrence wins). The cap
+/// comes before the deduplication so that the rule composes across slices
+/// of the input (see the module comment).
+pub fn select_puzzles(units: &[MineUnit], run: &MineRun, config: &MineConfig) -> Vec<Puzzle> {
+    let mut capped = Vec::new();
+    for (unit, result) in units.iter().zip(&run.results) {
+        capped.extend(
+            result
+                .found
+                .iter()
+                .filter_map(|found| Some((found.zobrist, build_puzzle(unit, found, config)?)))
+                .take(config.max_per_game),
+        );
+    }
+    let mut seen = HashSet::new();
+    capped
+        .into_iter()
+        .filter(|(zobrist, _)| seen.insert(*zobrist))
+        .map(|(_, puzzle)| puzzle)
+        .collect()
+}
+
+/// The Zobrist hash of a mined puzzle's position (after the opponent's
+/// move), the key `select_puzzles` deduplicates by; `None` when the FEN or
+/// the first move does not replay.
+pub fn puzzle_zobrist(puzzle: &Puzzle) -> Option<u64> {
+    let mut position = parse_fen(&puzzle.fen)?;
+    let leading = parse_move(&position, puzzle.moves.first()?)?;
+    position.play_unchecked(leading);
+    let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+    Some(zobrist.0)
+}
+
+/// Drops every puzzle whose position an earlier one has (first occurrence
+/// wins): merging the outputs of mining slices, concatenated in slice order,
+/// into the output of mining the whole input. Returns, per puzzle, whether
+/// it was kept. A puzzle whose position does not replay is kept (mine never
+/// writes one).
+pub fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
+    let mut seen = HashSet::new();
+    puzzles
+        .iter()
+        .map(|puzzle| puzzle_zobrist(puzzle).is_none_or(|z| seen.insert(z)))
+        .collect()
+}
+
+fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<Puzzle> {
+    let mut position = parse_fen(&unit.start_fen)?;
+    for uci in &unit.moves[..found.after - 1] {
+        let m = parse_move(&position, uci)?;
+        position.play_unchecked(m);
+    }
+    let fen = fen_of(&position);
+    let leading = unit.moves[found.after - 1].clone();
+    position.play_unchecked(parse_move(&position, &leading)?);
+    let mut line_moves = Vec::new();
+    let mut walk = position.clone();
+    for uci in &found.line {
+        let m = parse_move(&walk, uci)?;
+        walk.play_unchecked(m);
+        line_moves.push(m);
+    }
+    let mut moves = vec![leading];
+    moves.extend(found.line.iter().cloned());
+    let ply = unit.first_ply + found.after as u32 - 1;
+    let id = match &unit.keep_id {
+        Some(id) => id.clone(),
+        None => {
+            let digest =
+                crate::core::fileio::sha256_bytes(format!("{fen} {}", moves.join(" ")).as_bytes());
+            format!("pf{}", &digest[..10])
+        }
+    };
+    let game_url = match unit.source {
+        Source::LichessGame if !unit.game_url.is_empty() && !unit.game_url.contains('#') => {
+            format!("{}#{ply}", unit.game_url)
+        }
+        _ => unit.game_url.clone(),
+    };
+    let mut puzzle = Puzzle {
+        id,
+        fen,
+        moves,
+        themes: cheap_themes(&position, &line_moves),
+        game_url,
+        ..Puzzle::default()
+    };
+    puzzle.set("Source", unit.source.name());
+    puzzle.set("GameId", unit.game_id.clone());
+    puzzle.set("Ply", ply.to_string());
+    puzzle.set("Seed", unit.seed.clone());
+    puzzle.set("WhiteElo", unit.white_elo.clone());
+    puzzle.set("BlackElo", unit.black_elo.clone());
+    puzzle.set("BestScore", found.best_score.to_cp().to_string());
+    puzzle.set(
+        "SecondScore",
+        found
+            .second_score
+            .map(|s| s.to_cp().to_string())
+            .unwrap_or_default(),
+    );
+    puzzle.set("Criterion", config.criterion.name());
+    puzzle.set("Nodes", found.nodes.to_string());
+    Some(puzzle)
+}

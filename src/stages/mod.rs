@@ -1,0 +1,19 @@
+//! One module per pipeline stage, listed here in the order `run` chains
+//! them. Each owns its settings (its `pipeline.toml` section), its
+//! standalone command and its output files; stages exchange puzzle files
+//! ([`crate::chess::record`]), never each other's internals.
+//!
+//! May use: [`crate::engine`], [`crate::chess`], [`crate::core`], and a stage
+//! listed *before* it here (export reads the release folder the release
+//! stage wrote). Must not reach into [`crate::pipeline`] or [`crate::tools`]:
+//! a stage never knows how it was scheduled.
+
+pub mod ingest_puzzles;
+pub mod ingest_games;
+pub mod selfplay;
+pub mod mine;
+pub mod rate;
+pub mod verify;
+pub mod release;
+pub mod export;
+pub mod eval;

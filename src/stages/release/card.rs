@@ -1,0 +1,210 @@
+//! The release folder: `train`/`test` as CSV and JSON Lines, a
+//! `manifest.json`, a Hugging Face dataset card (`README.md`) and a report
+//! of SVG pictures under `report/`.
+//!
+//! Every file is written atomically and holds no timestamp, so the same
+//! inputs and seed give the same bytes.
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, parse_game_url};
+use crate::core::fileio::{sha256_file, write_atomic};
+use crate::stages::release::cells::Cell;
+use crate::stages::release::draw::CellOutcome;
+use crate::stages::release::plots;
+
+/// The `kind` every release manifest carries; how earlier releases are
+/// recognised.
+pub const MANIFEST_KIND: &str = "puzzleforge-release";
+
+/// The derived columns, written right after the Lichess ten.
+pub const DERIVED_COLUMNS: [&str; 5] = ["NumMoves", "RatingBin", "Mate", "Source", "GameId"];
+
+/// Sets NumMoves, RatingBin, Mate, Source and GameId and moves them in
+/// front of the puzzle's other extra columns.
+pub fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option<&str>) {
+    let source = match puzzle.get("Source") {
+        Some(s) if !s.trim().is_empty() => s.to_string(),
+        _ if parse_game_url(&puzzle.game_url).is_some() => "lichess".to_string(),
+        _ => String::new(),
+    };
+    let derived = [
+        ("NumMoves", puzzle.solver_moves().to_string()),
+        ("RatingBin", cell.bin_label()),
+        ("Mate", if cell.mate { "True" } else { "False" }.to_string()),
+        ("Source", source),
+        ("GameId", game.unwrap_or("").to_string()),
+    ];
+    let others: Vec<(String, String)> = puzzle
+        .extra
+        .drain(..)
+        .filter(|(name, _)| !DERIVED_COLUMNS.contains(&name.as_str()))
+        .collect();
+    puzzle.extra = derived
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .chain(others)
+        .collect();
+}
+
+/// True when `dir` holds a puzzleforge release manifest.
+pub fn is_release_dir(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join("manifest.json")) else {
+        return false;
+    };
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .is_some_and(|v| v.get("kind").and_then(Value::as_str) == Some(MANIFEST_KIND))
+}
+
+/// The puzzle files of a release: `train` and `test`, CSV preferred, JSON
+/// Lines when the CSV is absent.
+pub fn split_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for split in ["train", "test"] {
+        for ext in ["csv", "csv.zst", "jsonl", "jsonl.zst"] {
+            let path = dir.join(format!("{split}.{ext}"));
+            if path.is_file() {
+                files.push(path);
+                break;
+            }
+        }
+    }
+    files
+}
+
+/// Writes the release folder and returns `{file name: sha256}` of every
+/// output but the manifest (which records them).
+pub fn write_release(
+    dir: &Path,
+    train: &[Puzzle],
+    test: &[Puzzle],
+    cells: &[CellOutcome],
+    mut manifest: Value,
+) -> Result<BTreeMap<String, String>> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("creating release folder {}: {e}", dir.display()))?;
+    let mut columns: Vec<String> = DERIVED_COLUMNS.map(String::from).to_vec();
+    for column in extra_columns_of(train)
+        .into_iter()
+        .chain(extra_columns_of(test))
+    {
+        if !columns.contains(&column) {
+            columns.push(column);
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (split, puzzles) in [("train", train), ("test", test)] {
+        for ext in ["csv", "jsonl"] {
+            let name = format!("{split}.{ext}");
+            write_split(&dir.join(&name), puzzles, &columns)?;
+            names.push(name);
+        }
+    }
+    names.extend(plots::write_report(
+        &dir.join("report"),
+        train,
+        test,
+        cells,
+    )?);
+    let card = dataset_card(train, test, cells, &manifest);
+    write_atomic(&dir.join("README.md"), card.as_bytes())?;
+    names.push("README.md".to_string());
+    let mut outputs = BTreeMap::new();
+    for name in names {
+        outputs.insert(name.clone(), sha256_file(&dir.join(&name))?);
+    }
+    manifest["outputs"] = json!(outputs);
+    let mut text = serde_json::to_string_pretty(&manifest)?;
+    text.push('\n');
+    write_atomic(&dir.join("manifest.json"), text.as_bytes())?;
+    Ok(outputs)
+}
+
+/// Writes one split. CSV columns: the Lichess ten, the derived five, then
+/// the other columns in first-seen order over both splits, so train and
+/// test share one header (an empty split still gets it).
+fn write_split(path: &Path, puzzles: &[Puzzle], columns: &[String]) -> Result<()> {
+    let mut writer = PuzzleWriter::create(path, columns)?;
+    for puzzle in puzzles {
+        writer.write(puzzle)?;
+    }
+    writer.finish()?;
+    Ok(())
+}
+
+fn dataset_card(
+    train: &[Puzzle],
+    test: &[Puzzle],
+    cells: &[CellOutcome],
+    manifest: &Value,
+) -> String {
+    let total = train.len() + test.len();
+    let size = match total {
+        0..1000 => "n<1K",
+        1000..10000 => "1K<n<10K",
+        10000..100000 => "10K<n<100K",
+        _ => "100K<n<1M",
+    };
+    let unfilled = cells.iter().filter(|c| !c.filled()).count();
+    let mut card = String::new();
+    card.push_str("---\n");
+    card.push_str("license: cc0-1.0\n");
+    card.push_str("language:\n- en\n");
+    card.push_str("pretty_name: puzzleforge chess puzzle release\n");
+    card.push_str("task_categories:\n- text-generation\n- question-answering\n");
+    card.push_str("tags:\n- chess\n- puzzles\n- benchmark\n- reasoning\n");
+    card.push_str(&format!("size_categories:\n- {size}\n"));
+    card.push_str("configs:\n- config_name: default\n  data_files:\n");
+    card.push_str("  - split: train\n    path: train.csv\n");
+    card.push_str("  - split: test\n    path: test.csv\n");
+    card.push_str("---\n\n");
+    card.push_str("# puzzleforge chess puzzle release\n\n");
+    card.push_str(&format!(
+        "{} train and {} test chess puzzles, stratified by rating bin, solver length and mate, \
+         written by puzzleforge {}.\n\n",
+        train.len(),
+        test.len(),
+        env!("CARGO_PKG_VERSION")
+    ));
+    if let Some(tier) = manifest.get("tier").and_then(Value::as_str) {
+        card.push_str(&format!("Tier: `{tier}`.\n\n"));
+    }
+    card.push_str("## Format\n\n");
+    card.push_str(
+        "Rows follow the Lichess puzzle convention: `FEN` is the position before the opponent's \
+         move; `Moves` is UCI, the opponent's move first, then solver and opponent alternating. \
+         After the ten Lichess columns come `NumMoves` (solver moves), `RatingBin` (the `(lo, hi]` \
+         rating bin), `Mate` (`True`/`False`), `Source` and `GameId` (the source game; no game \
+         has puzzles in both splits), then any other columns of the pool. `train.jsonl` and \
+         `test.jsonl` hold the same rows as JSON Lines.\n\n",
+    );
+    card.push_str("## How it was drawn\n\n");
+    card.push_str(&format!(
+        "Seed {}. Each cell is drawn with its own ChaCha8 RNG seeded from the seed and the cell \
+         key; whole source games go to one side. Puzzles whose position appears in earlier \
+         releases were removed ({} this time). {} of {} cells could not be filled; \
+         `manifest.json` lists them with the counts wanted and found, the configuration, and the \
+         sha256 of every input and output.\n\n",
+        manifest.get("seed").cloned().unwrap_or(Value::Null),
+        manifest
+            .pointer("/exclusions/removed")
+            .cloned()
+            .unwrap_or(Value::from(0)),
+        unfilled,
+        cells.len()
+    ));
+    card.push_str("## Report\n\n");
+    for (title, file) in plots::REPORT_PICTURES {
+        card.push_str(&format!("![{title}](report/{file})\n\n"));
+    }
+    card.push_str("## License\n\n");
+    card.push_str(
+        "Lichess puzzles are released under CC0 1.0 by lichess.org; puzzles mined by puzzleforge \
+         are released under the same terms.\n",
+    );
+    card
+}

@@ -1,0 +1,357 @@
+//! The cells a release is stratified into and their quotas: the `[split]`
+//! section (bands, explicit cells, tiers), a puzzle's cell (rating bin x
+//! solver length x mate) and its contamination key.
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::bail_input;
+use crate::chess::derive::{mate_from_themes, rating_bin_edges, rating_bin_label};
+use crate::chess::line::{first_solver_position, normalized_fen};
+use crate::chess::record::{Puzzle, parse_game_url};
+use crate::core::error::bad_input;
+
+/// Which mate cells a band or tier covers.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MateRule {
+    /// Mate and non-mate puzzles (two separate cells per bin and length).
+    #[default]
+    Both,
+    /// Mating puzzles only.
+    Mate,
+    /// Non-mating puzzles only.
+    NoMate,
+}
+
+impl MateRule {
+    fn admits(self, mate: bool) -> bool {
+        match self {
+            MateRule::Both => true,
+            MateRule::Mate => mate,
+            MateRule::NoMate => !mate,
+        }
+    }
+}
+
+/// How a puzzle is matched against an excluded (earlier) release.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ExcludeBy {
+    /// Same position after the opponent's first move, whatever the solution
+    /// (the stricter guard: a model has seen the position).
+    #[default]
+    Position,
+    /// Same position and the same solution moves.
+    PositionAndSolution,
+}
+
+/// A rectangle of cells with one quota: every bin of `bin_width` inside
+/// `ratings` (as `(lo, hi]` bins), every solver length in `lengths`
+/// (inclusive), mate and/or non-mate.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Band {
+    /// `[lo, hi]`: bins `(lo, lo + w]`, ..., `(hi - w, hi]`.
+    pub ratings: [i32; 2],
+    /// `[min, max]` solver moves, inclusive.
+    pub lengths: [usize; 2],
+    #[serde(default)]
+    pub mate: MateRule,
+    /// Overrides the section's `train_per_cell` for this band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_per_cell: Option<usize>,
+    /// Overrides the section's `test_per_cell` for this band.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_per_cell: Option<usize>,
+}
+
+/// One cell with an explicit quota (a quota table row). Overrides a band's
+/// quota for the same cell; `train = 0, test = 0` removes the cell.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CellQuota {
+    /// `[lo, hi]` meaning the rating bin `(lo, hi]`.
+    pub bin: [i32; 2],
+    pub length: usize,
+    pub mate: bool,
+    pub train: usize,
+    pub test: usize,
+}
+
+/// A named subset of the pool with its own quotas (`split --tier NAME`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tier {
+    /// Inclusive lower rating bound.
+    pub min_rating: Option<i32>,
+    /// Inclusive upper rating bound.
+    pub max_rating: Option<i32>,
+    pub min_solver_moves: Option<usize>,
+    pub max_solver_moves: Option<usize>,
+    pub mate: MateRule,
+    /// Keep puzzles with at least one of these themes (empty: any).
+    pub themes_any: Vec<String>,
+    /// Quotas for the tier; when absent the section's quotas are used,
+    /// restricted to cells the tier can hold (bin midpoint inside the rating
+    /// bounds, length inside the move bounds, mate rule admitting the cell).
+    pub train_per_cell: Option<usize>,
+    pub test_per_cell: Option<usize>,
+    pub bands: Option<Vec<Band>>,
+    pub cells: Option<Vec<CellQuota>>,
+}
+
+impl Tier {
+    /// True when the puzzle belongs to the tier.
+    pub fn admits(&self, puzzle: &Puzzle) -> bool {
+        let Some(rating) = puzzle.rating else {
+            return false;
+        };
+        let length = puzzle.solver_moves();
+        self.min_rating.is_none_or(|m| rating >= m)
+            && self.max_rating.is_none_or(|m| rating <= m)
+            && self.min_solver_moves.is_none_or(|m| length >= m)
+            && self.max_solver_moves.is_none_or(|m| length <= m)
+            && self.mate.admits(is_mate(puzzle))
+            && (self.themes_any.is_empty() || self.themes_any.iter().any(|t| puzzle.has_theme(t)))
+    }
+
+    fn holds_cell(&self, cell: &Cell) -> bool {
+        let middle = (cell.bin_lo + cell.bin_hi) / 2;
+        self.min_rating.is_none_or(|m| middle >= m)
+            && self.max_rating.is_none_or(|m| middle <= m)
+            && self.min_solver_moves.is_none_or(|m| cell.length >= m)
+            && self.max_solver_moves.is_none_or(|m| cell.length <= m)
+            && self.mate.admits(cell.mate)
+    }
+}
+
+/// The `[split]` section of pipeline.toml. The default is the APO paper's
+/// release: 5 + 5 puzzles per (mate x length x 100-point bin) cell, bins
+/// 400-2000 with 1-2 solver moves and 2000-2800 with 3-5.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SplitConfig {
+    /// Rating bin width (100 or 200 are usual); bins are `(lo, hi]`.
+    pub bin_width: i32,
+    pub seed: u64,
+    pub train_per_cell: usize,
+    pub test_per_cell: usize,
+    pub exclude_by: ExcludeBy,
+    pub bands: Vec<Band>,
+    pub cells: Vec<CellQuota>,
+    pub tiers: BTreeMap<String, Tier>,
+}
+
+impl Default for SplitConfig {
+    fn default() -> Self {
+        let band = |ratings, lengths| Band {
+            ratings,
+            lengths,
+            mate: MateRule::Both,
+            train_per_cell: None,
+            test_per_cell: None,
+        };
+        let mut tiers = BTreeMap::new();
+        tiers.insert(
+            "hard".to_string(),
+            Tier {
+                min_rating: Some(2000),
+                min_solver_moves: Some(3),
+                ..Tier::default()
+            },
+        );
+        Self {
+            bin_width: 100,
+            seed: 0,
+            train_per_cell: 5,
+            test_per_cell: 5,
+            exclude_by: ExcludeBy::Position,
+            bands: vec![band([400, 2000], [1, 2]), band([2000, 2800], [3, 5])],
+            cells: Vec::new(),
+            tiers,
+        }
+    }
+}
+
+/// Wanted puzzles per side for one cell.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    pub train: usize,
+    pub test: usize,
+}
+
+impl SplitConfig {
+    /// Reads the `[split]` table of a pipeline.toml (other tables ignored).
+    pub fn from_pipeline_toml(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+        match table.get("split") {
+            None => Ok(Self::default()),
+            Some(section) => section
+                .clone()
+                .try_into()
+                .map_err(|e| bad_input(format!("{}: [split]: {e}", path.display()))),
+        }
+    }
+
+    /// The quota per cell, for the whole pool or for a tier.
+    pub fn quota_table(&self, tier: Option<&Tier>) -> Result<BTreeMap<Cell, Quota>> {
+        let width = self.bin_width;
+        if width <= 0 {
+            bail_input!("split: bin_width must be positive, not {width}");
+        }
+        let train = tier
+            .and_then(|t| t.train_per_cell)
+            .unwrap_or(self.train_per_cell);
+        let test = tier
+            .and_then(|t| t.test_per_cell)
+            .unwrap_or(self.test_per_cell);
+        let bands = tier.and_then(|t| t.bands.as_ref()).unwrap_or(&self.bands);
+        let cells = tier.and_then(|t| t.cells.as_ref()).unwrap_or(&self.cells);
+        let mut table = BTreeMap::new();
+        for band in bands {
+            let [lo, hi] = band.ratings;
+            let [short, long] = band.lengths;
+            if lo >= hi || lo.rem_euclid(width) != 0 || hi.rem_euclid(width) != 0 {
+                bail_input!(
+                    "split: band ratings [{lo}, {hi}] must be increasing multiples of bin_width {width}"
+                );
+            }
+            if short == 0 || short > long {
+                bail_input!("split: band lengths [{short}, {long}] must be 1 <= min <= max");
+            }
+            let quota = Quota {
+                train: band.train_per_cell.unwrap_or(train),
+                test: band.test_per_cell.unwrap_or(test),
+            };
+            let mut bin_lo = lo;
+            while bin_lo < hi {
+                for length in short..=long {
+                    for mate in [false, true] {
+                        if band.mate.admits(mate) {
+                            let cell = Cell {
+                                bin_lo,
+                                bin_hi: bin_lo + width,
+                                length,
+                                mate,
+                            };
+                            table.insert(cell, quota);
+                        }
+                    }
+                }
+                bin_lo += width;
+            }
+        }
+        for row in cells {
+            let [lo, hi] = row.bin;
+            if hi - lo != width || lo.rem_euclid(width) != 0 || row.length == 0 {
+                bail_input!(
+                    "split: cell bin [{lo}, {hi}] length {} is not a bin of width {width} with length >= 1",
+                    row.length
+                );
+            }
+            let cell = Cell {
+                bin_lo: lo,
+                bin_hi: hi,
+                length: row.length,
+                mate: row.mate,
+            };
+            table.insert(
+                cell,
+                Quota {
+                    train: row.train,
+                    test: row.test,
+                },
+            );
+        }
+        table.retain(|_, q| q.train + q.test > 0);
+        // A tier without its own quotas keeps only the section's cells it can hold.
+        if let Some(tier) = tier
+            && tier.bands.is_none()
+            && tier.cells.is_none()
+        {
+            table.retain(|cell, _| tier.holds_cell(cell));
+        }
+        Ok(table)
+    }
+}
+
+/// One stratum: rating bin `(bin_lo, bin_hi]`, solver length, mate or not.
+/// The derived order (bin, length, mate) is the release's row order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cell {
+    pub bin_lo: i32,
+    pub bin_hi: i32,
+    pub length: usize,
+    pub mate: bool,
+}
+
+impl Cell {
+    /// The cell a puzzle falls in.
+    pub fn of(puzzle: &Puzzle, bin_width: i32) -> Option<Cell> {
+        let (bin_lo, bin_hi) = rating_bin_edges(puzzle.rating?, bin_width);
+        Some(Cell {
+            bin_lo,
+            bin_hi,
+            length: puzzle.solver_moves(),
+            mate: is_mate(puzzle),
+        })
+    }
+
+    /// The pandas-style interval label, `(1900, 2000]`.
+    pub fn bin_label(&self) -> String {
+        rating_bin_label(self.bin_lo, self.bin_hi)
+    }
+
+    /// A stable text key, the input of the cell's RNG seed.
+    pub fn key(&self) -> String {
+        format!(
+            "rating={}|length={}|mate={}",
+            self.bin_label(),
+            self.length,
+            self.mate
+        )
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({"rating_bin": self.bin_label(), "length": self.length, "mate": self.mate})
+    }
+}
+
+/// True for a mating puzzle: a `Mate` column saying so (`True`/`true`/`1`),
+/// else the `mate` or `mateInN` themes.
+pub fn is_mate(puzzle: &Puzzle) -> bool {
+    if let Some(value) = puzzle.get("Mate") {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => return true,
+            "false" | "0" | "no" => return false,
+            _ => {}
+        }
+    }
+    mate_from_themes(puzzle.themes.iter().map(String::as_str))
+}
+
+/// The source game: the `GameId` column, else the id in the game URL.
+pub fn game_id(puzzle: &Puzzle) -> Option<String> {
+    match puzzle.get("GameId").map(str::trim) {
+        Some(id) if !id.is_empty() => Some(id.to_string()),
+        _ => parse_game_url(&puzzle.game_url).map(|(id, _)| id),
+    }
+}
+
+/// The contamination key of a puzzle: normalized FEN after the opponent's
+/// first move, plus the solution moves when `by` asks for them.
+pub fn position_key(puzzle: &Puzzle, by: ExcludeBy) -> std::result::Result<String, String> {
+    let position = first_solver_position(puzzle)?;
+    let fen = normalized_fen(&position);
+    Ok(match by {
+        ExcludeBy::Position => fen,
+        ExcludeBy::PositionAndSolution => format!("{fen}|{}", puzzle.moves[1..].join(" ")),
+    })
+}

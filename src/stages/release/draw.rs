@@ -1,0 +1,179 @@
+//! The draw: puzzles chosen per cell, train and test, grouped by source
+//! game so that two puzzles of one game never land on both sides (see the
+//! release module's comment for the method).
+
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use sha2::Digest;
+use std::collections::{BTreeMap, HashMap};
+
+use crate::stages::release::cells::{Cell, Quota};
+
+/// Where a puzzle goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Train,
+    Test,
+}
+
+/// One pool puzzle admitted to the draw, kept small so that the whole
+/// Lichess dump fits in memory; the chosen rows are read again in full.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub id: String,
+    pub cell: Cell,
+    /// Grouping key: the source game, or `puzzle:<id>` when unknown.
+    pub group: String,
+    /// Index of the pool file.
+    pub file: usize,
+    /// Ordinal of the row in that file (0-based, every row counted).
+    pub row: u64,
+}
+
+/// What one cell got.
+#[derive(Clone, Debug)]
+pub struct CellOutcome {
+    pub cell: Cell,
+    pub wanted: Quota,
+    pub available: usize,
+    pub train: usize,
+    pub test: usize,
+}
+
+impl CellOutcome {
+    pub fn filled(&self) -> bool {
+        self.train == self.wanted.train && self.test == self.wanted.test
+    }
+}
+
+/// The result of the draw: train and test in release order, and per cell.
+#[derive(Clone, Debug)]
+pub struct Draw {
+    pub train: Vec<Candidate>,
+    pub test: Vec<Candidate>,
+    pub cells: Vec<CellOutcome>,
+}
+
+fn cell_rng(seed: u64, cell: &Cell) -> ChaCha8Rng {
+    let digest =
+        sha2::Sha256::digest(format!("puzzleforge-split|{seed}|{}", cell.key()).as_bytes());
+    ChaCha8Rng::from_seed(digest.into())
+}
+
+/// Draws train and test per cell, grouped by source game (see the module
+/// comment for the method). `candidates` may be in any order.
+pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u64) -> Draw {
+    let mut by_cell: BTreeMap<Cell, Vec<Candidate>> = BTreeMap::new();
+    for candidate in candidates {
+        if quotas.contains_key(&candidate.cell) {
+            by_cell.entry(candidate.cell).or_default().push(candidate);
+        }
+    }
+    for list in by_cell.values_mut() {
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    let available = |cell: &Cell| by_cell.get(cell).map_or(0, Vec::len);
+    let mut order: Vec<(&Cell, &Quota)> = quotas.iter().collect();
+    // Scarcest first: available/wanted ascending, compared without division.
+    order.sort_by(|(a, qa), (b, qb)| {
+        let wa = qa.train + qa.test;
+        let wb = qb.train + qb.test;
+        (available(a) * wb)
+            .cmp(&(available(b) * wa))
+            .then_with(|| a.cmp(b))
+    });
+    let mut game_side: HashMap<String, Side> = HashMap::new();
+    let mut picked: BTreeMap<Cell, (Vec<Candidate>, Vec<Candidate>)> = BTreeMap::new();
+    // Puzzles placed on each side so far, across cells: a cell that cannot
+    // fill both sides breaks its tie towards the smaller side, so partly
+    // filled cells do not all tilt the release towards train.
+    let (mut train_total, mut test_total) = (0usize, 0usize);
+    let mut outcomes = Vec::new();
+    for (cell, quota) in order {
+        let mut list: Vec<&Candidate> = by_cell
+            .get(cell)
+            .map(|l| l.iter().collect())
+            .unwrap_or_default();
+        let mut rng = cell_rng(seed, cell);
+        list.shuffle(&mut rng);
+        let mut train = Vec::new();
+        let mut test = Vec::new();
+        let mut taken = vec![false; list.len()];
+        // First the puzzles of games whose side is already fixed.
+        for (i, c) in list.iter().enumerate() {
+            match game_side.get(&c.group) {
+                Some(Side::Train) if train.len() < quota.train => {
+                    train.push((*c).clone());
+                    train_total += 1;
+                    taken[i] = true;
+                }
+                Some(Side::Test) if test.len() < quota.test => {
+                    test.push((*c).clone());
+                    test_total += 1;
+                    taken[i] = true;
+                }
+                _ => {}
+            }
+        }
+        // Then free games, each given to the side that needs more.
+        for (i, c) in list.iter().enumerate() {
+            let need_train = quota.train - train.len();
+            let need_test = quota.test - test.len();
+            if need_train == 0 && need_test == 0 {
+                break;
+            }
+            if taken[i] {
+                continue;
+            }
+            let side = match game_side.get(&c.group) {
+                Some(side) => *side,
+                None => {
+                    let side = if need_train > need_test
+                        || (need_train == need_test && train_total <= test_total)
+                    {
+                        Side::Train
+                    } else {
+                        Side::Test
+                    };
+                    game_side.insert(c.group.clone(), side);
+                    side
+                }
+            };
+            match side {
+                Side::Train if need_train > 0 => {
+                    train.push((*c).clone());
+                    train_total += 1;
+                }
+                Side::Test if need_test > 0 => {
+                    test.push((*c).clone());
+                    test_total += 1;
+                }
+                _ => {}
+            }
+        }
+        outcomes.push(CellOutcome {
+            cell: *cell,
+            wanted: *quota,
+            available: list.len(),
+            train: train.len(),
+            test: test.len(),
+        });
+        picked.insert(*cell, (train, test));
+    }
+    outcomes.sort_by_key(|a| a.cell);
+    let mut draw = Draw {
+        train: Vec::new(),
+        test: Vec::new(),
+        cells: outcomes,
+    };
+    for (_, (mut train, mut test)) in picked {
+        train.sort_by(|a, b| a.id.cmp(&b.id));
+        test.sort_by(|a, b| a.id.cmp(&b.id));
+        draw.train.extend(train);
+        draw.test.extend(test);
+    }
+    draw
+}

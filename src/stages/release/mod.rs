@@ -1,0 +1,618 @@
+//! `puzzleforge split`: stratified, game-grouped, contamination-guarded
+//! train/test releases.
+//!
+//! A pool of puzzles is sorted into cells (rating bin x solver length x
+//! mate or not). Each cell has a quota from [`SplitConfig`]; puzzles are
+//! drawn per cell with a ChaCha8 RNG seeded from the run seed and the sha256
+//! of the cell key, so the draw of one cell never depends on another cell's
+//! contents or on thread timing.
+//!
+//! Grouping by source game uses one greedy pass over the cells, scarcest
+//! first (fewest available puzzles per wanted puzzle). A game's side is
+//! fixed the first time one of its puzzles is selected; later cells take
+//! puzzles of already-fixed games only for that side, and assign a free game
+//! to whichever side of the cell still needs more puzzles. Processing the
+//! scarcest cells first lets them choose freely before plentiful cells have
+//! fixed many games, so with one puzzle per game (the Lichess dump's usual
+//! case) every cell the pool can fill is filled exactly.
+//!
+//! The pool is read twice: the first pass keeps only a small [`Candidate`]
+//! per admissible row (id, cell, game, file and row number), so the whole
+//! Lichess dump fits in memory; the second pass reads the chosen rows in
+//! full. Rows that cannot be read, lack a rating, or whose moves are not
+//! legal are skipped and counted by reason.
+
+pub mod card;
+pub mod plots;
+pub mod cells;
+pub mod draw;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde_json::{Value, json};
+use sha2::Digest;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::bail_input;
+use crate::chess::derive::rating_bin_edges;
+use crate::chess::record::{Puzzle, for_each_row};
+use crate::core::error::bad_input;
+use crate::core::fileio::sha256_file;
+use crate::core::summary::Summary;
+use cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, game_id, is_mate, position_key};
+use draw::{Candidate, CellOutcome, Draw, draw};
+
+/// Command-line arguments of `puzzleforge split`.
+#[derive(Args, Debug, Clone)]
+pub struct SplitArgs {
+    /// Puzzle files (CSV or JSON Lines, plain or zstd): the Lichess dump,
+    /// APO files, or what ingest/mine/rate wrote.
+    #[arg(required = true)]
+    pub pool: Vec<PathBuf>,
+    /// The release folder to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// pipeline.toml whose [split] section configures quotas and tiers.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Produce this named tier of the config (filter the pool, then use the
+    /// tier's quotas).
+    #[arg(long)]
+    pub tier: Option<String>,
+    /// Overrides the config's seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Overrides the config's rating bin width.
+    #[arg(long)]
+    pub bin_width: Option<i32>,
+    /// Overrides the config's train quota per cell.
+    #[arg(long)]
+    pub train_per_cell: Option<usize>,
+    /// Overrides the config's test quota per cell.
+    #[arg(long)]
+    pub test_per_cell: Option<usize>,
+    /// Fail (exit 2) when a cell cannot be filled.
+    #[arg(long)]
+    pub strict: bool,
+    /// Earlier releases or any puzzle files whose puzzles must not reappear.
+    #[arg(long, num_args = 1..)]
+    pub exclude: Vec<PathBuf>,
+    /// Exclude every release (a folder with a puzzleforge manifest.json)
+    /// found up to three levels under this folder. Default: the parent of
+    /// the release folder's parent (`output/` for `output/RUN/release`).
+    #[arg(long)]
+    pub exclude_releases_under: Option<PathBuf>,
+    /// Do not look for earlier releases to exclude.
+    #[arg(long)]
+    pub no_release_exclusion: bool,
+    /// Engine identity to record in the manifest (e.g. "Stockfish 15.1").
+    #[arg(long)]
+    pub engine_id: Option<String>,
+    /// Engine option NAME=VALUE to record in the manifest (repeatable).
+    #[arg(long)]
+    pub engine_option: Vec<String>,
+    /// A JSON file of verification figures to embed in the manifest.
+    #[arg(long)]
+    pub verify: Option<PathBuf>,
+}
+
+/// Release folders under `root` (up to three levels down), sorted, skipping
+/// `own` (the folder being written).
+pub fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
+    fn walk(dir: &Path, depth: usize, own: &Path, found: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                // Shard folders of `run --shard` hold no release.
+                !name.starts_with('.')
+                    && name != "target"
+                    && !crate::core::shard::is_shard_folder_name(&name)
+            })
+            .map(|e| e.path())
+            .collect();
+        dirs.sort();
+        for sub in dirs {
+            let same = sub
+                .canonicalize()
+                .ok()
+                .zip(own.canonicalize().ok())
+                .is_some_and(|(a, b)| a == b);
+            if !same && card::is_release_dir(&sub) {
+                found.push(sub.clone());
+            }
+            if depth > 1 {
+                walk(&sub, depth - 1, own, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(root, 3, own, &mut found);
+    Ok(found)
+}
+
+/// How the manifest names a file: relative to the release folder (e.g.
+/// `../rate/games.puzzles.csv` in a `run`), so that one release written to
+/// two places (a single run, a `merge` of shards) has one manifest. A file
+/// sharing no folder with the release but the root keeps its absolute path.
+fn manifest_path(path: &Path, release: &Path) -> String {
+    fn absolute(p: &Path) -> Option<PathBuf> {
+        if let Ok(found) = p.canonicalize() {
+            return Some(found);
+        }
+        let parent = p
+            .parent()
+            .filter(|q| !q.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Some(parent.canonicalize().ok()?.join(p.file_name()?))
+    }
+    let (Some(file), Some(base)) = (absolute(path), absolute(release)) else {
+        return path.display().to_string();
+    };
+    let common = file
+        .components()
+        .zip(base.components())
+        .take_while(|(a, b)| a == b)
+        .count();
+    if common <= 1 {
+        return file.display().to_string();
+    }
+    let mut relative = PathBuf::new();
+    for _ in base.components().skip(common) {
+        relative.push("..");
+    }
+    for part in file.components().skip(common) {
+        relative.push(part);
+    }
+    relative.display().to_string()
+}
+
+/// Rewrites the `path` of each entry with [`manifest_path`].
+fn paths_relative_to(mut entries: Vec<Value>, release: &Path) -> Vec<Value> {
+    for entry in &mut entries {
+        if let Some(path) = entry.get("path").and_then(Value::as_str) {
+            let relative = manifest_path(Path::new(path), release);
+            entry["path"] = Value::from(relative);
+        }
+    }
+    entries
+}
+
+fn default_release_root(output: &Path) -> PathBuf {
+    let parent = |p: &Path| -> PathBuf {
+        match p.parent() {
+            Some(q) if !q.as_os_str().is_empty() => q.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    };
+    parent(&parent(output))
+}
+
+/// Contamination keys from excluded files.
+struct Exclusions {
+    ids: HashMap<String, usize>,
+    positions: HashMap<String, usize>,
+    files: Vec<Value>,
+    removed: Vec<usize>,
+}
+
+fn load_exclusions(files: &[PathBuf], by: ExcludeBy) -> Result<Exclusions> {
+    let mut exclusions = Exclusions {
+        ids: HashMap::new(),
+        positions: HashMap::new(),
+        files: Vec::new(),
+        removed: vec![0; files.len()],
+    };
+    for (index, path) in files.iter().enumerate() {
+        let mut rows = 0u64;
+        let mut unreadable = 0u64;
+        for_each_row(path, |(_, row)| {
+            rows += 1;
+            match row {
+                Ok(puzzle) => {
+                    if !puzzle.id.is_empty() {
+                        exclusions.ids.entry(puzzle.id.clone()).or_insert(index);
+                    }
+                    match position_key(&puzzle, by) {
+                        Ok(key) => {
+                            exclusions.positions.entry(key).or_insert(index);
+                        }
+                        Err(_) => unreadable += 1,
+                    }
+                }
+                Err(_) => unreadable += 1,
+            }
+            Ok(())
+        })
+        .with_context(|| format!("reading excluded file {}", path.display()))?;
+        exclusions.files.push(json!({
+            "path": path.display().to_string(),
+            "sha256": sha256_file(path)?,
+            "rows": rows,
+            "unreadable_rows": unreadable,
+        }));
+    }
+    Ok(exclusions)
+}
+
+/// Reads a pool and keeps the puzzles that can enter the draw, counting the
+/// rest by reason.
+struct PoolRead {
+    candidates: Vec<Candidate>,
+    outside_quota: u64,
+    skipped: BTreeMap<String, u64>,
+    examples: Vec<String>,
+    inputs: Vec<Value>,
+}
+
+fn read_pool(
+    paths: &[PathBuf],
+    config: &SplitConfig,
+    tier: Option<&Tier>,
+    quotas: &BTreeMap<Cell, Quota>,
+    exclusions: &mut Exclusions,
+) -> Result<PoolRead> {
+    let mut read = PoolRead {
+        candidates: Vec::new(),
+        outside_quota: 0,
+        skipped: BTreeMap::new(),
+        examples: Vec::new(),
+        inputs: Vec::new(),
+    };
+    let mut seen_ids = HashSet::new();
+    // Truncated sha256 of each position key: 16 bytes a puzzle.
+    let mut seen_positions: HashSet<[u8; 16]> = HashSet::new();
+    for (file, path) in paths.iter().enumerate() {
+        let mut rows = 0u64;
+        let mut kept = 0u64;
+        let bar = crate::core::progress::counter("split");
+        for_each_row(path, |(line, row)| {
+            let ordinal = rows;
+            rows += 1;
+            bar.inc(1);
+            let mut skip = |reason: &str, detail: String| {
+                *read.skipped.entry(reason.to_string()).or_default() += 1;
+                if read.examples.len() < 5 {
+                    read.examples.push(format!(
+                        "{} line {line}: {reason}: {detail}",
+                        path.display()
+                    ));
+                }
+            };
+            let puzzle = match row {
+                Ok(p) => p,
+                Err(e) => {
+                    skip(e.reason, e.detail);
+                    return Ok(());
+                }
+            };
+            let Some(rating) = puzzle.rating else {
+                skip("no_rating", format!("puzzle {} has no rating", puzzle.id));
+                return Ok(());
+            };
+            if puzzle.solver_moves() == 0 {
+                skip(
+                    "no_solution",
+                    format!("puzzle {} has no solver move", puzzle.id),
+                );
+                return Ok(());
+            }
+            let key = match position_key(&puzzle, config.exclude_by) {
+                Ok(k) => k,
+                Err(e) => {
+                    skip("bad_position", format!("puzzle {}: {e}", puzzle.id));
+                    return Ok(());
+                }
+            };
+            if let Some(tier) = tier
+                && !tier.admits(&puzzle)
+            {
+                *read.skipped.entry("outside_tier".into()).or_default() += 1;
+                return Ok(());
+            }
+            let excluded_by = exclusions
+                .ids
+                .get(&puzzle.id)
+                .or_else(|| exclusions.positions.get(&key));
+            if let Some(&file) = excluded_by {
+                exclusions.removed[file] += 1;
+                return Ok(());
+            }
+            if !seen_ids.insert(puzzle.id.clone()) {
+                skip("duplicate_id", format!("puzzle {} seen before", puzzle.id));
+                return Ok(());
+            }
+            if !seen_positions.insert(short_digest(&key)) {
+                skip(
+                    "duplicate_position",
+                    format!("puzzle {} repeats an earlier position", puzzle.id),
+                );
+                return Ok(());
+            }
+            let (bin_lo, bin_hi) = rating_bin_edges(rating, config.bin_width);
+            let cell = Cell {
+                bin_lo,
+                bin_hi,
+                length: puzzle.solver_moves(),
+                mate: is_mate(&puzzle),
+            };
+            kept += 1;
+            if !quotas.contains_key(&cell) {
+                read.outside_quota += 1;
+                return Ok(());
+            }
+            let group = game_id(&puzzle).unwrap_or_else(|| format!("puzzle:{}", puzzle.id));
+            read.candidates.push(Candidate {
+                id: puzzle.id,
+                cell,
+                group,
+                file,
+                row: ordinal,
+            });
+            Ok(())
+        })
+        .with_context(|| format!("reading pool {}", path.display()))?;
+        bar.finish_and_clear();
+        read.inputs.push(json!({
+            "path": path.display().to_string(),
+            "sha256": sha256_file(path)?,
+            "rows": rows,
+            "admitted": kept,
+        }));
+    }
+    Ok(read)
+}
+
+fn short_digest(key: &str) -> [u8; 16] {
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&digest[..16]);
+    out
+}
+
+/// Reads the chosen rows again in full and adds the derived columns,
+/// returning train and test in the draw's order.
+fn fetch_chosen(paths: &[PathBuf], drawn: &Draw) -> Result<(Vec<Puzzle>, Vec<Puzzle>)> {
+    let mut wanted: HashMap<(usize, u64), &Candidate> = HashMap::new();
+    for c in drawn.train.iter().chain(&drawn.test) {
+        wanted.insert((c.file, c.row), c);
+    }
+    let mut found: HashMap<(usize, u64), Puzzle> = HashMap::new();
+    for (file, path) in paths.iter().enumerate() {
+        let mut ordinal = 0u64;
+        for_each_row(path, |(_, row)| {
+            let here = (file, ordinal);
+            ordinal += 1;
+            if let Some(candidate) = wanted.get(&here)
+                && let Ok(mut puzzle) = row
+                && puzzle.id == candidate.id
+            {
+                let game = game_id(&puzzle);
+                card::add_derived_columns(&mut puzzle, &candidate.cell, game.as_deref());
+                found.insert(here, puzzle);
+            }
+            Ok(())
+        })
+        .with_context(|| format!("reading pool {} again", path.display()))?;
+    }
+    let mut take = |list: &[Candidate]| -> Result<Vec<Puzzle>> {
+        list.iter()
+            .map(|c| {
+                found.remove(&(c.file, c.row)).ok_or_else(|| {
+                    bad_input(format!(
+                        "{}: puzzle {} changed while split was reading it",
+                        paths[c.file].display(),
+                        c.id
+                    ))
+                })
+            })
+            .collect()
+    };
+    let train = take(&drawn.train)?;
+    let test = take(&drawn.test)?;
+    Ok((train, test))
+}
+
+/// Runs `puzzleforge split`.
+pub fn run_split(args: &SplitArgs) -> Result<Summary> {
+    let mut config = match &args.config {
+        Some(path) => SplitConfig::from_pipeline_toml(path)?,
+        None => SplitConfig::default(),
+    };
+    if let Some(seed) = args.seed {
+        config.seed = seed;
+    }
+    if let Some(width) = args.bin_width {
+        config.bin_width = width;
+    }
+    if let Some(n) = args.train_per_cell {
+        config.train_per_cell = n;
+    }
+    if let Some(n) = args.test_per_cell {
+        config.test_per_cell = n;
+    }
+    let tier = match &args.tier {
+        None => None,
+        Some(name) => Some(config.tiers.get(name).cloned().ok_or_else(|| {
+            let known: Vec<&str> = config.tiers.keys().map(String::as_str).collect();
+            bad_input(format!(
+                "split: no tier named {name:?} (configured: {})",
+                known.join(", ")
+            ))
+        })?),
+    };
+    let quotas = config.quota_table(tier.as_ref())?;
+
+    let mut exclude_files = args.exclude.clone();
+    if !args.no_release_exclusion {
+        let root = args
+            .exclude_releases_under
+            .clone()
+            .unwrap_or_else(|| default_release_root(&args.output));
+        for dir in find_releases(&root, &args.output)? {
+            exclude_files.extend(card::split_files(&dir));
+        }
+    }
+    let mut exclusions = load_exclusions(&exclude_files, config.exclude_by)?;
+    let pool = read_pool(&args.pool, &config, tier.as_ref(), &quotas, &mut exclusions)?;
+    let outside_quota = pool.outside_quota;
+    let admitted = pool.candidates.len() as u64 + outside_quota;
+    let drawn = draw(pool.candidates, &quotas, config.seed);
+    let unfilled: Vec<&CellOutcome> = drawn.cells.iter().filter(|c| !c.filled()).collect();
+    if args.strict && !unfilled.is_empty() {
+        let list: Vec<String> = unfilled
+            .iter()
+            .take(10)
+            .map(|c| {
+                format!(
+                    "{} wanted {} found {}",
+                    c.cell.key(),
+                    c.wanted.train + c.wanted.test,
+                    c.train + c.test
+                )
+            })
+            .collect();
+        bail_input!(
+            "split --strict: {} of {} cells cannot be filled: {}{}",
+            unfilled.len(),
+            drawn.cells.len(),
+            list.join("; "),
+            if unfilled.len() > 10 { "; ..." } else { "" }
+        );
+    }
+
+    let engine = match &args.engine_id {
+        None if args.engine_option.is_empty() => Value::Null,
+        _ => {
+            let mut options = serde_json::Map::new();
+            for option in &args.engine_option {
+                let (name, value) = option.split_once('=').ok_or_else(|| {
+                    bad_input(format!("--engine-option {option:?} is not NAME=VALUE"))
+                })?;
+                options.insert(name.trim().to_string(), Value::from(value.trim()));
+            }
+            json!({"id": args.engine_id, "options": options})
+        }
+    };
+    let verify = match &args.verify {
+        None => Value::Null,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
+            let figures: Value = serde_json::from_str(&text)
+                .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
+            json!({"path": manifest_path(path, &args.output), "sha256": sha256_file(path)?, "figures": figures})
+        }
+    };
+    let removed_total: usize = exclusions.removed.iter().sum();
+    let mut exclusion_files = exclusions.files.clone();
+    for (entry, removed) in exclusion_files.iter_mut().zip(&exclusions.removed) {
+        entry["removed"] = Value::from(*removed);
+    }
+    let cells_json: Vec<Value> = drawn
+        .cells
+        .iter()
+        .map(|c| {
+            let mut v = c.cell.to_json();
+            v["wanted_train"] = c.wanted.train.into();
+            v["wanted_test"] = c.wanted.test.into();
+            v["available"] = c.available.into();
+            v["train"] = c.train.into();
+            v["test"] = c.test.into();
+            v
+        })
+        .collect();
+    let unfilled_json: Vec<Value> = unfilled
+        .iter()
+        .map(|c| {
+            let mut v = c.cell.to_json();
+            v["wanted"] = (c.wanted.train + c.wanted.test).into();
+            v["found"] = c.available.into();
+            v["train"] = c.train.into();
+            v["test"] = c.test.into();
+            v
+        })
+        .collect();
+    let manifest = json!({
+        "kind": card::MANIFEST_KIND,
+        "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
+        "tier": args.tier,
+        "seed": config.seed,
+        "config": config,
+        "method": {
+            "cells": "rating bin (lo, hi] x solver moves x mate",
+            "draw": "per cell, ChaCha8Rng seeded from sha256(\"puzzleforge-split|<seed>|<cell key>\"), candidates sorted by PuzzleId then shuffled",
+            "grouping": "greedy over cells, scarcest first: a game's side is fixed by its first selected puzzle; later cells use fixed games only on their side and give free games to the side needing more",
+        },
+        "engine": engine,
+        "inputs": paths_relative_to(pool.inputs.clone(), &args.output),
+        "skipped": pool.skipped,
+        "exclusions": {"match": config.exclude_by, "removed": removed_total, "files": paths_relative_to(exclusion_files, &args.output)},
+        "counts": {
+            "admitted": admitted,
+            "outside_quota": outside_quota,
+            "cells": drawn.cells.len(),
+            "unfilled_cells": unfilled.len(),
+            "train": drawn.train.len(),
+            "test": drawn.test.len(),
+        },
+        "cells": cells_json,
+        "unfilled": unfilled_json,
+        "verify": verify,
+    });
+    let (train, test) = fetch_chosen(&args.pool, &drawn)?;
+    let written = card::write_release(&args.output, &train, &test, &drawn.cells, manifest)?;
+
+    let mut human = format!(
+        "split: {} train + {} test puzzles in {} cells -> {}\n",
+        train.len(),
+        test.len(),
+        drawn.cells.len(),
+        args.output.display()
+    );
+    if !unfilled.is_empty() {
+        human.push_str(&format!(
+            "split: {} cells not filled (see manifest.json \"unfilled\"), e.g.\n",
+            unfilled.len()
+        ));
+        for c in unfilled.iter().take(5) {
+            human.push_str(&format!(
+                "  {}: wanted {}, found {}\n",
+                c.cell.key(),
+                c.wanted.train + c.wanted.test,
+                c.available
+            ));
+        }
+    }
+    if removed_total > 0 {
+        human.push_str(&format!(
+            "split: excluded {removed_total} puzzles found in {} earlier files\n",
+            exclude_files.len()
+        ));
+    }
+    for (reason, count) in &pool.skipped {
+        human.push_str(&format!("split: skipped {count} rows: {reason}\n"));
+    }
+    for example in &pool.examples {
+        human.push_str(&format!("  {example}\n"));
+    }
+    Ok(Summary::new(
+        human,
+        json!({
+            "command": "split",
+            "output": args.output.display().to_string(),
+            "train": train.len(),
+            "test": test.len(),
+            "cells": drawn.cells.len(),
+            "unfilled_cells": unfilled.len(),
+            "excluded": removed_total,
+            "skipped": pool.skipped,
+            "files": written,
+        }),
+    ))
+}

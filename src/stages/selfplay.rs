@@ -1,0 +1,585 @@
+//! `puzzleforge selfplay`: Epoch's game generator, made reproducible.
+//!
+//! Defaults follow Epoch's published generator (`puzzle_generator.py`):
+//! a `chaos` opening of 12 uniformly random plies then Elo drawn per game
+//! (White 1500..=2500, Black 1400..=2000), or a `standard` opening of
+//! 8 plies (e4 in odd games, d4 in even ones, then a uniform choice among
+//! the MultiPV 4 moves within 20 cp of the best) at White 2000 / Black 1600.
+//! Both sides then play at their Elo through [`crate::engine::weaken`], our seeded
+//! copy of Stockfish 15.1's strength limit, until checkmate, stalemate,
+//! insufficient material, threefold repetition, the 50-move rule or
+//! 150 plies (opening included, as in Epoch's loop).
+//!
+//! Differences from Epoch, all for reproducibility: searches are limited by
+//! depth, never time (Epoch's opening used 0.1 s, we use `opening_depth`);
+//! every random choice comes from a ChaCha8 generator seeded with the run
+//! seed on stream = game index; a draw by repetition or the 50-move rule is
+//! declared when it has happened (python-chess's `claim_draw` also ends a
+//! game one ply early when the side to move *could* reach it).
+//!
+//! One game is one unit of [`EnginePool::map`], so the PGN is the same
+//! whatever the number of workers.
+
+use anyhow::{Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use shakmaty::fen::Fen;
+use shakmaty::san::SanPlus;
+use shakmaty::uci::UciMove;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::core::fileio::AtomicFile;
+use crate::core::summary::Summary;
+use crate::engine::pool::{EnginePool, Session};
+use crate::engine::process::{EngineError, Limit, SearchRequest};
+use crate::engine::settings::{EngineArgs, EngineConfig};
+use crate::engine::weaken::{self, weakened_move};
+
+/// How the first plies of a game are chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Uniformly random plies, then random Elo per game.
+    #[default]
+    Chaos,
+    /// e4/d4, then near-best engine moves; fixed Elo.
+    Standard,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Chaos => "chaos",
+            Mode::Standard => "standard",
+        }
+    }
+}
+
+/// `[selfplay]` in pipeline.toml; CLI flags override it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SelfplayConfig {
+    pub games: u64,
+    pub seed: u64,
+    pub mode: Mode,
+    /// Random plies of the chaos opening.
+    pub chaos_plies: u32,
+    /// Inclusive Elo range White's Elo is drawn from in chaos mode.
+    pub chaos_white_elo: [i32; 2],
+    /// Inclusive Elo range Black's Elo is drawn from in chaos mode.
+    pub chaos_black_elo: [i32; 2],
+    /// Plies of the standard opening.
+    pub opening_plies: u32,
+    /// Lines searched for each standard opening ply after the first.
+    pub opening_multipv: u32,
+    /// A standard opening move is a candidate within this many cp of the best.
+    pub opening_window_cp: i32,
+    /// Depth of the standard opening searches (Epoch: 0.1 s).
+    pub opening_depth: u32,
+    /// Elo of White in standard mode.
+    pub white_elo: i32,
+    /// Elo of Black in standard mode.
+    pub black_elo: i32,
+    /// A game stops after this many plies, opening included.
+    pub max_plies: u32,
+    /// Use Stockfish's own UCI_LimitStrength (not reproducible: the engine
+    /// seeds its choice from the clock) instead of our seeded copy.
+    pub engine_limit: bool,
+    /// PGN Event tag.
+    pub event: String,
+    /// PGN Site tag.
+    pub site: String,
+    /// PGN Date tag: fixed, never the wall clock, so runs are byte-identical.
+    pub date: String,
+}
+
+impl Default for SelfplayConfig {
+    fn default() -> Self {
+        Self {
+            games: 10,
+            seed: 0,
+            mode: Mode::Chaos,
+            chaos_plies: 12,
+            chaos_white_elo: [1500, 2500],
+            chaos_black_elo: [1400, 2000],
+            opening_plies: 8,
+            opening_multipv: 4,
+            opening_window_cp: 20,
+            opening_depth: 10,
+            white_elo: 2000,
+            black_elo: 1600,
+            max_plies: 150,
+            engine_limit: false,
+            event: "puzzleforge selfplay".to_string(),
+            site: "puzzleforge".to_string(),
+            date: "????.??.??".to_string(),
+        }
+    }
+}
+
+impl SelfplayConfig {
+    /// Rejects settings the engine cannot honour (exit 2).
+    pub fn validate(&self) -> Result<()> {
+        match self.mode {
+            Mode::Chaos => {
+                for (range, side) in [
+                    (self.chaos_white_elo, "White"),
+                    (self.chaos_black_elo, "Black"),
+                ] {
+                    weaken::check_elo(range[0], &format!("{side}'s lowest chaos"))?;
+                    weaken::check_elo(range[1], &format!("{side}'s highest chaos"))?;
+                    if range[0] > range[1] {
+                        crate::bail_input!("{side}'s chaos Elo range {range:?} is empty");
+                    }
+                }
+            }
+            Mode::Standard => {
+                weaken::check_elo(self.white_elo, "White's")?;
+                weaken::check_elo(self.black_elo, "Black's")?;
+                if self.opening_multipv == 0 || self.opening_depth == 0 {
+                    crate::bail_input!("opening_multipv and opening_depth must be at least 1");
+                }
+            }
+        }
+        if self.max_plies == 0 {
+            crate::bail_input!("max_plies must be at least 1");
+        }
+        for (name, value) in [
+            ("event", &self.event),
+            ("site", &self.site),
+            ("date", &self.date),
+        ] {
+            if value.contains(['"', '\\', '\n', '\r']) {
+                crate::bail_input!(
+                    "the PGN {name} {value:?} may not hold quotes, backslashes or newlines"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `puzzleforge selfplay`.
+#[derive(clap::Args, Debug)]
+pub struct SelfplayArgs {
+    /// Number of games.
+    #[arg(long)]
+    pub games: Option<u64>,
+    /// Run seed; game i draws from (seed, i).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Opening mode.
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// White's Elo (standard mode).
+    #[arg(long)]
+    pub white_elo: Option<i32>,
+    /// Black's Elo (standard mode).
+    #[arg(long)]
+    pub black_elo: Option<i32>,
+    /// Stop a game after this many plies.
+    #[arg(long)]
+    pub max_plies: Option<u32>,
+    /// Depth of the standard opening searches.
+    #[arg(long)]
+    pub opening_depth: Option<u32>,
+    /// PGN Date tag.
+    #[arg(long)]
+    pub date: Option<String>,
+    /// Weaken with Stockfish's own UCI_LimitStrength (NOT reproducible).
+    #[arg(long)]
+    pub engine_limit: bool,
+    /// Output PGN file (`.zst` to compress).
+    #[arg(short = 'o', long = "output", value_name = "PGN")]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl SelfplayArgs {
+    /// The configuration: defaults, then these flags.
+    pub fn config(&self, base: &SelfplayConfig) -> SelfplayConfig {
+        let mut config = base.clone();
+        if let Some(games) = self.games {
+            config.games = games;
+        }
+        if let Some(seed) = self.seed {
+            config.seed = seed;
+        }
+        if let Some(mode) = self.mode {
+            config.mode = mode;
+        }
+        if let Some(elo) = self.white_elo {
+            config.white_elo = elo;
+        }
+        if let Some(elo) = self.black_elo {
+            config.black_elo = elo;
+        }
+        if let Some(plies) = self.max_plies {
+            config.max_plies = plies;
+        }
+        if let Some(depth) = self.opening_depth {
+            config.opening_depth = depth;
+        }
+        if let Some(date) = &self.date {
+            config.date = date.clone();
+        }
+        config.engine_limit |= self.engine_limit;
+        config
+    }
+}
+
+pub fn run_selfplay(args: &SelfplayArgs) -> Result<Summary> {
+    let config = args.config(&SelfplayConfig::default());
+    config.validate()?;
+    let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
+    pool_config.progress = Some("games".to_string());
+    let pool = EnginePool::new(spec, pool_config)?;
+    run_selfplay_with(&config, &pool, &args.output)
+}
+
+/// Plays `config.games` games on `pool` and writes them to `output`.
+pub fn run_selfplay_with(
+    config: &SelfplayConfig,
+    pool: &EnginePool,
+    output: &Path,
+) -> Result<Summary> {
+    run_selfplay_range(config, pool, output, 1..=config.games)
+}
+
+/// Plays the games numbered `indices` (a slice of `1..=config.games`, for
+/// `run --shard`) and writes them to `output`. A game's bytes depend only
+/// on the seed and its number, so the slices' files concatenated in order
+/// are the file of the whole run.
+pub fn run_selfplay_range(
+    config: &SelfplayConfig,
+    pool: &EnginePool,
+    output: &Path,
+    indices: std::ops::RangeInclusive<u64>,
+) -> Result<Summary> {
+    config.validate()?;
+    let indices: Vec<u64> = indices.collect();
+    let games = pool.map(&indices, |session, _, &index| {
+        play_game(session, config, index)
+    })?;
+    let mut file = AtomicFile::create(output)?;
+    let engine_name = pool.engine_id().to_string();
+    for game in &games {
+        file.write_all(game.to_pgn(config, &engine_name).as_bytes())
+            .with_context(|| format!("writing {}", output.display()))?;
+    }
+    file.commit()?;
+    let plies: usize = games.iter().map(|g| g.sans.len()).sum();
+    let decisive = games
+        .iter()
+        .filter(|g| g.result == "1-0" || g.result == "0-1")
+        .count();
+    let human = format!(
+        "selfplay: {} games ({} mode, seed {}), {} plies, {} decisive -> {}{}",
+        games.len(),
+        config.mode.name(),
+        config.seed,
+        plies,
+        decisive,
+        output.display(),
+        if config.engine_limit {
+            " (engine limit: NOT reproducible)"
+        } else {
+            ""
+        }
+    );
+    let json = json!({
+        "command": "selfplay",
+        "games": games.len(),
+        "plies": plies,
+        "decisive": decisive,
+        "mode": config.mode.name(),
+        "seed": config.seed,
+        "reproducible": !config.engine_limit,
+        "output": output.display().to_string(),
+    });
+    Ok(Summary::new(human, json))
+}
+
+/// Plays the games (indices 1..=games) across the pool, in index order.
+pub fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<Vec<Game>> {
+    let indices: Vec<u64> = (1..=config.games).collect();
+    pool.map(&indices, |session, _, &index| {
+        play_game(session, config, index)
+    })
+}
+
+/// The generator of game `index` in a run with `seed`.
+pub fn game_rng(seed: u64, index: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(index);
+    rng
+}
+
+/// One finished game.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Game {
+    /// 1-based game number (PGN Round).
+    pub index: u64,
+    pub white_elo: i32,
+    pub black_elo: i32,
+    pub sans: Vec<String>,
+    pub ucis: Vec<String>,
+    /// `1-0`, `0-1`, `1/2-1/2` or `*` (ply cap reached).
+    pub result: String,
+    /// Why it ended: checkmate, stalemate, ...
+    pub ending: String,
+}
+
+impl Game {
+    /// The game as PGN text, ending with a blank line.
+    pub fn to_pgn(&self, config: &SelfplayConfig, engine_name: &str) -> String {
+        let weakening = if config.engine_limit {
+            "engine-limit"
+        } else {
+            "puzzleforge-skill"
+        };
+        let mut text = String::new();
+        let mut tag = |name: &str, value: &str| {
+            text.push_str(&format!("[{name} \"{value}\"]\n"));
+        };
+        tag("Event", &config.event);
+        tag("Site", &config.site);
+        tag("Date", &config.date);
+        tag("Round", &self.index.to_string());
+        tag("White", &format!("{engine_name} Elo {}", self.white_elo));
+        tag("Black", &format!("{engine_name} Elo {}", self.black_elo));
+        tag("Result", &self.result);
+        tag("WhiteElo", &self.white_elo.to_string());
+        tag("BlackElo", &self.black_elo.to_string());
+        tag("PlyCount", &self.sans.len().to_string());
+        tag(
+            "Termination",
+            if self.result == "*" {
+                "unterminated"
+            } else {
+                "normal"
+            },
+        );
+        tag("Ending", &self.ending);
+        tag("Mode", config.mode.name());
+        tag("Seed", &config.seed.to_string());
+        tag("Weakening", weakening);
+        tag(
+            "Reproducible",
+            if config.engine_limit { "false" } else { "true" },
+        );
+        text.push('\n');
+        let mut tokens = Vec::new();
+        for (i, san) in self.sans.iter().enumerate() {
+            if i % 2 == 0 {
+                tokens.push(format!("{}.", i / 2 + 1));
+            }
+            tokens.push(san.clone());
+        }
+        tokens.push(self.result.clone());
+        let mut line = String::new();
+        for token in tokens {
+            if !line.is_empty() && line.len() + 1 + token.len() > 79 {
+                text.push_str(&line);
+                text.push('\n');
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&token);
+        }
+        text.push_str(&line);
+        text.push_str("\n\n");
+        text
+    }
+}
+
+/// The standard starting position's FEN.
+pub const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
+/// A game in progress: position, moves so far and repetition history.
+struct Board {
+    position: Chess,
+    ucis: Vec<String>,
+    sans: Vec<String>,
+    hashes: Vec<u64>,
+}
+
+impl Board {
+    fn new() -> Self {
+        let position = Chess::default();
+        let hash = zobrist(&position);
+        Self {
+            position,
+            ucis: Vec::new(),
+            sans: Vec::new(),
+            hashes: vec![hash],
+        }
+    }
+
+    fn play(&mut self, m: Move) {
+        self.ucis.push(m.to_uci(CastlingMode::Standard).to_string());
+        let san = SanPlus::from_move_and_play_unchecked(&mut self.position, m);
+        self.sans.push(san.to_string());
+        self.hashes.push(zobrist(&self.position));
+    }
+
+    /// The result and reason when the game is over.
+    fn ending(&self) -> Option<(&'static str, &'static str)> {
+        let pos = &self.position;
+        if pos.is_checkmate() {
+            return Some((
+                if pos.turn() == Color::White {
+                    "0-1"
+                } else {
+                    "1-0"
+                },
+                "checkmate",
+            ));
+        }
+        if pos.is_stalemate() {
+            return Some(("1/2-1/2", "stalemate"));
+        }
+        if pos.is_insufficient_material() {
+            return Some(("1/2-1/2", "insufficient material"));
+        }
+        let current = self.hashes.last().copied().unwrap_or_default();
+        if self.hashes.iter().filter(|&&h| h == current).count() >= 3 {
+            return Some(("1/2-1/2", "threefold repetition"));
+        }
+        if pos.halfmoves() >= 100 {
+            return Some(("1/2-1/2", "fifty-move rule"));
+        }
+        None
+    }
+
+    fn request(&self, limit: Limit, multipv: u32) -> SearchRequest {
+        SearchRequest {
+            fen: START_FEN.to_string(),
+            moves: self.ucis.clone(),
+            limit,
+            multipv,
+        }
+    }
+
+    /// Parses an engine move, which must be legal here.
+    fn engine_move(&self, uci: &str) -> Result<Move, EngineError> {
+        uci.parse::<UciMove>()
+            .ok()
+            .and_then(|m| m.to_move(&self.position).ok())
+            .ok_or_else(|| {
+                EngineError::Garbage(format!(
+                    "move {uci:?} is not legal in {}",
+                    Fen::from_position(&self.position, EnPassantMode::Legal)
+                ))
+            })
+    }
+}
+
+fn zobrist(position: &Chess) -> u64 {
+    let hash: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+    hash.0
+}
+
+/// Plays game `index` (1-based) on one engine.
+pub fn play_game(
+    session: &mut Session,
+    config: &SelfplayConfig,
+    index: u64,
+) -> Result<Game, EngineError> {
+    let mut rng = game_rng(config.seed, index);
+    let mut board = Board::new();
+    let cap = config.max_plies as usize;
+    match config.mode {
+        Mode::Chaos => {
+            for _ in 0..config.chaos_plies {
+                if board.ending().is_some() || board.sans.len() >= cap {
+                    break;
+                }
+                let legal = board.position.legal_moves();
+                let choice = legal[rng.random_range(0..legal.len())];
+                board.play(choice);
+            }
+        }
+        Mode::Standard => {
+            for ply in 0..config.opening_plies {
+                if board.ending().is_some() || board.sans.len() >= cap {
+                    break;
+                }
+                let choice = if ply == 0 {
+                    board.engine_move(if index % 2 == 1 { "e2e4" } else { "d2d4" })?
+                } else {
+                    let request =
+                        board.request(Limit::Depth(config.opening_depth), config.opening_multipv);
+                    let result = session.search(&request)?;
+                    let best = result.lines.first().map(|line| line.score.to_cp());
+                    let mut candidates = Vec::new();
+                    for line in &result.lines {
+                        if let (Some(best), Some(first)) = (best, line.pv.first())
+                            && line.score.to_cp() >= best - config.opening_window_cp
+                        {
+                            candidates.push(board.engine_move(first)?);
+                        }
+                    }
+                    if candidates.is_empty() {
+                        let legal = board.position.legal_moves();
+                        legal[rng.random_range(0..legal.len())]
+                    } else {
+                        candidates[rng.random_range(0..candidates.len())]
+                    }
+                };
+                board.play(choice);
+            }
+        }
+    }
+    let (white_elo, black_elo) = match config.mode {
+        Mode::Chaos => (
+            rng.random_range(config.chaos_white_elo[0]..=config.chaos_white_elo[1]),
+            rng.random_range(config.chaos_black_elo[0]..=config.chaos_black_elo[1]),
+        ),
+        Mode::Standard => (config.white_elo, config.black_elo),
+    };
+    let level_of =
+        |elo: i32| weaken::skill_level(elo).map_err(|e| EngineError::Fatal(format!("{e:#}")));
+    let (white_level, black_level) = (level_of(white_elo)?, level_of(black_elo)?);
+    let mut limited_elo = None;
+    while board.ending().is_none() && board.sans.len() < cap {
+        let white = board.position.turn() == Color::White;
+        let (elo, level) = if white {
+            (white_elo, white_level)
+        } else {
+            (black_elo, black_level)
+        };
+        let uci = if config.engine_limit {
+            if limited_elo != Some(elo) {
+                session.set_option("UCI_LimitStrength", "true")?;
+                session.set_option("UCI_Elo", &elo.to_string())?;
+                limited_elo = Some(elo);
+            }
+            let request = board.request(Limit::Depth(weaken::pick_depth(level)), 1);
+            session.search(&request)?.best_move
+        } else {
+            weakened_move(session, (START_FEN, &board.ucis), level, &mut rng)?
+        };
+        let Some(uci) = uci else { break };
+        let m = board.engine_move(&uci)?;
+        board.play(m);
+    }
+    let (result, ending) = board.ending().unwrap_or(("*", "ply limit"));
+    Ok(Game {
+        index,
+        white_elo,
+        black_elo,
+        sans: board.sans,
+        ucis: board.ucis,
+        result: result.to_string(),
+        ending: ending.to_string(),
+    })
+}

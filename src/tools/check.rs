@@ -1,0 +1,197 @@
+//! `puzzleforge check`: is the best move in each position unique?
+//!
+//! Reads `FEN` or `FEN,move` lines, analyses each position with MultiPV 2
+//! across the engine pool (one position = one unit) and prints one JSON
+//! object per position on stdout, in input order.
+
+use crate::core::summary::Summary;
+use crate::engine::criterion::{self, Criterion};
+use crate::engine::pool::EnginePool;
+use crate::engine::process::Limit;
+use crate::engine::settings::{EngineArgs, EngineConfig};
+use crate::engine::uci::Score;
+use anyhow::Context;
+use serde_json::{Value, json};
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::{CastlingMode, Chess};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+/// Arguments of `puzzleforge check`.
+#[derive(clap::Args, Debug)]
+#[command(
+    group(clap::ArgGroup::new("limit").required(true).args(["depth", "nodes"])),
+    after_help = "Output: one JSON object per position on stdout, in input order: fen, best_move, \
+best_score, second_move, second_score ({\"cp\": n} or {\"mate\": n} from the side to move; null \
+when there is no second legal move), unique, criterion, plus move and move_is_best when the line \
+gave a move. The human summary goes to stderr; with --json the summary object is printed on \
+stdout after the positions, as the last line."
+)]
+pub struct CheckArgs {
+    /// Positions, one `FEN` or `FEN,move` (UCI) per line; `-` = stdin.
+    /// Blank lines and lines starting with # are skipped.
+    #[arg(default_value = "-")]
+    pub input: PathBuf,
+    /// Search each position to this depth.
+    #[arg(long)]
+    pub depth: Option<u32>,
+    /// Search each position for this many nodes.
+    #[arg(long)]
+    pub nodes: Option<u64>,
+    /// Uniqueness rule.
+    #[arg(long, value_enum, default_value_t = Criterion::Epoch)]
+    pub criterion: Criterion,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+struct CheckItem {
+    line: usize,
+    fen: String,
+    position: Chess,
+    /// The given move, normalized to standard UCI.
+    given_move: Option<String>,
+}
+
+fn score_json(score: Option<Score>) -> Value {
+    score.map_or(Value::Null, |score| json!(score))
+}
+
+fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
+    let name = args.input.display().to_string();
+    let reader: Box<dyn BufRead> = if args.input.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        crate::core::fileio::open_input(&args.input)?
+    };
+    let mut items = Vec::new();
+    for (index, line) in reader.lines().enumerate() {
+        let number = index + 1;
+        let line = line.with_context(|| format!("cannot read {name} line {number}"))?;
+        let text = line.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        let (fen, given) = match text.split_once(',') {
+            Some((fen, mv)) => (fen.trim(), Some(mv.trim())),
+            None => (text, None),
+        };
+        let position: Chess = Fen::from_ascii(fen.as_bytes())
+            .map_err(|error| error.to_string())
+            .and_then(|parsed| {
+                parsed
+                    .into_position(CastlingMode::Standard)
+                    .map_err(|error| error.to_string())
+            })
+            .map_err(|reason| {
+                crate::core::error::bad_input(format!(
+                    "{name} line {number}: bad FEN {fen:?}: {reason}"
+                ))
+            })?;
+        let given_move = match given {
+            None => None,
+            Some(text) => {
+                let mv = UciMove::from_ascii(text.as_bytes())
+                    .map_err(|error| error.to_string())
+                    .and_then(|uci| uci.to_move(&position).map_err(|error| error.to_string()))
+                    .map_err(|reason| {
+                        crate::core::error::bad_input(format!(
+                            "{name} line {number}: bad move {text:?}: {reason}"
+                        ))
+                    })?;
+                Some(UciMove::from_move(mv, CastlingMode::Standard).to_string())
+            }
+        };
+        items.push(CheckItem {
+            line: number,
+            fen: fen.to_string(),
+            position,
+            given_move,
+        });
+    }
+    Ok(items)
+}
+
+/// Runs `puzzleforge check`.
+pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
+    let limit = match (args.depth, args.nodes) {
+        (Some(depth), None) if depth > 0 => Limit::Depth(depth),
+        (None, Some(nodes)) if nodes > 0 => Limit::Nodes(nodes),
+        _ => crate::bail_input!("give exactly one of --depth D or --nodes N (positive)"),
+    };
+    let items = read_items(args)?;
+    let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
+    pool_config.workers = pool_config.workers.min(items.len().max(1));
+    pool_config.progress = Some("check".to_string());
+    let pool = EnginePool::new(spec, pool_config)?;
+    let criterion = args.criterion;
+    let verdicts = pool
+        .map(&items, |session, _, item| {
+            criterion::judge(session, &item.fen, &item.position, limit, criterion)
+        })
+        .map_err(
+            |error| match error.downcast_ref::<crate::engine::pool::UnitFailed>() {
+                Some(failed) => {
+                    let line = items.get(failed.item).map_or(0, |item| item.line);
+                    error.context(format!("checking {} line {line}", args.input.display()))
+                }
+                None => error,
+            },
+        )?;
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let (mut unique_count, mut best_matches, mut with_move) = (0u64, 0u64, 0u64);
+    for (item, verdict) in items.iter().zip(&verdicts) {
+        let mut object = json!({
+            "fen": item.fen,
+            "best_move": verdict.best_move,
+            "best_score": score_json(verdict.best_score),
+            "second_move": verdict.second_move,
+            "second_score": score_json(verdict.second_score),
+            "unique": verdict.unique,
+            "criterion": criterion.name(),
+        });
+        unique_count += u64::from(verdict.unique);
+        if let Some(given) = &item.given_move {
+            let is_best = verdict.best_move.as_deref() == Some(given.as_str());
+            with_move += 1;
+            best_matches += u64::from(is_best);
+            object["move"] = json!(given);
+            object["move_is_best"] = json!(is_best);
+        }
+        writeln!(out, "{object}").context("cannot write to stdout")?;
+    }
+    out.flush().context("cannot write to stdout")?;
+
+    let stats = pool.stats();
+    let total_nodes: u64 = stats.iter().map(|s| s.nodes).sum();
+    let cpu: f64 = stats.iter().map(|s| s.cpu_seconds).sum();
+    let restarts: u64 = stats.iter().map(|s| s.restarts).sum();
+    let human = format!(
+        "check: {} positions, {} unique ({}), {}/{} given moves are best; engine {} x{}, {} nodes, {:.1} engine CPU s, {} restarts",
+        items.len(),
+        unique_count,
+        criterion.name(),
+        best_matches,
+        with_move,
+        pool.engine_id(),
+        pool.workers(),
+        total_nodes,
+        cpu,
+        restarts
+    );
+    let json = json!({
+        "command": "check",
+        "positions": items.len(),
+        "unique": unique_count,
+        "criterion": criterion.name(),
+        "limit": limit,
+        "with_move": with_move,
+        "move_is_best": best_matches,
+        "engine": pool.engine_id(),
+        "engines": stats,
+    });
+    Ok(Summary::new(human, json))
+}

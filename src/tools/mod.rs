@@ -1,0 +1,8 @@
+//! Commands beside the pipeline: `check` (engine analysis of positions) and
+//! the `bench` benchmarks, which measure speed side by side with a peer.
+//!
+//! May use: [`crate::stages`] and everything below; the pipeline does not
+//! use it.
+
+pub mod bench;
+pub mod check;
