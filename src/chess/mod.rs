@@ -1,11 +1,13 @@
 //! Chess knowledge shared by the stages: the puzzle record and its files,
-//! what is derived from a puzzle's line (length, mate, rating bin, phase),
-//! themes, the trivial-capture rule, win chances and PGN reading.
+//! its columns, a puzzle's line played on the board, what is derived from
+//! it (length, mate, rating bin, phase), themes, the trivial-capture rule,
+//! win chances and PGN reading.
 //!
 //! May use: [`crate::core`]. Must not reach into engines, stages or the
 //! pipeline: nothing here runs a search.
 
 pub mod capture;
+pub mod columns;
 pub mod derive;
 pub mod line;
 pub mod pgn;

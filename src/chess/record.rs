@@ -18,22 +18,12 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
+use crate::chess::columns::{self, Column};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input};
 
-/// The Lichess puzzle CSV columns, in order.
-pub const LICHESS_COLUMNS: [&str; 10] = [
-    "PuzzleId",
-    "FEN",
-    "Moves",
-    "Rating",
-    "RatingDeviation",
-    "Popularity",
-    "NbPlays",
-    "Themes",
-    "GameUrl",
-    "OpeningTags",
-];
+/// The Lichess puzzle CSV columns' names, in order.
+pub const LICHESS_COLUMNS: [&str; 10] = columns::names(columns::LICHESS);
 
 /// A chess puzzle in the Lichess convention, plus any further columns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -61,8 +51,9 @@ impl Puzzle {
         self.moves.len() / 2
     }
 
-    /// The value of an extra column.
-    pub fn get(&self, column: &str) -> Option<&str> {
+    /// The value of an extra column (a [`Column`] or any other name).
+    pub fn get(&self, column: impl AsRef<str>) -> Option<&str> {
+        let column = column.as_ref();
         self.extra
             .iter()
             .find(|(name, _)| name == column)
@@ -70,7 +61,8 @@ impl Puzzle {
     }
 
     /// Sets an extra column, replacing its value or appending it.
-    pub fn set(&mut self, column: &str, value: impl Into<String>) {
+    pub fn set(&mut self, column: impl AsRef<str>, value: impl Into<String>) {
+        let column = column.as_ref();
         let value = value.into();
         match self.extra.iter_mut().find(|(name, _)| name == column) {
             Some(slot) => slot.1 = value,
@@ -92,19 +84,27 @@ impl Puzzle {
 
     /// The value of a column by its header name, as it is written to CSV.
     pub fn column(&self, column: &str) -> Option<String> {
+        Column::from_name(column)
+            .and_then(|known| self.lichess_cell(known))
+            .or_else(|| self.get(column).map(str::to_string))
+    }
+
+    /// The value of one of the ten Lichess columns as it is written to CSV;
+    /// `None` for any other column (those live in [`Puzzle::extra`]).
+    pub fn lichess_cell(&self, column: Column) -> Option<String> {
         let int = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();
         Some(match column {
-            "PuzzleId" => self.id.clone(),
-            "FEN" => self.fen.clone(),
-            "Moves" => self.moves.join(" "),
-            "Rating" => int(self.rating),
-            "RatingDeviation" => int(self.rating_deviation),
-            "Popularity" => int(self.popularity),
-            "NbPlays" => int(self.nb_plays),
-            "Themes" => self.themes.join(" "),
-            "GameUrl" => self.game_url.clone(),
-            "OpeningTags" => self.opening_tags.join(" "),
-            other => return self.get(other).map(str::to_string),
+            Column::PuzzleId => self.id.clone(),
+            Column::Fen => self.fen.clone(),
+            Column::Moves => self.moves.join(" "),
+            Column::Rating => int(self.rating),
+            Column::RatingDeviation => int(self.rating_deviation),
+            Column::Popularity => int(self.popularity),
+            Column::NbPlays => int(self.nb_plays),
+            Column::Themes => self.themes.join(" "),
+            Column::GameUrl => self.game_url.clone(),
+            Column::OpeningTags => self.opening_tags.join(" "),
+            _ => return None,
         })
     }
 
@@ -113,16 +113,16 @@ impl Puzzle {
     pub fn to_json(&self) -> Value {
         let mut map = Map::new();
         let int = |v: Option<i32>| v.map(Value::from).unwrap_or(Value::Null);
-        map.insert("PuzzleId".into(), self.id.clone().into());
-        map.insert("FEN".into(), self.fen.clone().into());
-        map.insert("Moves".into(), self.moves.join(" ").into());
-        map.insert("Rating".into(), int(self.rating));
-        map.insert("RatingDeviation".into(), int(self.rating_deviation));
-        map.insert("Popularity".into(), int(self.popularity));
-        map.insert("NbPlays".into(), int(self.nb_plays));
-        map.insert("Themes".into(), self.themes.join(" ").into());
-        map.insert("GameUrl".into(), self.game_url.clone().into());
-        map.insert("OpeningTags".into(), self.opening_tags.join(" ").into());
+        for column in columns::LICHESS {
+            let value = match column {
+                Column::Rating => int(self.rating),
+                Column::RatingDeviation => int(self.rating_deviation),
+                Column::Popularity => int(self.popularity),
+                Column::NbPlays => int(self.nb_plays),
+                text => self.lichess_cell(text).unwrap_or_default().into(),
+            };
+            map.insert(column.name().into(), value);
+        }
         for (name, value) in &self.extra {
             map.insert(name.clone(), value.clone().into());
         }
@@ -179,6 +179,9 @@ impl std::fmt::Display for RowError {
     }
 }
 
+/// The columns every puzzle file must have.
+const REQUIRED_COLUMNS: [Column; 3] = [Column::PuzzleId, Column::Fen, Column::Moves];
+
 /// Maps header names to column positions for one file.
 #[derive(Clone, Debug)]
 pub struct Header {
@@ -199,8 +202,8 @@ impl Header {
                 return Err(format!("column {name} appears twice in the header"));
             }
         }
-        for required in ["PuzzleId", "FEN", "Moves"] {
-            if !index.contains_key(required) {
+        for required in REQUIRED_COLUMNS {
+            if !index.contains_key(required.name()) {
                 return Err(format!("the header has no {required} column"));
             }
         }
@@ -233,8 +236,8 @@ impl Header {
                 format!("{} columns, header has {}", cells.len(), self.names.len()),
             ));
         }
-        let cell = |name: &str| self.position(name).map(|i| cells[i]).unwrap_or("");
-        let int = |name: &str| -> std::result::Result<Option<i32>, RowError> {
+        let cell = |column: Column| self.position(column.name()).map(|i| cells[i]).unwrap_or("");
+        let int = |name: Column| -> std::result::Result<Option<i32>, RowError> {
             let text = cell(name).trim();
             if text.is_empty() {
                 return Ok(None);
@@ -243,8 +246,11 @@ impl Header {
                 RowError::new("bad_integer", format!("{name} is not an integer: {text:?}"))
             })
         };
-        let words = |name: &str| -> Vec<String> {
-            cell(name).split_whitespace().map(str::to_string).collect()
+        let words = |column: Column| -> Vec<String> {
+            cell(column)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
         };
         let mut extra = Vec::new();
         for (i, name) in self.names.iter().enumerate() {
@@ -253,16 +259,16 @@ impl Header {
             }
         }
         Ok(Puzzle {
-            id: cell("PuzzleId").trim().to_string(),
-            fen: cell("FEN").trim().to_string(),
-            moves: words("Moves"),
-            rating: int("Rating")?,
-            rating_deviation: int("RatingDeviation")?,
-            popularity: int("Popularity")?,
-            nb_plays: int("NbPlays")?,
-            themes: words("Themes"),
-            game_url: cell("GameUrl").trim().to_string(),
-            opening_tags: words("OpeningTags"),
+            id: cell(Column::PuzzleId).trim().to_string(),
+            fen: cell(Column::Fen).trim().to_string(),
+            moves: words(Column::Moves),
+            rating: int(Column::Rating)?,
+            rating_deviation: int(Column::RatingDeviation)?,
+            popularity: int(Column::Popularity)?,
+            nb_plays: int(Column::NbPlays)?,
+            themes: words(Column::Themes),
+            game_url: cell(Column::GameUrl).trim().to_string(),
+            opening_tags: words(Column::OpeningTags),
             extra,
         })
     }
@@ -273,14 +279,15 @@ pub fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, RowError> 
     let object = value
         .as_object()
         .ok_or_else(|| RowError::new("not_an_object", "the line is not a JSON object"))?;
-    let text = |key: &str| -> String {
-        match object.get(key) {
+    let text = |column: Column| -> String {
+        match object.get(column.name()) {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => String::new(),
             Some(other) => other.to_string(),
         }
     };
-    let int = |key: &str| -> std::result::Result<Option<i32>, RowError> {
+    let int = |column: Column| -> std::result::Result<Option<i32>, RowError> {
+        let key = column.name();
         match object.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => n
@@ -298,10 +305,14 @@ pub fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, RowError> 
             )),
         }
     };
-    let words =
-        |key: &str| -> Vec<String> { text(key).split_whitespace().map(str::to_string).collect() };
-    for required in ["PuzzleId", "FEN", "Moves"] {
-        if !object.contains_key(required) {
+    let words = |column: Column| -> Vec<String> {
+        text(column)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    for required in REQUIRED_COLUMNS {
+        if !object.contains_key(required.name()) {
             return Err(RowError::new(
                 "missing_column",
                 format!("no {required} key"),
@@ -321,16 +332,16 @@ pub fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, RowError> 
         })
         .collect();
     Ok(Puzzle {
-        id: text("PuzzleId"),
-        fen: text("FEN"),
-        moves: words("Moves"),
-        rating: int("Rating")?,
-        rating_deviation: int("RatingDeviation")?,
-        popularity: int("Popularity")?,
-        nb_plays: int("NbPlays")?,
-        themes: words("Themes"),
-        game_url: text("GameUrl"),
-        opening_tags: words("OpeningTags"),
+        id: text(Column::PuzzleId),
+        fen: text(Column::Fen),
+        moves: words(Column::Moves),
+        rating: int(Column::Rating)?,
+        rating_deviation: int(Column::RatingDeviation)?,
+        popularity: int(Column::Popularity)?,
+        nb_plays: int(Column::NbPlays)?,
+        themes: words(Column::Themes),
+        game_url: text(Column::GameUrl),
+        opening_tags: words(Column::OpeningTags),
         extra,
     })
 }
@@ -409,9 +420,9 @@ impl PuzzleWriter {
     pub fn write(&mut self, puzzle: &Puzzle) -> Result<()> {
         match &mut self.sink {
             Sink::Csv(csv) => {
-                let mut row: Vec<String> = LICHESS_COLUMNS
+                let mut row: Vec<String> = columns::LICHESS
                     .iter()
-                    .map(|c| puzzle.column(c).unwrap_or_default())
+                    .map(|c| puzzle.lichess_cell(*c).unwrap_or_default())
                     .collect();
                 for column in &self.extra_columns {
                     row.push(puzzle.get(column).unwrap_or("").to_string());

@@ -15,7 +15,7 @@
 //! Records follow the shared convention: `FEN` is the position before the
 //! blunder, `Moves` holds the blunder alone (UCI), `GameUrl` points at the
 //! blunder as Lichess puzzle URLs do (`https://lichess.org/ID#PLY`, with
-//! `/black` when Black blundered). Extra columns: [`EXTRA_COLUMNS`].
+//! `/black` when Black blundered). Extra columns: [`columns::INGEST_GAMES`].
 //! `EvalBefore`/`EvalAfter` are from White's point of view, as in the PGN.
 
 use anyhow::{Context, Result};
@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use crate::chess::columns::{self, Column};
 use crate::chess::pgn::{GameItem, GameRecord, PgnGames, Rejection, Tags};
 use crate::chess::record::{Puzzle, PuzzleWriter, parse_game_url};
 use crate::chess::wincalc::Eval;
@@ -38,21 +39,6 @@ use crate::core::error::bad_input;
 use crate::core::fileio::open_input_with;
 use crate::core::progress;
 use crate::core::summary::Summary;
-
-/// Columns written after the ten Lichess columns.
-pub const EXTRA_COLUMNS: [&str; 11] = [
-    "Source",
-    "GameId",
-    "Ply",
-    "WhiteElo",
-    "BlackElo",
-    "Date",
-    "FenAfter",
-    "EvalBefore",
-    "EvalAfter",
-    "TimeControl",
-    "Kind",
-];
 
 /// The `Source` value of every record this stage writes.
 pub const SOURCE: &str = "lichess-game";
@@ -546,20 +532,20 @@ pub fn game_candidates(
             ),
             ..Puzzle::default()
         };
-        puzzle.set("Source", SOURCE);
-        puzzle.set("GameId", meta.game_id.clone());
-        puzzle.set("Ply", ply.ply.to_string());
-        puzzle.set("WhiteElo", meta.white_elo.to_string());
-        puzzle.set("BlackElo", meta.black_elo.to_string());
-        puzzle.set("Date", meta.date.to_string());
+        puzzle.set(Column::Source, SOURCE);
+        puzzle.set(Column::GameId, meta.game_id.clone());
+        puzzle.set(Column::Ply, ply.ply.to_string());
+        puzzle.set(Column::WhiteElo, meta.white_elo.to_string());
+        puzzle.set(Column::BlackElo, meta.black_elo.to_string());
+        puzzle.set(Column::Date, meta.date.to_string());
         puzzle.set(
-            "FenAfter",
+            Column::FenAfter,
             Fen::from_position(&after, EnPassantMode::Legal).to_string(),
         );
-        puzzle.set("EvalBefore", eval_text(previous_eval));
-        puzzle.set("EvalAfter", eval_text(eval_after));
-        puzzle.set("TimeControl", meta.time_control.clone());
-        puzzle.set("Kind", kind.unwrap_or(""));
+        puzzle.set(Column::EvalBefore, eval_text(previous_eval));
+        puzzle.set(Column::EvalAfter, eval_text(eval_after));
+        puzzle.set(Column::TimeControl, meta.time_control.clone());
+        puzzle.set(Column::Kind, kind.unwrap_or(""));
         found.push(puzzle);
     }
     found
@@ -599,7 +585,7 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
         inner: reader,
         count: Arc::clone(&pgn_bytes),
     };
-    let extra: Vec<String> = EXTRA_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let extra = columns::names(columns::INGEST_GAMES).map(String::from);
     let mut writer = PuzzleWriter::create(output, &extra)?;
 
     // Unanalysed games are dropped unless all positions are wanted, and

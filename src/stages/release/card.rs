@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::chess::columns::{self, Column};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, parse_game_url};
 use crate::core::fileio::{sha256_file, write_atomic};
 use crate::stages::release::cells::Cell;
@@ -20,34 +21,30 @@ use crate::stages::release::plots;
 /// recognised.
 pub const MANIFEST_KIND: &str = "puzzleforge-release";
 
-/// The derived columns, written right after the Lichess ten.
-pub const DERIVED_COLUMNS: [&str; 5] = ["NumMoves", "RatingBin", "Mate", "Source", "GameId"];
-
-/// Sets NumMoves, RatingBin, Mate, Source and GameId and moves them in
-/// front of the puzzle's other extra columns.
+/// Sets the release's columns ([`columns::RELEASE`]: NumMoves, RatingBin,
+/// Mate, Source and GameId) and moves them in front of the puzzle's other
+/// extra columns.
 pub fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option<&str>) {
-    let source = match puzzle.get("Source") {
+    let source = match puzzle.get(Column::Source) {
         Some(s) if !s.trim().is_empty() => s.to_string(),
         _ if parse_game_url(&puzzle.game_url).is_some() => "lichess".to_string(),
         _ => String::new(),
     };
-    let derived = [
-        ("NumMoves", puzzle.solver_moves().to_string()),
-        ("RatingBin", cell.bin_label()),
-        ("Mate", if cell.mate { "True" } else { "False" }.to_string()),
-        ("Source", source),
-        ("GameId", game.unwrap_or("").to_string()),
-    ];
-    let others: Vec<(String, String)> = puzzle
-        .extra
-        .drain(..)
-        .filter(|(name, _)| !DERIVED_COLUMNS.contains(&name.as_str()))
+    let value = |column: Column| match column {
+        Column::NumMoves => puzzle.solver_moves().to_string(),
+        Column::RatingBin => cell.bin_label(),
+        Column::Mate => if cell.mate { "True" } else { "False" }.to_string(),
+        Column::Source => source.clone(),
+        Column::GameId => game.unwrap_or("").to_string(),
+        _ => String::new(),
+    };
+    let derived: Vec<(String, String)> = columns::RELEASE
+        .iter()
+        .map(|column| (column.name().to_string(), value(*column)))
         .collect();
-    puzzle.extra = derived
-        .into_iter()
-        .map(|(name, value)| (name.to_string(), value))
-        .chain(others)
-        .collect();
+    let is_derived = |name: &str| columns::RELEASE.iter().any(|c| c.name() == name);
+    let others = puzzle.extra.drain(..).filter(|(name, _)| !is_derived(name));
+    puzzle.extra = derived.into_iter().chain(others).collect();
 }
 
 /// True when `dir` holds a puzzleforge release manifest.
@@ -87,7 +84,7 @@ pub fn write_release(
 ) -> Result<BTreeMap<String, String>> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("creating release folder {}: {e}", dir.display()))?;
-    let mut columns: Vec<String> = DERIVED_COLUMNS.map(String::from).to_vec();
+    let mut columns: Vec<String> = columns::names(columns::RELEASE).map(String::from).to_vec();
     for column in extra_columns_of(train)
         .into_iter()
         .chain(extra_columns_of(test))
