@@ -2,58 +2,14 @@
 //! (Lichess ingest, the self-play miner, releases), so one puzzle gets the
 //! same `NumMoves`, `Mate`, `RatingBin`, `Phase`, ... whichever stage made it.
 //!
-//! Validation lives here too: [`play_line`] parses the FEN and plays every
-//! move legally with shakmaty, which is what every derived chess field needs.
+//! The line itself is read by [`crate::chess::line::PuzzleLine`]; the
+//! columns are [`crate::chess::columns::DERIVED`].
 
-use shakmaty::fen::Fen;
-use shakmaty::uci::UciMove;
-use shakmaty::{Bitboard, CastlingMode, Chess, Color, Position, Rank};
+use shakmaty::{Bitboard, Chess, Color, Position, Rank};
 
-use crate::chess::record::{Puzzle, RowError};
-
-/// The columns [`DerivedFields::columns`] fills, in the order they are
-/// appended after the input's columns.
-pub const DERIVED_COLUMNS: [&str; 9] = [
-    "NumMoves",
-    "Mate",
-    "MateCheck",
-    "RatingBin",
-    "RatingBin200",
-    "Phase",
-    "GameId",
-    "Ply",
-    "Source",
-];
-
-/// A derived column other than `Source` (which the stage sets), so hot
-/// loops match a name once per file instead of once per row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DerivedColumn {
-    NumMoves,
-    Mate,
-    MateCheck,
-    RatingBin,
-    RatingBin200,
-    Phase,
-    GameId,
-    Ply,
-}
-
-impl DerivedColumn {
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "NumMoves" => Self::NumMoves,
-            "Mate" => Self::Mate,
-            "MateCheck" => Self::MateCheck,
-            "RatingBin" => Self::RatingBin,
-            "RatingBin200" => Self::RatingBin200,
-            "Phase" => Self::Phase,
-            "GameId" => Self::GameId,
-            "Ply" => Self::Ply,
-            _ => return None,
-        })
-    }
-}
+use crate::chess::columns::{self, Column};
+use crate::chess::line::{LineError, PuzzleLine};
+use crate::chess::record::Puzzle;
 
 /// Game phase of a puzzle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,85 +27,6 @@ impl Phase {
             Phase::Endgame => "endgame",
         }
     }
-}
-
-/// What playing a puzzle's line established.
-#[derive(Clone, Debug)]
-pub struct PlayedLine {
-    /// The position of the FEN (before the opponent's first move).
-    pub start: Chess,
-    /// True when the position after the last move is checkmate.
-    pub ends_in_checkmate: bool,
-    /// Number of plies in the line.
-    pub plies: usize,
-}
-
-/// Parses `fen` (standard chess, standard castling) and plays every
-/// whitespace-separated UCI move of `moves` legally. The line must hold an
-/// even number of moves, at least two (opponent, solver, ...).
-///
-/// Errors carry the reasons `bad_fen`, `illegal_position`, `bad_move`,
-/// `illegal_move`, `too_few_moves` and `odd_move_count`.
-pub fn play_line(fen: &[u8], moves: &[u8]) -> Result<PlayedLine, RowError> {
-    let fen = trim_ascii(fen);
-    let parsed = Fen::from_ascii(fen).map_err(|e| {
-        RowError::new(
-            "bad_fen",
-            format!("{e}: {:?}", String::from_utf8_lossy(fen)),
-        )
-    })?;
-    let start: Chess = parsed.into_position(CastlingMode::Standard).map_err(|e| {
-        RowError::new(
-            "illegal_position",
-            format!("{e}: {:?}", String::from_utf8_lossy(fen)),
-        )
-    })?;
-    let mut position = start.clone();
-    let mut plies = 0;
-    for word in moves
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|w| !w.is_empty())
-    {
-        let uci = UciMove::from_ascii(word).map_err(|_| {
-            RowError::new(
-                "bad_move",
-                format!(
-                    "move {} is not UCI: {:?}",
-                    plies + 1,
-                    String::from_utf8_lossy(word)
-                ),
-            )
-        })?;
-        let m = uci.to_move(&position).map_err(|_| {
-            RowError::new(
-                "illegal_move",
-                format!("move {} {uci} is illegal in the position", plies + 1),
-            )
-        })?;
-        position.play_unchecked(m);
-        plies += 1;
-    }
-    if plies < 2 {
-        return Err(RowError::new(
-            "too_few_moves",
-            format!("{plies} moves, a puzzle needs at least 2"),
-        ));
-    }
-    if plies % 2 != 0 {
-        return Err(RowError::new(
-            "odd_move_count",
-            format!("{plies} moves, the solver must play the last one"),
-        ));
-    }
-    Ok(PlayedLine {
-        ends_in_checkmate: position.is_checkmate(),
-        start,
-        plies,
-    })
-}
-
-fn trim_ascii(bytes: &[u8]) -> &[u8] {
-    bytes.trim_ascii()
 }
 
 /// Number of solver moves in a line of `plies` plies.
@@ -253,19 +130,20 @@ pub struct DerivedFields {
 impl DerivedFields {
     /// Derives every field from the played line and the puzzle's cells.
     pub fn new<'a>(
-        line: &PlayedLine,
+        line: &PuzzleLine,
         rating: Option<i32>,
         themes: impl IntoIterator<Item = &'a str> + Clone,
         game_url: &str,
     ) -> Self {
         let has_themes = themes.clone().into_iter().next().is_some();
         let themes_mate = mate_from_themes(themes.clone());
+        let ends_in_checkmate = line.ends_in_checkmate();
         Self {
-            num_moves: num_moves(line.plies),
-            mate: line.ends_in_checkmate,
-            mate_check: mate_check(has_themes, themes_mate, line.ends_in_checkmate),
+            num_moves: num_moves(line.plies()),
+            mate: ends_in_checkmate,
+            mate_check: mate_check(has_themes, themes_mate, ends_in_checkmate),
             rating,
-            phase: phase_from_themes(themes).unwrap_or_else(|| phase_from_material(&line.start)),
+            phase: phase_from_themes(themes).unwrap_or_else(|| phase_from_material(line.start())),
             game: crate::chess::record::game_url_parts(game_url).and_then(|(id, ply)| {
                 let id: [u8; 8] = id.as_bytes().try_into().ok()?;
                 Some((id, ply))
@@ -273,33 +151,24 @@ impl DerivedFields {
         }
     }
 
-    /// Appends the value of a derived column (one of [`DERIVED_COLUMNS`]
-    /// but `Source`, which the stage sets) to `out`; false for other names.
-    pub fn write_column(&self, name: &str, out: &mut Vec<u8>) -> bool {
-        match DerivedColumn::from_name(name) {
-            Some(column) => {
-                self.write(column, out);
-                true
-            }
-            None => false,
-        }
+    /// True for the columns [`DerivedFields::write`] fills: every one of
+    /// [`columns::DERIVED`] but `Source`, which the stage sets.
+    pub fn fills(column: Column) -> bool {
+        column != Column::Source && columns::DERIVED.contains(&column)
     }
 
     /// Appends one derived value to `out`, in place: the ingest's hot loop
-    /// allocates nothing here.
-    pub fn write(&self, column: DerivedColumn, out: &mut Vec<u8>) {
+    /// allocates nothing here. Appends nothing for a column it does not
+    /// [fill](DerivedFields::fills).
+    pub fn write(&self, column: Column, out: &mut Vec<u8>) {
         let mut digits = itoa::Buffer::new();
         match column {
-            DerivedColumn::NumMoves => {
-                out.extend_from_slice(digits.format(self.num_moves).as_bytes())
-            }
-            DerivedColumn::Mate => {
-                out.extend_from_slice(if self.mate { b"True" } else { b"False" })
-            }
-            DerivedColumn::MateCheck => out.extend_from_slice(self.mate_check.as_bytes()),
-            DerivedColumn::RatingBin | DerivedColumn::RatingBin200 => {
+            Column::NumMoves => out.extend_from_slice(digits.format(self.num_moves).as_bytes()),
+            Column::Mate => out.extend_from_slice(if self.mate { b"True" } else { b"False" }),
+            Column::MateCheck => out.extend_from_slice(self.mate_check.as_bytes()),
+            Column::RatingBin | Column::RatingBin200 => {
                 if let Some(r) = self.rating {
-                    let width = if column == DerivedColumn::RatingBin {
+                    let width = if column == Column::RatingBin {
                         100
                     } else {
                         200
@@ -312,35 +181,37 @@ impl DerivedFields {
                     out.push(b']');
                 }
             }
-            DerivedColumn::Phase => out.extend_from_slice(self.phase.as_str().as_bytes()),
-            DerivedColumn::GameId => {
+            Column::Phase => out.extend_from_slice(self.phase.as_str().as_bytes()),
+            Column::GameId => {
                 if let Some((id, _)) = &self.game {
                     out.extend_from_slice(id);
                 }
             }
-            DerivedColumn::Ply => {
+            Column::Ply => {
                 if let Some((_, Some(ply))) = &self.game {
                     out.extend_from_slice(digits.format(*ply).as_bytes());
                 }
             }
+            _ => {}
         }
     }
 
-    /// The value of a derived column (one of [`DERIVED_COLUMNS`] but
-    /// `Source`, which the stage sets) as written to CSV.
-    pub fn column(&self, name: &str) -> Option<String> {
-        let mut out = Vec::new();
-        if !self.write_column(name, &mut out) {
+    /// The value of a derived column as written to CSV; `None` for a
+    /// column it does not [fill](DerivedFields::fills).
+    pub fn column(&self, column: Column) -> Option<String> {
+        if !Self::fills(column) {
             return None;
         }
+        let mut out = Vec::new();
+        self.write(column, &mut out);
         Some(String::from_utf8_lossy(&out).into_owned())
     }
 }
 
 /// Validates a puzzle and derives its fields; the convenient entry point
 /// for stages holding a [`Puzzle`] (the miner, releases).
-pub fn derive_puzzle(puzzle: &Puzzle) -> Result<DerivedFields, RowError> {
-    let line = play_line(puzzle.fen.as_bytes(), puzzle.moves.join(" ").as_bytes())?;
+pub fn derive_puzzle(puzzle: &Puzzle) -> Result<DerivedFields, LineError> {
+    let line = PuzzleLine::of_puzzle(puzzle)?;
     Ok(DerivedFields::new(
         &line,
         puzzle.rating,
@@ -352,13 +223,13 @@ pub fn derive_puzzle(puzzle: &Puzzle) -> Result<DerivedFields, RowError> {
 /// Writes the derived columns into the puzzle's extra columns (replacing
 /// values already there) and sets `Source` unless it is already set.
 pub fn apply_derived(puzzle: &mut Puzzle, derived: &DerivedFields, source: &str) {
-    for name in DERIVED_COLUMNS {
-        if let Some(value) = derived.column(name) {
-            puzzle.set(name, value);
+    for column in columns::DERIVED {
+        if let Some(value) = derived.column(column) {
+            puzzle.set(column, value);
         }
     }
-    if puzzle.get("Source").is_none_or(str::is_empty) {
-        puzzle.set("Source", source);
+    if puzzle.get(Column::Source).is_none_or(str::is_empty) {
+        puzzle.set(Column::Source, source);
     }
 }
 
@@ -379,45 +250,21 @@ mod tests {
     #[test]
     fn mate_line_is_checkmate_and_material_phase() {
         // Scholar's mate pattern: black blunders, white mates.
-        let line = play_line(
-            b"r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3",
-            b"g8f6 h5f7",
+        let line = PuzzleLine::parse(
+            "r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3",
+            &["g8f6", "h5f7"],
         )
         .unwrap();
-        assert!(line.ends_in_checkmate);
-        assert_eq!(line.plies, 2);
-        assert_eq!(phase_from_material(&line.start), Phase::Opening);
+        assert!(line.ends_in_checkmate());
+        assert_eq!(line.plies(), 2);
+        assert_eq!(phase_from_material(line.start()), Phase::Opening);
         let derived = DerivedFields::new(&line, Some(600), ["mate", "mateIn1"], "");
         assert_eq!(derived.mate_check, "agree");
         assert_eq!(derived.phase, Phase::Opening);
-    }
-
-    #[test]
-    fn bad_lines_name_their_reason() {
-        let start = b"rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
         assert_eq!(
-            play_line(b"nonsense", b"e2e4 e7e5").unwrap_err().reason,
-            "bad_fen"
+            derived.column(Column::RatingBin).as_deref(),
+            Some("(500, 600]")
         );
-        assert_eq!(
-            play_line(start, b"e2e5 e7e5").unwrap_err().reason,
-            "illegal_move"
-        );
-        assert_eq!(play_line(start, b"e2e4 zz").unwrap_err().reason, "bad_move");
-        assert_eq!(
-            play_line(start, b"e2e4").unwrap_err().reason,
-            "too_few_moves"
-        );
-        assert_eq!(
-            play_line(start, b"e2e4 e7e5 g1f3").unwrap_err().reason,
-            "odd_move_count"
-        );
-        // Two white kings: parses, but is not a legal position.
-        assert_eq!(
-            play_line(b"K6K/8/8/8/8/8/8/k7 w - - 0 1", b"a8a7 a1a2")
-                .unwrap_err()
-                .reason,
-            "illegal_position"
-        );
+        assert_eq!(derived.column(Column::Source), None);
     }
 }

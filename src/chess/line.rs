@@ -1,33 +1,335 @@
-//! A puzzle's line played on the board: the position the solver first sees,
-//! one UCI move at a time with legality checked, and the FEN fields that
-//! identify a position.
+//! A puzzle's line played on the board, once: the FEN parsed, every UCI
+//! move checked for legality and played with shakmaty, the positions along
+//! the way kept. Every stage that needs a puzzle's positions or moves reads
+//! them from a [`PuzzleLine`], and every way a line can be bad is one
+//! [`LineError`]: a reason code (`bad_fen`, `illegal_position`, `bad_move`,
+//! `illegal_move`, `too_few_moves`, `odd_move_count`), a detail, and where
+//! the line came from (file, line, puzzle), so messages name the row and
+//! the reason.
+//!
+//! The convention is Lichess's ([`crate::chess::record`]): the opponent
+//! moves first, then the solver and the opponent alternate, and the solver
+//! plays the last move.
+
+use std::fmt;
 
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
 
-use crate::chess::record::Puzzle;
+use crate::chess::record::{Puzzle, RowError};
 
-/// Plays the opponent's first move: the first position the solver sees.
-pub fn first_solver_position(puzzle: &Puzzle) -> std::result::Result<Chess, String> {
-    let fen: Fen = puzzle
-        .fen
-        .parse()
-        .map_err(|e| format!("bad FEN {:?}: {e}", puzzle.fen))?;
-    let position: Chess = fen
-        .into_position(CastlingMode::Standard)
-        .map_err(|e| format!("impossible position {:?}: {e}", puzzle.fen))?;
-    let first = puzzle.moves.first().ok_or_else(|| "no moves".to_string())?;
-    play_uci(position, first)
+/// What is wrong with a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LineReason {
+    /// The FEN does not parse.
+    BadFen,
+    /// The FEN parses but is not a legal chess position.
+    IllegalPosition,
+    /// A move is not UCI.
+    BadMove,
+    /// A move is UCI but not legal where it is played.
+    IllegalMove,
+    /// Fewer than two moves: a puzzle needs the opponent's move and a
+    /// solver move.
+    TooFewMoves,
+    /// An odd number of moves: the solver must play the last one.
+    OddMoveCount,
 }
 
-/// Plays one UCI move, checking legality.
-pub fn play_uci(position: Chess, uci: &str) -> std::result::Result<Chess, String> {
-    let parsed: UciMove = uci.parse().map_err(|_| format!("bad UCI move {uci:?}"))?;
-    let m = parsed
-        .to_move(&position)
-        .map_err(|_| format!("illegal move {uci}"))?;
-    position.play(m).map_err(|_| format!("illegal move {uci}"))
+impl LineReason {
+    /// The reason code: what summaries count and rejects files hold.
+    pub const fn code(self) -> &'static str {
+        match self {
+            LineReason::BadFen => "bad_fen",
+            LineReason::IllegalPosition => "illegal_position",
+            LineReason::BadMove => "bad_move",
+            LineReason::IllegalMove => "illegal_move",
+            LineReason::TooFewMoves => "too_few_moves",
+            LineReason::OddMoveCount => "odd_move_count",
+        }
+    }
+
+    /// Which part of the line is at fault, in words.
+    const fn part(self) -> &'static str {
+        match self {
+            LineReason::BadFen | LineReason::IllegalPosition => "bad FEN",
+            LineReason::BadMove | LineReason::IllegalMove => "bad move",
+            LineReason::TooFewMoves | LineReason::OddMoveCount => "bad line",
+        }
+    }
+}
+
+/// Why a FEN, a move or a puzzle's line could not be played.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineError {
+    pub reason: LineReason,
+    /// What the FEN or the move held, or how many moves there were.
+    pub detail: String,
+    /// Where the line was read (`puzzles.csv line 12: puzzle 00008`),
+    /// outermost first; empty when the caller named no place.
+    pub place: String,
+}
+
+impl LineError {
+    fn new(reason: LineReason, detail: String) -> Self {
+        Self {
+            reason,
+            detail,
+            place: String::new(),
+        }
+    }
+
+    /// Names where the line came from. Places nest: the last one given is
+    /// written first, so `.at("puzzle 00008").at("p.csv line 3")` reads
+    /// `p.csv line 3: puzzle 00008: ...`.
+    pub fn at(mut self, place: impl fmt::Display) -> Self {
+        self.place = if self.place.is_empty() {
+            place.to_string()
+        } else {
+            format!("{place}: {}", self.place)
+        };
+        self
+    }
+
+    /// The reason code (`bad_fen`, `illegal_move`, ...).
+    pub fn code(&self) -> &'static str {
+        self.reason.code()
+    }
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.place.is_empty() {
+            write!(f, "{}: ", self.place)?;
+        }
+        write!(
+            f,
+            "{} ({}): {}",
+            self.reason.part(),
+            self.reason.code(),
+            self.detail
+        )
+    }
+}
+
+impl std::error::Error for LineError {}
+
+/// A bad line is a bad row: same reason code and detail (the row's file
+/// and line are the reader's to add).
+impl From<LineError> for RowError {
+    fn from(error: LineError) -> Self {
+        RowError::new(error.reason.code(), error.detail)
+    }
+}
+
+/// Parses a FEN (standard chess, standard castling; surrounding whitespace
+/// ignored) into a legal position.
+pub fn parse_position(fen: &str) -> Result<Chess, LineError> {
+    parse_position_ascii(fen.as_bytes())
+}
+
+fn parse_position_ascii(fen: &[u8]) -> Result<Chess, LineError> {
+    let fen = fen.trim_ascii();
+    let quoted = || format!("{:?}", String::from_utf8_lossy(fen));
+    let parsed = Fen::from_ascii(fen)
+        .map_err(|e| LineError::new(LineReason::BadFen, format!("{e}: {}", quoted())))?;
+    parsed
+        .into_position(CastlingMode::Standard)
+        .map_err(|e| LineError::new(LineReason::IllegalPosition, format!("{e}: {}", quoted())))
+}
+
+/// Parses a UCI move and checks that it is legal in `position`.
+pub fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError> {
+    read_move(position, uci.as_bytes(), None)
+}
+
+/// [`parse_move`] for the `number`-th move of a line (1-based), which the
+/// detail names.
+fn read_move(position: &Chess, text: &[u8], number: Option<usize>) -> Result<Move, LineError> {
+    let which = |n: Option<usize>| n.map_or_else(String::new, |n| format!(" {n}"));
+    let uci = UciMove::from_ascii(text).map_err(|_| {
+        LineError::new(
+            LineReason::BadMove,
+            format!(
+                "move{} is not UCI: {:?}",
+                which(number),
+                String::from_utf8_lossy(text)
+            ),
+        )
+    })?;
+    uci.to_move(position).map_err(|_| {
+        LineError::new(
+            LineReason::IllegalMove,
+            format!("move{} {uci} is illegal in the position", which(number)),
+        )
+    })
+}
+
+/// A line of legal moves from a position, with every position along it.
+///
+/// [`PuzzleLine::parse`] reads a puzzle's line (and checks the puzzle's
+/// shape: at least two moves, an even number); a line built move by move
+/// ([`PuzzleLine::from_fen`] then [`PuzzleLine::play_uci`]) may be any
+/// sequence of legal moves, such as a game's.
+#[derive(Clone, Debug)]
+pub struct PuzzleLine {
+    /// `positions[k]` is the position after `k` moves; never empty, the
+    /// first is the FEN's.
+    positions: Vec<Chess>,
+    /// `moves[k]` is played in `positions[k]`.
+    moves: Vec<Move>,
+}
+
+impl Default for PuzzleLine {
+    /// The line of no moves from the standard start, a buffer for
+    /// [`PuzzleLine::parse_cells`].
+    fn default() -> Self {
+        Self::from_position(Chess::default())
+    }
+}
+
+impl PuzzleLine {
+    /// The line of no moves from `start`.
+    pub fn from_position(start: Chess) -> Self {
+        Self {
+            positions: vec![start],
+            moves: Vec::new(),
+        }
+    }
+
+    /// The line of no moves from a FEN.
+    pub fn from_fen(fen: &str) -> Result<Self, LineError> {
+        Ok(Self::from_position(parse_position(fen)?))
+    }
+
+    /// A puzzle's line: the FEN, then every move (opponent first) legal
+    /// where it is played; at least two moves and an even number.
+    pub fn parse<S: AsRef<str>>(fen: &str, moves: &[S]) -> Result<Self, LineError> {
+        let mut line = Self::from_fen(fen)?;
+        line.positions.reserve(moves.len());
+        line.moves.reserve(moves.len());
+        for uci in moves {
+            line.play_ascii(uci.as_ref().as_bytes())?;
+        }
+        line.check_puzzle_shape()?;
+        Ok(line)
+    }
+
+    /// The line of a puzzle record ([`PuzzleLine::parse`] of its FEN and
+    /// moves).
+    pub fn of_puzzle(puzzle: &Puzzle) -> Result<Self, LineError> {
+        Self::parse(&puzzle.fen, &puzzle.moves)
+    }
+
+    /// [`PuzzleLine::parse`] of a file's raw cells, the moves separated by
+    /// whitespace, into this line: its buffers are reused, so reading row
+    /// after row into one line allocates nothing once they have grown (the
+    /// ingest's hot loop). On an error the line holds what was played so
+    /// far.
+    pub fn parse_cells(&mut self, fen: &[u8], moves: &[u8]) -> Result<(), LineError> {
+        let start = parse_position_ascii(fen)?;
+        self.positions.clear();
+        self.moves.clear();
+        self.positions.push(start);
+        for word in moves
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+        {
+            self.play_ascii(word)?;
+        }
+        self.check_puzzle_shape()
+    }
+
+    /// Plays one more move, checking that it is legal; the line is left as
+    /// it was when it is not.
+    pub fn play_uci(&mut self, uci: &str) -> Result<Move, LineError> {
+        self.play_ascii(uci.as_bytes())
+    }
+
+    fn play_ascii(&mut self, text: &[u8]) -> Result<Move, LineError> {
+        let before = self.last_position();
+        let m = read_move(before, text, Some(self.moves.len() + 1))?;
+        let mut after = before.clone();
+        after.play_unchecked(m);
+        self.positions.push(after);
+        self.moves.push(m);
+        Ok(m)
+    }
+
+    /// The puzzle's shape: at least two moves (the opponent's and a
+    /// solver's) and an even number (the solver plays the last).
+    pub fn check_puzzle_shape(&self) -> Result<(), LineError> {
+        let plies = self.plies();
+        if plies < 2 {
+            return Err(LineError::new(
+                LineReason::TooFewMoves,
+                format!("{plies} moves, a puzzle needs at least 2"),
+            ));
+        }
+        if !plies.is_multiple_of(2) {
+            return Err(LineError::new(
+                LineReason::OddMoveCount,
+                format!("{plies} moves, the solver must play the last one"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The FEN's position, before the opponent's first move.
+    pub fn start(&self) -> &Chess {
+        &self.positions[0]
+    }
+
+    /// The moves, in order.
+    pub fn moves(&self) -> &[Move] {
+        &self.moves
+    }
+
+    /// The positions: the start, then the position after each move.
+    pub fn positions(&self) -> &[Chess] {
+        &self.positions
+    }
+
+    /// Number of moves (plies).
+    pub fn plies(&self) -> usize {
+        self.moves.len()
+    }
+
+    /// Number of solver moves (every second move).
+    pub fn solver_moves(&self) -> usize {
+        self.plies() / 2
+    }
+
+    /// The position after `plies` moves (0: the start).
+    pub fn position_after(&self, plies: usize) -> Option<&Chess> {
+        self.positions.get(plies)
+    }
+
+    /// The position the solver first sees, after the opponent's first
+    /// move (a puzzle's line always has one; on a line built move by move
+    /// that has no move yet, the start).
+    pub fn first_solver_position(&self) -> &Chess {
+        self.positions.get(1).unwrap_or(self.start())
+    }
+
+    /// The position after the last move.
+    pub fn last_position(&self) -> &Chess {
+        &self.positions[self.positions.len() - 1]
+    }
+
+    /// True when the position after the last move is checkmate.
+    pub fn ends_in_checkmate(&self) -> bool {
+        self.last_position().is_checkmate()
+    }
+
+    /// The solver's turns in order: the index of the move in the line, the
+    /// position the solver faces and the solution's move there.
+    pub fn solver_turns(&self) -> impl Iterator<Item = (usize, &Chess, Move)> {
+        (1..self.moves.len())
+            .step_by(2)
+            .map(|ply| (ply, &self.positions[ply], self.moves[ply]))
+    }
 }
 
 /// FEN fields that identify a position: board, turn, castling, en passant
@@ -35,4 +337,83 @@ pub fn play_uci(position: Chess, uci: &str) -> std::result::Result<Chess, String
 pub fn normalized_fen(position: &Chess) -> String {
     let fen = Fen::from_position(position, EnPassantMode::Legal).to_string();
     fen.split(' ').take(4).collect::<Vec<_>>().join(" ")
+}
+
+/// The full FEN of a position (en passant square only when a capture
+/// there is legal).
+pub fn fen_of(position: &Chess) -> String {
+    Fen::from_position(position, EnPassantMode::Legal).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
+    fn reason(fen: &str, moves: &str) -> &'static str {
+        let moves: Vec<&str> = moves.split_whitespace().collect();
+        PuzzleLine::parse(fen, &moves).unwrap_err().code()
+    }
+
+    #[test]
+    fn bad_lines_name_their_reason() {
+        assert_eq!(reason("nonsense", "e2e4 e7e5"), "bad_fen");
+        assert_eq!(reason(START, "e2e5 e7e5"), "illegal_move");
+        assert_eq!(reason(START, "e2e4 zz"), "bad_move");
+        assert_eq!(reason(START, "e2e4"), "too_few_moves");
+        assert_eq!(reason(START, "e2e4 e7e5 g1f3"), "odd_move_count");
+        // Two white kings: parses, but is not a legal position.
+        assert_eq!(
+            reason("K6K/8/8/8/8/8/8/k7 w - - 0 1", "a8a7 a1a2"),
+            "illegal_position"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_place_the_part_and_the_move() {
+        let error = PuzzleLine::parse(START, &["e2e4", "e7e5", "g1g3", "b8c6"])
+            .unwrap_err()
+            .at("puzzle x1")
+            .at("p.csv line 3");
+        assert_eq!(error.detail, "move 3 g1g3 is illegal in the position");
+        assert_eq!(
+            error.to_string(),
+            "p.csv line 3: puzzle x1: bad move (illegal_move): move 3 g1g3 is illegal in the position"
+        );
+        let row = RowError::from(error);
+        assert_eq!(row.reason, "illegal_move");
+    }
+
+    #[test]
+    fn cells_and_records_play_the_same_line() {
+        let mut line = PuzzleLine::default();
+        line.parse_cells(START.as_bytes(), b" e2e4  e7e5\tg1f3 b8c6 ")
+            .unwrap();
+        let parsed = PuzzleLine::parse(START, &["e2e4", "e7e5", "g1f3", "b8c6"]).unwrap();
+        assert_eq!(line.plies(), 4);
+        assert_eq!(line.moves(), parsed.moves());
+        assert_eq!(line.positions(), parsed.positions());
+        assert_eq!(line.solver_moves(), 2);
+        let turns: Vec<usize> = line.solver_turns().map(|(ply, _, _)| ply).collect();
+        assert_eq!(turns, [1, 3]);
+        assert_eq!(
+            normalized_fen(line.first_solver_position()),
+            "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -"
+        );
+        // A bad row leaves the buffer ready for the next one.
+        assert!(line.parse_cells(b"nonsense", b"e2e4 e7e5").is_err());
+        line.parse_cells(START.as_bytes(), b"e2e4 e7e5").unwrap();
+        assert_eq!(line.plies(), 2);
+    }
+
+    #[test]
+    fn a_line_built_move_by_move_keeps_its_legal_prefix() {
+        let mut line = PuzzleLine::from_fen(START).unwrap();
+        line.play_uci("e2e4").unwrap();
+        let error = line.play_uci("e2e4").unwrap_err();
+        assert_eq!(error.code(), "illegal_move");
+        assert_eq!(line.plies(), 1);
+        assert!(line.check_puzzle_shape().is_err());
+    }
 }

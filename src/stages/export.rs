@@ -5,12 +5,13 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
-use shakmaty::{CastlingMode, Chess, Color, Position};
+use shakmaty::{CastlingMode, Color, Position};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::bail_input;
-use crate::chess::line::{first_solver_position, play_uci};
+use crate::chess::columns::{self, Column};
+use crate::chess::line::{LineError, PuzzleLine, fen_of};
 use crate::chess::record::{LICHESS_COLUMNS, Puzzle, for_each_row};
 use crate::core::fileio::{AtomicFile, write_atomic};
 use crate::core::summary::Summary;
@@ -69,47 +70,43 @@ pub struct SolverPosition {
 }
 
 /// The solver positions of a puzzle, in order.
-pub fn solver_positions(puzzle: &Puzzle) -> std::result::Result<Vec<SolverPosition>, String> {
-    let mut position: Chess = first_solver_position(puzzle)?;
-    let mut out = Vec::new();
-    let solver_moves = puzzle.solver_moves();
-    for index in 0..solver_moves {
-        let expected = puzzle.moves[1 + 2 * index].clone();
-        let legal = position.legal_moves();
-        let mut legal_moves: Vec<String> = legal
-            .iter()
-            .map(|m| m.to_uci(CastlingMode::Standard).to_string())
-            .collect();
-        legal_moves.sort();
-        let after = play_uci(position.clone(), &expected)
-            .map_err(|e| format!("solver move {}: {e}", index + 1))?;
-        let mut accepted = vec![expected.clone()];
-        if index + 1 == solver_moves && after.is_checkmate() {
-            let mut mates: Vec<String> = legal
+pub fn solver_positions(puzzle: &Puzzle) -> std::result::Result<Vec<SolverPosition>, LineError> {
+    let line = PuzzleLine::of_puzzle(puzzle)?;
+    let turns = line.solver_moves();
+    let positions = line
+        .solver_turns()
+        .enumerate()
+        .map(|(index, (ply, position, _))| {
+            // The puzzle's own spelling of the move, as the release has it.
+            let expected = puzzle.moves[ply].clone();
+            let legal = position.legal_moves();
+            let mut legal_moves: Vec<String> = legal
                 .iter()
-                .filter(|m| position.clone().play(**m).is_ok_and(|p| p.is_checkmate()))
                 .map(|m| m.to_uci(CastlingMode::Standard).to_string())
-                .filter(|uci| *uci != expected)
                 .collect();
-            mates.sort();
-            accepted.extend(mates);
-        }
-        out.push(SolverPosition {
-            index,
-            fen: shakmaty::fen::Fen::from_position(&position, shakmaty::EnPassantMode::Legal)
-                .to_string(),
-            side_to_move: position.turn(),
-            legal_moves,
-            expected,
-            accepted,
-        });
-        if index + 1 < solver_moves {
-            let reply = &puzzle.moves[2 + 2 * index];
-            position =
-                play_uci(after, reply).map_err(|e| format!("opponent move {}: {e}", index + 2))?;
-        }
-    }
-    Ok(out)
+            legal_moves.sort();
+            let mut accepted = vec![expected.clone()];
+            if index + 1 == turns && line.ends_in_checkmate() {
+                let mut mates: Vec<String> = legal
+                    .iter()
+                    .filter(|m| position.clone().play(**m).is_ok_and(|p| p.is_checkmate()))
+                    .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+                    .filter(|uci| *uci != expected)
+                    .collect();
+                mates.sort();
+                accepted.extend(mates);
+            }
+            SolverPosition {
+                index,
+                fen: fen_of(position),
+                side_to_move: position.turn(),
+                legal_moves,
+                expected,
+                accepted,
+            }
+        })
+        .collect();
+    Ok(positions)
 }
 
 fn color_name(color: Color) -> &'static str {
@@ -153,10 +150,10 @@ fn record(format: ExportFormat, puzzle: &Puzzle, split: &str, position: &SolverP
                 "normalized_fen": position_key_fen(&position.fen),
                 "rating": puzzle.rating,
                 "themes": puzzle.themes.join(" "),
-                "rating_bin": puzzle.get("RatingBin"),
+                "rating_bin": puzzle.get(Column::RatingBin),
                 "num_moves": puzzle.solver_moves(),
-                "mate": puzzle.get("Mate"),
-                "game_id": puzzle.get("GameId"),
+                "mate": puzzle.get(Column::Mate),
+                "game_id": puzzle.get(Column::GameId),
             },
         }),
         ExportFormat::Dspy => json!({
@@ -242,7 +239,8 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
                     let positions = match solver_positions(puzzle) {
                         Ok(p) => p,
                         Err(e) => {
-                            skipped.push(format!("{}: puzzle {}: {e}", input.display(), puzzle.id));
+                            let place = format!("{}: puzzle {}", input.display(), puzzle.id);
+                            skipped.push(e.at(place).to_string());
                             continue;
                         }
                     };
@@ -306,9 +304,9 @@ fn write_lichess(path: &Path, puzzles: &[Puzzle]) -> Result<()> {
         .from_writer(file);
     csv.write_record(LICHESS_COLUMNS)?;
     for puzzle in puzzles {
-        let row: Vec<String> = LICHESS_COLUMNS
+        let row: Vec<String> = columns::LICHESS
             .iter()
-            .map(|c| puzzle.column(c).unwrap_or_default())
+            .map(|c| puzzle.lichess_cell(*c).unwrap_or_default())
             .collect();
         csv.write_record(&row)
             .with_context(|| format!("writing {}", path.display()))?;

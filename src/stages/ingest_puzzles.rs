@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use crate::chess::derive::{self, DERIVED_COLUMNS, DerivedColumn, DerivedFields};
+use crate::chess::columns::{self, Column};
+use crate::chess::derive::{self, DerivedFields};
+use crate::chess::line::PuzzleLine;
 use crate::chess::record::{self, Format, Header, LICHESS_COLUMNS, RowError};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input_with};
@@ -265,7 +267,7 @@ enum ExtraCell {
     /// An input column copied unchanged.
     Input(usize),
     /// A derived column (replacing an input column of that name, if any).
-    Derived(DerivedColumn),
+    Derived(Column),
     /// `Source`: the input's value when it has one, else ours.
     Source(Option<usize>),
 }
@@ -303,23 +305,22 @@ impl RowLayout {
             if LICHESS_COLUMNS.contains(&name.as_str()) {
                 continue;
             }
-            let cell = if name == "Source" {
-                ExtraCell::Source(Some(i))
-            } else if let Some(derived) = DerivedColumn::from_name(name) {
-                ExtraCell::Derived(derived)
-            } else {
-                ExtraCell::Input(i)
+            let cell = match Column::from_name(name) {
+                Some(Column::Source) => ExtraCell::Source(Some(i)),
+                Some(column) if DerivedFields::fills(column) => ExtraCell::Derived(column),
+                _ => ExtraCell::Input(i),
             };
             extra.push(cell);
             extra_names.push(name.clone());
         }
-        for derived in DERIVED_COLUMNS {
-            if header.position(derived).is_none() {
-                extra.push(match DerivedColumn::from_name(derived) {
-                    Some(column) => ExtraCell::Derived(column),
-                    None => ExtraCell::Source(None),
+        for derived in columns::DERIVED {
+            if header.position(derived.name()).is_none() {
+                extra.push(if derived == Column::Source {
+                    ExtraCell::Source(None)
+                } else {
+                    ExtraCell::Derived(derived)
                 });
-                extra_names.push(derived.to_string());
+                extra_names.push(derived.name().to_string());
             }
         }
         Ok(Self {
@@ -364,7 +365,7 @@ fn words(cell: &str) -> impl Iterator<Item = &str> + Clone {
 pub fn check_row(layout: &RowLayout, cells: &[&[u8]]) -> std::result::Result<CheckedRow, RowError> {
     let mut text = Vec::with_capacity(cells.len());
     text_cells(layout, cells.iter().copied(), &mut text)?;
-    check_text_row(layout, &text)
+    check_text_row(layout, &text, &mut PuzzleLine::default())
 }
 
 /// Checks the cell count and UTF-8 of a row, filling `text` with its cells.
@@ -423,8 +424,13 @@ fn record_cells<'a>(
     text_cells(layout, record.iter(), text)
 }
 
-/// [`check_row`] after the cell count and UTF-8 checks.
-fn check_text_row(layout: &RowLayout, cells: &[&str]) -> std::result::Result<CheckedRow, RowError> {
+/// [`check_row`] after the cell count and UTF-8 checks; `line` is a
+/// buffer the FEN and moves are played into.
+fn check_text_row(
+    layout: &RowLayout,
+    cells: &[&str],
+    line: &mut PuzzleLine,
+) -> std::result::Result<CheckedRow, RowError> {
     let text = |column: usize| -> &str { layout.text(cells, column) };
     if text(ID).trim().is_empty() {
         return Err(RowError::new("missing_id", "PuzzleId is empty"));
@@ -451,8 +457,8 @@ fn check_text_row(layout: &RowLayout, cells: &[&str]) -> std::result::Result<Che
     let rating_deviation = int(RATING_DEVIATION)?;
     let popularity = int(POPULARITY)?;
     let nb_plays = int(NB_PLAYS)?;
-    let line = derive::play_line(text(FEN).as_bytes(), text(MOVES).as_bytes())?;
-    let derived = DerivedFields::new(&line, rating, words(text(THEMES)), text(GAME_URL).trim());
+    line.parse_cells(text(FEN).as_bytes(), text(MOVES).as_bytes())?;
+    let derived = DerivedFields::new(line, rating, words(text(THEMES)), text(GAME_URL).trim());
     Ok(CheckedRow {
         rating,
         rating_deviation,
@@ -822,13 +828,14 @@ fn process_chunk(
     let mut encoder = Encoder::new(layout, format, buffer);
     let mut rows = Vec::with_capacity(records.len());
     let mut cells: Vec<&str> = Vec::with_capacity(layout.header.len());
+    let mut line = PuzzleLine::default();
     for (record, pre) in records.iter().zip(prerejected) {
         if let Some(error) = pre {
             rows.push(RowOutcome::Rejected(error.clone()));
             continue;
         }
-        let checked =
-            record_cells(layout, record, &mut cells).and_then(|()| check_text_row(layout, &cells));
+        let checked = record_cells(layout, record, &mut cells)
+            .and_then(|()| check_text_row(layout, &cells, &mut line));
         let outcome = match checked {
             Err(error) => RowOutcome::Rejected(error),
             Ok(row) => {

@@ -10,12 +10,12 @@
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use shakmaty::fen::Fen;
-use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Chess, Position};
+use shakmaty::{Chess, Position};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::chess::columns::Column;
+use crate::chess::line::PuzzleLine;
 use crate::chess::record::Puzzle;
 use crate::core::fileio::AtomicFile;
 use crate::core::summary::Summary;
@@ -178,22 +178,10 @@ pub fn run_verify_with(
 }
 
 fn prepare(puzzle: &Puzzle, config: &VerifyConfig) -> Result<(Chess, u64, Criterion), String> {
-    let fen: Fen = puzzle.fen.parse().map_err(|e| format!("bad FEN: {e}"))?;
-    let mut position: Chess = fen
-        .into_position(CastlingMode::Standard)
-        .map_err(|e| format!("illegal FEN: {e}"))?;
-    if puzzle.moves.len() < 2 {
-        return Err("Moves needs the leading move and a solution".to_string());
-    }
-    let first: UciMove = puzzle.moves[0]
-        .parse()
-        .map_err(|_| format!("bad move {}", puzzle.moves[0]))?;
-    let first = first
-        .to_move(&position)
-        .map_err(|_| format!("illegal move {}", puzzle.moves[0]))?;
-    position.play_unchecked(first);
+    let line = PuzzleLine::of_puzzle(puzzle).map_err(|e| e.to_string())?;
+    let position = line.first_solver_position().clone();
     let column_nodes = puzzle
-        .get("Nodes")
+        .get(Column::Nodes)
         .and_then(|n| n.trim().parse::<u64>().ok());
     let base = if config.nodes_override {
         config.nodes
@@ -203,7 +191,7 @@ fn prepare(puzzle: &Puzzle, config: &VerifyConfig) -> Result<(Chess, u64, Criter
     .ok_or("no Nodes column value and no --nodes")?;
     let criterion = match config.criterion {
         Some(c) => c,
-        None => match puzzle.get("Criterion").unwrap_or("epoch") {
+        None => match puzzle.get(Column::Criterion).unwrap_or("epoch") {
             "lichess" => Criterion::Lichess,
             _ => Criterion::Epoch,
         },

@@ -4,6 +4,7 @@
 //! across the engine pool (one position = one unit) and prints one JSON
 //! object per position on stdout, in input order.
 
+use crate::chess::line::{parse_move, parse_position};
 use crate::core::summary::Summary;
 use crate::engine::criterion::{self, Criterion};
 use crate::engine::pool::EnginePool;
@@ -12,7 +13,6 @@ use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::engine::uci::Score;
 use anyhow::Context;
 use serde_json::{Value, json};
-use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess};
 use std::io::{BufRead, Write};
@@ -77,29 +77,16 @@ fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
             Some((fen, mv)) => (fen.trim(), Some(mv.trim())),
             None => (text, None),
         };
-        let position: Chess = Fen::from_ascii(fen.as_bytes())
-            .map_err(|error| error.to_string())
-            .and_then(|parsed| {
-                parsed
-                    .into_position(CastlingMode::Standard)
-                    .map_err(|error| error.to_string())
-            })
-            .map_err(|reason| {
-                crate::core::error::bad_input(format!(
-                    "{name} line {number}: bad FEN {fen:?}: {reason}"
-                ))
-            })?;
+        let bad_line = |error: crate::chess::line::LineError| {
+            crate::core::error::bad_input(
+                error.at(format_args!("{name} line {number}")).to_string(),
+            )
+        };
+        let position = parse_position(fen).map_err(bad_line)?;
         let given_move = match given {
             None => None,
             Some(text) => {
-                let mv = UciMove::from_ascii(text.as_bytes())
-                    .map_err(|error| error.to_string())
-                    .and_then(|uci| uci.to_move(&position).map_err(|error| error.to_string()))
-                    .map_err(|reason| {
-                        crate::core::error::bad_input(format!(
-                            "{name} line {number}: bad move {text:?}: {reason}"
-                        ))
-                    })?;
+                let mv = parse_move(&position, text).map_err(bad_line)?;
                 Some(UciMove::from_move(mv, CastlingMode::Standard).to_string())
             }
         };

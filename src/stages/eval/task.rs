@@ -5,11 +5,11 @@
 //! solver answered earlier.
 
 use anyhow::Result;
-use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
-use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position};
+use shakmaty::{CastlingMode, Chess, Color, Move, Position};
 
+pub use crate::chess::line::fen_of;
+use crate::chess::line::{LineError, PuzzleLine, parse_move, parse_position};
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 
@@ -75,60 +75,50 @@ pub fn side_name(color: Color) -> &'static str {
     }
 }
 
-pub fn fen_of(position: &Chess) -> String {
-    Fen::from_position(position, EnPassantMode::Legal).to_string()
+/// A bad FEN or move as a bad-input error naming `what` (a puzzle id, a
+/// config entry).
+fn bad_line(error: LineError, what: &str) -> anyhow::Error {
+    bad_input(error.at(what).to_string())
 }
 
 /// Parses a FEN; errors name `what` (a puzzle id, a config entry).
 pub fn position_from_fen(fen: &str, what: &str) -> Result<Chess> {
-    let parsed: Fen = fen
-        .parse()
-        .map_err(|e| bad_input(format!("{what}: bad FEN {fen:?}: {e}")))?;
-    parsed
-        .into_position(CastlingMode::Standard)
-        .map_err(|e| bad_input(format!("{what}: illegal position {fen:?}: {e}")))
+    parse_position(fen).map_err(|e| bad_line(e, what))
 }
 
 /// Parses a UCI move and checks it is legal in `position`.
 pub fn legal_uci_move(position: &Chess, uci: &str, what: &str) -> Result<Move> {
-    let parsed: UciMove = uci
-        .parse()
-        .map_err(|e| bad_input(format!("{what}: bad UCI move {uci:?}: {e}")))?;
-    parsed
-        .to_move(position)
-        .map_err(|e| bad_input(format!("{what}: move {uci} is not legal: {e}")))
+    parse_move(position, uci).map_err(|e| bad_line(e, what))
 }
 
 /// The solver positions of one puzzle.
 pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<PositionTask>> {
     let what = format!("puzzle {} (#{})", puzzle.id, puzzle_index + 1);
-    if puzzle.moves.len() < 2 {
-        return Err(bad_input(format!(
-            "{what}: needs an opponent move and at least one solver move"
-        )));
-    }
-    let mut position = position_from_fen(&puzzle.fen, &what)?;
-    let mut history = Vec::new();
-    let solver_moves = puzzle.solver_moves();
+    let line = PuzzleLine::of_puzzle(puzzle).map_err(|e| bad_line(e, &what))?;
+    let solver_moves = line.solver_moves();
     let mate_in_one = puzzle.has_theme("mateIn1");
-    let mut tasks = Vec::with_capacity(solver_moves);
-    for (ply, uci) in puzzle.moves.iter().enumerate() {
-        if ply % 2 == 1 {
+    // SAN of the moves leading to each position.
+    let history: Vec<String> = line
+        .positions()
+        .iter()
+        .zip(line.moves())
+        .map(|(position, m)| SanPlus::from_move(position.clone(), *m).to_string())
+        .collect();
+    let tasks = line
+        .solver_turns()
+        .map(|(ply, position, _)| {
             let move_index = ply / 2;
-            tasks.push(PositionTask {
+            PositionTask {
                 puzzle_index,
                 move_index,
                 is_last: move_index + 1 == solver_moves,
                 mate_in_one,
                 position: position.clone(),
-                expected: uci.clone(),
-                history_san: history.clone(),
-            });
-        }
-        let m = legal_uci_move(&position, uci, &what)?;
-        history.push(SanPlus::from_move(position.clone(), m).to_string());
-        position.play_unchecked(m);
-    }
+                expected: puzzle.moves[ply].clone(),
+                history_san: history[..ply].to_vec(),
+            }
+        })
+        .collect();
     Ok(tasks)
 }
 

@@ -9,8 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::bail_input;
+use crate::chess::columns::Column;
 use crate::chess::derive::{mate_from_themes, rating_bin_edges, rating_bin_label};
-use crate::chess::line::{first_solver_position, normalized_fen};
+use crate::chess::line::{LineError, PuzzleLine, normalized_fen};
 use crate::chess::record::{Puzzle, parse_game_url};
 use crate::core::error::bad_input;
 
@@ -327,7 +328,7 @@ impl Cell {
 /// True for a mating puzzle: a `Mate` column saying so (`True`/`true`/`1`),
 /// else the `mate` or `mateInN` themes.
 pub fn is_mate(puzzle: &Puzzle) -> bool {
-    if let Some(value) = puzzle.get("Mate") {
+    if let Some(value) = puzzle.get(Column::Mate) {
         match value.trim().to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" => return true,
             "false" | "0" | "no" => return false,
@@ -339,7 +340,7 @@ pub fn is_mate(puzzle: &Puzzle) -> bool {
 
 /// The source game: the `GameId` column, else the id in the game URL.
 pub fn game_id(puzzle: &Puzzle) -> Option<String> {
-    match puzzle.get("GameId").map(str::trim) {
+    match puzzle.get(Column::GameId).map(str::trim) {
         Some(id) if !id.is_empty() => Some(id.to_string()),
         _ => parse_game_url(&puzzle.game_url).map(|(id, _)| id),
     }
@@ -347,9 +348,9 @@ pub fn game_id(puzzle: &Puzzle) -> Option<String> {
 
 /// The contamination key of a puzzle: normalized FEN after the opponent's
 /// first move, plus the solution moves when `by` asks for them.
-pub fn position_key(puzzle: &Puzzle, by: ExcludeBy) -> std::result::Result<String, String> {
-    let position = first_solver_position(puzzle)?;
-    let fen = normalized_fen(&position);
+pub fn position_key(puzzle: &Puzzle, by: ExcludeBy) -> std::result::Result<String, LineError> {
+    let line = PuzzleLine::of_puzzle(puzzle)?;
+    let fen = normalized_fen(line.first_solver_position());
     Ok(match by {
         ExcludeBy::Position => fen,
         ExcludeBy::PositionAndSolution => format!("{fen}|{}", puzzle.moves[1..].join(" ")),

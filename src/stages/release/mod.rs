@@ -305,7 +305,10 @@ fn read_pool(
             let key = match position_key(&puzzle, config.exclude_by) {
                 Ok(k) => k,
                 Err(e) => {
-                    skip("bad_position", format!("puzzle {}: {e}", puzzle.id));
+                    skip(
+                        "bad_position",
+                        e.at(format_args!("puzzle {}", puzzle.id)).to_string(),
+                    );
                     return Ok(());
                 }
             };

@@ -236,7 +236,7 @@ pub fn run_bench_ingest(args: &BenchIngestArgs) -> Result<Summary> {
 
 /// Rows per second of the validation alone, on the current rayon pool: the
 /// sample's FEN and Moves cells held in memory, each row's FEN parsed and
-/// every move checked and played (`derive::play_line`), nothing read or
+/// every move checked and played (`PuzzleLine::parse_cells`), nothing read or
 /// written. What `ingest puzzles` cannot beat, whatever its I/O.
 fn validation_ceiling(sample: &Path, rows: usize, repeat: usize) -> Result<f64> {
     use rayon::prelude::*;
@@ -267,10 +267,11 @@ fn validation_ceiling(sample: &Path, rows: usize, repeat: usize) -> Result<f64> 
         let valid = (0..rows)
             .into_par_iter()
             .with_min_len(256)
-            .filter(|i| {
+            .map_init(crate::chess::line::PuzzleLine::default, |line, i| {
                 let (fen, moves) = &cells[i % cells.len()];
-                crate::chess::derive::play_line(fen, moves).is_ok()
+                line.parse_cells(fen, moves).is_ok()
             })
+            .filter(|valid| *valid)
             .count();
         let seconds = started.elapsed().as_secs_f64();
         if valid != rows {
