@@ -1169,6 +1169,36 @@ struct Committer<'a> {
 }
 
 impl Committer<'_> {
+    /// Writes the sample (when sampling), commits the output and rejects
+    /// files, and returns the counts.
+    fn finish(self) -> Result<IngestStats> {
+        let Committer {
+            mut stats,
+            reservoir,
+            mut out,
+            rejects,
+            output,
+            ..
+        } = self;
+        if let Some(reservoir) = reservoir {
+            let dropped = reservoir.seen.saturating_sub(reservoir.capacity);
+            if dropped > 0 {
+                stats.filtered += dropped;
+                stats
+                    .filtered_by_filter
+                    .insert("sample".to_string(), dropped);
+            }
+            for (_, bytes) in reservoir.into_sorted() {
+                out.write_all(&bytes)
+                    .with_context(|| format!("writing {}", output.display()))?;
+                stats.written += 1;
+            }
+        }
+        out.commit()?;
+        rejects.commit()?;
+        Ok(stats)
+    }
+
     fn first_time(&mut self, id: &IdKey) -> bool {
         match id {
             IdKey::Short(key) => self.short_ids.insert(*key),
@@ -1268,83 +1298,11 @@ pub fn ingest_puzzles(
     let total_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
     let bar = crate::core::progress::bytes(total_bytes, "puzzles");
     let wrap_bar = bar.clone();
-    let mut reader = open_input_with(input, move |file| Box::new(wrap_bar.wrap_read(file)))?;
-    let first = first_content_byte(&mut reader, input)?;
+    let reader = open_input_with(input, move |file| Box::new(wrap_bar.wrap_read(file)))?;
     let (sender, batches) = mpsc::sync_channel::<BatchResult>(2);
     let (recycle, recycled) = mpsc::channel::<Batch>();
-    let layout_error = |e: String| bad_input(format!("{}: {e}", input.display()));
-    let (layout, reader_thread): (RowLayout, Box<dyn FnOnce() + Send>) = match first {
-        None => return Err(bad_input(format!("{}: the file is empty", input.display()))),
-        Some(b'{') => {
-            // Peek the first object for its extra columns.
-            let mut first_line = Vec::new();
-            reader
-                .read_until(b'\n', &mut first_line)
-                .map_err(|e| bad_input(format!("{}: cannot read: {e}", input.display())))?;
-            let value: Value = serde_json::from_slice(&first_line).map_err(|e| {
-                bad_input(format!(
-                    "{} line 1: not a JSON object: {e}",
-                    input.display()
-                ))
-            })?;
-            let object = value.as_object().ok_or_else(|| {
-                bad_input(format!("{} line 1: not a JSON object", input.display()))
-            })?;
-            let names: Vec<String> = LICHESS_COLUMNS
-                .iter()
-                .map(|c| c.to_string())
-                .chain(
-                    object
-                        .keys()
-                        .filter(|k| !LICHESS_COLUMNS.contains(&k.as_str()))
-                        .cloned(),
-                )
-                .collect();
-            let layout = RowLayout::new(names.clone(), false).map_err(layout_error)?;
-            let rest: Box<dyn BufRead + Send> =
-                Box::new(std::io::Cursor::new(first_line).chain(reader));
-            (
-                layout,
-                Box::new(move || read_jsonl_batches(rest, names, sender, recycled)),
-            )
-        }
-        Some(_) => {
-            let mut csv_reader = RecordReader::new(reader);
-            let mut record = Row::new();
-            match csv_reader.read(&mut record) {
-                Ok(Some(_)) => {}
-                Ok(None) => bail_input_header(input, "no header")?,
-                Err(e) => bail_input_header(input, &e)?,
-            }
-            let names = record
-                .iter()
-                .map(|c| String::from_utf8_lossy(c).into_owned())
-                .collect();
-            let layout = RowLayout::new(names, true).map_err(layout_error)?;
-            (
-                layout,
-                Box::new(move || read_csv_batches(csv_reader, sender, recycled)),
-            )
-        }
-    };
-
-    let mut out = AtomicFile::create(output)?;
-    if format == Format::Csv {
-        let mut header = csv::WriterBuilder::new()
-            .terminator(csv::Terminator::Any(b'\n'))
-            .from_writer(Vec::new());
-        let names: Vec<&str> = LICHESS_COLUMNS
-            .iter()
-            .copied()
-            .chain(layout.extra_names.iter().map(String::as_str))
-            .collect();
-        header.write_record(&names)?;
-        let header = header
-            .into_inner()
-            .map_err(|e| anyhow::anyhow!("{}", e.error()))?;
-        out.write_all(&header)
-            .with_context(|| format!("writing {}", output.display()))?;
-    }
+    let (layout, reader_thread) = start_reader(input, reader, sender, recycled)?;
+    let out = create_output(output, format, &layout)?;
     let rejects_file = RejectsFile::create(&rejects_path)?;
 
     let stats = IngestStats {
@@ -1353,7 +1311,7 @@ pub fn ingest_puzzles(
         rejects: rejects_path.clone(),
         ..IngestStats::default()
     };
-    let mut committer = Committer {
+    let committer = Committer {
         layout: &layout,
         output,
         stats,
@@ -1382,58 +1340,12 @@ pub fn ingest_puzzles(
         let progress = bar.clone();
         let commit_thread = std::thread::Builder::new()
             .name("ingest-commit".into())
-            .spawn_scoped(scope, move || -> Result<Committer> {
-                for (batch, chunks) in commits {
-                    committer.take(&batch, &chunks)?;
-                    if let Ok(mut pool) = buffers.lock() {
-                        for chunk in chunks {
-                            let mut bytes = chunk.bytes;
-                            bytes.clear();
-                            pool.push(bytes);
-                        }
-                    }
-                    let rows = committer.stats.rows_read;
-                    let seconds = started.elapsed().as_secs_f64();
-                    progress.set_message(format!(
-                        "{rows} rows, {:.0} rows/s",
-                        rows as f64 / seconds.max(1e-9)
-                    ));
-                    let _ = recycle.send(batch);
-                }
-                Ok(committer)
+            .spawn_scoped(scope, move || {
+                commit_batches(committer, commits, recycle, buffers, progress, started)
             })
             .context("starting the commit thread")?;
-        let mut rows_validated = 0u64;
-        let mut failure = None;
-        for batch in batches {
-            let batch = match batch {
-                Ok(batch) => batch,
-                Err((line, error)) => {
-                    failure = Some(bad_input(format!(
-                        "{}: the input is truncated or corrupt after {rows_validated} rows (line {line}): {error}",
-                        input.display(),
-                    )));
-                    break;
-                }
-            };
-            let chunks = batch.records[..batch.len]
-                .par_chunks(CHUNK_ROWS)
-                .zip(batch.prerejected.par_chunks(CHUNK_ROWS))
-                .map(|(records, pre)| process_chunk(&layout, format, config, records, pre, buffers))
-                .collect::<Result<Vec<ChunkOut>>>();
-            let chunks = match chunks {
-                Ok(chunks) => chunks,
-                Err(error) => {
-                    failure = Some(error);
-                    break;
-                }
-            };
-            rows_validated += batch.len as u64;
-            if to_commit.send((batch, chunks)).is_err() {
-                // The commit thread stopped on an error; join reports it.
-                break;
-            }
-        }
+        let failure =
+            validate_batches(batches, &layout, format, config, buffers, &to_commit, input).err();
         drop(to_commit);
         let committed = commit_thread
             .join()
@@ -1444,33 +1356,160 @@ pub fn ingest_puzzles(
         }
     });
     bar.finish_and_clear();
-    let Committer {
-        mut stats,
-        reservoir,
-        mut out,
-        rejects: rejects_file,
-        ..
-    } = result?;
-
-    if let Some(reservoir) = reservoir {
-        let dropped = reservoir.seen.saturating_sub(reservoir.capacity);
-        if dropped > 0 {
-            stats.filtered += dropped;
-            stats
-                .filtered_by_filter
-                .insert("sample".to_string(), dropped);
-        }
-        for (_, bytes) in reservoir.into_sorted() {
-            out.write_all(&bytes)
-                .with_context(|| format!("writing {}", output.display()))?;
-            stats.written += 1;
-        }
-    }
-    out.commit()?;
-    rejects_file.commit()?;
+    let mut stats = result?.finish()?;
     stats.seconds = started.elapsed().as_secs_f64();
     stats.rows_per_sec = stats.rows_read as f64 / stats.seconds.max(1e-9);
     Ok(stats)
+}
+
+/// Reads the input's header (CSV) or first object (JSON Lines): the row
+/// layout, and the reader thread's work, which sends the rest in batches.
+fn start_reader(
+    input: &Path,
+    mut reader: Box<dyn BufRead + Send>,
+    sender: mpsc::SyncSender<BatchResult>,
+    recycled: mpsc::Receiver<Batch>,
+) -> Result<(RowLayout, Box<dyn FnOnce() + Send>)> {
+    let layout_error = |e: String| bad_input(format!("{}: {e}", input.display()));
+    match first_content_byte(&mut reader, input)? {
+        None => Err(bad_input(format!("{}: the file is empty", input.display()))),
+        Some(b'{') => {
+            // Peek the first object for its extra columns.
+            let mut first_line = Vec::new();
+            reader
+                .read_until(b'\n', &mut first_line)
+                .map_err(|e| bad_input(format!("{}: cannot read: {e}", input.display())))?;
+            let value: Value = serde_json::from_slice(&first_line).map_err(|e| {
+                bad_input(format!(
+                    "{} line 1: not a JSON object: {e}",
+                    input.display()
+                ))
+            })?;
+            let object = value.as_object().ok_or_else(|| {
+                bad_input(format!("{} line 1: not a JSON object", input.display()))
+            })?;
+            let names: Vec<String> = LICHESS_COLUMNS
+                .iter()
+                .map(|c| c.to_string())
+                .chain(
+                    object
+                        .keys()
+                        .filter(|k| !LICHESS_COLUMNS.contains(&k.as_str()))
+                        .cloned(),
+                )
+                .collect();
+            let layout = RowLayout::new(names.clone(), false).map_err(layout_error)?;
+            let rest: Box<dyn BufRead + Send> =
+                Box::new(std::io::Cursor::new(first_line).chain(reader));
+            Ok((
+                layout,
+                Box::new(move || read_jsonl_batches(rest, names, sender, recycled)),
+            ))
+        }
+        Some(_) => {
+            let mut csv_reader = RecordReader::new(reader);
+            let mut record = Row::new();
+            match csv_reader.read(&mut record) {
+                Ok(Some(_)) => {}
+                Ok(None) => bail_input_header(input, "no header")?,
+                Err(e) => bail_input_header(input, &e)?,
+            }
+            let names = record
+                .iter()
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            let layout = RowLayout::new(names, true).map_err(layout_error)?;
+            Ok((
+                layout,
+                Box::new(move || read_csv_batches(csv_reader, sender, recycled)),
+            ))
+        }
+    }
+}
+
+/// Creates the output file and, for CSV, writes its header.
+fn create_output(output: &Path, format: Format, layout: &RowLayout) -> Result<AtomicFile> {
+    let mut out = AtomicFile::create(output)?;
+    if format == Format::Csv {
+        let mut header = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        let names: Vec<&str> = LICHESS_COLUMNS
+            .iter()
+            .copied()
+            .chain(layout.extra_names.iter().map(String::as_str))
+            .collect();
+        header.write_record(&names)?;
+        let header = header
+            .into_inner()
+            .map_err(|e| anyhow::anyhow!("{}", e.error()))?;
+        out.write_all(&header)
+            .with_context(|| format!("writing {}", output.display()))?;
+    }
+    Ok(out)
+}
+
+/// The validators' loop: checks each batch in parallel and hands it to the
+/// commit thread; stops at a read error or when the commit thread stopped.
+fn validate_batches(
+    batches: mpsc::Receiver<BatchResult>,
+    layout: &RowLayout,
+    format: Format,
+    config: &IngestPuzzlesConfig,
+    buffers: &BufferPool,
+    to_commit: &mpsc::SyncSender<(Batch, Vec<ChunkOut>)>,
+    input: &Path,
+) -> Result<()> {
+    let mut rows_validated = 0u64;
+    for batch in batches {
+        let batch = batch.map_err(|(line, error)| {
+            bad_input(format!(
+                "{}: the input is truncated or corrupt after {rows_validated} rows (line {line}): {error}",
+                input.display(),
+            ))
+        })?;
+        let chunks = batch.records[..batch.len]
+            .par_chunks(CHUNK_ROWS)
+            .zip(batch.prerejected.par_chunks(CHUNK_ROWS))
+            .map(|(records, pre)| process_chunk(layout, format, config, records, pre, buffers))
+            .collect::<Result<Vec<ChunkOut>>>()?;
+        rows_validated += batch.len as u64;
+        if to_commit.send((batch, chunks)).is_err() {
+            // The commit thread stopped on an error; join reports it.
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The commit thread's loop: commits each validated batch in input order,
+/// gives its buffers back for reuse and reports progress.
+fn commit_batches<'a>(
+    mut committer: Committer<'a>,
+    commits: mpsc::Receiver<(Batch, Vec<ChunkOut>)>,
+    recycle: mpsc::Sender<Batch>,
+    buffers: &BufferPool,
+    progress: indicatif::ProgressBar,
+    started: Instant,
+) -> Result<Committer<'a>> {
+    for (batch, chunks) in commits {
+        committer.take(&batch, &chunks)?;
+        if let Ok(mut pool) = buffers.lock() {
+            for chunk in chunks {
+                let mut bytes = chunk.bytes;
+                bytes.clear();
+                pool.push(bytes);
+            }
+        }
+        let rows = committer.stats.rows_read;
+        let seconds = started.elapsed().as_secs_f64();
+        progress.set_message(format!(
+            "{rows} rows, {:.0} rows/s",
+            rows as f64 / seconds.max(1e-9)
+        ));
+        let _ = recycle.send(batch);
+    }
+    Ok(committer)
 }
 
 fn bail_input_header(input: &Path, why: &str) -> Result<()> {

@@ -39,8 +39,6 @@ use crate::chess::pgn::GameItem;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use shakmaty::fen::Fen;
-use shakmaty::uci::UciMove;
 use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
 use std::collections::hash_map::Entry;
@@ -49,6 +47,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use crate::chess::capture::is_trivial_capture;
+use crate::chess::columns::{self, Column};
+use crate::chess::line::{PuzzleLine, fen_of, parse_move};
 use crate::chess::record::{Puzzle, PuzzleWriter};
 use crate::chess::themes::cheap_themes;
 use crate::core::error::bad_input;
@@ -196,19 +196,8 @@ pub fn run_mine(args: &MineArgs) -> Result<Summary> {
     run_mine_with(&config, &pool, &args.input, &args.output)
 }
 
-/// The extra columns `mine` writes, in order.
-pub const MINE_COLUMNS: [&str; 10] = [
-    "Source",
-    "GameId",
-    "Ply",
-    "Seed",
-    "WhiteElo",
-    "BlackElo",
-    "BestScore",
-    "SecondScore",
-    "Criterion",
-    "Nodes",
-];
+/// The extra columns `mine` writes, in order ([`columns::MINE`]).
+pub const MINE_COLUMNS: [Column; 10] = columns::MINE;
 
 /// Mines `input` on `pool` into `output`.
 pub fn run_mine_with(
@@ -235,7 +224,7 @@ pub fn run_mine_loaded(
     let run = mine_units(&loaded.units, config, pool)?;
     let cpu_seconds: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>() - cpu_before;
     let puzzles = select_puzzles(&loaded.units, &run, config);
-    let columns: Vec<String> = MINE_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let columns = columns::names(MINE_COLUMNS).map(String::from);
     let mut writer = PuzzleWriter::create(output, &columns)?;
     for puzzle in &puzzles {
         writer.write(puzzle)?;
@@ -358,38 +347,16 @@ pub fn load_input(path: &Path) -> Result<Loaded> {
 }
 
 /// Epoch's analysis positions of a game: after each move, from
-/// `min_fullmove` on, where a further move was played.
-pub fn game_targets(start: &Chess, moves: &[String], min_fullmove: u32) -> Vec<Target> {
-    let mut position = start.clone();
-    let mut targets = Vec::new();
-    for (k, uci) in moves.iter().enumerate() {
-        if k >= 1 && position.fullmoves().get() >= min_fullmove {
-            targets.push(Target {
-                after: k,
-                played: Some(uci.clone()),
-            });
-        }
-        let Some(m) = parse_move(&position, uci) else {
-            break;
-        };
-        position.play_unchecked(m);
-    }
-    targets
-}
-
-fn parse_move(position: &Chess, uci: &str) -> Option<Move> {
-    uci.parse::<UciMove>().ok()?.to_move(position).ok()
-}
-
-fn parse_fen(fen: &str) -> Option<Chess> {
-    fen.parse::<Fen>()
-        .ok()?
-        .into_position(CastlingMode::Standard)
-        .ok()
-}
-
-fn fen_of(position: &Chess) -> String {
-    Fen::from_position(position, EnPassantMode::Legal).to_string()
+/// `min_fullmove` on, where a further move was played. `line` is the game
+/// played from its start as far as its moves are legal.
+pub fn game_targets(line: &PuzzleLine, moves: &[String], min_fullmove: u32) -> Vec<Target> {
+    (1..moves.len().min(line.plies() + 1))
+        .filter(|&after| line.positions()[after].fullmoves().get() >= min_fullmove)
+        .map(|after| Target {
+            after,
+            played: Some(moves[after].clone()),
+        })
+        .collect()
 }
 
 fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
@@ -458,33 +425,31 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
                 return Ok(());
             }
         };
-        let Some(start) = parse_fen(&puzzle.fen) else {
-            skipped.push(format!(
-                "{} line {line}: bad FEN {:?}",
-                path.display(),
-                puzzle.fen
-            ));
-            return Ok(());
+        let place = format!("{} line {line}", path.display());
+        let mut played = match PuzzleLine::from_fen(&puzzle.fen) {
+            Ok(played) => played,
+            Err(e) => {
+                skipped.push(e.at(place).to_string());
+                return Ok(());
+            }
         };
         let Some(blunder) = puzzle.moves.first() else {
-            skipped.push(format!("{} line {line}: no move", path.display()));
+            skipped.push(format!("{place}: no move"));
             return Ok(());
         };
-        if parse_move(&start, blunder).is_none() {
-            skipped.push(format!(
-                "{} line {line}: illegal move {blunder}",
-                path.display()
-            ));
+        if let Err(e) = played.play_uci(blunder) {
+            skipped.push(e.at(place).to_string());
             return Ok(());
         }
+        let start = played.start();
         let (url_id, url_ply) = puzzle.game_id_and_ply().unwrap_or_default();
         let game_id = puzzle
-            .get("GameId")
+            .get(Column::GameId)
             .map(str::to_string)
             .filter(|s| !s.is_empty())
             .unwrap_or(url_id);
         let first_ply = puzzle
-            .get("Ply")
+            .get(Column::Ply)
             .and_then(|p| p.parse().ok())
             .or(url_ply)
             .unwrap_or_else(|| {
@@ -495,8 +460,8 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             game_id,
             game_url: puzzle.game_url.clone(),
             seed: String::new(),
-            white_elo: puzzle.get("WhiteElo").unwrap_or_default().to_string(),
-            black_elo: puzzle.get("BlackElo").unwrap_or_default().to_string(),
+            white_elo: puzzle.get(Column::WhiteElo).unwrap_or_default().to_string(),
+            black_elo: puzzle.get(Column::BlackElo).unwrap_or_default().to_string(),
             first_ply,
             keep_id: Some(puzzle.id.clone()).filter(|id| !id.is_empty()),
             start_fen: puzzle.fen.clone(),
@@ -574,127 +539,176 @@ pub fn mine_unit(
     config: &MineConfig,
 ) -> Result<UnitResult, EngineError> {
     let mut result = UnitResult::default();
-    let Some(start) = parse_fen(&unit.start_fen) else {
+    let Some(line) = unit_line(unit) else {
         return Ok(result);
     };
-    // Positions after k moves, k = 0..=n (stopping at an illegal move).
-    let mut positions = vec![start];
-    for uci in &unit.moves {
-        let Some(last) = positions.last() else { break };
-        let Some(m) = parse_move(last, uci) else {
-            break;
-        };
-        let mut next = last.clone();
-        next.play_unchecked(m);
-        positions.push(next);
-    }
     let targets: Vec<Target> = if unit.targets.is_empty() {
-        game_targets(&positions[0], &unit.moves, config.min_fullmove)
+        game_targets(&line, &unit.moves, config.min_fullmove)
     } else {
         unit.targets.clone()
     };
     // Shallow best scores by position index, for the played-move filter.
     let mut shallow_best: HashMap<usize, Score> = HashMap::new();
     for target in targets.iter().rev() {
-        let Some(position) = positions.get(target.after) else {
+        let Some(position) = line.position_after(target.after) else {
             continue;
         };
         if target.after == 0 || position.legal_moves().is_empty() {
             continue;
         }
         result.positions += 1;
-        let history = &unit.moves[..target.after];
-        let request = |limit: Limit, multipv: u32| SearchRequest {
-            fen: unit.start_fen.clone(),
-            moves: history.to_vec(),
-            limit,
-            multipv,
-        };
-        if !config.exhaustive {
-            let shallow = session.search(&request(Limit::Depth(config.shallow_depth), 2))?;
-            result.nodes += shallow.nodes;
-            if let Some(line) = shallow.lines.first() {
-                shallow_best.insert(target.after, line.score);
-            }
-            if !shallow_may_pass(&shallow, position, config) {
-                continue;
-            }
-            if target.played.is_some() {
-                let next = target.after + 1;
-                let played_value = match positions.get(next) {
-                    None => None,
-                    Some(after) if after.is_checkmate() => Some(Score::Mate(1)),
-                    Some(after) if after.is_game_over() => Some(Score::Cp(0)),
-                    Some(_) => {
-                        if let Entry::Vacant(slot) = shallow_best.entry(next) {
-                            let reply_request = SearchRequest {
-                                fen: unit.start_fen.clone(),
-                                moves: unit.moves[..next].to_vec(),
-                                limit: Limit::Depth(config.shallow_depth),
-                                multipv: 1,
-                            };
-                            let searched = session.search(&reply_request)?;
-                            result.nodes += searched.nodes;
-                            if let Some(line) = searched.lines.first() {
-                                slot.insert(line.score);
-                            }
-                        }
-                        shallow_best.get(&next).map(|score| negate(*score))
-                    }
-                };
-                if let (Some(best), Some(played)) = (shallow.lines.first(), played_value)
-                    && !played_move_may_lose_enough(best.score, played, config)
-                {
-                    continue;
-                }
-            }
-        }
-        if config.fresh_hash {
-            // The verdict then depends on the position alone, not on what
-            // the engine saw before: the funnel and --exhaustive agree.
-            session.set_option("Clear Hash", "true")?;
-        }
-        let deep = session.search(&request(config.limit(), 2))?;
-        result.nodes += deep.nodes;
-        result.full_searches += 1;
-        let verdict = judge(
-            session,
-            &deep,
-            position,
-            config.criterion,
-            &request(config.limit(), 2),
-            true,
-        )?;
-        result.nodes += verdict.extra_nodes;
-        let Some((best_move, best_score, second_score)) = verdict.passed else {
-            continue;
-        };
-        if target.played.as_deref() == Some(best_move.as_str()) {
+        if !config.exhaustive
+            && !shallow_pass(
+                session,
+                unit,
+                &line,
+                target,
+                config,
+                &mut shallow_best,
+                &mut result,
+            )?
+        {
             continue;
         }
-        let Some(best) = parse_move(position, &best_move) else {
-            return Err(EngineError::Garbage(format!(
-                "best move {best_move} is not legal"
-            )));
-        };
-        if is_trivial_capture(position, best) {
-            continue;
+        if let Some(found) = full_search(session, unit, target, position, config, &mut result)? {
+            result.found.push(found);
         }
-        let (line, line_nodes) = extend_line(session, unit, history, position, best, config)?;
-        result.nodes += line_nodes;
-        let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
-        result.found.push(Found {
-            after: target.after,
-            best_move,
-            best_score,
-            second_score,
-            nodes: deep.nodes,
-            line,
-            zobrist: zobrist.0,
-        });
     }
     result.found.reverse();
     Ok(result)
+}
+
+/// The unit's moves played from its FEN, up to the first illegal one;
+/// `None` when the FEN is not a legal position.
+fn unit_line(unit: &MineUnit) -> Option<PuzzleLine> {
+    let mut line = PuzzleLine::from_fen(&unit.start_fen).ok()?;
+    for uci in &unit.moves {
+        if line.play_uci(uci).is_err() {
+            break;
+        }
+    }
+    Some(line)
+}
+
+/// A search of the position after `moves` from the unit's FEN.
+fn search_request(unit: &MineUnit, moves: &[String], limit: Limit, multipv: u32) -> SearchRequest {
+    SearchRequest {
+        fen: unit.start_fen.clone(),
+        moves: moves.to_vec(),
+        limit,
+        multipv,
+    }
+}
+
+/// The funnel's shallow pass at a target: can the full search still pass,
+/// and did the move played lose enough against the best move? Records the
+/// shallow best scores it sees in `shallow_best`.
+fn shallow_pass(
+    session: &mut Session,
+    unit: &MineUnit,
+    line: &PuzzleLine,
+    target: &Target,
+    config: &MineConfig,
+    shallow_best: &mut HashMap<usize, Score>,
+    result: &mut UnitResult,
+) -> Result<bool, EngineError> {
+    let Some(position) = line.position_after(target.after) else {
+        return Ok(false);
+    };
+    let history = &unit.moves[..target.after];
+    let shallow = session.search(&search_request(
+        unit,
+        history,
+        Limit::Depth(config.shallow_depth),
+        2,
+    ))?;
+    result.nodes += shallow.nodes;
+    if let Some(best) = shallow.lines.first() {
+        shallow_best.insert(target.after, best.score);
+    }
+    if !shallow_may_pass(&shallow, position, config) {
+        return Ok(false);
+    }
+    if target.played.is_none() {
+        return Ok(true);
+    }
+    let next = target.after + 1;
+    let played_value = match line.position_after(next) {
+        None => None,
+        Some(after) if after.is_checkmate() => Some(Score::Mate(1)),
+        Some(after) if after.is_game_over() => Some(Score::Cp(0)),
+        Some(_) => {
+            if let Entry::Vacant(slot) = shallow_best.entry(next) {
+                let reply_request = search_request(
+                    unit,
+                    &unit.moves[..next],
+                    Limit::Depth(config.shallow_depth),
+                    1,
+                );
+                let searched = session.search(&reply_request)?;
+                result.nodes += searched.nodes;
+                if let Some(best) = searched.lines.first() {
+                    slot.insert(best.score);
+                }
+            }
+            shallow_best.get(&next).map(|score| negate(*score))
+        }
+    };
+    Ok(match (shallow.lines.first(), played_value) {
+        (Some(best), Some(played)) => played_move_may_lose_enough(best.score, played, config),
+        _ => true,
+    })
+}
+
+/// The full search at a target and, when its best move passes the
+/// criterion, differs from the move played and is no trivial capture, the
+/// puzzle found there with its extended line.
+fn full_search(
+    session: &mut Session,
+    unit: &MineUnit,
+    target: &Target,
+    position: &Chess,
+    config: &MineConfig,
+    result: &mut UnitResult,
+) -> Result<Option<Found>, EngineError> {
+    let history = &unit.moves[..target.after];
+    if config.fresh_hash {
+        // The verdict then depends on the position alone, not on what
+        // the engine saw before: the funnel and --exhaustive agree.
+        session.set_option("Clear Hash", "true")?;
+    }
+    let request = search_request(unit, history, config.limit(), 2);
+    let deep = session.search(&request)?;
+    result.nodes += deep.nodes;
+    result.full_searches += 1;
+    let verdict = judge(session, &deep, position, config.criterion, &request, true)?;
+    result.nodes += verdict.extra_nodes;
+    let Some((best_move, best_score, second_score)) = verdict.passed else {
+        return Ok(None);
+    };
+    if target.played.as_deref() == Some(best_move.as_str()) {
+        return Ok(None);
+    }
+    let Ok(best) = parse_move(position, &best_move) else {
+        return Err(EngineError::Garbage(format!(
+            "best move {best_move} is not legal"
+        )));
+    };
+    if is_trivial_capture(position, best) {
+        return Ok(None);
+    }
+    let (line, line_nodes) = extend_line(session, unit, history, position, best, config)?;
+    result.nodes += line_nodes;
+    let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+    Ok(Some(Found {
+        after: target.after,
+        best_move,
+        best_score,
+        second_score,
+        nodes: deep.nodes,
+        line,
+        zobrist: zobrist.0,
+    }))
 }
 
 /// A score from the other side's point of view.
@@ -866,7 +880,7 @@ fn extend_line(
         let Some(reply_uci) = reply.best_move else {
             break;
         };
-        let Some(reply_move) = parse_move(&pos, &reply_uci) else {
+        let Ok(reply_move) = parse_move(&pos, &reply_uci) else {
             return Err(EngineError::Garbage(format!(
                 "reply {reply_uci} is not legal"
             )));
@@ -896,7 +910,7 @@ fn extend_line(
         if score.to_cp() < config.winning_cp {
             break;
         }
-        let Some(next_move) = parse_move(&after_reply, &next_best) else {
+        let Ok(next_move) = parse_move(&after_reply, &next_best) else {
             return Err(EngineError::Garbage(format!(
                 "best move {next_best} is not legal"
             )));
@@ -938,10 +952,9 @@ pub fn select_puzzles(units: &[MineUnit], run: &MineRun, config: &MineConfig) ->
 /// move), the key `select_puzzles` deduplicates by; `None` when the FEN or
 /// the first move does not replay.
 pub fn puzzle_zobrist(puzzle: &Puzzle) -> Option<u64> {
-    let mut position = parse_fen(&puzzle.fen)?;
-    let leading = parse_move(&position, puzzle.moves.first()?)?;
-    position.play_unchecked(leading);
-    let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+    let mut line = PuzzleLine::from_fen(&puzzle.fen).ok()?;
+    line.play_uci(puzzle.moves.first()?).ok()?;
+    let zobrist: Zobrist64 = line.last_position().zobrist_hash(EnPassantMode::Legal);
     Some(zobrist.0)
 }
 
@@ -959,21 +972,17 @@ pub fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
 }
 
 fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<Puzzle> {
-    let mut position = parse_fen(&unit.start_fen)?;
-    for uci in &unit.moves[..found.after - 1] {
-        let m = parse_move(&position, uci)?;
-        position.play_unchecked(m);
+    // The game up to the puzzle's position, then the puzzle's line.
+    let mut line = PuzzleLine::from_fen(&unit.start_fen).ok()?;
+    for uci in unit.moves[..found.after].iter().chain(&found.line) {
+        line.play_uci(uci).ok()?;
     }
-    let fen = fen_of(&position);
+    let fen = fen_of(line.position_after(found.after - 1)?);
     let leading = unit.moves[found.after - 1].clone();
-    position.play_unchecked(parse_move(&position, &leading)?);
-    let mut line_moves = Vec::new();
-    let mut walk = position.clone();
-    for uci in &found.line {
-        let m = parse_move(&walk, uci)?;
-        walk.play_unchecked(m);
-        line_moves.push(m);
-    }
+    let themes = cheap_themes(
+        line.position_after(found.after)?,
+        &line.moves()[found.after..],
+    );
     let mut moves = vec![leading];
     moves.extend(found.line.iter().cloned());
     let ply = unit.first_ply + found.after as u32 - 1;
@@ -995,25 +1004,25 @@ fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<P
         id,
         fen,
         moves,
-        themes: cheap_themes(&position, &line_moves),
+        themes,
         game_url,
         ..Puzzle::default()
     };
-    puzzle.set("Source", unit.source.name());
-    puzzle.set("GameId", unit.game_id.clone());
-    puzzle.set("Ply", ply.to_string());
-    puzzle.set("Seed", unit.seed.clone());
-    puzzle.set("WhiteElo", unit.white_elo.clone());
-    puzzle.set("BlackElo", unit.black_elo.clone());
-    puzzle.set("BestScore", found.best_score.to_cp().to_string());
+    puzzle.set(Column::Source, unit.source.name());
+    puzzle.set(Column::GameId, unit.game_id.clone());
+    puzzle.set(Column::Ply, ply.to_string());
+    puzzle.set(Column::Seed, unit.seed.clone());
+    puzzle.set(Column::WhiteElo, unit.white_elo.clone());
+    puzzle.set(Column::BlackElo, unit.black_elo.clone());
+    puzzle.set(Column::BestScore, found.best_score.to_cp().to_string());
     puzzle.set(
-        "SecondScore",
+        Column::SecondScore,
         found
             .second_score
             .map(|s| s.to_cp().to_string())
             .unwrap_or_default(),
     );
-    puzzle.set("Criterion", config.criterion.name());
-    puzzle.set("Nodes", found.nodes.to_string());
+    puzzle.set(Column::Criterion, config.criterion.name());
+    puzzle.set(Column::Nodes, found.nodes.to_string());
     Some(puzzle)
 }

@@ -40,11 +40,11 @@ use rand::{SeedableRng, seq::SliceRandom};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use shakmaty::fen::Fen;
-use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Chess, Color, Move, Position, Role};
+use shakmaty::{Chess, Color, Move, Position, Role};
 use std::path::{Path, PathBuf};
 
+use crate::chess::columns::Column;
+use crate::chess::line::{PuzzleLine, parse_move};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row};
 use crate::core::error::bad_input;
 use crate::core::summary::Summary;
@@ -59,8 +59,6 @@ const RATING_FLOOR: f64 = 400.0;
 const RATING_CEILING: f64 = 3300.0;
 /// Version of the model file format.
 const MODEL_FORMAT: u32 = 1;
-/// The column that tells where a row's rating comes from.
-pub const RATING_SOURCE_COLUMN: &str = "RatingSource";
 
 /// Settings of the `[rate]` section of pipeline.toml; CLI flags override.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -288,10 +286,10 @@ pub fn run_rate_with(job: &RateJob) -> Result<Summary> {
         }
     }
     for puzzle in &mut rated {
-        puzzle.set(RATING_SOURCE_COLUMN, "lichess");
+        puzzle.set(Column::RatingSource, "lichess");
     }
     for &index in &needs_estimate {
-        rated[index].set(RATING_SOURCE_COLUMN, "estimated");
+        rated[index].set(Column::RatingSource, "estimated");
     }
     let columns = extra_columns_of(&rated);
     let mut writer = PuzzleWriter::create(job.output, &columns)?;
@@ -349,52 +347,22 @@ fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<String>)> {
     let mut rejected = Vec::new();
     for_each_row(path, |(line, row)| {
         match row {
-            Ok(puzzle) => match replay(&puzzle) {
+            Ok(puzzle) => match PuzzleLine::of_puzzle(&puzzle) {
                 Ok(_) => puzzles.push(puzzle),
-                Err(reason) => rejected.push(format!("{} line {line}: {reason}", path.display())),
+                Err(e) => rejected.push(
+                    e.at(format_args!(
+                        "{} line {line}: puzzle {}",
+                        path.display(),
+                        puzzle.id
+                    ))
+                    .to_string(),
+                ),
             },
             Err(e) => rejected.push(format!("{} line {line}: {e}", path.display())),
         }
         Ok(())
     })?;
     Ok((puzzles, rejected))
-}
-
-/// The positions of a puzzle: `positions[k]` is the position before move
-/// `k`, with the move itself. Fails on an illegal FEN or move, or a puzzle
-/// with no solver move.
-fn replay(puzzle: &Puzzle) -> std::result::Result<Vec<(Chess, Move)>, String> {
-    if puzzle.moves.len() < 2 {
-        return Err(format!(
-            "puzzle {} has {} moves; a puzzle needs the opponent's move and a solver move",
-            puzzle.id,
-            puzzle.moves.len()
-        ));
-    }
-    let fen = Fen::from_ascii(puzzle.fen.as_bytes())
-        .map_err(|e| format!("puzzle {}: bad FEN {:?}: {e}", puzzle.id, puzzle.fen))?;
-    let mut position: Chess = fen.into_position(CastlingMode::Standard).map_err(|e| {
-        format!(
-            "puzzle {}: illegal position {:?}: {e}",
-            puzzle.id, puzzle.fen
-        )
-    })?;
-    let mut out = Vec::with_capacity(puzzle.moves.len());
-    for (ply, text) in puzzle.moves.iter().enumerate() {
-        let chess_move = UciMove::from_ascii(text.as_bytes())
-            .ok()
-            .and_then(|uci| uci.to_move(&position).ok())
-            .ok_or_else(|| {
-                format!(
-                    "puzzle {}: move {} ({text}) is not legal",
-                    puzzle.id,
-                    ply + 1
-                )
-            })?;
-        out.push((position.clone(), chess_move));
-        position.play_unchecked(chess_move);
-    }
-    Ok(out)
 }
 
 // ---------------------------------------------------------------------------
@@ -589,14 +557,11 @@ fn is_correct(position: &Chess, candidate: &str, solution: &str, last: bool) -> 
     if !last {
         return false;
     }
-    UciMove::from_ascii(candidate.as_bytes())
-        .ok()
-        .and_then(|uci| uci.to_move(position).ok())
-        .is_some_and(|m| {
-            let mut after = position.clone();
-            after.play_unchecked(m);
-            after.is_checkmate()
-        })
+    parse_move(position, candidate).is_ok_and(|m| {
+        let mut after = position.clone();
+        after.play_unchecked(m);
+        after.is_checkmate()
+    })
 }
 
 fn capped_cp(score: Score) -> f64 {
@@ -668,142 +633,211 @@ fn puzzle_features(
     rng: &mut ChaCha8Rng,
     mut baseline_rng: Option<ChaCha8Rng>,
 ) -> std::result::Result<Features, EngineError> {
-    let baseline = baseline_rng.is_some();
-    // Replay was checked when the file was read.
-    let plies = replay(puzzle).unwrap_or_default();
-    let solver: Vec<usize> = (1..plies.len()).step_by(2).collect();
+    // The line was checked when the file was read.
+    let line = PuzzleLine::of_puzzle(puzzle).unwrap_or_default();
     // Elos were checked when the configuration was read.
     let levels: Vec<f64> = signals
         .ladder_elos
         .iter()
         .map(|&elo| weaken::skill_level(elo).unwrap_or(0.0))
         .collect();
-    let attempts = signals.ladder_attempts.max(1) as usize;
-    // solved[level][attempt]
-    let mut solved = vec![vec![true; attempts]; levels.len()];
-    let baseline_levels: Vec<f64> = (0..=14).map(f64::from).collect();
-    let mut baseline_solved = vec![vec![true; 5]; baseline_levels.len()];
+    let mut ladder = Ladder::new(levels, signals.ladder_attempts.max(1) as usize);
+    let mut baseline = baseline_rng
+        .is_some()
+        .then(|| Ladder::new((0..=14).map(f64::from).collect(), 5));
+    let turns = line.solver_moves();
     let mut engine_facts = Vec::new();
     let mut board = Vec::new();
-    for (turn, &ply) in solver.iter().enumerate() {
-        let (position, solution_move) = &plies[ply];
-        let solution = &puzzle.moves[ply];
-        let last = turn + 1 == solver.len();
-        let request = |limit: Limit, multipv: u32| SearchRequest {
-            fen: puzzle.fen.clone(),
-            moves: puzzle.moves[..ply].to_vec(),
-            limit,
-            multipv,
+    for (turn, (ply, position, solution_move)) in line.solver_turns().enumerate() {
+        let turn = SolverTurn {
+            puzzle,
+            ply,
+            position,
+            last: turn + 1 == turns,
         };
         board.push(board_facts(
             position,
-            *solution_move,
-            Some(plies[ply - 1].1),
+            solution_move,
+            Some(line.moves()[ply - 1]),
         ));
-
-        // Every signal starts from an empty hash table: what an earlier
-        // search left there would make a shallow search look deeper.
+        engine_facts.push(probe_and_scan(session, &turn, signals)?);
         clear_hash(session)?;
-        let probe = session.search(&request(Limit::Nodes(signals.probe_nodes), 2))?;
-        let last_depth = probe.best_by_depth.last().map(|(d, _, _)| *d).unwrap_or(0);
-        let mut found_depth = f64::from(last_depth + 1);
-        for (depth, best, _) in probe.best_by_depth.iter().rev() {
-            if is_correct(position, best, solution, last) {
-                found_depth = f64::from(*depth);
-            } else {
-                break;
-            }
+        ladder.attempt(session, &turn, rng)?;
+        if let (Some(baseline), Some(baseline_rng)) = (baseline.as_mut(), baseline_rng.as_mut()) {
+            clear_hash(session)?;
+            baseline.attempt(session, &turn, baseline_rng)?;
         }
-        let gap = match (probe.lines.first(), probe.lines.get(1)) {
-            (Some(a), Some(b)) => (capped_cp(a.score) - capped_cp(b.score)).clamp(0.0, 1000.0),
-            _ => 1000.0,
-        };
-        clear_hash(session)?;
-        let legal = position.legal_moves().len() as u32;
-        let wide = session.search(&request(Limit::Depth(signals.wide_depth), legal.max(1)))?;
-        let best_score = wide
+    }
+    Ok(Features {
+        values: feature_values(&line, &ladder, &engine_facts, &board),
+        baseline_solve_rate: baseline.map(|b| b.solve_rate()),
+    })
+}
+
+/// One solver move of a puzzle, as the signals see it.
+struct SolverTurn<'a> {
+    puzzle: &'a Puzzle,
+    /// Index of the solver's move in the puzzle's moves.
+    ply: usize,
+    /// The position the solver faces.
+    position: &'a Chess,
+    /// The puzzle's last move (any mate is correct there).
+    last: bool,
+}
+
+impl SolverTurn<'_> {
+    /// A search of the position, given as the puzzle's FEN and moves.
+    fn request(&self, limit: Limit, multipv: u32) -> SearchRequest {
+        SearchRequest {
+            fen: self.puzzle.fen.clone(),
+            moves: self.puzzle.moves[..self.ply].to_vec(),
+            limit,
+            multipv,
+        }
+    }
+
+    /// Whether `candidate` (UCI) solves this turn.
+    fn is_correct(&self, candidate: &str) -> bool {
+        is_correct(
+            self.position,
+            candidate,
+            &self.puzzle.moves[self.ply],
+            self.last,
+        )
+    }
+}
+
+/// The engine probe and the wide scan at one solver turn, each from an
+/// empty hash table: what an earlier search left there would make a
+/// shallow search look deeper.
+fn probe_and_scan(
+    session: &mut Session,
+    turn: &SolverTurn,
+    signals: &SignalConfig,
+) -> std::result::Result<EngineFacts, EngineError> {
+    clear_hash(session)?;
+    let probe = session.search(&turn.request(Limit::Nodes(signals.probe_nodes), 2))?;
+    let last_depth = probe.best_by_depth.last().map(|(d, _, _)| *d).unwrap_or(0);
+    let mut found_depth = f64::from(last_depth + 1);
+    for (depth, best, _) in probe.best_by_depth.iter().rev() {
+        if turn.is_correct(best) {
+            found_depth = f64::from(*depth);
+        } else {
+            break;
+        }
+    }
+    let gap = match (probe.lines.first(), probe.lines.get(1)) {
+        (Some(a), Some(b)) => (capped_cp(a.score) - capped_cp(b.score)).clamp(0.0, 1000.0),
+        _ => 1000.0,
+    };
+    clear_hash(session)?;
+    let legal = turn.position.legal_moves().len() as u32;
+    let wide = session.search(&turn.request(Limit::Depth(signals.wide_depth), legal.max(1)))?;
+    let best_score = wide
+        .lines
+        .first()
+        .map(|l| capped_cp(l.score))
+        .unwrap_or(0.0);
+    let solution_line = wide
+        .lines
+        .iter()
+        .position(|l| l.pv.first().is_some_and(|m| turn.is_correct(m)));
+    let (wide_rank, wide_deficit) = match solution_line {
+        Some(i) => (
+            (i + 1) as f64,
+            (best_score - capped_cp(wide.lines[i].score)).max(0.0),
+        ),
+        None => (f64::from(legal), 1000.0),
+    };
+    let wide_close = wide
+        .lines
+        .iter()
+        .filter(|l| best_score - capped_cp(l.score) <= 50.0)
+        .count() as f64;
+    Ok(EngineFacts {
+        found_depth,
+        gap,
+        wide_rank,
+        wide_close,
+        wide_deficit,
+        best_score: probe
             .lines
             .first()
             .map(|l| capped_cp(l.score))
-            .unwrap_or(0.0);
-        let solution_line = wide.lines.iter().position(|l| {
-            l.pv.first()
-                .is_some_and(|m| is_correct(position, m, solution, last))
-        });
-        let (wide_rank, wide_deficit) = match solution_line {
-            Some(i) => (
-                (i + 1) as f64,
-                (best_score - capped_cp(wide.lines[i].score)).max(0.0),
-            ),
-            None => (f64::from(legal), 1000.0),
-        };
-        let wide_close = wide
-            .lines
-            .iter()
-            .filter(|l| best_score - capped_cp(l.score) <= 50.0)
-            .count() as f64;
-        clear_hash(session)?;
-        for (level_index, &level) in levels.iter().enumerate() {
-            let result = session.search(&request(
+            .unwrap_or(0.0),
+    })
+}
+
+/// The weakened player's attempts at a puzzle: per strength, per attempt,
+/// whether it has found every solver move so far.
+struct Ladder {
+    /// Skill levels, weakest first.
+    levels: Vec<f64>,
+    /// `solved[level][attempt]`.
+    solved: Vec<Vec<bool>>,
+}
+
+impl Ladder {
+    fn new(levels: Vec<f64>, attempts: usize) -> Self {
+        let solved = vec![vec![true; attempts]; levels.len()];
+        Self { levels, solved }
+    }
+
+    /// One solver turn: a search per strength, then each attempt's pick
+    /// from it.
+    fn attempt(
+        &mut self,
+        session: &mut Session,
+        turn: &SolverTurn,
+        rng: &mut ChaCha8Rng,
+    ) -> std::result::Result<(), EngineError> {
+        for (level_index, &level) in self.levels.iter().enumerate() {
+            let result = session.search(&turn.request(
                 Limit::Depth(weaken::pick_depth(level)),
                 weaken::SKILL_MULTIPV,
             ))?;
-            for attempt in solved[level_index].iter_mut() {
+            for attempt in self.solved[level_index].iter_mut() {
                 let pick = weakened_pick(&result.lines, level, rng);
-                *attempt &= pick.is_some_and(|m| is_correct(position, m, solution, last));
+                *attempt &= pick.is_some_and(|m| turn.is_correct(m));
             }
         }
-        if let Some(baseline_rng) = baseline_rng.as_mut() {
-            clear_hash(session)?;
-            for (level_index, &level) in baseline_levels.iter().enumerate() {
-                let result = session.search(&request(
-                    Limit::Depth(weaken::pick_depth(level)),
-                    weaken::SKILL_MULTIPV,
-                ))?;
-                for attempt in baseline_solved[level_index].iter_mut() {
-                    let pick = weakened_pick(&result.lines, level, baseline_rng);
-                    *attempt &= pick.is_some_and(|m| is_correct(position, m, solution, last));
-                }
-            }
-        }
-
-        engine_facts.push(EngineFacts {
-            found_depth,
-            gap,
-            wide_rank,
-            wide_close,
-            wide_deficit,
-            best_score: probe
-                .lines
-                .first()
-                .map(|l| capped_cp(l.score))
-                .unwrap_or(0.0),
-        });
+        Ok(())
     }
-    let rate = |rows: &[Vec<bool>]| -> f64 {
-        let total: usize = rows.iter().map(Vec::len).sum();
-        let hits: usize = rows.iter().flatten().filter(|s| **s).count();
-        hits as f64 / total.max(1) as f64
-    };
+
+    /// The share of attempts that solved the puzzle, over all strengths.
+    fn solve_rate(&self) -> f64 {
+        solve_rate(&self.solved)
+    }
+
+    /// The same over the weaker half of the strengths.
+    fn low_solve_rate(&self) -> f64 {
+        solve_rate(&self.solved[..self.levels.len().div_ceil(2)])
+    }
+}
+
+fn solve_rate(rows: &[Vec<bool>]) -> f64 {
+    let total: usize = rows.iter().map(Vec::len).sum();
+    let hits: usize = rows.iter().flatten().filter(|s| **s).count();
+    hits as f64 / total.max(1) as f64
+}
+
+/// The feature vector, in the order of [`FEATURE_NAMES`].
+fn feature_values(
+    line: &PuzzleLine,
+    ladder: &Ladder,
+    engine_facts: &[EngineFacts],
+    board: &[BoardFacts],
+) -> Vec<f64> {
     let first_engine = engine_facts.first().cloned().unwrap_or_default();
     let first_board = board.first().cloned().unwrap_or_default();
     let n = engine_facts.len().max(1) as f64;
-    let final_position = plies
-        .last()
-        .map(|(p, m)| {
-            let mut after = p.clone();
-            after.play_unchecked(*m);
-            after
-        })
-        .unwrap_or_default();
-    let pieces = plies
-        .get(1)
-        .map(|(p, _)| p.board().occupied().count() as f64)
+    let pieces = line
+        .position_after(1)
+        .map(|p| p.board().occupied().count() as f64)
         .unwrap_or(0.0);
-    let low = levels.len().div_ceil(2);
-    let values = vec![
-        rate(&solved),
-        rate(&solved[..low]),
+    let mut values = vec![
+        ladder.solve_rate(),
+        ladder.low_solve_rate(),
         engine_facts
             .iter()
             .map(|f| f.found_depth)
@@ -835,7 +869,7 @@ fn puzzle_features(
         first_board.distance,
         first_board.backward,
         pieces,
-        f64::from(u8::from(final_position.is_checkmate())),
+        f64::from(u8::from(line.ends_in_checkmate())),
         first_board.in_check,
         first_board.other_good_captures,
         first_board.mates_available,
@@ -849,7 +883,6 @@ fn puzzle_features(
     // Counts matter by ratio (the third check adds less than the second),
     // which a linear fit only sees on a log scale; measured on the Lichess
     // sample, these lift the 1-move group's held-out Spearman by ~0.04.
-    let mut values = values;
     for count in [
         first_board.checks_available,
         first_board.captures_available,
@@ -864,10 +897,7 @@ fn puzzle_features(
     }
     values.push(values[0] * values[4]);
     debug_assert_eq!(values.len(), FEATURE_NAMES.len());
-    Ok(Features {
-        values,
-        baseline_solve_rate: baseline.then(|| rate(&baseline_solved)),
-    })
+    values
 }
 
 const BASELINE_SEED_MIX: u64 = 0xba5e_11de;

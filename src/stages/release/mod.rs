@@ -34,7 +34,6 @@ use sha2::Digest;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::bail_input;
 use crate::chess::derive::rating_bin_edges;
 use crate::chess::record::{Puzzle, for_each_row};
 use crate::core::error::bad_input;
@@ -451,6 +450,57 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     };
     let quotas = config.quota_table(tier.as_ref())?;
 
+    let exclude_files = exclusion_files(args)?;
+    let mut exclusions = load_exclusions(&exclude_files, config.exclude_by)?;
+    let mut pool = read_pool(&args.pool, &config, tier.as_ref(), &quotas, &mut exclusions)?;
+    let admitted = pool.candidates.len() as u64 + pool.outside_quota;
+    let drawn = draw(std::mem::take(&mut pool.candidates), &quotas, config.seed);
+    let unfilled: Vec<&CellOutcome> = drawn.cells.iter().filter(|c| !c.filled()).collect();
+    if args.strict && !unfilled.is_empty() {
+        return Err(unfilled_cells_error(&unfilled, drawn.cells.len()));
+    }
+    let manifest = release_manifest(
+        args,
+        &config,
+        &pool,
+        &exclusions,
+        admitted,
+        &drawn,
+        &unfilled,
+    )?;
+    let (train, test) = fetch_chosen(&args.pool, &drawn)?;
+    let written = card::write_release(&args.output, &train, &test, &drawn.cells, manifest)?;
+
+    let removed_total: usize = exclusions.removed.iter().sum();
+    let human = split_report(
+        args,
+        (train.len(), test.len()),
+        &drawn,
+        &unfilled,
+        removed_total,
+        exclude_files.len(),
+        &pool,
+    );
+    Ok(Summary::new(
+        human,
+        json!({
+            "command": "split",
+            "output": args.output.display().to_string(),
+            "train": train.len(),
+            "test": test.len(),
+            "cells": drawn.cells.len(),
+            "unfilled_cells": unfilled.len(),
+            "excluded": removed_total,
+            "skipped": pool.skipped,
+            "files": written,
+        }),
+    ))
+}
+
+/// The files whose puzzles must not reappear: `--exclude`, and unless
+/// `--no-release-exclusion` the earlier releases found under the release
+/// root.
+fn exclusion_files(args: &SplitArgs) -> Result<Vec<PathBuf>> {
     let mut exclude_files = args.exclude.clone();
     if !args.no_release_exclusion {
         let root = args
@@ -461,63 +511,65 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
             exclude_files.extend(card::split_files(&dir));
         }
     }
-    let mut exclusions = load_exclusions(&exclude_files, config.exclude_by)?;
-    let pool = read_pool(&args.pool, &config, tier.as_ref(), &quotas, &mut exclusions)?;
-    let outside_quota = pool.outside_quota;
-    let admitted = pool.candidates.len() as u64 + outside_quota;
-    let drawn = draw(pool.candidates, &quotas, config.seed);
-    let unfilled: Vec<&CellOutcome> = drawn.cells.iter().filter(|c| !c.filled()).collect();
-    if args.strict && !unfilled.is_empty() {
-        let list: Vec<String> = unfilled
-            .iter()
-            .take(10)
-            .map(|c| {
-                format!(
-                    "{} wanted {} found {}",
-                    c.cell.key(),
-                    c.wanted.train + c.wanted.test,
-                    c.train + c.test
-                )
-            })
-            .collect();
-        bail_input!(
-            "split --strict: {} of {} cells cannot be filled: {}{}",
-            unfilled.len(),
-            drawn.cells.len(),
-            list.join("; "),
-            if unfilled.len() > 10 { "; ..." } else { "" }
-        );
-    }
+    Ok(exclude_files)
+}
 
-    let engine = match &args.engine_id {
-        None if args.engine_option.is_empty() => Value::Null,
-        _ => {
-            let mut options = serde_json::Map::new();
-            for option in &args.engine_option {
-                let (name, value) = option.split_once('=').ok_or_else(|| {
-                    bad_input(format!("--engine-option {option:?} is not NAME=VALUE"))
-                })?;
-                options.insert(name.trim().to_string(), Value::from(value.trim()));
-            }
-            json!({"id": args.engine_id, "options": options})
-        }
-    };
-    let verify = match &args.verify {
-        None => Value::Null,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
-            let figures: Value = serde_json::from_str(&text)
-                .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
-            json!({"path": manifest_path(path, &args.output), "sha256": sha256_file(path)?, "figures": figures})
-        }
-    };
-    let removed_total: usize = exclusions.removed.iter().sum();
-    let mut exclusion_files = exclusions.files.clone();
-    for (entry, removed) in exclusion_files.iter_mut().zip(&exclusions.removed) {
-        entry["removed"] = Value::from(*removed);
+/// `split --strict`'s error: which cells cannot be filled (the first ten).
+fn unfilled_cells_error(unfilled: &[&CellOutcome], cells: usize) -> anyhow::Error {
+    let list: Vec<String> = unfilled
+        .iter()
+        .take(10)
+        .map(|c| {
+            format!(
+                "{} wanted {} found {}",
+                c.cell.key(),
+                c.wanted.train + c.wanted.test,
+                c.train + c.test
+            )
+        })
+        .collect();
+    bad_input(format!(
+        "split --strict: {} of {} cells cannot be filled: {}{}",
+        unfilled.len(),
+        cells,
+        list.join("; "),
+        if unfilled.len() > 10 { "; ..." } else { "" }
+    ))
+}
+
+/// The engine identity and options to record (`--engine-id`,
+/// `--engine-option NAME=VALUE`), or null.
+fn engine_json(args: &SplitArgs) -> Result<Value> {
+    if args.engine_id.is_none() && args.engine_option.is_empty() {
+        return Ok(Value::Null);
     }
-    let cells_json: Vec<Value> = drawn
+    let mut options = serde_json::Map::new();
+    for option in &args.engine_option {
+        let (name, value) = option
+            .split_once('=')
+            .ok_or_else(|| bad_input(format!("--engine-option {option:?} is not NAME=VALUE")))?;
+        options.insert(name.trim().to_string(), Value::from(value.trim()));
+    }
+    Ok(json!({"id": args.engine_id, "options": options}))
+}
+
+/// The verification figures to embed (`--verify FILE`), or null.
+fn verify_json(args: &SplitArgs) -> Result<Value> {
+    let Some(path) = &args.verify else {
+        return Ok(Value::Null);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
+    let figures: Value = serde_json::from_str(&text)
+        .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
+    Ok(
+        json!({"path": manifest_path(path, &args.output), "sha256": sha256_file(path)?, "figures": figures}),
+    )
+}
+
+/// The cells' quotas and outcomes, and the unfilled ones, for the manifest.
+fn cells_json(drawn: &Draw, unfilled: &[&CellOutcome]) -> (Vec<Value>, Vec<Value>) {
+    let cells = drawn
         .cells
         .iter()
         .map(|c| {
@@ -530,7 +582,7 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
             v
         })
         .collect();
-    let unfilled_json: Vec<Value> = unfilled
+    let unfilled = unfilled
         .iter()
         .map(|c| {
             let mut v = c.cell.to_json();
@@ -541,7 +593,29 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
             v
         })
         .collect();
-    let manifest = json!({
+    (cells, unfilled)
+}
+
+/// The release's `manifest.json` (its `outputs` are added when the files
+/// are written).
+fn release_manifest(
+    args: &SplitArgs,
+    config: &SplitConfig,
+    pool: &PoolRead,
+    exclusions: &Exclusions,
+    admitted: u64,
+    drawn: &Draw,
+    unfilled: &[&CellOutcome],
+) -> Result<Value> {
+    let engine = engine_json(args)?;
+    let verify = verify_json(args)?;
+    let removed_total: usize = exclusions.removed.iter().sum();
+    let mut exclusion_files = exclusions.files.clone();
+    for (entry, removed) in exclusion_files.iter_mut().zip(&exclusions.removed) {
+        entry["removed"] = Value::from(*removed);
+    }
+    let (cells_json, unfilled_json) = cells_json(drawn, unfilled);
+    Ok(json!({
         "kind": card::MANIFEST_KIND,
         "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
         "tier": args.tier,
@@ -558,7 +632,7 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
         "exclusions": {"match": config.exclude_by, "removed": removed_total, "files": paths_relative_to(exclusion_files, &args.output)},
         "counts": {
             "admitted": admitted,
-            "outside_quota": outside_quota,
+            "outside_quota": pool.outside_quota,
             "cells": drawn.cells.len(),
             "unfilled_cells": unfilled.len(),
             "train": drawn.train.len(),
@@ -567,14 +641,22 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
         "cells": cells_json,
         "unfilled": unfilled_json,
         "verify": verify,
-    });
-    let (train, test) = fetch_chosen(&args.pool, &drawn)?;
-    let written = card::write_release(&args.output, &train, &test, &drawn.cells, manifest)?;
+    }))
+}
 
+/// The human summary: what was written, the unfilled cells, exclusions and
+/// skipped rows with a few examples.
+fn split_report(
+    args: &SplitArgs,
+    (train, test): (usize, usize),
+    drawn: &Draw,
+    unfilled: &[&CellOutcome],
+    removed_total: usize,
+    excluded_files: usize,
+    pool: &PoolRead,
+) -> String {
     let mut human = format!(
-        "split: {} train + {} test puzzles in {} cells -> {}\n",
-        train.len(),
-        test.len(),
+        "split: {train} train + {test} test puzzles in {} cells -> {}\n",
         drawn.cells.len(),
         args.output.display()
     );
@@ -594,8 +676,7 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     }
     if removed_total > 0 {
         human.push_str(&format!(
-            "split: excluded {removed_total} puzzles found in {} earlier files\n",
-            exclude_files.len()
+            "split: excluded {removed_total} puzzles found in {excluded_files} earlier files\n"
         ));
     }
     for (reason, count) in &pool.skipped {
@@ -604,18 +685,5 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     for example in &pool.examples {
         human.push_str(&format!("  {example}\n"));
     }
-    Ok(Summary::new(
-        human,
-        json!({
-            "command": "split",
-            "output": args.output.display().to_string(),
-            "train": train.len(),
-            "test": test.len(),
-            "cells": drawn.cells.len(),
-            "unfilled_cells": unfilled.len(),
-            "excluded": removed_total,
-            "skipped": pool.skipped,
-            "files": written,
-        }),
-    ))
+    human
 }
