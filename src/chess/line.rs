@@ -129,14 +129,17 @@ pub fn parse_position(fen: &str) -> Result<Chess, LineError> {
     parse_position_ascii(fen.as_bytes())
 }
 
+#[inline]
 fn parse_position_ascii(fen: &[u8]) -> Result<Chess, LineError> {
     let fen = fen.trim_ascii();
-    let quoted = || format!("{:?}", String::from_utf8_lossy(fen));
-    let parsed = Fen::from_ascii(fen)
-        .map_err(|e| LineError::new(LineReason::BadFen, format!("{e}: {}", quoted())))?;
-    parsed
-        .into_position(CastlingMode::Standard)
-        .map_err(|e| LineError::new(LineReason::IllegalPosition, format!("{e}: {}", quoted())))
+    let parsed = match Fen::from_ascii(fen) {
+        Ok(parsed) => parsed,
+        Err(e) => return Err(bad_fen(LineReason::BadFen, &e, fen)),
+    };
+    match parsed.into_position(CastlingMode::Standard) {
+        Ok(position) => Ok(position),
+        Err(e) => Err(bad_fen(LineReason::IllegalPosition, &e, fen)),
+    }
 }
 
 /// Parses a UCI move and checks that it is legal in `position`.
@@ -146,24 +149,54 @@ pub fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError> {
 
 /// [`parse_move`] for the `number`-th move of a line (1-based), which the
 /// detail names.
+#[inline]
 fn read_move(position: &Chess, text: &[u8], number: Option<usize>) -> Result<Move, LineError> {
-    let which = |n: Option<usize>| n.map_or_else(String::new, |n| format!(" {n}"));
-    let uci = UciMove::from_ascii(text).map_err(|_| {
-        LineError::new(
-            LineReason::BadMove,
-            format!(
-                "move{} is not UCI: {:?}",
-                which(number),
-                String::from_utf8_lossy(text)
-            ),
-        )
-    })?;
-    uci.to_move(position).map_err(|_| {
-        LineError::new(
-            LineReason::IllegalMove,
-            format!("move{} {uci} is illegal in the position", which(number)),
-        )
-    })
+    let Ok(uci) = UciMove::from_ascii(text) else {
+        return Err(not_uci(text, number));
+    };
+    match uci.to_move(position) {
+        Ok(m) => Ok(m),
+        Err(_) => Err(illegal_move(&uci, number)),
+    }
+}
+
+// The errors are built apart from the checks (and marked cold) so that the
+// checks stay small enough to inline into the ingest's loop.
+
+#[cold]
+fn bad_fen(reason: LineReason, error: &dyn fmt::Display, fen: &[u8]) -> LineError {
+    LineError::new(
+        reason,
+        format!("{error}: {:?}", String::from_utf8_lossy(fen)),
+    )
+}
+
+/// ` 3` for the third move of a line, nothing for a move on its own.
+fn move_number(number: Option<usize>) -> String {
+    number.map_or_else(String::new, |n| format!(" {n}"))
+}
+
+#[cold]
+fn not_uci(text: &[u8], number: Option<usize>) -> LineError {
+    LineError::new(
+        LineReason::BadMove,
+        format!(
+            "move{} is not UCI: {:?}",
+            move_number(number),
+            String::from_utf8_lossy(text)
+        ),
+    )
+}
+
+#[cold]
+fn illegal_move(uci: &UciMove, number: Option<usize>) -> LineError {
+    LineError::new(
+        LineReason::IllegalMove,
+        format!(
+            "move{} {uci} is illegal in the position",
+            move_number(number)
+        ),
+    )
 }
 
 /// A line of legal moves from a position, with every position along it.
@@ -247,6 +280,7 @@ impl PuzzleLine {
         self.play_ascii(uci.as_bytes())
     }
 
+    #[inline]
     fn play_ascii(&mut self, text: &[u8]) -> Result<Move, LineError> {
         let before = self.last_position();
         let m = read_move(before, text, Some(self.moves.len() + 1))?;
