@@ -1,31 +1,249 @@
-//! Settings files: one section of a TOML file read into its typed struct.
+//! Settings files and flags: one section of a TOML file read into its typed
+//! struct, and the one rule by which a command's flags override it.
+//!
 //! A stage's section is the same whether `run` hands it over from
-//! `pipeline.toml` or a standalone command reads it with `--config`.
+//! `pipeline.toml` or a standalone command reads it with `--config`
+//! ([`load_section`]). A flag given on the command line replaces the key of
+//! the same name; a flag left out leaves the key as the file (or the
+//! default) has it ([`flags_over`]).
 
-use anyhow::{Context, Result};
-use serde::Deserialize;
+use anyhow::{Context, Result, anyhow};
+use serde::de::DeserializeOwned;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 use std::path::Path;
 
 use crate::core::error::bad_input;
 
 /// Reads the `[section]` table of a TOML file (other tables ignored); the
 /// type's default when there is no file or no such table.
-pub fn load_section<T: for<'de> Deserialize<'de> + Default>(
+pub fn load_section<T: DeserializeOwned + Default>(
     path: Option<&Path>,
     section: &str,
 ) -> Result<T> {
     let Some(path) = path else {
         return Ok(T::default());
     };
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading config {}", path.display()))?;
-    let table: toml::Table =
-        toml::from_str(&text).map_err(|e| bad_input(format!("config {}: {e}", path.display())))?;
-    match table.get(section) {
+    match read_table(path)?.remove(section) {
         None => Ok(T::default()),
-        Some(value) => value
-            .clone()
-            .try_into()
-            .map_err(|e| bad_input(format!("config {} [{section}]: {e}", path.display()))),
+        Some(value) => section_of(value, path, section),
+    }
+}
+
+/// [`load_section`] for a command whose `--config` file may also hold the
+/// section's keys alone, without the `[section]` header (the form `rate
+/// --config` has always read): a file without a `[section]` table is read
+/// whole as the section.
+pub fn load_section_or_bare<T: DeserializeOwned + Default>(
+    path: Option<&Path>,
+    section: &str,
+) -> Result<T> {
+    let Some(path) = path else {
+        return Ok(T::default());
+    };
+    let mut table = read_table(path)?;
+    match table.remove(section) {
+        Some(value) => section_of(value, path, section),
+        None => toml::Value::Table(table).try_into().map_err(|e| {
+            bad_input(format!(
+                "config {}: no [{section}] table, and not the [{section}] keys alone: {e}",
+                path.display()
+            ))
+        }),
+    }
+}
+
+fn read_table(path: &Path) -> Result<toml::Table> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| bad_input(format!("config {}: {e}", path.display())))
+}
+
+fn section_of<T: DeserializeOwned>(value: toml::Value, path: &Path, section: &str) -> Result<T> {
+    value
+        .try_into()
+        .map_err(|e| bad_input(format!("config {} [{section}]: {e}", path.display())))
+}
+
+/// Lays the flags of a command line over a config section: each flag that
+/// was given replaces the section's key of the same name.
+///
+/// `flags` serializes each flag under its key's name: serde's `rename` where
+/// the flag's name differs (`--from` sets `date_from`), a dotted name for a
+/// key of a sub-table (`client.workers`), `skip` for a flag that is not a
+/// setting (input and output files). A flag that was not given serializes
+/// as null or an empty list and leaves its key alone; a switch serializes
+/// through [`switch_on`] or [`switch_off`], so that leaving it off never
+/// overrides the key.
+///
+/// A flag whose name is no key of the section is a mistake in the program,
+/// not in the input: it fails every call, given or not, so the first test
+/// that runs the command finds it.
+pub fn flags_over<S, F>(section: &S, flags: &F) -> Result<S>
+where
+    S: Serialize + DeserializeOwned,
+    F: Serialize,
+{
+    let mut merged = serde_json::to_value(section).context("serializing a config section")?;
+    let Value::Object(flags) = serde_json::to_value(flags).context("serializing flags")? else {
+        return Err(anyhow!("command-line flags must serialize to a map"));
+    };
+    for (name, value) in flags {
+        let key = name
+            .split('.')
+            .try_fold(&mut merged, |table, key| {
+                table.as_object_mut()?.get_mut(key)
+            })
+            .ok_or_else(|| anyhow!("the flag for {name:?} names no key of its config section"))?;
+        if is_given(&value) {
+            *key = value;
+        }
+    }
+    serde_json::from_value(merged).map_err(|e| bad_input(format!("command-line flags: {e}")))
+}
+
+/// Parses a number flag that must be finite (the clap value parser of the
+/// float flags): JSON, through which [`flags_over`] lays flags over a
+/// section, has no NaN or infinity, so such a value would pass as a flag
+/// left out.
+pub fn finite_number(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(number) if number.is_finite() => Ok(number),
+        _ => Err(format!("{text:?} is not a finite number")),
+    }
+}
+
+fn is_given(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Array(items) => !items.is_empty(),
+        _ => true,
+    }
+}
+
+/// Serializes a switch that turns its key on (`--exhaustive`): given, the
+/// key becomes `true`; left off, the key stays as configured.
+pub fn switch_on<S: Serializer>(given: &bool, serializer: S) -> Result<S::Ok, S::Error> {
+    match given {
+        true => serializer.serialize_bool(true),
+        false => serializer.serialize_none(),
+    }
+}
+
+/// Serializes a switch that turns its key off (`--include-bots` for
+/// `exclude_bots`): given, the key becomes `false`; left off, the key stays
+/// as configured.
+pub fn switch_off<S: Serializer>(given: &bool, serializer: S) -> Result<S::Ok, S::Error> {
+    match given {
+        true => serializer.serialize_bool(false),
+        false => serializer.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+    struct Client {
+        workers: usize,
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+    struct Section {
+        depth: u32,
+        nodes: Option<u64>,
+        themes: Vec<String>,
+        exhaustive: bool,
+        exclude_bots: bool,
+        client: Client,
+    }
+
+    fn section() -> Section {
+        Section {
+            depth: 18,
+            nodes: Some(5),
+            themes: vec!["fork".into()],
+            exhaustive: true,
+            exclude_bots: true,
+            client: Client { workers: 4 },
+        }
+    }
+
+    #[derive(Serialize, Default)]
+    struct Flags {
+        depth: Option<u32>,
+        nodes: Option<u64>,
+        themes: Vec<String>,
+        #[serde(serialize_with = "switch_on")]
+        exhaustive: bool,
+        #[serde(rename = "exclude_bots", serialize_with = "switch_off")]
+        include_bots: bool,
+        #[serde(rename = "client.workers")]
+        workers: Option<usize>,
+        #[serde(skip)]
+        #[allow(dead_code)]
+        output: String,
+    }
+
+    #[test]
+    fn flags_left_out_keep_every_key() {
+        assert_eq!(
+            flags_over(&section(), &Flags::default()).unwrap(),
+            section()
+        );
+    }
+
+    #[test]
+    fn each_given_flag_replaces_its_key() {
+        let flags = Flags {
+            depth: Some(12),
+            themes: vec!["pin".into()],
+            include_bots: true,
+            workers: Some(2),
+            ..Flags::default()
+        };
+        let merged = flags_over(&section(), &flags).unwrap();
+        assert_eq!(
+            merged,
+            Section {
+                depth: 12,
+                nodes: Some(5),
+                themes: vec!["pin".into()],
+                exhaustive: true,
+                exclude_bots: false,
+                client: Client { workers: 2 },
+            }
+        );
+    }
+
+    #[test]
+    fn a_flag_without_a_key_is_an_error_even_when_left_out() {
+        #[derive(Serialize)]
+        struct Stray {
+            dept: Option<u32>,
+        }
+        let error = flags_over(&section(), &Stray { dept: None }).unwrap_err();
+        assert!(format!("{error}").contains("dept"), "{error}");
+        assert_eq!(crate::core::error::exit_code(&error), 1);
+    }
+
+    #[test]
+    fn a_section_is_read_from_its_table_or_from_a_bare_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let piped = dir.path().join("pipeline.toml");
+        std::fs::write(&piped, "[other]\nx = 1\n[client]\nworkers = 3\n").unwrap();
+        let client: Client = load_section(Some(&piped), "client").unwrap();
+        assert_eq!(client.workers, 3);
+        let bare = dir.path().join("client.toml");
+        std::fs::write(&bare, "workers = 5\n").unwrap();
+        let client: Client = load_section_or_bare(Some(&bare), "client").unwrap();
+        assert_eq!(client.workers, 5);
+        let client: Client = load_section_or_bare(Some(&piped), "client").unwrap();
+        assert_eq!(client.workers, 3);
+        let missing = dir.path().join("missing.toml");
+        let error = load_section::<Section>(Some(&missing), "client").unwrap_err();
+        assert_eq!(crate::core::error::exit_code(&error), 2);
     }
 }

@@ -3,11 +3,12 @@
 //! the whole in order. The pipeline decides which stages are sliced and
 //! merges them ([`crate::pipeline::merge`]); stages only ask for their range.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
-/// Slice `index` of `count` (`--shard I/N`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Slice `index` of `count` (`--shard I/N`); recorded as
+/// `{"index": I, "count": N}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
     pub index: u64,
     pub count: u64,
@@ -49,17 +50,6 @@ impl Shard {
     /// The shard's folder name beside the release's.
     pub fn folder_name(&self, release: &str) -> String {
         format!("{release}.shard-{}-of-{}", self.index, self.count)
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({"index": self.index, "count": self.count})
-    }
-
-    pub fn from_json(value: &Value) -> Option<Shard> {
-        Some(Shard {
-            index: value.get("index")?.as_u64()?,
-            count: value.get("count")?.as_u64()?,
-        })
     }
 }
 

@@ -77,26 +77,30 @@ impl Default for EngineConfig {
     }
 }
 
-/// Engine flags shared by every command that runs an engine.
-#[derive(clap::Args, Debug, Clone, Default)]
+/// Engine flags shared by every command that runs an engine; each
+/// overrides its key of the `[engine]` section
+/// ([`crate::core::settings::flags_over`]).
+#[derive(clap::Args, Debug, Clone, Default, Serialize)]
 pub struct EngineArgs {
     /// Engine executable, or an engine definition file (.toml, see
     /// engines/stockfish.toml). Default: config, /usr/games/stockfish, PATH.
     #[arg(long, value_name = "PATH")]
+    #[serde(rename = "path")]
     pub engine: Option<PathBuf>,
     /// Engine processes run in parallel (default: number of CPUs).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// Seconds one search may take before the engine is restarted.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = crate::core::settings::finite_number)]
+    #[serde(rename = "deadline_secs")]
     pub deadline: Option<f64>,
 }
 
 impl EngineArgs {
-    /// The engine spec and pool settings from these flags over `config`.
-    pub fn resolve(&self, config: &EngineConfig) -> anyhow::Result<(EngineSpec, PoolConfig)> {
-        let chosen = self.engine.as_deref().or(config.path.as_deref());
-        let spec = match chosen {
+    /// The engine spec and pool settings from these flags over `section`.
+    pub fn resolve(&self, section: &EngineConfig) -> anyhow::Result<(EngineSpec, PoolConfig)> {
+        let config = crate::core::settings::flags_over(section, self)?;
+        let spec = match config.path.as_deref() {
             Some(path) if path.extension().is_some_and(|ext| ext == "toml") => {
                 let spec = EngineSpec::from_file(path)?;
                 let executable = resolve_engine(Some(&spec.path), None)?;
@@ -106,15 +110,15 @@ impl EngineArgs {
                 }
             }
             _ => {
-                let executable = resolve_engine(self.engine.as_deref(), config.path.as_deref())?;
+                let executable = resolve_engine(self.engine.as_deref(), section.path.as_deref())?;
                 EngineSpec::new(executable).with_option("Hash", config.hash_mb)
             }
         };
-        let workers = match self.workers.unwrap_or(config.workers) {
+        let workers = match config.workers {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let deadline_secs = self.deadline.unwrap_or(config.deadline_secs);
+        let deadline_secs = config.deadline_secs;
         if !(deadline_secs.is_finite() && deadline_secs > 0.0) {
             crate::bail_input!(
                 "--deadline must be a positive number of seconds, not {deadline_secs}"

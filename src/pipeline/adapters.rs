@@ -1,9 +1,11 @@
-//! The stages `puzzleforge run` chains, each a thin adapter from
-//! `pipeline.toml` to the stage's own module.
+//! The stages `puzzleforge run` chains, each a thin adapter from its own
+//! section of `pipeline.toml` to the stage's module.
 //!
 //! Data flows one way: sources -> ingest -> (selfplay -> mine -> rate) ->
-//! release -> export -> eval. A stage reads only the config and the
-//! committed outputs of the stages before it.
+//! release -> export -> eval. An adapter holds its typed section (with the
+//! run seed and its paths already resolved) and nothing else of the config,
+//! so a stage reads only its own settings and the committed outputs of the
+//! stages before it.
 
 use anyhow::Result;
 use clap::ValueEnum;
@@ -11,21 +13,74 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
-use crate::pipeline::stage::{RunContext, Stage};
+use crate::pipeline::config::{ExportSection, PipelineConfig, VerifySection};
+use crate::pipeline::stage::{RunContext, Stage, StageFolder, StageName};
+use crate::stages::eval::config::EvalConfig;
+use crate::stages::export::{ExportFormat, SplitChoice};
+use crate::stages::ingest_games::IngestGamesConfig;
+use crate::stages::ingest_puzzles::IngestPuzzlesConfig;
+use crate::stages::mine::MineConfig;
+use crate::stages::rate::RateConfig;
+use crate::stages::release::cells::SplitConfig;
+use crate::stages::selfplay::SelfplayConfig;
 
-/// Every stage `run` knows, in pipeline order.
-pub fn all() -> Vec<Box<dyn Stage>> {
-    vec![
-        Box::new(IngestPuzzles),
-        Box::new(IngestGames),
-        Box::new(Selfplay),
-        Box::new(Mine),
-        Box::new(Rate),
-        Box::new(Verify),
-        Box::new(Release),
-        Box::new(Export),
-        Box::new(Eval),
-    ]
+/// The stages of `pipeline.stages`, in its order, each holding its own
+/// section of `config` (loaded from `config_path`, which errors name).
+pub fn configured(config: &PipelineConfig, config_path: &Path) -> Result<Vec<Box<dyn Stage>>> {
+    config
+        .pipeline
+        .stages
+        .iter()
+        .map(|&name| stage(name, config, config_path))
+        .collect()
+}
+
+/// The stage `name`, handed its own section of `config`.
+pub fn stage(
+    name: StageName,
+    config: &PipelineConfig,
+    config_path: &Path,
+) -> Result<Box<dyn Stage>> {
+    let seed = config.pipeline.seed;
+    Ok(match name {
+        StageName::IngestPuzzles => Box::new(IngestPuzzles {
+            filters: config.ingest.puzzles.clone(),
+            sources: config.sources.puzzles.clone(),
+            seed,
+        }),
+        StageName::IngestGames => Box::new(IngestGames {
+            section: config.ingest.games.clone(),
+            sources: config.sources.games.clone(),
+        }),
+        StageName::Selfplay => Box::new(Selfplay {
+            section: SelfplayConfig {
+                seed,
+                ..config.selfplay.clone()
+            },
+        }),
+        StageName::Mine => Box::new(Mine {
+            section: config.mine.clone(),
+        }),
+        StageName::Rate => Box::new(Rate {
+            section: RateConfig {
+                seed,
+                ..config.rate.clone()
+            },
+        }),
+        StageName::Verify => Box::new(Verify {
+            section: config.verify.clone(),
+        }),
+        StageName::Release => Box::new(Release {
+            section: config.split.clone(),
+            seed,
+            verifies: config.pipeline.stages.contains(&StageName::Verify),
+        }),
+        StageName::Export => Box::new(Export::new(&config.export, config_path)?),
+        StageName::Eval => Box::new(Eval {
+            section: config.eval.clone(),
+            seed,
+        }),
+    })
 }
 
 /// The file name a source gets inside a stage folder: its name without
@@ -45,7 +100,7 @@ fn output_name(source: &Path, suffix: &str) -> String {
 
 /// Files with one of the given endings in a stage's committed folder,
 /// sorted by name.
-fn stage_files(ctx: &RunContext, stage: &str, ending: &str) -> Vec<PathBuf> {
+fn stage_files(ctx: &RunContext, stage: StageName, ending: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(ctx.stage_dir(stage))
         .map(|entries| {
             entries
@@ -61,97 +116,103 @@ fn stage_files(ctx: &RunContext, stage: &str, ending: &str) -> Vec<PathBuf> {
     files
 }
 
-fn configured_paths(ctx: &RunContext, paths: &[PathBuf]) -> Vec<PathBuf> {
-    paths.iter().map(|p| ctx.config_relative(p)).collect()
+/// `ingest_puzzles`: validates every configured puzzle source.
+struct IngestPuzzles {
+    /// `[ingest.puzzles]`.
+    filters: IngestPuzzlesConfig,
+    /// `sources.puzzles`.
+    sources: Vec<PathBuf>,
+    seed: u64,
 }
 
-/// `ingest_puzzles`: validates every configured puzzle source.
-struct IngestPuzzles;
-
 impl Stage for IngestPuzzles {
-    fn name(&self) -> &'static str {
-        "ingest_puzzles"
+    fn name(&self) -> StageName {
+        StageName::IngestPuzzles
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!({"filters": ctx.config.ingest.puzzles, "seed": ctx.config.pipeline.seed})
+    fn config_section(&self, _ctx: &RunContext) -> Value {
+        json!({"filters": self.filters, "seed": self.seed})
     }
 
-    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(configured_paths(ctx, &ctx.config.sources.puzzles))
+    fn inputs(&self, _ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(self.sources.clone())
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+    fn execute(&self, _ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+        let config = IngestPuzzlesConfig {
+            seed: self.seed,
+            ..self.filters.clone()
+        };
         let mut files = Vec::new();
-        for source in self.inputs(ctx)? {
-            let output = out_dir.join(output_name(&source, ".csv"));
-            let rejects = out_dir.join(output_name(&source, ".rejects.csv"));
-            let config = crate::stages::ingest_puzzles::IngestPuzzlesConfig {
-                seed: ctx.config.pipeline.seed,
-                ..ctx.config.ingest.puzzles.clone()
-            };
-            let summary = crate::stages::ingest_puzzles::run_puzzles_with(
+        for source in &self.sources {
+            let output = output_name(source, ".csv");
+            let rejects = output_name(source, ".rejects.csv");
+            let mut summary = crate::stages::ingest_puzzles::run_puzzles_with(
                 &config,
-                &source,
-                &output,
-                Some(&rejects),
-            )?;
-            files.push(json!({"source": source, "summary": summary.json}));
+                source,
+                &folder.scratch_path(&output),
+                Some(&folder.scratch_path(&rejects)),
+            )?
+            .json;
+            summary["output"] = folder.committed_path(&output);
+            summary["rejects"] = folder.committed_path(&rejects);
+            files.push(json!({"source": source, "summary": summary}));
         }
         Ok(json!({"sources": files.len(), "files": files}))
     }
 }
 
 /// `ingest_games`: finds candidate positions in the configured game dumps.
-struct IngestGames;
+struct IngestGames {
+    /// `[ingest.games]`.
+    section: IngestGamesConfig,
+    /// `sources.games`.
+    sources: Vec<PathBuf>,
+}
 
 impl Stage for IngestGames {
-    fn name(&self) -> &'static str {
-        "ingest_games"
+    fn name(&self) -> StageName {
+        StageName::IngestGames
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!(ctx.config.ingest.games)
+    fn config_section(&self, _ctx: &RunContext) -> Value {
+        json!(self.section)
     }
 
-    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(configured_paths(ctx, &ctx.config.sources.games))
+    fn inputs(&self, _ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(self.sources.clone())
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+    fn execute(&self, _ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
         let mut files = Vec::new();
-        for source in self.inputs(ctx)? {
-            let output = out_dir.join(output_name(&source, ".candidates.csv"));
-            let summary = crate::stages::ingest_games::run_games_with(
-                &ctx.config.ingest.games,
-                &source,
-                &output,
-            )?;
-            files.push(json!({"source": source, "summary": summary.json}));
+        for source in &self.sources {
+            let output = output_name(source, ".candidates.csv");
+            let mut summary = crate::stages::ingest_games::run_games_with(
+                &self.section,
+                source,
+                &folder.scratch_path(&output),
+            )?
+            .json;
+            summary["output"] = folder.committed_path(&output);
+            files.push(json!({"source": source, "summary": summary}));
         }
         Ok(json!({"sources": files.len(), "files": files}))
     }
 }
 
 /// `selfplay`: reproducible Epoch-style games.
-struct Selfplay;
-
-impl Selfplay {
-    fn config(ctx: &RunContext) -> crate::stages::selfplay::SelfplayConfig {
-        crate::stages::selfplay::SelfplayConfig {
-            seed: ctx.config.pipeline.seed,
-            ..ctx.config.selfplay.clone()
-        }
-    }
+struct Selfplay {
+    /// `[selfplay]`, with the run seed.
+    section: SelfplayConfig,
 }
 
 impl Stage for Selfplay {
-    fn name(&self) -> &'static str {
-        "selfplay"
+    fn name(&self) -> StageName {
+        StageName::Selfplay
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!(Self::config(ctx))
+    fn config_section(&self, _ctx: &RunContext) -> Value {
+        json!(self.section)
     }
 
     fn inputs(&self, _ctx: &RunContext) -> Result<Vec<PathBuf>> {
@@ -162,44 +223,78 @@ impl Stage for Selfplay {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
         let pool = ctx.engine_pool()?;
-        let config = Self::config(ctx);
         // A shard plays its slice of the game numbers; each game's bytes
         // depend only on the seed and its number.
         let numbers = match &ctx.shard {
             Some(shard) => {
-                let range = shard.range(config.games);
+                let range = shard.range(self.section.games);
                 range.start + 1..=range.end
             }
-            None => 1..=config.games,
+            None => 1..=self.section.games,
         };
-        let summary = crate::stages::selfplay::run_selfplay_range(
-            &config,
+        let output = "games.pgn";
+        let mut summary = crate::stages::selfplay::run_selfplay_range(
+            &self.section,
             &pool,
-            &out_dir.join("games.pgn"),
+            &folder.scratch_path(output),
             numbers,
-        )?;
-        Ok(summary.json)
+        )?
+        .json;
+        summary["output"] = folder.committed_path(output);
+        Ok(summary)
     }
 }
 
 /// `mine`: unique-best-move puzzles from the self-play games and from the
 /// Lichess game candidates.
-struct Mine;
+struct Mine {
+    /// `[mine]`.
+    section: MineConfig,
+}
+
+impl Mine {
+    /// The mine input `input`, or this shard's part of it.
+    fn load(
+        ctx: &RunContext,
+        input: &Path,
+        sliced_here: bool,
+    ) -> Result<crate::stages::mine::Loaded> {
+        use crate::stages::mine::{Loaded, load_input};
+        Ok(match &ctx.shard {
+            // Self-play games are sliced by the selfplay stage already;
+            // a shard may have none of them (more shards than games).
+            Some(_) if !sliced_here && std::fs::metadata(input)?.len() == 0 => Loaded {
+                units: Vec::new(),
+                skipped: Vec::new(),
+            },
+            Some(_) if !sliced_here => load_input(input)?,
+            // Every shard ingests the same candidates; each mines its
+            // slice of them.
+            Some(shard) => {
+                let mut loaded = load_input(input)?;
+                let range = shard.range(loaded.units.len() as u64);
+                loaded.units = loaded.units[range.start as usize..range.end as usize].to_vec();
+                loaded
+            }
+            None => load_input(input)?,
+        })
+    }
+}
 
 impl Stage for Mine {
-    fn name(&self) -> &'static str {
-        "mine"
+    fn name(&self) -> StageName {
+        StageName::Mine
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!(ctx.config.mine)
+    fn config_section(&self, _ctx: &RunContext) -> Value {
+        json!(self.section)
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        let mut inputs = stage_files(ctx, "selfplay", ".pgn");
-        inputs.extend(stage_files(ctx, "ingest_games", ".candidates.csv"));
+        let mut inputs = stage_files(ctx, StageName::Selfplay, ".pgn");
+        inputs.extend(stage_files(ctx, StageName::IngestGames, ".candidates.csv"));
         Ok(inputs)
     }
 
@@ -207,40 +302,27 @@ impl Stage for Mine {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
         let pool = ctx.engine_pool()?;
         let mut files = Vec::new();
-        let games = stage_files(ctx, "selfplay", ".pgn");
-        let candidates = stage_files(ctx, "ingest_games", ".candidates.csv");
+        let games = stage_files(ctx, StageName::Selfplay, ".pgn");
+        let candidates = stage_files(ctx, StageName::IngestGames, ".candidates.csv");
         for (input, sliced_here) in games
             .into_iter()
             .map(|p| (p, false))
             .chain(candidates.into_iter().map(|p| (p, true)))
         {
-            let output = out_dir.join(output_name(&input, ".puzzles.csv"));
-            let loaded = match &ctx.shard {
-                // Self-play games are sliced by the selfplay stage already;
-                // a shard may have none of them (more shards than games).
-                Some(_) if !sliced_here && std::fs::metadata(&input)?.len() == 0 => {
-                    crate::stages::mine::Loaded {
-                        units: Vec::new(),
-                        skipped: Vec::new(),
-                    }
-                }
-                Some(_) if !sliced_here => crate::stages::mine::load_input(&input)?,
-                // Every shard ingests the same candidates; each mines its
-                // slice of them.
-                Some(shard) => {
-                    let mut loaded = crate::stages::mine::load_input(&input)?;
-                    let range = shard.range(loaded.units.len() as u64);
-                    loaded.units = loaded.units[range.start as usize..range.end as usize].to_vec();
-                    loaded
-                }
-                None => crate::stages::mine::load_input(&input)?,
-            };
-            let summary =
-                crate::stages::mine::run_mine_loaded(&ctx.config.mine, &pool, &loaded, &output)?;
-            files.push(json!({"input": input, "summary": summary.json}));
+            let output = output_name(&input, ".puzzles.csv");
+            let loaded = Self::load(ctx, &input, sliced_here)?;
+            let mut summary = crate::stages::mine::run_mine_loaded(
+                &self.section,
+                &pool,
+                &loaded,
+                &folder.scratch_path(&output),
+            )?
+            .json;
+            summary["output"] = folder.committed_path(&output);
+            files.push(json!({"input": input, "summary": summary}));
         }
         Ok(json!({"inputs": files.len(), "files": files}))
     }
@@ -248,37 +330,23 @@ impl Stage for Mine {
 
 /// `rate`: engine-estimated ratings for the mined puzzles, from the
 /// committed (or a configured) model fitted on real Lichess puzzles.
-struct Rate;
-
-impl Rate {
-    fn config(ctx: &RunContext) -> crate::stages::rate::RateConfig {
-        crate::stages::rate::RateConfig {
-            seed: ctx.config.pipeline.seed,
-            model: ctx
-                .config
-                .rate
-                .model
-                .as_ref()
-                .map(|m| ctx.config_relative(m)),
-            ..ctx.config.rate.clone()
-        }
-    }
+struct Rate {
+    /// `[rate]`, with the run seed and the model's path resolved.
+    section: RateConfig,
 }
 
 impl Stage for Rate {
-    fn name(&self) -> &'static str {
-        "rate"
+    fn name(&self) -> StageName {
+        StageName::Rate
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!(Self::config(ctx))
+    fn config_section(&self, _ctx: &RunContext) -> Value {
+        json!(self.section)
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        let mut inputs = stage_files(ctx, "mine", ".puzzles.csv");
-        if let Some(model) = &Self::config(ctx).model {
-            inputs.push(model.clone());
-        }
+        let mut inputs = stage_files(ctx, StageName::Mine, ".puzzles.csv");
+        inputs.extend(self.section.model.clone());
         Ok(inputs)
     }
 
@@ -286,27 +354,24 @@ impl Stage for Rate {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
-        let engine = ctx
-            .engine
-            .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("the rate stage runs without an engine"))?;
-        let config = Self::config(ctx);
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+        let engine = ctx.engine()?;
         let mut files = Vec::new();
-        for input in stage_files(ctx, "mine", ".puzzles.csv") {
-            let output = out_dir.join(output_name(&input, ".csv"));
+        for input in stage_files(ctx, StageName::Mine, ".puzzles.csv") {
+            let output = output_name(&input, ".csv");
             let job = crate::stages::rate::RateJob {
                 input: &input,
-                output: &output,
+                output: &folder.scratch_path(&output),
                 calibrate: &[],
                 save_model: None,
                 features_out: None,
-                config: &config,
+                config: &self.section,
                 engine: engine.spec.clone(),
                 pool: engine.pool.clone(),
             };
-            let summary = crate::stages::rate::run_rate_with(&job)?;
-            files.push(json!({"input": input, "summary": summary.json}));
+            let mut summary = crate::stages::rate::run_rate_with(&job)?.json;
+            summary["output"] = folder.committed_path(&output);
+            files.push(json!({"input": input, "summary": summary}));
         }
         Ok(json!({"inputs": files.len(), "files": files}))
     }
@@ -314,51 +379,59 @@ impl Stage for Rate {
 
 /// `verify`: every mined puzzle searched again with more nodes; the
 /// figures go into the release manifest.
-struct Verify;
+struct Verify {
+    /// `[verify]`.
+    section: VerifySection,
+}
 
 impl Verify {
     /// The stage's totals, which the release manifest records.
     const SUMMARY: &'static str = "verify.json";
+    /// The figures summed over the mined files.
+    const TOTALS: [&'static str; 5] = [
+        "puzzles",
+        "checked",
+        "best_holds",
+        "best_and_criterion_hold",
+        "not_checkable",
+    ];
 }
 
 impl Stage for Verify {
-    fn name(&self) -> &'static str {
-        "verify"
+    fn name(&self) -> StageName {
+        StageName::Verify
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!(ctx.config.verify)
+    fn config_section(&self, _ctx: &RunContext) -> Value {
+        json!(self.section)
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(stage_files(ctx, "mine", ".puzzles.csv"))
+        Ok(stage_files(ctx, StageName::Mine, ".puzzles.csv"))
     }
 
     fn uses_engine(&self) -> bool {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
         let pool = ctx.engine_pool()?;
         let config = crate::stages::verify::VerifyConfig {
-            factor: ctx.config.verify.factor,
-            nodes: None,
-            nodes_override: false,
-            criterion: None,
+            factor: self.section.factor,
+            ..Default::default()
         };
         let mut files = Vec::new();
         let mut totals = json!({"factor": config.factor, "puzzles": 0, "checked": 0,
             "best_holds": 0, "best_and_criterion_hold": 0, "not_checkable": 0});
         for input in self.inputs(ctx)? {
-            let output = out_dir.join(output_name(&input, ".verify.jsonl"));
-            let summary = crate::stages::verify::run_verify_with(&config, &pool, &input, &output)?;
-            for key in [
-                "puzzles",
-                "checked",
-                "best_holds",
-                "best_and_criterion_hold",
-                "not_checkable",
-            ] {
+            let report = output_name(&input, ".verify.jsonl");
+            let summary = crate::stages::verify::run_verify_with(
+                &config,
+                &pool,
+                &input,
+                &folder.scratch_path(&report),
+            )?;
+            for key in Self::TOTALS {
                 let sum =
                     totals[key].as_u64().unwrap_or(0) + summary.json[key].as_u64().unwrap_or(0);
                 totals[key] = json!(sum);
@@ -371,13 +444,13 @@ impl Stage for Verify {
             }
             files.push(json!({
                 "input": output_name(&input, ".csv"),
-                "report": output_name(&input, ".verify.jsonl"),
+                "report": report,
                 "counts": counts,
             }));
         }
         totals["files"] = json!(files);
         crate::core::fileio::write_atomic(
-            &out_dir.join(Self::SUMMARY),
+            &folder.scratch_path(Self::SUMMARY),
             format!("{}\n", serde_json::to_string_pretty(&totals)?).as_bytes(),
         )?;
         Ok(totals)
@@ -385,23 +458,29 @@ impl Stage for Verify {
 }
 
 /// `release`: the stratified, game-grouped train/test split.
-struct Release;
+struct Release {
+    /// `[split]`, as written (the run seed is recorded beside it).
+    section: SplitConfig,
+    seed: u64,
+    /// Whether `pipeline.stages` verifies the mined puzzles (the release
+    /// then embeds the verification figures).
+    verifies: bool,
+}
 
 impl Release {
     /// The puzzle pool: every validated Lichess puzzle file, and the rated
     /// mined puzzles when the pipeline mines.
     fn pool(ctx: &RunContext) -> Vec<PathBuf> {
-        let mut pool = stage_files(ctx, "ingest_puzzles", ".csv");
+        let mut pool = stage_files(ctx, StageName::IngestPuzzles, ".csv");
         pool.retain(|p| !p.to_string_lossy().ends_with(".rejects.csv"));
-        pool.extend(stage_files(ctx, "rate", ".csv"));
+        pool.extend(stage_files(ctx, StageName::Rate, ".csv"));
         pool
     }
 
     /// The `verify` stage's totals, when the pipeline verifies.
-    fn verify_summary(ctx: &RunContext) -> Option<PathBuf> {
-        let path = ctx.stage_dir("verify").join(Verify::SUMMARY);
-        let verifies = ctx.config.pipeline.stages.iter().any(|s| s == "verify");
-        (verifies && path.is_file()).then_some(path)
+    fn verify_summary(&self, ctx: &RunContext) -> Option<PathBuf> {
+        let path = ctx.stage_dir(StageName::Verify).join(Verify::SUMMARY);
+        (self.verifies && path.is_file()).then_some(path)
     }
 
     /// Earlier releases under the output folder (other release names), whose
@@ -412,7 +491,7 @@ impl Release {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
-        let own = ctx.stage_dir("release");
+        let own = ctx.stage_dir(StageName::Release);
         let mut releases = crate::stages::release::find_releases(&root, &own)?;
         let this_run = ctx.release_dir.canonicalize().ok();
         releases.retain(|r| {
@@ -426,24 +505,24 @@ impl Release {
 }
 
 impl Stage for Release {
-    fn name(&self) -> &'static str {
-        "release"
+    fn name(&self) -> StageName {
+        StageName::Release
     }
 
     fn config_section(&self, ctx: &RunContext) -> Value {
-        json!({"split": ctx.config.split, "seed": ctx.config.pipeline.seed, "tier": ctx.tier})
+        json!({"split": self.section, "seed": self.seed, "tier": ctx.tier})
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = Self::pool(ctx);
-        inputs.extend(Self::verify_summary(ctx));
+        inputs.extend(self.verify_summary(ctx));
         for release in Self::earlier_releases(ctx)? {
             inputs.extend(crate::stages::release::card::split_files(&release));
         }
         Ok(inputs)
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
         let pool = Self::pool(ctx);
         if pool.is_empty() {
             return Err(bad_input(
@@ -452,10 +531,10 @@ impl Stage for Release {
         }
         let args = crate::stages::release::SplitArgs {
             pool,
-            output: out_dir.to_path_buf(),
-            config: Some(ctx.config_path.to_path_buf()),
+            output: folder.scratch.clone(),
+            config: None,
             tier: ctx.tier.clone(),
-            seed: Some(ctx.config.pipeline.seed),
+            seed: None,
             bin_width: None,
             train_per_cell: None,
             test_per_cell: None,
@@ -468,55 +547,86 @@ impl Stage for Release {
             no_release_exclusion: true,
             engine_id: None,
             engine_option: Vec::new(),
-            verify: Self::verify_summary(ctx),
+            verify: self.verify_summary(ctx),
         };
-        Ok(crate::stages::release::run_split(&args)?.json)
+        let config = SplitConfig {
+            seed: self.seed,
+            ..self.section.clone()
+        };
+        let mut summary = crate::stages::release::run_split_with(&args, config)?.json;
+        summary["output"] = folder.committed_folder();
+        Ok(summary)
     }
 }
 
 /// `export`: the release in the configured exchange formats.
-struct Export;
+struct Export {
+    /// `[export]`, as written.
+    section: ExportSection,
+    /// Each of `export.formats`, by its name and its format.
+    formats: Vec<(String, ExportFormat)>,
+    split: SplitChoice,
+}
+
+impl Export {
+    /// Checks `[export]`'s names of formats and splits (errors name
+    /// `config_path`).
+    fn new(section: &ExportSection, config_path: &Path) -> Result<Export> {
+        let split = SplitChoice::from_str(&section.split, true).map_err(|_| {
+            bad_input(format!(
+                "{}: export.split must be train, test or both, not {:?}",
+                config_path.display(),
+                section.split
+            ))
+        })?;
+        let formats = section
+            .formats
+            .iter()
+            .map(|name| {
+                let format = ExportFormat::from_str(name, true).map_err(|_| {
+                    bad_input(format!(
+                        "{}: export.formats has unknown format {name:?} (inspect, dspy, openai-evals, lichess)",
+                        config_path.display()
+                    ))
+                })?;
+                Ok((name.clone(), format))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Export {
+            section: section.clone(),
+            formats,
+            split,
+        })
+    }
+}
 
 impl Stage for Export {
-    fn name(&self) -> &'static str {
-        "export"
+    fn name(&self) -> StageName {
+        StageName::Export
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!(ctx.config.export)
+    fn config_section(&self, _ctx: &RunContext) -> Value {
+        json!(self.section)
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         Ok(crate::stages::release::card::split_files(
-            &ctx.stage_dir("release"),
+            &ctx.stage_dir(StageName::Release),
         ))
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
-        let split = crate::stages::export::SplitChoice::from_str(&ctx.config.export.split, true)
-            .map_err(|_| {
-                bad_input(format!(
-                    "{}: export.split must be train, test or both, not {:?}",
-                    ctx.config_path.display(),
-                    ctx.config.export.split
-                ))
-            })?;
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
         let mut done = Vec::new();
-        for name in &ctx.config.export.formats {
-            let format = crate::stages::export::ExportFormat::from_str(name, true).map_err(|_| {
-                bad_input(format!(
-                    "{}: export.formats has unknown format {name:?} (inspect, dspy, openai-evals, lichess)",
-                    ctx.config_path.display()
-                ))
-            })?;
+        for (name, format) in &self.formats {
             let args = crate::stages::export::ExportArgs {
-                release: ctx.stage_dir("release"),
-                format,
-                output: out_dir.join(name),
-                split,
+                release: ctx.stage_dir(StageName::Release),
+                format: *format,
+                output: folder.scratch_path(name),
+                split: self.split,
             };
-            let summary = crate::stages::export::run_export(&args)?;
-            done.push(json!({"format": name, "summary": summary.json}));
+            let mut summary = crate::stages::export::run_export(&args)?.json;
+            summary["output"] = folder.committed_path(name);
+            done.push(json!({"format": name, "summary": summary}));
         }
         Ok(json!({"formats": done.len(), "exports": done}))
     }
@@ -524,20 +634,24 @@ impl Stage for Export {
 
 /// `eval`: the fresh test split played by the configured player (a
 /// built-in baseline by default), with its report.
-struct Eval;
+struct Eval {
+    /// `[eval]`, as written (the run seed is recorded beside it).
+    section: EvalConfig,
+    seed: u64,
+}
 
 impl Stage for Eval {
-    fn name(&self) -> &'static str {
-        "eval"
+    fn name(&self) -> StageName {
+        StageName::Eval
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!({"eval": ctx.config.eval, "seed": ctx.config.pipeline.seed})
+    fn config_section(&self, _ctx: &RunContext) -> Value {
+        json!({"eval": self.section, "seed": self.seed})
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         Ok(crate::stages::release::card::split_files(
-            &ctx.stage_dir("release"),
+            &ctx.stage_dir(StageName::Release),
         ))
     }
 
@@ -545,24 +659,37 @@ impl Stage for Eval {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value> {
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+        let engine = ctx.engine()?;
         let args = crate::stages::eval::EvalArgs {
-            set: ctx.stage_dir("release"),
+            set: ctx.stage_dir(StageName::Release),
             model: None,
             templates: Vec::new(),
             prompt: None,
-            output: out_dir.to_path_buf(),
+            output: folder.scratch.clone(),
             split: "test".to_string(),
             repeats: None,
-            seed: Some(ctx.config.pipeline.seed),
+            seed: None,
             limit: None,
             workers: None,
-            config: Some(ctx.config_path.to_path_buf()),
+            config: None,
             retry_failed: false,
             no_regret: false,
-            engine: ctx.engine.as_ref().map(|e| e.spec.path.clone()),
-            engine_workers: Some(ctx.engine.as_ref().map_or(1, |e| e.pool.workers)),
+            engine: None,
+            engine_workers: None,
         };
-        Ok(crate::stages::eval::run_eval(&args)?.json)
+        let config = EvalConfig {
+            seed: self.seed,
+            ..self.section.clone()
+        };
+        // The run's whole `[engine]` section (binary, options, workers,
+        // deadline, attempts), as every other stage uses it.
+        let engine = crate::stages::eval::config::EvalEngine::Resolved {
+            spec: engine.spec.clone(),
+            pool: engine.pool.clone(),
+        };
+        let mut summary = crate::stages::eval::run_eval_with(&args, config, &engine)?.json;
+        summary["run_dir"] = folder.committed_folder();
+        Ok(summary)
     }
 }

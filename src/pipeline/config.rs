@@ -1,14 +1,18 @@
-//! `pipeline.toml`: the whole pipeline in one commented file.
+//! `pipeline.toml`: the whole pipeline in one commented file, parsed once
+//! into typed sections; `run` hands each stage its own section
+//! ([`crate::pipeline::adapters`]).
 //!
 //! Every table and key is typed and unknown keys are rejected, so a typo is
 //! an error naming the key, the line and the file instead of a setting that
-//! silently does nothing.
+//! silently does nothing. Paths are resolved against the file's folder when
+//! it is loaded.
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
+use crate::pipeline::stage::StageName;
 
 /// The default config file, relative to the working directory.
 pub const DEFAULT_CONFIG: &str = "pipeline.toml";
@@ -98,7 +102,24 @@ pub struct PipelineSection {
     /// Release name used when `run` is not given `--release`.
     pub release: String,
     /// Stages to run, in order. Each must be one `run` knows.
-    pub stages: Vec<String>,
+    #[serde(deserialize_with = "stage_names")]
+    pub stages: Vec<StageName>,
+}
+
+/// `pipeline.stages`, with an unknown name reported with the stages `run`
+/// knows.
+fn stage_names<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<StageName>, D::Error> {
+    Vec::<String>::deserialize(deserializer)?
+        .iter()
+        .map(|name| {
+            StageName::from_name(name).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "pipeline.stages names unknown stage {name:?}; known stages: {}",
+                    StageName::list(StageName::ALL)
+                ))
+            })
+        })
+        .collect()
 }
 
 impl Default for PipelineSection {
@@ -124,13 +145,26 @@ impl PipelineConfig {
         })
     }
 
-    /// Reads and parses a config file.
+    /// Reads and parses a config file, its paths resolved against the
+    /// file's folder.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
-        let config = Self::parse(&text, path)?;
+        let mut config = Self::parse(&text, path)?;
         config.check_seeds(path)?;
+        config.resolve_paths(path);
         Ok(config)
+    }
+
+    /// Resolves the paths of the file (output folder, sources, engine,
+    /// rating model) against its folder.
+    fn resolve_paths(&mut self, config_path: &Path) {
+        let resolve = |path: &mut PathBuf| *path = relative_to(config_path, path);
+        resolve(&mut self.pipeline.output_dir);
+        self.sources.puzzles.iter_mut().for_each(resolve);
+        self.sources.games.iter_mut().for_each(resolve);
+        self.engine.path.iter_mut().for_each(resolve);
+        self.rate.model.iter_mut().for_each(resolve);
     }
 
     /// `run` draws every random number from `pipeline.seed`. The stage
@@ -179,6 +213,31 @@ mod tests {
         assert!(text.contains("my.toml"), "{text}");
         assert!(text.contains("sede"), "{text}");
         assert_eq!(crate::core::error::exit_code(&error), 2);
+    }
+
+    #[test]
+    fn unknown_stage_is_named_with_the_file_the_key_and_the_known_stages() {
+        let error = PipelineConfig::parse(
+            "[pipeline]\nstages = [\"ingest_puzzles\", \"split\"]\n",
+            Path::new("p.toml"),
+        )
+        .unwrap_err();
+        let text = format!("{error:#}");
+        for part in [
+            "p.toml",
+            "pipeline.stages",
+            "\"split\"",
+            "ingest_games, selfplay",
+        ] {
+            assert!(text.contains(part), "{part}: {text}");
+        }
+        assert_eq!(crate::core::error::exit_code(&error), 2);
+        let config = PipelineConfig::parse(
+            "[pipeline]\nstages = [\"mine\", \"eval\"]\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(config.pipeline.stages, [StageName::Mine, StageName::Eval]);
     }
 
     #[test]

@@ -4,22 +4,93 @@
 //! stage writes into before it is renamed into place.
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
-use crate::pipeline::stage::{RunContext, Stage};
+use crate::core::shard::Shard;
+use crate::pipeline::stage::{RunContext, Stage, StageName};
 
 /// The runner's record of a stage, beside the stage's outputs (a stage may
 /// write a `manifest.json` of its own, as the release does).
 pub(crate) const MANIFEST: &str = "stage.json";
 
+/// A stage's `stage.json`. The fields are written in this order; `shard`
+/// only by `run --shard`, `merged_from` only by `merge`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct StageManifest {
+    pub stage: StageName,
+    pub fingerprint: Fingerprint,
+    /// The stage's own summary (its counts, and the files it wrote).
+    pub counts: Value,
+    pub seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// The shard folders a `merge` took the stage's outputs from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<String>>,
+    /// sha256 of every output, by path relative to the stage's folder.
+    pub outputs: BTreeMap<String, String>,
+}
+
+/// What decides a stage's outputs: a stage whose fingerprint is unchanged
+/// and whose outputs are intact is not run again.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct Fingerprint {
+    pub tool_version: String,
+    /// sha256 of every input, by path (relative to the release folder for
+    /// inputs inside it).
+    pub inputs: BTreeMap<String, String>,
+    /// The stage's config section (see [`Stage::config_section`]).
+    pub config: Value,
+    /// The engine, for a stage whose results depend on it; else null.
+    pub engine: Option<EngineIdentity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+}
+
+/// The engine a stage ran: its binary's sha256 and the UCI options sent.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct EngineIdentity {
+    /// Where the binary was; it may differ between machines.
+    pub path: PathBuf,
+    pub sha256: String,
+    pub options: Vec<(String, String)>,
+}
+
+impl StageManifest {
+    /// Reads a `stage.json`.
+    pub(crate) fn load(path: &Path) -> Result<StageManifest> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| bad_input(format!("{}: not a stage manifest: {e}", path.display())))
+    }
+
+    /// The `stage.json` in a stage's folder, when there is a readable one.
+    pub(crate) fn previous(dir: &Path) -> Option<StageManifest> {
+        Self::load(&dir.join(MANIFEST)).ok()
+    }
+
+    /// True when every output in `dir` still has its recorded sha256.
+    pub(crate) fn outputs_intact(&self, dir: &Path) -> bool {
+        self.outputs
+            .iter()
+            .all(|(name, sha)| sha256_file(&dir.join(name)).is_ok_and(|actual| &actual == sha))
+    }
+}
+
+/// Seconds as the manifest records them: to the millisecond.
+pub(crate) fn manifest_seconds(seconds: f64) -> f64 {
+    (seconds * 1000.0).round() / 1000.0
+}
+
 /// What decides a stage's outputs. Inputs inside the release folder are
 /// named relative to it, so the same release written elsewhere (a `merge`
 /// of shards) has the same fingerprints.
-pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> {
+pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Fingerprint> {
     let mut inputs = BTreeMap::new();
     for input in stage.inputs(ctx)? {
         let sha = sha256_file(&input).map_err(|e| {
@@ -37,38 +108,25 @@ pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Value> 
         inputs.insert(name, sha);
     }
     let engine = match (&ctx.engine, stage.uses_engine()) {
-        (Some(engine), true) => json!({
-            "path": engine.spec.path,
-            "sha256": engine.sha256,
-            "options": engine.spec.options,
+        (Some(engine), true) => Some(EngineIdentity {
+            path: engine.spec.path.clone(),
+            sha256: engine.sha256.clone(),
+            options: engine.spec.options.clone(),
         }),
-        _ => Value::Null,
+        _ => None,
     };
-    let mut print = json!({
-        "tool_version": env!("CARGO_PKG_VERSION"),
-        "inputs": inputs,
-        "config": stage.config_section(ctx),
-        "engine": engine,
-    });
-    if let Some(shard) = &ctx.shard {
-        print["shard"] = shard.to_json();
-    }
-    Ok(print)
-}
-
-pub(crate) fn outputs_intact(dir: &Path, manifest: &Value) -> bool {
-    let Some(outputs) = manifest.get("outputs").and_then(Value::as_object) else {
-        return false;
-    };
-    outputs.iter().all(|(name, sha)| {
-        sha.as_str()
-            .is_some_and(|sha| sha256_file(&dir.join(name)).is_ok_and(|actual| actual == sha))
+    Ok(Fingerprint {
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        inputs,
+        config: stage.config_section(ctx),
+        engine,
+        shard: ctx.shard,
     })
 }
 
 /// An empty scratch folder for a stage, `<release>/.<stage>.partial`: what a
 /// stage writes is renamed into place only once it is complete.
-pub(crate) fn fresh_scratch(release_dir: &Path, stage: &str) -> Result<PathBuf> {
+pub(crate) fn fresh_scratch(release_dir: &Path, stage: StageName) -> Result<PathBuf> {
     let scratch = release_dir.join(format!(".{stage}.partial"));
     if scratch.exists() {
         std::fs::remove_dir_all(&scratch)
@@ -92,19 +150,12 @@ pub(crate) fn output_hashes(dir: &Path) -> Result<BTreeMap<String, String>> {
     Ok(outputs)
 }
 
-/// Records `outputs` (see [`output_hashes`]) in `manifest`, writes it as
-/// the stage's `stage.json` and renames the scratch folder into place as
-/// `dir`.
-pub(crate) fn commit_stage_dir(
-    scratch: &Path,
-    dir: &Path,
-    mut manifest: Value,
-    outputs: BTreeMap<String, String>,
-) -> Result<()> {
-    manifest["outputs"] = json!(outputs);
+/// Writes `manifest` as the stage's `stage.json` into the scratch folder and
+/// renames the scratch folder into place as `dir`.
+pub(crate) fn commit_stage_dir(scratch: &Path, dir: &Path, manifest: &StageManifest) -> Result<()> {
     write_atomic(
         &scratch.join(MANIFEST),
-        format!("{}\n", serde_json::to_string_pretty(&manifest)?).as_bytes(),
+        format!("{}\n", serde_json::to_string_pretty(manifest)?).as_bytes(),
     )?;
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("replacing {}", dir.display()))?;
@@ -135,4 +186,66 @@ pub(crate) fn walk_files(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// `stage.json` keeps the key order it always had: readers diff them.
+    #[test]
+    fn a_manifest_is_written_in_its_documented_order() {
+        let manifest = StageManifest {
+            stage: StageName::Mine,
+            fingerprint: Fingerprint {
+                tool_version: "0.1.0".into(),
+                inputs: BTreeMap::from([("selfplay/games.pgn".into(), "ab".into())]),
+                config: json!({"depth": 18}),
+                engine: Some(EngineIdentity {
+                    path: PathBuf::from("/usr/games/stockfish"),
+                    sha256: "cd".into(),
+                    options: vec![("Hash".into(), "16".into())],
+                }),
+                shard: Some(Shard { index: 0, count: 2 }),
+            },
+            counts: json!({"inputs": 1}),
+            seconds: 1.5,
+            shard: Some(Shard { index: 0, count: 2 }),
+            merged_from: None,
+            outputs: BTreeMap::from([("games.puzzles.csv".into(), "ef".into())]),
+        };
+        let text = serde_json::to_string(&manifest).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"stage":"mine","fingerprint":{"tool_version":"0.1.0","#,
+                r#""inputs":{"selfplay/games.pgn":"ab"},"config":{"depth":18},"#,
+                r#""engine":{"path":"/usr/games/stockfish","sha256":"cd","options":[["Hash","16"]]},"#,
+                r#""shard":{"index":0,"count":2}},"counts":{"inputs":1},"seconds":1.5,"#,
+                r#""shard":{"index":0,"count":2},"outputs":{"games.puzzles.csv":"ef"}}"#
+            )
+        );
+        let read: StageManifest = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, manifest);
+        let unsharded = StageManifest {
+            fingerprint: Fingerprint {
+                engine: None,
+                shard: None,
+                ..manifest.fingerprint.clone()
+            },
+            shard: None,
+            merged_from: Some(vec!["out/r.shard-0-of-2".into()]),
+            ..manifest
+        };
+        let text = serde_json::to_string(&unsharded).unwrap();
+        assert!(
+            text.contains(r#""config":{"depth":18},"engine":null},"counts""#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""seconds":1.5,"merged_from":["out/r.shard-0-of-2"],"outputs""#),
+            "{text}"
+        );
+    }
 }

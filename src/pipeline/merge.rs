@@ -1,7 +1,7 @@
 //! `run --shard I/N` and `puzzleforge merge`: the expensive stages of one
 //! release spread over N machines, merged into the bytes of a single run.
 //!
-//! A shard runs the sliced stages ([`SHARDED_STAGES`]) into
+//! A shard runs the sliced stages ([`StageName::is_sharded`]) into
 //! `<output_dir>/<release>.shard-I-of-N/`. Slices are contiguous: shard I
 //! of N takes items `[I*T/N, (I+1)*T/N)` of T, so the shards' outputs
 //! concatenated in shard order are in the order of a single run.
@@ -34,8 +34,12 @@ use crate::core::shard::{Shard, is_shard_folder_name};
 use crate::core::summary::Summary;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::lock::ReleaseLock;
-use crate::pipeline::manifest::MANIFEST;
-use crate::pipeline::stage::{RunContext, SHARDED_STAGES, Stage};
+use crate::pipeline::manifest::{
+    Fingerprint, MANIFEST, StageManifest, commit_stage_dir, fingerprint, fresh_scratch,
+    manifest_seconds, output_hashes,
+};
+use crate::pipeline::run::{Stages, resolve_engine, run_stages, split_sharded};
+use crate::pipeline::stage::{RunContext, Stage, StageName};
 
 /// Arguments of `puzzleforge merge`.
 #[derive(clap::Args, Debug)]
@@ -66,76 +70,72 @@ pub struct MergeArgs {
 struct ShardDir {
     dir: PathBuf,
     shard: Shard,
-    manifests: BTreeMap<String, Value>,
+    manifests: BTreeMap<StageName, StageManifest>,
 }
 
 impl ShardDir {
-    fn manifest(&self, stage: &str) -> &Value {
-        // Every sliced stage's manifest was read when the folder was opened.
-        self.manifests.get(stage).unwrap_or(&Value::Null)
-    }
-
-    fn outputs(&self, stage: &str) -> Vec<String> {
-        self.manifest(stage)
-            .get("outputs")
-            .and_then(Value::as_object)
-            .map(|o| o.keys().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    fn file(&self, stage: &str, name: &str) -> PathBuf {
-        self.dir.join(stage).join(name)
-    }
-}
-
-fn open_shard(dir: &Path, stages: &[&str]) -> Result<ShardDir> {
-    let mut manifests = BTreeMap::new();
-    let mut shard: Option<Shard> = None;
-    for &stage in stages {
-        let path = dir.join(stage).join(MANIFEST);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            bad_input(format!(
-                "{} is not a complete shard folder: cannot read {} ({e}); run `puzzleforge run --shard I/N` to finish it",
-                dir.display(),
-                path.display()
-            ))
-        })?;
-        let manifest: Value = serde_json::from_str(&text)
-            .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
-        let this = manifest
-            .get("shard")
-            .and_then(Shard::from_json)
-            .ok_or_else(|| {
+    /// Opens a shard folder: every sliced stage's manifest read, from one
+    /// shard, its outputs intact.
+    fn open(dir: &Path, stages: &[StageName]) -> Result<ShardDir> {
+        let mut manifests = BTreeMap::new();
+        let mut shard: Option<Shard> = None;
+        for &stage in stages {
+            let path = dir.join(stage.as_str()).join(MANIFEST);
+            if !path.is_file() {
+                return Err(bad_input(format!(
+                    "{} is not a complete shard folder: no {}; run `puzzleforge run --shard I/N` to finish it",
+                    dir.display(),
+                    path.display()
+                )));
+            }
+            let manifest = StageManifest::load(&path)?;
+            let this = manifest.shard.ok_or_else(|| {
                 bad_input(format!(
                     "{}: no \"shard\" record: {} was not written by `run --shard`",
                     path.display(),
                     dir.display()
                 ))
             })?;
-        if shard.is_some_and(|s| s != this) {
-            return Err(bad_input(format!(
-                "{}: stages of different shards in one folder ({} says {}/{})",
-                dir.display(),
-                path.display(),
-                this.index,
-                this.count
-            )));
+            if shard.is_some_and(|s| s != this) {
+                return Err(bad_input(format!(
+                    "{}: stages of different shards in one folder ({} says {}/{})",
+                    dir.display(),
+                    path.display(),
+                    this.index,
+                    this.count
+                )));
+            }
+            shard = Some(this);
+            if !manifest.outputs_intact(&dir.join(stage.as_str())) {
+                return Err(bad_input(format!(
+                    "{}: outputs of {stage} changed or went missing since the shard wrote them; rerun the shard",
+                    dir.display()
+                )));
+            }
+            manifests.insert(stage, manifest);
         }
-        shard = Some(this);
-        if !crate::pipeline::manifest::outputs_intact(&dir.join(stage), &manifest) {
-            return Err(bad_input(format!(
-                "{}: outputs of {stage} changed or went missing since the shard wrote them; rerun the shard",
-                dir.display()
-            )));
-        }
-        manifests.insert(stage.to_string(), manifest);
+        let shard = shard.ok_or_else(|| bad_input("pipeline.stages has no stage to merge"))?;
+        Ok(ShardDir {
+            dir: dir.to_path_buf(),
+            shard,
+            manifests,
+        })
     }
-    let shard = shard.ok_or_else(|| bad_input("pipeline.stages has no stage to merge"))?;
-    Ok(ShardDir {
-        dir: dir.to_path_buf(),
-        shard,
-        manifests,
-    })
+
+    fn manifest(&self, stage: StageName) -> Result<&StageManifest> {
+        // Every sliced stage's manifest was read when the folder was opened.
+        self.manifests
+            .get(&stage)
+            .ok_or_else(|| anyhow::anyhow!("{}: {stage} was not opened", self.dir.display()))
+    }
+
+    fn outputs(&self, stage: StageName) -> Result<&BTreeMap<String, String>> {
+        Ok(&self.manifest(stage)?.outputs)
+    }
+
+    fn file(&self, stage: StageName, name: &str) -> PathBuf {
+        self.dir.join(stage.as_str()).join(name)
+    }
 }
 
 /// Orders the shards by index after checking they are one N, each index
@@ -180,40 +180,44 @@ fn check_cover(mut shards: Vec<ShardDir>) -> Result<Vec<ShardDir>> {
 
 /// Checks that every shard ran `stage` with the config, tool version and
 /// engine this merge would run it with.
-fn check_same_run(stage: &dyn Stage, expected: &Value, shards: &[ShardDir]) -> Result<()> {
+fn check_same_run(stage: StageName, expected: &Fingerprint, shards: &[ShardDir]) -> Result<()> {
     for shard in shards {
-        let print = shard.manifest(stage.name()).get("fingerprint");
-        let field = |name: &str| print.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
-        if field("config") != &expected["config"] {
+        let print = &shard.manifest(stage)?.fingerprint;
+        if print.config != expected.config {
             return Err(bad_input(format!(
-                "{}: stage {} ran with another config than this merge's (shard: {}, merge: {}); merge with the shards' pipeline.toml or rerun them",
+                "{}: stage {stage} ran with another config than this merge's (shard: {}, merge: {}); merge with the shards' pipeline.toml or rerun them",
                 shard.dir.display(),
-                stage.name(),
-                field("config"),
-                expected["config"]
+                print.config,
+                expected.config
             )));
         }
-        if field("tool_version") != &expected["tool_version"] {
+        if print.tool_version != expected.tool_version {
             return Err(bad_input(format!(
-                "{}: stage {} was written by puzzleforge {}, this is {}",
+                "{}: stage {stage} was written by puzzleforge {:?}, this is {:?}",
                 shard.dir.display(),
-                stage.name(),
-                field("tool_version"),
-                expected["tool_version"]
+                print.tool_version,
+                expected.tool_version
             )));
         }
         // The engine's path may differ between machines; its build and
         // options may not.
-        for key in ["sha256", "options"] {
-            let theirs = field("engine").get(key).unwrap_or(&Value::Null);
-            let ours = expected["engine"].get(key).unwrap_or(&Value::Null);
-            if theirs != ours {
-                return Err(bad_input(format!(
-                    "{}: stage {} ran with another engine ({key} {theirs}, merge has {ours})",
-                    shard.dir.display(),
-                    stage.name()
-                )));
-            }
+        let theirs = print.engine.as_ref();
+        let ours = expected.engine.as_ref();
+        if theirs.map(|e| &e.sha256) != ours.map(|e| &e.sha256) {
+            return Err(bad_input(format!(
+                "{}: stage {stage} ran with another engine (sha256 {}, merge has {})",
+                shard.dir.display(),
+                json!(theirs.map(|e| &e.sha256)),
+                json!(ours.map(|e| &e.sha256))
+            )));
+        }
+        if theirs.map(|e| &e.options) != ours.map(|e| &e.options) {
+            return Err(bad_input(format!(
+                "{}: stage {stage} ran with another engine (options {}, merge has {})",
+                shard.dir.display(),
+                json!(theirs.map(|e| &e.options)),
+                json!(ours.map(|e| &e.options))
+            )));
         }
     }
     Ok(())
@@ -233,16 +237,17 @@ fn row_key(puzzle: &Puzzle) -> (String, String, String) {
 /// kept; the rate merge keeps the same puzzles.
 type KeptRows = BTreeMap<String, Vec<HashSet<(String, String, String)>>>;
 
-fn same_output_names(stage: &str, shards: &[ShardDir]) -> Result<Vec<String>> {
-    let names = shards[0].outputs(stage);
+fn same_output_names(stage: StageName, shards: &[ShardDir]) -> Result<Vec<String>> {
+    let names: Vec<String> = shards[0].outputs(stage)?.keys().cloned().collect();
     for shard in &shards[1..] {
-        if shard.outputs(stage) != names {
+        let theirs: Vec<String> = shard.outputs(stage)?.keys().cloned().collect();
+        if theirs != names {
             return Err(bad_input(format!(
                 "{} and {}: stage {stage} wrote different files ({:?} and {:?})",
                 shards[0].dir.display(),
                 shard.dir.display(),
                 names,
-                shard.outputs(stage)
+                theirs
             )));
         }
     }
@@ -251,150 +256,144 @@ fn same_output_names(stage: &str, shards: &[ShardDir]) -> Result<Vec<String>> {
 
 /// Writes the merged outputs of `stage` into `scratch`; returns counts.
 fn merge_stage(
-    stage: &str,
+    stage: StageName,
     shards: &[ShardDir],
     scratch: &Path,
     kept: &mut KeptRows,
 ) -> Result<Value> {
-    let names = same_output_names(stage, shards)?;
     let mut counts = BTreeMap::new();
-    for name in &names {
-        let target = scratch.join(name);
+    for name in same_output_names(stage, shards)? {
+        let target = scratch.join(&name);
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
         }
-        match stage {
-            "ingest_puzzles" | "ingest_games" => {
-                let first = shards[0].manifest(stage)["outputs"][name].clone();
-                for shard in &shards[1..] {
-                    if shard.manifest(stage)["outputs"][name] != first {
-                        return Err(bad_input(format!(
-                            "{} and {}: {stage}/{name} differ (sha256 {} and {}); every shard must ingest the same sources with the same config",
-                            shards[0].dir.display(),
-                            shard.dir.display(),
-                            first,
-                            shard.manifest(stage)["outputs"][name]
-                        )));
-                    }
-                }
-                std::fs::copy(shards[0].file(stage, name), &target)
-                    .with_context(|| format!("copying {}", target.display()))?;
-                counts.insert(name.clone(), json!({"copied_from_shard": 0}));
+        let file_counts = match stage {
+            StageName::IngestPuzzles | StageName::IngestGames => {
+                copy_agreed(stage, &name, shards, &target)?
             }
-            "selfplay" => {
-                let mut bytes = Vec::new();
-                for shard in shards {
-                    let path = shard.file(stage, name);
-                    bytes.extend(
-                        std::fs::read(&path)
-                            .with_context(|| format!("reading {}", path.display()))?,
-                    );
-                }
-                crate::core::fileio::write_atomic(&target, &bytes)?;
-                counts.insert(name.clone(), json!({"bytes": bytes.len()}));
-            }
-            "mine" => {
-                let mut all = Vec::new();
-                let mut owner = Vec::new();
-                for (at, shard) in shards.iter().enumerate() {
-                    let rows = read_puzzles(&shard.file(stage, name))?;
-                    owner.extend(std::iter::repeat_n(at, rows.len()));
-                    all.extend(rows);
-                }
-                let keep = crate::stages::mine::dedup_puzzles(&all);
-                let mut kept_here = vec![HashSet::new(); shards.len()];
-                let columns: Vec<String> = crate::stages::mine::MINE_COLUMNS
-                    .iter()
-                    .map(|c| c.to_string())
-                    .collect();
-                let mut writer = PuzzleWriter::create(&target, &columns)?;
-                let mut written = 0u64;
-                for ((puzzle, keep), at) in all.iter().zip(&keep).zip(&owner) {
-                    if *keep {
-                        writer.write(puzzle)?;
-                        kept_here[*at].insert(row_key(puzzle));
-                        written += 1;
-                    }
-                }
-                writer.finish()?;
-                kept.insert(name.clone(), kept_here);
-                counts.insert(
-                    name.clone(),
-                    json!({"shard_rows": all.len(), "puzzles": written}),
-                );
-            }
-            "rate" => {
-                let kept_rows = kept.get(name).ok_or_else(|| {
-                    bad_input(format!(
-                        "rate/{name} has no mine/{name} to follow: merge needs mine with rate"
-                    ))
-                })?;
-                let mut merged = Vec::new();
-                for (shard, kept_rows) in shards.iter().zip(kept_rows) {
-                    let rows = read_puzzles(&shard.file(stage, name))?;
-                    merged.extend(rows.into_iter().filter(|p| kept_rows.contains(&row_key(p))));
-                }
-                let mut writer = PuzzleWriter::create(&target, &extra_columns_of(&merged))?;
-                for puzzle in &merged {
-                    writer.write(puzzle)?;
-                }
-                writer.finish()?;
-                counts.insert(name.clone(), json!({"puzzles": merged.len()}));
-            }
-            other => {
-                return Err(anyhow::anyhow!("stage {other} cannot be merged"));
-            }
-        }
+            StageName::Selfplay => concatenate(stage, &name, shards, &target)?,
+            StageName::Mine => merge_mined(&name, shards, &target, kept)?,
+            StageName::Rate => merge_rated(&name, shards, &target, kept)?,
+            other => return Err(anyhow::anyhow!("stage {other} cannot be merged")),
+        };
+        counts.insert(name, file_counts);
     }
     Ok(json!({"merged_shards": shards.len(), "files": counts}))
+}
+
+/// An ingest output: every shard ingested the same sources whole, so all
+/// must agree; the first shard's copy is taken.
+fn copy_agreed(stage: StageName, name: &str, shards: &[ShardDir], target: &Path) -> Result<Value> {
+    let first = shards[0].outputs(stage)?.get(name);
+    for shard in &shards[1..] {
+        let theirs = shard.outputs(stage)?.get(name);
+        if theirs != first {
+            return Err(bad_input(format!(
+                "{} and {}: {stage}/{name} differ (sha256 {} and {}); every shard must ingest the same sources with the same config",
+                shards[0].dir.display(),
+                shard.dir.display(),
+                json!(first),
+                json!(theirs)
+            )));
+        }
+    }
+    std::fs::copy(shards[0].file(stage, name), target)
+        .with_context(|| format!("copying {}", target.display()))?;
+    Ok(json!({"copied_from_shard": 0}))
+}
+
+/// The self-play games: each shard played its slice of the game numbers,
+/// so the files concatenated in shard order are the single run's.
+fn concatenate(stage: StageName, name: &str, shards: &[ShardDir], target: &Path) -> Result<Value> {
+    let mut bytes = Vec::new();
+    for shard in shards {
+        let path = shard.file(stage, name);
+        bytes.extend(std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?);
+    }
+    crate::core::fileio::write_atomic(target, &bytes)?;
+    Ok(json!({"bytes": bytes.len()}))
+}
+
+/// The mined puzzles concatenated in shard order, repeated positions
+/// dropped as a single run drops them; records which rows each shard kept.
+fn merge_mined(
+    name: &str,
+    shards: &[ShardDir],
+    target: &Path,
+    kept: &mut KeptRows,
+) -> Result<Value> {
+    let mut all = Vec::new();
+    let mut owner = Vec::new();
+    for (at, shard) in shards.iter().enumerate() {
+        let rows = read_puzzles(&shard.file(StageName::Mine, name))?;
+        owner.extend(std::iter::repeat_n(at, rows.len()));
+        all.extend(rows);
+    }
+    let keep = crate::stages::mine::dedup_puzzles(&all);
+    let mut kept_here = vec![HashSet::new(); shards.len()];
+    let columns: Vec<String> = crate::stages::mine::MINE_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    let mut writer = PuzzleWriter::create(target, &columns)?;
+    let mut written = 0u64;
+    for ((puzzle, keep), at) in all.iter().zip(&keep).zip(&owner) {
+        if *keep {
+            writer.write(puzzle)?;
+            kept_here[*at].insert(row_key(puzzle));
+            written += 1;
+        }
+    }
+    writer.finish()?;
+    kept.insert(name.to_string(), kept_here);
+    Ok(json!({"shard_rows": all.len(), "puzzles": written}))
+}
+
+/// The rated rows of the puzzles the mine merge kept, in shard order.
+fn merge_rated(name: &str, shards: &[ShardDir], target: &Path, kept: &KeptRows) -> Result<Value> {
+    let kept_rows = kept.get(name).ok_or_else(|| {
+        bad_input(format!(
+            "rate/{name} has no mine/{name} to follow: merge needs mine with rate"
+        ))
+    })?;
+    let mut merged = Vec::new();
+    for (shard, kept_rows) in shards.iter().zip(kept_rows) {
+        let rows = read_puzzles(&shard.file(StageName::Rate, name))?;
+        merged.extend(rows.into_iter().filter(|p| kept_rows.contains(&row_key(p))));
+    }
+    let mut writer = PuzzleWriter::create(target, &extra_columns_of(&merged))?;
+    for puzzle in &merged {
+        writer.write(puzzle)?;
+    }
+    writer.finish()?;
+    Ok(json!({"puzzles": merged.len()}))
 }
 
 /// `puzzleforge merge`.
 pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
     let config = PipelineConfig::load(&args.config)?;
-    let stages = crate::pipeline::run::configured_stages(&config, &args.config)?;
-    let (sliced, rest) = crate::pipeline::run::split_sharded(stages, &args.config)?;
-    if sliced.is_empty() {
-        return Err(bad_input(format!(
-            "{}: pipeline.stages has none of {}: nothing to merge",
-            args.config.display(),
-            SHARDED_STAGES.join(", ")
-        )));
-    }
-    let names: Vec<&str> = sliced.iter().map(|s| s.name()).collect();
-    let mut shards = Vec::new();
-    for dir in &args.shards {
-        shards.push(open_shard(dir, &names)?);
-    }
+    let (sliced, rest) = merge_plan(&config, &args.config)?;
+    let names: Vec<StageName> = sliced.iter().map(|s| s.name()).collect();
+    let shards = args
+        .shards
+        .iter()
+        .map(|dir| ShardDir::open(dir, &names))
+        .collect::<Result<Vec<_>>>()?;
     let shards = check_cover(shards)?;
 
     let release_dir = args.output.clone();
-    if let Some(name) = release_dir.file_name().and_then(|n| n.to_str())
-        && is_shard_folder_name(name)
-    {
-        return Err(bad_input(format!(
-            "{}: a merged release cannot be named like a shard folder",
-            release_dir.display()
-        )));
-    }
+    check_release_name(&release_dir)?;
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;
-    let mut all_stages = sliced;
-    let first_rest = all_stages.len();
-    all_stages.extend(rest);
-    let engine = crate::pipeline::run::resolve_engine(
-        &config,
-        &args.config,
-        args.engine.clone(),
-        &all_stages,
-    )?;
     let ctx = RunContext {
-        config: &config,
-        config_path: &args.config,
         release_dir: release_dir.clone(),
-        engine,
+        engine: resolve_engine(
+            &config.engine,
+            args.engine.clone(),
+            sliced.iter().chain(&rest),
+        )?,
         tier: args.tier.clone(),
         shard: None,
     };
@@ -406,58 +405,17 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
     );
     let mut report = Vec::new();
     let mut kept = KeptRows::new();
-    for stage in &all_stages[..first_rest] {
-        let name = stage.name();
-        let print = crate::pipeline::manifest::fingerprint(stage.as_ref(), &ctx)
-            .with_context(|| format!("stage {name}"))?;
-        check_same_run(stage.as_ref(), &print, &shards)?;
-        let started = Instant::now();
-        let scratch = crate::pipeline::manifest::fresh_scratch(&release_dir, name)?;
-        let counts = merge_stage(name, &shards, &scratch, &mut kept)
-            .with_context(|| format!("merging stage {name}"))?;
-        let dir = ctx.stage_dir(name);
-        let previous = std::fs::read(dir.join(MANIFEST))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
-        let merged_outputs = crate::pipeline::manifest::output_hashes(&scratch)?;
-        let unchanged = previous.as_ref().is_some_and(|p| {
-            p.get("fingerprint") == Some(&print)
-                && p.get("outputs") == Some(&json!(merged_outputs))
-                && crate::pipeline::manifest::outputs_intact(&dir, p)
-        });
-        if unchanged {
-            std::fs::remove_dir_all(&scratch)
-                .with_context(|| format!("removing {}", scratch.display()))?;
-        } else {
-            if dir.exists() && !args.force {
-                std::fs::remove_dir_all(&scratch)
-                    .with_context(|| format!("removing {}", scratch.display()))?;
-                return Err(bad_input(format!(
-                    "{} already holds other {name} outputs; pass --force to replace them",
-                    release_dir.display()
-                )));
-            }
-            let seconds = started.elapsed().as_secs_f64();
-            let manifest = json!({
-                "stage": name,
-                "fingerprint": print,
-                "counts": counts,
-                "seconds": (seconds * 1000.0).round() / 1000.0,
-                "merged_from": shards.iter().map(|s| s.dir.display().to_string()).collect::<Vec<_>>(),
-            });
-            crate::pipeline::manifest::commit_stage_dir(&scratch, &dir, manifest, merged_outputs)?;
-        }
+    for stage in &sliced {
+        let merged = merge_into_release(stage.as_ref(), &ctx, &shards, &mut kept, args.force)?;
         human.push_str(&format!(
             "  {:<16} {:<8}\n",
-            name,
-            if unchanged { "skipped" } else { "merged" }
+            stage.name(),
+            if merged.skipped { "skipped" } else { "merged" }
         ));
-        report.push(
-            json!({"stage": name, "merged": !unchanged, "skipped": unchanged, "counts": counts}),
-        );
+        report.push(json!({"stage": stage.name(), "merged": !merged.skipped,
+            "skipped": merged.skipped, "counts": merged.counts}));
     }
-    let (rest_human, rest_report) =
-        crate::pipeline::run::run_stages(&ctx, &all_stages[first_rest..], args.force)?;
+    let (rest_human, rest_report) = run_stages(&ctx, &rest, args.force)?;
     for line in rest_human.lines().skip(1) {
         human.push_str(line);
         human.push('\n');
@@ -468,9 +426,102 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         json!({
             "command": "merge",
             "release_dir": release_dir,
-            "shards": shards.iter().map(|s| s.dir.display().to_string()).collect::<Vec<_>>(),
+            "shards": shard_names(&shards),
             "count": shards[0].shard.count,
             "stages": report,
         }),
     ))
+}
+
+/// The configured stages: those the shards ran (to merge) and the rest (to
+/// run on the merged release).
+fn merge_plan(config: &PipelineConfig, config_path: &Path) -> Result<(Stages, Stages)> {
+    let stages = crate::pipeline::adapters::configured(config, config_path)?;
+    let (sliced, rest) = split_sharded(stages, config_path)?;
+    if sliced.is_empty() {
+        return Err(bad_input(format!(
+            "{}: pipeline.stages has none of {}: nothing to merge",
+            config_path.display(),
+            StageName::list(StageName::ALL.into_iter().filter(|s| s.is_sharded()))
+        )));
+    }
+    Ok((sliced, rest))
+}
+
+fn check_release_name(release_dir: &Path) -> Result<()> {
+    if let Some(name) = release_dir.file_name().and_then(|n| n.to_str())
+        && is_shard_folder_name(name)
+    {
+        return Err(bad_input(format!(
+            "{}: a merged release cannot be named like a shard folder",
+            release_dir.display()
+        )));
+    }
+    Ok(())
+}
+
+fn shard_names(shards: &[ShardDir]) -> Vec<String> {
+    shards.iter().map(|s| s.dir.display().to_string()).collect()
+}
+
+/// What merging one sliced stage did.
+struct Merged {
+    /// The release already held these very outputs.
+    skipped: bool,
+    counts: Value,
+}
+
+/// Merges one sliced stage of `shards` into the release folder, with the
+/// fingerprint `run` computes for it there (so a later `run` skips it).
+fn merge_into_release(
+    stage: &dyn Stage,
+    ctx: &RunContext,
+    shards: &[ShardDir],
+    kept: &mut KeptRows,
+    force: bool,
+) -> Result<Merged> {
+    let name = stage.name();
+    let print = fingerprint(stage, ctx).with_context(|| format!("stage {name}"))?;
+    check_same_run(name, &print, shards)?;
+    let started = Instant::now();
+    let scratch = fresh_scratch(&ctx.release_dir, name)?;
+    let counts = merge_stage(name, shards, &scratch, kept)
+        .with_context(|| format!("merging stage {name}"))?;
+    let dir = ctx.stage_dir(name);
+    let outputs = output_hashes(&scratch)?;
+    let unchanged = StageManifest::previous(&dir).is_some_and(|previous| {
+        previous.fingerprint == print
+            && previous.outputs == outputs
+            && previous.outputs_intact(&dir)
+    });
+    if unchanged || (dir.exists() && !force) {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("removing {}", scratch.display()))?;
+    }
+    if unchanged {
+        return Ok(Merged {
+            skipped: true,
+            counts,
+        });
+    }
+    if dir.exists() && !force {
+        return Err(bad_input(format!(
+            "{} already holds other {name} outputs; pass --force to replace them",
+            ctx.release_dir.display()
+        )));
+    }
+    let manifest = StageManifest {
+        stage: name,
+        fingerprint: print,
+        counts: counts.clone(),
+        seconds: manifest_seconds(started.elapsed().as_secs_f64()),
+        shard: None,
+        merged_from: Some(shard_names(shards)),
+        outputs,
+    };
+    commit_stage_dir(&scratch, &dir, &manifest)?;
+    Ok(Merged {
+        skipped: false,
+        counts,
+    })
 }

@@ -16,20 +16,13 @@ use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
 use crate::core::shard::Shard;
 use crate::core::summary::Summary;
-use crate::engine::settings::EngineArgs;
+use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
-    MANIFEST, commit_stage_dir, fingerprint, fresh_scratch, output_hashes, outputs_intact,
+    StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds, output_hashes,
 };
-use crate::pipeline::stage::{RunContext, RunEngine, SHARDED_STAGES, Stage};
-
-/// The stages `run` knows, by name.
-pub fn stage_by_name(name: &str) -> Option<Box<dyn Stage>> {
-    crate::pipeline::adapters::all()
-        .into_iter()
-        .find(|stage| stage.name() == name)
-}
+use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder, StageName};
 
 /// Arguments of `puzzleforge run`.
 #[derive(clap::Args, Debug)]
@@ -60,38 +53,25 @@ pub struct RunArgs {
 /// Runs the pipeline.
 pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let config = PipelineConfig::load(&args.config)?;
-    let release = args
-        .release
-        .clone()
-        .unwrap_or_else(|| config.pipeline.release.clone());
-    if release.is_empty() || release.contains(['/', '\\']) || release.starts_with('.') {
-        return Err(bad_input(format!(
-            "release name {release:?} must be a plain folder name"
-        )));
-    }
-    let mut stages = configured_stages(&config, &args.config)?;
+    let release = release_name(args, &config)?;
+    let mut stages = crate::pipeline::adapters::configured(&config, &args.config)?;
     let mut left_for_merge = Vec::new();
     if args.shard.is_some() {
         let (sharded, rest) = split_sharded(stages, &args.config)?;
         stages = sharded;
         left_for_merge = rest.iter().map(|s| s.name()).collect();
     }
-    let output_dir =
-        crate::pipeline::config::relative_to(&args.config, &config.pipeline.output_dir);
     let release_dir = match &args.shard {
-        Some(shard) => output_dir.join(shard.folder_name(&release)),
-        None => output_dir.join(&release),
+        Some(shard) => config.pipeline.output_dir.join(shard.folder_name(&release)),
+        None => config.pipeline.output_dir.join(&release),
     };
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;
 
-    let engine = resolve_engine(&config, &args.config, args.engine.clone(), &stages)?;
     let ctx = RunContext {
-        config: &config,
-        config_path: &args.config,
         release_dir: release_dir.clone(),
-        engine,
+        engine: resolve_engine(&config.engine, args.engine.clone(), &stages)?,
         tier: args.tier.clone(),
         shard: args.shard,
     };
@@ -105,38 +85,27 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
             if left_for_merge.is_empty() {
                 "no stage".to_string()
             } else {
-                left_for_merge.join(", ")
+                StageName::list(left_for_merge.iter().copied())
             }
         ));
-        json["shard"] = shard.to_json();
+        json["shard"] = json!(shard);
         json["left_for_merge"] = json!(left_for_merge);
     }
     Ok(Summary::new(human, json))
 }
 
-/// The stages of `pipeline.stages`, checked against the stages `run` knows.
-pub(crate) fn configured_stages(
-    config: &PipelineConfig,
-    config_path: &Path,
-) -> Result<Vec<Box<dyn Stage>>> {
-    let mut stages = Vec::new();
-    for name in &config.pipeline.stages {
-        match stage_by_name(name) {
-            Some(stage) => stages.push(stage),
-            None => {
-                let known: Vec<&str> = crate::pipeline::adapters::all()
-                    .iter()
-                    .map(|s| s.name())
-                    .collect();
-                return Err(bad_input(format!(
-                    "{}: pipeline.stages names unknown stage {name:?}; known stages: {}",
-                    config_path.display(),
-                    known.join(", ")
-                )));
-            }
-        }
+/// The release `run` writes: `--release`, else `pipeline.release`.
+fn release_name(args: &RunArgs, config: &PipelineConfig) -> Result<String> {
+    let release = args
+        .release
+        .clone()
+        .unwrap_or_else(|| config.pipeline.release.clone());
+    if release.is_empty() || release.contains(['/', '\\']) || release.starts_with('.') {
+        return Err(bad_input(format!(
+            "release name {release:?} must be a plain folder name"
+        )));
     }
-    Ok(stages)
+    Ok(release)
 }
 
 /// Stages in run order.
@@ -147,16 +116,16 @@ pub(crate) type Stages = Vec<Box<dyn Stage>>;
 /// for merge cannot be sliced.
 pub(crate) fn split_sharded(stages: Stages, config_path: &Path) -> Result<(Stages, Stages)> {
     let mut sharded = Vec::new();
-    let mut rest: Vec<Box<dyn Stage>> = Vec::new();
+    let mut rest: Stages = Vec::new();
     for stage in stages {
-        if SHARDED_STAGES.contains(&stage.name()) {
+        if stage.name().is_sharded() {
             if let Some(before) = rest.first() {
                 return Err(bad_input(format!(
                     "{}: pipeline.stages puts {} after {}; sharded runs need {} first",
                     config_path.display(),
                     stage.name(),
                     before.name(),
-                    SHARDED_STAGES.join(", ")
+                    StageName::list(StageName::ALL.into_iter().filter(|s| s.is_sharded()))
                 )));
             }
             sharded.push(stage);
@@ -167,25 +136,22 @@ pub(crate) fn split_sharded(stages: Stages, config_path: &Path) -> Result<(Stage
     Ok((sharded, rest))
 }
 
-/// The engine of a run, when one of `stages` uses it.
-pub(crate) fn resolve_engine(
-    config: &PipelineConfig,
-    config_path: &Path,
+/// The engine of a run, when one of `stages` uses it: the `[engine]`
+/// section (its path resolved when the config was loaded) under the
+/// `--engine` flag.
+pub(crate) fn resolve_engine<'a>(
+    section: &EngineConfig,
     engine_flag: Option<PathBuf>,
-    stages: &[Box<dyn Stage>],
+    stages: impl IntoIterator<Item = &'a Box<dyn Stage>>,
 ) -> Result<Option<RunEngine>> {
-    if !stages.iter().any(|s| s.uses_engine()) {
+    if !stages.into_iter().any(|s| s.uses_engine()) {
         return Ok(None);
     }
-    let mut engine_config = config.engine.clone();
-    engine_config.path = engine_config
-        .path
-        .map(|p| crate::pipeline::config::relative_to(config_path, &p));
     let flags = EngineArgs {
         engine: engine_flag,
         ..EngineArgs::default()
     };
-    let (spec, pool) = flags.resolve(&engine_config)?;
+    let (spec, pool) = flags.resolve(section)?;
     let sha256 = sha256_file(&spec.path)?;
     Ok(Some(RunEngine { spec, pool, sha256 }))
 }
@@ -228,41 +194,33 @@ struct StageOutcome {
 fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOutcome> {
     let dir = ctx.stage_dir(stage.name());
     let print = fingerprint(stage, ctx)?;
-    let previous = std::fs::read(dir.join(MANIFEST))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
-    if let Some(previous) = previous.filter(|_| !force)
-        && previous.get("fingerprint") == Some(&print)
-        && outputs_intact(&dir, &previous)
+    if let Some(previous) = StageManifest::previous(&dir).filter(|_| !force)
+        && previous.fingerprint == print
+        && previous.outputs_intact(&dir)
     {
         return Ok(StageOutcome {
             skipped: true,
             seconds: 0.0,
-            counts: previous.get("counts").cloned().unwrap_or(Value::Null),
+            counts: previous.counts,
         });
     }
-    let scratch = fresh_scratch(&ctx.release_dir, stage.name())?;
+    let folder = StageFolder {
+        scratch: fresh_scratch(&ctx.release_dir, stage.name())?,
+        committed: dir,
+    };
     let started = Instant::now();
-    let counts = stage.execute(ctx, &scratch)?;
+    let counts = stage.execute(ctx, &folder)?;
     let seconds = started.elapsed().as_secs_f64();
-    // Stage summaries name the files they wrote; name them where they will
-    // be once the scratch folder is renamed into place.
-    let counts: Value = serde_json::from_str(
-        &serde_json::to_string(&counts)?
-            .replace(&scratch.display().to_string(), &dir.display().to_string()),
-    )?;
-
-    let mut manifest = json!({
-        "stage": stage.name(),
-        "fingerprint": print,
-        "counts": counts,
-        "seconds": (seconds * 1000.0).round() / 1000.0,
-    });
-    if let Some(shard) = &ctx.shard {
-        manifest["shard"] = shard.to_json();
-    }
-    let outputs = output_hashes(&scratch)?;
-    commit_stage_dir(&scratch, &dir, manifest, outputs)?;
+    let manifest = StageManifest {
+        stage: stage.name(),
+        fingerprint: print,
+        counts: counts.clone(),
+        seconds: manifest_seconds(seconds),
+        shard: ctx.shard,
+        merged_from: None,
+        outputs: output_hashes(&folder.scratch)?,
+    };
+    commit_stage_dir(&folder.scratch, &folder.committed, &manifest)?;
     Ok(StageOutcome {
         skipped: false,
         seconds,

@@ -1,28 +1,105 @@
-//! The stage contract: what a stage sees while it runs ([`RunContext`]) and
-//! what it tells the runner ([`Stage`]): its config section, its input
-//! files, whether it uses the engine, and the work itself.
+//! The stage contract: the stages by name ([`StageName`]), what a stage
+//! sees while it runs ([`RunContext`], [`StageFolder`]) and what it tells
+//! the runner ([`Stage`]): its config section, its input files, whether it
+//! uses the engine, and the work itself.
 
 use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
-use crate::pipeline::config::PipelineConfig;
 
-/// The stages `run --shard` runs, in pipeline order; the others are left
-/// for `merge`.
-pub const SHARDED_STAGES: [&str; 5] =
-    ["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate"];
+/// A stage `run` knows: its name in `pipeline.stages`, in `stage.json` and
+/// as its folder's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageName {
+    IngestPuzzles,
+    IngestGames,
+    Selfplay,
+    Mine,
+    Rate,
+    Verify,
+    Release,
+    Export,
+    Eval,
+}
 
-/// What a stage sees while it runs.
-pub struct RunContext<'a> {
-    pub config: &'a PipelineConfig,
-    pub config_path: &'a Path,
+impl StageName {
+    /// Every stage, in pipeline order.
+    pub const ALL: [StageName; 9] = [
+        StageName::IngestPuzzles,
+        StageName::IngestGames,
+        StageName::Selfplay,
+        StageName::Mine,
+        StageName::Rate,
+        StageName::Verify,
+        StageName::Release,
+        StageName::Export,
+        StageName::Eval,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StageName::IngestPuzzles => "ingest_puzzles",
+            StageName::IngestGames => "ingest_games",
+            StageName::Selfplay => "selfplay",
+            StageName::Mine => "mine",
+            StageName::Rate => "rate",
+            StageName::Verify => "verify",
+            StageName::Release => "release",
+            StageName::Export => "export",
+            StageName::Eval => "eval",
+        }
+    }
+
+    /// The stage named `name`, if `run` knows one.
+    pub fn from_name(name: &str) -> Option<StageName> {
+        StageName::ALL
+            .into_iter()
+            .find(|stage| stage.as_str() == name)
+    }
+
+    /// Whether `run --shard` runs the stage (on its slice of the work); the
+    /// others are left for `merge`.
+    pub fn is_sharded(self) -> bool {
+        matches!(
+            self,
+            StageName::IngestPuzzles
+                | StageName::IngestGames
+                | StageName::Selfplay
+                | StageName::Mine
+                | StageName::Rate
+        )
+    }
+
+    /// The names of `stages`, comma-separated, for messages.
+    pub fn list(stages: impl IntoIterator<Item = StageName>) -> String {
+        stages
+            .into_iter()
+            .map(StageName::as_str)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl fmt::Display for StageName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// What every stage sees while it runs; a stage's settings are its own
+/// (see [`crate::pipeline::adapters`]).
+pub struct RunContext {
     /// `output/<release>/`.
     pub release_dir: PathBuf,
-    /// The engine the run uses, when a stage needs one.
+    /// The engine of the run (the `[engine]` section resolved), when a
+    /// stage needs one.
     pub engine: Option<RunEngine>,
     /// `--tier`: the named tier of `[split.tiers]` to produce.
     pub tier: Option<String>,
@@ -30,15 +107,23 @@ pub struct RunContext<'a> {
     pub shard: Option<Shard>,
 }
 
-impl RunContext<'_> {
+impl RunContext {
     /// The folder of a stage's (committed) outputs.
-    pub fn stage_dir(&self, stage: &str) -> PathBuf {
-        self.release_dir.join(stage)
+    pub fn stage_dir(&self, stage: StageName) -> PathBuf {
+        self.release_dir.join(stage.as_str())
     }
 
-    /// A path from the config, resolved against the config file's folder.
-    pub fn config_relative(&self, path: &Path) -> PathBuf {
-        crate::pipeline::config::relative_to(self.config_path, path)
+    /// Starts the engine pool for a stage that needs one.
+    pub fn engine_pool(&self) -> Result<EnginePool> {
+        let engine = self.engine()?;
+        EnginePool::new(engine.spec.clone(), engine.pool.clone())
+    }
+
+    /// The run's engine, for a stage that uses it.
+    pub fn engine(&self) -> Result<&RunEngine> {
+        self.engine
+            .as_ref()
+            .context("a stage that uses the engine must say so (Stage::uses_engine)")
     }
 }
 
@@ -51,21 +136,37 @@ pub struct RunEngine {
     pub sha256: String,
 }
 
-impl RunContext<'_> {
-    /// Starts the engine pool for a stage that needs one.
-    pub fn engine_pool(&self) -> Result<EnginePool> {
-        let engine = self
-            .engine
-            .as_ref()
-            .context("a stage that uses the engine must say so (Stage::uses_engine)")?;
-        EnginePool::new(engine.spec.clone(), engine.pool.clone())
+/// Where a stage writes and where its outputs will live: the stage writes
+/// into a scratch folder that is renamed into the final one once the stage
+/// succeeds, and its summary names the files where they will be.
+pub struct StageFolder {
+    /// `<release>/.<stage>.partial`, empty when the stage starts.
+    pub scratch: PathBuf,
+    /// `<release>/<stage>`.
+    pub committed: PathBuf,
+}
+
+impl StageFolder {
+    /// Where the stage writes the output `name`.
+    pub fn scratch_path(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.scratch.join(name)
+    }
+
+    /// Where the output `name` will live, as the stage's summary names it.
+    pub fn committed_path(&self, name: impl AsRef<Path>) -> Value {
+        Value::from(self.committed.join(name).display().to_string())
+    }
+
+    /// The final folder, as the stage's summary names it.
+    pub fn committed_folder(&self) -> Value {
+        Value::from(self.committed.display().to_string())
     }
 }
 
-/// One pipeline stage.
+/// One pipeline stage, holding its own settings.
 pub trait Stage {
     /// The stage's name in `pipeline.stages` and its folder name.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> StageName;
     /// The config the stage depends on (its section, plus the seed when it
     /// draws random numbers).
     fn config_section(&self, ctx: &RunContext) -> Value;
@@ -75,7 +176,30 @@ pub trait Stage {
     fn uses_engine(&self) -> bool {
         false
     }
-    /// Does the work, writing outputs into `out_dir`; returns counts for
-    /// the manifest.
-    fn execute(&self, ctx: &RunContext, out_dir: &Path) -> Result<Value>;
+    /// Does the work, writing outputs into `folder.scratch`; returns counts
+    /// for the manifest, naming files where they will live.
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_names_are_one_list_in_config_manifests_and_folders() {
+        for stage in StageName::ALL {
+            assert_eq!(serde_json::to_value(stage).unwrap(), stage.as_str());
+            assert_eq!(StageName::from_name(stage.as_str()), Some(stage));
+            assert_eq!(format!("{stage:<16}").trim_end(), stage.as_str());
+        }
+        assert_eq!(StageName::from_name("split"), None);
+        let sharded: Vec<StageName> = StageName::ALL
+            .into_iter()
+            .filter(|s| s.is_sharded())
+            .collect();
+        assert_eq!(
+            StageName::list(sharded),
+            "ingest_puzzles, ingest_games, selfplay, mine, rate"
+        );
+    }
 }

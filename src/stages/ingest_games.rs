@@ -38,6 +38,7 @@ use crate::chess::wincalc::Eval;
 use crate::core::error::bad_input;
 use crate::core::fileio::open_input_with;
 use crate::core::progress;
+use crate::core::settings::{flags_over, switch_off, switch_on};
 use crate::core::summary::Summary;
 
 /// The `Source` value of every record this stage writes.
@@ -155,19 +156,24 @@ impl Default for IngestGamesConfig {
     }
 }
 
-/// `puzzleforge ingest games FILE -o OUT`.
-#[derive(clap::Args, Debug, Clone)]
+/// `puzzleforge ingest games FILE -o OUT`. Each filter flag overrides its
+/// `[ingest.games]` key ([`crate::core::settings::flags_over`]).
+#[derive(clap::Args, Debug, Clone, Serialize)]
 pub struct GamesArgs {
     /// Lichess game dump, `.pgn` or `.pgn.zst` (zstd detected by content).
+    #[serde(skip)]
     pub input: PathBuf,
     /// Output puzzle file: `.csv`, `.jsonl`, optionally followed by `.zst`.
     #[arg(short, long)]
+    #[serde(skip)]
     pub output: PathBuf,
     /// Keep casual (unrated) games too.
     #[arg(long)]
+    #[serde(rename = "rated_only", serialize_with = "switch_off")]
     pub include_casual: bool,
     /// Time-control classes to keep (comma separated; default all).
     #[arg(long, value_enum, value_delimiter = ',')]
+    #[serde(rename = "time_classes")]
     pub time_control: Vec<TimeClass>,
     /// Minimum Elo of both players.
     #[arg(long)]
@@ -177,15 +183,19 @@ pub struct GamesArgs {
     pub max_elo: Option<u32>,
     /// First game date kept (YYYY-MM-DD, from UTCDate).
     #[arg(long)]
+    #[serde(rename = "date_from")]
     pub from: Option<String>,
     /// Last game date kept (YYYY-MM-DD, from UTCDate).
     #[arg(long)]
+    #[serde(rename = "date_to")]
     pub to: Option<String>,
     /// Keep games played by BOT accounts.
     #[arg(long)]
+    #[serde(rename = "exclude_bots", serialize_with = "switch_off")]
     pub include_bots: bool,
     /// Write every position of games without [%eval] as a candidate.
     #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
     pub all_positions: bool,
     /// Minimum advantage of the side to move after the blunder, centipawns.
     #[arg(long)]
@@ -194,53 +204,13 @@ pub struct GamesArgs {
     #[arg(long)]
     pub mate_soon: Option<u32>,
     /// Minimum rise of the opponent's winning chances (-1..1 scale).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::core::settings::finite_number)]
     pub min_win_chance_gain: Option<f64>,
-}
-
-impl GamesArgs {
-    /// Lets the flags given override `config`.
-    pub fn apply_to(&self, config: &mut IngestGamesConfig) {
-        if self.include_casual {
-            config.rated_only = false;
-        }
-        if !self.time_control.is_empty() {
-            config.time_classes = self.time_control.clone();
-        }
-        if self.min_elo.is_some() {
-            config.min_elo = self.min_elo;
-        }
-        if self.max_elo.is_some() {
-            config.max_elo = self.max_elo;
-        }
-        if self.from.is_some() {
-            config.date_from = self.from.clone();
-        }
-        if self.to.is_some() {
-            config.date_to = self.to.clone();
-        }
-        if self.include_bots {
-            config.exclude_bots = false;
-        }
-        if self.all_positions {
-            config.all_positions = true;
-        }
-        if let Some(cp) = self.min_advantage_cp {
-            config.min_advantage_cp = cp;
-        }
-        if let Some(moves) = self.mate_soon {
-            config.mate_soon = moves;
-        }
-        if let Some(gain) = self.min_win_chance_gain {
-            config.min_win_chance_gain = gain;
-        }
-    }
 }
 
 /// Runs `ingest games` with the default configuration and the flags.
 pub fn run_games(args: &GamesArgs) -> Result<Summary> {
-    let mut config = IngestGamesConfig::default();
-    args.apply_to(&mut config);
+    let config = flags_over(&IngestGamesConfig::default(), args)?;
     run_games_with(&config, &args.input, &args.output)
 }
 

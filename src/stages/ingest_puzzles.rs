@@ -29,6 +29,7 @@ use crate::chess::line::PuzzleLine;
 use crate::chess::record::{self, Format, Header, LICHESS_COLUMNS, RowError};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input_with};
+use crate::core::settings::flags_over;
 use crate::core::summary::Summary;
 
 /// Rows per batch handed from the reader thread to the validators.
@@ -100,17 +101,22 @@ impl Default for IngestPuzzlesConfig {
 }
 
 /// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,
-/// filter and write the accepted puzzles.
-#[derive(clap::Args, Debug, Clone)]
+/// filter and write the accepted puzzles. Each filter flag overrides the
+/// `[ingest.puzzles]` key of its name
+/// ([`crate::core::settings::flags_over`]).
+#[derive(clap::Args, Debug, Clone, Serialize)]
 pub struct PuzzlesArgs {
     /// The puzzle file: Lichess CSV (10 or 11 columns), the APO benchmark's
     /// 15-column CSV, or puzzleforge JSON Lines; plain or zstd.
+    #[serde(skip)]
     pub input: PathBuf,
     /// Output file; `.csv`, `.jsonl`, either with `.zst`.
     #[arg(short, long)]
+    #[serde(skip)]
     pub output: PathBuf,
     /// Where rejected rows go (default: OUTPUT + `.rejects.csv`).
     #[arg(long)]
+    #[serde(skip)]
     pub rejects: Option<PathBuf>,
     #[arg(long)]
     pub min_rating: Option<i32>,
@@ -145,42 +151,9 @@ pub struct PuzzlesArgs {
     pub seed: Option<u64>,
 }
 
-impl PuzzlesArgs {
-    /// The configuration with this command line's flags laid over `base`.
-    pub fn config_over(&self, base: &IngestPuzzlesConfig) -> IngestPuzzlesConfig {
-        let mut config = base.clone();
-        macro_rules! over {
-            ($($field:ident),*) => {$(
-                if self.$field.is_some() { config.$field = self.$field; }
-            )*};
-        }
-        over!(
-            min_rating,
-            max_rating,
-            max_rating_deviation,
-            min_popularity,
-            min_nb_plays,
-            sample
-        );
-        macro_rules! over_list {
-            ($($field:ident),*) => {$(
-                if !self.$field.is_empty() { config.$field = self.$field.clone(); }
-            )*};
-        }
-        over_list!(themes_any, themes_all, themes_none, solver_lengths);
-        if let Some(mate) = self.mate {
-            config.mate = mate;
-        }
-        if let Some(seed) = self.seed {
-            config.seed = seed;
-        }
-        config
-    }
-}
-
 /// Runs `ingest puzzles` from the command line (flags over the defaults).
 pub fn run_puzzles(args: &PuzzlesArgs) -> Result<Summary> {
-    let config = args.config_over(&IngestPuzzlesConfig::default());
+    let config = flags_over(&IngestPuzzlesConfig::default(), args)?;
     run_puzzles_with(&config, &args.input, &args.output, args.rejects.as_deref())
 }
 

@@ -53,6 +53,7 @@ use crate::chess::record::{Puzzle, PuzzleWriter};
 use crate::chess::themes::cheap_themes;
 use crate::core::error::bad_input;
 use crate::core::fileio::open_input;
+use crate::core::settings::{flags_over, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::criterion::{self, Criterion};
 use crate::engine::pool::{EnginePool, Session};
@@ -133,13 +134,16 @@ impl MineConfig {
     }
 }
 
-/// `puzzleforge mine`.
-#[derive(clap::Args, Debug)]
+/// `puzzleforge mine`. Each search flag overrides the `[mine]` key of its
+/// name ([`crate::core::settings::flags_over`]).
+#[derive(clap::Args, Debug, Serialize)]
 pub struct MineArgs {
     /// Self-play PGN, any PGN, or candidate records from `ingest games`.
+    #[serde(skip)]
     pub input: PathBuf,
     /// Output puzzle file (.csv, .jsonl, optionally .zst).
     #[arg(short = 'o', long = "output")]
+    #[serde(skip)]
     pub output: PathBuf,
     /// Uniqueness criterion.
     #[arg(long, value_enum)]
@@ -152,6 +156,7 @@ pub struct MineArgs {
     pub nodes: Option<u64>,
     /// Full search on every position (the reference; slow).
     #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
     pub exhaustive: bool,
     /// Depth of the shallow first pass.
     #[arg(long)]
@@ -160,35 +165,12 @@ pub struct MineArgs {
     #[arg(long)]
     pub max_per_game: Option<usize>,
     #[command(flatten)]
+    #[serde(skip)]
     pub engine: EngineArgs,
 }
 
-impl MineArgs {
-    pub fn config(&self, base: &MineConfig) -> MineConfig {
-        let mut config = base.clone();
-        if let Some(criterion) = self.criterion {
-            config.criterion = criterion;
-        }
-        if let Some(depth) = self.depth {
-            config.depth = depth;
-            config.nodes = None;
-        }
-        if let Some(nodes) = self.nodes {
-            config.nodes = Some(nodes);
-        }
-        if let Some(depth) = self.shallow_depth {
-            config.shallow_depth = depth;
-        }
-        if let Some(n) = self.max_per_game {
-            config.max_per_game = n;
-        }
-        config.exhaustive |= self.exhaustive;
-        config
-    }
-}
-
 pub fn run_mine(args: &MineArgs) -> Result<Summary> {
-    let config = args.config(&MineConfig::default());
+    let config = flags_over(&MineConfig::default(), args)?;
     config.validate()?;
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("games".to_string());

@@ -47,6 +47,7 @@ use crate::chess::columns::Column;
 use crate::chess::line::{PuzzleLine, parse_move};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row};
 use crate::core::error::bad_input;
+use crate::core::settings::{flags_over, load_section_or_bare, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::pool::{EnginePool, PoolConfig, Session};
 use crate::engine::process::{EngineError, EngineSpec, Limit, PvLine, SearchRequest};
@@ -121,22 +122,28 @@ impl Default for SignalConfig {
     }
 }
 
-/// `puzzleforge rate` flags.
-#[derive(Args, Debug)]
+/// `puzzleforge rate` flags. `--model`, `--seed`, `--folds`,
+/// `--calibrate-max-rows` and `--baseline` override the `[rate]` keys of
+/// their names ([`crate::core::settings::flags_over`]).
+#[derive(Args, Debug, Serialize)]
 pub struct RateArgs {
     /// Puzzles to rate (CSV or JSON Lines, optionally .zst).
+    #[serde(skip)]
     pub input: PathBuf,
     /// Rated puzzles (.csv/.jsonl[.zst]): every row gets Rating and RatingDeviation.
     #[arg(short, long)]
+    #[serde(skip)]
     pub output: PathBuf,
     /// Fit the rating model on these Lichess puzzles (repeatable).
     #[arg(long)]
+    #[serde(skip)]
     pub calibrate: Vec<PathBuf>,
     /// Rate with this fitted model (JSON written by --save-model).
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// Write the model fitted by --calibrate here.
     #[arg(long)]
+    #[serde(skip)]
     pub save_model: Option<PathBuf>,
     /// Seed for the ladder and the calibration folds.
     #[arg(long)]
@@ -149,41 +156,28 @@ pub struct RateArgs {
     pub calibrate_max_rows: Option<usize>,
     /// Also measure the plain-ladder baseline when calibrating (slow).
     #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
     pub baseline: bool,
     /// Write the calibration rows' signals here (CSV), for analysis.
     #[arg(long)]
+    #[serde(skip)]
     pub features_out: Option<PathBuf>,
-    /// A TOML file holding a RateConfig (the `[rate]` section's fields).
+    /// A pipeline.toml whose [rate] section is read (or a TOML file of the
+    /// [rate] section's fields alone).
     #[arg(long)]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
     #[command(flatten)]
+    #[serde(skip)]
     pub engine: EngineArgs,
 }
 
-/// Runs `puzzleforge rate` from its flags.
+/// Runs `puzzleforge rate` from its flags: the `[rate]` section of
+/// `--config` (a pipeline.toml, or a file of the section's keys alone) with
+/// the flags over it.
 pub fn run_rate(args: &RateArgs) -> Result<Summary> {
-    let mut config = match &args.config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            toml::from_str::<RateConfig>(&text)
-                .map_err(|e| bad_input(format!("{}: {e}", path.display())))?
-        }
-        None => RateConfig::default(),
-    };
-    if let Some(seed) = args.seed {
-        config.seed = seed;
-    }
-    if let Some(folds) = args.folds {
-        config.folds = folds;
-    }
-    if let Some(rows) = args.calibrate_max_rows {
-        config.calibrate_max_rows = rows;
-    }
-    if args.model.is_some() {
-        config.model = args.model.clone();
-    }
-    config.baseline |= args.baseline;
+    let section: RateConfig = load_section_or_bare(args.config.as_deref(), "rate")?;
+    let config = flags_over(&section, args)?;
     let (engine, pool) = args.engine.resolve(&EngineConfig::default())?;
     run_rate_with(&RateJob {
         input: &args.input,

@@ -34,6 +34,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::core::fileio::AtomicFile;
+use crate::core::settings::{flags_over, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::{EngineError, Limit, SearchRequest};
@@ -164,8 +165,10 @@ impl SelfplayConfig {
     }
 }
 
-/// `puzzleforge selfplay`.
-#[derive(clap::Args, Debug)]
+/// `puzzleforge selfplay`. Each flag but the output and engine ones
+/// overrides the `[selfplay]` key of its name
+/// ([`crate::core::settings::flags_over`]).
+#[derive(clap::Args, Debug, Serialize)]
 pub struct SelfplayArgs {
     /// Number of games.
     #[arg(long)]
@@ -193,49 +196,19 @@ pub struct SelfplayArgs {
     pub date: Option<String>,
     /// Weaken with Stockfish's own UCI_LimitStrength (NOT reproducible).
     #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
     pub engine_limit: bool,
     /// Output PGN file (`.zst` to compress).
     #[arg(short = 'o', long = "output", value_name = "PGN")]
+    #[serde(skip)]
     pub output: PathBuf,
     #[command(flatten)]
+    #[serde(skip)]
     pub engine: EngineArgs,
 }
 
-impl SelfplayArgs {
-    /// The configuration: defaults, then these flags.
-    pub fn config(&self, base: &SelfplayConfig) -> SelfplayConfig {
-        let mut config = base.clone();
-        if let Some(games) = self.games {
-            config.games = games;
-        }
-        if let Some(seed) = self.seed {
-            config.seed = seed;
-        }
-        if let Some(mode) = self.mode {
-            config.mode = mode;
-        }
-        if let Some(elo) = self.white_elo {
-            config.white_elo = elo;
-        }
-        if let Some(elo) = self.black_elo {
-            config.black_elo = elo;
-        }
-        if let Some(plies) = self.max_plies {
-            config.max_plies = plies;
-        }
-        if let Some(depth) = self.opening_depth {
-            config.opening_depth = depth;
-        }
-        if let Some(date) = &self.date {
-            config.date = date.clone();
-        }
-        config.engine_limit |= self.engine_limit;
-        config
-    }
-}
-
 pub fn run_selfplay(args: &SelfplayArgs) -> Result<Summary> {
-    let config = args.config(&SelfplayConfig::default());
+    let config = flags_over(&SelfplayConfig::default(), args)?;
     config.validate()?;
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("games".to_string());

@@ -9,6 +9,7 @@
 //! report file, the totals to the summary.
 
 use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use shakmaty::{Chess, Position};
 use std::io::Write;
@@ -18,16 +19,19 @@ use crate::chess::columns::Column;
 use crate::chess::line::PuzzleLine;
 use crate::chess::record::Puzzle;
 use crate::core::fileio::AtomicFile;
+use crate::core::settings::{flags_over, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::criterion::{self, Criterion};
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::{EngineError, Limit, SearchRequest};
 use crate::engine::settings::{EngineArgs, EngineConfig};
 
-/// `puzzleforge verify`.
-#[derive(clap::Args, Debug)]
+/// `puzzleforge verify`. The search flags set the [`VerifyConfig`] keys of
+/// their names ([`crate::core::settings::flags_over`]).
+#[derive(clap::Args, Debug, Serialize)]
 pub struct VerifyArgs {
     /// Puzzle file written by `mine`.
+    #[serde(skip)]
     pub input: PathBuf,
     /// Search K times the puzzle's nodes.
     #[arg(long, default_value_t = 4)]
@@ -38,27 +42,48 @@ pub struct VerifyArgs {
     pub nodes: Option<u64>,
     /// Use --nodes for every puzzle, ignoring the Nodes column.
     #[arg(long, requires = "nodes")]
+    #[serde(serialize_with = "switch_on")]
     pub nodes_override: bool,
     /// Criterion to check (default: each puzzle's Criterion column, else epoch).
     #[arg(long, value_enum)]
     pub criterion: Option<Criterion>,
     /// Per-puzzle report (JSON Lines). Default: INPUT with `.verify.jsonl`.
     #[arg(short = 'o', long = "output")]
+    #[serde(skip)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
+    #[serde(skip)]
     pub engine: EngineArgs,
 }
 
 /// Settings of one verification run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct VerifyConfig {
+    /// Search K times the puzzle's nodes.
     pub factor: u64,
+    /// Base nodes for puzzles without a Nodes column (or for all, with
+    /// `nodes_override`).
     pub nodes: Option<u64>,
     pub nodes_override: bool,
+    /// Criterion to check (default: each puzzle's Criterion column, else
+    /// epoch).
     pub criterion: Option<Criterion>,
 }
 
+impl Default for VerifyConfig {
+    fn default() -> Self {
+        Self {
+            factor: 4,
+            nodes: None,
+            nodes_override: false,
+            criterion: None,
+        }
+    }
+}
+
 pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
+    let config = flags_over(&VerifyConfig::default(), args)?;
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("puzzles".to_string());
     let pool = EnginePool::new(spec, pool_config)?;
@@ -66,12 +91,6 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
         .output
         .clone()
         .unwrap_or_else(|| default_report_path(&args.input));
-    let config = VerifyConfig {
-        factor: args.factor,
-        nodes: args.nodes,
-        nodes_override: args.nodes_override,
-        criterion: args.criterion,
-    };
     run_verify_with(&config, &pool, &args.input, &output)
 }
 

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::engine::settings::EngineConfig;
+use crate::engine::pool::PoolConfig;
+use crate::engine::process::EngineSpec;
+use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::stages::eval::client::ClientConfig;
 
 /// Price of a model's tokens, US dollars per million.
@@ -76,4 +78,15 @@ impl Default for EvalConfig {
             engine: EngineConfig::default(),
         }
     }
+}
+
+/// The engine behind the engine player and regret.
+#[derive(Clone, Debug)]
+pub enum EvalEngine {
+    /// Engine flags over the `[eval]` section's `engine` table (`eval` and
+    /// `rollout` on the command line).
+    Flags(EngineArgs),
+    /// An engine resolved by the caller: `run` hands over its whole
+    /// `[engine]` section (binary, options, workers, deadline, attempts).
+    Resolved { spec: EngineSpec, pool: PoolConfig },
 }

@@ -11,19 +11,21 @@ use rand::SeedableRng;
 use shakmaty::Position;
 use std::collections::BTreeMap;
 
-use super::config::EvalConfig;
+use super::config::{EvalConfig, EvalEngine};
 use super::metrics::{INVALID_PENALTY_CP, MATE_PENALTY_CP, PositionRecord, Verdict};
 use super::players::Answer;
 use super::task::Job;
 use super::task::{PositionTask, fen_of, legal_uci_move, position_from_fen};
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::{EngineError, Limit, SearchRequest, SearchResult};
-use crate::engine::settings::EngineArgs;
 use crate::engine::uci::Score;
 
 /// Starts the engine pool an eval or rollout uses.
-pub fn start_pool(config: &EvalConfig, engine: &EngineArgs) -> Result<EnginePool> {
-    let (spec, pool) = engine.resolve(&config.engine)?;
+pub fn start_pool(config: &EvalConfig, engine: &EvalEngine) -> Result<EnginePool> {
+    let (spec, pool) = match engine {
+        EvalEngine::Flags(flags) => flags.resolve(&config.engine)?,
+        EvalEngine::Resolved { spec, pool } => (spec.clone(), pool.clone()),
+    };
     EnginePool::new(spec, pool)
 }
 

@@ -17,17 +17,18 @@ pub mod rollout;
 pub mod task;
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::chess::record::{Puzzle, read_puzzles};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
-use crate::core::settings::load_section;
+use crate::core::settings::{flags_over, load_section, switch_off};
 use crate::core::summary::Summary;
 use crate::engine::settings::EngineArgs;
 use client::{ChatClient, Endpoint, default_cache_dir};
-use config::EvalConfig;
+use config::{EvalConfig, EvalEngine};
 use metrics::{PositionRecord, Verdict};
 use parse::{Parsed, parse_reply};
 use players::{Answer, ModelSpec, Tally, ask_model, random_move, run_parallel};
@@ -35,9 +36,13 @@ use prompt::{PromptSpec, Template};
 use report::RunOutput;
 use task::{Job, PositionTask, PositionView, is_correct, puzzle_tasks};
 
-#[derive(clap::Args, Debug)]
+/// `puzzleforge eval`. The flags that set a key of `[eval]` override it
+/// ([`crate::core::settings::flags_over`]); the engine flags override
+/// `[eval.engine]`.
+#[derive(clap::Args, Debug, Serialize)]
 pub struct EvalArgs {
     /// A release folder (its test split unless --split train) or a puzzle file (CSV/JSONL, .zst ok).
+    #[serde(skip)]
     pub set: PathBuf,
     /// openai:MODEL@BASE_URL, engine:stockfish?elo=E&nodes=N, or random
     /// (default: the config's eval.model).
@@ -49,12 +54,15 @@ pub struct EvalArgs {
     pub templates: Vec<String>,
     /// JSON file with an instruction and few-shot demos.
     #[arg(long)]
+    #[serde(skip)]
     pub prompt: Option<PathBuf>,
     /// Run folder for the report, logs and cache.
     #[arg(short = 'o', long = "output")]
+    #[serde(skip)]
     pub output: PathBuf,
     /// Split of a release folder: test or train.
     #[arg(long, default_value = "test")]
+    #[serde(skip)]
     pub split: String,
     /// Runs with seeds seed, seed+1, ..., seed+K-1.
     #[arg(long)]
@@ -63,34 +71,42 @@ pub struct EvalArgs {
     pub seed: Option<u64>,
     /// Only the first N puzzles.
     #[arg(long)]
+    #[serde(skip)]
     pub limit: Option<usize>,
     /// Concurrent model calls.
     #[arg(long)]
+    #[serde(rename = "client.workers")]
     pub workers: Option<usize>,
     /// Pipeline config (TOML) with an [eval] section.
     #[arg(long)]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
     /// Ask again for calls that failed in an earlier run (cached failures).
     #[arg(long)]
+    #[serde(skip)]
     pub retry_failed: bool,
     /// Skip the engine regret computation.
     #[arg(long)]
+    #[serde(rename = "regret.enabled", serialize_with = "switch_off")]
     pub no_regret: bool,
     /// Engine executable or definition file (default: config, /usr/games/stockfish, PATH).
     #[arg(long, value_name = "PATH")]
+    #[serde(skip)]
     pub engine: Option<PathBuf>,
     /// Engine processes for regret and the engine baseline.
     #[arg(long, value_name = "N")]
+    #[serde(skip)]
     pub engine_workers: Option<usize>,
 }
 
 impl EvalArgs {
-    fn engine_args(&self) -> EngineArgs {
-        EngineArgs {
+    /// The engine flags, over the `[eval.engine]` section.
+    fn engine_flags(&self) -> EvalEngine {
+        EvalEngine::Flags(EngineArgs {
             engine: self.engine.clone(),
             workers: self.engine_workers,
             deadline: None,
-        }
+        })
     }
 }
 
@@ -151,6 +167,7 @@ fn answer_jobs(
     model: &ModelSpec,
     config: &EvalConfig,
     args: &EvalArgs,
+    engine: &EvalEngine,
     templates: &[Template],
     prompt: &PromptSpec,
     tasks: &[PositionTask],
@@ -219,7 +236,7 @@ fn answer_jobs(
             }
             (answers, client.http_requests(), None)
         }
-        ModelSpec::Engine { .. } => engine_answers(model, config, args, tasks, jobs, notes)?,
+        ModelSpec::Engine { .. } => engine_answers(model, config, engine, tasks, jobs, notes)?,
     };
     bar.finish_and_clear();
     Ok(result)
@@ -228,7 +245,7 @@ fn answer_jobs(
 fn engine_answers(
     model: &ModelSpec,
     config: &EvalConfig,
-    args: &EvalArgs,
+    engine: &EvalEngine,
     tasks: &[PositionTask],
     jobs: &[Job],
     notes: &mut Vec<String>,
@@ -236,7 +253,7 @@ fn engine_answers(
     let ModelSpec::Engine { elo, nodes, depth } = model else {
         return Err(anyhow::anyhow!("not an engine player"));
     };
-    let pool = engine_ops::start_pool(config, &args.engine_args())?;
+    let pool = engine_ops::start_pool(config, engine)?;
     if let Some(elo) = elo {
         notes.push(format!(
             "engine baseline at Elo {elo}: Stockfish 15.1's skill rule replayed with the run's seed \
@@ -248,37 +265,30 @@ fn engine_answers(
     Ok((answers, 0, Some(pool.engine_id().to_string())))
 }
 
-/// `puzzleforge eval`.
+/// `puzzleforge eval`: the `[eval]` section of `--config` (or the
+/// defaults) with the flags over it.
 pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
+    let section: EvalConfig = load_section(args.config.as_deref(), "eval")?;
+    run_eval_with(args, flags_over(&section, args)?, &args.engine_flags())
+}
+
+/// Evaluates with the `[eval]` settings `config` and `engine` (the pipeline
+/// runner's entry; `args.config` and the section flags are not read).
+pub fn run_eval_with(args: &EvalArgs, config: EvalConfig, engine: &EvalEngine) -> Result<Summary> {
     let started = Instant::now();
-    let mut config: EvalConfig = load_section(args.config.as_deref(), "eval")?;
-    if let Some(r) = args.repeats {
-        config.repeats = r;
-    }
-    if let Some(s) = args.seed {
-        config.seed = s;
-    }
-    if let Some(w) = args.workers {
-        config.client.workers = w;
-    }
-    if args.no_regret {
-        config.regret.enabled = false;
-    }
     if config.repeats == 0 {
         return Err(bad_input("--repeats must be at least 1"));
     }
-    let model_text = match (&args.model, &config.model) {
-        (Some(model), _) | (None, Some(model)) => model.clone(),
-        (None, None) => {
+    let model_text = match &config.model {
+        Some(model) => model.clone(),
+        None => {
             return Err(bad_input(
                 "eval needs a player: --model SPEC, or eval.model in the config",
             ));
         }
     };
     let model = ModelSpec::parse(&model_text)?;
-    let template_names: Vec<String> = if !args.templates.is_empty() {
-        args.templates.clone()
-    } else if !config.templates.is_empty() {
+    let template_names: Vec<String> = if !config.templates.is_empty() {
         config.templates.clone()
     } else {
         vec!["paper-json".to_string()]
@@ -326,7 +336,7 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
 
     let mut notes = Vec::new();
     let (answers, http_requests, mut engine_id) = answer_jobs(
-        &model, &config, args, &templates, &prompt, &tasks, &jobs, &mut notes,
+        &model, &config, args, engine, &templates, &prompt, &tasks, &jobs, &mut notes,
     )?;
     let mut records: Vec<PositionRecord> = jobs
         .iter()
@@ -343,7 +353,7 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
         .collect();
     if config.regret.enabled {
         // Regret needs Stockfish: without one the run still reports accuracy.
-        match compute_regret(&config, args, &mut records) {
+        match compute_regret(&config, engine, &mut records) {
             Ok(id) => engine_id = engine_id.or(id),
             Err(e) => notes.push(format!("regret not computed: {e:#}")),
         }
@@ -377,10 +387,10 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
 
 fn compute_regret(
     config: &EvalConfig,
-    args: &EvalArgs,
+    engine: &EvalEngine,
     records: &mut [PositionRecord],
 ) -> Result<Option<String>> {
-    let pool = engine_ops::start_pool(config, &args.engine_args())?;
+    let pool = engine_ops::start_pool(config, engine)?;
     engine_ops::compute_regret(&pool, config, records)?;
     Ok(Some(pool.engine_id().to_string()))
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::client::{ChatClient, Endpoint, default_cache_dir};
-use super::config::EvalConfig;
+use super::config::{EvalConfig, EvalEngine};
 use super::engine_ops::{self, game_over_after, limit_of, regret_of};
 use super::metrics::{INVALID_PENALTY_CP, Verdict, mean, median};
 use super::parse::{Parsed, parse_reply};
@@ -22,7 +22,7 @@ use super::prompt::{PromptSpec, Template};
 use super::task::{PositionView, fen_of, legal_uci_move, position_from_fen, side_name};
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
-use crate::core::settings::load_section;
+use crate::core::settings::{flags_over, load_section};
 use crate::core::summary::Summary;
 use crate::engine::process::{EngineError, SearchRequest};
 use crate::engine::settings::EngineArgs;
@@ -105,33 +105,44 @@ impl Default for RolloutConfig {
     }
 }
 
-#[derive(clap::Args, Debug)]
+/// `puzzleforge rollout`. `--seed` overrides `[eval]`'s seed
+/// ([`crate::core::settings::flags_over`]); the engine flags override
+/// `[eval.engine]`.
+#[derive(clap::Args, Debug, Serialize)]
 pub struct RolloutArgs {
     /// openai:MODEL@BASE_URL or random.
     #[arg(long)]
+    #[serde(skip)]
     pub model: String,
     /// paper-json, epoch, or a template file.
     #[arg(long, default_value = "paper-json")]
+    #[serde(skip)]
     pub template: String,
     /// JSON file with an instruction and few-shot demos.
     #[arg(long)]
+    #[serde(skip)]
     pub prompt: Option<PathBuf>,
     /// Run folder.
     #[arg(short = 'o', long = "output")]
+    #[serde(skip)]
     pub output: PathBuf,
     /// Pipeline config (TOML) with [eval] and [rollout] sections.
     #[arg(long)]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
     #[arg(long)]
     pub seed: Option<u64>,
     /// Ask again for calls that failed in an earlier run.
     #[arg(long)]
+    #[serde(skip)]
     pub retry_failed: bool,
     /// Engine executable or definition file.
     #[arg(long, value_name = "PATH")]
+    #[serde(skip)]
     pub engine: Option<PathBuf>,
     /// Engine processes (games played in parallel).
     #[arg(long, value_name = "N")]
+    #[serde(skip)]
     pub engine_workers: Option<usize>,
 }
 
@@ -342,11 +353,9 @@ fn play_game(
 /// `puzzleforge rollout`.
 pub fn run_rollout(args: &RolloutArgs) -> Result<Summary> {
     let started = Instant::now();
-    let mut eval: EvalConfig = load_section(args.config.as_deref(), "eval")?;
+    let eval: EvalConfig = load_section(args.config.as_deref(), "eval")?;
+    let eval = flags_over(&eval, args)?;
     let config: RolloutConfig = load_section(args.config.as_deref(), "rollout")?;
-    if let Some(s) = args.seed {
-        eval.seed = s;
-    }
     for start in &config.starts {
         position_from_fen(&start.fen, &format!("rollout start {}", start.name))?;
     }
@@ -385,12 +394,12 @@ pub fn run_rollout(args: &RolloutArgs) -> Result<Summary> {
         },
         None => Asker::Random,
     };
-    let engine_args = EngineArgs {
+    let engine = EvalEngine::Flags(EngineArgs {
         engine: args.engine.clone(),
         workers: args.engine_workers,
         deadline: None,
-    };
-    let pool = engine_ops::start_pool(&eval, &engine_args)?;
+    });
+    let pool = engine_ops::start_pool(&eval, &engine)?;
     let results = pool.map(&config.starts, |session, i, start| {
         play_game(session, start, i, &asker, &config, &eval, eval.seed)
     })?;

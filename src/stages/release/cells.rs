@@ -6,14 +6,12 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use crate::bail_input;
 use crate::chess::columns::Column;
 use crate::chess::derive::{mate_from_themes, rating_bin_edges, rating_bin_label};
 use crate::chess::line::{LineError, PuzzleLine, normalized_fen};
 use crate::chess::record::{Puzzle, parse_game_url};
-use crate::core::error::bad_input;
 
 /// Which mate cells a band or tier covers.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -186,21 +184,6 @@ pub struct Quota {
 }
 
 impl SplitConfig {
-    /// Reads the `[split]` table of a pipeline.toml (other tables ignored).
-    pub fn from_pipeline_toml(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
-        let table: toml::Table =
-            toml::from_str(&text).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
-        match table.get("split") {
-            None => Ok(Self::default()),
-            Some(section) => section
-                .clone()
-                .try_into()
-                .map_err(|e| bad_input(format!("{}: [split]: {e}", path.display()))),
-        }
-    }
-
     /// The quota per cell, for the whole pool or for a tier.
     pub fn quota_table(&self, tier: Option<&Tier>) -> Result<BTreeMap<Cell, Quota>> {
         let width = self.bin_width;

@@ -29,6 +29,7 @@ pub mod draw;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::Digest;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -38,26 +39,33 @@ use crate::chess::derive::rating_bin_edges;
 use crate::chess::record::{Puzzle, for_each_row};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
+use crate::core::settings::{flags_over, load_section};
 use crate::core::summary::Summary;
 use cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, game_id, is_mate, position_key};
 use draw::{Candidate, CellOutcome, Draw, draw};
 
-/// Command-line arguments of `puzzleforge split`.
-#[derive(Args, Debug, Clone)]
+/// Command-line arguments of `puzzleforge split`. The flags that share a
+/// name with a key of `[split]` override it
+/// ([`crate::core::settings::flags_over`]).
+#[derive(Args, Debug, Clone, Serialize)]
 pub struct SplitArgs {
     /// Puzzle files (CSV or JSON Lines, plain or zstd): the Lichess dump,
     /// APO files, or what ingest/mine/rate wrote.
     #[arg(required = true)]
+    #[serde(skip)]
     pub pool: Vec<PathBuf>,
     /// The release folder to write.
     #[arg(short, long)]
+    #[serde(skip)]
     pub output: PathBuf,
     /// pipeline.toml whose [split] section configures quotas and tiers.
     #[arg(long)]
+    #[serde(skip)]
     pub config: Option<PathBuf>,
     /// Produce this named tier of the config (filter the pool, then use the
     /// tier's quotas).
     #[arg(long)]
+    #[serde(skip)]
     pub tier: Option<String>,
     /// Overrides the config's seed.
     #[arg(long)]
@@ -73,26 +81,33 @@ pub struct SplitArgs {
     pub test_per_cell: Option<usize>,
     /// Fail (exit 2) when a cell cannot be filled.
     #[arg(long)]
+    #[serde(skip)]
     pub strict: bool,
     /// Earlier releases or any puzzle files whose puzzles must not reappear.
     #[arg(long, num_args = 1..)]
+    #[serde(skip)]
     pub exclude: Vec<PathBuf>,
     /// Exclude every release (a folder with a puzzleforge manifest.json)
     /// found up to three levels under this folder. Default: the parent of
     /// the release folder's parent (`output/` for `output/RUN/release`).
     #[arg(long)]
+    #[serde(skip)]
     pub exclude_releases_under: Option<PathBuf>,
     /// Do not look for earlier releases to exclude.
     #[arg(long)]
+    #[serde(skip)]
     pub no_release_exclusion: bool,
     /// Engine identity to record in the manifest (e.g. "Stockfish 15.1").
     #[arg(long)]
+    #[serde(skip)]
     pub engine_id: Option<String>,
     /// Engine option NAME=VALUE to record in the manifest (repeatable).
     #[arg(long)]
+    #[serde(skip)]
     pub engine_option: Vec<String>,
     /// A JSON file of verification figures to embed in the manifest.
     #[arg(long)]
+    #[serde(skip)]
     pub verify: Option<PathBuf>,
 }
 
@@ -420,24 +435,17 @@ fn fetch_chosen(paths: &[PathBuf], drawn: &Draw) -> Result<(Vec<Puzzle>, Vec<Puz
     Ok((train, test))
 }
 
-/// Runs `puzzleforge split`.
+/// Runs `puzzleforge split`: the `[split]` section of `--config` (or the
+/// defaults) with the flags over it.
 pub fn run_split(args: &SplitArgs) -> Result<Summary> {
-    let mut config = match &args.config {
-        Some(path) => SplitConfig::from_pipeline_toml(path)?,
-        None => SplitConfig::default(),
-    };
-    if let Some(seed) = args.seed {
-        config.seed = seed;
-    }
-    if let Some(width) = args.bin_width {
-        config.bin_width = width;
-    }
-    if let Some(n) = args.train_per_cell {
-        config.train_per_cell = n;
-    }
-    if let Some(n) = args.test_per_cell {
-        config.test_per_cell = n;
-    }
+    let section: SplitConfig = load_section(args.config.as_deref(), "split")?;
+    run_split_with(args, flags_over(&section, args)?)
+}
+
+/// Draws a release from `args.pool` with the `[split]` settings `config`
+/// (the pipeline runner's entry; `args.config` and the section flags are
+/// not read).
+pub fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Summary> {
     let tier = match &args.tier {
         None => None,
         Some(name) => Some(config.tiers.get(name).cloned().ok_or_else(|| {

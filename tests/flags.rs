@@ -1,0 +1,130 @@
+//! Every command's flags over its config section through the one shared
+//! rule (`core::settings::flags_over`): each flag names a key of the
+//! section, a flag left out leaves its key as configured, and a flag given
+//! replaces it.
+
+use clap::{Args, Parser};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use puzzleforge::core::settings::flags_over;
+use puzzleforge::engine::settings::{EngineArgs, EngineConfig};
+use puzzleforge::stages::eval::EvalArgs;
+use puzzleforge::stages::eval::config::EvalConfig;
+use puzzleforge::stages::eval::rollout::RolloutArgs;
+use puzzleforge::stages::ingest_games::{GamesArgs, IngestGamesConfig, TimeClass};
+use puzzleforge::stages::ingest_puzzles::{IngestPuzzlesConfig, PuzzlesArgs};
+use puzzleforge::stages::mine::{MineArgs, MineConfig};
+use puzzleforge::stages::rate::{RateArgs, RateConfig};
+use puzzleforge::stages::release::SplitArgs;
+use puzzleforge::stages::release::cells::SplitConfig;
+use puzzleforge::stages::selfplay::{SelfplayArgs, SelfplayConfig};
+use puzzleforge::stages::verify::{VerifyArgs, VerifyConfig};
+
+#[derive(Parser)]
+struct Command<T: Args> {
+    #[command(flatten)]
+    args: T,
+}
+
+fn parse<T: Args>(argv: &[&str]) -> T {
+    let mut all = vec!["puzzleforge"];
+    all.extend_from_slice(argv);
+    Command::<T>::try_parse_from(all)
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+        .args
+}
+
+/// Every switch of `value` turned over.
+fn flip_switches(value: &mut Value) {
+    match value {
+        Value::Bool(on) => *on = !*on,
+        Value::Array(items) => items.iter_mut().for_each(flip_switches),
+        Value::Object(map) => map.values_mut().for_each(flip_switches),
+        _ => {}
+    }
+}
+
+/// A section unlike the defaults in every switch: flags left out must keep
+/// each of them, whichever way it is set.
+fn unusual<S: Serialize + DeserializeOwned + Default>() -> S {
+    let mut value = serde_json::to_value(S::default()).unwrap();
+    flip_switches(&mut value);
+    serde_json::from_value(value).unwrap()
+}
+
+fn keeps_every_key<S, F>(flags: &F)
+where
+    S: Serialize + DeserializeOwned + Default,
+    F: Serialize,
+{
+    let section: S = unusual();
+    let merged = flags_over(&section, flags).unwrap();
+    assert_eq!(
+        serde_json::to_value(merged).unwrap(),
+        serde_json::to_value(section).unwrap(),
+        "{}",
+        std::any::type_name::<F>()
+    );
+}
+
+#[test]
+fn flags_left_out_keep_every_key_of_each_section() {
+    keeps_every_key::<IngestPuzzlesConfig, _>(&parse::<PuzzlesArgs>(&["in.csv", "-o", "o"]));
+    keeps_every_key::<IngestGamesConfig, _>(&parse::<GamesArgs>(&["in.pgn", "-o", "o"]));
+    keeps_every_key::<SelfplayConfig, _>(&parse::<SelfplayArgs>(&["-o", "o.pgn"]));
+    keeps_every_key::<MineConfig, _>(&parse::<MineArgs>(&["in.pgn", "-o", "o"]));
+    keeps_every_key::<VerifyConfig, _>(&parse::<VerifyArgs>(&["in.csv"]));
+    keeps_every_key::<RateConfig, _>(&parse::<RateArgs>(&["in.csv", "-o", "o"]));
+    keeps_every_key::<SplitConfig, _>(&parse::<SplitArgs>(&["pool.csv", "-o", "o"]));
+    keeps_every_key::<EvalConfig, _>(&parse::<EvalArgs>(&["set", "-o", "o"]));
+    keeps_every_key::<EvalConfig, _>(&parse::<RolloutArgs>(&["--model", "random", "-o", "o"]));
+    keeps_every_key::<EngineConfig, _>(&parse::<EngineArgs>(&[]));
+}
+
+#[test]
+fn a_flag_given_replaces_its_key_whatever_its_name() {
+    let games: GamesArgs = parse(&[
+        "in.pgn",
+        "-o",
+        "o",
+        "--include-casual",
+        "--include-bots",
+        "--time-control",
+        "blitz,rapid",
+        "--from",
+        "2026-01-01",
+        "--min-elo",
+        "1500",
+    ]);
+    let config = flags_over(&IngestGamesConfig::default(), &games).unwrap();
+    assert!(!config.rated_only && !config.exclude_bots);
+    assert_eq!(config.time_classes, [TimeClass::Blitz, TimeClass::Rapid]);
+    assert_eq!(config.date_from.as_deref(), Some("2026-01-01"));
+    assert_eq!(config.min_elo, Some(1500));
+    assert_eq!(config.max_elo, None);
+
+    let eval: EvalArgs = parse(&["set", "-o", "o", "--workers", "7", "--no-regret"]);
+    let config = flags_over(&EvalConfig::default(), &eval).unwrap();
+    assert_eq!(config.client.workers, 7);
+    assert!(!config.regret.enabled);
+
+    let engine: EngineArgs = parse(&["--engine", "sf", "--deadline", "5"]);
+    let config = flags_over(&EngineConfig::default(), &engine).unwrap();
+    assert_eq!(config.path.as_deref(), Some(std::path::Path::new("sf")));
+    assert_eq!(config.deadline_secs, 5.0);
+
+    let mine: MineArgs = parse(&["in.pgn", "-o", "o", "--exhaustive", "--nodes", "9"]);
+    let config = flags_over(&MineConfig::default(), &mine).unwrap();
+    assert!(config.exhaustive);
+    assert_eq!(config.nodes, Some(9));
+}
+
+#[test]
+fn a_number_flag_must_be_finite() {
+    for bad in ["nan", "inf"] {
+        let parsed = Command::<EngineArgs>::try_parse_from(["puzzleforge", "--deadline", bad]);
+        assert!(parsed.is_err(), "{bad}");
+    }
+}
