@@ -12,7 +12,7 @@
 
 use anyhow::{Context, Result};
 use foldhash::HashSetExt;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -27,6 +27,7 @@ use crate::chess::derive::{self, DERIVED_COLUMNS, DerivedColumn, DerivedFields};
 use crate::chess::record::{self, Format, Header, LICHESS_COLUMNS, RowError};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input_with};
+use crate::core::seed::{self, Domain, Key};
 use crate::core::summary::Summary;
 
 /// Rows per batch handed from the reader thread to the validators.
@@ -1121,7 +1122,7 @@ impl Reservoir {
         Self {
             capacity,
             seen: 0,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: seed::rng(seed, Domain::IngestSample, Key::Run),
             rows: Vec::new(),
         }
     }

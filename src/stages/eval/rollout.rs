@@ -17,11 +17,12 @@ use super::config::EvalConfig;
 use super::engine_ops::{self, game_over_after, limit_of, regret_of};
 use super::metrics::{INVALID_PENALTY_CP, Verdict, mean, median};
 use super::parse::{Parsed, parse_reply};
-use super::players::{ModelSpec, ask_model, random_move};
+use super::players::{ModelSpec, ask_model, random_move, request_seed};
 use super::prompt::{PromptSpec, Template};
 use super::task::{PositionView, fen_of, legal_uci_move, position_from_fen, side_name};
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
+use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::load_section;
 use crate::core::summary::Summary;
 use crate::engine::process::{EngineError, SearchRequest};
@@ -229,6 +230,7 @@ fn play_game(
         }
         let view = PositionView::new(&position, &history);
         let fen = view.fen.clone();
+        let turn = Key::Pair(index as u64, moves.len() as u64);
         let reply = match asker {
             Asker::Model {
                 client,
@@ -240,15 +242,16 @@ fn play_game(
                     template,
                     prompt,
                     &view,
-                    seed,
-                    seed ^ (index as u64) << 16 ^ moves.len() as u64,
+                    request_seed(seed, Domain::RolloutRequestSeed, turn),
+                    seed::value(seed, Domain::RolloutRetryJitter, turn),
                 )
                 .map_err(fault)?
                 .reply
             }
-            Asker::Random => {
-                random_move(&position, seed, ((index as u64) << 16) | moves.len() as u64)
-            }
+            Asker::Random => random_move(
+                &position,
+                &mut seed::rng(seed, Domain::RolloutRandomMove, turn),
+            ),
         };
         let ply = moves.len();
         let Some(text) = reply.clone() else {
