@@ -36,7 +36,8 @@ pub fn limit_of(nodes: Option<u64>, depth: Option<u32>, default_nodes: u64) -> L
     }
 }
 
-fn search(
+/// One search of `fen` after `moves`, single line.
+pub(crate) fn search(
     session: &mut Session,
     fen: &str,
     moves: Vec<String>,
