@@ -8,16 +8,20 @@
 //!
 //! # Fixed derivations
 //!
-//! Three domains keep the derivations they had before this module existed,
+//! Four domains keep the derivations they had before this module existed,
 //! because published releases depend on them: the default run's self-play
 //! games, its ratings and its train/test split are made from these numbers,
-//! and a release must be reproducible from its config. Never change them:
+//! and so are the held-out deviations stored in the committed rating model
+//! (`models/rate_model.json`, which `rate --calibrate` must reproduce).
+//! A release must be reproducible from its config. Never change them:
 //!
 //! - [`Domain::SelfplayGame`], key the game number `n`:
 //!   `ChaCha8Rng::seed_from_u64(seed)` on stream `n`.
 //! - [`Domain::RatePuzzle`], key the puzzle id: `ChaCha8Rng::seed_from_u64(seed)`
 //!   on the stream given by the first 8 bytes (big-endian) of
 //!   `sha256("puzzleforge-rate|<id>")`.
+//! - [`Domain::RateCalibrationFolds`], key [`Key::Run`]:
+//!   `ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_f01d)`.
 //! - [`Domain::ReleaseCell`], key the cell key:
 //!   `ChaCha8Rng::from_seed(sha256("puzzleforge-split|<seed>|<cell key>"))`.
 //!
@@ -54,6 +58,7 @@ pub enum Domain {
     /// `calibrate_max_rows`. Key: [`Key::Run`].
     RateCalibrationSample,
     /// The assignment of calibration rows to folds. Key: [`Key::Run`].
+    /// Fixed (see the module comment).
     RateCalibrationFolds,
     /// The shuffle of one release cell's candidates. Key: [`Key::Name`],
     /// the cell key. Fixed (see the module comment).
@@ -142,6 +147,9 @@ pub fn rng(run_seed: u64, domain: Domain, key: Key<'_>) -> ChaCha8Rng {
             prefix.copy_from_slice(&digest[..8]);
             seeded_stream(run_seed, u64::from_be_bytes(prefix))
         }
+        (Domain::RateCalibrationFolds, Key::Run) => {
+            ChaCha8Rng::seed_from_u64(run_seed ^ CALIBRATION_FOLDS_MIX)
+        }
         (Domain::ReleaseCell, Key::Name(cell)) => ChaCha8Rng::from_seed(
             Sha256::digest(format!("puzzleforge-split|{run_seed}|{cell}").as_bytes()).into(),
         ),
@@ -157,6 +165,9 @@ pub fn rng(run_seed: u64, domain: Domain, key: Key<'_>) -> ChaCha8Rng {
         }
     }
 }
+
+/// What the calibration folds' seed was mixed with before this module.
+const CALIBRATION_FOLDS_MIX: u64 = 0x5eed_f01d;
 
 /// One number drawn from [`rng`]: a seed to hand on (a request's `seed`,
 /// a retry jitter's seed).
@@ -265,6 +276,10 @@ mod tests {
         rng
     }
 
+    fn old_calibration_folds(seed: u64) -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_f01d)
+    }
+
     fn old_release_cell(seed: u64, cell: &str) -> ChaCha8Rng {
         let digest = Sha256::digest(format!("puzzleforge-split|{seed}|{cell}").as_bytes());
         ChaCha8Rng::from_seed(digest.into())
@@ -273,7 +288,8 @@ mod tests {
     #[test]
     fn fixed_domains_reproduce_the_published_numbers() {
         // Numbers drawn by the earlier `selfplay::game_rng`,
-        // `rate::puzzle_rng` and `release::draw::cell_rng`.
+        // `rate::puzzle_rng`, `release::draw::cell_rng` and the calibration
+        // folds' `seed_from_u64(seed ^ 0x5eed_f01d)`.
         assert_eq!(
             first_draws(rng(20261130, Domain::SelfplayGame, Key::Index(7))),
             [14627344655436464904, 16386968402278839488]
@@ -291,7 +307,15 @@ mod tests {
             first_draws(rng(20261130, Domain::ReleaseCell, Key::Name(cell))),
             [1897208359386559304, 766978759528204169]
         );
+        assert_eq!(
+            first_draws(rng(1, Domain::RateCalibrationFolds, Key::Run)),
+            [2981053585532799929, 14560057779485191138]
+        );
         for seed in [0, 1, 7, 20261130, u64::MAX] {
+            assert_eq!(
+                first_draws(rng(seed, Domain::RateCalibrationFolds, Key::Run)),
+                first_draws(old_calibration_folds(seed))
+            );
             for index in [0, 1, 2, 40, 1 << 40] {
                 assert_eq!(
                     first_draws(rng(seed, Domain::SelfplayGame, Key::Index(index))),
