@@ -8,7 +8,7 @@
 pub mod error;
 pub mod fileio;
 pub mod progress;
-pub mod seed;
+pub(crate) mod seed;
 pub mod settings;
 pub mod shard;
 pub mod summary;

@@ -84,24 +84,6 @@ pub enum Domain {
 }
 
 impl Domain {
-    /// Every domain, in pipeline order.
-    pub const ALL: [Domain; 14] = [
-        Domain::IngestSample,
-        Domain::SelfplayGame,
-        Domain::RatePuzzle,
-        Domain::RateBaseline,
-        Domain::RateCalibrationSample,
-        Domain::RateCalibrationFolds,
-        Domain::ReleaseCell,
-        Domain::EvalRandomMove,
-        Domain::EvalEngineMove,
-        Domain::EvalRequestSeed,
-        Domain::EvalRetryJitter,
-        Domain::RolloutRandomMove,
-        Domain::RolloutRequestSeed,
-        Domain::RolloutRetryJitter,
-    ];
-
     /// The name hashed into the domain's streams. Changing one changes
     /// every draw of that domain.
     pub fn name(self) -> &'static str {
@@ -188,6 +170,53 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    /// Every domain, in pipeline order (`listed_at` makes a new domain a
+    /// compile error until it is added here).
+    const ALL: [Domain; 14] = [
+        Domain::IngestSample,
+        Domain::SelfplayGame,
+        Domain::RatePuzzle,
+        Domain::RateBaseline,
+        Domain::RateCalibrationSample,
+        Domain::RateCalibrationFolds,
+        Domain::ReleaseCell,
+        Domain::EvalRandomMove,
+        Domain::EvalEngineMove,
+        Domain::EvalRequestSeed,
+        Domain::EvalRetryJitter,
+        Domain::RolloutRandomMove,
+        Domain::RolloutRequestSeed,
+        Domain::RolloutRetryJitter,
+    ];
+
+    fn listed_at(domain: Domain) -> usize {
+        match domain {
+            Domain::IngestSample => 0,
+            Domain::SelfplayGame => 1,
+            Domain::RatePuzzle => 2,
+            Domain::RateBaseline => 3,
+            Domain::RateCalibrationSample => 4,
+            Domain::RateCalibrationFolds => 5,
+            Domain::ReleaseCell => 6,
+            Domain::EvalRandomMove => 7,
+            Domain::EvalEngineMove => 8,
+            Domain::EvalRequestSeed => 9,
+            Domain::EvalRetryJitter => 10,
+            Domain::RolloutRandomMove => 11,
+            Domain::RolloutRequestSeed => 12,
+            Domain::RolloutRetryJitter => 13,
+        }
+    }
+
+    #[test]
+    fn every_domain_is_listed_once_under_its_own_name() {
+        for (i, domain) in ALL.into_iter().enumerate() {
+            assert_eq!(listed_at(domain), i, "{domain:?}");
+        }
+        let names: HashSet<&str> = ALL.into_iter().map(Domain::name).collect();
+        assert_eq!(names.len(), ALL.len(), "two domains share a name");
+    }
+
     fn first_draws(mut rng: ChaCha8Rng) -> [u64; 2] {
         [rng.next_u64(), rng.next_u64()]
     }
@@ -215,7 +244,7 @@ mod tests {
         let mut seen = HashSet::new();
         let mut triples = 0;
         for seed in [0, 1, 7, 8, 20261130, u64::MAX] {
-            for domain in Domain::ALL {
+            for domain in ALL {
                 for &key in &keys {
                     triples += 1;
                     assert!(
@@ -230,7 +259,7 @@ mod tests {
 
     #[test]
     fn the_same_triple_gives_the_same_stream() {
-        for domain in Domain::ALL {
+        for domain in ALL {
             for key in [Key::Run, Key::Index(3), Key::Pair(1, 2), Key::Name("x")] {
                 assert_eq!(
                     first_draws(rng(42, domain, key)),

@@ -113,7 +113,7 @@ pub struct Answer {
 }
 
 /// A uniformly random legal move, drawn from `rng`: the caller hands the
-/// item's own generator ([`seed::rng`]), so the move does not depend on
+/// item's own generator (`seed::rng`), so the move does not depend on
 /// thread timing.
 pub fn random_move(position: &Chess, rng: &mut ChaCha8Rng) -> Option<String> {
     let moves = position.legal_moves();
@@ -127,7 +127,7 @@ pub fn random_move(position: &Chess, rng: &mut ChaCha8Rng) -> Option<String> {
 /// The `seed` a model request carries, drawn from (run seed, `domain`,
 /// `key`). Below 2^31: servers read it as a 32-bit (llama.cpp) or signed
 /// 64-bit (vLLM) integer, and reject or truncate larger numbers.
-pub fn request_seed(run_seed: u64, domain: Domain, key: Key<'_>) -> u64 {
+pub(crate) fn request_seed(run_seed: u64, domain: Domain, key: Key<'_>) -> u64 {
     u64::from(seed::rng(run_seed, domain, key).next_u32() >> 1)
 }
 
