@@ -12,7 +12,7 @@
 //! | [`stages`] | one module per stage, in the order they run |
 //! | [`engine`] | UCI engines: the protocol, the process, the pool, the weakened player, the uniqueness criteria |
 //! | [`chess`] | the puzzle record and what is read off a board: lines, derived columns, themes, PGN |
-//! | [`core`] | files, errors, progress, summaries, shards: nothing about chess |
+//! | [`core`] | files, errors, progress, summaries, shards, seeds: nothing about chess |
 //!
 //! `main.rs` sits on top: it parses the command line and calls one command.
 

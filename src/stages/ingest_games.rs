@@ -538,6 +538,28 @@ impl<R: Read> Read for CountBytes<R> {
 /// How many invalid games the summary names one by one.
 const INVALID_EXAMPLES: usize = 5;
 
+/// What reading one input found, game by game.
+#[derive(Default)]
+struct GameCounts {
+    games_read: u64,
+    kept: u64,
+    filtered: BTreeMap<&'static str, u64>,
+    invalid: BTreeMap<&'static str, u64>,
+    /// The first [`INVALID_EXAMPLES`] invalid games, described.
+    examples: Vec<String>,
+    /// Kept games with at least one candidate.
+    candidate_games: u64,
+}
+
+/// How much was read, and how fast.
+struct Throughput {
+    /// Bytes of the input file (compressed, if it is).
+    file_bytes: u64,
+    /// Bytes of PGN after decompression.
+    pgn_bytes: u64,
+    seconds: f64,
+}
+
 /// Runs the stage: reads `input`, writes candidates to `output`
 /// (atomically: nothing is written when reading fails).
 pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -> Result<Summary> {
@@ -557,16 +579,40 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
     };
     let extra = columns::names(columns::INGEST_GAMES).map(String::from);
     let mut writer = PuzzleWriter::create(output, &extra)?;
+    let counts = write_candidates(config, &filter, &thresholds, reader, input, &mut writer)?;
+    let candidates = writer
+        .finish()
+        .with_context(|| format!("finishing {}", output.display()))?;
+    bar.finish_and_clear();
+    let throughput = Throughput {
+        file_bytes,
+        pgn_bytes: pgn_bytes.load(Ordering::Relaxed),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    Ok(stage_summary(
+        input,
+        output,
+        &counts,
+        candidates,
+        &throughput,
+    ))
+}
 
+/// Reads every game of `reader` (the PGN of `input`), counts why games are
+/// dropped, and writes the kept games' candidates.
+fn write_candidates(
+    config: &IngestGamesConfig,
+    filter: &GameFilter,
+    thresholds: &Thresholds,
+    reader: impl Read,
+    input: &Path,
+    writer: &mut PuzzleWriter,
+) -> Result<GameCounts> {
     // Unanalysed games are dropped unless all positions are wanted, and
     // then their moves need no replay.
     let mut games = PgnGames::with_filter(reader, |tags: &Tags| filter.check(tags))
         .require_evals(!config.all_positions);
-    let mut kept = 0u64;
-    let mut filtered: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut invalid: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut examples: Vec<String> = Vec::new();
-    let mut candidate_games = 0u64;
+    let mut counts = GameCounts::default();
     for item in games.by_ref() {
         let item = item.map_err(|e| {
             bad_input(format!(
@@ -577,32 +623,32 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
             ))
         })?;
         match item {
-            GameItem::Filtered { reason, .. } => *filtered.entry(reason).or_default() += 1,
+            GameItem::Filtered { reason, .. } => *counts.filtered.entry(reason).or_default() += 1,
             GameItem::Invalid(game) => {
-                *invalid.entry(game.reason).or_default() += 1;
-                if examples.len() < INVALID_EXAMPLES {
-                    examples.push(game.to_string());
+                *counts.invalid.entry(game.reason).or_default() += 1;
+                if counts.examples.len() < INVALID_EXAMPLES {
+                    counts.examples.push(game.to_string());
                 }
             }
             GameItem::Game(game) => {
                 let has_evals = game.has_evals();
                 if !has_evals && !config.all_positions {
-                    *filtered.entry("no_eval").or_default() += 1;
+                    *counts.filtered.entry("no_eval").or_default() += 1;
                     continue;
                 }
                 // The filter accepted these tags, so they parse.
                 let meta = match GameMeta::from_tags(&game.tags) {
                     Ok(meta) => meta,
                     Err(_) => {
-                        *invalid.entry("bad_tag").or_default() += 1;
+                        *counts.invalid.entry("bad_tag").or_default() += 1;
                         continue;
                     }
                 };
-                kept += 1;
+                counts.kept += 1;
                 let all_positions = config.all_positions && !has_evals;
-                let found = game_candidates(&game, &meta, &thresholds, all_positions);
+                let found = game_candidates(&game, &meta, thresholds, all_positions);
                 if !found.is_empty() {
-                    candidate_games += 1;
+                    counts.candidate_games += 1;
                 }
                 for puzzle in &found {
                     writer.write(puzzle)?;
@@ -610,15 +656,31 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
             }
         }
     }
-    let games_read = games.games_read();
-    drop(games);
-    let candidates = writer
-        .finish()
-        .with_context(|| format!("finishing {}", output.display()))?;
-    bar.finish_and_clear();
+    counts.games_read = games.games_read();
+    Ok(counts)
+}
 
-    let seconds = started.elapsed().as_secs_f64();
-    let pgn_bytes = pgn_bytes.load(Ordering::Relaxed);
+/// The stage's summary: counts, reasons and throughput.
+fn stage_summary(
+    input: &Path,
+    output: &Path,
+    counts: &GameCounts,
+    candidates: u64,
+    throughput: &Throughput,
+) -> Summary {
+    let GameCounts {
+        games_read,
+        kept,
+        filtered,
+        invalid,
+        examples,
+        candidate_games,
+    } = counts;
+    let Throughput {
+        file_bytes,
+        pgn_bytes,
+        seconds,
+    } = *throughput;
     let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
     let rate = |bytes: u64| {
         if seconds > 0.0 {
@@ -627,7 +689,7 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
             0.0
         }
     };
-    let counts = |map: &BTreeMap<&'static str, u64>| {
+    let reasons = |map: &BTreeMap<&'static str, u64>| {
         if map.is_empty() {
             return "none".to_string();
         }
@@ -642,14 +704,14 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
         "ingest games: {} -> {}\n  games read {games_read}, kept {kept}, filtered {filtered_total} ({}), invalid {invalid_total} ({})\n  candidates {candidates} from {candidate_games} games\n  {:.1} MiB read ({:.1} MiB of PGN) in {seconds:.2} s: {:.1} MiB/s, {:.1} MiB/s of PGN\n",
         input.display(),
         output.display(),
-        counts(&filtered),
-        counts(&invalid),
+        reasons(filtered),
+        reasons(invalid),
         mib(file_bytes),
         mib(pgn_bytes),
         rate(file_bytes),
         rate(pgn_bytes),
     );
-    for example in &examples {
+    for example in examples {
         human.push_str(&format!("  invalid: {example}\n"));
     }
     let json = json!({
@@ -669,7 +731,7 @@ pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -
         "mib_per_s": rate(file_bytes),
         "pgn_mib_per_s": rate(pgn_bytes),
     });
-    Ok(Summary::new(human, json))
+    Summary::new(human, json)
 }
 
 #[cfg(test)]

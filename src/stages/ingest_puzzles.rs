@@ -12,7 +12,7 @@
 
 use anyhow::{Context, Result};
 use foldhash::HashSetExt;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -29,6 +29,7 @@ use crate::chess::line::PuzzleLine;
 use crate::chess::record::{self, Format, Header, LICHESS_COLUMNS, RowError};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input_with};
+use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::flags_over;
 use crate::core::summary::Summary;
 
@@ -1101,7 +1102,7 @@ impl Reservoir {
         Self {
             capacity,
             seen: 0,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: seed::rng(seed, Domain::IngestSample, Key::Run),
             rows: Vec::new(),
         }
     }

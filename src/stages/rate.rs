@@ -36,7 +36,7 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use nalgebra::{DMatrix, DVector};
-use rand::{SeedableRng, seq::SliceRandom};
+use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -47,6 +47,7 @@ use crate::chess::columns::Column;
 use crate::chess::line::{PuzzleLine, parse_move};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row};
 use crate::core::error::bad_input;
+use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, load_section_or_bare, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::pool::{EnginePool, PoolConfig, Session};
@@ -894,21 +895,6 @@ fn feature_values(
     values
 }
 
-const BASELINE_SEED_MIX: u64 = 0xba5e_11de;
-
-/// The RNG of one puzzle: the run seed, on a stream named by a hash of the
-/// puzzle's id. Not its row: a puzzle's draws (and so its rating) must not
-/// depend on which worker served it, nor on which file or row it sits in,
-/// so that `run --shard` slices rate to the same bytes as a whole run.
-pub fn puzzle_rng(seed: u64, puzzle: &Puzzle) -> ChaCha8Rng {
-    let digest =
-        crate::core::fileio::sha256_bytes(format!("puzzleforge-rate|{}", puzzle.id).as_bytes());
-    let stream = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(stream);
-    rng
-}
-
 fn compute_features_with(
     pool: &EnginePool,
     targets: &[&Puzzle],
@@ -918,10 +904,14 @@ fn compute_features_with(
 ) -> Result<Vec<Features>> {
     let bar = crate::core::progress::items(targets.len() as u64, "rate");
     let result = pool.map(targets, |session, _, puzzle| {
-        // The baseline draws from its own stream so that measuring it does
-        // not change the model's signals.
-        let mut rng = puzzle_rng(seed, puzzle);
-        let baseline_rng = baseline.then(|| puzzle_rng(seed ^ BASELINE_SEED_MIX, puzzle));
+        // Keyed by the puzzle's id, not its row: a puzzle's draws (and so its
+        // rating) must not depend on which worker served it, nor on which
+        // file or row it sits in, so that `run --shard` slices rate to the
+        // same bytes as a whole run. The baseline draws from its own domain
+        // so that measuring it does not change the model's signals.
+        let key = Key::Name(&puzzle.id);
+        let mut rng = seed::rng(seed, Domain::RatePuzzle, key);
+        let baseline_rng = baseline.then(|| seed::rng(seed, Domain::RateBaseline, key));
         let features = puzzle_features(session, puzzle, signals, &mut rng, baseline_rng);
         bar.inc(1);
         features
@@ -1191,7 +1181,7 @@ fn read_calibration(files: &[PathBuf], config: &RateConfig) -> Result<(Vec<Puzzl
         }
     }
     if config.calibrate_max_rows > 0 && rows.len() > config.calibrate_max_rows {
-        let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let mut rng = seed::rng(config.seed, Domain::RateCalibrationSample, Key::Run);
         rows.shuffle(&mut rng);
         rows.truncate(config.calibrate_max_rows);
     }
@@ -1249,7 +1239,11 @@ fn out_of_fold(
 ) -> Vec<f64> {
     let n = features.len();
     let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut ChaCha8Rng::seed_from_u64(config.seed ^ 0x5eed_f01d));
+    order.shuffle(&mut seed::rng(
+        config.seed,
+        Domain::RateCalibrationFolds,
+        Key::Run,
+    ));
     let folds = config.folds as usize;
     let mut fold_of = vec![0; n];
     for (position, &i) in order.iter().enumerate() {

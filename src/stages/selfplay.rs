@@ -21,8 +21,7 @@
 //! whatever the number of workers.
 
 use anyhow::{Context, Result};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use shakmaty::fen::Fen;
@@ -34,6 +33,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::core::fileio::AtomicFile;
+use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::pool::{EnginePool, Session};
@@ -287,13 +287,6 @@ pub fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<Vec<Game
     })
 }
 
-/// The generator of game `index` in a run with `seed`.
-pub fn game_rng(seed: u64, index: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(index);
-    rng
-}
-
 /// One finished game.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Game {
@@ -467,7 +460,7 @@ pub fn play_game(
     config: &SelfplayConfig,
     index: u64,
 ) -> Result<Game, EngineError> {
-    let mut rng = game_rng(config.seed, index);
+    let mut rng = seed::rng(config.seed, Domain::SelfplayGame, Key::Index(index));
     let mut board = Board::new();
     let cap = config.max_plies as usize;
     match config.mode {

@@ -40,7 +40,7 @@ pub struct ClientConfig {
     pub api_key_env: String,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
-    /// Send the run's seed (plus the repeat number) as the request's `seed`.
+    /// Send a seed drawn from the run's seed and the repeat as the request's `seed`.
     pub send_seed: bool,
     /// Extra fields merged into every request body (e.g. `top_p`,
     /// `reasoning`, `response_format`).

@@ -7,7 +7,6 @@
 //! answer 200,000 cp (the APO paper's penalties). No-answers get none.
 
 use anyhow::Result;
-use rand::SeedableRng;
 use shakmaty::Position;
 use std::collections::BTreeMap;
 
@@ -16,6 +15,7 @@ use super::metrics::{INVALID_PENALTY_CP, MATE_PENALTY_CP, PositionRecord, Verdic
 use super::players::Answer;
 use super::task::Job;
 use super::task::{PositionTask, fen_of, legal_uci_move, position_from_fen};
+use crate::core::seed::{self, Domain, Key};
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::{EngineError, Limit, SearchRequest, SearchResult};
 use crate::engine::uci::Score;
@@ -38,7 +38,8 @@ pub fn limit_of(nodes: Option<u64>, depth: Option<u32>, default_nodes: u64) -> L
     }
 }
 
-fn search(
+/// One search of `fen` after `moves`, single line.
+pub(crate) fn search(
     session: &mut Session,
     fen: &str,
     moves: Vec<String>,
@@ -78,8 +79,8 @@ pub fn engine_answers(
         let fen = fen_of(&tasks[job.task].position);
         let reply = match level {
             Some(level) => {
-                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-                rng.set_stream((u64::from(job.repeat) << 32) | job.task as u64);
+                let key = Key::Pair(u64::from(job.repeat), job.task as u64);
+                let mut rng = seed::rng(seed, Domain::EvalEngineMove, key);
                 crate::engine::weaken::weakened_move(session, (&fen, &[]), level, &mut rng)?
             }
             None => search(session, &fen, Vec::new(), limit)?.best_move,

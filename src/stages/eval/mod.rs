@@ -24,6 +24,7 @@ use std::time::Instant;
 use crate::chess::record::{Puzzle, read_puzzles};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
+use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, load_section, switch_off};
 use crate::core::summary::Summary;
 use crate::engine::settings::EngineArgs;
@@ -31,7 +32,7 @@ use client::{ChatClient, Endpoint, default_cache_dir};
 use config::{EvalConfig, EvalEngine};
 use metrics::{PositionRecord, Verdict};
 use parse::{Parsed, parse_reply};
-use players::{Answer, ModelSpec, Tally, ask_model, random_move, run_parallel};
+use players::{Answer, ModelSpec, Tally, ask_model, random_move, request_seed, run_parallel};
 use prompt::{PromptSpec, Template};
 use report::RunOutput;
 use task::{Job, PositionTask, PositionView, is_correct, puzzle_tasks};
@@ -64,7 +65,7 @@ pub struct EvalArgs {
     #[arg(long, default_value = "test")]
     #[serde(skip)]
     pub split: String,
-    /// Runs with seeds seed, seed+1, ..., seed+K-1.
+    /// Asks every position K times; each repeat draws its own seeds from the run's seed.
     #[arg(long)]
     pub repeats: Option<u32>,
     #[arg(long)]
@@ -185,12 +186,12 @@ fn answer_jobs(
         ModelSpec::Random => {
             let answers = jobs
                 .iter()
-                .enumerate()
-                .map(|(i, job)| {
+                .map(|job| {
                     let task = &tasks[job.task];
-                    let seed = config.seed + u64::from(job.repeat);
+                    let key = Key::Pair(u64::from(job.repeat), job.task as u64);
+                    let mut rng = seed::rng(config.seed, Domain::EvalRandomMove, key);
                     let answer = Answer {
-                        reply: random_move(&task.position, seed, i as u64),
+                        reply: random_move(&task.position, &mut rng),
                         ..Default::default()
                     };
                     progress(task, &answer);
@@ -219,14 +220,14 @@ fn answer_jobs(
                 |i, job| {
                     let task = &tasks[job.task];
                     let view = PositionView::new(&task.position, &task.history_san);
-                    let seed = config.seed + u64::from(job.repeat);
+                    let repeat = Key::Index(u64::from(job.repeat));
                     ask_model(
                         &client,
                         &templates[job.template],
                         prompt,
                         &view,
-                        seed,
-                        config.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                        request_seed(config.seed, Domain::EvalRequestSeed, repeat),
+                        seed::value(config.seed, Domain::EvalRetryJitter, Key::Index(i as u64)),
                     )
                 },
                 |_| {},

@@ -2,7 +2,7 @@
 //! random mover, and (see `engine_player`) a Stockfish baseline.
 
 use anyhow::Result;
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use shakmaty::{CastlingMode, Chess, Position};
@@ -13,6 +13,7 @@ use super::client::{ChatClient, ChatOutcome, Endpoint, parse_openai_spec};
 use super::prompt::{PromptSpec, Template};
 use super::task::PositionView;
 use crate::core::error::bad_input;
+use crate::core::seed::{self, Domain, Key};
 
 /// Which player an eval asks, from `--model`.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,17 +112,23 @@ pub struct Answer {
     pub request_key: Option<String>,
 }
 
-/// A uniformly random legal move, seeded from (seed, item index) so it
-/// does not depend on thread timing.
-pub fn random_move(position: &Chess, seed: u64, index: u64) -> Option<String> {
+/// A uniformly random legal move, drawn from `rng`: the caller hands the
+/// item's own generator (`seed::rng`), so the move does not depend on
+/// thread timing.
+pub fn random_move(position: &Chess, rng: &mut ChaCha8Rng) -> Option<String> {
     let moves = position.legal_moves();
     if moves.is_empty() {
         return None;
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(index);
     let chosen = &moves[rng.random_range(0..moves.len())];
     Some(chosen.to_uci(CastlingMode::Standard).to_string())
+}
+
+/// The `seed` a model request carries, drawn from (run seed, `domain`,
+/// `key`). Below 2^31: servers read it as a 32-bit (llama.cpp) or signed
+/// 64-bit (vLLM) integer, and reject or truncate larger numbers.
+pub(crate) fn request_seed(run_seed: u64, domain: Domain, key: Key<'_>) -> u64 {
+    u64::from(seed::rng(run_seed, domain, key).next_u32() >> 1)
 }
 
 /// Asks a chat model about one position.
@@ -213,9 +220,28 @@ mod tests {
     #[test]
     fn random_moves_are_reproducible() {
         let p = Chess::default();
-        let a: Vec<_> = (0..10).map(|i| random_move(&p, 7, i)).collect();
-        let b: Vec<_> = (0..10).map(|i| random_move(&p, 7, i)).collect();
+        let draw = |i| {
+            random_move(
+                &p,
+                &mut seed::rng(7, Domain::EvalRandomMove, Key::Pair(0, i)),
+            )
+        };
+        let a: Vec<_> = (0..10).map(draw).collect();
+        let b: Vec<_> = (0..10).map(draw).collect();
         assert_eq!(a, b);
         assert!(a.iter().collect::<std::collections::BTreeSet<_>>().len() > 1);
+    }
+
+    #[test]
+    fn request_seeds_of_neighbouring_runs_differ() {
+        // With `seed + repeat`, run 7's second repeat sent run 8's first seed.
+        let seed = |run, repeat| request_seed(run, Domain::EvalRequestSeed, Key::Index(repeat));
+        assert_ne!(seed(7, 1), seed(8, 0));
+        assert_eq!(seed(7, 1), seed(7, 1));
+        for run in [0, 7, u64::MAX] {
+            for repeat in 0..16 {
+                assert!(seed(run, repeat) < 1 << 31);
+            }
+        }
     }
 }

@@ -82,6 +82,35 @@ fn headline(m: &CellMetrics) -> Value {
     })
 }
 
+/// Tokens spent and what they cost (`None` without a price for the model).
+struct Usage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    cost: Option<f64>,
+}
+
+impl Usage {
+    fn of(run: &RunInfo, records: &[PositionRecord]) -> Self {
+        let prompt_tokens: u64 = records.iter().filter_map(|r| r.prompt_tokens).sum();
+        let completion_tokens: u64 = records.iter().filter_map(|r| r.completion_tokens).sum();
+        let model_name = run
+            .model
+            .strip_prefix("openai:")
+            .and_then(|m| m.rsplit_once('@').map(|(name, _)| name))
+            .unwrap_or(&run.model);
+        let cost = run.config.prices.get(model_name).map(|p| {
+            (prompt_tokens as f64 * p.prompt_per_million
+                + completion_tokens as f64 * p.completion_per_million)
+                / 1e6
+        });
+        Self {
+            prompt_tokens,
+            completion_tokens,
+            cost,
+        }
+    }
+}
+
 /// Writes every output of a run and returns the command summary.
 pub fn write_run(
     dir: &Path,
@@ -91,31 +120,56 @@ pub fn write_run(
     wall: Duration,
 ) -> Result<Summary> {
     let records = &output.records;
-    let width = run.config.rating_bin_width;
-    let b = breakdowns(records, width);
+    let b = breakdowns(records, run.config.rating_bin_width);
+    let verdicts = verdict_counts(records);
+    let usage = Usage::of(run, records);
 
+    let report = report_json(run, output, &b, &verdicts, &usage)?;
+    let report_text = serde_json::to_string_pretty(&report)? + "\n";
+    write_atomic(&dir.join("report.json"), report_text.as_bytes())?;
+    write_atomic(
+        &dir.join("config.json"),
+        (serde_json::to_string_pretty(run)? + "\n").as_bytes(),
+    )?;
+    write_jsonl(&dir.join("positions.jsonl"), records)?;
+    write_calls(dir, output, tasks)?;
+    write_runtime(dir, output, wall)?;
+    let md = markdown(run, &b, &verdicts, &usage, &output.notes);
+    write_atomic(&dir.join("report.md"), md.as_bytes())?;
+    draw_pictures(dir, &b, records)?;
+    Ok(command_summary(dir, run, output, &b.overall))
+}
+
+/// How many answers got each verdict.
+fn verdict_counts(records: &[PositionRecord]) -> BTreeMap<&'static str, usize> {
     let mut verdicts: BTreeMap<&str, usize> = BTreeMap::new();
     for r in records {
         *verdicts.entry(r.verdict.as_str()).or_default() += 1;
     }
-    let mut per_repeat = Vec::new();
-    for repeat in 0..run.config.repeats {
-        let subset: Vec<&PositionRecord> = records.iter().filter(|r| r.repeat == repeat).collect();
-        per_repeat.push(metrics::cell_metrics(&subset).puzzle_accuracy);
-    }
-    let prompt_tokens: u64 = records.iter().filter_map(|r| r.prompt_tokens).sum();
-    let completion_tokens: u64 = records.iter().filter_map(|r| r.completion_tokens).sum();
-    let model_name = run
-        .model
-        .strip_prefix("openai:")
-        .and_then(|m| m.rsplit_once('@').map(|(name, _)| name))
-        .unwrap_or(&run.model);
-    let cost = run.config.prices.get(model_name).map(|p| {
-        (prompt_tokens as f64 * p.prompt_per_million
-            + completion_tokens as f64 * p.completion_per_million)
-            / 1e6
-    });
+    verdicts
+}
 
+/// Puzzle accuracy of each repeat, in repeat order.
+fn per_repeat_accuracy(records: &[PositionRecord], repeats: u32) -> Vec<f64> {
+    (0..repeats)
+        .map(|repeat| {
+            let subset: Vec<&PositionRecord> =
+                records.iter().filter(|r| r.repeat == repeat).collect();
+            metrics::cell_metrics(&subset).puzzle_accuracy
+        })
+        .collect()
+}
+
+/// `report.json`: what was run, the headline figures, usage and every
+/// breakdown (no timings: those go to `runtime.json`).
+fn report_json(
+    run: &RunInfo,
+    output: &RunOutput,
+    b: &Breakdowns,
+    verdicts: &BTreeMap<&str, usize>,
+    usage: &Usage,
+) -> Result<Value> {
+    let per_repeat = per_repeat_accuracy(&output.records, run.config.repeats);
     let mut report = json!({
         "model": run.model,
         "set": run.set,
@@ -132,9 +186,9 @@ pub fn write_run(
         map.insert(
             "usage".into(),
             json!({
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "cost_usd": cost,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "cost_usd": usage.cost,
             }),
         );
         map.insert("engine".into(), json!(output.engine_id));
@@ -142,42 +196,42 @@ pub fn write_run(
         map.insert("breakdowns".into(), json!(b.by));
         map.insert("config".into(), serde_json::to_value(run)?);
     }
-    let report_text = serde_json::to_string_pretty(&report)? + "\n";
-    write_atomic(&dir.join("report.json"), report_text.as_bytes())?;
-    write_atomic(
-        &dir.join("config.json"),
-        (serde_json::to_string_pretty(run)? + "\n").as_bytes(),
-    )?;
-    write_jsonl(&dir.join("positions.jsonl"), records)?;
+    Ok(report)
+}
 
-    let calls =
-        output
-            .jobs
-            .iter()
-            .zip(&output.answers)
-            .zip(records)
-            .map(|((job, answer), record)| {
-                let call = answer.call.clone().unwrap_or_default();
-                json!({
-                    "puzzle_id": record.puzzle_id,
-                    "move_index": tasks[job.task].move_index,
-                    "template": record.template,
-                    "repeat": job.repeat,
-                    "prompt_hash": answer.request_key,
-                    "reply": answer.reply,
-                    "parsed_move": record.played.clone().or_else(|| record.answer.clone()),
-                    "verdict": record.verdict,
-                    "prompt_tokens": call.prompt_tokens,
-                    "completion_tokens": call.completion_tokens,
-                    "finish_reason": call.finish_reason,
-                    "latency_ms": call.latency_ms,
-                    "attempts": call.attempts,
-                    "cached": call.cached,
-                    "error": call.error,
-                })
-            });
-    write_jsonl(&dir.join("calls.jsonl"), calls)?;
+/// `calls.jsonl`: one line per job, the reply and the call behind it.
+fn write_calls(dir: &Path, output: &RunOutput, tasks: &[PositionTask]) -> Result<()> {
+    let calls = output
+        .jobs
+        .iter()
+        .zip(&output.answers)
+        .zip(&output.records)
+        .map(|((job, answer), record)| {
+            let call = answer.call.clone().unwrap_or_default();
+            json!({
+                "puzzle_id": record.puzzle_id,
+                "move_index": tasks[job.task].move_index,
+                "template": record.template,
+                "repeat": job.repeat,
+                "prompt_hash": answer.request_key,
+                "reply": answer.reply,
+                "parsed_move": record.played.clone().or_else(|| record.answer.clone()),
+                "verdict": record.verdict,
+                "prompt_tokens": call.prompt_tokens,
+                "completion_tokens": call.completion_tokens,
+                "finish_reason": call.finish_reason,
+                "latency_ms": call.latency_ms,
+                "attempts": call.attempts,
+                "cached": call.cached,
+                "error": call.error,
+            })
+        });
+    write_jsonl(&dir.join("calls.jsonl"), calls)
+}
 
+/// `runtime.json`: the figures that vary between reruns (wall time,
+/// requests, cache hits, latencies).
+fn write_runtime(dir: &Path, output: &RunOutput, wall: Duration) -> Result<()> {
     let latencies: Vec<f64> = output
         .answers
         .iter()
@@ -201,21 +255,11 @@ pub fn write_run(
     write_atomic(
         &dir.join("runtime.json"),
         (serde_json::to_string_pretty(&runtime)? + "\n").as_bytes(),
-    )?;
+    )
+}
 
-    let md = markdown(
-        run,
-        &b,
-        &verdicts,
-        prompt_tokens,
-        completion_tokens,
-        cost,
-        &output.notes,
-    );
-    write_atomic(&dir.join("report.md"), md.as_bytes())?;
-    draw_pictures(dir, &b, records)?;
-
-    let o = &b.overall;
+/// The command's summary: a human line and the headline figures.
+fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, o: &CellMetrics) -> Summary {
     let human = format!(
         "eval {}: {} puzzles, {} positions -> puzzle accuracy {} (± {}), position accuracy {}, illegal {}, unparseable {}, median regret {} cp\nreport: {}",
         run.model,
@@ -234,18 +278,21 @@ pub fn write_run(
         map.insert("run_dir".into(), json!(dir.display().to_string()));
         map.insert("http_requests".into(), json!(output.http_requests));
     }
-    Ok(Summary::new(human, json))
+    Summary::new(human, json)
 }
 
 fn markdown(
     run: &RunInfo,
     b: &Breakdowns,
     verdicts: &BTreeMap<&str, usize>,
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    cost: Option<f64>,
+    usage: &Usage,
     notes: &[String],
 ) -> String {
+    let Usage {
+        prompt_tokens,
+        completion_tokens,
+        cost,
+    } = usage;
     let mut md = String::new();
     let o = &b.overall;
     let _ = writeln!(md, "# Eval: {}\n", run.model);

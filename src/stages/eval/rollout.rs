@@ -14,17 +14,19 @@ use std::time::Instant;
 
 use super::client::{ChatClient, Endpoint, default_cache_dir};
 use super::config::{EvalConfig, EvalEngine};
-use super::engine_ops::{self, game_over_after, limit_of, regret_of};
+use super::engine_ops::{self, game_over_after, limit_of, regret_of, search};
 use super::metrics::{INVALID_PENALTY_CP, Verdict, mean, median};
 use super::parse::{Parsed, parse_reply};
-use super::players::{ModelSpec, ask_model, random_move};
+use super::players::{ModelSpec, ask_model, random_move, request_seed};
 use super::prompt::{PromptSpec, Template};
 use super::task::{PositionView, fen_of, legal_uci_move, position_from_fen, side_name};
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
+use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, load_section};
 use crate::core::summary::Summary;
-use crate::engine::process::{EngineError, SearchRequest};
+use crate::engine::pool::Session;
+use crate::engine::process::{EngineError, Limit};
 use crate::engine::settings::EngineArgs;
 
 /// A start position and the side the model plays.
@@ -183,9 +185,38 @@ fn fault(e: anyhow::Error) -> EngineError {
     EngineError::Fatal(format!("{e:#}"))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What every game of a rollout shares: who answers, the engine's limits
+/// and the run seed the answers' draws derive from.
+struct Rules<'a> {
+    asker: &'a Asker<'a>,
+    opponent: Limit,
+    regret: Limit,
+    max_moves: usize,
+    seed: u64,
+}
+
+/// A game in progress: the position and the SAN moves that led to it.
+struct Board {
+    position: Chess,
+    history: Vec<String>,
+}
+
+impl Board {
+    /// Plays `uci`, which `who` chose, after checking it is legal.
+    fn play(&mut self, uci: &str, who: &str) -> Result<(), EngineError> {
+        let m = legal_uci_move(&self.position, uci, who).map_err(fault)?;
+        self.history
+            .push(SanPlus::from_move(self.position.clone(), m).to_string());
+        self.position.play_unchecked(m);
+        Ok(())
+    }
+}
+
+/// Plays rollout game `index` from `start`: the engine moves first when the
+/// model plays the other side, then model and engine alternate until the
+/// model has made `max_moves` attempts or the game ends.
 fn play_game(
-    session: &mut crate::engine::pool::Session,
+    session: &mut Session,
     start: &StartPosition,
     index: usize,
     asker: &Asker,
@@ -193,150 +224,46 @@ fn play_game(
     eval: &EvalConfig,
     seed: u64,
 ) -> Result<(RolloutGame, Vec<RolloutMove>), EngineError> {
-    let mut position = position_from_fen(&start.fen, &start.name).map_err(fault)?;
+    let position = position_from_fen(&start.fen, &start.name).map_err(fault)?;
     let model_color = match start.model_plays.as_str() {
         "white" => shakmaty::Color::White,
         "black" => shakmaty::Color::Black,
         _ => position.turn(),
     };
-    let opponent = limit_of(config.opponent_nodes, config.opponent_depth, 100_000);
-    let regret_limit = limit_of(eval.regret.nodes, eval.regret.depth, 200_000);
-    let mut history: Vec<String> = Vec::new();
-    let mut moves = Vec::new();
-    let mut end = "max_moves".to_string();
-    let search =
-        |session: &mut crate::engine::pool::Session, fen: String, m: Vec<String>, limit| {
-            session.search(&SearchRequest {
-                fen,
-                moves: m,
-                limit,
-                multipv: 1,
-            })
-        };
-    let engine_move = |session: &mut crate::engine::pool::Session,
-                       position: &mut Chess,
-                       history: &mut Vec<String>|
-     -> Result<bool, EngineError> {
-        let result = search(session, fen_of(position), Vec::new(), opponent)?;
-        let Some(best) = result.best_move else {
-            return Ok(false);
-        };
-        let m = legal_uci_move(position, &best, "engine move").map_err(fault)?;
-        history.push(SanPlus::from_move(position.clone(), m).to_string());
-        position.play_unchecked(m);
-        Ok(true)
+    let rules = Rules {
+        asker,
+        opponent: limit_of(config.opponent_nodes, config.opponent_depth, 100_000),
+        regret: limit_of(eval.regret.nodes, eval.regret.depth, 200_000),
+        max_moves: config.max_moves as usize,
+        seed,
     };
-    if position.turn() != model_color && !position.is_game_over() {
-        engine_move(session, &mut position, &mut history)?;
+    let mut board = Board {
+        position,
+        history: Vec::new(),
+    };
+    if board.position.turn() != model_color && !board.position.is_game_over() {
+        engine_move(session, &mut board, rules.opponent)?;
     }
-    while moves.len() < config.max_moves as usize {
-        if position.is_game_over() {
-            end = if position.is_checkmate() {
-                "checkmated".into()
+    let mut moves = Vec::new();
+    let mut end = "max_moves";
+    while moves.len() < rules.max_moves {
+        if board.position.is_game_over() {
+            end = if board.position.is_checkmate() {
+                "checkmated"
             } else {
-                "draw".into()
+                "draw"
             };
             break;
         }
-        let view = PositionView::new(&position, &history);
-        let fen = view.fen.clone();
-        let reply = match asker {
-            Asker::Model {
-                client,
-                template,
-                prompt,
-            } => {
-                ask_model(
-                    client,
-                    template,
-                    prompt,
-                    &view,
-                    seed,
-                    seed ^ (index as u64) << 16 ^ moves.len() as u64,
-                )
-                .map_err(fault)?
-                .reply
-            }
-            Asker::Random => {
-                random_move(&position, seed, ((index as u64) << 16) | moves.len() as u64)
-            }
-        };
-        let ply = moves.len();
-        let Some(text) = reply.clone() else {
-            moves.push(RolloutMove {
-                start: start.name.clone(),
-                ply,
-                fen,
-                reply,
-                played: None,
-                verdict: Verdict::NoAnswer,
-                regret_cp: None,
-            });
-            end = "no_answer".into();
-            break;
-        };
-        let uci = match parse_reply(&text, &position) {
-            Parsed::Legal { uci, .. } => uci,
-            other => {
-                let verdict = if matches!(other, Parsed::Illegal { .. }) {
-                    Verdict::Illegal
-                } else {
-                    Verdict::Unparseable
-                };
-                moves.push(RolloutMove {
-                    start: start.name.clone(),
-                    ply,
-                    fen,
-                    reply,
-                    played: None,
-                    verdict,
-                    regret_cp: Some(INVALID_PENALTY_CP),
-                });
-                end = verdict.as_str().into();
-                break;
-            }
-        };
-        let best = search(session, fen.clone(), Vec::new(), regret_limit)?;
-        let over = game_over_after(&fen, &uci);
-        let after = match over {
-            Some(_) => None,
-            None => search(session, fen.clone(), vec![uci.clone()], regret_limit)?
-                .lines
-                .first()
-                .map(|l| l.score),
-        };
-        let regret = best
-            .lines
-            .first()
-            .map(|l| regret_of(l.score, after, over == Some(true)));
-        let m = legal_uci_move(&position, &uci, "model move").map_err(fault)?;
-        history.push(SanPlus::from_move(position.clone(), m).to_string());
-        position.play_unchecked(m);
-        let verdict = if best.best_move.as_deref() == Some(uci.as_str()) {
-            Verdict::Correct
-        } else {
-            Verdict::Wrong
-        };
-        moves.push(RolloutMove {
-            start: start.name.clone(),
-            ply,
-            fen,
-            reply,
-            played: Some(uci),
-            verdict,
-            regret_cp: regret,
-        });
-        if position.is_checkmate() {
-            end = "gave_checkmate".into();
+        let (attempt, ended) = model_turn(session, start, &rules, &mut board, index, moves.len())?;
+        moves.push(attempt);
+        if let Some(ended) = ended {
+            end = ended;
             break;
         }
-        if position.is_game_over() {
-            end = "draw".into();
-            break;
-        }
-        engine_move(session, &mut position, &mut history)?;
-        if position.is_checkmate() {
-            end = "checkmated".into();
+        engine_move(session, &mut board, rules.opponent)?;
+        if board.position.is_checkmate() {
+            end = "checkmated";
             break;
         }
     }
@@ -344,10 +271,130 @@ fn play_game(
         start: start.name.clone(),
         model_color: side_name(model_color).into(),
         model_moves: moves.iter().filter(|m| m.played.is_some()).count(),
-        end,
-        moves_san: history,
+        end: end.into(),
+        moves_san: board.history,
     };
     Ok((game, moves))
+}
+
+/// The engine's reply: its best move within `limit`, if it has one.
+fn engine_move(session: &mut Session, board: &mut Board, limit: Limit) -> Result<(), EngineError> {
+    let result = search(session, &fen_of(&board.position), Vec::new(), limit)?;
+    match result.best_move {
+        Some(best) => board.play(&best, "engine move"),
+        None => Ok(()),
+    }
+}
+
+/// The model's move `ply` of game `game`: asks for a move, judges it and
+/// plays it when legal. Returns the record of the attempt and, when the
+/// game ends with it, how.
+fn model_turn(
+    session: &mut Session,
+    start: &StartPosition,
+    rules: &Rules,
+    board: &mut Board,
+    game: usize,
+    ply: usize,
+) -> Result<(RolloutMove, Option<&'static str>), EngineError> {
+    let turn = Key::Pair(game as u64, ply as u64);
+    let view = PositionView::new(&board.position, &board.history);
+    let fen = view.fen.clone();
+    let reply = ask(rules, &view, &board.position, turn)?;
+    let attempt = |played: Option<String>, verdict: Verdict, regret_cp: Option<f64>| RolloutMove {
+        start: start.name.clone(),
+        ply,
+        fen: fen.clone(),
+        reply: reply.clone(),
+        played,
+        verdict,
+        regret_cp,
+    };
+    let Some(text) = reply.as_deref() else {
+        return Ok((attempt(None, Verdict::NoAnswer, None), Some("no_answer")));
+    };
+    let uci = match parse_reply(text, &board.position) {
+        Parsed::Legal { uci, .. } => uci,
+        other => {
+            let verdict = if matches!(other, Parsed::Illegal { .. }) {
+                Verdict::Illegal
+            } else {
+                Verdict::Unparseable
+            };
+            let invalid = attempt(None, verdict, Some(INVALID_PENALTY_CP));
+            return Ok((invalid, Some(verdict.as_str())));
+        }
+    };
+    let (best_move, regret) = regret_of_move(session, &fen, &uci, rules.regret)?;
+    board.play(&uci, "model move")?;
+    let verdict = if best_move.as_deref() == Some(uci.as_str()) {
+        Verdict::Correct
+    } else {
+        Verdict::Wrong
+    };
+    let end = if board.position.is_checkmate() {
+        Some("gave_checkmate")
+    } else if board.position.is_game_over() {
+        Some("draw")
+    } else {
+        None
+    };
+    Ok((attempt(Some(uci), verdict, regret), end))
+}
+
+/// The asker's reply to one position; `turn` keys the draws behind it (the
+/// random move, the request's seed, the retry jitter).
+fn ask(
+    rules: &Rules,
+    view: &PositionView,
+    position: &Chess,
+    turn: Key,
+) -> Result<Option<String>, EngineError> {
+    let run_seed = rules.seed;
+    match rules.asker {
+        Asker::Model {
+            client,
+            template,
+            prompt,
+        } => Ok(ask_model(
+            client,
+            template,
+            prompt,
+            view,
+            request_seed(run_seed, Domain::RolloutRequestSeed, turn),
+            seed::value(run_seed, Domain::RolloutRetryJitter, turn),
+        )
+        .map_err(fault)?
+        .reply),
+        Asker::Random => {
+            let mut rng = seed::rng(run_seed, Domain::RolloutRandomMove, turn);
+            Ok(random_move(position, &mut rng))
+        }
+    }
+}
+
+/// The engine's best move where the model played `uci`, and the regret of
+/// `uci` (`None` when the search returned no line).
+fn regret_of_move(
+    session: &mut Session,
+    fen: &str,
+    uci: &str,
+    limit: Limit,
+) -> Result<(Option<String>, Option<f64>), EngineError> {
+    let best = search(session, fen, Vec::new(), limit)?;
+    let over = game_over_after(fen, uci);
+    let after = match over {
+        Some(_) => None,
+        None => search(session, fen, vec![uci.to_string()], limit)?
+            .lines
+            .first()
+            .map(|l| l.score),
+    };
+    let regret = best
+        .lines
+        .first()
+        .map(|l| regret_of(l.score, after, over == Some(true)));
+    Ok((best.best_move, regret))
 }
 
 /// `puzzleforge rollout`.

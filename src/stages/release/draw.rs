@@ -2,13 +2,11 @@
 //! game so that two puzzles of one game never land on both sides (see the
 //! release module's comment for the method).
 
-use rand::SeedableRng;
 use rand::seq::SliceRandom;
-use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use sha2::Digest;
 use std::collections::{BTreeMap, HashMap};
 
+use crate::core::seed::{self, Domain, Key};
 use crate::stages::release::cells::{Cell, Quota};
 
 /// Where a puzzle goes.
@@ -57,12 +55,6 @@ pub struct Draw {
     pub cells: Vec<CellOutcome>,
 }
 
-fn cell_rng(seed: u64, cell: &Cell) -> ChaCha8Rng {
-    let digest =
-        sha2::Sha256::digest(format!("puzzleforge-split|{seed}|{}", cell.key()).as_bytes());
-    ChaCha8Rng::from_seed(digest.into())
-}
-
 /// Draws train and test per cell, grouped by source game (see the module
 /// comment for the method). `candidates` may be in any order.
 pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u64) -> Draw {
@@ -97,7 +89,7 @@ pub fn draw(candidates: Vec<Candidate>, quotas: &BTreeMap<Cell, Quota>, seed: u6
             .get(cell)
             .map(|l| l.iter().collect())
             .unwrap_or_default();
-        let mut rng = cell_rng(seed, cell);
+        let mut rng = seed::rng(seed, Domain::ReleaseCell, Key::Name(&cell.key()));
         list.shuffle(&mut rng);
         let mut train = Vec::new();
         let mut test = Vec::new();

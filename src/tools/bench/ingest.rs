@@ -15,7 +15,7 @@ use std::process::Command;
 use crate::core::error::bad_input;
 use crate::core::fileio::AtomicFile;
 use crate::core::summary::Summary;
-use crate::stages::ingest_puzzles::{IngestPuzzlesConfig, ingest_puzzles};
+use crate::stages::ingest_puzzles::{IngestPuzzlesConfig, IngestStats, ingest_puzzles};
 
 /// Arguments of `bench ingest`.
 #[derive(clap::Args, Debug, Clone)]
@@ -139,34 +139,11 @@ pub fn run_bench_ingest(args: &BenchIngestArgs) -> Result<Summary> {
     let input = dir.join("bench_puzzles.csv.zst");
     build_input(&args.sample, args.rows, &input)?;
     let output = dir.join("bench_out.csv");
-    let config = IngestPuzzlesConfig::default();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)
         .build()
         .context("starting the worker pool")?;
-    let mut best: Option<crate::stages::ingest_puzzles::IngestStats> = None;
-    let mut best_cpu = f64::INFINITY;
-    for _ in 0..args.repeat.max(1) {
-        // Each repetition writes a fresh file, as a pipeline stage does:
-        // renaming over an existing file costs the filesystem an extra flush.
-        let _ = std::fs::remove_file(&output);
-        let cpu_before = process_cpu_seconds();
-        let stats = pool.install(|| ingest_puzzles(&config, &input, &output, None))?;
-        if let (Some(before), Some(after)) = (cpu_before, process_cpu_seconds()) {
-            best_cpu = best_cpu.min(after - before);
-        }
-        if stats.accepted != args.rows as u64 {
-            anyhow::bail!(
-                "the bench input should be all valid, but {} of {} rows were accepted",
-                stats.accepted,
-                args.rows
-            );
-        }
-        if best.as_ref().is_none_or(|b| stats.seconds < b.seconds) {
-            best = Some(stats);
-        }
-    }
-    let best = best.ok_or_else(|| anyhow::anyhow!("no timed run"))?;
+    let (best, best_cpu) = time_ingest(args, &pool, &input, &output)?;
     let threads = pool.current_num_threads();
     let ceiling = pool.install(|| validation_ceiling(&args.sample, args.rows, args.repeat))?;
     let mut human = format!(
@@ -201,37 +178,88 @@ pub fn run_bench_ingest(args: &BenchIngestArgs) -> Result<Summary> {
         "rows_per_cpu_sec": rows_per_cpu_sec,
     });
     if !args.no_python {
-        let subset = dir.join("bench_python.csv");
-        build_input(&args.sample, args.python_rows.max(1), &subset)?;
-        let python = run_python(args, &subset)?;
-        let python_rate = python["rows_per_sec"].as_f64().unwrap_or(0.0);
-        let ratio = if python_rate > 0.0 {
-            best.rows_per_sec / python_rate
-        } else {
-            0.0
-        };
-        human.push_str(&format!(
-            "python-chess: {} rows in {:.3} s = {:.0} rows/s\nratio: {:.0}x\n",
-            python["rows"],
-            python["seconds"].as_f64().unwrap_or(0.0),
-            python_rate,
-            ratio
-        ));
-        let python_cpu_rate = python["rows_per_cpu_sec"].as_f64().unwrap_or(0.0);
-        let cpu_ratio = if python_cpu_rate > 0.0 {
-            rows_per_cpu_sec / python_cpu_rate
-        } else {
-            0.0
-        };
-        human.push_str(&format!(
-            "python-chess: {python_cpu_rate:.0} rows per CPU-second; CPU-time ratio: {cpu_ratio:.0}x\n"
-        ));
-        report["python"] = python;
-        report["ratio"] = json!(ratio);
-        report["cpu_ratio"] = json!(cpu_ratio);
+        let ours = (best.rows_per_sec, rows_per_cpu_sec);
+        compare_with_python(args, &dir, ours, &mut human, &mut report)?;
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Summary::new(human, report))
+}
+
+/// Times `args.repeat` ingests of `input` on `pool`: the fastest run's
+/// stats and the least CPU time any run took.
+fn time_ingest(
+    args: &BenchIngestArgs,
+    pool: &rayon::ThreadPool,
+    input: &Path,
+    output: &Path,
+) -> Result<(IngestStats, f64)> {
+    let config = IngestPuzzlesConfig::default();
+    let mut best: Option<IngestStats> = None;
+    let mut best_cpu = f64::INFINITY;
+    for _ in 0..args.repeat.max(1) {
+        // Each repetition writes a fresh file, as a pipeline stage does:
+        // renaming over an existing file costs the filesystem an extra flush.
+        let _ = std::fs::remove_file(output);
+        let cpu_before = process_cpu_seconds();
+        let stats = pool.install(|| ingest_puzzles(&config, input, output, None))?;
+        if let (Some(before), Some(after)) = (cpu_before, process_cpu_seconds()) {
+            best_cpu = best_cpu.min(after - before);
+        }
+        if stats.accepted != args.rows as u64 {
+            anyhow::bail!(
+                "the bench input should be all valid, but {} of {} rows were accepted",
+                stats.accepted,
+                args.rows
+            );
+        }
+        if best.as_ref().is_none_or(|b| stats.seconds < b.seconds) {
+            best = Some(stats);
+        }
+    }
+    let best = best.ok_or_else(|| anyhow::anyhow!("no timed run"))?;
+    Ok((best, best_cpu))
+}
+
+/// Runs the python-chess peer on `args.python_rows` rows and adds its rates
+/// and our ratios over them (`ours`: rows per second, rows per CPU-second)
+/// to the report.
+fn compare_with_python(
+    args: &BenchIngestArgs,
+    dir: &Path,
+    ours: (f64, f64),
+    human: &mut String,
+    report: &mut Value,
+) -> Result<()> {
+    let (rows_per_sec, rows_per_cpu_sec) = ours;
+    let subset = dir.join("bench_python.csv");
+    build_input(&args.sample, args.python_rows.max(1), &subset)?;
+    let python = run_python(args, &subset)?;
+    let python_rate = python["rows_per_sec"].as_f64().unwrap_or(0.0);
+    let ratio = if python_rate > 0.0 {
+        rows_per_sec / python_rate
+    } else {
+        0.0
+    };
+    human.push_str(&format!(
+        "python-chess: {} rows in {:.3} s = {:.0} rows/s\nratio: {:.0}x\n",
+        python["rows"],
+        python["seconds"].as_f64().unwrap_or(0.0),
+        python_rate,
+        ratio
+    ));
+    let python_cpu_rate = python["rows_per_cpu_sec"].as_f64().unwrap_or(0.0);
+    let cpu_ratio = if python_cpu_rate > 0.0 {
+        rows_per_cpu_sec / python_cpu_rate
+    } else {
+        0.0
+    };
+    human.push_str(&format!(
+        "python-chess: {python_cpu_rate:.0} rows per CPU-second; CPU-time ratio: {cpu_ratio:.0}x\n"
+    ));
+    report["python"] = python;
+    report["ratio"] = json!(ratio);
+    report["cpu_ratio"] = json!(cpu_ratio);
+    Ok(())
 }
 
 /// Rows per second of the validation alone, on the current rayon pool: the

@@ -53,34 +53,7 @@ pub struct BenchMineArgs {
 pub fn run_bench_mine(args: &BenchMineArgs) -> Result<Summary> {
     let (spec, pool_config) = args.engine.resolve(&EngineConfig::default())?;
     let pool = EnginePool::new(spec, pool_config)?;
-    let units = match &args.pgn {
-        Some(path) => mine::load_input(path)?.units,
-        None => {
-            let config = SelfplayConfig {
-                games: args.games,
-                seed: args.seed,
-                mode: args.mode,
-                ..SelfplayConfig::default()
-            };
-            config.validate()?;
-            selfplay::play_games(&config, &pool)?
-                .into_iter()
-                .map(|game| MineUnit {
-                    source: Source::Selfplay,
-                    game_id: format!("selfplay-{}-{}", args.seed, game.index),
-                    game_url: String::new(),
-                    seed: args.seed.to_string(),
-                    white_elo: game.white_elo.to_string(),
-                    black_elo: game.black_elo.to_string(),
-                    first_ply: 1,
-                    keep_id: None,
-                    start_fen: selfplay::START_FEN.to_string(),
-                    moves: game.ucis,
-                    targets: Vec::new(),
-                })
-                .collect()
-        }
-    };
+    let units = bench_units(args, &pool)?;
     let mut funnel = MineConfig {
         depth: args.depth,
         ..MineConfig::default()
@@ -93,31 +66,98 @@ pub fn run_bench_mine(args: &BenchMineArgs) -> Result<Summary> {
         exhaustive: true,
         ..funnel.clone()
     };
-    let cpu = |pool: &EnginePool| pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>();
-    let cpu0 = cpu(&pool);
-    let reference = mine::mine_units(&units, &exhaustive, &pool)?;
-    let cpu1 = cpu(&pool);
-    let cheap = mine::mine_units(&units, &funnel, &pool)?;
-    let cpu2 = cpu(&pool);
-    let keys = |run: &mine::MineRun| -> HashSet<(usize, usize, String)> {
-        run.results
-            .iter()
-            .enumerate()
-            .flat_map(|(i, r)| {
-                r.found
-                    .iter()
-                    .map(move |f| (i, f.after, f.best_move.clone()))
-            })
-            .collect()
+    let reference = Measured::mine(&units, &exhaustive, &pool)?;
+    let cheap = Measured::mine(&units, &funnel, &pool)?;
+    Ok(bench_summary(
+        args,
+        units.len(),
+        funnel.shallow_depth,
+        &reference,
+        &cheap,
+    ))
+}
+
+/// The games both runs mine: read from `--pgn`, or played now from
+/// `--seed`.
+fn bench_units(args: &BenchMineArgs, pool: &EnginePool) -> Result<Vec<MineUnit>> {
+    if let Some(path) = &args.pgn {
+        return Ok(mine::load_input(path)?.units);
+    }
+    let config = SelfplayConfig {
+        games: args.games,
+        seed: args.seed,
+        mode: args.mode,
+        ..SelfplayConfig::default()
     };
-    let (reference_keys, cheap_keys) = (keys(&reference), keys(&cheap));
+    config.validate()?;
+    let units = selfplay::play_games(&config, pool)?
+        .into_iter()
+        .map(|game| MineUnit {
+            source: Source::Selfplay,
+            game_id: format!("selfplay-{}-{}", args.seed, game.index),
+            game_url: String::new(),
+            seed: args.seed.to_string(),
+            white_elo: game.white_elo.to_string(),
+            black_elo: game.black_elo.to_string(),
+            first_ply: 1,
+            keep_id: None,
+            start_fen: selfplay::START_FEN.to_string(),
+            moves: game.ucis,
+            targets: Vec::new(),
+        })
+        .collect();
+    Ok(units)
+}
+
+/// One mining run and the engine CPU time it took.
+struct Measured {
+    run: mine::MineRun,
+    cpu_seconds: f64,
+}
+
+impl Measured {
+    fn mine(units: &[MineUnit], config: &MineConfig, pool: &EnginePool) -> Result<Self> {
+        let cpu = |pool: &EnginePool| pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>();
+        let before = cpu(pool);
+        let run = mine::mine_units(units, config, pool)?;
+        Ok(Self {
+            run,
+            cpu_seconds: cpu(pool) - before,
+        })
+    }
+}
+
+/// Candidates of a run, as (game, ply, best move).
+fn candidate_keys(run: &mine::MineRun) -> HashSet<(usize, usize, String)> {
+    run.results
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.found
+                .iter()
+                .map(move |f| (i, f.after, f.best_move.clone()))
+        })
+        .collect()
+}
+
+/// The side-by-side table and JSON: recall of the funnel's candidates
+/// against the exhaustive ones, and the ratio of engine nodes.
+fn bench_summary(
+    args: &BenchMineArgs,
+    games: usize,
+    shallow_depth: u32,
+    exhaustive: &Measured,
+    funnel: &Measured,
+) -> Summary {
+    let (reference_keys, cheap_keys) =
+        (candidate_keys(&exhaustive.run), candidate_keys(&funnel.run));
     let found = reference_keys.intersection(&cheap_keys).count();
     let recall = if reference_keys.is_empty() {
         1.0
     } else {
         found as f64 / reference_keys.len() as f64
     };
-    let (rs, cs) = (reference.stats(), cheap.stats());
+    let (rs, cs) = (exhaustive.run.stats(), funnel.run.stats());
     let ratio = if cs.nodes == 0 {
         f64::INFINITY
     } else {
@@ -129,9 +169,9 @@ pub fn run_bench_mine(args: &BenchMineArgs) -> Result<Summary> {
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10.1}\n\
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10.1}\n\
          recall of the funnel: {found}/{} = {:.1}% (floor 95%); nodes ratio {ratio:.1}x (floor 5x)",
-        units.len(),
+        games,
         args.depth,
-        funnel.shallow_depth,
+        shallow_depth,
         "run",
         "positions",
         "full searches",
@@ -143,29 +183,29 @@ pub fn run_bench_mine(args: &BenchMineArgs) -> Result<Summary> {
         rs.full_searches,
         rs.candidates,
         rs.nodes,
-        cpu1 - cpu0,
+        exhaustive.cpu_seconds,
         "funnel",
         cs.positions,
         cs.full_searches,
         cs.candidates,
         cs.nodes,
-        cpu2 - cpu1,
+        funnel.cpu_seconds,
         reference_keys.len(),
         recall * 100.0,
     );
     let json = json!({
         "command": "bench mine",
-        "games": units.len(),
+        "games": games,
         "depth": args.depth,
-        "shallow_depth": funnel.shallow_depth,
+        "shallow_depth": shallow_depth,
         "exhaustive": {"positions": rs.positions, "full_searches": rs.full_searches,
-                        "candidates": rs.candidates, "nodes": rs.nodes, "cpu_seconds": cpu1 - cpu0},
+                        "candidates": rs.candidates, "nodes": rs.nodes, "cpu_seconds": exhaustive.cpu_seconds},
         "funnel": {"positions": cs.positions, "full_searches": cs.full_searches,
-                    "candidates": cs.candidates, "nodes": cs.nodes, "cpu_seconds": cpu2 - cpu1},
+                    "candidates": cs.candidates, "nodes": cs.nodes, "cpu_seconds": funnel.cpu_seconds},
         "recall": recall,
         "nodes_ratio": ratio,
         "recall_floor_met": recall >= 0.95,
         "nodes_ratio_floor_met": ratio >= 5.0,
     });
-    Ok(Summary::new(human, json))
+    Summary::new(human, json)
 }
