@@ -19,7 +19,7 @@
 use shakmaty::{Chess, Move, Position, Role};
 
 /// Epoch's piece values for the trivial-capture test.
-pub fn piece_value(role: Role) -> i32 {
+pub(crate) fn piece_value(role: Role) -> i32 {
     match role {
         Role::Pawn => 1,
         Role::Knight => 3,

@@ -20,7 +20,7 @@ macro_rules! columns {
 
         impl Column {
             /// Every column, in declaration order.
-            pub const ALL: &'static [Column] = &[$(Column::$variant,)*];
+            pub(crate) const ALL: &'static [Column] = &[$(Column::$variant,)*];
 
             /// The header name, as it appears in CSV headers and JSON keys.
             pub const fn name(self) -> &'static str {
@@ -92,7 +92,7 @@ columns! {
 
 impl Column {
     /// The column with this header name, if puzzleforge knows it.
-    pub fn from_name(name: &str) -> Option<Column> {
+    pub(crate) fn from_name(name: &str) -> Option<Column> {
         Column::ALL.iter().copied().find(|c| c.name() == name)
     }
 }
@@ -121,7 +121,7 @@ pub const fn names<const N: usize>(columns: [Column; N]) -> [&'static str; N] {
 }
 
 /// The Lichess puzzle CSV columns, in order: the first ten of every file.
-pub const LICHESS: [Column; 10] = [
+pub(crate) const LICHESS: [Column; 10] = [
     Column::PuzzleId,
     Column::Fen,
     Column::Moves,
@@ -138,7 +138,7 @@ pub const LICHESS: [Column; 10] = [
 /// ([`crate::chess::derive`]), plus `Source`: what `ingest puzzles` appends
 /// after the input's columns (those the input already has are filled in
 /// place).
-pub const DERIVED: [Column; 9] = [
+pub(crate) const DERIVED: [Column; 9] = [
     Column::NumMoves,
     Column::Mate,
     Column::MateCheck,
@@ -151,7 +151,7 @@ pub const DERIVED: [Column; 9] = [
 ];
 
 /// What `ingest games` writes after the Lichess ten.
-pub const INGEST_GAMES: [Column; 11] = [
+pub(crate) const INGEST_GAMES: [Column; 11] = [
     Column::Source,
     Column::GameId,
     Column::Ply,
@@ -166,7 +166,7 @@ pub const INGEST_GAMES: [Column; 11] = [
 ];
 
 /// What `mine` writes after the Lichess ten.
-pub const MINE: [Column; 10] = [
+pub(crate) const MINE: [Column; 10] = [
     Column::Source,
     Column::GameId,
     Column::Ply,
@@ -181,7 +181,7 @@ pub const MINE: [Column; 10] = [
 
 /// What a release writes right after the Lichess ten, before the
 /// puzzles' other columns.
-pub const RELEASE: [Column; 5] = [
+pub(crate) const RELEASE: [Column; 5] = [
     Column::NumMoves,
     Column::RatingBin,
     Column::Mate,

@@ -8,7 +8,7 @@
 use shakmaty::{Bitboard, Chess, Color, Position, Rank};
 
 use crate::chess::columns::{self, Column};
-use crate::chess::line::{LineError, PuzzleLine};
+use crate::chess::line::PuzzleLine;
 use crate::chess::record::Puzzle;
 
 /// Game phase of a puzzle.
@@ -30,12 +30,12 @@ impl Phase {
 }
 
 /// Number of solver moves in a line of `plies` plies.
-pub fn num_moves(plies: usize) -> usize {
+pub(crate) fn num_moves(plies: usize) -> usize {
     plies / 2
 }
 
 /// True when the themes mark a mating puzzle (`mate`, `mateIn1`, ...).
-pub fn mate_from_themes<'a>(themes: impl IntoIterator<Item = &'a str>) -> bool {
+pub(crate) fn mate_from_themes<'a>(themes: impl IntoIterator<Item = &'a str>) -> bool {
     themes
         .into_iter()
         .any(|t| t == "mate" || t.starts_with("mateIn"))
@@ -44,7 +44,11 @@ pub fn mate_from_themes<'a>(themes: impl IntoIterator<Item = &'a str>) -> bool {
 /// How the theme-based and the board-based mate flags compare: `agree`,
 /// `no_themes` (nothing to compare with), `themes_only` (themes say mate,
 /// the final position is not checkmate) or `board_only`.
-pub fn mate_check(has_themes: bool, themes_say_mate: bool, board_mate: bool) -> &'static str {
+pub(crate) fn mate_check(
+    has_themes: bool,
+    themes_say_mate: bool,
+    board_mate: bool,
+) -> &'static str {
     match (has_themes, themes_say_mate, board_mate) {
         (false, _, _) => "no_themes",
         (true, a, b) if a == b => "agree",
@@ -79,7 +83,7 @@ pub fn rating_bin_edges(rating: i32, width: i32) -> (i32, i32) {
 }
 
 /// Phase from Lichess's phase themes, when one is present.
-pub fn phase_from_themes<'a>(themes: impl IntoIterator<Item = &'a str>) -> Option<Phase> {
+pub(crate) fn phase_from_themes<'a>(themes: impl IntoIterator<Item = &'a str>) -> Option<Phase> {
     themes.into_iter().find_map(|t| match t {
         "opening" => Some(Phase::Opening),
         "middlegame" => Some(Phase::Middlegame),
@@ -94,7 +98,7 @@ pub fn phase_from_themes<'a>(themes: impl IntoIterator<Item = &'a str>) -> Optio
 /// own pieces left (pieces developed), is a middlegame; otherwise opening.
 /// Lichess also looks at pawn "mixedness", which needs no more than the
 /// board but is left out here: it only moves a few openings to middlegame.
-pub fn phase_from_material(position: &Chess) -> Phase {
+pub(crate) fn phase_from_material(position: &Chess) -> Phase {
     let board = position.board();
     let majors_and_minors =
         (board.knights() | board.bishops() | board.rooks() | board.queens()).count();
@@ -153,7 +157,7 @@ impl DerivedFields {
 
     /// True for the columns [`DerivedFields::write`] fills: every one of
     /// [`columns::DERIVED`] but `Source`, which the stage sets.
-    pub fn fills(column: Column) -> bool {
+    pub(crate) fn fills(column: Column) -> bool {
         column != Column::Source && columns::DERIVED.contains(&column)
     }
 
@@ -208,21 +212,9 @@ impl DerivedFields {
     }
 }
 
-/// Validates a puzzle and derives its fields; the convenient entry point
-/// for stages holding a [`Puzzle`] (the miner, releases).
-pub fn derive_puzzle(puzzle: &Puzzle) -> Result<DerivedFields, LineError> {
-    let line = PuzzleLine::of_puzzle(puzzle)?;
-    Ok(DerivedFields::new(
-        &line,
-        puzzle.rating,
-        puzzle.themes.iter().map(String::as_str),
-        &puzzle.game_url,
-    ))
-}
-
 /// Writes the derived columns into the puzzle's extra columns (replacing
 /// values already there) and sets `Source` unless it is already set.
-pub fn apply_derived(puzzle: &mut Puzzle, derived: &DerivedFields, source: &str) {
+pub(crate) fn apply_derived(puzzle: &mut Puzzle, derived: &DerivedFields, source: &str) {
     for column in columns::DERIVED {
         if let Some(value) = derived.column(column) {
             puzzle.set(column, value);

@@ -125,7 +125,7 @@ impl From<LineError> for RowError {
 
 /// Parses a FEN (standard chess, standard castling; surrounding whitespace
 /// ignored) into a legal position.
-pub fn parse_position(fen: &str) -> Result<Chess, LineError> {
+pub(crate) fn parse_position(fen: &str) -> Result<Chess, LineError> {
     parse_position_ascii(fen.as_bytes())
 }
 
@@ -143,7 +143,7 @@ fn parse_position_ascii(fen: &[u8]) -> Result<Chess, LineError> {
 }
 
 /// Parses a UCI move and checks that it is legal in `position`.
-pub fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError> {
+pub(crate) fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError> {
     read_move(position, uci.as_bytes(), None)
 }
 
@@ -232,7 +232,7 @@ impl PuzzleLine {
     }
 
     /// The line of no moves from a FEN.
-    pub fn from_fen(fen: &str) -> Result<Self, LineError> {
+    pub(crate) fn from_fen(fen: &str) -> Result<Self, LineError> {
         Ok(Self::from_position(parse_position(fen)?))
     }
 
@@ -251,7 +251,7 @@ impl PuzzleLine {
 
     /// The line of a puzzle record ([`PuzzleLine::parse`] of its FEN and
     /// moves).
-    pub fn of_puzzle(puzzle: &Puzzle) -> Result<Self, LineError> {
+    pub(crate) fn of_puzzle(puzzle: &Puzzle) -> Result<Self, LineError> {
         Self::parse(&puzzle.fen, &puzzle.moves)
     }
 
@@ -260,7 +260,7 @@ impl PuzzleLine {
     /// after row into one line allocates nothing once they have grown (the
     /// ingest's hot loop). On an error the line holds what was played so
     /// far.
-    pub fn parse_cells(&mut self, fen: &[u8], moves: &[u8]) -> Result<(), LineError> {
+    pub(crate) fn parse_cells(&mut self, fen: &[u8], moves: &[u8]) -> Result<(), LineError> {
         let start = parse_position_ascii(fen)?;
         self.positions.clear();
         self.moves.clear();
@@ -276,7 +276,7 @@ impl PuzzleLine {
 
     /// Plays one more move, checking that it is legal; the line is left as
     /// it was when it is not.
-    pub fn play_uci(&mut self, uci: &str) -> Result<Move, LineError> {
+    pub(crate) fn play_uci(&mut self, uci: &str) -> Result<Move, LineError> {
         self.play_ascii(uci.as_bytes())
     }
 
@@ -293,7 +293,7 @@ impl PuzzleLine {
 
     /// The puzzle's shape: at least two moves (the opponent's and a
     /// solver's) and an even number (the solver plays the last).
-    pub fn check_puzzle_shape(&self) -> Result<(), LineError> {
+    pub(crate) fn check_puzzle_shape(&self) -> Result<(), LineError> {
         let plies = self.plies();
         if plies < 2 {
             return Err(LineError::new(
@@ -336,30 +336,30 @@ impl PuzzleLine {
     }
 
     /// The position after `plies` moves (0: the start).
-    pub fn position_after(&self, plies: usize) -> Option<&Chess> {
+    pub(crate) fn position_after(&self, plies: usize) -> Option<&Chess> {
         self.positions.get(plies)
     }
 
     /// The position the solver first sees, after the opponent's first
     /// move (a puzzle's line always has one; on a line built move by move
     /// that has no move yet, the start).
-    pub fn first_solver_position(&self) -> &Chess {
+    pub(crate) fn first_solver_position(&self) -> &Chess {
         self.positions.get(1).unwrap_or(self.start())
     }
 
     /// The position after the last move.
-    pub fn last_position(&self) -> &Chess {
+    pub(crate) fn last_position(&self) -> &Chess {
         &self.positions[self.positions.len() - 1]
     }
 
     /// True when the position after the last move is checkmate.
-    pub fn ends_in_checkmate(&self) -> bool {
+    pub(crate) fn ends_in_checkmate(&self) -> bool {
         self.last_position().is_checkmate()
     }
 
     /// The solver's turns in order: the index of the move in the line, the
     /// position the solver faces and the solution's move there.
-    pub fn solver_turns(&self) -> impl Iterator<Item = (usize, &Chess, Move)> {
+    pub(crate) fn solver_turns(&self) -> impl Iterator<Item = (usize, &Chess, Move)> {
         (1..self.moves.len())
             .step_by(2)
             .map(|ply| (ply, &self.positions[ply], self.moves[ply]))
@@ -368,7 +368,7 @@ impl PuzzleLine {
 
 /// FEN fields that identify a position: board, turn, castling, en passant
 /// (only when an en passant capture is legal); no clocks.
-pub fn normalized_fen(position: &Chess) -> String {
+pub(crate) fn normalized_fen(position: &Chess) -> String {
     let fen = Fen::from_position(position, EnPassantMode::Legal).to_string();
     fen.split(' ').take(4).collect::<Vec<_>>().join(" ")
 }

@@ -7,10 +7,10 @@
 //! pipeline: nothing here runs a search.
 
 pub mod capture;
-pub mod columns;
+pub(crate) mod columns;
 pub mod derive;
-pub mod line;
+pub(crate) mod line;
 pub mod pgn;
 pub mod record;
-pub mod themes;
-pub mod wincalc;
+pub(crate) mod themes;
+pub(crate) mod wincalc;

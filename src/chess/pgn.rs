@@ -85,7 +85,7 @@ pub struct GameRecord {
 
 impl GameRecord {
     /// True when at least one move carries an `[%eval]`.
-    pub fn has_evals(&self) -> bool {
+    pub(crate) fn has_evals(&self) -> bool {
         self.moves.iter().any(|m| m.eval.is_some())
     }
 
@@ -127,7 +127,7 @@ impl Ply<'_> {
     }
 
     /// The side that played the move.
-    pub fn mover(&self) -> Color {
+    pub(crate) fn mover(&self) -> Color {
         self.before.turn()
     }
 }
@@ -251,7 +251,7 @@ fn is_stream_error(error: &io::Error) -> bool {
 }
 
 /// A tag filter that keeps every game.
-pub fn keep_all(_tags: &Tags) -> Result<(), Rejection> {
+pub(crate) fn keep_all(_tags: &Tags) -> Result<(), Rejection> {
     Ok(())
 }
 
@@ -281,7 +281,7 @@ impl<R: Read, F: FnMut(&Tags) -> Result<(), Rejection>> PgnGames<R, F> {
     /// Reads the games `filter` accepts; the others come back as
     /// [`GameItem::Filtered`] or [`GameItem::Invalid`] without their moves
     /// being replayed.
-    pub fn with_filter(reader: R, filter: F) -> Self {
+    pub(crate) fn with_filter(reader: R, filter: F) -> Self {
         PgnGames {
             reader: Reader::new(MarkStreamErrors(reader)),
             visitor: GameVisitor {
@@ -302,7 +302,7 @@ impl<R: Read, F: FnMut(&Tags) -> Result<(), Rejection>> PgnGames<R, F> {
     /// unnoticed). Replay starts at the first evaluation: most games of a
     /// Lichess dump were never analysed, and skipping their replay makes
     /// reading a dump several times faster.
-    pub fn require_evals(mut self, require: bool) -> Self {
+    pub(crate) fn require_evals(mut self, require: bool) -> Self {
         self.visitor.require_evals = require;
         self
     }
@@ -358,19 +358,6 @@ impl<R: Read, F: FnMut(&Tags) -> Result<(), Rejection>> Iterator for PgnGames<R,
         }
         None
     }
-}
-
-/// Reads every game of `reader`, handing each to `on_item`; stops at the
-/// first error `on_item` returns or at a failure of the stream.
-pub fn read_games<R: Read>(
-    reader: R,
-    mut on_item: impl FnMut(GameItem) -> anyhow::Result<()>,
-) -> anyhow::Result<u64> {
-    let mut games = PgnGames::new(reader);
-    for item in games.by_ref() {
-        on_item(item?)?;
-    }
-    Ok(games.games_read())
 }
 
 struct GameVisitor<F> {

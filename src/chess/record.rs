@@ -91,7 +91,7 @@ impl Puzzle {
 
     /// The value of one of the ten Lichess columns as it is written to CSV;
     /// `None` for any other column (those live in [`Puzzle::extra`]).
-    pub fn lichess_cell(&self, column: Column) -> Option<String> {
+    pub(crate) fn lichess_cell(&self, column: Column) -> Option<String> {
         let int = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();
         Some(match column {
             Column::PuzzleId => self.id.clone(),
@@ -110,7 +110,7 @@ impl Puzzle {
 
     /// The record as a JSON object: the same keys and values as the CSV
     /// columns, with the four integer columns as numbers (or null).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut map = Map::new();
         let int = |v: Option<i32>| v.map(Value::from).unwrap_or(Value::Null);
         for column in columns::LICHESS {
@@ -131,13 +131,13 @@ impl Puzzle {
 }
 
 /// Splits a Lichess game URL into game id and ply.
-pub fn parse_game_url(url: &str) -> Option<(String, Option<u32>)> {
+pub(crate) fn parse_game_url(url: &str) -> Option<(String, Option<u32>)> {
     game_url_parts(url).map(|(id, ply)| (id.to_string(), ply))
 }
 
 /// [`parse_game_url`] without allocating: the 8-character game id as a
 /// slice of `url`.
-pub fn game_url_parts(url: &str) -> Option<(&str, Option<u32>)> {
+pub(crate) fn game_url_parts(url: &str) -> Option<(&str, Option<u32>)> {
     let rest = url
         .strip_prefix("https://lichess.org/")
         .or_else(|| url.strip_prefix("http://lichess.org/"))?;
@@ -184,7 +184,7 @@ const REQUIRED_COLUMNS: [Column; 3] = [Column::PuzzleId, Column::Fen, Column::Mo
 
 /// Maps header names to column positions for one file.
 #[derive(Clone, Debug)]
-pub struct Header {
+pub(crate) struct Header {
     names: Vec<String>,
     index: HashMap<String, usize>,
 }
@@ -218,10 +218,6 @@ impl Header {
         self.names.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
-    }
-
     pub fn position(&self, name: &str) -> Option<usize> {
         self.index.get(name).copied()
     }
@@ -229,7 +225,7 @@ impl Header {
     /// Reads one row of cells into a puzzle, checking only the shape of
     /// each field (integers parse, the cell count matches). Chess legality
     /// is the ingest stage's job.
-    pub fn parse_row(&self, cells: &[&str]) -> std::result::Result<Puzzle, RowError> {
+    pub(crate) fn parse_row(&self, cells: &[&str]) -> std::result::Result<Puzzle, RowError> {
         if cells.len() != self.names.len() {
             return Err(RowError::new(
                 "wrong_column_count",
@@ -275,7 +271,7 @@ impl Header {
 }
 
 /// Reads a puzzle from one JSON Lines object.
-pub fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, RowError> {
+pub(crate) fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, RowError> {
     let object = value
         .as_object()
         .ok_or_else(|| RowError::new("not_an_object", "the line is not a JSON object"))?;
@@ -348,7 +344,7 @@ pub fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, RowError> 
 
 /// File formats for puzzle files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Csv,
     Jsonl,
 }
@@ -356,7 +352,7 @@ pub enum Format {
 impl Format {
     /// The format an output file name asks for: `.csv`, `.jsonl` (or
     /// `.json`), each optionally followed by `.zst`.
-    pub fn from_output_path(path: &Path) -> Result<Self> {
+    pub(crate) fn from_output_path(path: &Path) -> Result<Self> {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().to_lowercase())
@@ -376,7 +372,7 @@ impl Format {
 }
 
 /// Streams puzzles into a CSV or JSON Lines file, written atomically.
-pub struct PuzzleWriter {
+pub(crate) struct PuzzleWriter {
     sink: Sink,
     extra_columns: Vec<String>,
     written: u64,
@@ -391,7 +387,7 @@ impl PuzzleWriter {
     /// Creates the writer. For CSV, `extra_columns` are the columns written
     /// after the Lichess ten (a puzzle's other extra columns are dropped,
     /// missing ones are empty); JSON Lines writes every puzzle whole.
-    pub fn create(path: &Path, extra_columns: &[String]) -> Result<Self> {
+    pub(crate) fn create(path: &Path, extra_columns: &[String]) -> Result<Self> {
         let file = AtomicFile::create(path)?;
         let sink = match Format::from_output_path(path)? {
             Format::Csv => {
@@ -441,11 +437,6 @@ impl PuzzleWriter {
         Ok(())
     }
 
-    /// Number of puzzles written so far.
-    pub fn written(&self) -> u64 {
-        self.written
-    }
-
     /// Flushes and renames the file into place.
     pub fn finish(self) -> Result<u64> {
         let file = match self.sink {
@@ -460,7 +451,7 @@ impl PuzzleWriter {
 }
 
 /// The union of the puzzles' extra columns, in first-seen order.
-pub fn extra_columns_of(puzzles: &[Puzzle]) -> Vec<String> {
+pub(crate) fn extra_columns_of(puzzles: &[Puzzle]) -> Vec<String> {
     let mut columns: Vec<String> = Vec::new();
     for puzzle in puzzles {
         for (name, _) in &puzzle.extra {
@@ -483,13 +474,16 @@ pub fn write_puzzles(path: &Path, puzzles: &[Puzzle]) -> Result<u64> {
 
 /// One row as read from a puzzle file: its 1-based line number and either
 /// the puzzle or why it could not be read.
-pub type ReadRow = (u64, std::result::Result<Puzzle, RowError>);
+pub(crate) type ReadRow = (u64, std::result::Result<Puzzle, RowError>);
 
 /// Reads every row of a puzzle file (CSV or JSON Lines, plain or zstd),
 /// calling `on_row` for each in file order. Rows that cannot be read are
 /// passed on as errors with their line number; only an unreadable file
 /// (missing, bad header, corrupt compression) is an error of the call.
-pub fn for_each_row(path: &Path, mut on_row: impl FnMut(ReadRow) -> Result<()>) -> Result<()> {
+pub(crate) fn for_each_row(
+    path: &Path,
+    mut on_row: impl FnMut(ReadRow) -> Result<()>,
+) -> Result<()> {
     let mut input = open_input(path)?;
     let first = crate::core::fileio::first_content_byte(&mut input, path)?;
     match first {

@@ -11,7 +11,7 @@ use shakmaty::{Chess, Move, Position};
 
 /// Themes of a line of moves played from `puzzle_position` (the solver to
 /// move), solver first. The moves must be legal.
-pub fn cheap_themes(puzzle_position: &Chess, line: &[Move]) -> Vec<String> {
+pub(crate) fn cheap_themes(puzzle_position: &Chess, line: &[Move]) -> Vec<String> {
     let mut themes = Vec::new();
     let mut position = puzzle_position.clone();
     let mut first_check = false;

@@ -9,7 +9,7 @@ use std::fmt;
 
 /// The logistic slope Lichess fitted for centipawns to winning chances
 /// (lila pull request 11148, also used by lichess-puzzler).
-pub const WIN_CHANCE_SLOPE: f64 = 0.00368208;
+pub(crate) const WIN_CHANCE_SLOPE: f64 = 0.00368208;
 
 /// An evaluation: centipawns or a forced mate in so many moves. The sign is
 /// the point of view's: positive is good for the side the evaluation is
@@ -25,7 +25,7 @@ impl Eval {
     /// Reads a PGN `[%eval]` value: pawns with decimals (`0.24`, `-1.8`) or
     /// `#n` / `#-n` for mates, optionally followed by `,depth`. `None` when
     /// the text is not an evaluation.
-    pub fn parse_pgn(text: &str) -> Option<Eval> {
+    pub(crate) fn parse_pgn(text: &str) -> Option<Eval> {
         let value = text.split(',').next()?.trim();
         if let Some(mate) = value.strip_prefix('#') {
             let moves: i32 = mate.parse().ok()?;
@@ -48,7 +48,7 @@ impl Eval {
 
     /// This evaluation from `side`'s point of view, given that it is from
     /// White's point of view.
-    pub fn for_side(self, side: Color) -> Eval {
+    pub(crate) fn for_side(self, side: Color) -> Eval {
         match side {
             Color::White => self,
             Color::Black => match self {
@@ -59,7 +59,7 @@ impl Eval {
     }
 
     /// Winning chances on the -1..1 scale (see [`win_chance`]).
-    pub fn win_chance(self) -> f64 {
+    pub(crate) fn win_chance(self) -> f64 {
         match self {
             Eval::Cp(cp) => win_chance(cp),
             Eval::Mate(n) if n > 0 => 1.0,
@@ -70,7 +70,7 @@ impl Eval {
 
 /// Centipawns as winning chances on the -1..1 scale:
 /// `2 / (1 + exp(-0.00368208 cp)) - 1`.
-pub fn win_chance(centipawns: i32) -> f64 {
+pub(crate) fn win_chance(centipawns: i32) -> f64 {
     2.0 / (1.0 + (-WIN_CHANCE_SLOPE * f64::from(centipawns)).exp()) - 1.0
 }
 

@@ -8,7 +8,7 @@ use std::fmt;
 
 /// Marks an error as caused by the user's input or configuration (exit 2).
 #[derive(Debug)]
-pub struct BadInput(pub String);
+pub(crate) struct BadInput(pub String);
 
 impl fmt::Display for BadInput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -19,14 +19,14 @@ impl fmt::Display for BadInput {
 impl std::error::Error for BadInput {}
 
 /// Builds a bad-input error with the given message.
-pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn bad_input(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(BadInput(message.into()))
 }
 
 /// Exit code for bad input or configuration.
-pub const EXIT_BAD_INPUT: i32 = 2;
+pub(crate) const EXIT_BAD_INPUT: i32 = 2;
 /// Exit code for an internal failure.
-pub const EXIT_INTERNAL: i32 = 1;
+pub(crate) const EXIT_INTERNAL: i32 = 1;
 
 /// The exit code an error maps to.
 pub fn exit_code(error: &anyhow::Error) -> i32 {

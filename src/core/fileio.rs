@@ -16,7 +16,7 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 /// Opens `path` for reading, decompressing zstd when the file starts with the
 /// zstd magic number. `wrap` may wrap the raw (compressed) file reader, for
 /// example in a progress bar counting compressed bytes.
-pub fn open_input_with<F>(path: &Path, wrap: F) -> Result<Box<dyn BufRead + Send>>
+pub(crate) fn open_input_with<F>(path: &Path, wrap: F) -> Result<Box<dyn BufRead + Send>>
 where
     F: FnOnce(File) -> Box<dyn Read + Send>,
 {
@@ -47,14 +47,14 @@ where
 }
 
 /// Opens `path` for reading, zstd or plain.
-pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>> {
+pub(crate) fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     open_input_with(path, |f| Box::new(f))
 }
 
 /// Skips leading whitespace and returns the first byte of content without
 /// consuming it (`None` for an input with no content): it tells a file's
 /// format (`{` JSON Lines, `[` PGN, else CSV) before a parser takes over.
-pub fn first_content_byte(input: &mut dyn BufRead, path: &Path) -> Result<Option<u8>> {
+pub(crate) fn first_content_byte(input: &mut dyn BufRead, path: &Path) -> Result<Option<u8>> {
     loop {
         let buffer = input
             .fill_buf()
@@ -70,27 +70,11 @@ pub fn first_content_byte(input: &mut dyn BufRead, path: &Path) -> Result<Option
     }
 }
 
-/// True when the file at `path` starts with the zstd magic number.
-pub fn is_zstd(path: &Path) -> Result<bool> {
-    let mut file =
-        File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
-    let mut magic = [0u8; 4];
-    let mut filled = 0;
-    while filled < 4 {
-        let n = file.read(&mut magic[filled..])?;
-        if n == 0 {
-            break;
-        }
-        filled += n;
-    }
-    Ok(filled == 4 && magic == ZSTD_MAGIC)
-}
-
 /// A file being written under a temporary name in the destination folder.
 /// [`AtomicFile::commit`] flushes, syncs and renames it into place; dropping
 /// it without committing removes the temporary file, so no reader ever sees
 /// a torn or half-written output.
-pub struct AtomicFile {
+pub(crate) struct AtomicFile {
     final_path: PathBuf,
     temp_path: PathBuf,
     writer: Option<Box<dyn Write + Send>>,
@@ -100,7 +84,7 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Creates the temporary file. Compresses with zstd when the final name
     /// ends in `.zst`.
-    pub fn create(path: &Path) -> Result<Self> {
+    pub(crate) fn create(path: &Path) -> Result<Self> {
         let parent = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
@@ -137,7 +121,7 @@ impl AtomicFile {
     }
 
     /// Finishes the file and renames it into place.
-    pub fn commit(mut self) -> Result<()> {
+    pub(crate) fn commit(mut self) -> Result<()> {
         if let Some(mut writer) = self.writer.take() {
             writer
                 .flush()
@@ -251,7 +235,7 @@ impl Drop for AtomicFile {
 }
 
 /// Writes `contents` to `path` atomically.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     let mut file = AtomicFile::create(path)?;
     file.write_all(contents)
         .with_context(|| format!("writing {}", path.display()))?;
@@ -268,7 +252,7 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 }
 
 /// Hex sha256 of bytes.
-pub fn sha256_bytes(bytes: &[u8]) -> String {
+pub(crate) fn sha256_bytes(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
@@ -288,7 +272,6 @@ mod tests {
         out.write_all(b"hello\n").unwrap();
         out.commit().unwrap();
         std::fs::rename(dir.path().join("x.csv.zst"), &disguised).unwrap();
-        assert!(is_zstd(&disguised).unwrap());
         let mut text = String::new();
         open_input(&disguised)
             .unwrap()

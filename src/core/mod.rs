@@ -7,8 +7,8 @@
 
 pub mod error;
 pub mod fileio;
-pub mod progress;
+pub(crate) mod progress;
 pub(crate) mod seed;
 pub mod settings;
-pub mod shard;
+pub(crate) mod shard;
 pub mod summary;

@@ -30,7 +30,7 @@ pub fn items(total: u64, what: &str) -> ProgressBar {
 /// A counter of items whose total is not known in advance (rows of a
 /// file read as it streams): a spinner with the count and the rate, not a
 /// bar stuck at `N/0`.
-pub fn counter(what: &str) -> ProgressBar {
+pub(crate) fn counter(what: &str) -> ProgressBar {
     let bar = hidden_unless_terminal(ProgressBar::no_length());
     if let Ok(style) = ProgressStyle::with_template("{prefix:>10} {spinner} {pos} {per_sec} {msg}")
     {

@@ -41,7 +41,7 @@ use sha2::{Digest, Sha256};
 /// What a stream of draws is for. Each use of randomness in the program has
 /// its own domain, so two uses never share draws.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Domain {
+pub(crate) enum Domain {
     /// The reservoir sample of `ingest puzzles --sample`. Key: [`Key::Run`].
     IngestSample,
     /// The random opening plies and player Elos of one self-play game.
@@ -108,7 +108,7 @@ impl Domain {
 
 /// Which item of a domain the draws are for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Key<'a> {
+pub(crate) enum Key<'a> {
     /// One stream for the whole run: a sample, a fold assignment.
     Run,
     /// An item by number: a game, a job.

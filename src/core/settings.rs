@@ -17,7 +17,7 @@ use crate::core::error::bad_input;
 
 /// Reads the `[section]` table of a TOML file (other tables ignored); the
 /// type's default when there is no file or no such table.
-pub fn load_section<T: DeserializeOwned + Default>(
+pub(crate) fn load_section<T: DeserializeOwned + Default>(
     path: Option<&Path>,
     section: &str,
 ) -> Result<T> {
@@ -34,7 +34,7 @@ pub fn load_section<T: DeserializeOwned + Default>(
 /// section's keys alone, without the `[section]` header (the form `rate
 /// --config` has always read): a file without a `[section]` table is read
 /// whole as the section.
-pub fn load_section_or_bare<T: DeserializeOwned + Default>(
+pub(crate) fn load_section_or_bare<T: DeserializeOwned + Default>(
     path: Option<&Path>,
     section: &str,
 ) -> Result<T> {
@@ -106,7 +106,7 @@ where
 /// float flags): JSON, through which [`flags_over`] lays flags over a
 /// section, has no NaN or infinity, so such a value would pass as a flag
 /// left out.
-pub fn finite_number(text: &str) -> Result<f64, String> {
+pub(crate) fn finite_number(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(number) if number.is_finite() => Ok(number),
         _ => Err(format!("{text:?} is not a finite number")),
@@ -123,7 +123,7 @@ fn is_given(value: &Value) -> bool {
 
 /// Serializes a switch that turns its key on (`--exhaustive`): given, the
 /// key becomes `true`; left off, the key stays as configured.
-pub fn switch_on<S: Serializer>(given: &bool, serializer: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn switch_on<S: Serializer>(given: &bool, serializer: S) -> Result<S::Ok, S::Error> {
     match given {
         true => serializer.serialize_bool(true),
         false => serializer.serialize_none(),
@@ -133,7 +133,7 @@ pub fn switch_on<S: Serializer>(given: &bool, serializer: S) -> Result<S::Ok, S:
 /// Serializes a switch that turns its key off (`--include-bots` for
 /// `exclude_bots`): given, the key becomes `false`; left off, the key stays
 /// as configured.
-pub fn switch_off<S: Serializer>(given: &bool, serializer: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn switch_off<S: Serializer>(given: &bool, serializer: S) -> Result<S::Ok, S::Error> {
     match given {
         true => serializer.serialize_bool(false),
         false => serializer.serialize_none(),

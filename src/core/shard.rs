@@ -48,14 +48,14 @@ impl Shard {
     }
 
     /// The shard's folder name beside the release's.
-    pub fn folder_name(&self, release: &str) -> String {
+    pub(crate) fn folder_name(&self, release: &str) -> String {
         format!("{release}.shard-{}-of-{}", self.index, self.count)
     }
 }
 
 /// True for a folder name `run --shard` writes (`<release>.shard-I-of-N`):
 /// such folders are never releases.
-pub fn is_shard_folder_name(name: &str) -> bool {
+pub(crate) fn is_shard_folder_name(name: &str) -> bool {
     name.rsplit_once(".shard-")
         .and_then(|(_, rest)| rest.split_once("-of-"))
         .is_some_and(|(i, n)| i.parse::<u64>().is_ok() && n.parse::<u64>().is_ok())

@@ -34,17 +34,17 @@ impl Criterion {
 }
 
 /// Epoch thresholds (centipawns, side to move).
-pub const EPOCH_MIN_BEST_CP: i32 = -100;
-pub const EPOCH_MAX_SECOND_CP: i32 = 80;
-pub const EPOCH_MIN_GAP_CP: i32 = 180;
+pub(crate) const EPOCH_MIN_BEST_CP: i32 = -100;
+pub(crate) const EPOCH_MAX_SECOND_CP: i32 = 80;
+pub(crate) const EPOCH_MIN_GAP_CP: i32 = 180;
 
 /// Lichess: required win-chance gap between best and second move.
-pub const LICHESS_MIN_GAP: f64 = 0.7;
+pub(crate) const LICHESS_MIN_GAP: f64 = 0.7;
 /// Lichess: a mate in 1 is unique if no non-mating move wins more than this.
-pub const LICHESS_NON_MATE_WIN_THRESHOLD: f64 = 0.6;
+pub(crate) const LICHESS_NON_MATE_WIN_THRESHOLD: f64 = 0.6;
 
 /// Epoch's rule. `second` is `None` when there is no second legal move.
-pub fn epoch_unique(best: Score, second: Option<Score>) -> bool {
+pub(crate) fn epoch_unique(best: Score, second: Option<Score>) -> bool {
     let Some(second) = second else { return true };
     let (best, second) = (best.to_cp(), second.to_cp());
     best >= EPOCH_MIN_BEST_CP && second <= EPOCH_MAX_SECOND_CP && best - second >= EPOCH_MIN_GAP_CP
@@ -52,7 +52,7 @@ pub fn epoch_unique(best: Score, second: Option<Score>) -> bool {
 
 /// Lichess's win chances in [-1, 1]: 2 / (1 + exp(-0.00368208 cp)) - 1,
 /// mate for the side to move = 1, mated = -1.
-pub fn win_chances(score: Score) -> f64 {
+pub(crate) fn win_chances(score: Score) -> f64 {
     match score {
         Score::Mate(n) if n > 0 => 1.0,
         Score::Mate(_) => -1.0,
@@ -62,14 +62,18 @@ pub fn win_chances(score: Score) -> f64 {
 
 /// True when the Lichess rule needs the best non-mating move's score: both
 /// the best and the second move mate in 1.
-pub fn lichess_needs_non_mating(best: Score, second: Option<Score>) -> bool {
+pub(crate) fn lichess_needs_non_mating(best: Score, second: Option<Score>) -> bool {
     best == Score::Mate(1) && second == Some(Score::Mate(1))
 }
 
 /// Lichess's rule. `best_non_mating` is the best score among moves that do
 /// not mate in 1; it is only read when [`lichess_needs_non_mating`] (pass
 /// `None` when every legal move mates).
-pub fn lichess_unique(best: Score, second: Option<Score>, best_non_mating: Option<Score>) -> bool {
+pub(crate) fn lichess_unique(
+    best: Score,
+    second: Option<Score>,
+    best_non_mating: Option<Score>,
+) -> bool {
     let Some(second) = second else { return true };
     if best == Score::Mate(1) {
         if second == Score::Mate(1) {
@@ -85,7 +89,7 @@ pub fn lichess_unique(best: Score, second: Option<Score>, best_non_mating: Optio
 
 /// The verdict on one position.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Uniqueness {
+pub(crate) struct Uniqueness {
     /// `None` when the side to move has no legal move.
     pub best_move: Option<String>,
     pub best_score: Option<Score>,
@@ -100,7 +104,7 @@ pub struct Uniqueness {
 /// Searches `position` (the side to move is the solver) with MultiPV 2 and
 /// judges whether its best move is unique under `criterion`. The Lichess
 /// rule may take a second search (several mates in 1).
-pub fn judge(
+pub(crate) fn judge(
     session: &mut Session,
     fen: &str,
     position: &Chess,
@@ -182,7 +186,7 @@ pub fn judge(
 }
 
 /// Legal moves that checkmate at once.
-pub fn count_mates_in_one(position: &Chess) -> usize {
+pub(crate) fn count_mates_in_one(position: &Chess) -> usize {
     position
         .legal_moves()
         .iter()

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Hash size (MB) used when the engine definition does not set one.
-pub const DEFAULT_HASH_MB: u32 = 16;
+pub(crate) const DEFAULT_HASH_MB: u32 = 16;
 
 /// How to start an engine: the executable and the UCI options to set.
 /// `Threads` is always 1 (single-threaded searches are reproducible) and
@@ -176,7 +176,7 @@ pub enum EngineError {
 
 impl EngineError {
     /// Faults are worth a restart and a retry; fatal errors are not.
-    pub fn is_fault(&self) -> bool {
+    pub(crate) fn is_fault(&self) -> bool {
         !matches!(self, EngineError::Fatal(_))
     }
 }
@@ -297,7 +297,7 @@ impl Engine {
     }
 
     /// The engine's `id name` (e.g. "Stockfish 15.1").
-    pub fn id_name(&self) -> &str {
+    pub(crate) fn id_name(&self) -> &str {
         &self.id_name
     }
 
@@ -307,7 +307,7 @@ impl Engine {
     }
 
     /// The default value the engine declared for an option, if any.
-    pub fn option_default(&self, name: &str) -> Option<&str> {
+    pub(crate) fn option_default(&self, name: &str) -> Option<&str> {
         self.defaults
             .get(&name.to_ascii_lowercase())
             .map(String::as_str)
@@ -324,7 +324,7 @@ impl Engine {
 
     /// `isready` / `readyok`. An engine message that it does not know an
     /// option is fatal (a configuration error no restart will fix).
-    pub fn is_ready(&mut self) -> Result<(), EngineError> {
+    pub(crate) fn is_ready(&mut self) -> Result<(), EngineError> {
         self.send("isready")?;
         let until = Instant::now() + self.deadline;
         loop {
@@ -466,7 +466,7 @@ impl Engine {
     }
 
     /// Ends the process at once (after a fault).
-    pub fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         self.stdin = None;
         let _ = self.child.kill();
         self.reap();
@@ -509,7 +509,7 @@ fn clock_ticks_per_second() -> f64 {
 }
 
 /// User + system CPU seconds of a live process, from /proc/<pid>/stat.
-pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+pub(crate) fn process_cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may contain spaces; fields after it are plain.
     let after_name = &stat[stat.rfind(')')? + 1..];
@@ -521,7 +521,7 @@ pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
 }
 
 /// CPU seconds of this process plus its reaped children (getrusage).
-pub fn process_tree_cpu_seconds() -> f64 {
+pub(crate) fn process_tree_cpu_seconds() -> f64 {
     fn seconds(who: libc::c_int) -> f64 {
         // SAFETY: getrusage writes into the zeroed struct we own.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

@@ -11,7 +11,7 @@ use crate::engine::pool::PoolConfig;
 use crate::engine::process::{DEFAULT_HASH_MB, EngineSpec};
 
 /// Where the engine is looked for when neither a flag nor the config names one.
-pub const DEFAULT_ENGINE_PATH: &str = "/usr/games/stockfish";
+pub(crate) const DEFAULT_ENGINE_PATH: &str = "/usr/games/stockfish";
 
 /// Finds the engine executable: the `--engine` flag, then the configured
 /// path, then /usr/games/stockfish, then `stockfish` on PATH.

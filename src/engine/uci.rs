@@ -31,11 +31,6 @@ impl Score {
             Score::Mate(n) => -(10000 + n),
         }
     }
-
-    /// True for a mate score (either side).
-    pub fn is_mate(self) -> bool {
-        matches!(self, Score::Mate(_))
-    }
 }
 
 impl fmt::Display for Score {

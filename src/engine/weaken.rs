@@ -43,20 +43,20 @@ use crate::engine::process::{EngineError, Limit, PvLine, SearchRequest};
 use crate::engine::uci::Score;
 
 /// The lowest `UCI_Elo` Stockfish 15.1 accepts.
-pub const MIN_ELO: i32 = 1350;
+pub(crate) const MIN_ELO: i32 = 1350;
 /// The highest `UCI_Elo` Stockfish 15.1 accepts.
-pub const MAX_ELO: i32 = 2850;
+pub(crate) const MAX_ELO: i32 = 2850;
 /// Stockfish 15.1's `PawnValueMg`, in internal units.
-pub const PAWN_VALUE_MG: i64 = 126;
+pub(crate) const PAWN_VALUE_MG: i64 = 126;
 /// Stockfish 15.1's `NormalizeToPawnValue` (internal units per 100 UCI cp).
-pub const NORMALIZE_TO_PAWN_VALUE: i64 = 361;
+pub(crate) const NORMALIZE_TO_PAWN_VALUE: i64 = 361;
 /// Stockfish's `VALUE_MATE`.
-pub const VALUE_MATE: i64 = 32000;
+pub(crate) const VALUE_MATE: i64 = 32000;
 /// Lines the weakened search asks for (Stockfish's minimum for skill).
 pub const SKILL_MULTIPV: u32 = 4;
 
 /// Checks that `elo` is in Stockfish 15.1's `UCI_Elo` range.
-pub fn check_elo(elo: i32, what: &str) -> anyhow::Result<()> {
+pub(crate) fn check_elo(elo: i32, what: &str) -> anyhow::Result<()> {
     if !(MIN_ELO..=MAX_ELO).contains(&elo) {
         return Err(bad_input(format!(
             "{what} Elo {elo} is outside Stockfish 15.1's UCI_Elo range {MIN_ELO}..={MAX_ELO}"
@@ -78,7 +78,7 @@ pub fn pick_depth(level: f64) -> u32 {
 }
 
 /// A UCI score mapped back to Stockfish's internal units (see module docs).
-pub fn internal_from_cp(cp: i32) -> i64 {
+pub(crate) fn internal_from_cp(cp: i32) -> i64 {
     let scaled = i64::from(cp) * NORMALIZE_TO_PAWN_VALUE;
     // Round half away from zero.
     if scaled >= 0 {
@@ -90,7 +90,7 @@ pub fn internal_from_cp(cp: i32) -> i64 {
 
 /// A UCI `mate n` score in internal units: n > 0 mates in n moves,
 /// n <= 0 is mated in -n moves.
-pub fn internal_from_mate(moves: i32) -> i64 {
+pub(crate) fn internal_from_mate(moves: i32) -> i64 {
     let n = i64::from(moves);
     if n > 0 {
         VALUE_MATE - (2 * n - 1)
@@ -132,7 +132,7 @@ pub fn internal_score(score: Score) -> i64 {
 
 /// The weakened player's move: Stockfish 15.1's skill rule on a full-strength
 /// MultiPV 4 search to depth `1 + int(level)`, with our RNG.
-pub fn weakened_move(
+pub(crate) fn weakened_move(
     session: &mut Session,
     request_base: (&str, &[String]),
     level: f64,

@@ -15,7 +15,7 @@ use crate::core::error::bad_input;
 use crate::pipeline::stage::StageName;
 
 /// The default config file, relative to the working directory.
-pub const DEFAULT_CONFIG: &str = "pipeline.toml";
+pub(crate) const DEFAULT_CONFIG: &str = "pipeline.toml";
 
 /// The whole pipeline.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -191,7 +191,7 @@ impl PipelineConfig {
 }
 
 /// Resolves a path from the config relative to the config file's folder.
-pub fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
+pub(crate) fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
     if path.is_absolute() {
         return path.to_path_buf();
     }

@@ -7,12 +7,12 @@ use crate::core::error::bad_input;
 
 /// Stops two runs writing one release. The lock file holds the owner's
 /// pid; a lock whose process is gone is stale and taken over.
-pub struct ReleaseLock {
+pub(crate) struct ReleaseLock {
     path: PathBuf,
 }
 
 impl ReleaseLock {
-    pub fn acquire(release_dir: &Path) -> Result<Self> {
+    pub(crate) fn acquire(release_dir: &Path) -> Result<Self> {
         let path = release_dir.join(".lock");
         for _ in 0..2 {
             match std::fs::OpenOptions::new()

@@ -5,10 +5,10 @@
 //!
 //! May use: [`crate::stages`] and everything below. Nothing below uses it.
 
-pub mod stage;
-pub mod adapters;
-pub mod config;
-pub mod lock;
-pub mod manifest;
+pub(crate) mod stage;
+pub(crate) mod adapters;
+pub(crate) mod config;
+pub(crate) mod lock;
+pub(crate) mod manifest;
 pub mod merge;
 pub mod run;

@@ -31,7 +31,7 @@ pub enum StageName {
 
 impl StageName {
     /// Every stage, in pipeline order.
-    pub const ALL: [StageName; 9] = [
+    pub(crate) const ALL: [StageName; 9] = [
         StageName::IngestPuzzles,
         StageName::IngestGames,
         StageName::Selfplay,
@@ -58,7 +58,7 @@ impl StageName {
     }
 
     /// The stage named `name`, if `run` knows one.
-    pub fn from_name(name: &str) -> Option<StageName> {
+    pub(crate) fn from_name(name: &str) -> Option<StageName> {
         StageName::ALL
             .into_iter()
             .find(|stage| stage.as_str() == name)
@@ -66,7 +66,7 @@ impl StageName {
 
     /// Whether `run --shard` runs the stage (on its slice of the work); the
     /// others are left for `merge`.
-    pub fn is_sharded(self) -> bool {
+    pub(crate) fn is_sharded(self) -> bool {
         matches!(
             self,
             StageName::IngestPuzzles
@@ -78,7 +78,7 @@ impl StageName {
     }
 
     /// The names of `stages`, comma-separated, for messages.
-    pub fn list(stages: impl IntoIterator<Item = StageName>) -> String {
+    pub(crate) fn list(stages: impl IntoIterator<Item = StageName>) -> String {
         stages
             .into_iter()
             .map(StageName::as_str)
@@ -109,7 +109,7 @@ pub struct RunContext {
 
 impl RunContext {
     /// The folder of a stage's (committed) outputs.
-    pub fn stage_dir(&self, stage: StageName) -> PathBuf {
+    pub(crate) fn stage_dir(&self, stage: StageName) -> PathBuf {
         self.release_dir.join(stage.as_str())
     }
 
@@ -148,17 +148,17 @@ pub struct StageFolder {
 
 impl StageFolder {
     /// Where the stage writes the output `name`.
-    pub fn scratch_path(&self, name: impl AsRef<Path>) -> PathBuf {
+    pub(crate) fn scratch_path(&self, name: impl AsRef<Path>) -> PathBuf {
         self.scratch.join(name)
     }
 
     /// Where the output `name` will live, as the stage's summary names it.
-    pub fn committed_path(&self, name: impl AsRef<Path>) -> Value {
+    pub(crate) fn committed_path(&self, name: impl AsRef<Path>) -> Value {
         Value::from(self.committed.join(name).display().to_string())
     }
 
     /// The final folder, as the stage's summary names it.
-    pub fn committed_folder(&self) -> Value {
+    pub(crate) fn committed_folder(&self) -> Value {
         Value::from(self.committed.display().to_string())
     }
 }

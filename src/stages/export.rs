@@ -183,7 +183,7 @@ fn position_key_fen(fen: &str) -> String {
 }
 
 /// The DSPy field note: which keys are inputs and which is the label.
-pub const DSPY_FIELDS_NOTE: &str = "DSPy: inputs are position_fen, side_to_move, legal_moves_uci; the label is move (accepted_moves lists every accepted answer; puzzle_id, position_index, rating are ids/metadata). Use dspy.Example(**row).with_inputs(\"position_fen\", \"side_to_move\", \"legal_moves_uci\").";
+pub(crate) const DSPY_FIELDS_NOTE: &str = "DSPy: inputs are position_fen, side_to_move, legal_moves_uci; the label is move (accepted_moves lists every accepted answer; puzzle_id, position_index, rating are ids/metadata). Use dspy.Example(**row).with_inputs(\"position_fen\", \"side_to_move\", \"legal_moves_uci\").";
 
 fn release_split_file(release: &Path, split: &str) -> Result<PathBuf> {
     split_files(release)

@@ -42,7 +42,7 @@ use crate::core::settings::{flags_over, switch_off, switch_on};
 use crate::core::summary::Summary;
 
 /// The `Source` value of every record this stage writes.
-pub const SOURCE: &str = "lichess-game";
+pub(crate) const SOURCE: &str = "lichess-game";
 
 /// Lichess's time-control classes, by estimated game duration.
 #[derive(
@@ -75,7 +75,7 @@ pub enum TimeClass {
 }
 
 impl TimeClass {
-    pub const ALL: [TimeClass; 6] = [
+    pub(crate) const ALL: [TimeClass; 6] = [
         TimeClass::UltraBullet,
         TimeClass::Bullet,
         TimeClass::Blitz,
@@ -86,7 +86,7 @@ impl TimeClass {
 
     /// The class of a PGN `TimeControl` value (`300+3`, `-`), from the
     /// estimated duration base + 40 x increment as Lichess computes it.
-    pub fn of_time_control(text: &str) -> Option<TimeClass> {
+    pub(crate) fn of_time_control(text: &str) -> Option<TimeClass> {
         let text = text.trim();
         if text == "-" {
             return Some(TimeClass::Correspondence);
@@ -216,7 +216,7 @@ pub fn run_games(args: &GamesArgs) -> Result<Summary> {
 
 /// A calendar day, comparable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Day {
+pub(crate) struct Day {
     pub year: u16,
     pub month: u8,
     pub day: u8,
@@ -341,7 +341,7 @@ impl GameFilter {
 
 /// What a candidate record needs from a game's tags.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GameMeta {
+pub(crate) struct GameMeta {
     pub game_id: String,
     pub white_elo: u32,
     pub black_elo: u32,
@@ -353,7 +353,7 @@ pub struct GameMeta {
 impl GameMeta {
     /// Reads the tags every Lichess dump game has; a missing or malformed
     /// one rejects the game as `bad_tag`.
-    pub fn from_tags(tags: &Tags) -> Result<GameMeta, Rejection> {
+    pub(crate) fn from_tags(tags: &Tags) -> Result<GameMeta, Rejection> {
         let bad = |detail: String| Rejection::Invalid("bad_tag", detail);
         let site = tags
             .get("Site")
@@ -396,7 +396,7 @@ impl GameMeta {
 
 /// The candidate thresholds, from the configuration.
 #[derive(Clone, Copy, Debug)]
-pub struct Thresholds {
+pub(crate) struct Thresholds {
     pub min_advantage_cp: i32,
     pub mate_soon: u32,
     pub min_win_chance_gain: f64,
@@ -416,7 +416,7 @@ impl From<&IngestGamesConfig> for Thresholds {
 /// `Some("mate")` or `Some("advantage")`. `before` and `after` are the
 /// evaluations around the move, from White's point of view; `to_move` is
 /// the side to move after it (the one who may punish).
-pub fn candidate_kind(
+pub(crate) fn candidate_kind(
     before: Eval,
     after: Eval,
     to_move: Color,
@@ -442,7 +442,7 @@ pub fn candidate_kind(
 /// The candidate records of one game. With `all_positions`, every move
 /// whose resulting position is not over becomes a candidate, evaluated or
 /// not; otherwise only the moves that pass [`candidate_kind`].
-pub fn game_candidates(
+pub(crate) fn game_candidates(
     game: &GameRecord,
     meta: &GameMeta,
     thresholds: &Thresholds,

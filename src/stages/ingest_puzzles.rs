@@ -16,7 +16,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
@@ -159,7 +159,7 @@ pub fn run_puzzles(args: &PuzzlesArgs) -> Result<Summary> {
 }
 
 /// Runs `ingest puzzles` with a configuration (the pipeline runner's entry).
-pub fn run_puzzles_with(
+pub(crate) fn run_puzzles_with(
     config: &IngestPuzzlesConfig,
     input: &Path,
     output: &Path,
@@ -304,11 +304,6 @@ impl RowLayout {
             extra_names,
             require_stats,
         })
-    }
-
-    /// The output's columns after the Lichess ten.
-    pub fn extra_names(&self) -> &[String] {
-        &self.extra_names
     }
 
     fn text<'a>(&self, cells: &[&'a str], column: usize) -> &'a str {
@@ -1082,7 +1077,7 @@ impl RejectsFile {
 }
 
 /// The default rejects path: the output's name plus `.rejects.csv`.
-pub fn default_rejects_path(output: &Path) -> PathBuf {
+pub(crate) fn default_rejects_path(output: &Path) -> PathBuf {
     let mut name = output.as_os_str().to_owned();
     name.push(".rejects.csv");
     PathBuf::from(name)
@@ -1503,9 +1498,4 @@ fn reject(
         .entry(error.reason.to_string())
         .or_default() += 1;
     rejects.write(line, id, error)
-}
-
-/// The summary as JSON for callers that want the counts (the pipeline).
-pub fn stats_json(stats: &IngestStats) -> Value {
-    json!(stats)
 }

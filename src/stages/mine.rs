@@ -179,7 +179,7 @@ pub fn run_mine(args: &MineArgs) -> Result<Summary> {
 }
 
 /// The extra columns `mine` writes, in order ([`columns::MINE`]).
-pub const MINE_COLUMNS: [Column; 10] = columns::MINE;
+pub(crate) const MINE_COLUMNS: [Column; 10] = columns::MINE;
 
 /// Mines `input` on `pool` into `output`.
 pub fn run_mine_with(
@@ -195,7 +195,7 @@ pub fn run_mine_with(
 
 /// Mines already loaded units (all of an input, or a slice of it) into
 /// `output`.
-pub fn run_mine_loaded(
+pub(crate) fn run_mine_loaded(
     config: &MineConfig,
     pool: &EnginePool,
     loaded: &Loaded,
@@ -331,7 +331,7 @@ pub fn load_input(path: &Path) -> Result<Loaded> {
 /// Epoch's analysis positions of a game: after each move, from
 /// `min_fullmove` on, where a further move was played. `line` is the game
 /// played from its start as far as its moves are legal.
-pub fn game_targets(line: &PuzzleLine, moves: &[String], min_fullmove: u32) -> Vec<Target> {
+pub(crate) fn game_targets(line: &PuzzleLine, moves: &[String], min_fullmove: u32) -> Vec<Target> {
     (1..moves.len().min(line.plies() + 1))
         .filter(|&after| line.positions()[after].fullmoves().get() >= min_fullmove)
         .map(|after| Target {
@@ -460,7 +460,7 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
 
 /// A position that passed the criterion, with its extended line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
+pub(crate) struct Found {
     /// Moves from the unit's start to the puzzle position.
     pub after: usize,
     pub best_move: String,
@@ -475,7 +475,7 @@ pub struct Found {
 
 /// What one unit produced.
 #[derive(Clone, Debug, Default)]
-pub struct UnitResult {
+pub(crate) struct UnitResult {
     pub found: Vec<Found>,
     pub positions: u64,
     pub full_searches: u64,
@@ -484,14 +484,14 @@ pub struct UnitResult {
 
 /// Totals over units.
 #[derive(Clone, Debug, Default)]
-pub struct MineStats {
+pub(crate) struct MineStats {
     pub positions: u64,
     pub full_searches: u64,
     pub candidates: u64,
     pub nodes: u64,
 }
 
-pub struct MineRun {
+pub(crate) struct MineRun {
     pub results: Vec<UnitResult>,
 }
 
@@ -509,13 +509,17 @@ impl MineRun {
 }
 
 /// Mines every unit across the pool (one unit of work per game).
-pub fn mine_units(units: &[MineUnit], config: &MineConfig, pool: &EnginePool) -> Result<MineRun> {
+pub(crate) fn mine_units(
+    units: &[MineUnit],
+    config: &MineConfig,
+    pool: &EnginePool,
+) -> Result<MineRun> {
     let results = pool.map(units, |session, _, unit| mine_unit(session, unit, config))?;
     Ok(MineRun { results })
 }
 
 /// Analyses one unit's targets, last to first, on one engine.
-pub fn mine_unit(
+pub(crate) fn mine_unit(
     session: &mut Session,
     unit: &MineUnit,
     config: &MineConfig,
@@ -911,7 +915,11 @@ fn extend_line(
 /// puzzles, then no position twice (the first occurrence wins). The cap
 /// comes before the deduplication so that the rule composes across slices
 /// of the input (see the module comment).
-pub fn select_puzzles(units: &[MineUnit], run: &MineRun, config: &MineConfig) -> Vec<Puzzle> {
+pub(crate) fn select_puzzles(
+    units: &[MineUnit],
+    run: &MineRun,
+    config: &MineConfig,
+) -> Vec<Puzzle> {
     let mut capped = Vec::new();
     for (unit, result) in units.iter().zip(&run.results) {
         capped.extend(
@@ -933,7 +941,7 @@ pub fn select_puzzles(units: &[MineUnit], run: &MineRun, config: &MineConfig) ->
 /// The Zobrist hash of a mined puzzle's position (after the opponent's
 /// move), the key `select_puzzles` deduplicates by; `None` when the FEN or
 /// the first move does not replay.
-pub fn puzzle_zobrist(puzzle: &Puzzle) -> Option<u64> {
+pub(crate) fn puzzle_zobrist(puzzle: &Puzzle) -> Option<u64> {
     let mut line = PuzzleLine::from_fen(&puzzle.fen).ok()?;
     line.play_uci(puzzle.moves.first()?).ok()?;
     let zobrist: Zobrist64 = line.last_position().zobrist_hash(EnPassantMode::Legal);
@@ -945,7 +953,7 @@ pub fn puzzle_zobrist(puzzle: &Puzzle) -> Option<u64> {
 /// into the output of mining the whole input. Returns, per puzzle, whether
 /// it was kept. A puzzle whose position does not replay is kept (mine never
 /// writes one).
-pub fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
+pub(crate) fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
     let mut seen = HashSet::new();
     puzzles
         .iter()

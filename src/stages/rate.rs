@@ -194,7 +194,7 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
 
 /// Everything one rating run needs; the pipeline runner builds it from
 /// pipeline.toml.
-pub struct RateJob<'a> {
+pub(crate) struct RateJob<'a> {
     pub input: &'a Path,
     pub output: &'a Path,
     /// Lichess puzzle files to fit a model on; empty = use `config.model`.
@@ -209,7 +209,7 @@ pub struct RateJob<'a> {
 }
 
 /// Rates `job.input` into `job.output`, calibrating first when asked.
-pub fn run_rate_with(job: &RateJob) -> Result<Summary> {
+pub(crate) fn run_rate_with(job: &RateJob) -> Result<Summary> {
     let config = job.config;
     if config.folds < 2 {
         return Err(bad_input(format!(
@@ -564,7 +564,7 @@ fn capped_cp(score: Score) -> f64 {
 }
 
 /// Names of the features, in the order of [`Features::values`].
-pub const FEATURE_NAMES: [&str; 45] = [
+pub(crate) const FEATURE_NAMES: [&str; 45] = [
     "ladder_solve_rate",
     "ladder_low_solve_rate",
     "found_depth_max",
@@ -921,7 +921,7 @@ fn compute_features_with(
 }
 
 /// Signals of the given puzzles, in order.
-pub fn compute_features(
+pub(crate) fn compute_features(
     pool: &EnginePool,
     targets: &[&Puzzle],
     signals: &SignalConfig,
@@ -1019,7 +1019,7 @@ impl RidgeFit {
         })
     }
 
-    pub fn predict(&self, x: &[f64]) -> f64 {
+    pub(crate) fn predict(&self, x: &[f64]) -> f64 {
         self.intercept
             + x.iter()
                 .zip(&self.means)
@@ -1031,7 +1031,7 @@ impl RidgeFit {
 }
 
 /// Solver-length groups: each has its own fit and deviation.
-pub const LENGTH_GROUPS: [(&str, usize, usize); 3] =
+pub(crate) const LENGTH_GROUPS: [(&str, usize, usize); 3] =
     [("1", 1, 1), ("2", 2, 2), ("3+", 3, usize::MAX)];
 
 fn group_of(solver_moves: usize) -> usize {

@@ -229,7 +229,7 @@ pub fn run_selfplay_with(
 /// `run --shard`) and writes them to `output`. A game's bytes depend only
 /// on the seed and its number, so the slices' files concatenated in order
 /// are the file of the whole run.
-pub fn run_selfplay_range(
+pub(crate) fn run_selfplay_range(
     config: &SelfplayConfig,
     pool: &EnginePool,
     output: &Path,
@@ -280,7 +280,7 @@ pub fn run_selfplay_range(
 }
 
 /// Plays the games (indices 1..=games) across the pool, in index order.
-pub fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<Vec<Game>> {
+pub(crate) fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<Vec<Game>> {
     let indices: Vec<u64> = (1..=config.games).collect();
     pool.map(&indices, |session, _, &index| {
         play_game(session, config, index)
@@ -304,7 +304,7 @@ pub struct Game {
 
 impl Game {
     /// The game as PGN text, ending with a blank line.
-    pub fn to_pgn(&self, config: &SelfplayConfig, engine_name: &str) -> String {
+    pub(crate) fn to_pgn(&self, config: &SelfplayConfig, engine_name: &str) -> String {
         let weakening = if config.engine_limit {
             "engine-limit"
         } else {
@@ -368,7 +368,7 @@ impl Game {
 }
 
 /// The standard starting position's FEN.
-pub const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+pub(crate) const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 
 /// A game in progress: position, moves so far and repetition history.
 struct Board {
@@ -455,7 +455,7 @@ fn zobrist(position: &Chess) -> u64 {
 }
 
 /// Plays game `index` (1-based) on one engine.
-pub fn play_game(
+pub(crate) fn play_game(
     session: &mut Session,
     config: &SelfplayConfig,
     index: u64,

@@ -95,7 +95,7 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
 }
 
 /// `puzzles.csv` -> `puzzles.verify.jsonl`, next to the input.
-pub fn default_report_path(input: &Path) -> PathBuf {
+pub(crate) fn default_report_path(input: &Path) -> PathBuf {
     let name = input
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

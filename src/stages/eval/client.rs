@@ -77,14 +77,14 @@ impl Default for ClientConfig {
 
 /// Where a model is served.
 #[derive(Clone, Debug)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     pub model: String,
     /// Base URL, e.g. `https://openrouter.ai/api/v1`.
     pub base_url: String,
 }
 
 impl Endpoint {
-    pub fn chat_url(&self) -> String {
+    pub(crate) fn chat_url(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
     }
 }
@@ -118,7 +118,7 @@ enum Attempt {
 }
 
 /// The client. Cheap to share between worker threads.
-pub struct ChatClient {
+pub(crate) struct ChatClient {
     agent: ureq::Agent,
     endpoint: Endpoint,
     api_key: Option<String>,
@@ -173,10 +173,6 @@ impl ChatClient {
         self.http_requests.load(Ordering::Relaxed)
     }
 
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
-    }
-
     /// The request body for these messages.
     pub fn body(&self, messages: &[Message], seed: u64) -> Value {
         let mut body = Map::new();
@@ -198,7 +194,7 @@ impl ChatClient {
     }
 
     /// The cache key of a request body.
-    pub fn cache_key(&self, body: &Value) -> String {
+    pub(crate) fn cache_key(&self, body: &Value) -> String {
         let keyed = json!({ "endpoint": self.endpoint.chat_url(), "body": body });
         sha256_bytes(keyed.to_string().as_bytes())
     }
@@ -368,7 +364,7 @@ impl ChatClient {
 
 /// A `Retry-After` value (RFC 9110): delay seconds, or an HTTP date, which
 /// counts from `now` (a date already past means no wait).
-pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
     let value = value.trim();
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
@@ -416,7 +412,7 @@ fn parse_completion(text: &str) -> Option<ChatOutcome> {
 }
 
 /// `openai:MODEL@BASE_URL` -> endpoint.
-pub fn parse_openai_spec(spec: &str) -> Result<Endpoint> {
+pub(crate) fn parse_openai_spec(spec: &str) -> Result<Endpoint> {
     let rest = spec
         .strip_prefix("openai:")
         .ok_or_else(|| bad_input(format!("model {spec:?}: expected openai:MODEL@BASE_URL")))?;
@@ -436,7 +432,7 @@ pub fn parse_openai_spec(spec: &str) -> Result<Endpoint> {
 }
 
 /// The default cache folder of a run.
-pub fn default_cache_dir(run_dir: &Path) -> PathBuf {
+pub(crate) fn default_cache_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("cache")
 }
 

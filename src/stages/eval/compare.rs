@@ -96,7 +96,7 @@ fn samples_of<'a>(s: &'a Samples, metric: &str) -> &'a [f64] {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Difference {
+pub(crate) struct Difference {
     pub metric: String,
     pub a: Option<f64>,
     pub b: Option<f64>,
@@ -127,7 +127,7 @@ fn differences(a: &[&PositionRecord], b: &[&PositionRecord]) -> Vec<Difference> 
 }
 
 /// Reads a run's `positions.jsonl`.
-pub fn read_records(run: &Path) -> Result<Vec<PositionRecord>> {
+pub(crate) fn read_records(run: &Path) -> Result<Vec<PositionRecord>> {
     let path = run.join("positions.jsonl");
     let file = std::fs::File::open(&path)
         .map_err(|e| bad_input(format!("{}: not an eval run ({e})", path.display())))?;

@@ -82,7 +82,7 @@ impl Default for EvalConfig {
 
 /// The engine behind the engine player and regret.
 #[derive(Clone, Debug)]
-pub enum EvalEngine {
+pub(crate) enum EvalEngine {
     /// Engine flags over the `[eval]` section's `engine` table (`eval` and
     /// `rollout` on the command line).
     Flags(EngineArgs),

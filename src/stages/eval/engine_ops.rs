@@ -21,7 +21,7 @@ use crate::engine::process::{EngineError, Limit, SearchRequest, SearchResult};
 use crate::engine::uci::Score;
 
 /// Starts the engine pool an eval or rollout uses.
-pub fn start_pool(config: &EvalConfig, engine: &EvalEngine) -> Result<EnginePool> {
+pub(crate) fn start_pool(config: &EvalConfig, engine: &EvalEngine) -> Result<EnginePool> {
     let (spec, pool) = match engine {
         EvalEngine::Flags(flags) => flags.resolve(&config.engine)?,
         EvalEngine::Resolved { spec, pool } => (spec.clone(), pool.clone()),
@@ -30,7 +30,7 @@ pub fn start_pool(config: &EvalConfig, engine: &EvalEngine) -> Result<EnginePool
 }
 
 /// The search limit from a nodes/depth pair (depth wins when both are set).
-pub fn limit_of(nodes: Option<u64>, depth: Option<u32>, default_nodes: u64) -> Limit {
+pub(crate) fn limit_of(nodes: Option<u64>, depth: Option<u32>, default_nodes: u64) -> Limit {
     match (depth, nodes) {
         (Some(d), _) => Limit::Depth(d),
         (None, Some(n)) => Limit::Nodes(n),
@@ -59,7 +59,7 @@ pub(crate) fn search(
 /// `UCI_LimitStrength` draws from a clock-seeded generator and could never
 /// be repeated. Each answer draws from (seed, repeat, position), so it does
 /// not depend on the template order or on which engine served it.
-pub fn engine_answers(
+pub(crate) fn engine_answers(
     pool: &EnginePool,
     elo: Option<u32>,
     limit: Limit,
@@ -100,7 +100,7 @@ fn score_of(result: &SearchResult) -> Option<Score> {
 /// Regret of playing `played` where the engine's best scores `best`;
 /// `after` is the score after the move from the opponent's view (`None`
 /// when the move ends the game: `mated` says whether it mates).
-pub fn regret_of(best: Score, after: Option<Score>, mated: bool) -> f64 {
+pub(crate) fn regret_of(best: Score, after: Option<Score>, mated: bool) -> f64 {
     let ours = match after {
         None if mated => return 0.0,
         None => Score::Cp(0),
@@ -122,7 +122,7 @@ pub fn regret_of(best: Score, after: Option<Score>, mated: bool) -> f64 {
 
 /// Fills `regret_cp` of every record (except no-answers). Each distinct
 /// position and each distinct (position, move) is searched once.
-pub fn compute_regret(
+pub(crate) fn compute_regret(
     pool: &EnginePool,
     config: &EvalConfig,
     records: &mut [PositionRecord],
@@ -176,7 +176,7 @@ pub fn compute_regret(
 }
 
 /// `Some(is_checkmate)` when `played` ends the game, else `None`.
-pub fn game_over_after(fen: &str, played: &str) -> Option<bool> {
+pub(crate) fn game_over_after(fen: &str, played: &str) -> Option<bool> {
     let position = position_from_fen(fen, "regret").ok()?;
     let m = legal_uci_move(&position, played, "regret").ok()?;
     let mut after = position;

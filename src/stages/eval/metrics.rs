@@ -29,9 +29,9 @@ impl Verdict {
 }
 
 /// Penalty for a missed or allowed mate (the APO paper's).
-pub const MATE_PENALTY_CP: f64 = 100_000.0;
+pub(crate) const MATE_PENALTY_CP: f64 = 100_000.0;
 /// Penalty for an illegal or unparseable answer (the APO paper's).
-pub const INVALID_PENALTY_CP: f64 = 200_000.0;
+pub(crate) const INVALID_PENALTY_CP: f64 = 200_000.0;
 
 /// One answered position; `positions.jsonl` holds one per line, in
 /// (template, repeat, puzzle, move) order.
@@ -60,14 +60,14 @@ pub struct PositionRecord {
 
 impl PositionRecord {
     /// Identifies the puzzle attempt this position belongs to.
-    pub fn trial(&self) -> (String, u32, usize) {
+    pub(crate) fn trial(&self) -> (String, u32, usize) {
         (self.template.clone(), self.repeat, self.puzzle_index)
     }
 }
 
 /// Metrics of a set of positions.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct CellMetrics {
+pub(crate) struct CellMetrics {
     pub puzzles: usize,
     pub puzzle_accuracy: f64,
     pub puzzle_accuracy_se: f64,
@@ -83,7 +83,7 @@ pub struct CellMetrics {
 
 /// Per-item samples of each metric, for significance tests.
 #[derive(Clone, Debug, Default)]
-pub struct Samples {
+pub(crate) struct Samples {
     pub puzzle_solved: Vec<f64>,
     pub position_correct: Vec<f64>,
     pub illegal: Vec<f64>,
@@ -115,11 +115,11 @@ impl Samples {
     }
 }
 
-pub fn mean(values: &[f64]) -> Option<f64> {
+pub(crate) fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-pub fn median(values: &[f64]) -> Option<f64> {
+pub(crate) fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
@@ -134,7 +134,7 @@ pub fn median(values: &[f64]) -> Option<f64> {
 }
 
 /// Sample variance (n - 1); 0 for fewer than two values.
-pub fn variance(values: &[f64]) -> f64 {
+pub(crate) fn variance(values: &[f64]) -> f64 {
     let n = values.len();
     if n < 2 {
         return 0.0;
@@ -145,7 +145,7 @@ pub fn variance(values: &[f64]) -> f64 {
 
 /// Metrics of the given positions. A puzzle attempt counts as solved when
 /// every one of its positions in the set is correct.
-pub fn cell_metrics(records: &[&PositionRecord]) -> CellMetrics {
+pub(crate) fn cell_metrics(records: &[&PositionRecord]) -> CellMetrics {
     let s = Samples::of(records);
     let rate = |v: &[f64]| mean(v).unwrap_or(0.0);
     let puzzle_accuracy = rate(&s.puzzle_solved);
@@ -178,7 +178,7 @@ pub fn cell_metrics(records: &[&PositionRecord]) -> CellMetrics {
 }
 
 /// The breakdown dimensions of a report.
-pub const DIMENSIONS: [&str; 5] = [
+pub(crate) const DIMENSIONS: [&str; 5] = [
     "rating_bin",
     "theme",
     "solver_length",
@@ -211,7 +211,7 @@ pub fn rating_bin(rating: Option<i32>, width: i32) -> String {
 /// The cells of a breakdown in reading order: rating bins by rating (their
 /// labels do not sort as text: `(900, 1000]` comes before `(1000, 1100]`),
 /// everything else by name.
-pub fn ordered_cells<'a, T>(
+pub(crate) fn ordered_cells<'a, T>(
     dimension: &str,
     cells: &'a BTreeMap<String, T>,
 ) -> Vec<(&'a String, &'a T)> {
@@ -245,12 +245,12 @@ pub fn group<'a>(
 
 /// The headline metrics and every breakdown.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Breakdowns {
+pub(crate) struct Breakdowns {
     pub overall: CellMetrics,
     pub by: BTreeMap<String, BTreeMap<String, CellMetrics>>,
 }
 
-pub fn breakdowns(records: &[PositionRecord], rating_bin_width: i32) -> Breakdowns {
+pub(crate) fn breakdowns(records: &[PositionRecord], rating_bin_width: i32) -> Breakdowns {
     let all: Vec<&PositionRecord> = records.iter().collect();
     let mut by = BTreeMap::new();
     for dimension in DIMENSIONS {

@@ -4,15 +4,15 @@
 //! move index and template. `compare` tests two runs against each other;
 //! `rollout` plays short games against Stockfish.
 
-pub mod client;
+pub(crate) mod client;
 pub mod compare;
 pub mod config;
-pub mod engine_ops;
-pub mod metrics;
+pub(crate) mod engine_ops;
+pub(crate) mod metrics;
 pub mod parse;
-pub mod players;
-pub mod prompt;
-pub mod report;
+pub(crate) mod players;
+pub(crate) mod prompt;
+pub(crate) mod report;
 pub mod rollout;
 pub mod task;
 
@@ -112,7 +112,7 @@ impl EvalArgs {
 }
 
 /// The puzzle file of a set and the sha256 that identifies the set.
-pub fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> {
+pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> {
     if set.is_dir() {
         if split != "test" && split != "train" {
             return Err(bad_input(format!(
@@ -275,7 +275,11 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
 
 /// Evaluates with the `[eval]` settings `config` and `engine` (the pipeline
 /// runner's entry; `args.config` and the section flags are not read).
-pub fn run_eval_with(args: &EvalArgs, config: EvalConfig, engine: &EvalEngine) -> Result<Summary> {
+pub(crate) fn run_eval_with(
+    args: &EvalArgs,
+    config: EvalConfig,
+    engine: &EvalEngine,
+) -> Result<Summary> {
     let started = Instant::now();
     if config.repeats == 0 {
         return Err(bad_input("--repeats must be at least 1"));

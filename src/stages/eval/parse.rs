@@ -177,7 +177,7 @@ fn move_line(text: &str) -> Option<String> {
 }
 
 /// The move-shaped tokens of a text, normalized, in order.
-pub fn move_tokens(text: &str) -> Vec<String> {
+pub(crate) fn move_tokens(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || "=-+#!?".contains(c)))
         .filter_map(normalize_token)
         .collect()

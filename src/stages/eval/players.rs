@@ -17,7 +17,7 @@ use crate::core::seed::{self, Domain, Key};
 
 /// Which player an eval asks, from `--model`.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ModelSpec {
+pub(crate) enum ModelSpec {
     /// `openai:MODEL@BASE_URL`
     OpenAi { model: String, base_url: String },
     /// `engine:stockfish?elo=1500&nodes=N&depth=D`
@@ -115,7 +115,7 @@ pub struct Answer {
 /// A uniformly random legal move, drawn from `rng`: the caller hands the
 /// item's own generator (`seed::rng`), so the move does not depend on
 /// thread timing.
-pub fn random_move(position: &Chess, rng: &mut ChaCha8Rng) -> Option<String> {
+pub(crate) fn random_move(position: &Chess, rng: &mut ChaCha8Rng) -> Option<String> {
     let moves = position.legal_moves();
     if moves.is_empty() {
         return None;
@@ -132,7 +132,7 @@ pub(crate) fn request_seed(run_seed: u64, domain: Domain, key: Key<'_>) -> u64 {
 }
 
 /// Asks a chat model about one position.
-pub fn ask_model(
+pub(crate) fn ask_model(
     client: &ChatClient,
     template: &Template,
     prompt: &PromptSpec,
@@ -151,7 +151,7 @@ pub fn ask_model(
 
 /// Runs `work` on every item with `workers` threads; results in input
 /// order. `on_done` sees each result as it finishes (for progress).
-pub fn run_parallel<T: Sync, R: Send>(
+pub(crate) fn run_parallel<T: Sync, R: Send>(
     items: &[T],
     workers: usize,
     work: impl Fn(usize, &T) -> Result<R> + Sync,
@@ -175,7 +175,7 @@ pub fn run_parallel<T: Sync, R: Send>(
 
 /// Counts answers and right answers for the progress message.
 #[derive(Default)]
-pub struct Tally {
+pub(crate) struct Tally {
     done: AtomicU64,
     correct: AtomicU64,
 }

@@ -25,7 +25,7 @@ use crate::core::error::bad_input;
 
 /// One chat message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
+pub(crate) struct Message {
     pub role: String,
     pub content: String,
 }
@@ -40,10 +40,11 @@ impl Message {
 }
 
 /// The APO paper's signature instruction.
-pub const PAPER_INSTRUCTION: &str = "Solve the chess puzzle by finding the single best move.";
+pub(crate) const PAPER_INSTRUCTION: &str =
+    "Solve the chess puzzle by finding the single best move.";
 
 /// Epoch's instruction paragraph, verbatim.
-pub const EPOCH_INSTRUCTION: &str = "Below is a FEN string representing the state of a chess game. Please analyze the position and determine the best next move for the player whose turn it is. You may think as much as you would like, but please conclude your response with the move expressed as a four-character string stating the starting and ending square of the piece to be moved, using the format \"MOVE: b1c3\" (without quotes).";
+pub(crate) const EPOCH_INSTRUCTION: &str = "Below is a FEN string representing the state of a chess game. Please analyze the position and determine the best next move for the player whose turn it is. You may think as much as you would like, but please conclude your response with the move expressed as a four-character string stating the starting and ending square of the piece to be moved, using the format \"MOVE: b1c3\" (without quotes).";
 
 /// Field descriptions of the paper's signature (overridable from the
 /// prompt file, since DSPy prints them into the system message).
@@ -60,7 +61,7 @@ const PAPER_FIELDS: [(&str, &str); 4] = [
 /// A few-shot demonstration: a position and its answer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Demo {
+pub(crate) struct Demo {
     #[serde(alias = "position_fen")]
     pub fen: String,
     #[serde(alias = "answer")]
@@ -70,7 +71,7 @@ pub struct Demo {
 /// Instruction and demonstrations from `--prompt FILE`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct PromptSpec {
+pub(crate) struct PromptSpec {
     pub instruction: Option<String>,
     pub demos: Vec<Demo>,
     pub field_descriptions: BTreeMap<String, String>,
@@ -91,7 +92,7 @@ impl PromptSpec {
 
 /// A prompt template.
 #[derive(Clone, Debug)]
-pub enum Template {
+pub(crate) enum Template {
     PaperJson,
     Epoch,
     /// A template file: its name (for reports) and its text.
@@ -103,7 +104,7 @@ pub enum Template {
 
 impl Template {
     /// `paper-json`, `epoch`, or a path to a template file.
-    pub fn from_name(name: &str) -> Result<Self> {
+    pub(crate) fn from_name(name: &str) -> Result<Self> {
         match name {
             "paper-json" => Ok(Template::PaperJson),
             "epoch" => Ok(Template::Epoch),

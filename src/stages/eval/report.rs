@@ -22,7 +22,7 @@ use crate::core::fileio::{AtomicFile, write_atomic};
 use crate::core::summary::Summary;
 
 /// Everything a run produced, before it is written.
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     pub records: Vec<PositionRecord>,
     pub answers: Vec<Answer>,
     pub jobs: Vec<Job>,
@@ -33,7 +33,7 @@ pub struct RunOutput {
 
 /// What was run, as recorded in `config.json` and `report.json`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct RunInfo {
+pub(crate) struct RunInfo {
     pub model: String,
     pub set: String,
     pub split: String,
@@ -112,7 +112,7 @@ impl Usage {
 }
 
 /// Writes every output of a run and returns the command summary.
-pub fn write_run(
+pub(crate) fn write_run(
     dir: &Path,
     run: &RunInfo,
     output: &RunOutput,
@@ -439,7 +439,7 @@ fn draw_pictures(dir: &Path, b: &Breakdowns, records: &[PositionRecord]) -> Resu
 }
 
 /// A bar chart with optional ± error bars, as an SVG file.
-pub fn bar_chart(
+pub(crate) fn bar_chart(
     path: &Path,
     title: &str,
     labels: &[String],

@@ -150,7 +150,7 @@ pub struct RolloutArgs {
 
 /// One model move (or failed attempt).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct RolloutMove {
+pub(crate) struct RolloutMove {
     pub start: String,
     pub ply: usize,
     pub fen: String,
@@ -162,7 +162,7 @@ pub struct RolloutMove {
 
 /// How one game went.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub struct RolloutGame {
+pub(crate) struct RolloutGame {
     pub start: String,
     pub model_color: String,
     pub model_moves: usize,

@@ -33,7 +33,7 @@ pub struct PositionTask {
 
 /// The position a model is shown, in the forms prompts use.
 #[derive(Clone, Debug)]
-pub struct PositionView {
+pub(crate) struct PositionView {
     pub fen: String,
     /// "white" or "black".
     pub side: &'static str,
@@ -68,7 +68,7 @@ impl PositionView {
     }
 }
 
-pub fn side_name(color: Color) -> &'static str {
+pub(crate) fn side_name(color: Color) -> &'static str {
     match color {
         Color::White => "white",
         Color::Black => "black",
@@ -87,7 +87,7 @@ pub fn position_from_fen(fen: &str, what: &str) -> Result<Chess> {
 }
 
 /// Parses a UCI move and checks it is legal in `position`.
-pub fn legal_uci_move(position: &Chess, uci: &str, what: &str) -> Result<Move> {
+pub(crate) fn legal_uci_move(position: &Chess, uci: &str, what: &str) -> Result<Move> {
     parse_move(position, uci).map_err(|e| bad_line(e, what))
 }
 
@@ -124,7 +124,7 @@ pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<Position
 
 /// Whether `played` (UCI, legal) answers the task correctly: the reference
 /// move, or any mating move on a mate in one or on the puzzle's last move.
-pub fn is_correct(task: &PositionTask, played: &str) -> bool {
+pub(crate) fn is_correct(task: &PositionTask, played: &str) -> bool {
     if played == task.expected {
         return true;
     }
@@ -141,7 +141,7 @@ pub fn is_correct(task: &PositionTask, played: &str) -> bool {
 
 /// One question of a run: a position under a template in a repeat.
 #[derive(Clone, Copy, Debug)]
-pub struct Job {
+pub(crate) struct Job {
     pub template: usize,
     pub repeat: u32,
     pub task: usize,

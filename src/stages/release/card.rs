@@ -19,12 +19,12 @@ use crate::stages::release::plots;
 
 /// The `kind` every release manifest carries; how earlier releases are
 /// recognised.
-pub const MANIFEST_KIND: &str = "puzzleforge-release";
+pub(crate) const MANIFEST_KIND: &str = "puzzleforge-release";
 
 /// Sets the release's columns ([`columns::RELEASE`]: NumMoves, RatingBin,
 /// Mate, Source and GameId) and moves them in front of the puzzle's other
 /// extra columns.
-pub fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option<&str>) {
+pub(crate) fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option<&str>) {
     let source = match puzzle.get(Column::Source) {
         Some(s) if !s.trim().is_empty() => s.to_string(),
         _ if parse_game_url(&puzzle.game_url).is_some() => "lichess".to_string(),
@@ -48,7 +48,7 @@ pub fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option<&str>)
 }
 
 /// True when `dir` holds a puzzleforge release manifest.
-pub fn is_release_dir(dir: &Path) -> bool {
+pub(crate) fn is_release_dir(dir: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string(dir.join("manifest.json")) else {
         return false;
     };
@@ -59,7 +59,7 @@ pub fn is_release_dir(dir: &Path) -> bool {
 
 /// The puzzle files of a release: `train` and `test`, CSV preferred, JSON
 /// Lines when the CSV is absent.
-pub fn split_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn split_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     for split in ["train", "test"] {
         for ext in ["csv", "csv.zst", "jsonl", "jsonl.zst"] {
@@ -75,7 +75,7 @@ pub fn split_files(dir: &Path) -> Vec<PathBuf> {
 
 /// Writes the release folder and returns `{file name: sha256}` of every
 /// output but the manifest (which records them).
-pub fn write_release(
+pub(crate) fn write_release(
     dir: &Path,
     train: &[Puzzle],
     test: &[Puzzle],

@@ -105,7 +105,7 @@ pub struct Tier {
 
 impl Tier {
     /// True when the puzzle belongs to the tier.
-    pub fn admits(&self, puzzle: &Puzzle) -> bool {
+    pub(crate) fn admits(&self, puzzle: &Puzzle) -> bool {
         let Some(rating) = puzzle.rating else {
             return false;
         };
@@ -289,7 +289,7 @@ impl Cell {
     }
 
     /// The pandas-style interval label, `(1900, 2000]`.
-    pub fn bin_label(&self) -> String {
+    pub(crate) fn bin_label(&self) -> String {
         rating_bin_label(self.bin_lo, self.bin_hi)
     }
 
@@ -303,14 +303,14 @@ impl Cell {
         )
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(self) -> Value {
         json!({"rating_bin": self.bin_label(), "length": self.length, "mate": self.mate})
     }
 }
 
 /// True for a mating puzzle: a `Mate` column saying so (`True`/`true`/`1`),
 /// else the `mate` or `mateInN` themes.
-pub fn is_mate(puzzle: &Puzzle) -> bool {
+pub(crate) fn is_mate(puzzle: &Puzzle) -> bool {
     if let Some(value) = puzzle.get(Column::Mate) {
         match value.trim().to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" => return true,
@@ -331,7 +331,10 @@ pub fn game_id(puzzle: &Puzzle) -> Option<String> {
 
 /// The contamination key of a puzzle: normalized FEN after the opponent's
 /// first move, plus the solution moves when `by` asks for them.
-pub fn position_key(puzzle: &Puzzle, by: ExcludeBy) -> std::result::Result<String, LineError> {
+pub(crate) fn position_key(
+    puzzle: &Puzzle,
+    by: ExcludeBy,
+) -> std::result::Result<String, LineError> {
     let line = PuzzleLine::of_puzzle(puzzle)?;
     let fen = normalized_fen(line.first_solver_position());
     Ok(match by {

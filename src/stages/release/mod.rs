@@ -22,10 +22,10 @@
 //! full. Rows that cannot be read, lack a rating, or whose moves are not
 //! legal are skipped and counted by reason.
 
-pub mod card;
+pub(crate) mod card;
 pub mod plots;
 pub mod cells;
-pub mod draw;
+pub(crate) mod draw;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -113,7 +113,7 @@ pub struct SplitArgs {
 
 /// Release folders under `root` (up to three levels down), sorted, skipping
 /// `own` (the folder being written).
-pub fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
     fn walk(dir: &Path, depth: usize, own: &Path, found: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
@@ -278,9 +278,14 @@ fn read_pool(
         examples: Vec::new(),
         inputs: Vec::new(),
     };
-    let mut seen_ids = HashSet::new();
-    // Truncated sha256 of each position key: 16 bytes a puzzle.
-    let mut seen_positions: HashSet<[u8; 16]> = HashSet::new();
+    let mut filter = PoolFilter {
+        config,
+        tier,
+        quotas,
+        exclusions,
+        seen_ids: HashSet::new(),
+        seen_positions: HashSet::new(),
+    };
     for (file, path) in paths.iter().enumerate() {
         let mut rows = 0u64;
         let mut kept = 0u64;
@@ -289,88 +294,33 @@ fn read_pool(
             let ordinal = rows;
             rows += 1;
             bar.inc(1);
-            let mut skip = |reason: &str, detail: String| {
-                *read.skipped.entry(reason.to_string()).or_default() += 1;
-                if read.examples.len() < 5 {
-                    read.examples.push(format!(
-                        "{} line {line}: {reason}: {detail}",
-                        path.display()
-                    ));
+            let admission = match row {
+                Ok(puzzle) => filter.admit(puzzle, file, ordinal),
+                Err(e) => Admission::Skipped(e.reason, e.detail),
+            };
+            match admission {
+                Admission::Candidate(candidate) => {
+                    kept += 1;
+                    read.candidates.push(candidate);
                 }
-            };
-            let puzzle = match row {
-                Ok(p) => p,
-                Err(e) => {
-                    skip(e.reason, e.detail);
-                    return Ok(());
+                Admission::OutsideQuota => {
+                    kept += 1;
+                    read.outside_quota += 1;
                 }
-            };
-            let Some(rating) = puzzle.rating else {
-                skip("no_rating", format!("puzzle {} has no rating", puzzle.id));
-                return Ok(());
-            };
-            if puzzle.solver_moves() == 0 {
-                skip(
-                    "no_solution",
-                    format!("puzzle {} has no solver move", puzzle.id),
-                );
-                return Ok(());
-            }
-            let key = match position_key(&puzzle, config.exclude_by) {
-                Ok(k) => k,
-                Err(e) => {
-                    skip(
-                        "bad_position",
-                        e.at(format_args!("puzzle {}", puzzle.id)).to_string(),
-                    );
-                    return Ok(());
+                Admission::OutsideTier => {
+                    *read.skipped.entry("outside_tier".into()).or_default() += 1;
                 }
-            };
-            if let Some(tier) = tier
-                && !tier.admits(&puzzle)
-            {
-                *read.skipped.entry("outside_tier".into()).or_default() += 1;
-                return Ok(());
+                Admission::Excluded => {}
+                Admission::Skipped(reason, detail) => {
+                    *read.skipped.entry(reason.to_string()).or_default() += 1;
+                    if read.examples.len() < 5 {
+                        read.examples.push(format!(
+                            "{} line {line}: {reason}: {detail}",
+                            path.display()
+                        ));
+                    }
+                }
             }
-            let excluded_by = exclusions
-                .ids
-                .get(&puzzle.id)
-                .or_else(|| exclusions.positions.get(&key));
-            if let Some(&file) = excluded_by {
-                exclusions.removed[file] += 1;
-                return Ok(());
-            }
-            if !seen_ids.insert(puzzle.id.clone()) {
-                skip("duplicate_id", format!("puzzle {} seen before", puzzle.id));
-                return Ok(());
-            }
-            if !seen_positions.insert(short_digest(&key)) {
-                skip(
-                    "duplicate_position",
-                    format!("puzzle {} repeats an earlier position", puzzle.id),
-                );
-                return Ok(());
-            }
-            let (bin_lo, bin_hi) = rating_bin_edges(rating, config.bin_width);
-            let cell = Cell {
-                bin_lo,
-                bin_hi,
-                length: puzzle.solver_moves(),
-                mate: is_mate(&puzzle),
-            };
-            kept += 1;
-            if !quotas.contains_key(&cell) {
-                read.outside_quota += 1;
-                return Ok(());
-            }
-            let group = game_id(&puzzle).unwrap_or_else(|| format!("puzzle:{}", puzzle.id));
-            read.candidates.push(Candidate {
-                id: puzzle.id,
-                cell,
-                group,
-                file,
-                row: ordinal,
-            });
             Ok(())
         })
         .with_context(|| format!("reading pool {}", path.display()))?;
@@ -383,6 +333,94 @@ fn read_pool(
         }));
     }
     Ok(read)
+}
+
+/// What became of one pool row.
+enum Admission {
+    /// Drawn from: its cell has a quota.
+    Candidate(Candidate),
+    /// Admitted, but its cell has no quota.
+    OutsideQuota,
+    /// Not in the requested tier.
+    OutsideTier,
+    /// An earlier release has it (counted in [`Exclusions::removed`]).
+    Excluded,
+    /// Unusable, with the reason counted and an example kept.
+    Skipped(&'static str, String),
+}
+
+/// The checks a pool row passes to be drawn from, in order, with what they
+/// remember across rows (ids and positions seen, exclusions hit).
+struct PoolFilter<'a> {
+    config: &'a SplitConfig,
+    tier: Option<&'a Tier>,
+    quotas: &'a BTreeMap<Cell, Quota>,
+    exclusions: &'a mut Exclusions,
+    seen_ids: HashSet<String>,
+    /// Truncated sha256 of each position key: 16 bytes a puzzle.
+    seen_positions: HashSet<[u8; 16]>,
+}
+
+impl PoolFilter<'_> {
+    fn admit(&mut self, puzzle: Puzzle, file: usize, ordinal: u64) -> Admission {
+        let Some(rating) = puzzle.rating else {
+            return Admission::Skipped("no_rating", format!("puzzle {} has no rating", puzzle.id));
+        };
+        if puzzle.solver_moves() == 0 {
+            return Admission::Skipped(
+                "no_solution",
+                format!("puzzle {} has no solver move", puzzle.id),
+            );
+        }
+        let key = match position_key(&puzzle, self.config.exclude_by) {
+            Ok(k) => k,
+            Err(e) => {
+                return Admission::Skipped(
+                    "bad_position",
+                    e.at(format_args!("puzzle {}", puzzle.id)).to_string(),
+                );
+            }
+        };
+        if self.tier.is_some_and(|tier| !tier.admits(&puzzle)) {
+            return Admission::OutsideTier;
+        }
+        let excluded_by = self
+            .exclusions
+            .ids
+            .get(&puzzle.id)
+            .or_else(|| self.exclusions.positions.get(&key));
+        if let Some(&excluding_file) = excluded_by {
+            self.exclusions.removed[excluding_file] += 1;
+            return Admission::Excluded;
+        }
+        if !self.seen_ids.insert(puzzle.id.clone()) {
+            return Admission::Skipped("duplicate_id", format!("puzzle {} seen before", puzzle.id));
+        }
+        if !self.seen_positions.insert(short_digest(&key)) {
+            return Admission::Skipped(
+                "duplicate_position",
+                format!("puzzle {} repeats an earlier position", puzzle.id),
+            );
+        }
+        let (bin_lo, bin_hi) = rating_bin_edges(rating, self.config.bin_width);
+        let cell = Cell {
+            bin_lo,
+            bin_hi,
+            length: puzzle.solver_moves(),
+            mate: is_mate(&puzzle),
+        };
+        if !self.quotas.contains_key(&cell) {
+            return Admission::OutsideQuota;
+        }
+        let group = game_id(&puzzle).unwrap_or_else(|| format!("puzzle:{}", puzzle.id));
+        Admission::Candidate(Candidate {
+            id: puzzle.id,
+            cell,
+            group,
+            file,
+            row: ordinal,
+        })
+    }
 }
 
 fn short_digest(key: &str) -> [u8; 16] {
@@ -445,7 +483,7 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
 /// Draws a release from `args.pool` with the `[split]` settings `config`
 /// (the pipeline runner's entry; `args.config` and the section flags are
 /// not read).
-pub fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Summary> {
+pub(crate) fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Summary> {
     let tier = match &args.tier {
         None => None,
         Some(name) => Some(config.tiers.get(name).cloned().ok_or_else(|| {

@@ -28,7 +28,7 @@ fn plot_error<E: std::fmt::Display>(e: E) -> anyhow::Error {
 
 /// Draws every picture into `dir` and returns their paths relative to the
 /// release folder (`report/NAME.svg`).
-pub fn write_report(
+pub(crate) fn write_report(
     dir: &Path,
     train: &[Puzzle],
     test: &[Puzzle],
