@@ -223,62 +223,13 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Summary> {
         .filter(|&i| !has_lichess_rating(&puzzles[i]))
         .collect();
 
-    let pool_for = |what: &str| -> Result<EnginePool> {
-        EnginePool::new(job.engine.clone(), job.pool.clone())
-            .with_context(|| format!("starting the engine for {what}"))
-    };
-
-    let mut calibration_json = serde_json::Value::Null;
     let mut human = String::new();
-    let model = if !job.calibrate.is_empty() {
-        let pool = pool_for("calibration")?;
-        let (model, report) = calibrate(&pool, job.calibrate, config, job.features_out)?;
-        if let Some(path) = job.save_model {
-            let text = serde_json::to_string_pretty(&model)?;
-            crate::core::fileio::write_atomic(path, format!("{text}\n").as_bytes())
-                .with_context(|| format!("writing the model {}", path.display()))?;
-        }
-        human.push_str(&report.human());
-        calibration_json = serde_json::to_value(&report)?;
-        Some(model)
-    } else if let Some(path) = &config.model {
-        Some(RatingModel::load(path)?)
-    } else if needs_estimate.is_empty() {
-        None
-    } else {
-        return Err(bad_input(format!(
-            "rate: {} of {} puzzles in {} have no Lichess rating; give a model (--model) or \
-             calibrate one (--calibrate lichess.csv)",
-            needs_estimate.len(),
-            puzzles.len(),
-            job.input.display()
-        )));
-    };
-
+    let (model, calibration_json) = rating_model(job, puzzles.len(), &needs_estimate, &mut human)?;
     let mut rated = puzzles;
     if let Some(model) = &model
         && !needs_estimate.is_empty()
     {
-        let pool = pool_for("rating")?;
-        if pool.engine_id() != model.engine {
-            // Signals depend on the engine; a different one shifts them.
-            human.push_str(&format!(
-                "rate: warning: the model was fitted with {:?}, rating with {:?}\n",
-                model.engine,
-                pool.engine_id()
-            ));
-        }
-        let targets: Vec<&Puzzle> = needs_estimate.iter().map(|&i| &rated[i]).collect();
-        let features = compute_features(&pool, &targets, &model.signals, model.seed)?;
-        let estimates: Vec<(i32, i32)> = targets
-            .iter()
-            .zip(&features)
-            .map(|(puzzle, features)| model.rate(puzzle.solver_moves(), features))
-            .collect();
-        for (&index, (rating, deviation)) in needs_estimate.iter().zip(estimates) {
-            rated[index].rating = Some(rating);
-            rated[index].rating_deviation = Some(deviation);
-        }
+        estimate_ratings(job, model, &mut rated, &needs_estimate, &mut human)?;
     }
     for puzzle in &mut rated {
         puzzle.set(Column::RatingSource, "lichess");
@@ -316,6 +267,79 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Summary> {
             "calibration": calibration_json,
         }),
     ))
+}
+
+fn engine_pool(job: &RateJob, what: &str) -> Result<EnginePool> {
+    EnginePool::new(job.engine.clone(), job.pool.clone())
+        .with_context(|| format!("starting the engine for {what}"))
+}
+
+/// The model that rates the puzzles without a Lichess rating: calibrated now
+/// (and saved when asked), loaded from the configured file, or none when every
+/// puzzle has its Lichess rating. Also returns the calibration report's JSON.
+fn rating_model(
+    job: &RateJob,
+    puzzle_count: usize,
+    needs_estimate: &[usize],
+    human: &mut String,
+) -> Result<(Option<RatingModel>, serde_json::Value)> {
+    let config = job.config;
+    if !job.calibrate.is_empty() {
+        let pool = engine_pool(job, "calibration")?;
+        let (model, report) = calibrate(&pool, job.calibrate, config, job.features_out)?;
+        if let Some(path) = job.save_model {
+            let text = serde_json::to_string_pretty(&model)?;
+            crate::core::fileio::write_atomic(path, format!("{text}\n").as_bytes())
+                .with_context(|| format!("writing the model {}", path.display()))?;
+        }
+        human.push_str(&report.human());
+        return Ok((Some(model), serde_json::to_value(&report)?));
+    }
+    if let Some(path) = &config.model {
+        return Ok((Some(RatingModel::load(path)?), serde_json::Value::Null));
+    }
+    if needs_estimate.is_empty() {
+        return Ok((None, serde_json::Value::Null));
+    }
+    Err(bad_input(format!(
+        "rate: {} of {} puzzles in {} have no Lichess rating; give a model (--model) or \
+         calibrate one (--calibrate lichess.csv)",
+        needs_estimate.len(),
+        puzzle_count,
+        job.input.display()
+    )))
+}
+
+/// Computes the signals of the puzzles at `needs_estimate` and sets their
+/// rating and deviation from the model.
+fn estimate_ratings(
+    job: &RateJob,
+    model: &RatingModel,
+    rated: &mut [Puzzle],
+    needs_estimate: &[usize],
+    human: &mut String,
+) -> Result<()> {
+    let pool = engine_pool(job, "rating")?;
+    if pool.engine_id() != model.engine {
+        // Signals depend on the engine; a different one shifts them.
+        human.push_str(&format!(
+            "rate: warning: the model was fitted with {:?}, rating with {:?}\n",
+            model.engine,
+            pool.engine_id()
+        ));
+    }
+    let targets: Vec<&Puzzle> = needs_estimate.iter().map(|&i| &rated[i]).collect();
+    let features = compute_features(&pool, &targets, &model.signals, model.seed)?;
+    let estimates: Vec<(i32, i32)> = targets
+        .iter()
+        .zip(&features)
+        .map(|(puzzle, features)| model.rate(puzzle.solver_moves(), features))
+        .collect();
+    for (&index, (rating, deviation)) in needs_estimate.iter().zip(estimates) {
+        rated[index].rating = Some(rating);
+        rated[index].rating_deviation = Some(deviation);
+    }
+    Ok(())
 }
 
 fn validate_signals(signals: &SignalConfig) -> Result<()> {
@@ -1328,81 +1352,9 @@ pub fn calibrate(
         write_features(path, &rows, &features)?;
     }
     let predictions = out_of_fold(&features, &lengths, &ratings, config, None);
-    let members_of = |g: Option<usize>| -> Vec<usize> {
-        (0..rows.len())
-            .filter(|&i| g.is_none_or(|g| group_of(lengths[i]) == g))
-            .collect()
-    };
-    let pick = |values: &[f64], members: &[usize]| -> Vec<f64> {
-        members.iter().map(|&i| values[i]).collect()
-    };
-    let baseline: Option<Vec<f64>> = features
-        .iter()
-        .map(|f| f.baseline_solve_rate.map(|r| -r))
-        .collect();
-    let length_values: Vec<f64> = lengths.iter().map(|&l| l as f64).collect();
-    let groups: Vec<(String, Option<usize>)> = std::iter::once(("all".to_string(), None))
-        .chain(
-            LENGTH_GROUPS
-                .iter()
-                .enumerate()
-                .map(|(g, (name, _, _))| (name.to_string(), Some(g))),
-        )
-        .collect();
-    let mut held_out = Vec::new();
-    for (name, g) in &groups {
-        let members = members_of(*g);
-        let truth = pick(&ratings, &members);
-        let predicted = pick(&predictions, &members);
-        let rmse = (truth
-            .iter()
-            .zip(&predicted)
-            .map(|(t, p)| (t - p).powi(2))
-            .sum::<f64>()
-            / members.len().max(1) as f64)
-            .sqrt();
-        held_out.push(HeldOut {
-            group: name.clone(),
-            rows: members.len(),
-            spearman: spearman(&predicted, &truth),
-            rmse,
-            baseline_spearman: baseline
-                .as_ref()
-                .and_then(|b| spearman(&pick(b, &members), &truth)),
-            length_spearman: spearman(&pick(&length_values, &members), &truth),
-        });
-    }
-    let mut single_feature = Vec::new();
-    for (j, name) in FEATURE_NAMES.iter().enumerate() {
-        let predicted = out_of_fold(&features, &lengths, &ratings, config, Some(j));
-        let figures = groups
-            .iter()
-            .skip(1)
-            .map(|(_, g)| {
-                let members = members_of(*g);
-                spearman(&pick(&predicted, &members), &pick(&ratings, &members))
-            })
-            .collect();
-        single_feature.push((name.to_string(), figures));
-    }
-    let all: Vec<usize> = (0..rows.len()).collect();
-    let fits = fit_groups(&features, &lengths, &ratings, &all, config.ridge);
-    let mut group_models = Vec::new();
-    for (g, fit) in fits.into_iter().enumerate() {
-        let name = LENGTH_GROUPS[g].0;
-        let fit = fit.ok_or_else(|| {
-            bad_input(format!(
-                "calibration has fewer than 2 puzzles of solver length {name}; every length group needs rows"
-            ))
-        })?;
-        let stats = &held_out[g + 1];
-        group_models.push(GroupModel {
-            group: name.to_string(),
-            rows: stats.rows,
-            fit,
-            deviation: stats.rmse,
-        });
-    }
+    let held_out = held_out_figures(&features, &lengths, &ratings, &predictions);
+    let single_feature = single_feature_figures(&features, &lengths, &ratings, config);
+    let group_models = fit_group_models(&features, &lengths, &ratings, config, &held_out)?;
     let model = RatingModel {
         format: MODEL_FORMAT,
         engine: pool.engine_id().to_string(),
@@ -1421,6 +1373,123 @@ pub fn calibrate(
         single_feature,
     };
     Ok((model, report))
+}
+
+/// The calibration rows' members of one length group (`None`: every row).
+fn members_of(lengths: &[usize], group: Option<usize>) -> Vec<usize> {
+    (0..lengths.len())
+        .filter(|&i| group.is_none_or(|g| group_of(lengths[i]) == g))
+        .collect()
+}
+
+fn pick(values: &[f64], members: &[usize]) -> Vec<f64> {
+    members.iter().map(|&i| values[i]).collect()
+}
+
+/// The report's groups in order: every row first, then each length group.
+fn report_groups() -> Vec<(String, Option<usize>)> {
+    std::iter::once(("all".to_string(), None))
+        .chain(
+            LENGTH_GROUPS
+                .iter()
+                .enumerate()
+                .map(|(g, (name, _, _))| (name.to_string(), Some(g))),
+        )
+        .collect()
+}
+
+/// Held-out Spearman and RMSE of the out-of-fold predictions per group, with
+/// the plain-ladder and length-only baselines beside them.
+fn held_out_figures(
+    features: &[Features],
+    lengths: &[usize],
+    ratings: &[f64],
+    predictions: &[f64],
+) -> Vec<HeldOut> {
+    let baseline: Option<Vec<f64>> = features
+        .iter()
+        .map(|f| f.baseline_solve_rate.map(|r| -r))
+        .collect();
+    let length_values: Vec<f64> = lengths.iter().map(|&l| l as f64).collect();
+    let mut held_out = Vec::new();
+    for (name, g) in &report_groups() {
+        let members = members_of(lengths, *g);
+        let truth = pick(ratings, &members);
+        let predicted = pick(predictions, &members);
+        let rmse = (truth
+            .iter()
+            .zip(&predicted)
+            .map(|(t, p)| (t - p).powi(2))
+            .sum::<f64>()
+            / members.len().max(1) as f64)
+            .sqrt();
+        held_out.push(HeldOut {
+            group: name.clone(),
+            rows: members.len(),
+            spearman: spearman(&predicted, &truth),
+            rmse,
+            baseline_spearman: baseline
+                .as_ref()
+                .and_then(|b| spearman(&pick(b, &members), &truth)),
+            length_spearman: spearman(&pick(&length_values, &members), &truth),
+        });
+    }
+    held_out
+}
+
+/// Held-out Spearman per length group of a model fitted on one signal alone,
+/// for every signal: which signals carry difficulty where.
+fn single_feature_figures(
+    features: &[Features],
+    lengths: &[usize],
+    ratings: &[f64],
+    config: &RateConfig,
+) -> Vec<(String, Vec<Option<f64>>)> {
+    let groups = report_groups();
+    let mut single_feature = Vec::new();
+    for (j, name) in FEATURE_NAMES.iter().enumerate() {
+        let predicted = out_of_fold(features, lengths, ratings, config, Some(j));
+        let figures = groups
+            .iter()
+            .skip(1)
+            .map(|(_, g)| {
+                let members = members_of(lengths, *g);
+                spearman(&pick(&predicted, &members), &pick(ratings, &members))
+            })
+            .collect();
+        single_feature.push((name.to_string(), figures));
+    }
+    single_feature
+}
+
+/// The final per-group fits on every row; each group's deviation is its
+/// held-out RMSE.
+fn fit_group_models(
+    features: &[Features],
+    lengths: &[usize],
+    ratings: &[f64],
+    config: &RateConfig,
+    held_out: &[HeldOut],
+) -> Result<Vec<GroupModel>> {
+    let all: Vec<usize> = (0..lengths.len()).collect();
+    let fits = fit_groups(features, lengths, ratings, &all, config.ridge);
+    let mut group_models = Vec::new();
+    for (g, fit) in fits.into_iter().enumerate() {
+        let name = LENGTH_GROUPS[g].0;
+        let fit = fit.ok_or_else(|| {
+            bad_input(format!(
+                "calibration has fewer than 2 puzzles of solver length {name}; every length group needs rows"
+            ))
+        })?;
+        let stats = &held_out[g + 1];
+        group_models.push(GroupModel {
+            group: name.to_string(),
+            rows: stats.rows,
+            fit,
+            deviation: stats.rmse,
+        });
+    }
+    Ok(group_models)
 }
 
 #[cfg(test)]
