@@ -503,3 +503,31 @@ fn leftovers_of_killed_runs_are_removed() {
     assert!(!dead.exists());
     assert!(live.exists());
 }
+
+/// Running one config from another working directory finds every stage
+/// unchanged: fingerprints name files relative to the config's folder.
+#[test]
+fn a_config_run_from_another_directory_skips_its_unchanged_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    // Sources named relative to the config, as pipeline.toml names them.
+    let puzzles = data("lichess_db_puzzle_subset_1499.csv");
+    std::fs::copy(&puzzles, dir.path().join("puzzles.csv")).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(puzzles.to_str().unwrap(), "puzzles.csv"),
+    )
+    .unwrap();
+    summary(&run(dir.path(), &["run", "--json"]));
+    let parent = dir.path().parent().unwrap();
+    let again = summary(&run(
+        parent,
+        &["run", "--json", "--config", config.to_str().unwrap()],
+    ));
+    assert!(skipped(&again).iter().all(|(_, s)| *s), "{again}");
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    let relative = format!("{name}/pipeline.toml");
+    let third = summary(&run(parent, &["run", "--json", "--config", &relative]));
+    assert!(skipped(&third).iter().all(|(_, s)| *s), "{third}");
+}

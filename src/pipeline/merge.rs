@@ -397,6 +397,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         )?,
         tier: args.tier.clone(),
         shard: None,
+        config_dir: crate::pipeline::run::config_dir(&args.config),
     };
 
     let mut human = format!(

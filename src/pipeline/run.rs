@@ -85,6 +85,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         engine: resolve_engine(&config.engine, args.engine.clone(), &stages)?,
         tier: args.tier.clone(),
         shard: args.shard,
+        config_dir: config_dir(&args.config),
     };
     let redo = Redo {
         force: args.force,
@@ -142,6 +143,12 @@ pub(crate) fn remove_leftovers(release_dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The folder of the config file `path` (empty for one in the working
+/// directory).
+pub(crate) fn config_dir(path: &Path) -> PathBuf {
+    path.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
 /// The release `run` writes: `--release`, else `pipeline.release`.
