@@ -114,14 +114,24 @@ fn stages_run_in_order_then_skip_until_inputs_or_config_change() {
     let second = summary(&run(dir.path(), &["run", "--json"]));
     assert!(skipped(&second).iter().all(|(_, s)| *s), "{second}");
 
-    // A changed filter redoes ingest and, through its changed output,
+    // A changed filter redoes ingest; the finished release would change,
+    // so the run stops there unless told to rewrite it, and then redoes
     // everything downstream.
     write_config(dir.path(), "max_rating = 1500");
-    let third = summary(&run(dir.path(), &["run", "--json"]));
+    let refused = run(dir.path(), &["run", "--json"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--rewrite-release"), "{stderr}");
+    assert_eq!(
+        std::fs::read(release.join("release/test.csv")).unwrap(),
+        test_csv
+    );
+    // (The refused run already redid ingest.)
+    let third = summary(&run(dir.path(), &["run", "--json", "--rewrite-release"]));
     assert_eq!(
         skipped(&third),
         vec![
-            ("ingest_puzzles".into(), false),
+            ("ingest_puzzles".into(), true),
             ("ingest_games".into(), true),
             ("release".into(), false),
             ("export".into(), false)
@@ -238,20 +248,286 @@ fn unknown_key_and_wrong_type_are_config_errors_naming_key_and_file() {
     }
 }
 
+/// A run holding the OS lock stops a second writer (exit 2, naming the
+/// holder); a lock file that no process has locked is free, whatever pid it
+/// names, even a live one.
 #[test]
 fn a_live_lock_stops_a_second_writer_and_a_stale_one_is_taken_over() {
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), "");
     let release = dir.path().join("out/r1");
     std::fs::create_dir_all(&release).unwrap();
-    // This test process is alive: its pid holds the lock.
-    std::fs::write(release.join(".lock"), std::process::id().to_string()).unwrap();
+    let held = std::fs::File::create(release.join(".lock")).unwrap();
+    held.try_lock().unwrap();
+    std::fs::write(release.join(".lock"), "pid 1\nhost elsewhere\n").unwrap();
     let output = run(dir.path(), &["run"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("being written"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("being written"), "{stderr}");
+    assert!(stderr.contains("host elsewhere"), "{stderr}");
+    assert!(stderr.contains("stop it"), "{stderr}");
+    drop(held);
 
-    // A pid above the kernel's maximum belongs to no process: stale.
-    std::fs::write(release.join(".lock"), "4194305").unwrap();
+    // This test process is alive, but holds no lock: the file is free.
+    std::fs::write(release.join(".lock"), std::process::id().to_string()).unwrap();
     summary(&run(dir.path(), &["run", "--json"]));
     assert!(!release.join(".lock").exists());
+}
+
+/// Simultaneous starts on one release: exactly one takes the lock and the
+/// others exit 2, every time. The winner blocks reading its source (a named
+/// pipe nobody writes), so it still holds the lock while the others start;
+/// it is then killed, leaving its lock file behind for the next round.
+#[test]
+fn of_simultaneous_starts_exactly_one_proceeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("puzzles.csv");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::write(
+        dir.path().join("pipeline.toml"),
+        format!(
+            "[pipeline]\noutput_dir = \"out\"\nrelease = \"r\"\nstages = [\"ingest_puzzles\"]\n\
+             [sources]\npuzzles = [\"{}\"]\n",
+            fifo.display()
+        ),
+    )
+    .unwrap();
+    for round in 0..20 {
+        let mut children: Vec<std::process::Child> = (0..4)
+            .map(|_| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+                    .current_dir(dir.path())
+                    .args(["run", "--force"])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let mut refused = Vec::new();
+        // Bounded, so that two winners (both blocked) fail the test
+        // instead of hanging it.
+        for _ in 0..12_000 {
+            let mut index = 0;
+            while index < children.len() {
+                if children[index].try_wait().unwrap().is_some() {
+                    refused.push(children.remove(index).wait_with_output().unwrap());
+                } else {
+                    index += 1;
+                }
+            }
+            if refused.len() >= 3 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(
+            refused.len(),
+            3,
+            "round {round}: {} still running",
+            children.len()
+        );
+        assert_eq!(children.len(), 1, "round {round}");
+        for output in &refused {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "round {round}: {stderr}");
+            assert!(stderr.contains("being written"), "round {round}: {stderr}");
+        }
+        let mut winner = children.pop().unwrap();
+        winner.kill().unwrap();
+        winner.wait().unwrap();
+    }
+}
+
+/// A finished release never changes: jan, then feb (which excludes jan's
+/// puzzles), then jan again leaves jan's files byte for byte as they were,
+/// and `--force` only checks it.
+#[test]
+fn a_finished_release_is_not_rewritten_by_a_later_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let config = config.to_str().unwrap();
+    let files = |release: &str| -> Vec<(String, Vec<u8>)> {
+        let folder = dir.path().join("out").join(release).join("release");
+        let mut names: Vec<String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.') && n != "report")
+            .collect();
+        names.sort();
+        names
+            .into_iter()
+            .map(|n| (n.clone(), std::fs::read(folder.join(&n)).unwrap()))
+            .collect()
+    };
+    let release = |name: &str, extra: &[&str]| {
+        let mut args = vec!["run", "--json", "--config", config, "--release", name];
+        args.extend_from_slice(extra);
+        summary(&run(dir.path(), &args))
+    };
+    release("jan", &[]);
+    let jan = files("jan");
+    let feb = release("feb", &[]);
+    assert!(
+        feb["stages"][2]["counts"]["excluded"].as_u64().unwrap() > 0,
+        "{feb}"
+    );
+    let again = release("jan", &[]);
+    assert_eq!(again["stages"][2]["skipped"], true, "{again}");
+    assert_eq!(files("jan"), jan);
+    let forced = release("jan", &["--force"]);
+    assert_eq!(forced["stages"][2]["skipped"], true, "{forced}");
+    assert_eq!(files("jan"), jan);
+}
+
+/// A release whose files no longer match its manifest is refused by
+/// `export` (exit 2, naming the file) and by a rerun of `run`.
+#[test]
+fn a_truncated_release_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    let release = dir.path().join("out/r1/release");
+    let test_csv = release.join("test.csv");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&test_csv)
+        .unwrap();
+    file.set_len(500).unwrap();
+    drop(file);
+    let target = dir.path().join("exported");
+    let output = run(
+        dir.path(),
+        &[
+            "export",
+            release.to_str().unwrap(),
+            "--format",
+            "dspy",
+            "-o",
+            target.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("test.csv"), "{stderr}");
+    assert!(!target.exists());
+    let output = run(dir.path(), &["run"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("test.csv"), "{stderr}");
+}
+
+/// Config mistakes are reported before any stage runs (no stage folder is
+/// written), naming the file and the key.
+#[test]
+fn config_errors_are_reported_before_any_stage_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let with_stages = |stages: &str, extra: &str| {
+        text.replace(
+            r#"stages = ["ingest_puzzles", "ingest_games", "release", "export"]"#,
+            &format!("stages = {stages}"),
+        ) + extra
+    };
+    let cases: Vec<(String, Vec<&str>, &str)> = vec![
+        (text.clone(), vec!["--tier", "nope"], "nope"),
+        (
+            text.replace("[split]", "[split]\nbin_width = 0"),
+            vec![],
+            "split.bin_width",
+        ),
+        (with_stages("[]", ""), vec![], "pipeline.stages"),
+        (String::new(), vec![], "pipeline.stages"),
+        (
+            text.clone() + "\n[engine]\nmax_attempts = 0\n",
+            vec![],
+            "engine.max_attempts",
+        ),
+        (
+            text.clone() + "\n[selfplay]\ndate = \"yesterday\"\n",
+            vec![],
+            "selfplay.date",
+        ),
+        (
+            with_stages(
+                r#"["ingest_puzzles", "rate"]"#,
+                "\n[rate]\nmodel = \"missing.json\"\n",
+            ),
+            vec![],
+            "rate.model",
+        ),
+        (
+            with_stages(
+                r#"["ingest_puzzles", "release", "eval"]"#,
+                "\n[eval]\nmodel = \"oracle\"\n",
+            ),
+            vec![],
+            "eval.model",
+        ),
+    ];
+    for (bad, flags, key) in cases {
+        std::fs::write(&config, &bad).unwrap();
+        let mut args = vec!["run"];
+        args.extend(flags);
+        let output = run(dir.path(), &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{key}: {stderr}");
+        assert!(stderr.contains("pipeline.toml"), "{key}: {stderr}");
+        assert!(stderr.contains(key), "{key}: {stderr}");
+        assert!(!dir.path().join("out/r1").exists(), "{key}: a stage ran");
+    }
+}
+
+/// What killed runs leave behind (stage scratch folders, temporary files of
+/// processes that are gone) is removed by the next run; a live process's
+/// temporary file is left alone.
+#[test]
+fn leftovers_of_killed_runs_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    let release = dir.path().join("out/r1");
+    std::fs::create_dir_all(release.join(".ingest_puzzles.partial")).unwrap();
+    std::fs::write(release.join(".ingest_puzzles.partial/x.csv"), "half").unwrap();
+    std::fs::create_dir_all(release.join("release")).unwrap();
+    let dead = release.join("release/.test.csv.tmp-4194305");
+    std::fs::write(&dead, "half").unwrap();
+    let live = release.join(format!(".x.tmp-{}", std::process::id()));
+    std::fs::write(&live, "mine").unwrap();
+    summary(&run(dir.path(), &["run", "--json"]));
+    assert!(!release.join(".ingest_puzzles.partial").exists());
+    assert!(!dead.exists());
+    assert!(live.exists());
+}
+
+/// Running one config from another working directory finds every stage
+/// unchanged: fingerprints name files relative to the config's folder.
+#[test]
+fn a_config_run_from_another_directory_skips_its_unchanged_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    // Sources named relative to the config, as pipeline.toml names them.
+    let puzzles = data("lichess_db_puzzle_subset_1499.csv");
+    std::fs::copy(&puzzles, dir.path().join("puzzles.csv")).unwrap();
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(puzzles.to_str().unwrap(), "puzzles.csv"),
+    )
+    .unwrap();
+    summary(&run(dir.path(), &["run", "--json"]));
+    let parent = dir.path().parent().unwrap();
+    let again = summary(&run(
+        parent,
+        &["run", "--json", "--config", config.to_str().unwrap()],
+    ));
+    assert!(skipped(&again).iter().all(|(_, s)| *s), "{again}");
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    let relative = format!("{name}/pipeline.toml");
+    let third = summary(&run(parent, &["run", "--json", "--config", &relative]));
+    assert!(skipped(&third).iter().all(|(_, s)| *s), "{third}");
 }

@@ -282,7 +282,7 @@ fn an_earlier_release_is_excluded() {
         "--test-per-cell",
         "1",
     ]);
-    // The second release finds the first under output/ by default.
+    // The second release finds the first under the folder it is told.
     let second = root.path().join("output/two/release");
     let summary = split_ok(&[
         APO,
@@ -292,6 +292,8 @@ fn an_earlier_release_is_excluded() {
         "1",
         "--test-per-cell",
         "1",
+        "--exclude-releases-under",
+        s(&root.path().join("output")),
     ]);
     assert_eq!(summary["excluded"], 224);
     let ids = |dir: &Path| -> BTreeSet<String> {
@@ -500,4 +502,38 @@ fn engine_and_verify_figures_go_into_the_manifest() {
     );
     let bad = puzzleforge(&["split", APO, "-o", s(&out), "--engine-option", "Threads"]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// `split` excludes only what it is told: a second release written beside
+/// a first one keeps its puzzles; a release that an exclusion empties is an
+/// error naming the exclusion, not an empty release.
+#[test]
+fn split_excludes_only_what_it_is_told_and_an_emptied_release_is_an_error() {
+    let root = tempfile::tempdir().unwrap();
+    let first = root.path().join("a/r1");
+    let quota = ["--train-per-cell", "1", "--test-per-cell", "1"];
+    let mut args = vec![APO, "-o", s(&first)];
+    args.extend(quota);
+    split_ok(&args);
+    let second = root.path().join("a/r2");
+    let mut args = vec![APO, "-o", s(&second)];
+    args.extend(quota);
+    let summary = split_ok(&args);
+    assert_eq!(summary["excluded"], 0);
+    assert_eq!(summary["train"], 112);
+    assert_eq!(
+        std::fs::read(first.join("test.csv")).unwrap(),
+        std::fs::read(second.join("test.csv")).unwrap()
+    );
+
+    // Excluding the APO file itself leaves nothing to draw.
+    let third = root.path().join("a/r3");
+    let mut args = vec!["split", APO, "-o", s(&third), "--exclude", APO];
+    args.extend(quota);
+    let output = puzzleforge(&args);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("min_puzzles"), "{stderr}");
+    assert!(stderr.contains(&format!("{APO} removed")), "{stderr}");
+    assert!(!third.join("manifest.json").exists());
 }

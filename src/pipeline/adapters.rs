@@ -10,7 +10,7 @@
 use anyhow::Result;
 use clap::ValueEnum;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::pipeline::config::{ExportSection, PipelineConfig, VerifySection};
@@ -483,16 +483,31 @@ impl Release {
         (self.verifies && path.is_file()).then_some(path)
     }
 
-    /// Earlier releases under the output folder (other release names), whose
-    /// puzzles the new release must not repeat.
+    /// The earlier releases whose puzzles this release must not repeat: for
+    /// a release already written, the ones its manifest records (it never
+    /// learns of releases written after it); for a new one, every release
+    /// under the output folder (other release names). Each is first checked
+    /// against its manifest.
     fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        let own = ctx.stage_dir(StageName::Release);
+        let releases = match recorded_exclusions(&own)? {
+            Some(recorded) => recorded,
+            None => Self::releases_found(ctx, &own)?,
+        };
+        for release in &releases {
+            crate::stages::release::card::check_release_files(release)?;
+        }
+        Ok(releases)
+    }
+
+    /// Every release under the output folder but this run's.
+    fn releases_found(ctx: &RunContext, own: &Path) -> Result<Vec<PathBuf>> {
         let root = ctx
             .release_dir
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
-        let own = ctx.stage_dir(StageName::Release);
-        let mut releases = crate::stages::release::find_releases(&root, &own)?;
+        let mut releases = crate::stages::release::find_releases(&root, own)?;
         let this_run = ctx.release_dir.canonicalize().ok();
         releases.retain(|r| {
             r.canonicalize()
@@ -502,6 +517,55 @@ impl Release {
         });
         Ok(releases)
     }
+}
+
+/// The release folders a written release excluded, as its manifest records
+/// them (its `exclusions.files`, relative to the release folder); `None`
+/// when `release` holds no finished release.
+fn recorded_exclusions(release: &Path) -> Result<Option<Vec<PathBuf>>> {
+    let path = release.join("manifest.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let manifest: Value = serde_json::from_str(&text)
+        .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
+    let files = manifest["exclusions"]["files"]
+        .as_array()
+        .ok_or_else(|| bad_input(format!("{}: no exclusions.files", path.display())))?;
+    let mut folders: Vec<PathBuf> = Vec::new();
+    for file in files {
+        let Some(name) = file["path"].as_str() else {
+            return Err(bad_input(format!(
+                "{}: an exclusions.files entry without a path",
+                path.display()
+            )));
+        };
+        if let Some(folder) = lexically_normal(&release.join(name)).parent()
+            && !folders.iter().any(|f| f == folder)
+        {
+            folders.push(folder.to_path_buf());
+        }
+    }
+    Ok(Some(folders))
+}
+
+/// `path` with `.` and `name/..` removed, so that a release named from
+/// another's manifest (`out/b/release/../../a/release`) has the name it has
+/// when found (`out/a/release`), and so the same fingerprint.
+fn lexically_normal(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(normal.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                normal.pop();
+            }
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 impl Stage for Release {

@@ -190,6 +190,162 @@ impl PipelineConfig {
     }
 }
 
+impl PipelineConfig {
+    /// Checks the whole config and every path it names before the first
+    /// stage runs, so that a mistake is reported at once (exit 2, naming the
+    /// file, the key and its line) instead of after hours of self-play.
+    /// `tier` is `run --tier`.
+    pub(crate) fn validate(&self, path: &Path, tier: Option<&str>) -> Result<()> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let fail = |section: &str, key: &str, why: String| {
+            let line = line_of(&text, section, key)
+                .map(|n| format!(" (line {n})"))
+                .unwrap_or_default();
+            let dotted = if section.is_empty() {
+                key.to_string()
+            } else {
+                format!("{section}.{key}")
+            };
+            Err(bad_input(format!(
+                "{}: {dotted}{line}: {why}",
+                path.display()
+            )))
+        };
+        let stages = &self.pipeline.stages;
+        if stages.is_empty() {
+            return fail(
+                "pipeline",
+                "stages",
+                "no stage to run (an empty or missing pipeline.stages does nothing)".into(),
+            );
+        }
+        if self.engine.max_attempts == 0 {
+            return fail("engine", "max_attempts", "must be at least 1".into());
+        }
+        if self.split.bin_width <= 0 {
+            let width = self.split.bin_width;
+            return fail(
+                "split",
+                "bin_width",
+                format!("must be positive, not {width}"),
+            );
+        }
+        if let Some(name) = tier
+            && !self.split.tiers.contains_key(name)
+        {
+            let known: Vec<&str> = self.split.tiers.keys().map(String::as_str).collect();
+            return fail(
+                "split",
+                "tiers",
+                format!(
+                    "--tier {name:?} is not configured (configured: {})",
+                    known.join(", ")
+                ),
+            );
+        }
+        if !is_pgn_date(&self.selfplay.date) {
+            let date = &self.selfplay.date;
+            return fail(
+                "selfplay",
+                "date",
+                format!("{date:?} is not a PGN date (YYYY.MM.DD, ? for unknown digits)"),
+            );
+        }
+        if stages.contains(&StageName::Eval)
+            && let Some(model) = &self.eval.model
+            && let Err(e) = crate::stages::eval::players::ModelSpec::parse(model)
+        {
+            return fail("eval", "model", format!("{e:#}"));
+        }
+        self.validate_paths(&fail)
+    }
+
+    /// Every file the configured stages read must exist.
+    fn validate_paths(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
+        let stages = &self.pipeline.stages;
+        let missing = |p: &Path| !p.exists();
+        if stages.contains(&StageName::IngestPuzzles) {
+            for source in self.sources.puzzles.iter().filter(|p| missing(p)) {
+                fail(
+                    "sources",
+                    "puzzles",
+                    format!("{} does not exist", source.display()),
+                )?;
+            }
+        }
+        if stages.contains(&StageName::IngestGames) {
+            for source in self.sources.games.iter().filter(|p| missing(p)) {
+                fail(
+                    "sources",
+                    "games",
+                    format!("{} does not exist", source.display()),
+                )?;
+            }
+        }
+        if stages.contains(&StageName::Rate)
+            && let Some(model) = self.rate.model.as_ref().filter(|p| missing(p))
+        {
+            fail(
+                "rate",
+                "model",
+                format!("{} does not exist", model.display()),
+            )?;
+        }
+        let uses_engine = [
+            StageName::Selfplay,
+            StageName::Mine,
+            StageName::Rate,
+            StageName::Verify,
+            StageName::Eval,
+        ]
+        .iter()
+        .any(|s| stages.contains(s));
+        if let Some(engine) = self
+            .engine
+            .path
+            .as_ref()
+            .filter(|p| uses_engine && missing(p))
+        {
+            fail(
+                "engine",
+                "path",
+                format!("{} does not exist", engine.display()),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `date` is a PGN date: `YYYY.MM.DD`, each digit or `?`.
+fn is_pgn_date(date: &str) -> bool {
+    let parts: Vec<&str> = date.split('.').collect();
+    parts.len() == 3
+        && [4, 2, 2].iter().zip(&parts).all(|(len, part)| {
+            part.len() == *len && part.chars().all(|c| c.is_ascii_digit() || c == '?')
+        })
+}
+
+/// The line (from 1) where `key` is set in the table `[section]` of a
+/// config's text, when it is written there.
+fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
+    let mut table = String::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            table = header.trim_matches(['[', ']', ' ']).to_string();
+            continue;
+        }
+        if table == section
+            && line
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            return Some(index + 1);
+        }
+    }
+    None
+}
+
 /// Resolves a path from the config relative to the config file's folder.
 pub(crate) fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
     if path.is_absolute() {

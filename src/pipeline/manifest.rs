@@ -102,6 +102,7 @@ pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Fingerp
         })?;
         let name = input
             .strip_prefix(&ctx.release_dir)
+            .or_else(|_| input.strip_prefix(&ctx.config_dir))
             .unwrap_or(&input)
             .display()
             .to_string();
@@ -118,10 +119,36 @@ pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Fingerp
     Ok(Fingerprint {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         inputs,
-        config: stage.config_section(ctx),
+        config: relative_to_config(stage.config_section(ctx), &ctx.config_dir),
         engine,
         shard: ctx.shard,
     })
+}
+
+/// `section` with every path under the config file's folder (resolved
+/// when the config was loaded) named relative to that folder again, so the
+/// fingerprint does not depend on the working directory.
+fn relative_to_config(mut section: Value, config_dir: &Path) -> Value {
+    fn walk(value: &mut Value, prefix: &str) {
+        match value {
+            Value::String(text) => {
+                if let Some(rest) = text.strip_prefix(prefix) {
+                    *text = rest.to_string();
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, prefix)),
+            Value::Object(map) => map.values_mut().for_each(|v| walk(v, prefix)),
+            _ => {}
+        }
+    }
+    if !config_dir.as_os_str().is_empty() {
+        let prefix = format!(
+            "{}/",
+            config_dir.display().to_string().trim_end_matches('/')
+        );
+        walk(&mut section, &prefix);
+    }
+    section
 }
 
 /// An empty scratch folder for a stage, `<release>/.<stage>.partial`: what a

@@ -38,7 +38,7 @@ use crate::pipeline::manifest::{
     Fingerprint, MANIFEST, StageManifest, commit_stage_dir, fingerprint, fresh_scratch,
     manifest_seconds, output_hashes,
 };
-use crate::pipeline::run::{Stages, resolve_engine, run_stages, split_sharded};
+use crate::pipeline::run::{Redo, Stages, resolve_engine, run_stages, split_sharded};
 use crate::pipeline::stage::{RunContext, Stage, StageName};
 
 /// Arguments of `puzzleforge merge`.
@@ -387,6 +387,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;
+    crate::pipeline::run::remove_leftovers(&release_dir)?;
     let ctx = RunContext {
         release_dir: release_dir.clone(),
         engine: resolve_engine(
@@ -396,6 +397,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         )?,
         tier: args.tier.clone(),
         shard: None,
+        config_dir: crate::pipeline::run::config_dir(&args.config),
     };
 
     let mut human = format!(
@@ -415,7 +417,14 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         report.push(json!({"stage": stage.name(), "merged": !merged.skipped,
             "skipped": merged.skipped, "counts": merged.counts}));
     }
-    let (rest_human, rest_report) = run_stages(&ctx, &rest, args.force)?;
+    let (rest_human, rest_report) = run_stages(
+        &ctx,
+        &rest,
+        Redo {
+            force: args.force,
+            rewrite_release: false,
+        },
+    )?;
     for line in rest_human.lines().skip(1) {
         human.push_str(line);
         human.push('\n');

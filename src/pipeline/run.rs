@@ -20,7 +20,8 @@ use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
-    StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds, output_hashes,
+    Fingerprint, StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds,
+    output_hashes,
 };
 use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder, StageName};
 
@@ -40,9 +41,17 @@ pub struct RunArgs {
     /// quotas.
     #[arg(long)]
     pub tier: Option<String>,
-    /// Redo every stage even when its inputs and config are unchanged.
+    /// Redo every stage even when its inputs and config are unchanged; a
+    /// finished release is only checked, never changed (see
+    /// `--rewrite-release`).
     #[arg(long)]
     pub force: bool,
+    /// Replace a finished release's puzzles when its inputs or settings
+    /// changed (or its files were damaged). Without it a published release
+    /// never changes: a rerun only checks it, and refuses (exit 2) when it
+    /// would now come out differently.
+    #[arg(long)]
+    pub rewrite_release: bool,
     /// Do slice I of N (0 <= I < N) of the expensive stages (ingest,
     /// selfplay, mine, rate) into `<output_dir>/<release>.shard-I-of-N/`;
     /// `puzzleforge merge` then combines the N slices and runs the rest.
@@ -53,6 +62,7 @@ pub struct RunArgs {
 /// Runs the pipeline.
 pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let config = PipelineConfig::load(&args.config)?;
+    config.validate(&args.config, args.tier.as_deref())?;
     let release = release_name(args, &config)?;
     let mut stages = crate::pipeline::adapters::configured(&config, &args.config)?;
     let mut left_for_merge = Vec::new();
@@ -68,14 +78,20 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;
+    remove_leftovers(&release_dir)?;
 
     let ctx = RunContext {
         release_dir: release_dir.clone(),
         engine: resolve_engine(&config.engine, args.engine.clone(), &stages)?,
         tier: args.tier.clone(),
         shard: args.shard,
+        config_dir: config_dir(&args.config),
     };
-    let (mut human, report) = run_stages(&ctx, &stages, args.force)?;
+    let redo = Redo {
+        force: args.force,
+        rewrite_release: args.rewrite_release,
+    };
+    let (mut human, report) = run_stages(&ctx, &stages, redo)?;
     let mut json = json!({"release": release, "release_dir": release_dir, "stages": report});
     if let Some(shard) = &args.shard {
         human.push_str(&format!(
@@ -92,6 +108,47 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         json["left_for_merge"] = json!(left_for_merge);
     }
     Ok(Summary::new(human, json))
+}
+
+/// Removes what killed or failed runs left in a release folder: stage
+/// scratch folders (`.NAME.partial`) and temporary files (`.NAME.tmp-PID`)
+/// of processes that are gone. Called with the lock held, so no live run
+/// of this release owns a scratch folder; a live process's temporary file
+/// is left alone.
+pub(crate) fn remove_leftovers(release_dir: &Path) -> Result<()> {
+    let mut pending = vec![release_dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && name.starts_with('.') && name.ends_with(".partial") {
+                std::fs::remove_dir_all(&path)
+                    .with_context(|| format!("removing leftover {}", path.display()))?;
+            } else if is_dir {
+                pending.push(path);
+            } else if let Some(pid) = name
+                .starts_with('.')
+                .then(|| name.rsplit_once(".tmp-"))
+                .flatten()
+                .and_then(|(_, pid)| pid.parse::<u32>().ok())
+                && !Path::new("/proc").join(pid.to_string()).exists()
+            {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing leftover {}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The folder of the config file `path` (empty for one in the working
+/// directory).
+pub(crate) fn config_dir(path: &Path) -> PathBuf {
+    path.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
 /// The release `run` writes: `--release`, else `pipeline.release`.
@@ -156,17 +213,26 @@ pub(crate) fn resolve_engine<'a>(
     Ok(Some(RunEngine { spec, pool, sha256 }))
 }
 
-/// Runs `stages` in order (skipping unchanged ones unless `force`); returns
-/// the human lines and the JSON report of each stage.
+/// What a run redoes beyond the stages whose fingerprint changed.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Redo {
+    /// `--force`: every stage but a finished release.
+    pub force: bool,
+    /// `--rewrite-release`: a finished release too, when it would differ.
+    pub rewrite_release: bool,
+}
+
+/// Runs `stages` in order (skipping unchanged ones unless `redo` says
+/// otherwise); returns the human lines and the JSON report of each stage.
 pub(crate) fn run_stages(
     ctx: &RunContext,
     stages: &[Box<dyn Stage>],
-    force: bool,
+    redo: Redo,
 ) -> Result<(String, Vec<Value>)> {
     let mut human = format!("release {}\n", ctx.release_dir.display());
     let mut report = Vec::new();
     for stage in stages {
-        let outcome = run_stage(stage.as_ref(), ctx, force)
+        let outcome = run_stage(stage.as_ref(), ctx, redo)
             .with_context(|| format!("stage {}", stage.name()))?;
         human.push_str(&format!(
             "  {:<16} {:<8} {:>8.1}s  {}\n",
@@ -191,10 +257,16 @@ struct StageOutcome {
     counts: Value,
 }
 
-fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOutcome> {
+fn run_stage(stage: &dyn Stage, ctx: &RunContext, redo: Redo) -> Result<StageOutcome> {
     let dir = ctx.stage_dir(stage.name());
     let print = fingerprint(stage, ctx)?;
-    if let Some(previous) = StageManifest::previous(&dir).filter(|_| !force)
+    if stage.name() == StageName::Release
+        && !redo.rewrite_release
+        && let Some(previous) = StageManifest::previous(&dir)
+    {
+        return keep_published_release(&dir, previous, &print);
+    }
+    if let Some(previous) = StageManifest::previous(&dir).filter(|_| !redo.force)
         && previous.fingerprint == print
         && previous.outputs_intact(&dir)
     {
@@ -226,6 +298,75 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, force: bool) -> Result<StageOu
         seconds,
         counts,
     })
+}
+
+/// A finished release never changes: it is checked against its manifest
+/// and kept, or, when its files are damaged or it would now come out
+/// differently, the run stops (exit 2) naming `--rewrite-release`.
+fn keep_published_release(
+    dir: &Path,
+    previous: StageManifest,
+    print: &Fingerprint,
+) -> Result<StageOutcome> {
+    let damaged: Vec<&String> = previous
+        .outputs
+        .iter()
+        .filter(|(name, sha)| sha256_file(&dir.join(name)).map_or(true, |actual| &actual != *sha))
+        .map(|(name, _)| name)
+        .collect();
+    let why = if !damaged.is_empty() {
+        format!(
+            "its files no longer match its manifest: {}",
+            damaged
+                .iter()
+                .map(|name| dir.join(name).display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else if previous.fingerprint != *print {
+        format!(
+            "it would now come out differently ({})",
+            fingerprint_changes(&previous.fingerprint, print)
+        )
+    } else {
+        return Ok(StageOutcome {
+            skipped: true,
+            seconds: 0.0,
+            counts: previous.counts,
+        });
+    };
+    Err(bad_input(format!(
+        "{} is a finished release and never changes, but {why}; rerun with --rewrite-release to replace its puzzles",
+        dir.display()
+    )))
+}
+
+/// What differs between two fingerprints, for messages.
+fn fingerprint_changes(before: &Fingerprint, now: &Fingerprint) -> String {
+    let mut changes = Vec::new();
+    let names: std::collections::BTreeSet<&String> =
+        before.inputs.keys().chain(now.inputs.keys()).collect();
+    for name in names {
+        match (before.inputs.get(name), now.inputs.get(name)) {
+            (Some(a), Some(b)) if a == b => {}
+            (Some(_), Some(_)) => changes.push(format!("input {name} changed")),
+            (None, _) => changes.push(format!("new input {name}")),
+            (_, None) => changes.push(format!("input {name} is gone")),
+        }
+    }
+    if before.config != now.config {
+        changes.push("its settings changed".to_string());
+    }
+    if before.tool_version != now.tool_version {
+        changes.push(format!(
+            "puzzleforge {} wrote it, this is {}",
+            before.tool_version, now.tool_version
+        ));
+    }
+    if changes.is_empty() {
+        changes.push("its fingerprint changed".to_string());
+    }
+    changes.join("; ")
 }
 
 fn compact_counts(counts: &Value) -> String {

@@ -105,6 +105,10 @@ pub struct RunContext {
     pub tier: Option<String>,
     /// `--shard I/N`: the slice of the expensive stages this run does.
     pub shard: Option<Shard>,
+    /// The config file's folder: fingerprints name the files under it
+    /// relative to it, so that running one config from another working
+    /// directory finds its stages unchanged.
+    pub config_dir: PathBuf,
 }
 
 impl RunContext {

@@ -205,6 +205,7 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
     if !args.release.is_dir() {
         bail_input!("export: {} is not a folder", args.release.display());
     }
+    crate::stages::release::card::check_release_files(&args.release)?;
     let splits: &[&str] = match args.split {
         SplitChoice::Train => &["train"],
         SplitChoice::Test => &["test"],

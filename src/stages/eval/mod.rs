@@ -128,6 +128,7 @@ pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> 
                 set.display()
             )));
         };
+        crate::stages::release::card::check_release_files(set)?;
         let file = set.join(format!("{split}.csv"));
         if !file.is_file() {
             return Err(bad_input(format!(

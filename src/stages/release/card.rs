@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chess::columns::{self, Column};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, parse_game_url};
+use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
 use crate::stages::release::cells::Cell;
 use crate::stages::release::draw::CellOutcome;
@@ -55,6 +56,49 @@ pub(crate) fn is_release_dir(dir: &Path) -> bool {
     serde_json::from_str::<Value>(&text)
         .ok()
         .is_some_and(|v| v.get("kind").and_then(Value::as_str) == Some(MANIFEST_KIND))
+}
+
+/// Checks every file the release manifest of `dir` lists against its
+/// sha256, so that a damaged release (a truncated `test.csv`) is refused
+/// (exit 2, naming the file) before anything reads it. A folder without a
+/// `manifest.json` is not a puzzleforge release and is not checked.
+pub(crate) fn check_release_files(dir: &Path) -> Result<()> {
+    let manifest_path = dir.join("manifest.json");
+    if !manifest_path.is_file() {
+        return Ok(());
+    }
+    let text = std::fs::read_to_string(&manifest_path)
+        .map_err(|e| bad_input(format!("cannot read {}: {e}", manifest_path.display())))?;
+    let manifest: Value = serde_json::from_str(&text)
+        .map_err(|e| bad_input(format!("{}: not JSON: {e}", manifest_path.display())))?;
+    if manifest.get("kind").and_then(Value::as_str) != Some(MANIFEST_KIND) {
+        return Ok(());
+    }
+    let Some(outputs) = manifest.get("outputs").and_then(Value::as_object) else {
+        return Err(bad_input(format!(
+            "{}: a release manifest without \"outputs\"",
+            manifest_path.display()
+        )));
+    };
+    for (name, expected) in outputs {
+        let path = dir.join(name);
+        let actual = sha256_file(&path).map_err(|e| {
+            bad_input(format!(
+                "{}: listed in {} but cannot be read: {e:#}",
+                path.display(),
+                manifest_path.display()
+            ))
+        })?;
+        if Some(actual.as_str()) != expected.as_str() {
+            return Err(bad_input(format!(
+                "{}: its sha256 {actual} is not the {} that {} records: the release is damaged (restore it, or write it again)",
+                path.display(),
+                expected.as_str().unwrap_or("?"),
+                manifest_path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The puzzle files of a release: `train` and `test`, CSV preferred, JSON

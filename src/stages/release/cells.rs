@@ -143,6 +143,16 @@ pub struct SplitConfig {
     pub bands: Vec<Band>,
     pub cells: Vec<CellQuota>,
     pub tiers: BTreeMap<String, Tier>,
+    /// The fewest puzzles (train + test) a release may hold: a release the
+    /// exclusions or filters left with fewer is an error, not an empty
+    /// release. Written out only when set to other than 1, so releases keep
+    /// their bytes.
+    #[serde(skip_serializing_if = "is_one")]
+    pub min_puzzles: usize,
+}
+
+fn is_one(value: &usize) -> bool {
+    *value == 1
 }
 
 impl Default for SplitConfig {
@@ -172,6 +182,7 @@ impl Default for SplitConfig {
             bands: vec![band([400, 2000], [1, 2]), band([2000, 2800], [3, 5])],
             cells: Vec::new(),
             tiers,
+            min_puzzles: 1,
         }
     }
 }

@@ -87,13 +87,14 @@ pub struct SplitArgs {
     #[arg(long, num_args = 1..)]
     #[serde(skip)]
     pub exclude: Vec<PathBuf>,
-    /// Exclude every release (a folder with a puzzleforge manifest.json)
-    /// found up to three levels under this folder. Default: the parent of
-    /// the release folder's parent (`output/` for `output/RUN/release`).
+    /// Also exclude every release (a folder with a puzzleforge
+    /// manifest.json) found up to three levels under this folder. Without
+    /// it (or `--exclude`), `split` excludes nothing; `run` excludes the
+    /// releases already under its `output_dir`.
     #[arg(long)]
     #[serde(skip)]
     pub exclude_releases_under: Option<PathBuf>,
-    /// Do not look for earlier releases to exclude.
+    /// Ignore `--exclude-releases-under`.
     #[arg(long)]
     #[serde(skip)]
     pub no_release_exclusion: bool,
@@ -195,16 +196,6 @@ fn paths_relative_to(mut entries: Vec<Value>, release: &Path) -> Vec<Value> {
         }
     }
     entries
-}
-
-fn default_release_root(output: &Path) -> PathBuf {
-    let parent = |p: &Path| -> PathBuf {
-        match p.parent() {
-            Some(q) if !q.as_os_str().is_empty() => q.to_path_buf(),
-            _ => PathBuf::from("."),
-        }
-    };
-    parent(&parent(output))
 }
 
 /// Contamination keys from excluded files.
@@ -505,6 +496,7 @@ pub(crate) fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Su
     if args.strict && !unfilled.is_empty() {
         return Err(unfilled_cells_error(&unfilled, drawn.cells.len()));
     }
+    too_few_puzzles(&drawn, &config, &exclude_files, &exclusions)?;
     let manifest = release_manifest(
         args,
         &config,
@@ -543,21 +535,69 @@ pub(crate) fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Su
     ))
 }
 
-/// The files whose puzzles must not reappear: `--exclude`, and unless
-/// `--no-release-exclusion` the earlier releases found under the release
-/// root.
+/// The files whose puzzles must not reappear: `--exclude` (a release
+/// folder stands for its train and test files), and the releases found
+/// under `--exclude-releases-under`. Nothing is excluded unless asked: a
+/// release written beside another one does not silently lose its puzzles.
+/// Every release read is first checked against its manifest.
 fn exclusion_files(args: &SplitArgs) -> Result<Vec<PathBuf>> {
-    let mut exclude_files = args.exclude.clone();
-    if !args.no_release_exclusion {
-        let root = args
-            .exclude_releases_under
-            .clone()
-            .unwrap_or_else(|| default_release_root(&args.output));
-        for dir in find_releases(&root, &args.output)? {
-            exclude_files.extend(card::split_files(&dir));
+    let mut exclude_files = Vec::new();
+    let add_release = |dir: &Path, files: &mut Vec<PathBuf>| -> Result<()> {
+        card::check_release_files(dir)?;
+        files.extend(card::split_files(dir));
+        Ok(())
+    };
+    for path in &args.exclude {
+        if path.is_dir() {
+            add_release(path, &mut exclude_files)?;
+        } else {
+            exclude_files.push(path.clone());
+        }
+    }
+    if let Some(root) = args
+        .exclude_releases_under
+        .as_ref()
+        .filter(|_| !args.no_release_exclusion)
+    {
+        for dir in find_releases(root, &args.output)? {
+            add_release(&dir, &mut exclude_files)?;
         }
     }
     Ok(exclude_files)
+}
+
+/// A release with fewer than `split.min_puzzles` puzzles is an error that
+/// names what emptied it: the exclusions (each file and what it removed)
+/// or the pool.
+fn too_few_puzzles(
+    drawn: &Draw,
+    config: &SplitConfig,
+    exclude_files: &[PathBuf],
+    exclusions: &Exclusions,
+) -> Result<()> {
+    let total = drawn.train.len() + drawn.test.len();
+    if total >= config.min_puzzles {
+        return Ok(());
+    }
+    let removed: usize = exclusions.removed.iter().sum();
+    let cause = if removed > 0 {
+        let files: Vec<String> = exclude_files
+            .iter()
+            .zip(&exclusions.removed)
+            .filter(|(_, n)| **n > 0)
+            .map(|(path, n)| format!("{} removed {n}", path.display()))
+            .collect();
+        format!(
+            "the exclusions removed {removed} puzzles ({}); exclude fewer releases (--exclude, --exclude-releases-under) or add puzzles to the pool",
+            files.join(", ")
+        )
+    } else {
+        "the pool has too few puzzles in the configured cells".to_string()
+    };
+    Err(bad_input(format!(
+        "split: the release would hold {total} puzzles, fewer than split.min_puzzles = {}: {cause}",
+        config.min_puzzles
+    )))
 }
 
 /// `split --strict`'s error: which cells cannot be filled (the first ten).
