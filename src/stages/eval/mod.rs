@@ -107,6 +107,7 @@ impl EvalArgs {
             engine: self.engine.clone(),
             workers: self.engine_workers,
             deadline: None,
+            handshake_deadline: None,
         })
     }
 }

@@ -445,6 +445,7 @@ pub fn run_rollout(args: &RolloutArgs) -> Result<Summary> {
         engine: args.engine.clone(),
         workers: args.engine_workers,
         deadline: None,
+        handshake_deadline: None,
     });
     let pool = engine_ops::start_pool(&eval, &engine)?;
     let results = pool.map(&config.starts, |session, i, start| {
