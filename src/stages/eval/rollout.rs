@@ -134,7 +134,8 @@ pub struct RolloutArgs {
     pub config: Option<PathBuf>,
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Ask again for calls that failed in an earlier run.
+    /// Failed calls are never cached, so every run asks them again; this
+    /// flag is accepted for scripts written when failures were cached.
     #[arg(long)]
     #[serde(skip)]
     pub retry_failed: bool,
@@ -426,7 +427,6 @@ pub fn run_rollout(args: &RolloutArgs) -> Result<Summary> {
                     .clone()
                     .unwrap_or_else(|| default_cache_dir(&args.output)),
             ),
-            args.retry_failed,
         )?),
         ModelSpec::Random => None,
         ModelSpec::Engine { .. } => {
