@@ -316,3 +316,48 @@ fn resolve_engine_prefers_flag_then_config_then_default() {
     assert_eq!(puzzleforge::core::error::exit_code(&error), 2);
     assert!(error.to_string().contains("--engine"), "{error}");
 }
+
+/// A program that never answers `uciok` is named as not an engine and the
+/// command exits 2 after one try (no restarts), the handshake bounded by
+/// its own deadline rather than the search deadline.
+#[test]
+fn a_program_that_is_not_an_engine_is_a_usage_error() {
+    let out = tempfile::tempdir().expect("temp dir");
+    let garbage = out.path().join("garbage-engine.sh");
+    std::fs::write(
+        &garbage,
+        "#!/bin/sh\necho 'hello, I print garbage'\nexec cat >/dev/null\n",
+    )
+    .expect("write script");
+    std::fs::set_permissions(
+        &garbage,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("make script executable");
+    for program in [Path::new("/bin/cat"), garbage.as_path()] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "mine",
+                "tests/data/lichess_game_export_ZlCTzfMG_eval_clk.pgn",
+                "-o",
+            ])
+            .arg(out.path().join("mined"))
+            .arg("--engine")
+            .arg(program)
+            .args(["--handshake-deadline", "0.5", "--workers", "1"])
+            .output()
+            .expect("run puzzleforge");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{}: {stderr}",
+            program.display()
+        );
+        assert!(
+            stderr.contains(&format!("{} is not a UCI engine", program.display())),
+            "names the program: {stderr}"
+        );
+    }
+}

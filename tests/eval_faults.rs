@@ -1,8 +1,8 @@
 //! Fault injection for `puzzleforge eval` through a fake chat-completions
 //! server on 127.0.0.1 (a fake: real providers do not fail on demand).
-//! Each position of the set is bound to one fault; the run must finish and
-//! record each as it should, and a rerun must be served from the cache
-//! without one HTTP request, producing the same report bytes.
+//! Each position of the set is bound to one fault; the run must record each
+//! as it should, fail when calls got no answer, and a rerun must ask again
+//! for exactly those calls (answers come from the cache).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -26,12 +26,18 @@ enum Fault {
     MalformedJson,
     EmptyContent,
     CutOff,
+    /// 429 with `Retry-After: 86400` on every attempt.
+    RateLimitedForADay,
+    /// Answers correctly at once.
+    Healthy,
 }
 
 struct FakeServer {
     url: String,
     requests: Arc<AtomicUsize>,
     bad_auth: Arc<AtomicUsize>,
+    /// The request line's target of every request.
+    paths: Arc<Mutex<Vec<String>>>,
 }
 
 fn completion(content: &str, finish: &str) -> String {
@@ -56,10 +62,18 @@ fn handle(
     faults: &HashMap<String, (Fault, String)>,
     seen: &Mutex<HashMap<String, usize>>,
     bad_auth: &AtomicUsize,
+    paths: &Mutex<Vec<String>>,
 ) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut length = 0usize;
     let mut authorized = false;
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+        return;
+    }
+    if let Some(target) = request_line.split_whitespace().nth(1) {
+        paths.lock().unwrap().push(target.to_string());
+    }
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -109,7 +123,13 @@ fn handle(
             "Retry-After: 1\r\n",
             "{\"error\":\"rate limited\"}",
         ),
-        Fault::RateLimitedOnce => respond(&mut stream, "200 OK", "", &ok),
+        Fault::RateLimitedOnce | Fault::Healthy => respond(&mut stream, "200 OK", "", &ok),
+        Fault::RateLimitedForADay => respond(
+            &mut stream,
+            "429 Too Many Requests",
+            "Retry-After: 86400\r\n",
+            "{\"error\":\"rate limited\"}",
+        ),
         Fault::ServerError => respond(
             &mut stream,
             "500 Internal Server Error",
@@ -132,19 +152,28 @@ fn handle(
 }
 
 fn start_fake(faults: HashMap<String, (Fault, String)>) -> FakeServer {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    start_fake_on(TcpListener::bind("127.0.0.1:0").unwrap(), faults)
+}
+
+fn start_fake_on(listener: TcpListener, faults: HashMap<String, (Fault, String)>) -> FakeServer {
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let requests = Arc::new(AtomicUsize::new(0));
     let bad_auth = Arc::new(AtomicUsize::new(0));
+    let paths = Arc::new(Mutex::new(Vec::new()));
     let faults = Arc::new(faults);
     let seen = Arc::new(Mutex::new(HashMap::new()));
     {
-        let (requests, bad_auth) = (requests.clone(), bad_auth.clone());
+        let (requests, bad_auth, paths) = (requests.clone(), bad_auth.clone(), paths.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 requests.fetch_add(1, Ordering::SeqCst);
-                let (faults, seen, bad_auth) = (faults.clone(), seen.clone(), bad_auth.clone());
-                std::thread::spawn(move || handle(stream, &faults, &seen, &bad_auth));
+                let (faults, seen, bad_auth, paths) = (
+                    faults.clone(),
+                    seen.clone(),
+                    bad_auth.clone(),
+                    paths.clone(),
+                );
+                std::thread::spawn(move || handle(stream, &faults, &seen, &bad_auth, &paths));
             }
         });
     }
@@ -152,7 +181,37 @@ fn start_fake(faults: HashMap<String, (Fault, String)>) -> FakeServer {
         url,
         requests,
         bad_auth,
+        paths,
     }
+}
+
+/// The set of `n` one-move puzzles, each position bound to `fault`.
+fn set_with(
+    dir: &Path,
+    n: usize,
+    fault: Fault,
+) -> (std::path::PathBuf, HashMap<String, (Fault, String)>) {
+    let puzzles = one_move_puzzles(n);
+    let set = dir.join("set.csv");
+    write_puzzles(&set, &puzzles).unwrap();
+    let mut faults = HashMap::new();
+    for (i, puzzle) in puzzles.iter().enumerate() {
+        let task = &puzzle_tasks(i, puzzle).unwrap()[0];
+        faults.insert(fen_of(&task.position), (fault, task.expected.clone()));
+    }
+    (set, faults)
+}
+
+fn write_config(dir: &Path, client: &str) -> std::path::PathBuf {
+    let config = dir.join("pipeline.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[eval.client]\napi_key_env = \"PUZZLEFORGE_FAKE_KEY\"\nbackoff_min_ms = 10\nbackoff_max_ms = 50\n{client}"
+        ),
+    )
+    .unwrap();
+    config
 }
 
 fn one_move_puzzles(n: usize) -> Vec<Puzzle> {
@@ -180,7 +239,7 @@ fn run_eval(dir: &Path, set: &Path, url: &str, config: &Path) -> std::process::O
 }
 
 #[test]
-fn faults_are_recorded_and_a_rerun_is_served_from_the_cache() {
+fn faults_are_recorded_and_a_rerun_asks_only_the_failed_calls() {
     let dir = tempfile::tempdir().unwrap();
     let puzzles = one_move_puzzles(6);
     let set = dir.path().join("set.csv");
@@ -207,11 +266,12 @@ fn faults_are_recorded_and_a_rerun_is_served_from_the_cache() {
     .unwrap();
 
     let first = run_eval(dir.path(), &set, &fake.url, &config);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    // Three calls got no answer (500, timeouts, malformed): the eval fails
+    // and says how many and why, after writing its report.
+    assert_eq!(first.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("3 of 6 model calls failed"), "{stderr}");
+    assert!(stderr.contains("1 x HTTP 500"), "{stderr}");
     // 429 then success: 2; 500: 3; slow: 3 timeouts; malformed: 3; empty: 1; cut off: 1.
     assert_eq!(fake.requests.load(Ordering::SeqCst), 13);
     assert_eq!(fake.bad_auth.load(Ordering::SeqCst), 0);
@@ -259,21 +319,33 @@ fn faults_are_recorded_and_a_rerun_is_served_from_the_cache() {
     assert!((value["puzzle_accuracy"].as_f64().unwrap() - 1.0 / 6.0).abs() < 1e-9);
     assert_eq!(value["unparseable_rate"].as_f64().unwrap(), 2.0 / 6.0);
 
-    // The rerun: every call answered from the cache, identical report.
+    // The rerun asks again for the three failed calls only (3 attempts
+    // each); the answered ones come from the cache.
     let second = run_eval(dir.path(), &set, &fake.url, &config);
-    assert!(
-        second.status.success(),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
-    );
+    assert_eq!(second.status.code(), Some(1));
     assert_eq!(
         fake.requests.load(Ordering::SeqCst),
-        13,
-        "the rerun sent requests"
+        22,
+        "the rerun asked for other than the failed calls"
     );
-    assert_eq!(std::fs::read(run.join("report.json")).unwrap(), report);
-    let summary: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
-    assert_eq!(summary["http_requests"], 0);
+    let again: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!(again["puzzle_accuracy"], value["puzzle_accuracy"]);
+    assert_eq!(again["unparseable_rate"], value["unparseable_rate"]);
+    let _ = report;
+
+    // Allowing half the calls to fail, the same run succeeds.
+    let lenient = dir.path().join("lenient.toml");
+    let text = std::fs::read_to_string(&config).unwrap() + "max_failed_share = 0.5\n";
+    std::fs::write(&lenient, text).unwrap();
+    let third = run_eval(dir.path(), &set, &fake.url, &lenient);
+    assert!(
+        third.status.success(),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&third.stdout).unwrap();
+    assert_eq!(summary["http_requests"], 9);
 
     // The key appears in no file of the run, nor in any output.
     for entry in walk(&run) {
@@ -284,7 +356,7 @@ fn faults_are_recorded_and_a_rerun_is_served_from_the_cache() {
             entry.display()
         );
     }
-    for out in [&first, &second] {
+    for out in [&first, &second, &third] {
         assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
         assert!(!String::from_utf8_lossy(&out.stderr).contains(KEY));
     }
@@ -301,4 +373,105 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+#[test]
+fn a_huge_retry_after_is_capped_and_said_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let (set, faults) = set_with(dir.path(), 1, Fault::RateLimitedForADay);
+    let fake = start_fake(faults);
+    let config = write_config(
+        dir.path(),
+        "max_attempts = 5\nmax_retry_after_s = 1\nmax_total_wait_s = 2\n",
+    );
+    let output = run_eval(dir.path(), &set, &fake.url, &config);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "eval: HTTP 429, server asked to wait 86400 s; waiting 1.0 s before attempt 2 of 5"
+        ),
+        "{stderr}"
+    );
+    // Two waits of 1 s spend the 2 s total: the call gives up after 3 tries.
+    assert_eq!(fake.requests.load(Ordering::SeqCst), 3);
+    let calls = std::fs::read_to_string(dir.path().join("run/calls.jsonl")).unwrap();
+    assert!(calls.contains("total wait"), "{calls}");
+    assert!(stderr.contains("1 of 1 model calls failed"), "{stderr}");
+}
+
+#[test]
+fn a_closed_port_fails_the_eval_and_a_rerun_asks_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (set, faults) = set_with(dir.path(), 3, Fault::Healthy);
+    let config = write_config(dir.path(), "max_attempts = 2\ntimeout_s = 5\n");
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    let url = format!("http://{address}/v1");
+
+    let first = run_eval(dir.path(), &set, &url, &config);
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("3 of 3 model calls failed (3 x connection"),
+        "{stderr}"
+    );
+
+    // The server comes up on that port: the same command asks again.
+    let fake = start_fake_on(TcpListener::bind(address).unwrap(), faults);
+    let second = run_eval(dir.path(), &set, &url, &config);
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert_eq!(fake.requests.load(Ordering::SeqCst), 3);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("run/report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["puzzle_accuracy"].as_f64(), Some(1.0));
+}
+
+#[test]
+fn a_base_url_keeps_its_query_and_its_secrets_stay_out_of_the_run() {
+    const PASSWORD: &str = "url-pass-4711";
+    const QUERY_KEY: &str = "query-key-0815";
+    let dir = tempfile::tempdir().unwrap();
+    let (set, mut faults) = set_with(dir.path(), 2, Fault::Healthy);
+    // One call fails, so its error message is recorded too.
+    if let Some(entry) = faults.values_mut().next() {
+        entry.0 = Fault::ServerError;
+    }
+    let fake = start_fake(faults);
+    let url = fake
+        .url
+        .replace("http://", &format!("http://user:{PASSWORD}@"))
+        + &format!("?api-key={QUERY_KEY}");
+    let config = write_config(dir.path(), "max_attempts = 1\nmax_failed_share = 0.5\n");
+    let output = run_eval(dir.path(), &set, &url, &config);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let paths = fake.paths.lock().unwrap().clone();
+    assert_eq!(paths.len(), 2);
+    for path in &paths {
+        assert_eq!(path, &format!("/v1/chat/completions?api-key={QUERY_KEY}"));
+    }
+    for secret in [PASSWORD, QUERY_KEY, KEY] {
+        for entry in walk(&dir.path().join("run")) {
+            let bytes = std::fs::read(&entry).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(secret),
+                "{secret} leaked into {}",
+                entry.display()
+            );
+        }
+        assert!(!String::from_utf8_lossy(&output.stdout).contains(secret));
+        assert!(!String::from_utf8_lossy(&output.stderr).contains(secret));
+    }
+    let config_json = std::fs::read_to_string(dir.path().join("run/config.json")).unwrap();
+    assert!(config_json.contains("api-key=[redacted]"), "{config_json}");
 }

@@ -514,7 +514,17 @@ proptest! {
         let input = dir.path().join("mutated.pgn");
         std::fs::write(&input, &bytes).unwrap();
         let output = dir.path().join("out.csv");
-        let summary = run_games_with(&IngestGamesConfig::default(), &input, &output).unwrap();
+        // Edits that leave no well-formed tag pair leave no PGN game: that
+        // is bad input (exit 2) and nothing is written.
+        let summary = match run_games_with(&IngestGamesConfig::default(), &input, &output) {
+            Ok(summary) => summary,
+            Err(error) => {
+                prop_assert_eq!(puzzleforge::core::error::exit_code(&error), 2, "{:#}", error);
+                prop_assert!(format!("{error:#}").contains("no PGN game found"), "{:#}", error);
+                prop_assert!(!output.exists());
+                return Ok(());
+            }
+        };
         let candidates = summary.json["candidates"].as_u64().unwrap();
         prop_assert_eq!(read_puzzles(&output).unwrap().len() as u64, candidates);
     }
@@ -544,4 +554,35 @@ fn the_pgn_benchmark_runs_on_a_small_file() {
         Some(files[0]["games"].as_u64().unwrap() * 2)
     );
     assert_eq!(files[1]["candidates"].as_u64(), Some(0));
+}
+
+/// Binary data is no PGN: the command exits 2 naming the file instead of
+/// reporting its bytes as filtered games.
+#[test]
+fn a_file_with_no_pgn_game_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("noise.pgn");
+    // Bytes from a fixed xorshift sequence: the same noise on every run.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let noise: Vec<u8> = (0..3000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 56) as u8
+        })
+        .collect();
+    std::fs::write(&input, noise).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(["ingest", "games"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.path().join("out.csv"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no PGN game found"), "{stderr}");
+    assert!(stderr.contains("noise.pgn"), "{stderr}");
+    assert!(!dir.path().join("out.csv").exists());
 }

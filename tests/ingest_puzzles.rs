@@ -545,3 +545,41 @@ proptest! {
         let _ = check_row(&layout, &refs);
     }
 }
+
+/// On CRLF input (read by the csv reader from the first line) rejects name
+/// the row's own line, after blank lines and a cell spanning two lines too.
+#[test]
+fn reject_lines_are_exact_on_crlf_input() {
+    let (header, rows) = sample_lines();
+    let cells = |row: &str| -> Vec<String> { row.split(',').map(str::to_string).collect() };
+    let mut bad_rating = cells(&rows[1]);
+    bad_rating[0] = "rat01".into();
+    bad_rating[3] = "x".into();
+    let mut two_lines = cells(&rows[2]);
+    two_lines[9] = format!("\"{}\r\n\"", two_lines[9]);
+    let mut bad_fen = cells(&rows[3]);
+    bad_fen[0] = "fen01".into();
+    bad_fen[1] = "8/8/8/8/8/8/8/8 w - - 0 1".into();
+    let text = [
+        header.clone(),
+        rows[0].clone(),
+        bad_rating.join(","),
+        String::new(),
+        two_lines.join(","),
+        bad_fen.join(","),
+        rows[4].clone(),
+    ]
+    .join("\r\n")
+        + "\r\n";
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("crlf.csv");
+    std::fs::write(&input, text).unwrap();
+    let out = dir.path().join("out.csv");
+    let (code, json, stderr) = ingest_cli(&input, &out, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(json["rejected"], 2, "{json}");
+    let rejects = std::fs::read_to_string(dir.path().join("out.csv.rejects.csv")).unwrap();
+    let lines: Vec<&str> = rejects.lines().skip(1).collect();
+    assert!(lines[0].starts_with("3,rat01,bad_integer,"), "{rejects}");
+    assert!(lines[1].starts_with("7,fen01,"), "{rejects}");
+}

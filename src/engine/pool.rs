@@ -17,8 +17,11 @@ use std::time::Duration;
 pub struct PoolConfig {
     /// Engine processes (and worker threads).
     pub workers: usize,
-    /// Longest wait for one engine answer (a search, a handshake).
+    /// Longest wait for one engine answer (a search, `isready`).
     pub deadline: Duration,
+    /// Longest wait for each handshake answer (`uciok`, the first
+    /// `readyok`); a program that never answers `uciok` is not an engine.
+    pub handshake_deadline: Duration,
     /// Tries per unit (first try included) before the call fails.
     pub max_attempts: u32,
     /// First restart delay; doubled per consecutive fault up to `backoff_cap`.
@@ -33,6 +36,7 @@ impl Default for PoolConfig {
         Self {
             workers: 1,
             deadline: Duration::from_secs(60),
+            handshake_deadline: Duration::from_secs(10),
             max_attempts: 3,
             backoff: Duration::from_millis(50),
             backoff_cap: Duration::from_secs(2),
@@ -145,8 +149,10 @@ impl EnginePool {
         });
         let mut slots = Vec::with_capacity(workers);
         for (index, result) in started.into_iter().enumerate() {
-            let (engine, faults) = result.map_err(|error| {
-                anyhow::anyhow!("cannot start engine {}: {error}", spec.path.display())
+            let (engine, faults) = result.map_err(|error| match error {
+                // The wrong program was named: the user's to fix.
+                EngineError::NotAnEngine { .. } => crate::core::error::bad_input(error.to_string()),
+                _ => anyhow::anyhow!("cannot start engine {}: {error}", spec.path.display()),
             })?;
             slots.push(Slot {
                 engine: Some(engine),
@@ -307,7 +313,11 @@ impl EnginePool {
     ) -> Result<R, EngineError> {
         if slot.engine.is_none() {
             std::thread::sleep(self.backoff(slot.consecutive_faults));
-            slot.engine = Some(Engine::start(&self.spec, self.config.deadline)?);
+            slot.engine = Some(Engine::start_with_handshake(
+                &self.spec,
+                self.config.handshake_deadline,
+                self.config.deadline,
+            )?);
             slot.stats.restarts += 1;
         }
         let Slot {
@@ -385,7 +395,7 @@ fn start_with_retries(
 ) -> Result<(Engine, u64), EngineError> {
     let mut faults = 0u32;
     loop {
-        match Engine::start(spec, config.deadline) {
+        match Engine::start_with_handshake(spec, config.handshake_deadline, config.deadline) {
             Ok(engine) => return Ok((engine, u64::from(faults))),
             Err(error) if error.is_fault() && faults + 1 < config.max_attempts.max(1) => {
                 faults += 1;

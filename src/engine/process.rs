@@ -4,8 +4,9 @@
 //! lines over a channel and the engine side waits with `recv_timeout`. A dead
 //! process, a missed deadline or output that breaks the protocol is a *fault*
 //! ([`EngineError::is_fault`]); the pool kills the process, restarts it and
-//! redoes the unit. Not being able to start the engine at all, or the engine
-//! rejecting a configured option, is *fatal*.
+//! redoes the unit. Not being able to start the engine at all, the engine
+//! rejecting a configured option, or a program that never answers `uciok`
+//! within the handshake deadline (it is not a UCI engine), is *fatal*.
 
 use crate::engine::uci::{self, EngineLine, Score};
 use anyhow::Context;
@@ -172,12 +173,25 @@ pub enum EngineError {
     /// The engine cannot be used at all (cannot start, rejects an option).
     #[error("{0}")]
     Fatal(String),
+    /// The program did not complete `uci` -> `uciok`: it is not a UCI
+    /// engine, and restarting it will not make it one.
+    #[error(
+        "{path} is not a UCI engine: no uciok within the {seconds:.1} s handshake deadline ({reason})"
+    )]
+    NotAnEngine {
+        path: String,
+        seconds: f64,
+        reason: String,
+    },
 }
 
 impl EngineError {
     /// Faults are worth a restart and a retry; fatal errors are not.
     pub(crate) fn is_fault(&self) -> bool {
-        !matches!(self, EngineError::Fatal(_))
+        !matches!(
+            self,
+            EngineError::Fatal(_) | EngineError::NotAnEngine { .. }
+        )
     }
 }
 
@@ -197,6 +211,8 @@ pub struct Engine {
     /// Defaults declared in the handshake, to restore changed options.
     defaults: BTreeMap<String, String>,
     deadline: Duration,
+    /// Bound on each handshake wait (`uciok`, the first `readyok`).
+    handshake_deadline: Duration,
     multipv: u32,
 }
 
@@ -204,6 +220,17 @@ impl Engine {
     /// Starts the process, performs the handshake, sets Threads = 1 and the
     /// spec's options and waits for `readyok`. `deadline` bounds every wait.
     pub fn start(spec: &EngineSpec, deadline: Duration) -> Result<Engine, EngineError> {
+        Self::start_with_handshake(spec, deadline, deadline)
+    }
+
+    /// Like [`Engine::start`], but the handshake (`uciok`, then `readyok`
+    /// after the options) waits at most `handshake_deadline` (capped by
+    /// `deadline`): a program that is not an engine is found in seconds.
+    pub fn start_with_handshake(
+        spec: &EngineSpec,
+        handshake_deadline: Duration,
+        deadline: Duration,
+    ) -> Result<Engine, EngineError> {
         spec.validate().map_err(EngineError::Fatal)?;
         let mut child = Command::new(&spec.path)
             .stdin(Stdio::piped())
@@ -258,6 +285,7 @@ impl Engine {
             id_name: String::new(),
             defaults: BTreeMap::new(),
             deadline,
+            handshake_deadline: handshake_deadline.min(deadline),
             multipv: 1,
         };
         engine.handshake(spec)?;
@@ -265,11 +293,23 @@ impl Engine {
     }
 
     fn handshake(&mut self, spec: &EngineSpec) -> Result<(), EngineError> {
-        self.send("uci")?;
-        let until = Instant::now() + self.deadline;
+        let not_an_engine = |error: EngineError, seconds: f64| EngineError::NotAnEngine {
+            path: spec.path.display().to_string(),
+            seconds,
+            reason: error.to_string(),
+        };
+        let seconds = self.handshake_deadline.as_secs_f64();
+        self.send("uci")
+            .map_err(|error| not_an_engine(error, seconds))?;
+        let until = Instant::now() + self.handshake_deadline;
         loop {
             // Before `uciok` anything goes: Stockfish prints a banner first.
-            match self.next_line(until, "uciok")? {
+            let line = match self.next_line(until, "uciok") {
+                Ok(line) => line,
+                Err(EngineError::Garbage(_)) => continue,
+                Err(error) => return Err(not_an_engine(error, seconds)),
+            };
+            match line {
                 EngineLine::UciOk => break,
                 EngineLine::Id { key, value } if key == "name" => self.id_name = value,
                 EngineLine::Option(text) => {
@@ -293,7 +333,7 @@ impl Engine {
         for (name, value) in &spec.options {
             self.set_option(name, value)?;
         }
-        self.is_ready()
+        self.is_ready_within(self.handshake_deadline)
     }
 
     /// The engine's `id name` (e.g. "Stockfish 15.1").
@@ -325,8 +365,12 @@ impl Engine {
     /// `isready` / `readyok`. An engine message that it does not know an
     /// option is fatal (a configuration error no restart will fix).
     pub(crate) fn is_ready(&mut self) -> Result<(), EngineError> {
+        self.is_ready_within(self.deadline)
+    }
+
+    fn is_ready_within(&mut self, wait: Duration) -> Result<(), EngineError> {
         self.send("isready")?;
-        let until = Instant::now() + self.deadline;
+        let until = Instant::now() + wait;
         loop {
             match self.next_line(until, "readyok")? {
                 EngineLine::ReadyOk => return Ok(()),
@@ -449,7 +493,10 @@ impl Engine {
             ))),
             Err(RecvTimeoutError::Timeout) => Err(EngineError::Timeout {
                 waiting_for: waiting_for.to_string(),
-                seconds: self.deadline.as_secs_f64(),
+                seconds: match waiting_for {
+                    "uciok" => self.handshake_deadline.as_secs_f64(),
+                    _ => self.deadline.as_secs_f64(),
+                },
             }),
             Err(RecvTimeoutError::Disconnected) => {
                 let status = self

@@ -61,8 +61,21 @@ pub struct EngineConfig {
     pub hash_mb: u32,
     /// Seconds one search may take before the engine counts as hung.
     pub deadline_secs: f64,
+    /// Seconds each handshake answer (`uciok`, `readyok`) may take; a
+    /// program that never answers `uciok` is not an engine (exit 2).
+    /// Left out of records while it has its default, so records of runs
+    /// made before the setting existed read the same.
+    #[serde(skip_serializing_if = "is_default_handshake")]
+    pub handshake_secs: f64,
     /// Attempts per unit of work before the command fails.
     pub max_attempts: u32,
+}
+
+/// Default seconds for each handshake answer.
+const DEFAULT_HANDSHAKE_SECS: f64 = 10.0;
+
+fn is_default_handshake(seconds: &f64) -> bool {
+    *seconds == DEFAULT_HANDSHAKE_SECS
 }
 
 impl Default for EngineConfig {
@@ -72,6 +85,7 @@ impl Default for EngineConfig {
             workers: 0,
             hash_mb: DEFAULT_HASH_MB,
             deadline_secs: 60.0,
+            handshake_secs: DEFAULT_HANDSHAKE_SECS,
             max_attempts: 3,
         }
     }
@@ -94,6 +108,13 @@ pub struct EngineArgs {
     #[arg(long, value_name = "SECS", value_parser = crate::core::settings::finite_number)]
     #[serde(rename = "deadline_secs")]
     pub deadline: Option<f64>,
+    /// Seconds the engine may take to answer `uciok` (and the first
+    /// `readyok`) before the program counts as not an engine.
+    /// Laid over `handshake_secs` in [`EngineArgs::resolve`], not by
+    /// `flags_over`: the key is left out of records while it has its default.
+    #[arg(long, value_name = "SECS", value_parser = crate::core::settings::finite_number)]
+    #[serde(skip)]
+    pub handshake_deadline: Option<f64>,
 }
 
 impl EngineArgs {
@@ -124,9 +145,16 @@ impl EngineArgs {
                 "--deadline must be a positive number of seconds, not {deadline_secs}"
             );
         }
+        let handshake_secs = self.handshake_deadline.unwrap_or(config.handshake_secs);
+        if !(handshake_secs.is_finite() && handshake_secs > 0.0) {
+            crate::bail_input!(
+                "--handshake-deadline must be a positive number of seconds, not {handshake_secs}"
+            );
+        }
         let pool = PoolConfig {
             workers,
             deadline: Duration::from_secs_f64(deadline_secs),
+            handshake_deadline: Duration::from_secs_f64(handshake_secs),
             max_attempts: config.max_attempts.max(1),
             ..Default::default()
         };

@@ -610,8 +610,17 @@ fn write_candidates(
 ) -> Result<GameCounts> {
     // Unanalysed games are dropped unless all positions are wanted, and
     // then their moves need no replay.
-    let mut games = PgnGames::with_filter(reader, |tags: &Tags| filter.check(tags))
-        .require_evals(!config.all_positions);
+    // Games with at least one well-formed tag pair: a file with none holds
+    // no PGN at all (binary data, another format), which is an error, not
+    // a file of filtered games.
+    let tagged_games = std::cell::Cell::new(0u64);
+    let mut games = PgnGames::with_filter(reader, |tags: &Tags| {
+        if tags.iter().next().is_some() {
+            tagged_games.set(tagged_games.get() + 1);
+        }
+        filter.check(tags)
+    })
+    .require_evals(!config.all_positions);
     let mut counts = GameCounts::default();
     for item in games.by_ref() {
         let item = item.map_err(|e| {
@@ -657,6 +666,15 @@ fn write_candidates(
         }
     }
     counts.games_read = games.games_read();
+    drop(games);
+    if counts.games_read > 0 && tagged_games.get() == 0 {
+        crate::bail_input!(
+            "{}: no PGN game found: none of the {} games read has a tag pair such as \
+             [Event \"...\"] (is it a PGN file?)",
+            input.display(),
+            counts.games_read
+        );
+    }
     Ok(counts)
 }
 

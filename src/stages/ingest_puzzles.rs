@@ -860,13 +860,15 @@ type BatchResult = std::result::Result<Batch, (u64, String)>;
 /// into its [`Row`] and split at its commas. From the first line that holds
 /// either byte, everything left goes through the `csv` crate's reader, so
 /// quoting, multi-line fields and CRLF endings follow it exactly. Blank
-/// lines are skipped, as csv does. Line numbers are exact on the plain
-/// lines; on the csv reader's they are its count, which after a CRLF ending
-/// or a blank line is one short of the row's own line.
+/// lines are skipped, as csv does. Line numbers are exact on both: on the
+/// csv reader's they come from [`LineEnds`], because csv's own count runs
+/// one short after a CRLF ending or a blank line.
 struct RecordReader {
     /// The input until the switch to the csv reader.
     lines: Option<Box<dyn BufRead + Send>>,
-    csv: Option<csv::Reader<Box<dyn BufRead + Send>>>,
+    csv: Option<csv::Reader<LineEnds<Box<dyn BufRead + Send>>>>,
+    /// Where the csv reader's input has its line ends.
+    line_ends: std::sync::Arc<std::sync::Mutex<LineEndOffsets>>,
     cells: csv::ByteRecord,
     /// Lines read before the csv reader took over.
     lines_before_csv: u64,
@@ -878,6 +880,7 @@ impl RecordReader {
         Self {
             lines: Some(input),
             csv: None,
+            line_ends: Default::default(),
             cells: csv::ByteRecord::new(),
             lines_before_csv: 0,
             line: 0,
@@ -916,6 +919,11 @@ impl RecordReader {
             line.push(b'\n');
             let chained: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(line).chain(rest));
             self.lines_before_csv = self.line - 1;
+            let chained = LineEnds {
+                inner: chained,
+                offset: 0,
+                ends: std::sync::Arc::clone(&self.line_ends),
+            };
             self.csv = Some(
                 csv::ReaderBuilder::new()
                     .flexible(true)
@@ -932,8 +940,12 @@ impl RecordReader {
                 for cell in &self.cells {
                     row.push_field(cell);
                 }
-                let line = self.cells.position().map_or(1, |p| p.line());
-                self.line = self.lines_before_csv + line;
+                let start = self.cells.position().map_or(0, |p| p.byte());
+                let mut ends = match self.line_ends.lock() {
+                    Ok(ends) => ends,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                self.line = self.lines_before_csv + ends.line_of(start);
                 Ok(Some(self.line))
             }
             Ok(false) => Ok(None),
@@ -944,6 +956,66 @@ impl RecordReader {
     /// The last line read.
     fn line(&self) -> u64 {
         self.line
+    }
+}
+
+/// The offsets of the line-end bytes (`\n`, `\r`) that the csv reader has
+/// read ahead but no record has passed yet, and the lines passed so far.
+#[derive(Default)]
+struct LineEndOffsets {
+    newlines: std::collections::VecDeque<u64>,
+    returns: std::collections::VecDeque<u64>,
+    lines_passed: u64,
+}
+
+impl LineEndOffsets {
+    /// The line (1-based) of the record csv says starts at byte `start`.
+    /// csv puts a record's start before the line ends it skipped (the `\n`
+    /// of the previous CRLF, blank lines), so those are stepped over first.
+    fn line_of(&mut self, mut start: u64) -> u64 {
+        loop {
+            while self.newlines.front().is_some_and(|&at| at < start) {
+                self.newlines.pop_front();
+                self.lines_passed += 1;
+            }
+            while self.returns.front().is_some_and(|&at| at < start) {
+                self.returns.pop_front();
+            }
+            let at_line_end =
+                self.newlines.front() == Some(&start) || self.returns.front() == Some(&start);
+            if !at_line_end {
+                return self.lines_passed + 1;
+            }
+            start += 1;
+        }
+    }
+}
+
+/// A reader that notes where its bytes hold line ends, for exact line
+/// numbers on the csv reader's records.
+struct LineEnds<R> {
+    inner: R,
+    offset: u64,
+    ends: std::sync::Arc<std::sync::Mutex<LineEndOffsets>>,
+}
+
+impl<R: Read> Read for LineEnds<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut ends = match self.ends.lock() {
+            Ok(ends) => ends,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for at in memchr::memchr2_iter(b'\n', b'\r', &buf[..n]) {
+            let offset = self.offset + at as u64;
+            if buf[at] == b'\n' {
+                ends.newlines.push_back(offset);
+            } else {
+                ends.returns.push_back(offset);
+            }
+        }
+        self.offset += n as u64;
+        Ok(n)
     }
 }
 

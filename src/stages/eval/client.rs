@@ -4,14 +4,18 @@
 //!
 //! Retries: 429, 5xx, timeouts, connection failures and unreadable bodies
 //! are retried with exponential backoff and seeded jitter; a `Retry-After`
-//! header (seconds) lengthens the wait. The delays come from `backon`'s
+//! header (seconds or an HTTP date) lengthens the wait. Every wait is capped
+//! (`max_retry_after_s`) and so is the total wait of one call
+//! (`max_total_wait_s`): a server asking for a day gives up the call, not
+//! the run. Each wait is said on stderr. The delays come from `backon`'s
 //! `ExponentialBackoff`; the loop around them is ours because backon's
 //! blocking retry has no hook to honour a server's `Retry-After`.
 //!
-//! Cache: one JSON file per request, named by the sha256 of the endpoint,
-//! model and full request body (messages, temperature, max_tokens, seed,
-//! extra fields). Failed calls are cached too, so a rerun reproduces the
-//! same report without any request; `retry_failed` asks again for them.
+//! Cache: one JSON file per answered request, named by the sha256 of the
+//! endpoint, model and full request body (messages, temperature,
+//! max_tokens, seed, extra fields). A call that got no answer (a transport
+//! failure, 5xx or 429 after the last retry, an HTTP error) is not cached:
+//! the failure may be temporary, so a rerun asks again, and only those.
 //!
 //! The API key is read from the environment variable the config names and
 //! never written anywhere: not in the cache (the key is not part of the
@@ -30,6 +34,7 @@ use std::time::{Duration, Instant};
 use super::prompt::Message;
 use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_bytes, write_atomic};
+use ureq::http::Uri;
 
 /// Settings of the chat-completions client.
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -53,8 +58,30 @@ pub struct ClientConfig {
     pub max_attempts: u32,
     pub backoff_min_ms: u64,
     pub backoff_max_ms: u64,
-    /// Longest `Retry-After` honoured, seconds.
+    /// Longest single wait before a retry (a server's `Retry-After`
+    /// included), seconds.
     pub max_retry_after_s: u64,
+    /// Longest total wait before retries of one call, seconds; when it is
+    /// spent the call gives up. Left out of records at its default.
+    #[serde(skip_serializing_if = "is_default_total_wait")]
+    pub max_total_wait_s: u64,
+    /// Largest share of calls (0 to 1) that may end without an answer
+    /// before the eval fails (exit 1). 0: any failed call fails the run,
+    /// since a failed call counts as a wrong answer in every accuracy.
+    /// Left out of records at its default.
+    #[serde(skip_serializing_if = "is_zero_share")]
+    pub max_failed_share: f64,
+}
+
+/// Default total wait of one call before it gives up, seconds.
+const DEFAULT_MAX_TOTAL_WAIT_S: u64 = 300;
+
+fn is_default_total_wait(seconds: &u64) -> bool {
+    *seconds == DEFAULT_MAX_TOTAL_WAIT_S
+}
+
+fn is_zero_share(share: &f64) -> bool {
+    *share == 0.0
 }
 
 impl Default for ClientConfig {
@@ -71,6 +98,8 @@ impl Default for ClientConfig {
             backoff_min_ms: 1000,
             backoff_max_ms: 60_000,
             max_retry_after_s: 300,
+            max_total_wait_s: DEFAULT_MAX_TOTAL_WAIT_S,
+            max_failed_share: 0.0,
         }
     }
 }
@@ -84,9 +113,71 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
+    /// The base URL with `/chat/completions` joined to its path; a query
+    /// (`?api-key=...`) stays after the path, where it belongs.
     pub(crate) fn chat_url(&self) -> String {
-        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+        match self.base_url.parse::<Uri>() {
+            Ok(base) => {
+                let path = base.path().trim_end_matches('/');
+                let query = base.query().map_or_else(String::new, |q| format!("?{q}"));
+                let authority = base.authority().map_or("", |a| a.as_str());
+                let scheme = base.scheme_str().unwrap_or("http");
+                format!("{scheme}://{authority}{path}/chat/completions{query}")
+            }
+            // Checked when the spec is parsed; kept whole if not.
+            Err(_) => format!("{}/chat/completions", self.base_url.trim_end_matches('/')),
+        }
     }
+
+    /// What of the base URL is secret: the user info (`user:pass@`) and
+    /// every query value.
+    fn secrets(&self) -> Vec<String> {
+        let Ok(base) = self.base_url.parse::<Uri>() else {
+            return Vec::new();
+        };
+        let mut secrets = Vec::new();
+        if let Some((user_info, _)) = base.authority().and_then(|a| a.as_str().rsplit_once('@')) {
+            secrets.push(user_info.to_string());
+            if let Some((_, password)) = user_info.split_once(':') {
+                secrets.push(password.to_string());
+            }
+        }
+        for pair in base.query().unwrap_or("").split('&') {
+            if let Some((_, value)) = pair.split_once('=') {
+                secrets.push(value.to_string());
+            }
+        }
+        // Shorter values are no secret, and scrubbing them would mangle
+        // messages ("x=2" would take every 2 out of "HTTP 502").
+        secrets.retain(|secret| secret.len() >= 4);
+        // Longest first, so a part never leaves the rest of a whole behind.
+        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        secrets
+    }
+}
+
+/// A base URL fit for reports and logs: user info and query values
+/// replaced by `[redacted]`, the rest kept.
+pub(crate) fn redact_url(url: &str) -> String {
+    let Ok(uri) = url.parse::<Uri>() else {
+        return url.to_string();
+    };
+    let mut authority = uri.authority().map_or("", |a| a.as_str()).to_string();
+    if let Some((_, host)) = authority.rsplit_once('@') {
+        authority = format!("[redacted]@{host}");
+    }
+    let query = uri.query().map_or_else(String::new, |query| {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) => format!("{key}=[redacted]"),
+                None => pair.to_string(),
+            })
+            .collect();
+        format!("?{}", pairs.join("&"))
+    });
+    let scheme = uri.scheme_str().unwrap_or("http");
+    format!("{scheme}://{authority}{}{query}", uri.path())
 }
 
 /// The outcome of one logical call (after retries), as cached and logged.
@@ -122,9 +213,10 @@ pub(crate) struct ChatClient {
     agent: ureq::Agent,
     endpoint: Endpoint,
     api_key: Option<String>,
+    /// Secrets of the base URL, scrubbed from messages like the key.
+    url_secrets: Vec<String>,
     config: ClientConfig,
     cache_dir: Option<PathBuf>,
-    retry_failed: bool,
     http_requests: AtomicU64,
 }
 
@@ -133,13 +225,17 @@ impl ChatClient {
         endpoint: Endpoint,
         config: ClientConfig,
         cache_dir: Option<PathBuf>,
-        retry_failed: bool,
     ) -> Result<Self> {
         if config.max_attempts == 0 {
             return Err(bad_input("eval client: max_attempts must be at least 1"));
         }
         if config.timeout_s.is_nan() || config.timeout_s <= 0.0 {
             return Err(bad_input("eval client: timeout_s must be positive"));
+        }
+        if !(0.0..=1.0).contains(&config.max_failed_share) {
+            return Err(bad_input(
+                "eval client: max_failed_share must be between 0 and 1",
+            ));
         }
         let api_key = if config.api_key_env.is_empty() {
             None
@@ -159,11 +255,11 @@ impl ChatClient {
         }
         Ok(Self {
             agent,
+            url_secrets: endpoint.secrets(),
             endpoint,
             api_key,
             config,
             cache_dir,
-            retry_failed,
             http_requests: AtomicU64::new(0),
         })
     }
@@ -210,9 +306,8 @@ impl ChatClient {
         let text = std::fs::read_to_string(&path).ok()?;
         // A damaged cache file is a miss, not an error: the call is redone.
         let mut outcome: ChatOutcome = serde_json::from_str(&text).ok()?;
-        if outcome.content.is_none() && self.retry_failed {
-            return None;
-        }
+        // A failure cached by an older puzzleforge is asked again.
+        outcome.content.as_ref()?;
         outcome.cached = true;
         Some(outcome)
     }
@@ -243,7 +338,10 @@ impl ChatClient {
             return Ok((hit, key));
         }
         let outcome = self.call_with_retries(&body, jitter_seed);
-        self.cache_put(&key, &outcome)?;
+        // Only answers are final; a failure may be temporary.
+        if outcome.content.is_some() {
+            self.cache_put(&key, &outcome)?;
+        }
         Ok((outcome, key))
     }
 
@@ -258,6 +356,7 @@ impl ChatClient {
             .build();
         let text = body.to_string();
         let mut attempts = 0;
+        let mut waited = Duration::ZERO;
         loop {
             attempts += 1;
             let failed = |error: String| ChatOutcome {
@@ -273,26 +372,67 @@ impl ChatClient {
                     return outcome;
                 }
                 Attempt::Fail(error) => return failed(error),
-                Attempt::Retry { error, retry_after } => match delays.next() {
-                    Some(delay) => {
-                        let cap = Duration::from_secs(self.config.max_retry_after_s);
-                        let wait = retry_after.map_or(delay, |r| r.min(cap).max(delay));
-                        std::thread::sleep(wait);
-                    }
-                    None => {
+                Attempt::Retry { error, retry_after } => {
+                    let Some(delay) = delays.next() else {
                         return failed(format!("{error} (gave up after {attempts} attempts)"));
-                    }
-                },
+                    };
+                    let Some(wait) = self.next_wait(delay, retry_after, waited) else {
+                        return failed(format!(
+                            "{error} (gave up after {attempts} attempts: the {} s total wait \
+                             of a call is spent)",
+                            self.config.max_total_wait_s
+                        ));
+                    };
+                    self.say_wait(&error, retry_after, wait, attempts);
+                    std::thread::sleep(wait);
+                    waited += wait;
+                }
             }
         }
     }
 
-    /// Removes the API key from a message.
+    /// The wait before the next attempt: the backoff `delay`, or the
+    /// server's `Retry-After` when longer, capped per wait and by what is
+    /// left of the call's total wait; `None` when nothing is left.
+    fn next_wait(
+        &self,
+        delay: Duration,
+        retry_after: Option<Duration>,
+        waited: Duration,
+    ) -> Option<Duration> {
+        let cap = Duration::from_secs(self.config.max_retry_after_s);
+        let wanted = retry_after.map_or(delay, |asked| asked.max(delay)).min(cap);
+        let left = Duration::from_secs(self.config.max_total_wait_s).saturating_sub(waited);
+        if left.is_zero() && !wanted.is_zero() {
+            return None;
+        }
+        Some(wanted.min(left))
+    }
+
+    /// Says on stderr what a retry waits for, so a long wait is never silent.
+    fn say_wait(&self, error: &str, retry_after: Option<Duration>, wait: Duration, attempt: u32) {
+        let reason = error.split(':').next().unwrap_or(error);
+        let asked = retry_after.map_or_else(String::new, |asked| {
+            format!(", server asked to wait {} s", asked.as_secs())
+        });
+        eprintln!(
+            "eval: {reason}{asked}; waiting {:.1} s before attempt {} of {}",
+            wait.as_secs_f64(),
+            attempt + 1,
+            self.config.max_attempts
+        );
+    }
+
+    /// Removes the API key and the base URL's secrets from a message.
     fn scrub(&self, text: &str) -> String {
-        match &self.api_key {
+        let mut text = match &self.api_key {
             Some(key) if !key.is_empty() => text.replace(key.as_str(), "[redacted]"),
             _ => text.to_string(),
+        };
+        for secret in &self.url_secrets {
+            text = text.replace(secret.as_str(), "[redacted]");
         }
+        text
     }
 
     fn attempt(&self, body: &str) -> Attempt {
@@ -425,6 +565,18 @@ pub(crate) fn parse_openai_spec(spec: &str) -> Result<Endpoint> {
     if model.is_empty() {
         return Err(bad_input(format!("model {spec:?}: empty model name")));
     }
+    let uri: Uri = base_url.parse().map_err(|error| {
+        bad_input(format!(
+            "model openai:{model}@{}: bad base URL: {error}",
+            redact_url(base_url)
+        ))
+    })?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.authority().is_none() {
+        return Err(bad_input(format!(
+            "model openai:{model}@{}: the base URL needs http:// or https:// and a host",
+            redact_url(base_url)
+        )));
+    }
     Ok(Endpoint {
         model: model.to_string(),
         base_url: base_url.to_string(),
@@ -449,6 +601,18 @@ mod tests {
             "https://openrouter.ai/api/v1/chat/completions"
         );
         assert!(parse_openai_spec("openai:gpt").is_err());
+        let keyed =
+            parse_openai_spec("openai:m@https://u:passw0rd@host.example/v1/?api-key=key123&x=2")
+                .unwrap();
+        assert_eq!(
+            keyed.chat_url(),
+            "https://u:passw0rd@host.example/v1/chat/completions?api-key=key123&x=2"
+        );
+        assert_eq!(
+            redact_url(&keyed.base_url),
+            "https://[redacted]@host.example/v1/?api-key=[redacted]&x=[redacted]"
+        );
+        assert_eq!(keyed.secrets(), ["u:passw0rd", "passw0rd", "key123"]);
     }
 
     #[test]

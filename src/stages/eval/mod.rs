@@ -82,7 +82,8 @@ pub struct EvalArgs {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// Ask again for calls that failed in an earlier run (cached failures).
+    /// Failed calls are never cached, so every run asks them again; this
+    /// flag is accepted for scripts written when failures were cached.
     #[arg(long)]
     #[serde(skip)]
     pub retry_failed: bool,
@@ -107,6 +108,7 @@ impl EvalArgs {
             engine: self.engine.clone(),
             workers: self.engine_workers,
             deadline: None,
+            handshake_deadline: None,
         })
     }
 }
@@ -213,7 +215,6 @@ fn answer_jobs(
                 },
                 config.client.clone(),
                 Some(cache),
-                args.retry_failed,
             )?;
             let answers = run_parallel(
                 jobs,
@@ -275,38 +276,17 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
 }
 
 /// Evaluates with the `[eval]` settings `config` and `engine` (the pipeline
-/// runner's entry; `args.config` and the section flags are not read).
+/// runner's entry; `args.config` and the section flags are not read). The
+/// run's files are written even when too many calls failed; then the eval
+/// fails (a rerun asks the failed calls again).
 pub(crate) fn run_eval_with(
     args: &EvalArgs,
     config: EvalConfig,
     engine: &EvalEngine,
 ) -> Result<Summary> {
     let started = Instant::now();
-    if config.repeats == 0 {
-        return Err(bad_input("--repeats must be at least 1"));
-    }
-    let model_text = match &config.model {
-        Some(model) => model.clone(),
-        None => {
-            return Err(bad_input(
-                "eval needs a player: --model SPEC, or eval.model in the config",
-            ));
-        }
-    };
-    let model = ModelSpec::parse(&model_text)?;
-    let template_names: Vec<String> = if !config.templates.is_empty() {
-        config.templates.clone()
-    } else {
-        vec!["paper-json".to_string()]
-    };
-    let (puzzle_path, set_sha256) = resolve_set(&args.set, &args.split)?;
-    let mut puzzles = read_puzzles(&puzzle_path)?;
-    if let Some(n) = args.limit {
-        puzzles.truncate(n);
-    }
-    if puzzles.is_empty() {
-        return Err(bad_input(format!("{}: no puzzles", puzzle_path.display())));
-    }
+    let model = player_of(&config)?;
+    let (puzzles, set_sha256) = load_puzzles(args)?;
     let mut tasks = Vec::new();
     for (i, puzzle) in puzzles.iter().enumerate() {
         tasks.extend(puzzle_tasks(i, puzzle)?);
@@ -315,28 +295,8 @@ pub(crate) fn run_eval_with(
         Some(path) => PromptSpec::load(path)?,
         None => PromptSpec::default(),
     };
-    let templates: Vec<Template> = match model {
-        ModelSpec::OpenAi { .. } => template_names
-            .iter()
-            .map(|t| Template::from_name(t))
-            .collect::<Result<_>>()?,
-        _ => vec![Template::File {
-            name: "none".into(),
-            text: String::new(),
-        }],
-    };
-    let mut jobs = Vec::new();
-    for template in 0..templates.len() {
-        for repeat in 0..config.repeats {
-            for task in 0..tasks.len() {
-                jobs.push(Job {
-                    template,
-                    repeat,
-                    task,
-                });
-            }
-        }
-    }
+    let templates = templates_of(&model, &config)?;
+    let jobs = jobs_of(templates.len(), config.repeats, tasks.len());
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating run folder {}", args.output.display()))?;
 
@@ -386,9 +346,124 @@ pub(crate) fn run_eval_with(
             .transpose()?,
         puzzles: puzzles.len(),
         positions: tasks.len(),
-        config: config.clone(),
+        config: recorded_config(&config, &model),
     };
-    report::write_run(&args.output, &run, &output, &tasks, started.elapsed())
+    let summary = report::write_run(&args.output, &run, &output, &tasks, started.elapsed())?;
+    check_failed_calls(
+        &output.answers,
+        config.client.max_failed_share,
+        &args.output,
+    )?;
+    Ok(summary)
+}
+
+/// The settings as recorded in the run's files: a model's base URL with
+/// its credentials redacted.
+fn recorded_config(config: &EvalConfig, model: &ModelSpec) -> EvalConfig {
+    let mut recorded = config.clone();
+    if let ModelSpec::OpenAi { .. } = model {
+        recorded.model = Some(model.label());
+    }
+    recorded
+}
+
+/// The player of a run: `config.model` (the `--model` flag over it).
+fn player_of(config: &EvalConfig) -> Result<ModelSpec> {
+    if config.repeats == 0 {
+        return Err(bad_input("--repeats must be at least 1"));
+    }
+    match &config.model {
+        Some(model) => ModelSpec::parse(model),
+        None => Err(bad_input(
+            "eval needs a player: --model SPEC, or eval.model in the config",
+        )),
+    }
+}
+
+/// The puzzles of the set (at most `--limit`) and the sha256 naming the set.
+fn load_puzzles(args: &EvalArgs) -> Result<(Vec<Puzzle>, String)> {
+    let (puzzle_path, set_sha256) = resolve_set(&args.set, &args.split)?;
+    let mut puzzles = read_puzzles(&puzzle_path)?;
+    if let Some(n) = args.limit {
+        puzzles.truncate(n);
+    }
+    if puzzles.is_empty() {
+        return Err(bad_input(format!("{}: no puzzles", puzzle_path.display())));
+    }
+    Ok((puzzles, set_sha256))
+}
+
+/// The prompt templates: the configured ones for a model (default
+/// paper-json), none for a baseline player.
+fn templates_of(model: &ModelSpec, config: &EvalConfig) -> Result<Vec<Template>> {
+    match model {
+        ModelSpec::OpenAi { .. } if config.templates.is_empty() => {
+            Ok(vec![Template::from_name("paper-json")?])
+        }
+        ModelSpec::OpenAi { .. } => config
+            .templates
+            .iter()
+            .map(|t| Template::from_name(t))
+            .collect(),
+        _ => Ok(vec![Template::File {
+            name: "none".into(),
+            text: String::new(),
+        }]),
+    }
+}
+
+/// Every (template, repeat, task) in report order.
+fn jobs_of(templates: usize, repeats: u32, tasks: usize) -> Vec<Job> {
+    let mut jobs = Vec::with_capacity(templates * repeats as usize * tasks);
+    for template in 0..templates {
+        for repeat in 0..repeats {
+            for task in 0..tasks {
+                jobs.push(Job {
+                    template,
+                    repeat,
+                    task,
+                });
+            }
+        }
+    }
+    jobs
+}
+
+/// Fails the eval when more than `max_share` of the model calls got no
+/// answer, saying how many and why: a failed call counts as a wrong answer
+/// in every accuracy, so the report would understate the model.
+fn check_failed_calls(answers: &[Answer], max_share: f64, run_dir: &Path) -> Result<()> {
+    let calls: Vec<&client::ChatOutcome> = answers.iter().filter_map(|a| a.call.as_ref()).collect();
+    let failed: Vec<&str> = calls
+        .iter()
+        .filter(|call| call.content.is_none())
+        .map(|call| call.error.as_deref().unwrap_or("no answer"))
+        .collect();
+    if calls.is_empty() || failed.len() as f64 <= max_share * calls.len() as f64 {
+        return Ok(());
+    }
+    let mut reasons: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for error in &failed {
+        *reasons
+            .entry(error.split(':').next().unwrap_or(error))
+            .or_default() += 1;
+    }
+    let reasons: Vec<String> = reasons
+        .iter()
+        .map(|(reason, count)| format!("{count} x {reason}"))
+        .collect();
+    anyhow::bail!(
+        "{} of {} model calls failed ({}; first: {}), more than the allowed {:.1}% \
+         (eval.client.max_failed_share); the report in {} counts them as no answer. \
+         Answers are cached and failures are not: run the same command again to ask \
+         only the failed calls",
+        failed.len(),
+        calls.len(),
+        reasons.join(", "),
+        failed[0],
+        100.0 * max_share,
+        run_dir.display()
+    )
 }
 
 fn compute_regret(

@@ -82,7 +82,10 @@ impl ModelSpec {
     /// A name for reports (no URL secrets: base URLs carry no key).
     pub fn label(&self) -> String {
         match self {
-            ModelSpec::OpenAi { model, base_url } => format!("openai:{model}@{base_url}"),
+            // Credentials in the URL never reach a report or a log.
+            ModelSpec::OpenAi { model, base_url } => {
+                format!("openai:{model}@{}", super::client::redact_url(base_url))
+            }
             ModelSpec::Engine { elo, nodes, depth } => {
                 let mut parts = Vec::new();
                 if let Some(e) = elo {

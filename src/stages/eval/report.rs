@@ -96,7 +96,7 @@ impl Usage {
         let model_name = run
             .model
             .strip_prefix("openai:")
-            .and_then(|m| m.rsplit_once('@').map(|(name, _)| name))
+            .and_then(|m| m.rfind("@http").map(|at| &m[..at]))
             .unwrap_or(&run.model);
         let cost = run.config.prices.get(model_name).map(|p| {
             (prompt_tokens as f64 * p.prompt_per_million

@@ -6,10 +6,10 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use shakmaty::san::SanPlus;
 use shakmaty::{Chess, Position};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::client::{ChatClient, Endpoint, default_cache_dir};
@@ -134,7 +134,8 @@ pub struct RolloutArgs {
     pub config: Option<PathBuf>,
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Ask again for calls that failed in an earlier run.
+    /// Failed calls are never cached, so every run asks them again; this
+    /// flag is accepted for scripts written when failures were cached.
     #[arg(long)]
     #[serde(skip)]
     pub retry_failed: bool,
@@ -414,25 +415,7 @@ pub fn run_rollout(args: &RolloutArgs) -> Result<Summary> {
     let template = Template::from_name(&args.template)?;
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating run folder {}", args.output.display()))?;
-    let client = match &model {
-        ModelSpec::OpenAi { model, base_url } => Some(ChatClient::new(
-            Endpoint {
-                model: model.clone(),
-                base_url: base_url.clone(),
-            },
-            eval.client.clone(),
-            Some(
-                eval.cache_dir
-                    .clone()
-                    .unwrap_or_else(|| default_cache_dir(&args.output)),
-            ),
-            args.retry_failed,
-        )?),
-        ModelSpec::Random => None,
-        ModelSpec::Engine { .. } => {
-            return Err(bad_input("rollout plays a model or random, not the engine"));
-        }
-    };
+    let client = rollout_client(&model, &eval, &args.output)?;
     let asker = match &client {
         Some(client) => Asker::Model {
             client,
@@ -445,6 +428,7 @@ pub fn run_rollout(args: &RolloutArgs) -> Result<Summary> {
         engine: args.engine.clone(),
         workers: args.engine_workers,
         deadline: None,
+        handshake_deadline: None,
     });
     let pool = engine_ops::start_pool(&eval, &engine)?;
     let results = pool.map(&config.starts, |session, i, start| {
@@ -452,73 +436,157 @@ pub fn run_rollout(args: &RolloutArgs) -> Result<Summary> {
     })?;
     let games: Vec<&RolloutGame> = results.iter().map(|(g, _)| g).collect();
     let moves: Vec<&RolloutMove> = results.iter().flat_map(|(_, m)| m).collect();
-    let regrets: Vec<f64> = moves
-        .iter()
-        .filter(|m| m.played.is_some())
-        .filter_map(|m| m.regret_cp)
-        .collect();
-    let attempts = moves
-        .iter()
-        .filter(|m| m.verdict != Verdict::NoAnswer)
-        .count();
-    let illegal = moves
-        .iter()
-        .filter(|m| matches!(m.verdict, Verdict::Illegal | Verdict::Unparseable))
-        .count();
-    let mated = games.iter().filter(|g| g.end == "checkmated").count();
-    let rate = |n: usize, d: usize| if d == 0 { 0.0 } else { n as f64 / d as f64 };
+    let totals = RolloutTotals::of(&games, &moves);
+    // The model's base URL is recorded with its credentials redacted.
+    let mut recorded = eval.clone();
+    if let ModelSpec::OpenAi { .. } = model {
+        recorded.model = recorded.model.as_ref().map(|_| model.label());
+    }
     let report = json!({
         "model": model.label(),
         "template": template.name(),
         "engine": pool.engine_id(),
         "games": games.len(),
-        "accepted_moves": regrets.len(),
-        "mean_regret": mean(&regrets),
-        "median_regret": median(&regrets),
-        "illegal_attempt_rate": rate(illegal, attempts),
-        "checkmate_loss_rate": rate(mated, games.len()),
+        "accepted_moves": totals.regrets.len(),
+        "mean_regret": mean(&totals.regrets),
+        "median_regret": median(&totals.regrets),
+        "illegal_attempt_rate": totals.illegal_attempt_rate(),
+        "checkmate_loss_rate": totals.checkmate_loss_rate(),
         "games_detail": games,
-        "config": { "rollout": config, "eval": eval },
+        "config": { "rollout": config, "eval": recorded },
     });
-    let dir = &args.output;
-    write_atomic(
-        &dir.join("rollout.json"),
-        (serde_json::to_string_pretty(&report)? + "\n").as_bytes(),
-    )?;
-    let mut lines = String::new();
-    for m in &moves {
-        lines.push_str(&serde_json::to_string(m)?);
-        lines.push('\n');
-    }
-    write_atomic(&dir.join("moves.jsonl"), lines.as_bytes())?;
     let runtime = json!({
         "wall_seconds": started.elapsed().as_secs_f64(),
         "http_requests": client.as_ref().map_or(0, |c| c.http_requests()),
     });
+    let dir = &args.output;
+    write_rollout_files(dir, &report, &moves, &runtime)?;
+    Ok(rollout_summary(&model, dir, &totals))
+}
+
+/// The chat client of a model player; `None` for the random player.
+fn rollout_client(
+    model: &ModelSpec,
+    eval: &EvalConfig,
+    output: &Path,
+) -> Result<Option<ChatClient>> {
+    match model {
+        ModelSpec::OpenAi { model, base_url } => Ok(Some(ChatClient::new(
+            Endpoint {
+                model: model.clone(),
+                base_url: base_url.clone(),
+            },
+            eval.client.clone(),
+            Some(
+                eval.cache_dir
+                    .clone()
+                    .unwrap_or_else(|| default_cache_dir(output)),
+            ),
+        )?)),
+        ModelSpec::Random => Ok(None),
+        ModelSpec::Engine { .. } => {
+            Err(bad_input("rollout plays a model or random, not the engine"))
+        }
+    }
+}
+
+/// What the games add up to.
+struct RolloutTotals {
+    games: usize,
+    /// Regret of every accepted (played) move.
+    regrets: Vec<f64>,
+    /// Moves the model answered at all.
+    attempts: usize,
+    /// Answers that were illegal or unparseable.
+    illegal: usize,
+    /// Games the model lost by checkmate.
+    mated: usize,
+}
+
+impl RolloutTotals {
+    fn of(games: &[&RolloutGame], moves: &[&RolloutMove]) -> Self {
+        Self {
+            games: games.len(),
+            regrets: moves
+                .iter()
+                .filter(|m| m.played.is_some())
+                .filter_map(|m| m.regret_cp)
+                .collect(),
+            attempts: moves
+                .iter()
+                .filter(|m| m.verdict != Verdict::NoAnswer)
+                .count(),
+            illegal: moves
+                .iter()
+                .filter(|m| matches!(m.verdict, Verdict::Illegal | Verdict::Unparseable))
+                .count(),
+            mated: games.iter().filter(|g| g.end == "checkmated").count(),
+        }
+    }
+
+    fn illegal_attempt_rate(&self) -> f64 {
+        share(self.illegal, self.attempts)
+    }
+
+    fn checkmate_loss_rate(&self) -> f64 {
+        share(self.mated, self.games)
+    }
+}
+
+fn share(count: usize, of: usize) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        count as f64 / of as f64
+    }
+}
+
+/// Writes `rollout.json`, `moves.jsonl` and `runtime.json` into `dir`.
+fn write_rollout_files(
+    dir: &Path,
+    report: &Value,
+    moves: &[&RolloutMove],
+    runtime: &Value,
+) -> Result<()> {
+    write_atomic(
+        &dir.join("rollout.json"),
+        (serde_json::to_string_pretty(report)? + "\n").as_bytes(),
+    )?;
+    let mut lines = String::new();
+    for m in moves {
+        lines.push_str(&serde_json::to_string(m)?);
+        lines.push('\n');
+    }
+    write_atomic(&dir.join("moves.jsonl"), lines.as_bytes())?;
     write_atomic(
         &dir.join("runtime.json"),
-        (serde_json::to_string_pretty(&runtime)? + "\n").as_bytes(),
-    )?;
+        (serde_json::to_string_pretty(runtime)? + "\n").as_bytes(),
+    )
+}
+
+/// The command's human line and JSON summary.
+fn rollout_summary(model: &ModelSpec, dir: &Path, totals: &RolloutTotals) -> Summary {
+    let regrets = &totals.regrets;
     let human = format!(
         "rollout {}: {} games, {} accepted moves, mean regret {} cp, median {} cp, illegal attempts {:.1}%, checkmate losses {:.1}%",
         model.label(),
-        games.len(),
+        totals.games,
         regrets.len(),
-        mean(&regrets).map_or("-".into(), |v| format!("{v:.0}")),
-        median(&regrets).map_or("-".into(), |v| format!("{v:.0}")),
-        100.0 * rate(illegal, attempts),
-        100.0 * rate(mated, games.len())
+        mean(regrets).map_or("-".into(), |v| format!("{v:.0}")),
+        median(regrets).map_or("-".into(), |v| format!("{v:.0}")),
+        100.0 * totals.illegal_attempt_rate(),
+        100.0 * totals.checkmate_loss_rate()
     );
     let summary = json!({
-        "games": games.len(),
+        "games": totals.games,
         "accepted_moves": regrets.len(),
-        "mean_regret": mean(&regrets),
-        "median_regret": median(&regrets),
-        "illegal_attempt_rate": rate(illegal, attempts),
-        "checkmate_loss_rate": rate(mated, games.len()),
+        "mean_regret": mean(regrets),
+        "median_regret": median(regrets),
+        "illegal_attempt_rate": totals.illegal_attempt_rate(),
+        "checkmate_loss_rate": totals.checkmate_loss_rate(),
         "run_dir": dir.display().to_string(),
     });
-    Ok(Summary::new(human, summary))
+    Summary::new(human, summary)
 }
 
 #[cfg(test)]
