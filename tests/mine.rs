@@ -253,10 +253,16 @@ fn verify_rechecks_mined_puzzles() {
         nodes: None,
         nodes_override: false,
         criterion: None,
+        ..Default::default()
     };
     let report = dir.path().join("mined.verify.jsonl");
+    let files = puzzleforge::stages::verify::VerifyFiles {
+        input: &mined,
+        report: &report,
+        puzzles_out: None,
+    };
     let summary =
-        puzzleforge::stages::verify::run_verify_with(&config, &pool(2), &mined, &report).unwrap();
+        puzzleforge::stages::verify::run_verify_with(&config, &pool(2), None, &files).unwrap();
     assert_eq!(summary.json["puzzles"], count);
     assert_eq!(summary.json["checked"], count);
     let lines = std::fs::read_to_string(&report).unwrap();

@@ -88,6 +88,10 @@ columns! {
     // Written by rate.
     /// Where the rating comes from: `lichess` or `estimated`.
     RatingSource = "RatingSource",
+    VerifyDeeper = "VerifyDeeper", // verify: pass/fail, same engine at K times the nodes
+    VerifySecond = "VerifySecond", // verify: pass/fail/none, the second engine on every solver move
+    Margin = "Margin", // verify: least room to the criterion's thresholds (cp, or win chance)
+    Verified = "Verified", // verify: pass when every check passed, else fail
 }
 
 impl Column {

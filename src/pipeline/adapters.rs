@@ -74,6 +74,7 @@ pub fn stage(
             section: config.split.clone(),
             seed,
             verifies: config.pipeline.stages.contains(&StageName::Verify),
+            drops_unverified: config.verify.policy == crate::stages::verify::Policy::Drop,
         }),
         StageName::Export => Box::new(Export::new(&config.export, config_path)?),
         StageName::Eval => Box::new(Eval {
@@ -377,8 +378,10 @@ impl Stage for Rate {
     }
 }
 
-/// `verify`: every mined puzzle searched again with more nodes; the
-/// figures go into the release manifest.
+/// `verify`: every rated mined puzzle searched again with more nodes, and by
+/// the second engine when `[verify.second_engine]` is set; the puzzles get
+/// their verdict columns (which the release reads) and the figures go into
+/// the release manifest.
 struct Verify {
     /// `[verify]`.
     section: VerifySection,
@@ -388,13 +391,62 @@ impl Verify {
     /// The stage's totals, which the release manifest records.
     const SUMMARY: &'static str = "verify.json";
     /// The figures summed over the mined files.
-    const TOTALS: [&'static str; 5] = [
+    const TOTALS: [&'static str; 10] = [
         "puzzles",
         "checked",
         "best_holds",
         "best_and_criterion_hold",
         "not_checkable",
+        "margin_fails",
+        "second_engine_pass",
+        "second_engine_fail",
+        "verified",
+        "failed",
     ];
+
+    /// The puzzles to verify: the rated mined puzzles (what the release
+    /// draws from), else the mined ones when the pipeline does not rate.
+    fn puzzle_files(ctx: &RunContext) -> Vec<PathBuf> {
+        let rated = stage_files(ctx, StageName::Rate, ".puzzles.csv");
+        if rated.is_empty() {
+            stage_files(ctx, StageName::Mine, ".puzzles.csv")
+        } else {
+            rated
+        }
+    }
+
+    fn config(&self) -> crate::stages::verify::VerifyConfig {
+        crate::stages::verify::VerifyConfig {
+            factor: self.section.factor,
+            policy: self.section.policy,
+            min_margin_cp: self.section.min_margin_cp,
+            min_margin_win_chance: self.section.min_margin_win_chance,
+            second_engine: self.section.second_engine.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// Adds one file's counts and margin table into the run's totals.
+    fn add_up(totals: &mut Value, counts: &Value) {
+        for key in Self::TOTALS {
+            let sum = totals[key].as_u64().unwrap_or(0) + counts[key].as_u64().unwrap_or(0);
+            totals[key] = json!(sum);
+        }
+        let Some(rows) = counts["margins"].as_array() else {
+            return;
+        };
+        if totals["margins"].is_null() {
+            totals["margins"] = json!(rows);
+            return;
+        }
+        for (i, row) in rows.iter().enumerate() {
+            for key in ["kept", "second_confirms"] {
+                let sum = totals["margins"][i][key].as_u64().unwrap_or(0)
+                    + row[key].as_u64().unwrap_or(0);
+                totals["margins"][i][key] = json!(sum);
+            }
+        }
+    }
 }
 
 impl Stage for Verify {
@@ -407,7 +459,7 @@ impl Stage for Verify {
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(stage_files(ctx, StageName::Mine, ".puzzles.csv"))
+        Ok(Self::puzzle_files(ctx))
     }
 
     fn uses_engine(&self) -> bool {
@@ -416,26 +468,32 @@ impl Stage for Verify {
 
     fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
         let pool = ctx.engine_pool()?;
-        let config = crate::stages::verify::VerifyConfig {
-            factor: self.section.factor,
-            ..Default::default()
+        let config = self.config();
+        let second = match &config.second_engine {
+            Some(second) => Some(second.pool(&pool)?),
+            None => None,
         };
         let mut files = Vec::new();
-        let mut totals = json!({"factor": config.factor, "puzzles": 0, "checked": 0,
-            "best_holds": 0, "best_and_criterion_hold": 0, "not_checkable": 0});
-        for input in self.inputs(ctx)? {
+        let mut totals = json!({"factor": config.factor, "policy": config.policy,
+            "second_engine": second.as_ref().map(|p| p.engine_id().to_string()),
+            "second_engine_settings": config.second_engine});
+        for key in Self::TOTALS {
+            totals[key] = json!(0);
+        }
+        for input in Self::puzzle_files(ctx) {
             let report = output_name(&input, ".verify.jsonl");
+            let puzzles = output_name(&input, ".csv");
             let summary = crate::stages::verify::run_verify_with(
                 &config,
                 &pool,
-                &input,
-                &folder.scratch_path(&report),
+                second.as_ref(),
+                &crate::stages::verify::VerifyFiles {
+                    input: &input,
+                    report: &folder.scratch_path(&report),
+                    puzzles_out: Some(&folder.scratch_path(&puzzles)),
+                },
             )?;
-            for key in Self::TOTALS {
-                let sum =
-                    totals[key].as_u64().unwrap_or(0) + summary.json[key].as_u64().unwrap_or(0);
-                totals[key] = json!(sum);
-            }
+            Self::add_up(&mut totals, &summary.json);
             // Names, not paths: the release manifest embeds this file, and
             // its bytes must not depend on where the release folder is.
             let mut counts = summary.json;
@@ -443,7 +501,7 @@ impl Stage for Verify {
                 map.remove("report");
             }
             files.push(json!({
-                "input": output_name(&input, ".csv"),
+                "input": puzzles,
                 "report": report,
                 "counts": counts,
             }));
@@ -463,17 +521,31 @@ struct Release {
     section: SplitConfig,
     seed: u64,
     /// Whether `pipeline.stages` verifies the mined puzzles (the release
-    /// then embeds the verification figures).
+    /// then draws the verified files and embeds the verification figures).
     verifies: bool,
+    /// `[verify] policy = "drop"`: puzzles that fail a check stay out.
+    drops_unverified: bool,
 }
 
 impl Release {
     /// The puzzle pool: every validated Lichess puzzle file, and the rated
-    /// mined puzzles when the pipeline mines.
-    fn pool(ctx: &RunContext) -> Vec<PathBuf> {
+    /// mined puzzles when the pipeline mines, each in its verified copy
+    /// (with the verdict columns) when the pipeline verifies.
+    fn pool(&self, ctx: &RunContext) -> Vec<PathBuf> {
         let mut pool = stage_files(ctx, StageName::IngestPuzzles, ".csv");
         pool.retain(|p| !p.to_string_lossy().ends_with(".rejects.csv"));
-        pool.extend(stage_files(ctx, StageName::Rate, ".csv"));
+        let verified_dir = ctx.stage_dir(StageName::Verify);
+        pool.extend(
+            stage_files(ctx, StageName::Rate, ".csv")
+                .into_iter()
+                .map(|rated| {
+                    let verified = rated.file_name().map(|name| verified_dir.join(name));
+                    match verified {
+                        Some(path) if self.verifies && path.is_file() => path,
+                        _ => rated,
+                    }
+                }),
+        );
         pool
     }
 
@@ -578,7 +650,7 @@ impl Stage for Release {
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        let mut inputs = Self::pool(ctx);
+        let mut inputs = self.pool(ctx);
         inputs.extend(self.verify_summary(ctx));
         for release in Self::earlier_releases(ctx)? {
             inputs.extend(crate::stages::release::card::split_files(&release));
@@ -587,7 +659,7 @@ impl Stage for Release {
     }
 
     fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
-        let pool = Self::pool(ctx);
+        let pool = self.pool(ctx);
         if pool.is_empty() {
             return Err(bad_input(
                 "the release stage has no puzzles: add ingest_puzzles (or mine and rate) to pipeline.stages",
@@ -612,6 +684,7 @@ impl Stage for Release {
             engine_id: None,
             engine_option: Vec::new(),
             verify: self.verify_summary(ctx),
+            drop_unverified: self.verifies && self.drops_unverified,
         };
         let config = SplitConfig {
             seed: self.seed,

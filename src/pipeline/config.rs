@@ -54,16 +54,28 @@ pub struct IngestSection {
 }
 
 /// Settings of the `verify` stage: every mined puzzle searched again at
-/// `factor` times the nodes that found it.
+/// `factor` times the nodes that found it, and by a second engine when
+/// `second_engine` is set ([`crate::stages::verify`]).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct VerifySection {
     pub factor: u64,
+    pub policy: crate::stages::verify::Policy,
+    pub min_margin_cp: i32,
+    pub min_margin_win_chance: f64,
+    pub second_engine: Option<crate::stages::verify::SecondEngineConfig>,
 }
 
 impl Default for VerifySection {
     fn default() -> Self {
-        Self { factor: 4 }
+        let defaults = crate::stages::verify::VerifyConfig::default();
+        Self {
+            factor: defaults.factor,
+            policy: defaults.policy,
+            min_margin_cp: defaults.min_margin_cp,
+            min_margin_win_chance: defaults.min_margin_win_chance,
+            second_engine: defaults.second_engine,
+        }
     }
 }
 
@@ -165,6 +177,7 @@ impl PipelineConfig {
         self.sources.games.iter_mut().for_each(resolve);
         self.engine.path.iter_mut().for_each(resolve);
         self.rate.model.iter_mut().for_each(resolve);
+        (self.verify.second_engine.iter_mut()).for_each(|second| resolve(&mut second.path));
     }
 
     /// `run` draws every random number from `pipeline.seed`. The stage

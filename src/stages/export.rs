@@ -135,27 +135,46 @@ fn target(position: &SolverPosition) -> Value {
     }
 }
 
+/// The `verify` verdicts of a mined puzzle, into an Inspect sample's
+/// metadata (puzzles that were not verified have none).
+fn add_verdicts(metadata: &mut Value, puzzle: &Puzzle) {
+    for (key, column) in [
+        ("verify_deeper", Column::VerifyDeeper),
+        ("verify_second", Column::VerifySecond),
+        ("margin", Column::Margin),
+        ("verified", Column::Verified),
+    ] {
+        if let Some(value) = puzzle.get(column) {
+            metadata[key] = json!(value);
+        }
+    }
+}
+
 fn record(format: ExportFormat, puzzle: &Puzzle, split: &str, position: &SolverPosition) -> Value {
     let id = format!("{}-{}", puzzle.id, position.index);
     match format {
-        ExportFormat::Inspect => json!({
-            "input": prompt(position),
-            "target": target(position),
-            "id": id,
-            "metadata": {
-                "puzzle_id": puzzle.id,
-                "position_index": position.index,
-                "split": split,
-                "fen": position.fen,
-                "normalized_fen": position_key_fen(&position.fen),
-                "rating": puzzle.rating,
-                "themes": puzzle.themes.join(" "),
-                "rating_bin": puzzle.get(Column::RatingBin),
-                "num_moves": puzzle.solver_moves(),
-                "mate": puzzle.get(Column::Mate),
-                "game_id": puzzle.get(Column::GameId),
-            },
-        }),
+        ExportFormat::Inspect => {
+            let mut sample = json!({
+                "input": prompt(position),
+                "target": target(position),
+                "id": id,
+                "metadata": {
+                    "puzzle_id": puzzle.id,
+                    "position_index": position.index,
+                    "split": split,
+                    "fen": position.fen,
+                    "normalized_fen": position_key_fen(&position.fen),
+                    "rating": puzzle.rating,
+                    "themes": puzzle.themes.join(" "),
+                    "rating_bin": puzzle.get(Column::RatingBin),
+                    "num_moves": puzzle.solver_moves(),
+                    "mate": puzzle.get(Column::Mate),
+                    "game_id": puzzle.get(Column::GameId),
+                },
+            });
+            add_verdicts(&mut sample["metadata"], puzzle);
+            sample
+        }
         ExportFormat::Dspy => json!({
             "position_fen": position.fen,
             "side_to_move": color_name(position.side_to_move),

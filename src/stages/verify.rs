@@ -1,17 +1,41 @@
-//! `puzzleforge verify`: do mined puzzles survive a deeper look?
+//! `puzzleforge verify`: do mined puzzles survive a deeper look, and a
+//! second engine's?
 //!
-//! Each puzzle position (FEN plus the first move) is searched again with
-//! MultiPV 2 at K times the nodes of its `Nodes` column (or of `--nodes`),
-//! and we report whether the engine's best move is still the solution's
-//! first move and whether the puzzle's criterion still holds (Epoch's
-//! thresholds, or Lichess's rule, from the `Criterion` column unless
-//! `--criterion` says otherwise). One JSON line per puzzle goes to the
-//! report file, the totals to the summary.
+//! Two checks per puzzle, each with its own verdict:
+//!
+//! * **Deeper** (same engine): the position after the first move is searched
+//!   again with MultiPV 2 at K times the nodes of its `Nodes` column (or of
+//!   `--nodes`); the engine's best move must still be the solution's first
+//!   move and the puzzle's criterion must still hold (Epoch's thresholds, or
+//!   Lichess's rule, from the `Criterion` column unless `--criterion` says
+//!   otherwise).
+//! * **Second engine** (`[verify.second_engine]`, e.g. Ethereal): on every
+//!   solver move of the line, a MultiPV 2 search to a fixed depth must find
+//!   the solution's move, at least `min_gap_cp` of the engine's own
+//!   centipawns ahead of its second move (a solver move with one legal move
+//!   passes). Engines score on different scales, so the second engine is
+//!   not held to the criterion's absolute thresholds, only to agreement and
+//!   a gap (see [`SecondEngineConfig::min_gap_cp`] for why 180).
+//!
+//! **Margins.** Each puzzle also gets how far it sits from its criterion's
+//! thresholds (Epoch: the smallest of best - (-100), 80 - second and
+//! gap - 180, in cp; Lichess: win-chance gap - 0.7), the minimum over the
+//! mining search (`BestScore`/`SecondScore`) and the deeper search. With
+//! `min_margin_cp` (Epoch) or `min_margin_win_chance` (Lichess) above 0 a
+//! puzzle must keep that much room to pass.
+//!
+//! One JSON line per puzzle goes to the report file, the totals to the
+//! summary; `--puzzles-out` writes the puzzles with the verdict columns
+//! (`VerifyDeeper`, `VerifySecond`, `Margin`, `Verified`), which the release
+//! reads (`split --drop-unverified`, `[verify] policy = "drop"`).
+//! Verification is deterministic across worker counts: one puzzle is one
+//! unit of pool work, and the pool starts each unit with `ucinewgame`.
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-use shakmaty::{Chess, Position};
+use serde_json::{Value, json};
+use shakmaty::Position;
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -22,15 +46,16 @@ use crate::core::fileio::AtomicFile;
 use crate::core::settings::{flags_over, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::criterion::{self, Criterion};
-use crate::engine::pool::{EnginePool, Session};
-use crate::engine::process::{EngineError, Limit, SearchRequest};
+use crate::engine::pool::{EnginePool, PoolConfig, Session};
+use crate::engine::process::{EngineError, EngineSpec, Limit, SearchRequest};
 use crate::engine::settings::{EngineArgs, EngineConfig};
+use crate::engine::uci::Score;
 
 /// `puzzleforge verify`. The search flags set the [`VerifyConfig`] keys of
 /// their names ([`crate::core::settings::flags_over`]).
 #[derive(clap::Args, Debug, Serialize)]
 pub struct VerifyArgs {
-    /// Puzzle file written by `mine`.
+    /// Puzzle file written by `mine` (or `rate`).
     #[serde(skip)]
     pub input: PathBuf,
     /// Search K times the puzzle's nodes.
@@ -47,13 +72,108 @@ pub struct VerifyArgs {
     /// Criterion to check (default: each puzzle's Criterion column, else epoch).
     #[arg(long, value_enum)]
     pub criterion: Option<Criterion>,
+    /// What the release does with a puzzle that fails a check.
+    #[arg(long, value_enum)]
+    pub policy: Option<Policy>,
+    /// Epoch puzzles must clear every threshold by this many cp (0: no margin).
+    #[arg(long)]
+    pub min_margin_cp: Option<i32>,
+    /// Lichess puzzles must clear the win-chance gap by this much (0: none).
+    #[arg(long, value_parser = crate::core::settings::finite_number)]
+    pub min_margin_win_chance: Option<f64>,
+    /// Second engine executable (e.g. /usr/games/ethereal-chess): checks
+    /// every solver move at --second-depth.
+    #[arg(long, value_name = "PATH")]
+    #[serde(skip)]
+    pub second_engine: Option<PathBuf>,
+    /// Depth of the second engine's searches.
+    #[arg(long, requires = "second_engine")]
+    #[serde(skip)]
+    pub second_depth: Option<u32>,
+    /// The second engine's best move must lead its second by this many of
+    /// its own cp.
+    #[arg(long, requires = "second_engine")]
+    #[serde(skip)]
+    pub second_min_gap_cp: Option<i32>,
     /// Per-puzzle report (JSON Lines). Default: INPUT with `.verify.jsonl`.
     #[arg(short = 'o', long = "output")]
     #[serde(skip)]
     pub output: Option<PathBuf>,
+    /// Also write the puzzles with the verdict columns to this file.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub puzzles_out: Option<PathBuf>,
     #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,
+}
+
+/// What happens to a puzzle that fails a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// The release leaves it out.
+    #[default]
+    Drop,
+    /// The release keeps it; its verdict columns say it failed.
+    Mark,
+}
+
+/// `[verify.second_engine]`: an independent engine that must agree with
+/// every solver move.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecondEngineConfig {
+    /// The engine executable.
+    pub path: PathBuf,
+    /// Search depth (Ethereal 12 ignores `go nodes`, so depth is the
+    /// deterministic limit).
+    pub depth: u32,
+    /// Required lead of the best move over the second, in the engine's own
+    /// cp. 180 is Epoch's gap: on 40 Lichess puzzles (non-mate first moves
+    /// of tests/data) Ethereal's gaps at depth 12 ran larger than Stockfish
+    /// 15.1's at depth 18 (median ratio 1.12), and 39 of 40 cleared 180,
+    /// while a win-chance rule (0.7, on Ethereal's own cp) kept only 32.
+    pub min_gap_cp: i32,
+    /// UCI options sent after the handshake (Threads is always 1).
+    pub options: BTreeMap<String, toml::Value>,
+}
+
+impl Default for SecondEngineConfig {
+    fn default() -> Self {
+        Self {
+            path: PathBuf::from("/usr/games/ethereal-chess"),
+            depth: 12,
+            min_gap_cp: criterion::EPOCH_MIN_GAP_CP,
+            options: BTreeMap::new(),
+        }
+    }
+}
+
+impl SecondEngineConfig {
+    /// The engine spec (Hash 16 unless `options` says otherwise).
+    pub fn spec(&self) -> Result<EngineSpec> {
+        let executable = crate::engine::settings::resolve_engine(Some(&self.path), None)?;
+        let mut spec = EngineSpec::new(executable);
+        for (name, value) in &self.options {
+            let value = match value {
+                toml::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            spec = spec.with_option(name, value);
+        }
+        spec.validate().map_err(crate::core::error::bad_input)?;
+        Ok(spec)
+    }
+
+    /// A pool of this engine beside `main`, with as many workers.
+    pub fn pool(&self, main: &EnginePool) -> Result<EnginePool> {
+        let config = PoolConfig {
+            workers: main.workers(),
+            ..Default::default()
+        };
+        EnginePool::new(self.spec()?, config)
+    }
 }
 
 /// Settings of one verification run.
@@ -69,6 +189,15 @@ pub struct VerifyConfig {
     /// Criterion to check (default: each puzzle's Criterion column, else
     /// epoch).
     pub criterion: Option<Criterion>,
+    /// What the release does with a puzzle that fails a check.
+    pub policy: Policy,
+    /// Epoch puzzles must clear each threshold by this many cp, in every
+    /// search (0: today's rule, no margin).
+    pub min_margin_cp: i32,
+    /// Lichess puzzles must clear the 0.7 win-chance gap by this much.
+    pub min_margin_win_chance: f64,
+    /// The independent engine, if any.
+    pub second_engine: Option<SecondEngineConfig>,
 }
 
 impl Default for VerifyConfig {
@@ -78,20 +207,42 @@ impl Default for VerifyConfig {
             nodes: None,
             nodes_override: false,
             criterion: None,
+            policy: Policy::Drop,
+            min_margin_cp: 0,
+            min_margin_win_chance: 0.0,
+            second_engine: None,
         }
     }
 }
 
 pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
-    let config = flags_over(&VerifyConfig::default(), args)?;
+    let mut config = flags_over(&VerifyConfig::default(), args)?;
+    if let Some(path) = &args.second_engine {
+        let defaults = SecondEngineConfig::default();
+        config.second_engine = Some(SecondEngineConfig {
+            path: path.clone(),
+            depth: args.second_depth.unwrap_or(defaults.depth),
+            min_gap_cp: args.second_min_gap_cp.unwrap_or(defaults.min_gap_cp),
+            ..defaults
+        });
+    }
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("puzzles".to_string());
     let pool = EnginePool::new(spec, pool_config)?;
+    let second = match &config.second_engine {
+        Some(second) => Some(second.pool(&pool)?),
+        None => None,
+    };
     let output = args
         .output
         .clone()
         .unwrap_or_else(|| default_report_path(&args.input));
-    run_verify_with(&config, &pool, &args.input, &output)
+    let files = VerifyFiles {
+        input: &args.input,
+        report: &output,
+        puzzles_out: args.puzzles_out.as_deref(),
+    };
+    run_verify_with(&config, &pool, second.as_ref(), &files)
 }
 
 /// `puzzles.csv` -> `puzzles.verify.jsonl`, next to the input.
@@ -106,6 +257,19 @@ pub(crate) fn default_report_path(input: &Path) -> PathBuf {
         .trim_end_matches(".jsonl")
         .to_string();
     input.with_file_name(format!("{stem}.verify.jsonl"))
+}
+
+/// The second engine's look at one solver move.
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+pub struct SecondMove {
+    /// Index of the move in the puzzle's Moves.
+    pub ply: usize,
+    pub expected_move: String,
+    pub best_move: Option<String>,
+    /// Best minus second score, in the second engine's cp; `None` with one
+    /// legal move.
+    pub gap_cp: Option<i32>,
+    pub holds: bool,
 }
 
 /// The verdict on one puzzle.
@@ -124,61 +288,196 @@ pub struct Verdict {
     pub criterion: String,
     pub best_holds: bool,
     pub criterion_holds: bool,
+    /// Epoch: the smallest room to a threshold over the mining and the
+    /// deeper search, in cp.
+    pub margin_cp: Option<i32>,
+    /// Lichess: the smallest win-chance gap minus 0.7 over those searches.
+    pub margin_win_chance: Option<f64>,
+    /// The margin is at least the configured minimum (always, at 0).
+    pub margin_holds: bool,
+    /// The second engine's verdict; `None` without a second engine.
+    pub second_holds: Option<bool>,
+    /// The second engine's look at each solver move, up to the first that
+    /// fails.
+    pub second_moves: Vec<SecondMove>,
 }
 
-struct Item {
+impl Verdict {
+    /// The deeper same-engine check passed.
+    pub fn deeper_holds(&self) -> bool {
+        self.error.is_none() && self.best_holds && self.criterion_holds
+    }
+
+    /// Every check passed.
+    pub fn verified(&self) -> bool {
+        self.deeper_holds() && self.margin_holds && self.second_holds != Some(false)
+    }
+
+    /// Writes the verdict columns into `puzzle`.
+    pub fn mark(&self, puzzle: &mut Puzzle) {
+        let pass = |holds: bool| if holds { "pass" } else { "fail" };
+        puzzle.set(Column::VerifyDeeper, pass(self.deeper_holds()));
+        let second = self.second_holds.map_or("none", pass);
+        puzzle.set(Column::VerifySecond, second);
+        let margin = match (self.margin_cp, self.margin_win_chance) {
+            (Some(cp), _) => cp.to_string(),
+            (None, Some(chance)) => format!("{chance:.3}"),
+            (None, None) => String::new(),
+        };
+        puzzle.set(Column::Margin, margin);
+        puzzle.set(Column::Verified, pass(self.verified()));
+    }
+}
+
+/// One puzzle to check: its row number and the puzzle.
+struct Item<'a> {
     line: u64,
-    puzzle: Puzzle,
-    /// Position after the first move, or why there is none.
-    setup: Result<(Chess, u64, Criterion), String>,
+    puzzle: &'a Puzzle,
+}
+
+/// Where a verification run reads and writes.
+pub struct VerifyFiles<'a> {
+    pub input: &'a Path,
+    /// The per-puzzle JSON Lines report.
+    pub report: &'a Path,
+    /// The puzzles with their verdict columns, if wanted.
+    pub puzzles_out: Option<&'a Path>,
+}
+
+/// Checks `puzzles` (numbered from 1 in the verdicts) with `pool` and, when
+/// `config` has a second engine, `second` (its pool). One verdict per
+/// puzzle, in order; the same whatever the pools' worker counts.
+pub fn verify_puzzles(
+    config: &VerifyConfig,
+    pool: &EnginePool,
+    second: Option<&EnginePool>,
+    puzzles: &[Puzzle],
+) -> Result<Vec<Verdict>> {
+    let items: Vec<Item> = puzzles
+        .iter()
+        .enumerate()
+        .map(|(i, puzzle)| Item {
+            line: i as u64 + 1,
+            puzzle,
+        })
+        .collect();
+    verify_items(config, pool, second, &items)
+}
+
+fn verify_items(
+    config: &VerifyConfig,
+    pool: &EnginePool,
+    second: Option<&EnginePool>,
+    items: &[Item],
+) -> Result<Vec<Verdict>> {
+    if config.factor == 0 {
+        crate::bail_input!("--factor must be at least 1");
+    }
+    let mut verdicts = pool.map(items, |session, _, item| check(session, item, config))?;
+    if let (Some(second_config), Some(second)) = (&config.second_engine, second) {
+        let opinions = second.map(items, |session, _, item| {
+            second_opinion(session, item.puzzle, second_config)
+        })?;
+        for (verdict, moves) in verdicts.iter_mut().zip(opinions) {
+            verdict.second_holds = Some(!moves.is_empty() && moves.iter().all(|m| m.holds));
+            verdict.second_moves = moves;
+        }
+    } else if config.second_engine.is_some() {
+        crate::bail_input!("verify: a second engine is configured but no pool was started for it");
+    }
+    Ok(verdicts)
 }
 
 pub fn run_verify_with(
     config: &VerifyConfig,
     pool: &EnginePool,
-    input: &Path,
-    output: &Path,
+    second: Option<&EnginePool>,
+    files: &VerifyFiles,
 ) -> Result<Summary> {
-    if config.factor == 0 {
-        crate::bail_input!("--factor must be at least 1");
-    }
-    let mut items = Vec::new();
+    let mut puzzles = Vec::new();
     let mut unreadable = Vec::new();
+    let input = files.input;
     crate::chess::record::for_each_row(input, |(line, row)| {
         match row {
-            Ok(puzzle) => {
-                let setup = prepare(&puzzle, config);
-                items.push(Item {
-                    line,
-                    puzzle,
-                    setup,
-                });
-            }
+            Ok(puzzle) => puzzles.push((line, puzzle)),
             Err(e) => unreadable.push(format!("{} line {line}: {e}", input.display())),
         }
         Ok(())
     })?;
-    let verdicts = pool.map(&items, |session, _, item| check(session, item))?;
-    let mut file = AtomicFile::create(output)?;
+    let items: Vec<Item> = puzzles
+        .iter()
+        .map(|(line, puzzle)| Item {
+            line: *line,
+            puzzle,
+        })
+        .collect();
+    let verdicts = verify_items(config, pool, second, &items)?;
+    let mut file = AtomicFile::create(files.report)?;
     for verdict in &verdicts {
         let text = serde_json::to_string(verdict)?;
-        writeln!(file, "{text}").with_context(|| format!("writing {}", output.display()))?;
+        writeln!(file, "{text}").with_context(|| format!("writing {}", files.report.display()))?;
     }
     file.commit()?;
-    let checked = verdicts.iter().filter(|v| v.error.is_none()).count();
-    let best_holds = verdicts.iter().filter(|v| v.best_holds).count();
-    let both = verdicts
-        .iter()
-        .filter(|v| v.best_holds && v.criterion_holds)
-        .count();
+    if let Some(path) = files.puzzles_out {
+        let marked: Vec<Puzzle> = puzzles
+            .into_iter()
+            .zip(&verdicts)
+            .map(|((_, mut puzzle), verdict)| {
+                verdict.mark(&mut puzzle);
+                puzzle
+            })
+            .collect();
+        crate::chess::record::write_puzzles(path, &marked)?;
+    }
+    Ok(summarize(config, &verdicts, &unreadable, files.report))
+}
+
+/// The margins the summary tabulates: how many puzzles that pass the deeper
+/// check keep each margin, and how many of those the second engine confirms.
+const MARGIN_STEPS_CP: [i32; 4] = [0, 25, 50, 100];
+
+fn summarize(
+    config: &VerifyConfig,
+    verdicts: &[Verdict],
+    unreadable: &[String],
+    report: &Path,
+) -> Summary {
+    let count = |keep: &dyn Fn(&Verdict) -> bool| verdicts.iter().filter(|v| keep(v)).count();
+    let checked = count(&|v| v.error.is_none());
+    let best_holds = count(&|v| v.best_holds);
+    let both = count(&|v| v.deeper_holds());
+    let margin_fails = count(&|v| !v.margin_holds);
+    let second_pass = count(&|v| v.second_holds == Some(true));
+    let second_fail = count(&|v| v.second_holds == Some(false));
+    let verified = count(&|v| v.verified());
     let errors = verdicts.len() - checked;
     let mut human = format!(
         "verify: {} puzzles, {checked} checked at {}x nodes: best move holds {best_holds}, best move and criterion hold {both}; {errors} not checkable, {} unreadable rows -> {}",
         verdicts.len(),
         config.factor,
         unreadable.len(),
-        output.display()
+        report.display()
     );
+    if config.second_engine.is_some() {
+        human.push_str(&format!(
+            "\n  second engine: {second_pass} confirm, {second_fail} reject"
+        ));
+    }
+    human.push_str(&format!(
+        "\n  margin below the minimum: {margin_fails}; verified (every check): {verified}, failing: {} (policy {})",
+        verdicts.len() - verified,
+        serde_json::to_value(config.policy)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    ));
+    let table = margin_table(verdicts);
+    for row in &table {
+        human.push_str(&format!(
+            "\n  epoch margin >= {:>3} cp: {} puzzles, second engine confirms {}",
+            row["min_margin_cp"], row["kept"], row["second_confirms"]
+        ));
+    }
     for problem in unreadable.iter().take(10) {
         human.push_str(&format!("\n  {problem}"));
     }
@@ -191,14 +490,47 @@ pub fn run_verify_with(
         "best_and_criterion_hold": both,
         "not_checkable": errors,
         "unreadable_rows": unreadable.len(),
-        "report": output.display().to_string(),
+        "margin_fails": margin_fails,
+        "second_engine_pass": second_pass,
+        "second_engine_fail": second_fail,
+        "verified": verified,
+        "failed": verdicts.len() - verified,
+        "policy": config.policy,
+        "margins": table,
+        "report": report.display().to_string(),
     });
-    Ok(Summary::new(human, json))
+    Summary::new(human, json)
 }
 
-fn prepare(puzzle: &Puzzle, config: &VerifyConfig) -> Result<(Chess, u64, Criterion), String> {
-    let line = PuzzleLine::of_puzzle(puzzle).map_err(|e| e.to_string())?;
-    let position = line.first_solver_position().clone();
+/// Of the Epoch puzzles that pass the deeper check: how many keep each of
+/// [`MARGIN_STEPS_CP`], and how many of those the second engine confirms.
+fn margin_table(verdicts: &[Verdict]) -> Vec<Value> {
+    MARGIN_STEPS_CP
+        .iter()
+        .map(|&step| {
+            let kept: Vec<&Verdict> = verdicts
+                .iter()
+                .filter(|v| v.deeper_holds() && v.margin_cp.is_some_and(|m| m >= step))
+                .collect();
+            let confirmed = kept.iter().filter(|v| v.second_holds == Some(true)).count();
+            json!({"min_margin_cp": step, "kept": kept.len(), "second_confirms": confirmed})
+        })
+        .collect()
+}
+
+/// The criterion to check a puzzle against: the config's, else its column's.
+fn criterion_of(puzzle: &Puzzle, config: &VerifyConfig) -> Criterion {
+    match config.criterion {
+        Some(c) => c,
+        None => match puzzle.get(Column::Criterion).unwrap_or("epoch") {
+            "lichess" => Criterion::Lichess,
+            _ => Criterion::Epoch,
+        },
+    }
+}
+
+/// The deeper search's nodes: K times the puzzle's (or the configured) base.
+fn deeper_nodes(puzzle: &Puzzle, config: &VerifyConfig) -> Result<u64, String> {
     let column_nodes = puzzle
         .get(Column::Nodes)
         .and_then(|n| n.trim().parse::<u64>().ok());
@@ -208,22 +540,87 @@ fn prepare(puzzle: &Puzzle, config: &VerifyConfig) -> Result<(Chess, u64, Criter
         column_nodes.or(config.nodes)
     }
     .ok_or("no Nodes column value and no --nodes")?;
-    let criterion = match config.criterion {
-        Some(c) => c,
-        None => match puzzle.get(Column::Criterion).unwrap_or("epoch") {
-            "lichess" => Criterion::Lichess,
-            _ => Criterion::Epoch,
-        },
+    Ok(base.saturating_mul(config.factor).max(1))
+}
+
+/// A cp value as written by `mine` ([`Score::to_cp`]) back as a score.
+fn score_of_cp(cp: i32) -> Score {
+    const MATE_FLOOR: i32 = 9000;
+    if cp >= MATE_FLOOR {
+        Score::Mate(10000 - cp)
+    } else if cp <= -MATE_FLOOR {
+        Score::Mate(-cp - 10000)
+    } else {
+        Score::Cp(cp)
+    }
+}
+
+/// Epoch: the smallest room to a threshold (best >= -100, second <= 80,
+/// gap >= 180), in cp; negative when one fails.
+fn epoch_margin(best: Score, second: Score) -> i32 {
+    let (best, second) = (best.to_cp(), second.to_cp());
+    (best - criterion::EPOCH_MIN_BEST_CP)
+        .min(criterion::EPOCH_MAX_SECOND_CP - second)
+        .min(best - second - criterion::EPOCH_MIN_GAP_CP)
+}
+
+/// Lichess: the win-chance gap minus 0.7 (the mate-in-1 exceptions of
+/// [`criterion::lichess_unique`] are not reflected).
+fn lichess_margin(best: Score, second: Score) -> f64 {
+    criterion::win_chances(best) - criterion::win_chances(second) - criterion::LICHESS_MIN_GAP
+}
+
+/// The scores of the mining search, from the `BestScore`/`SecondScore`
+/// columns, when the puzzle has both.
+fn mining_scores(puzzle: &Puzzle) -> Option<(Score, Score)> {
+    let read = |column| {
+        puzzle
+            .get(column)
+            .and_then(|text: &str| text.trim().parse::<i32>().ok())
     };
-    Ok((
-        position,
-        base.saturating_mul(config.factor).max(1),
-        criterion,
+    Some((
+        score_of_cp(read(Column::BestScore)?),
+        score_of_cp(read(Column::SecondScore)?),
     ))
 }
 
-fn check(session: &mut Session, item: &Item) -> Result<Verdict, EngineError> {
-    let puzzle = &item.puzzle;
+/// Fills the margins over the searches made (mining, deeper) and whether
+/// they clear the configured minimum.
+fn judge_margins(
+    verdict: &mut Verdict,
+    which: Criterion,
+    deeper: Option<(Score, Score)>,
+    puzzle: &Puzzle,
+    config: &VerifyConfig,
+) {
+    let searches: Vec<(Score, Score)> = mining_scores(puzzle).into_iter().chain(deeper).collect();
+    match which {
+        Criterion::Epoch => {
+            verdict.margin_cp = searches.iter().map(|&(b, s)| epoch_margin(b, s)).min();
+            verdict.margin_holds = config.min_margin_cp <= 0
+                || verdict.margin_cp.is_some_and(|m| m >= config.min_margin_cp);
+        }
+        Criterion::Lichess => {
+            verdict.margin_win_chance = searches
+                .iter()
+                .map(|&(b, s)| lichess_margin(b, s))
+                .reduce(f64::min)
+                .map(|m| (m * 1000.0).round() / 1000.0);
+            verdict.margin_holds = config.min_margin_win_chance <= 0.0
+                || verdict
+                    .margin_win_chance
+                    .is_some_and(|m| m >= config.min_margin_win_chance);
+        }
+    }
+}
+
+fn check(
+    session: &mut Session,
+    item: &Item,
+    config: &VerifyConfig,
+) -> Result<Verdict, EngineError> {
+    let puzzle = item.puzzle;
+    let which = criterion_of(puzzle, config);
     let mut verdict = Verdict {
         id: puzzle.id.clone(),
         line: item.line,
@@ -233,18 +630,30 @@ fn check(session: &mut Session, item: &Item) -> Result<Verdict, EngineError> {
         best_move: None,
         best_score: None,
         second_score: None,
-        criterion: String::new(),
+        criterion: which.name().to_string(),
         best_holds: false,
         criterion_holds: false,
+        margin_cp: None,
+        margin_win_chance: None,
+        margin_holds: false,
+        second_holds: None,
+        second_moves: Vec::new(),
     };
-    let (position, nodes, which) = match &item.setup {
-        Ok(setup) => setup.clone(),
+    let setup = PuzzleLine::of_puzzle(puzzle)
+        .map_err(|e| e.to_string())
+        .and_then(|line| {
+            Ok((
+                line.first_solver_position().clone(),
+                deeper_nodes(puzzle, config)?,
+            ))
+        });
+    let (position, nodes) = match setup {
+        Ok(setup) => setup,
         Err(error) => {
-            verdict.error = Some(error.clone());
+            verdict.error = Some(error);
             return Ok(verdict);
         }
     };
-    verdict.criterion = which.name().to_string();
     let request = SearchRequest {
         fen: puzzle.fen.clone(),
         moves: vec![puzzle.moves[0].clone()],
@@ -283,5 +692,53 @@ fn check(session: &mut Session, item: &Item) -> Result<Verdict, EngineError> {
             }
         };
     }
+    let deeper = best.map(|l| l.score).zip(second);
+    judge_margins(&mut verdict, which, deeper, puzzle, config);
     Ok(verdict)
+}
+
+/// The second engine on each solver move of `puzzle`, in order, stopping at
+/// the first that fails. Empty when the line cannot be replayed.
+fn second_opinion(
+    session: &mut Session,
+    puzzle: &Puzzle,
+    config: &SecondEngineConfig,
+) -> Result<Vec<SecondMove>, EngineError> {
+    let Ok(line) = PuzzleLine::of_puzzle(puzzle) else {
+        return Ok(Vec::new());
+    };
+    let mut moves = Vec::new();
+    for (ply, position, _) in line.solver_turns() {
+        let expected_move = puzzle.moves[ply].clone();
+        let legal = position.legal_moves().len();
+        let mut seen = SecondMove {
+            ply,
+            expected_move,
+            best_move: None,
+            gap_cp: None,
+            holds: legal == 1,
+        };
+        if legal > 1 {
+            let request = SearchRequest {
+                fen: puzzle.fen.clone(),
+                moves: puzzle.moves[..ply].to_vec(),
+                limit: Limit::Depth(config.depth),
+                multipv: 2,
+            };
+            let result = session.search(&request)?;
+            seen.best_move = result.lines.first().and_then(|l| l.pv.first().cloned());
+            seen.gap_cp = match (result.lines.first(), result.lines.get(1)) {
+                (Some(best), Some(second)) => Some(best.score.to_cp() - second.score.to_cp()),
+                _ => None,
+            };
+            seen.holds = seen.best_move.as_deref() == Some(seen.expected_move.as_str())
+                && seen.gap_cp.is_some_and(|gap| gap >= config.min_gap_cp);
+        }
+        let holds = seen.holds;
+        moves.push(seen);
+        if !holds {
+            break;
+        }
+    }
+    Ok(moves)
 }

@@ -35,6 +35,7 @@ use sha2::Digest;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use crate::chess::columns::Column;
 use crate::chess::derive::rating_bin_edges;
 use crate::chess::record::{Puzzle, for_each_row};
 use crate::core::error::bad_input;
@@ -110,6 +111,11 @@ pub struct SplitArgs {
     #[arg(long)]
     #[serde(skip)]
     pub verify: Option<PathBuf>,
+    /// Leave out puzzles whose `Verified` column (from `verify
+    /// --puzzles-out`) says `fail`.
+    #[arg(long)]
+    #[serde(skip)]
+    pub drop_unverified: bool,
 }
 
 /// Release folders under `root` (up to three levels down), sorted, skipping
@@ -261,6 +267,7 @@ fn read_pool(
     tier: Option<&Tier>,
     quotas: &BTreeMap<Cell, Quota>,
     exclusions: &mut Exclusions,
+    drop_unverified: bool,
 ) -> Result<PoolRead> {
     let mut read = PoolRead {
         candidates: Vec::new(),
@@ -274,6 +281,7 @@ fn read_pool(
         tier,
         quotas,
         exclusions,
+        drop_unverified,
         seen_ids: HashSet::new(),
         seen_positions: HashSet::new(),
     };
@@ -347,6 +355,8 @@ struct PoolFilter<'a> {
     tier: Option<&'a Tier>,
     quotas: &'a BTreeMap<Cell, Quota>,
     exclusions: &'a mut Exclusions,
+    /// Puzzles whose `Verified` column says `fail` are skipped.
+    drop_unverified: bool,
     seen_ids: HashSet<String>,
     /// Truncated sha256 of each position key: 16 bytes a puzzle.
     seen_positions: HashSet<[u8; 16]>,
@@ -383,6 +393,12 @@ impl PoolFilter<'_> {
         if let Some(&excluding_file) = excluded_by {
             self.exclusions.removed[excluding_file] += 1;
             return Admission::Excluded;
+        }
+        if self.drop_unverified && puzzle.get(Column::Verified) == Some("fail") {
+            return Admission::Skipped(
+                "failed_verification",
+                format!("puzzle {} failed a verify check", puzzle.id),
+            );
         }
         if !self.seen_ids.insert(puzzle.id.clone()) {
             return Admission::Skipped("duplicate_id", format!("puzzle {} seen before", puzzle.id));
@@ -489,7 +505,14 @@ pub(crate) fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Su
 
     let exclude_files = exclusion_files(args)?;
     let mut exclusions = load_exclusions(&exclude_files, config.exclude_by)?;
-    let mut pool = read_pool(&args.pool, &config, tier.as_ref(), &quotas, &mut exclusions)?;
+    let mut pool = read_pool(
+        &args.pool,
+        &config,
+        tier.as_ref(),
+        &quotas,
+        &mut exclusions,
+        args.drop_unverified,
+    )?;
     let admitted = pool.candidates.len() as u64 + pool.outside_quota;
     let drawn = draw(std::mem::take(&mut pool.candidates), &quotas, config.seed);
     let unfilled: Vec<&CellOutcome> = drawn.cells.iter().filter(|c| !c.filled()).collect();

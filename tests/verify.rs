@@ -1,0 +1,261 @@
+//! `verify` with a second engine: per-check verdicts, the release's policy
+//! on puzzles that fail one, the verdict columns through release and
+//! export, and determinism across worker counts. Real Stockfish and real
+//! Ethereal (`./engines/install.sh`); a missing engine fails the test.
+
+use std::path::{Path, PathBuf};
+
+use puzzleforge::chess::record::{Puzzle, read_puzzles};
+use puzzleforge::engine::pool::{EnginePool, PoolConfig};
+use puzzleforge::engine::process::EngineSpec;
+use puzzleforge::stages::verify::{SecondEngineConfig, VerifyConfig, verify_puzzles};
+
+mod common;
+use common::{puzzleforge, summary};
+
+const STOCKFISH: &str = "/usr/games/stockfish";
+const ETHEREAL: &str = "/usr/games/ethereal-chess";
+
+fn engines_present() {
+    for engine in [STOCKFISH, ETHEREAL] {
+        assert!(
+            Path::new(engine).exists(),
+            "{engine} is needed (./engines/install.sh)"
+        );
+    }
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn stockfish(workers: usize) -> EnginePool {
+    EnginePool::new(
+        EngineSpec::new(STOCKFISH),
+        PoolConfig {
+            workers,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Ethereal at a small depth; `min_gap_cp` as given.
+fn ethereal(min_gap_cp: i32) -> SecondEngineConfig {
+    SecondEngineConfig {
+        path: PathBuf::from(ETHEREAL),
+        depth: 8,
+        min_gap_cp,
+        ..Default::default()
+    }
+}
+
+/// Real Lichess puzzles, non-mate, with one or two solver moves.
+fn lichess_puzzles(count: usize) -> Vec<Puzzle> {
+    read_puzzles(&data("lichess_db_puzzle_subset_1499.csv"))
+        .unwrap()
+        .into_iter()
+        .filter(|p| !p.has_theme("mate") && (1..=2).contains(&p.solver_moves()))
+        .take(count)
+        .collect()
+}
+
+fn config(second: SecondEngineConfig) -> VerifyConfig {
+    VerifyConfig {
+        factor: 1,
+        nodes: Some(20_000),
+        nodes_override: true,
+        second_engine: Some(second),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn each_check_has_its_own_verdict_and_a_strict_second_engine_rejects() {
+    engines_present();
+    let puzzles = lichess_puzzles(4);
+    let pool = stockfish(2);
+    let lenient = config(ethereal(180));
+    let second = lenient.second_engine.as_ref().unwrap().pool(&pool).unwrap();
+    let verdicts = verify_puzzles(&lenient, &pool, Some(&second), &puzzles).unwrap();
+    assert_eq!(verdicts.len(), puzzles.len());
+    // Real puzzles with big gaps: both engines confirm most of them, on
+    // every solver move.
+    let confirmed: Vec<_> = verdicts
+        .iter()
+        .filter(|v| v.deeper_holds() && v.second_holds == Some(true))
+        .collect();
+    assert!(confirmed.len() >= 2, "{verdicts:#?}");
+    for verdict in &confirmed {
+        let puzzle = puzzles.iter().find(|p| p.id == verdict.id).unwrap();
+        assert_eq!(verdict.second_moves.len(), puzzle.solver_moves());
+        assert!(verdict.verified());
+        assert!(verdict.margin_cp.is_some_and(|m| m >= 0), "{verdict:?}");
+    }
+    // A second engine that needs more than any score gap rejects every
+    // puzzle the first engine accepts: each is then unverified.
+    let strict = config(ethereal(20_000));
+    let verdicts = verify_puzzles(&strict, &pool, Some(&second), &puzzles).unwrap();
+    for verdict in verdicts.iter().filter(|v| v.deeper_holds()) {
+        assert_eq!(verdict.second_holds, Some(false), "{verdict:?}");
+        assert_eq!(verdict.second_moves.len(), 1, "stops at the first move");
+        assert!(!verdict.verified());
+    }
+    // A margin of 10000 cp is more room than any puzzle has.
+    let roomy = VerifyConfig {
+        min_margin_cp: 10_000,
+        ..lenient
+    };
+    let verdicts = verify_puzzles(&roomy, &pool, Some(&second), &puzzles).unwrap();
+    assert!(verdicts.iter().all(|v| !v.margin_holds && !v.verified()));
+}
+
+#[test]
+fn verdicts_are_the_same_with_one_and_two_workers() {
+    engines_present();
+    let puzzles = lichess_puzzles(4);
+    let config = config(ethereal(180));
+    let run = |workers: usize| {
+        let pool = stockfish(workers);
+        let second = config.second_engine.as_ref().unwrap().pool(&pool).unwrap();
+        assert_eq!(second.workers(), workers);
+        verify_puzzles(&config, &pool, Some(&second), &puzzles).unwrap()
+    };
+    assert_eq!(run(1), run(2));
+}
+
+/// A pipeline that mines the bundled game, rates, verifies with Ethereal
+/// (rejecting everything when `strict`) and releases only mined puzzles,
+/// then exports them. `policy` is `[verify]`'s, or its default when `None`.
+fn write_config(dir: &Path, policy: Option<&str>, min_gap_cp: i32) -> PathBuf {
+    let policy = policy.map_or(String::new(), |p| format!("policy = \"{p}\""));
+    let config = format!(
+        r#"
+[pipeline]
+seed = 11
+output_dir = "out"
+release = "r1"
+stages = ["ingest_games", "mine", "rate", "verify", "release", "export"]
+
+[engine]
+path = "{STOCKFISH}"
+workers = 2
+
+[sources]
+games = ["{games}"]
+
+[mine]
+nodes = 20000
+shallow_depth = 5
+max_per_game = 3
+
+[rate]
+model = "{model}"
+
+[verify]
+{policy}
+
+[verify.second_engine]
+path = "{ETHEREAL}"
+depth = 6
+min_gap_cp = {min_gap_cp}
+
+[split]
+train_per_cell = 1
+test_per_cell = 1
+
+[[split.bands]]
+ratings = [0, 4000]
+lengths = [1, 5]
+
+[export]
+formats = ["inspect", "lichess"]
+split = "both"
+"#,
+        games = data("lichess_game_export_ZlCTzfMG_eval_clk.pgn").display(),
+        model = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models/rate_model.json")
+            .display(),
+    );
+    let path = dir.join("pipeline.toml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+fn release_rows(release: &Path) -> Vec<Puzzle> {
+    let mut rows = Vec::new();
+    for split in ["train.csv", "test.csv"] {
+        let path = release.join(split);
+        if path.is_file() {
+            rows.extend(read_puzzles(&path).unwrap());
+        }
+    }
+    rows
+}
+
+fn run_pipeline(policy: Option<&str>, min_gap_cp: i32) -> (tempfile::TempDir, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), policy, min_gap_cp);
+    let run = summary(&puzzleforge(dir.path(), &["run", "--json"]));
+    (dir, run)
+}
+
+#[test]
+fn a_puzzle_only_stockfish_accepts_is_dropped_by_default_and_marked_under_mark() {
+    engines_present();
+    // Ethereal must lead by more than any score gap: it rejects every
+    // puzzle Stockfish mined.
+    let (dir, _) = run_pipeline(Some("mark"), 20_000);
+    let root = dir.path().join("out/r1");
+    let verify: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("verify/verify.json")).unwrap()).unwrap();
+    let mined = verify["puzzles"].as_u64().unwrap();
+    assert!(mined > 0, "{verify}");
+    assert_eq!(verify["second_engine_pass"], 0, "{verify}");
+    assert_eq!(verify["verified"], 0, "{verify}");
+    assert!(
+        verify["second_engine"]
+            .as_str()
+            .is_some_and(|id| id.contains("Ethereal")),
+        "{verify}"
+    );
+    // "mark": the release keeps them, and says they failed.
+    let marked = release_rows(&root.join("release"));
+    assert!(!marked.is_empty());
+    for puzzle in &marked {
+        assert_eq!(puzzle.get("VerifySecond"), Some("fail"), "{puzzle:?}");
+        assert_eq!(puzzle.get("Verified"), Some("fail"));
+        assert!(puzzle.get("VerifyDeeper").is_some());
+        assert!(puzzle.get("Margin").is_some());
+    }
+    // The verdicts survive the export (Inspect's metadata).
+    let mut samples = 0;
+    for entry in std::fs::read_dir(root.join("export/inspect")).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".jsonl") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path).unwrap().lines() {
+            let sample: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(sample["metadata"]["verified"], "fail", "{sample}");
+            assert_eq!(sample["metadata"]["verify_second"], "fail", "{sample}");
+            samples += 1;
+        }
+    }
+    assert!(samples > 0, "no Inspect samples exported");
+
+    // The default policy ("drop") leaves them all out of the release.
+    let (dir, _) = run_pipeline(None, 20_000);
+    let root = dir.path().join("out/r1");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("release/manifest.json")).unwrap())
+            .unwrap();
+    assert!(release_rows(&root.join("release")).is_empty(), "{manifest}");
+    assert_eq!(
+        manifest["skipped"]["failed_verification"].as_u64(),
+        Some(mined),
+        "{manifest}"
+    );
+}
