@@ -177,12 +177,12 @@ def check_openai_evals(release: Path, exports: Path, work: Path) -> str:
     return "registry/evals/puzzleforge.yaml runs under oaieval (basic Match): " + "; ".join(report)
 
 
-def card_features(release: Path) -> dict:
+def card_features(release: Path) -> list:
     import yaml
 
     text = (release / "README.md").read_text(encoding="utf-8")
     front = yaml.safe_load(text.split("---\n")[1])
-    return {info["config_name"]: info["features"] for info in front["dataset_info"]}
+    return front["dataset_info"]["features"]
 
 
 def expected_type(feature: dict) -> str:
@@ -201,29 +201,52 @@ def actual_type(feature) -> str:
     return repr(feature)
 
 
+# How a CSV reader with nullable types reads each declared feature.
+PANDAS_TYPES = {"string": "string", "int64": "Int64", "float64": "Float64", "bool": "boolean"}
+
+
 def check_datasets(release: Path, exports: Path, work: Path) -> str:
     import datasets
+    import pandas
 
     declared = card_features(release)
-    report = []
-    for config in ["jsonl", "csv"]:
-        loaded = datasets.load_dataset(str(release), config, cache_dir=str(work / "hf-cache"))
-        want = {f["name"]: expected_type(f) for f in declared[config]}
-        for split in SPLITS:
-            got = {name: actual_type(f) for name, f in loaded[split].features.items()}
-            if got != want:
-                diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
-                raise AssertionError(f"{config} {split}: declared vs loaded {diff}")
-            rows = sum(1 for line in open(release / f"{split}.csv", encoding="utf-8")) - 1
-            if loaded[split].num_rows != rows:
-                raise AssertionError(f"{config} {split}: {loaded[split].num_rows} rows, files hold {rows}")
-        report.append(
-            f"{config}: train {loaded['train'].num_rows}, test {loaded['test'].num_rows} rows, "
-            f"{len(want)} declared features"
+    want = {f["name"]: expected_type(f) for f in declared}
+    loaded = datasets.load_dataset(str(release), cache_dir=str(work / "hf-cache"))
+    for split in SPLITS:
+        got = {name: actual_type(f) for name, f in loaded[split].features.items()}
+        if got != want:
+            diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
+            raise AssertionError(f"{split}: declared vs loaded {diff}")
+    # The CSV files: the same columns, and every cell reads as its declared
+    # type with nullable types; the values equal the JSON Lines ones.
+    csv_types = {
+        f["name"]: PANDAS_TYPES["string"] if "list" in f else PANDAS_TYPES[f["dtype"]] for f in declared
+    }
+    for split in SPLITS:
+        frame = pandas.read_csv(
+            release / f"{split}.csv", dtype=csv_types, keep_default_na=False,
+            na_values={n: [""] for n, t in csv_types.items() if t != "string"},
+            true_values=["True"], false_values=["False"],
         )
-    default = datasets.load_dataset(str(release), cache_dir=str(work / "hf-cache"))
-    mate = default["test"].features["Mate"]
-    return f"load_dataset gives the card's types ({'; '.join(report)}; default config Mate {mate.dtype})"
+        if list(frame.columns) != list(want):
+            raise AssertionError(f"{split}.csv columns differ from the card's features")
+        rows = loaded[split].to_list()
+        for index, row in enumerate(rows):
+            for name, value in row.items():
+                cell = frame[name].iloc[index]
+                if isinstance(value, list):
+                    value = " ".join(value)
+                if value is None:
+                    value = "" if csv_types[name] == "string" else None
+                if (None if pandas.isna(cell) else cell) != value:
+                    raise AssertionError(f"{split} row {index} {name}: csv {cell!r}, jsonl {value!r}")
+    return (
+        f"load_dataset(RELEASE_DIR) gives the card's {len(want)} declared types "
+        f"(train {loaded['train'].num_rows}, test {loaded['test'].num_rows} rows; "
+        f"Mate {loaded['test'].features['Mate'].dtype}, Seed {loaded['test'].features['Seed'].dtype}, "
+        f"Themes {actual_type(loaded['test'].features['Themes'])}); "
+        "the CSV files read with the same types (pandas nullable) and the same values"
+    )
 
 
 def check_python_chess(release: Path, exports: Path, work: Path) -> str:

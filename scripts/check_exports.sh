@@ -8,7 +8,9 @@
 # it) with inspect-ai, dspy, datasets, chess and OpenAI evals from PyPI, exports the release in
 # every format with the puzzleforge binary (PUZZLEFORGE, default target/release/puzzleforge, built
 # when missing), and checks each tool with a model that answers from the targets: Inspect's
-# mockllm/model, DSPy's DummyLM, an evals completion function. Prints one PASS or FAIL line per
+# mockllm/model, DSPy's DummyLM, an evals completion function; it loads the release with
+# `datasets` (the card's declared types) and pandas (the CSV files, same types and values) and
+# replays every line with python-chess. Prints one PASS or FAIL line per
 # tool and exits 1 on any FAIL. Only the first run needs PyPI; every check runs offline.
 set -uo pipefail
 
@@ -73,9 +75,9 @@ ingest_status=PASS
 for split in train test; do
     csv="$WORK/exports/lichess/$split.csv"
     rows=$(($(wc -l <"$csv") - 1))
-    if ! json=$("$BIN" ingest puzzles "$csv" -o "$WORK/reingested-$split.csv" --json 2>&1); then
+    if ! json=$("$BIN" ingest puzzles "$csv" -o "$WORK/reingested-$split.csv" --json 2>"$WORK/ingest.stderr"); then
         ingest_status=FAIL
-        ingest_detail+="$split: $json; "
+        ingest_detail+="$split: $(tail -n 5 "$WORK/ingest.stderr"); "
         continue
     fi
     counts=$("$PYTHON" -c 'import json, sys; s = json.loads(sys.argv[1]); print(s["rows_read"], s["rejected"], s["written"])' "$json")

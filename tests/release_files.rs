@@ -80,37 +80,30 @@ fn csv_rows(path: &Path) -> Vec<BTreeMap<String, String>> {
         .collect()
 }
 
-/// The card's `dataset_info` features per config: `(name, feature)` with
-/// feature as written (`dtype: int64`, `list: string`).
-fn card_features(card: &str) -> BTreeMap<String, Vec<(String, String)>> {
+/// The card's `dataset_info` features: `(name, feature)` with feature as
+/// written (`dtype: int64`, `list: string`).
+fn card_features(card: &str) -> Vec<(String, String)> {
     let front = card
         .strip_prefix("---\n")
         .and_then(|rest| rest.split("\n---\n").next())
         .expect("the card starts with YAML front matter");
     let info = front
-        .split("\ndataset_info:\n")
+        .split("\ndataset_info:\n  config_name: default\n  features:\n")
         .nth(1)
-        .expect("the card declares dataset_info");
-    let mut configs: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    let mut config = String::new();
+        .expect("the card declares the default config's features");
+    let mut features = Vec::new();
     let mut name = None;
     for line in info.lines() {
-        if !line.starts_with(' ') && !line.starts_with('-') {
-            break;
-        }
-        if let Some(c) = line.strip_prefix("- config_name: ") {
-            config = c.to_string();
-        } else if let Some(n) = line.strip_prefix("  - name: ") {
+        if let Some(n) = line.strip_prefix("  - name: ") {
             name = Some(n.to_string());
         } else if let Some(feature) = line.strip_prefix("    ") {
             let n = name.take().expect("a feature follows its name");
-            configs
-                .entry(config.clone())
-                .or_default()
-                .push((n, feature.to_string()));
+            features.push((n, feature.to_string()));
+        } else {
+            break;
         }
     }
-    configs
+    features
 }
 
 /// True when a JSON value has the declared feature's type (`null` is any
@@ -210,28 +203,22 @@ fn the_card_declares_the_features_the_files_hold() {
     let root = tempfile::tempdir().unwrap();
     let release = release(root.path());
     let card = std::fs::read_to_string(release.join("README.md")).unwrap();
-    for (config, ext) in [("jsonl", "jsonl"), ("csv", "csv")] {
-        for split in ["train", "test"] {
-            let files = format!("  - split: {split}\n    path: {split}.{ext}\n");
-            assert!(card.contains(&files), "config {config} lists {split}.{ext}");
-        }
-    }
-    let features = card_features(&card);
-    assert_eq!(
-        features.keys().collect::<Vec<_>>(),
-        ["csv", "jsonl"],
-        "one config per format"
-    );
-    let header = csv_header(&release.join("train.csv"));
-    for (config, declared) in &features {
-        let names: Vec<&String> = declared.iter().map(|(n, _)| n).collect();
-        assert_eq!(
-            names,
-            header.iter().collect::<Vec<_>>(),
-            "{config} features"
+    for split in ["train", "test"] {
+        let files = format!("  - split: {split}\n    path: {split}.jsonl\n");
+        assert!(
+            card.contains(&files),
+            "the default config lists {split}.jsonl"
         );
     }
-    let jsonl_features: BTreeMap<&str, &str> = features["jsonl"]
+    let features = card_features(&card);
+    let header = csv_header(&release.join("train.csv"));
+    let names: Vec<&String> = features.iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        header.iter().collect::<Vec<_>>(),
+        "one feature a column"
+    );
+    let jsonl_features: BTreeMap<&str, &str> = features
         .iter()
         .map(|(n, f)| (n.as_str(), f.as_str()))
         .collect();
@@ -251,7 +238,7 @@ fn the_card_declares_the_features_the_files_hold() {
     }
     // The CSV config reads the same cells: an integer column holds
     // integers or nothing, a bool column True or False.
-    for (name, feature) in &features["csv"] {
+    for (name, feature) in &features {
         for row in csv_rows(&release.join("test.csv")) {
             let cell = &row[name];
             let fits = match feature.as_str() {

@@ -91,22 +91,13 @@ impl ColumnType {
 
     /// The Hugging Face `datasets` feature of this type as JSON Lines
     /// hold it, in the dataset card's YAML (`dtype: int64`, `list: string`).
-    pub fn jsonl_feature(self) -> &'static str {
+    pub fn feature(self) -> &'static str {
         match self {
             ColumnType::Text => "dtype: string",
             ColumnType::Int => "dtype: int64",
             ColumnType::Float => "dtype: float64",
             ColumnType::Bool => "dtype: bool",
             ColumnType::TextList => "list: string",
-        }
-    }
-
-    /// The feature as CSV holds it: the same, but a list stays Lichess's
-    /// space-separated text.
-    pub fn csv_feature(self) -> &'static str {
-        match self {
-            ColumnType::TextList => ColumnType::Text.jsonl_feature(),
-            other => other.jsonl_feature(),
         }
     }
 }

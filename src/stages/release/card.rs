@@ -187,42 +187,28 @@ fn write_split(path: &Path, puzzles: &[Puzzle], columns: &[String]) -> Result<()
     Ok(())
 }
 
-/// The files of each of the card's configs: JSON Lines first (the default
-/// config: typed values, lists), then CSV (Lichess's text).
-const CARD_CONFIGS: [(&str, &str); 2] = [("jsonl", "jsonl"), ("csv", "csv")];
-
-/// The card's `configs` and `dataset_info` (Hugging Face YAML): one config
-/// per format, each with its files and the features of every column
-/// (`columns` after the Lichess ten), so `datasets.load_dataset` reads the
-/// declared types instead of guessing them from the cells.
+/// The card's `configs` and `dataset_info` (Hugging Face YAML): the
+/// default config is the JSON Lines files, with the feature of every
+/// column (`columns` after the Lichess ten), so `datasets.load_dataset`
+/// reads the declared types instead of guessing them from the cells.
+///
+/// `datasets` picks one file reader for all of a folder's configs (from
+/// the first config's files), and its CSV reader cannot read an empty cell
+/// into an integer feature, so the CSV files, Lichess's text, are not a
+/// config: they hold the same columns and cells, and a CSV reader with
+/// nullable types (pandas' `Int64`, `boolean`) reads them as declared.
 fn card_schema(columns: &[String]) -> String {
-    let all: Vec<(&str, ColumnType)> = columns::LICHESS
+    let all = columns::LICHESS
         .iter()
         .map(|c| (c.name(), c.kind()))
-        .chain(columns.iter().map(|n| (n.as_str(), ColumnType::of(n))))
-        .collect();
-    let mut yaml = String::from("configs:\n");
-    for (index, (config, ext)) in CARD_CONFIGS.iter().enumerate() {
-        yaml.push_str(&format!("- config_name: {config}\n"));
-        if index == 0 {
-            yaml.push_str("  default: true\n");
-        }
-        yaml.push_str("  data_files:\n");
-        for split in ["train", "test"] {
-            yaml.push_str(&format!("  - split: {split}\n    path: {split}.{ext}\n"));
-        }
+        .chain(columns.iter().map(|n| (n.as_str(), ColumnType::of(n))));
+    let mut yaml = String::from("configs:\n- config_name: default\n  data_files:\n");
+    for split in ["train", "test"] {
+        yaml.push_str(&format!("  - split: {split}\n    path: {split}.jsonl\n"));
     }
-    yaml.push_str("dataset_info:\n");
-    for (config, ext) in CARD_CONFIGS {
-        yaml.push_str(&format!("- config_name: {config}\n  features:\n"));
-        for (name, kind) in &all {
-            let feature = if ext == "csv" {
-                kind.csv_feature()
-            } else {
-                kind.jsonl_feature()
-            };
-            yaml.push_str(&format!("  - name: {name}\n    {feature}\n"));
-        }
+    yaml.push_str("dataset_info:\n  config_name: default\n  features:\n");
+    for (name, kind) in all {
+        yaml.push_str(&format!("  - name: {name}\n    {}\n", kind.feature()));
     }
     yaml
 }
@@ -273,13 +259,13 @@ fn dataset_card(
          no game has puzzles in both splits), then the other columns puzzleforge writes and any \
          other columns of the pool. A puzzle that never was on Lichess has `Popularity` 0 and \
          `NbPlays` 0 (no one has voted on or played it there).\n\n\
-         Every file has the same columns. `train.jsonl` and `test.jsonl` (the default config) \
+         Every file has the same columns. `train.jsonl` and `test.jsonl` (the dataset's files) \
          hold typed values: integers, booleans, `null` where a value is empty, `Themes` and \
-         `OpeningTags` as lists of strings. `train.csv` and `test.csv` (the `csv` config) hold \
-         the same rows as Lichess writes them: `True`/`False`, empty cells, space-separated \
-         themes. The front matter declares each config's features; \
-         `datasets.load_dataset(\"<this folder>\")` and \
-         `datasets.load_dataset(\"<this folder>\", \"csv\")` load them with those types.\n\n",
+         `OpeningTags` as lists of strings; the front matter declares their features, and \
+         `datasets.load_dataset(\"<this folder>\")` loads them with those types. `train.csv` \
+         and `test.csv` hold the same rows as Lichess writes them: `True`/`False`, empty \
+         cells, space-separated themes; read them with nullable types (pandas `Int64`, \
+         `boolean`) for the same schema.\n\n",
     );
     card.push_str("## How it was drawn\n\n");
     card.push_str(&format!(
