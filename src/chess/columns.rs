@@ -305,7 +305,7 @@ const CANDIDATE_ONLY: [Column; 6] = [
 /// holds, in order: [`RELEASE`], then every other declared column but
 /// [`CANDIDATE_ONLY`], in declaration order. A column declared in
 /// [`columns!`] is in every release from then on, with its type.
-pub fn release_columns() -> Vec<Column> {
+pub(crate) fn release_columns() -> Vec<Column> {
     let rest = Column::ALL
         .iter()
         .copied()

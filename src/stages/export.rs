@@ -331,13 +331,31 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
         );
         files.push(name);
     }
-    let written: Vec<&str> = splits.to_vec();
-    for (name, text) in tool_files(args.format, &written) {
-        write_atomic(&args.output.join(&name), text.as_bytes())?;
-        human.push_str(&format!(
-            "export: {} runs it\n",
-            args.output.join(&name).display()
-        ));
+    write_tool_files(args, splits, &mut human, &mut files)?;
+    Ok(Summary::new(
+        human,
+        json!({
+            "command": "export",
+            "format": format_name(args.format),
+            "output": args.output.display().to_string(),
+            "splits": totals,
+            "files": files,
+        }),
+    ))
+}
+
+/// Writes what the format's tool runs ([`tool_files`]) and, for DSPy, the
+/// field note, adding each file to `files` and a line to `human`.
+fn write_tool_files(
+    args: &ExportArgs,
+    splits: &[&str],
+    human: &mut String,
+    files: &mut Vec<String>,
+) -> Result<()> {
+    for (name, text) in tool_files(args.format, splits) {
+        let path = args.output.join(&name);
+        write_atomic(&path, text.as_bytes())?;
+        human.push_str(&format!("export: {} runs it\n", path.display()));
         files.push(name);
     }
     if args.format == ExportFormat::Dspy {
@@ -354,16 +372,7 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
         human.push('\n');
         files.push("dspy_fields.json".to_string());
     }
-    Ok(Summary::new(
-        human,
-        json!({
-            "command": "export",
-            "format": format_name(args.format),
-            "output": args.output.display().to_string(),
-            "splits": totals,
-            "files": files,
-        }),
-    ))
+    Ok(())
 }
 
 /// The format's name as the CLI and `[export]` spell it (`openai-evals`),
