@@ -140,16 +140,18 @@ fn every_format_reads_back_with_one_record_per_solver_position() {
         }
     }
 
-    // The default split is test; lichess keeps the ten columns, one row per puzzle.
+    // The default split is both (as under `run`); lichess writes the ten
+    // columns, then Source and RatingSource, one row per puzzle.
     let out = root.path().join("lichess");
     run_ok(&["export", s(&release), "--format", "lichess", "-o", s(&out)]);
-    assert!(!out.join("train.csv").exists());
+    assert!(out.join("train.csv").exists());
     let mut reader = csv::Reader::from_path(out.join("test.csv")).unwrap();
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
     assert_eq!(
-        header,
+        header[..10],
         puzzleforge::chess::record::LICHESS_COLUMNS.map(String::from)
     );
+    assert_eq!(header[10..], ["Source", "RatingSource"]);
     assert_eq!(reader.records().count(), test_puzzles);
     assert_eq!(
         read_puzzles(&out.join("test.csv")).unwrap().len(),

@@ -131,7 +131,8 @@ fn paper_quotas_fill_every_cell_exactly_and_are_reproducible() {
     let card = std::fs::read_to_string(first.join("README.md")).unwrap();
     assert!(card.starts_with("---\n"));
     assert!(card.contains("license: cc0-1.0"));
-    assert!(card.contains("- split: test\n    path: test.csv"));
+    // The typed JSON Lines files are the dataset the card declares.
+    assert!(card.contains("- split: test\n    path: test.jsonl"));
     for picture in puzzleforge::stages::release::plots::REPORT_PICTURES {
         let svg = std::fs::read_to_string(first.join("report").join(picture.1)).unwrap();
         assert!(

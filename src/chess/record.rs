@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
-use crate::chess::columns::{self, Column};
+use crate::chess::columns::{self, Column, ColumnType};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input};
 
@@ -127,6 +127,27 @@ impl Puzzle {
             map.insert(name.clone(), value.clone().into());
         }
         Value::Object(map)
+    }
+
+    /// The record as a typed JSON object with exactly the Lichess ten and
+    /// `extra_columns`, in order: each value of its column's
+    /// [`ColumnType`] (numbers, booleans, lists of strings), `null` where
+    /// the cell is empty or the puzzle lacks the column. An error names
+    /// the column and what it held.
+    pub(crate) fn to_typed_json(&self, extra_columns: &[String]) -> Result<Value, RowError> {
+        let mut map = Map::new();
+        let lichess = columns::LICHESS.iter().map(|c| (c.name(), c.kind()));
+        let extra = extra_columns
+            .iter()
+            .map(|name| (name.as_str(), ColumnType::of(name)));
+        for (name, kind) in lichess.chain(extra) {
+            let cell = self.column(name).unwrap_or_default();
+            let value = kind.json_value(&cell).map_err(|why| {
+                RowError::new("bad_value", format!("puzzle {}: {name} {why}", self.id))
+            })?;
+            map.insert(name.to_string(), value);
+        }
+        Ok(Value::Object(map))
     }
 }
 
@@ -275,12 +296,12 @@ pub(crate) fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, Row
     let object = value
         .as_object()
         .ok_or_else(|| RowError::new("not_an_object", "the line is not a JSON object"))?;
+    // Typed JSON Lines (a release's) read back as the CSV spells them.
     let text = |column: Column| -> String {
-        match object.get(column.name()) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        }
+        object
+            .get(column.name())
+            .map(ColumnType::cell_of)
+            .unwrap_or_default()
     };
     let int = |column: Column| -> std::result::Result<Option<i32>, RowError> {
         let key = column.name();
@@ -318,14 +339,7 @@ pub(crate) fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, Row
     let extra = object
         .iter()
         .filter(|(key, _)| !LICHESS_COLUMNS.contains(&key.as_str()))
-        .map(|(key, value)| {
-            let value = match value {
-                Value::String(s) => s.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            (key.clone(), value)
-        })
+        .map(|(key, value)| (key.clone(), ColumnType::cell_of(value)))
         .collect();
     Ok(Puzzle {
         id: text(Column::PuzzleId),
@@ -380,7 +394,10 @@ pub(crate) struct PuzzleWriter {
 
 enum Sink {
     Csv(Box<csv::Writer<AtomicFile>>),
+    /// Every puzzle whole, its cells as text (the stages' working files).
     Jsonl(AtomicFile),
+    /// Exactly the writer's columns, typed (a release's files).
+    TypedJsonl(AtomicFile),
 }
 
 impl PuzzleWriter {
@@ -388,6 +405,18 @@ impl PuzzleWriter {
     /// after the Lichess ten (a puzzle's other extra columns are dropped,
     /// missing ones are empty); JSON Lines writes every puzzle whole.
     pub(crate) fn create(path: &Path, extra_columns: &[String]) -> Result<Self> {
+        Self::open(path, extra_columns, false)
+    }
+
+    /// Creates a writer whose CSV and JSON Lines both hold exactly the
+    /// Lichess ten and `extra_columns`: JSON Lines objects have every one
+    /// of them as a key, typed by its [`ColumnType`] (`null` where empty),
+    /// so every row of a release has one schema.
+    pub(crate) fn create_typed(path: &Path, extra_columns: &[String]) -> Result<Self> {
+        Self::open(path, extra_columns, true)
+    }
+
+    fn open(path: &Path, extra_columns: &[String], typed: bool) -> Result<Self> {
         let file = AtomicFile::create(path)?;
         let sink = match Format::from_output_path(path)? {
             Format::Csv => {
@@ -403,6 +432,7 @@ impl PuzzleWriter {
                     .with_context(|| format!("writing {}", path.display()))?;
                 Sink::Csv(Box::new(csv))
             }
+            Format::Jsonl if typed => Sink::TypedJsonl(file),
             Format::Jsonl => Sink::Jsonl(file),
         };
         Ok(Self {
@@ -432,6 +462,15 @@ impl PuzzleWriter {
                 file.write_all(&line)
                     .with_context(|| format!("writing {}", file.path().display()))?;
             }
+            Sink::TypedJsonl(file) => {
+                let record = puzzle.to_typed_json(&self.extra_columns).map_err(|e| {
+                    bad_input(format!("writing {}: {}", file.path().display(), e.detail))
+                })?;
+                let mut line = serde_json::to_vec(&record)?;
+                line.push(b'\n');
+                file.write_all(&line)
+                    .with_context(|| format!("writing {}", file.path().display()))?;
+            }
         }
         self.written += 1;
         Ok(())
@@ -443,7 +482,7 @@ impl PuzzleWriter {
             Sink::Csv(csv) => csv
                 .into_inner()
                 .map_err(|e| anyhow::anyhow!("flushing CSV output: {}", e.error()))?,
-            Sink::Jsonl(file) => file,
+            Sink::Jsonl(file) | Sink::TypedJsonl(file) => file,
         };
         file.commit()?;
         Ok(self.written)

@@ -15,7 +15,7 @@ use crate::chess::line::{LineError, PuzzleLine, fen_of};
 use crate::chess::record::{LICHESS_COLUMNS, Puzzle, for_each_row};
 use crate::core::fileio::{AtomicFile, write_atomic};
 use crate::core::summary::Summary;
-use crate::stages::release::card::split_files;
+use crate::stages::release::card::{fill_lichess_defaults, split_files};
 
 /// Output formats of `export`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,8 @@ pub enum ExportFormat {
     Dspy,
     /// OpenAI evals samples (JSON Lines: input chat messages, ideal).
     OpenaiEvals,
-    /// The ten Lichess columns (CSV), one row per puzzle.
+    /// The ten Lichess columns (CSV), then Source and RatingSource, one
+    /// row per puzzle.
     Lichess,
 }
 
@@ -48,7 +49,8 @@ pub struct ExportArgs {
     /// Output folder; gets `train.jsonl`/`test.jsonl` (`.csv` for lichess).
     #[arg(short, long)]
     pub output: PathBuf,
-    #[arg(long, value_enum, default_value = "test")]
+    /// Both splits by default, as `run`'s `[export]` does.
+    #[arg(long, value_enum, default_value = "both")]
     pub split: SplitChoice,
 }
 
@@ -135,56 +137,97 @@ fn target(position: &SolverPosition) -> Value {
     }
 }
 
-/// The `verify` verdicts of a mined puzzle, into an Inspect sample's
-/// metadata (puzzles that were not verified have none).
-fn add_verdicts(metadata: &mut Value, puzzle: &Puzzle) {
-    for (key, column) in [
-        ("verify_deeper", Column::VerifyDeeper),
-        ("verify_second", Column::VerifySecond),
-        ("margin", Column::Margin),
-        ("verified", Column::Verified),
-    ] {
-        if let Some(value) = puzzle.get(column) {
-            metadata[key] = json!(value);
-        }
-    }
+/// A column of the puzzle as its type in the release schema says
+/// (integers, booleans, lists of strings; `null` when empty or absent).
+fn typed_cell(puzzle: &Puzzle, column: Column) -> Result<Value, String> {
+    let cell = puzzle.column(column.name()).unwrap_or_default();
+    column
+        .kind()
+        .json_value(&cell)
+        .map_err(|why| format!("puzzle {}: {column} {why}", puzzle.id))
 }
 
-fn record(format: ExportFormat, puzzle: &Puzzle, split: &str, position: &SolverPosition) -> Value {
+/// The puzzle's metadata every export with metadata carries, typed from
+/// the release schema, with where the puzzle and its rating come from
+/// (`source`: `lichess`, `selfplay`, ...; `rating_source`: `lichess` or
+/// `estimated`), so a user can tell a Lichess rating from an estimate.
+fn metadata(puzzle: &Puzzle, split: &str, position: &SolverPosition) -> Result<Value, String> {
+    let mut map = serde_json::Map::new();
+    map.insert("puzzle_id".into(), Value::from(puzzle.id.clone()));
+    map.insert("position_index".into(), Value::from(position.index));
+    map.insert("split".into(), Value::from(split));
+    map.insert("fen".into(), Value::from(position.fen.clone()));
+    map.insert(
+        "normalized_fen".into(),
+        Value::from(position_key_fen(&position.fen)),
+    );
+    for (key, column) in METADATA_COLUMNS {
+        map.insert(key.into(), typed_cell(puzzle, column)?);
+    }
+    // The solver moves of the line itself, whatever the release says.
+    map.insert("num_moves".into(), Value::from(puzzle.solver_moves()));
+    Ok(Value::Object(map))
+}
+
+/// The release columns in every export's metadata, by metadata key.
+const METADATA_COLUMNS: [(&str, Column); 13] = [
+    ("rating", Column::Rating),
+    ("rating_deviation", Column::RatingDeviation),
+    ("rating_source", Column::RatingSource),
+    ("rating_bin", Column::RatingBin),
+    ("themes", Column::Themes),
+    ("opening_tags", Column::OpeningTags),
+    ("mate", Column::Mate),
+    ("source", Column::Source),
+    ("game_id", Column::GameId),
+    // The `verify` verdicts; null for puzzles that were not verified.
+    ("verify_deeper", Column::VerifyDeeper),
+    ("verify_second", Column::VerifySecond),
+    ("margin", Column::Margin),
+    ("verified", Column::Verified),
+];
+
+/// The metadata keys DSPy examples carry beside their inputs and label.
+const DSPY_METADATA: [&str; 9] = [
+    "puzzle_id",
+    "position_index",
+    "rating",
+    "rating_source",
+    "themes",
+    "mate",
+    "num_moves",
+    "source",
+    "game_id",
+];
+
+fn record(
+    format: ExportFormat,
+    puzzle: &Puzzle,
+    split: &str,
+    position: &SolverPosition,
+) -> Result<Value, String> {
     let id = format!("{}-{}", puzzle.id, position.index);
-    match format {
-        ExportFormat::Inspect => {
-            let mut sample = json!({
-                "input": prompt(position),
-                "target": target(position),
-                "id": id,
-                "metadata": {
-                    "puzzle_id": puzzle.id,
-                    "position_index": position.index,
-                    "split": split,
-                    "fen": position.fen,
-                    "normalized_fen": position_key_fen(&position.fen),
-                    "rating": puzzle.rating,
-                    "themes": puzzle.themes.join(" "),
-                    "rating_bin": puzzle.get(Column::RatingBin),
-                    "num_moves": puzzle.solver_moves(),
-                    "mate": puzzle.get(Column::Mate),
-                    "game_id": puzzle.get(Column::GameId),
-                },
-            });
-            add_verdicts(&mut sample["metadata"], puzzle);
-            sample
-        }
-        ExportFormat::Dspy => json!({
-            "position_fen": position.fen,
-            "side_to_move": color_name(position.side_to_move),
-            "legal_moves_uci": position.legal_moves.join(" "),
-            "move": position.expected,
-            "accepted_moves": position.accepted,
-            "puzzle_id": puzzle.id,
-            "position_index": position.index,
-            "rating": puzzle.rating,
+    let metadata = metadata(puzzle, split, position)?;
+    Ok(match format {
+        ExportFormat::Inspect => json!({
+            "input": prompt(position),
+            "target": target(position),
+            "id": id,
+            "metadata": metadata,
         }),
+        ExportFormat::Dspy => {
+            let mut example = json!({
+                "position_fen": position.fen,
+                "side_to_move": color_name(position.side_to_move),
+                "legal_moves_uci": position.legal_moves.join(" "),
+                "move": position.expected,
+                "accepted_moves": position.accepted,
+            });
+            for key in DSPY_METADATA {
+                example[key] = metadata[key].clone();
+            }
+            example
+        }
         ExportFormat::OpenaiEvals => json!({
             "input": [
                 {"role": "system", "content": SYSTEM_PROMPT},
@@ -192,9 +235,10 @@ fn record(format: ExportFormat, puzzle: &Puzzle, split: &str, position: &SolverP
             ],
             "ideal": target(position),
             "id": id,
+            "metadata": metadata,
         }),
         ExportFormat::Lichess => Value::Null,
-    }
+    })
 }
 
 fn position_key_fen(fen: &str) -> String {
@@ -202,7 +246,7 @@ fn position_key_fen(fen: &str) -> String {
 }
 
 /// The DSPy field note: which keys are inputs and which is the label.
-pub(crate) const DSPY_FIELDS_NOTE: &str = "DSPy: inputs are position_fen, side_to_move, legal_moves_uci; the label is move (accepted_moves lists every accepted answer; puzzle_id, position_index, rating are ids/metadata). Use dspy.Example(**row).with_inputs(\"position_fen\", \"side_to_move\", \"legal_moves_uci\").";
+pub(crate) const DSPY_FIELDS_NOTE: &str = "DSPy: inputs are position_fen, side_to_move, legal_moves_uci; the label is move (accepted_moves lists every accepted answer; the other keys are ids and metadata). dspy_load.py loads them: dspy.Example(**row).with_inputs(\"position_fen\", \"side_to_move\", \"legal_moves_uci\").";
 
 fn release_split_file(release: &Path, split: &str) -> Result<PathBuf> {
     split_files(release)
@@ -265,8 +309,10 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
                         }
                     };
                     for position in &positions {
-                        let mut line =
-                            serde_json::to_vec(&record(format, puzzle, split, position))?;
+                        let value = record(format, puzzle, split, position).map_err(|why| {
+                            crate::core::error::bad_input(format!("{}: {why}", input.display()))
+                        })?;
+                        let mut line = serde_json::to_vec(&value)?;
                         line.push(b'\n');
                         file.write_all(&line)
                             .with_context(|| format!("writing {}", path.display()))?;
@@ -291,11 +337,38 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
         );
         files.push(name);
     }
+    write_tool_files(args, splits, &mut human, &mut files)?;
+    Ok(Summary::new(
+        human,
+        json!({
+            "command": "export",
+            "format": format_name(args.format),
+            "output": args.output.display().to_string(),
+            "splits": totals,
+            "files": files,
+        }),
+    ))
+}
+
+/// Writes what the format's tool runs ([`tool_files`]) and, for DSPy, the
+/// field note, adding each file to `files` and a line to `human`.
+fn write_tool_files(
+    args: &ExportArgs,
+    splits: &[&str],
+    human: &mut String,
+    files: &mut Vec<String>,
+) -> Result<()> {
+    for (name, text) in tool_files(args.format, splits) {
+        let path = args.output.join(&name);
+        write_atomic(&path, text.as_bytes())?;
+        human.push_str(&format!("export: {} runs it\n", path.display()));
+        files.push(name);
+    }
     if args.format == ExportFormat::Dspy {
         let note = json!({
             "inputs": ["position_fen", "side_to_move", "legal_moves_uci"],
             "label": "move",
-            "metadata": ["accepted_moves", "puzzle_id", "position_index", "rating"],
+            "metadata": std::iter::once("accepted_moves").chain(DSPY_METADATA).collect::<Vec<_>>(),
             "note": DSPY_FIELDS_NOTE,
         });
         let mut text = serde_json::to_string_pretty(&note)?;
@@ -305,28 +378,119 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
         human.push('\n');
         files.push("dspy_fields.json".to_string());
     }
-    Ok(Summary::new(
-        human,
-        json!({
-            "command": "export",
-            "format": format!("{:?}", args.format).to_lowercase(),
-            "output": args.output.display().to_string(),
-            "splits": totals,
-            "files": files,
-        }),
-    ))
+    Ok(())
 }
+
+/// The format's name as the CLI and `[export]` spell it (`openai-evals`),
+/// which is also the folder `run` writes it to.
+fn format_name(format: ExportFormat) -> String {
+    format
+        .to_possible_value()
+        .map(|value| value.get_name().to_string())
+        .unwrap_or_else(|| format!("{format:?}").to_lowercase())
+}
+
+/// The Inspect task file and the DSPy loader, templates with the export's
+/// splits and prompt filled in.
+const INSPECT_TASK: &str = include_str!("export_tools/inspect_task.py");
+const DSPY_LOAD: &str = include_str!("export_tools/dspy_load.py");
+
+/// What each format's tool needs to run the export unchanged, by file name
+/// under the export folder: an Inspect task, an OpenAI evals registry entry
+/// (the basic match eval, one per split), a DSPy loader. `splits` are the
+/// splits written; the default split is `test` when it is one of them.
+fn tool_files(format: ExportFormat, splits: &[&str]) -> Vec<(String, String)> {
+    let default = if splits.contains(&"test") {
+        "test"
+    } else {
+        splits.first().copied().unwrap_or("test")
+    };
+    let python_list = format!(
+        "[{}]",
+        splits
+            .iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let fill = |template: &str| {
+        template
+            .replace("__SPLITS__", &python_list)
+            .replace("__DEFAULT_SPLIT__", &format!("{default:?}"))
+            .replace("__SYSTEM_PROMPT__", &format!("{SYSTEM_PROMPT:?}"))
+    };
+    match format {
+        ExportFormat::Inspect => vec![("task.py".to_string(), fill(INSPECT_TASK))],
+        ExportFormat::Dspy => vec![("dspy_load.py".to_string(), fill(DSPY_LOAD))],
+        ExportFormat::OpenaiEvals => vec![
+            (
+                "registry/evals/puzzleforge.yaml".to_string(),
+                evals_registry(splits, default),
+            ),
+            (
+                "registry/data/README.md".to_string(),
+                EVALS_DATA_NOTE.to_string(),
+            ),
+        ],
+        ExportFormat::Lichess => Vec::new(),
+    }
+}
+
+/// evals looks for a relative `samples_jsonl` under the registry's `data`
+/// folder, so the entry names the export's files from there.
+const EVALS_DATA_NOTE: &str = "The samples of the evals in ../evals/puzzleforge.yaml are the \
+export's train.jsonl and test.jsonl, two folders up: evals resolves a relative samples_jsonl \
+under this folder.\n";
+
+/// The OpenAI evals registry entry: `puzzleforge` (the default split) and
+/// `puzzleforge.<split>.v0` for each split, all the basic match eval,
+/// which accepts a sample when the answer starts with any listed `ideal`.
+fn evals_registry(splits: &[&str], default: &str) -> String {
+    let mut yaml = String::from(
+        "# OpenAI evals registry entry written by `puzzleforge export --format openai-evals`.\n\
+         # From the export folder: oaieval gpt-4o-mini puzzleforge --registry_path registry\n",
+    );
+    yaml.push_str(&format!(
+        "puzzleforge:\n  id: puzzleforge.{default}.v0\n  description: puzzleforge chess puzzles, \
+         the best move in UCI, matched against every accepted move\n  metrics: [accuracy]\n"
+    ));
+    for split in splits {
+        yaml.push_str(&format!(
+            "puzzleforge.{split}.v0:\n  class: evals.elsuite.basic.match:Match\n  args:\n    \
+             samples_jsonl: ../../{split}.jsonl\n"
+        ));
+    }
+    yaml
+}
+
+/// What the Lichess export writes after the ten Lichess columns: where
+/// the puzzle and its rating come from, so a generated puzzle says so in
+/// its own columns (the ten always hold values Lichess's format allows).
+const LICHESS_EXTRA: [Column; 2] = [Column::Source, Column::RatingSource];
 
 fn write_lichess(path: &Path, puzzles: &[Puzzle]) -> Result<()> {
     let file = AtomicFile::create(path)?;
     let mut csv = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(file);
-    csv.write_record(LICHESS_COLUMNS)?;
+    let header = LICHESS_COLUMNS
+        .iter()
+        .copied()
+        .chain(LICHESS_EXTRA.iter().map(|c| c.name()));
+    csv.write_record(header)?;
     for puzzle in puzzles {
+        // A release drawn before the Lichess columns were always filled
+        // still exports as Lichess's format wants.
+        let mut puzzle = puzzle.clone();
+        fill_lichess_defaults(&mut puzzle);
         let row: Vec<String> = columns::LICHESS
             .iter()
             .map(|c| puzzle.lichess_cell(*c).unwrap_or_default())
+            .chain(
+                LICHESS_EXTRA
+                    .iter()
+                    .map(|c| puzzle.get(c).unwrap_or_default().to_string()),
+            )
             .collect();
         csv.write_record(&row)
             .with_context(|| format!("writing {}", path.display()))?;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::chess::columns::{self, Column};
+use crate::chess::columns::{self, Column, ColumnType};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, parse_game_url};
 use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
@@ -22,20 +22,63 @@ use crate::stages::release::plots;
 /// recognised.
 pub(crate) const MANIFEST_KIND: &str = "puzzleforge-release";
 
+/// What a puzzle that never was on Lichess (one puzzleforge mined) holds in
+/// the Lichess columns Lichess always fills. The Lichess format, and
+/// `ingest puzzles` reading it, wants a number in each; a generated puzzle
+/// says it is generated in its own columns (`Source`, `RatingSource`), not
+/// by leaving these empty.
+pub(crate) mod lichess_defaults {
+    /// Lichess's popularity is its players' vote balance, -100 to 100: no
+    /// one has voted on a puzzle no one has played, so it stands at 0.
+    pub(crate) const POPULARITY: i32 = 0;
+    /// No one has played it on Lichess.
+    pub(crate) const NB_PLAYS: i32 = 0;
+    /// `rate` gives an estimated rating its model's deviation (the
+    /// held-out error for the puzzle's solver length); a rating that comes
+    /// without one gets 500, the widest deviation in the Lichess dump,
+    /// which Lichess shows for a rating few plays support.
+    pub(crate) const RATING_DEVIATION: i32 = 500;
+}
+
+/// Fills the Lichess columns a puzzle not from Lichess lacks
+/// ([`lichess_defaults`]); a value already there stays.
+pub(crate) fn fill_lichess_defaults(puzzle: &mut Puzzle) {
+    puzzle
+        .popularity
+        .get_or_insert(lichess_defaults::POPULARITY);
+    puzzle.nb_plays.get_or_insert(lichess_defaults::NB_PLAYS);
+    puzzle
+        .rating_deviation
+        .get_or_insert(lichess_defaults::RATING_DEVIATION);
+}
+
 /// Sets the release's columns ([`columns::RELEASE`]: NumMoves, RatingBin,
-/// Mate, Source and GameId) and moves them in front of the puzzle's other
-/// extra columns.
+/// Mate, Source, RatingSource and GameId), moves them in front of the
+/// puzzle's other extra columns, and fills the Lichess columns a puzzle
+/// not from Lichess lacks ([`lichess_defaults`]).
 pub(crate) fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option<&str>) {
-    let source = match puzzle.get(Column::Source) {
-        Some(s) if !s.trim().is_empty() => s.to_string(),
-        _ if parse_game_url(&puzzle.game_url).is_some() => "lichess".to_string(),
-        _ => String::new(),
+    fill_lichess_defaults(puzzle);
+    let filled = |column: Column| {
+        puzzle
+            .get(column)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
     };
+    let source = filled(Column::Source)
+        .or_else(|| parse_game_url(&puzzle.game_url).map(|_| "lichess".to_string()))
+        .unwrap_or_default();
+    // `rate` marks the ratings it estimated; a Lichess puzzle that skipped
+    // it carries Lichess's own.
+    let rating_source = filled(Column::RatingSource)
+        .or_else(|| (source == "lichess").then(|| "lichess".to_string()))
+        .unwrap_or_default();
     let value = |column: Column| match column {
         Column::NumMoves => puzzle.solver_moves().to_string(),
         Column::RatingBin => cell.bin_label(),
         Column::Mate => if cell.mate { "True" } else { "False" }.to_string(),
         Column::Source => source.clone(),
+        Column::RatingSource => rating_source.clone(),
         Column::GameId => game.unwrap_or("").to_string(),
         _ => String::new(),
     };
@@ -128,15 +171,7 @@ pub(crate) fn write_release(
 ) -> Result<BTreeMap<String, String>> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("creating release folder {}: {e}", dir.display()))?;
-    let mut columns: Vec<String> = columns::names(columns::RELEASE).map(String::from).to_vec();
-    for column in extra_columns_of(train)
-        .into_iter()
-        .chain(extra_columns_of(test))
-    {
-        if !columns.contains(&column) {
-            columns.push(column);
-        }
-    }
+    let columns = release_columns(train, test);
     let mut names: Vec<String> = Vec::new();
     for (split, puzzles) in [("train", train), ("test", test)] {
         for ext in ["csv", "jsonl"] {
@@ -151,7 +186,7 @@ pub(crate) fn write_release(
         test,
         cells,
     )?);
-    let card = dataset_card(train, test, cells, &manifest);
+    let card = dataset_card(train, test, cells, &manifest, &columns);
     write_atomic(&dir.join("README.md"), card.as_bytes())?;
     names.push("README.md".to_string());
     let mut outputs = BTreeMap::new();
@@ -165,11 +200,30 @@ pub(crate) fn write_release(
     Ok(outputs)
 }
 
-/// Writes one split. CSV columns: the Lichess ten, the derived five, then
-/// the other columns in first-seen order over both splits, so train and
-/// test share one header (an empty split still gets it).
+/// The columns of a release after the Lichess ten: every release's own
+/// ([`columns::release_columns`]), then the pool's other columns in
+/// first-seen order over both splits (as text). CSV and JSON Lines, train
+/// and test, all have exactly these, so one schema loads them all.
+pub(crate) fn release_columns(train: &[Puzzle], test: &[Puzzle]) -> Vec<String> {
+    let mut names: Vec<String> = columns::release_columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    for column in extra_columns_of(train)
+        .into_iter()
+        .chain(extra_columns_of(test))
+    {
+        if !names.contains(&column) {
+            names.push(column);
+        }
+    }
+    names
+}
+
+/// Writes one split with the release's columns (an empty split still gets
+/// the CSV header).
 fn write_split(path: &Path, puzzles: &[Puzzle], columns: &[String]) -> Result<()> {
-    let mut writer = PuzzleWriter::create(path, columns)?;
+    let mut writer = PuzzleWriter::create_typed(path, columns)?;
     for puzzle in puzzles {
         writer.write(puzzle)?;
     }
@@ -177,11 +231,38 @@ fn write_split(path: &Path, puzzles: &[Puzzle], columns: &[String]) -> Result<()
     Ok(())
 }
 
+/// The card's `configs` and `dataset_info` (Hugging Face YAML): the
+/// default config is the JSON Lines files, with the feature of every
+/// column (`columns` after the Lichess ten), so `datasets.load_dataset`
+/// reads the declared types instead of guessing them from the cells.
+///
+/// `datasets` picks one file reader for all of a folder's configs (from
+/// the first config's files), and its CSV reader cannot read an empty cell
+/// into an integer feature, so the CSV files, Lichess's text, are not a
+/// config: they hold the same columns and cells, and a CSV reader with
+/// nullable types (pandas' `Int64`, `boolean`) reads them as declared.
+fn card_schema(columns: &[String]) -> String {
+    let all = columns::LICHESS
+        .iter()
+        .map(|c| (c.name(), c.kind()))
+        .chain(columns.iter().map(|n| (n.as_str(), ColumnType::of(n))));
+    let mut yaml = String::from("configs:\n- config_name: default\n  data_files:\n");
+    for split in ["train", "test"] {
+        yaml.push_str(&format!("  - split: {split}\n    path: {split}.jsonl\n"));
+    }
+    yaml.push_str("dataset_info:\n  config_name: default\n  features:\n");
+    for (name, kind) in all {
+        yaml.push_str(&format!("  - name: {name}\n    {}\n", kind.feature()));
+    }
+    yaml
+}
+
 fn dataset_card(
     train: &[Puzzle],
     test: &[Puzzle],
     cells: &[CellOutcome],
     manifest: &Value,
+    columns: &[String],
 ) -> String {
     let total = train.len() + test.len();
     let size = match total {
@@ -199,9 +280,7 @@ fn dataset_card(
     card.push_str("task_categories:\n- text-generation\n- question-answering\n");
     card.push_str("tags:\n- chess\n- puzzles\n- benchmark\n- reasoning\n");
     card.push_str(&format!("size_categories:\n- {size}\n"));
-    card.push_str("configs:\n- config_name: default\n  data_files:\n");
-    card.push_str("  - split: train\n    path: train.csv\n");
-    card.push_str("  - split: test\n    path: test.csv\n");
+    card.push_str(&card_schema(columns));
     card.push_str("---\n\n");
     card.push_str("# puzzleforge chess puzzle release\n\n");
     card.push_str(&format!(
@@ -219,9 +298,18 @@ fn dataset_card(
         "Rows follow the Lichess puzzle convention: `FEN` is the position before the opponent's \
          move; `Moves` is UCI, the opponent's move first, then solver and opponent alternating. \
          After the ten Lichess columns come `NumMoves` (solver moves), `RatingBin` (the `(lo, hi]` \
-         rating bin), `Mate` (`True`/`False`), `Source` and `GameId` (the source game; no game \
-         has puzzles in both splits), then any other columns of the pool. `train.jsonl` and \
-         `test.jsonl` hold the same rows as JSON Lines.\n\n",
+         rating bin), `Mate`, `Source` (`lichess`, `selfplay`, `lichess-game`), `RatingSource` \
+         (`lichess`, or `estimated` by puzzleforge's rating model) and `GameId` (the source game; \
+         no game has puzzles in both splits), then the other columns puzzleforge writes and any \
+         other columns of the pool. A puzzle that never was on Lichess has `Popularity` 0 and \
+         `NbPlays` 0 (no one has voted on or played it there).\n\n\
+         Every file has the same columns. `train.jsonl` and `test.jsonl` (the dataset's files) \
+         hold typed values: integers, booleans, `null` where a value is empty, `Themes` and \
+         `OpeningTags` as lists of strings; the front matter declares their features, and \
+         `datasets.load_dataset(\"<this folder>\")` loads them with those types. `train.csv` \
+         and `test.csv` hold the same rows as Lichess writes them: `True`/`False`, empty \
+         cells, space-separated themes; read them with nullable types (pandas `Int64`, \
+         `boolean`) for the same schema.\n\n",
     );
     card.push_str("## How it was drawn\n\n");
     card.push_str(&format!(
