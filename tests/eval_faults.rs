@@ -475,3 +475,103 @@ fn a_base_url_keeps_its_query_and_its_secrets_stay_out_of_the_run() {
     let config_json = std::fs::read_to_string(dir.path().join("run/config.json")).unwrap();
     assert!(config_json.contains("api-key=[redacted]"), "{config_json}");
 }
+
+/// Inside `run`, an eval whose calls failed is not marked done, and the next
+/// `run` asks only the calls that failed: the answers it got are kept beside
+/// the release, not in the stage's scratch folder.
+#[test]
+fn a_run_whose_eval_failed_asks_only_the_failed_calls_on_rerun() {
+    let dir = tempfile::tempdir().unwrap();
+    let puzzles = one_move_puzzles(8);
+    let pool = dir.path().join("pool.csv");
+    write_puzzles(&pool, &puzzles).unwrap();
+    let mut faults = HashMap::new();
+    for (i, puzzle) in puzzles.iter().enumerate() {
+        let task = &puzzle_tasks(i, puzzle).unwrap()[0];
+        // Every other position is refused once: with one attempt per call,
+        // those calls fail in the first run and succeed in the second.
+        let fault = if i % 2 == 0 {
+            Fault::RateLimitedOnce
+        } else {
+            Fault::Healthy
+        };
+        faults.insert(fen_of(&task.position), (fault, task.expected.clone()));
+    }
+    let fake = start_fake(faults);
+    let config = dir.path().join("pipeline.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"[pipeline]
+seed = 3
+output_dir = "out"
+release = "r"
+stages = ["ingest_puzzles", "release", "eval"]
+
+[sources]
+puzzles = ["{pool}"]
+
+[split]
+train_per_cell = 0
+test_per_cell = 8
+
+[[split.bands]]
+ratings = [400, 3000]
+lengths = [1, 1]
+
+[eval]
+model = "openai:fake-model@{url}"
+templates = ["paper-json"]
+
+[eval.regret]
+enabled = false
+
+[eval.client]
+api_key_env = "PUZZLEFORGE_FAKE_KEY"
+max_attempts = 1
+"#,
+            pool = pool.display(),
+            url = fake.url,
+        ),
+    )
+    .unwrap();
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+            .args(["--json", "run", "--config"])
+            .arg(&config)
+            .current_dir(dir.path())
+            .env("PUZZLEFORGE_FAKE_KEY", KEY)
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(!first.status.success(), "{stderr}");
+    assert!(stderr.contains("model calls failed"), "{stderr}");
+    let asked_first = fake.requests.load(Ordering::SeqCst);
+    let tests: usize = std::fs::read_to_string(dir.path().join("out/r/release/test.csv"))
+        .unwrap()
+        .lines()
+        .count()
+        - 1;
+    assert_eq!(asked_first, tests, "one call per test position");
+    assert!(!dir.path().join("out/r/eval/stage.json").exists());
+
+    let second = run();
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let failed_first = tests.div_ceil(2).min(tests);
+    let asked_second = fake.requests.load(Ordering::SeqCst) - asked_first;
+    assert!(
+        asked_second < tests && asked_second > 0,
+        "the rerun asked {asked_second} of {tests} calls"
+    );
+    assert!(asked_second <= failed_first);
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/r/eval/report.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["puzzle_accuracy"].as_f64(), Some(1.0), "{report}");
+}

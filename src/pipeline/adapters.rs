@@ -783,7 +783,8 @@ impl Stage for Eval {
     }
 
     fn config_section(&self, _ctx: &RunContext) -> Value {
-        json!({"eval": self.section, "seed": self.seed})
+        let section = crate::stages::eval::section_for_records(&self.section);
+        json!({"eval": section, "seed": self.seed})
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
@@ -815,10 +816,17 @@ impl Stage for Eval {
             engine: None,
             engine_workers: None,
         };
-        let config = EvalConfig {
+        let mut config = EvalConfig {
             seed: self.seed,
             ..self.section.clone()
         };
+        // A failed eval (too many calls without an answer) is not committed,
+        // and the next run starts it again from an empty scratch folder: the
+        // model's answers are kept beside the release instead, so that run
+        // asks only the calls that failed.
+        if config.cache_dir.is_none() && crate::stages::eval::calls_a_model(&config) {
+            config.cache_dir = Some(ctx.release_dir.join("eval-cache"));
+        }
         // The run's whole `[engine]` section (binary, options, workers,
         // deadline, attempts), as every other stage uses it.
         let engine = crate::stages::eval::config::EvalEngine::Resolved {

@@ -357,6 +357,25 @@ pub(crate) fn run_eval_with(
     Ok(summary)
 }
 
+/// Whether the configured player is a model behind an HTTP endpoint (whose
+/// answers are cached), not a built-in baseline.
+pub(crate) fn calls_a_model(config: &EvalConfig) -> bool {
+    matches!(
+        config.model.as_deref().map(ModelSpec::parse),
+        Some(Ok(ModelSpec::OpenAi { .. }))
+    )
+}
+
+/// `[eval]` as a record may show it: a model's base URL with its
+/// credentials redacted (`run` fingerprints the eval stage with this, so no
+/// secret reaches `stage.json`).
+pub(crate) fn section_for_records(config: &EvalConfig) -> EvalConfig {
+    match config.model.as_deref().map(ModelSpec::parse) {
+        Some(Ok(model)) => recorded_config(config, &model),
+        _ => config.clone(),
+    }
+}
+
 /// The settings as recorded in the run's files: a model's base URL with
 /// its credentials redacted.
 fn recorded_config(config: &EvalConfig, model: &ModelSpec) -> EvalConfig {
@@ -502,5 +521,31 @@ fn record_of(
         regret_cp: None,
         prompt_tokens: answer.call.as_ref().and_then(|c| c.prompt_tokens),
         completion_tokens: answer.call.as_ref().and_then(|c| c.completion_tokens),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_of_the_section_keep_no_url_credentials() {
+        let config = EvalConfig {
+            model: Some("openai:m@http://user:url-pass-4711@127.0.0.1:9/v1?api-key=q-0815".into()),
+            ..EvalConfig::default()
+        };
+        let recorded = serde_json::to_string(&section_for_records(&config)).unwrap();
+        assert!(!recorded.contains("url-pass-4711"), "{recorded}");
+        assert!(!recorded.contains("q-0815"), "{recorded}");
+        assert!(recorded.contains("api-key=[redacted]"), "{recorded}");
+        // A built-in player has nothing to hide and is recorded as written.
+        let baseline = EvalConfig {
+            model: Some("random".into()),
+            ..EvalConfig::default()
+        };
+        assert_eq!(
+            serde_json::to_value(section_for_records(&baseline)).unwrap(),
+            serde_json::to_value(&baseline).unwrap()
+        );
     }
 }
