@@ -14,6 +14,7 @@
 
 use anyhow::{Context, Result};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -141,13 +142,20 @@ impl Puzzle {
             .iter()
             .map(|name| (name.as_str(), ColumnType::of(name)));
         for (name, kind) in lichess.chain(extra) {
-            let cell = self.column(name).unwrap_or_default();
-            let value = kind.json_value(&cell).map_err(|why| {
-                RowError::new("bad_value", format!("puzzle {}: {name} {why}", self.id))
-            })?;
+            let value = self
+                .typed_cell(name, kind)
+                .map_err(|why| RowError::new("bad_value", why))?;
             map.insert(name.to_string(), value);
         }
         Ok(Value::Object(map))
+    }
+
+    /// The column `name` as a JSON value of type `kind` (`null` when empty
+    /// or absent); an error names the puzzle, the column and what it held.
+    pub(crate) fn typed_cell(&self, name: &str, kind: ColumnType) -> Result<Value, String> {
+        let cell = self.column(name).unwrap_or_default();
+        kind.json_value(&cell)
+            .map_err(|why| format!("puzzle {}: {name} {why}", self.id))
     }
 }
 
@@ -253,21 +261,8 @@ impl Header {
                 format!("{} columns, header has {}", cells.len(), self.names.len()),
             ));
         }
-        let cell = |column: Column| self.position(column.name()).map(|i| cells[i]).unwrap_or("");
-        let int = |name: Column| -> std::result::Result<Option<i32>, RowError> {
-            let text = cell(name).trim();
-            if text.is_empty() {
-                return Ok(None);
-            }
-            text.parse::<i32>().map(Some).map_err(|_| {
-                RowError::new("bad_integer", format!("{name} is not an integer: {text:?}"))
-            })
-        };
-        let words = |column: Column| -> Vec<String> {
-            cell(column)
-                .split_whitespace()
-                .map(str::to_string)
-                .collect()
+        let cell = |column: Column| {
+            Cow::Borrowed(self.position(column.name()).map(|i| cells[i]).unwrap_or(""))
         };
         let mut extra = Vec::new();
         for (i, name) in self.names.iter().enumerate() {
@@ -275,20 +270,46 @@ impl Header {
                 extra.push((name.clone(), cells[i].to_string()));
             }
         }
-        Ok(Puzzle {
-            id: cell(Column::PuzzleId).trim().to_string(),
-            fen: cell(Column::Fen).trim().to_string(),
-            moves: words(Column::Moves),
-            rating: int(Column::Rating)?,
-            rating_deviation: int(Column::RatingDeviation)?,
-            popularity: int(Column::Popularity)?,
-            nb_plays: int(Column::NbPlays)?,
-            themes: words(Column::Themes),
-            game_url: cell(Column::GameUrl).trim().to_string(),
-            opening_tags: words(Column::OpeningTags),
-            extra,
-        })
+        puzzle_from_cells(cell, extra)
     }
+}
+
+/// A puzzle from its Lichess cells as the CSV spells them (`cell` gives an
+/// absent column as empty) and its other columns: integers parse, lists
+/// split at whitespace. One rule for CSV rows and JSON Lines objects.
+fn puzzle_from_cells<'a>(
+    cell: impl Fn(Column) -> Cow<'a, str>,
+    extra: Vec<(String, String)>,
+) -> std::result::Result<Puzzle, RowError> {
+    let int = |name: Column| -> std::result::Result<Option<i32>, RowError> {
+        let cell = cell(name);
+        let text = cell.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse::<i32>().map(Some).map_err(|_| {
+            RowError::new("bad_integer", format!("{name} is not an integer: {text:?}"))
+        })
+    };
+    let words = |column: Column| -> Vec<String> {
+        cell(column)
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    Ok(Puzzle {
+        id: cell(Column::PuzzleId).trim().to_string(),
+        fen: cell(Column::Fen).trim().to_string(),
+        moves: words(Column::Moves),
+        rating: int(Column::Rating)?,
+        rating_deviation: int(Column::RatingDeviation)?,
+        popularity: int(Column::Popularity)?,
+        nb_plays: int(Column::NbPlays)?,
+        themes: words(Column::Themes),
+        game_url: cell(Column::GameUrl).trim().to_string(),
+        opening_tags: words(Column::OpeningTags),
+        extra,
+    })
 }
 
 /// Reads a puzzle from one JSON Lines object.
@@ -296,38 +317,6 @@ pub(crate) fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, Row
     let object = value
         .as_object()
         .ok_or_else(|| RowError::new("not_an_object", "the line is not a JSON object"))?;
-    // Typed JSON Lines (a release's) read back as the CSV spells them.
-    let text = |column: Column| -> String {
-        object
-            .get(column.name())
-            .map(ColumnType::cell_of)
-            .unwrap_or_default()
-    };
-    let int = |column: Column| -> std::result::Result<Option<i32>, RowError> {
-        let key = column.name();
-        match object.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .and_then(|n| i32::try_from(n).ok())
-                .map(Some)
-                .ok_or_else(|| RowError::new("bad_integer", format!("{key} is not an integer"))),
-            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-            Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| {
-                RowError::new("bad_integer", format!("{key} is not an integer: {s:?}"))
-            }),
-            Some(_) => Err(RowError::new(
-                "bad_integer",
-                format!("{key} is not an integer"),
-            )),
-        }
-    };
-    let words = |column: Column| -> Vec<String> {
-        text(column)
-            .split_whitespace()
-            .map(str::to_string)
-            .collect()
-    };
     for required in REQUIRED_COLUMNS {
         if !object.contains_key(required.name()) {
             return Err(RowError::new(
@@ -341,19 +330,16 @@ pub(crate) fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, Row
         .filter(|(key, _)| !LICHESS_COLUMNS.contains(&key.as_str()))
         .map(|(key, value)| (key.clone(), ColumnType::cell_of(value)))
         .collect();
-    Ok(Puzzle {
-        id: text(Column::PuzzleId),
-        fen: text(Column::Fen),
-        moves: words(Column::Moves),
-        rating: int(Column::Rating)?,
-        rating_deviation: int(Column::RatingDeviation)?,
-        popularity: int(Column::Popularity)?,
-        nb_plays: int(Column::NbPlays)?,
-        themes: words(Column::Themes),
-        game_url: text(Column::GameUrl),
-        opening_tags: words(Column::OpeningTags),
-        extra,
-    })
+    // Typed JSON Lines (a release's) read back as the CSV spells them.
+    let cell = |column: Column| {
+        Cow::Owned(
+            object
+                .get(column.name())
+                .map(ColumnType::cell_of)
+                .unwrap_or_default(),
+        )
+    };
+    puzzle_from_cells(cell, extra)
 }
 
 /// File formats for puzzle files.

@@ -137,16 +137,6 @@ fn target(position: &SolverPosition) -> Value {
     }
 }
 
-/// A column of the puzzle as its type in the release schema says
-/// (integers, booleans, lists of strings; `null` when empty or absent).
-fn typed_cell(puzzle: &Puzzle, column: Column) -> Result<Value, String> {
-    let cell = puzzle.column(column.name()).unwrap_or_default();
-    column
-        .kind()
-        .json_value(&cell)
-        .map_err(|why| format!("puzzle {}: {column} {why}", puzzle.id))
-}
-
 /// The puzzle's metadata every export with metadata carries, typed from
 /// the release schema, with where the puzzle and its rating come from
 /// (`source`: `lichess`, `selfplay`, ...; `rating_source`: `lichess` or
@@ -162,7 +152,7 @@ fn metadata(puzzle: &Puzzle, split: &str, position: &SolverPosition) -> Result<V
         Value::from(position_key_fen(&position.fen)),
     );
     for (key, column) in METADATA_COLUMNS {
-        map.insert(key.into(), typed_cell(puzzle, column)?);
+        map.insert(key.into(), puzzle.typed_cell(column.name(), column.kind())?);
     }
     // The solver moves of the line itself, whatever the release says.
     map.insert("num_moves".into(), Value::from(puzzle.solver_moves()));
