@@ -37,7 +37,7 @@ enum Command {
     Selfplay(puzzleforge::stages::selfplay::SelfplayArgs),
     /// Mine Epoch-style puzzles from games or candidate positions.
     Mine(puzzleforge::stages::mine::MineArgs),
-    /// Re-analyse mined puzzles at K times the nodes.
+    /// Re-analyse mined puzzles at K times the nodes and with a second engine.
     Verify(puzzleforge::stages::verify::VerifyArgs),
     /// Estimate Lichess-scale ratings of mined puzzles from engine signals
     /// (fit on real Lichess puzzles with --calibrate).
