@@ -153,8 +153,16 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
         .iter()
         .filter_map(|h| h["group"].as_str())
         .collect();
-    assert_eq!(groups, ["all", "1", "2", "3+"]);
-    assert_eq!(held_out[0]["rows"], 24);
+    assert_eq!(groups[..4], ["all", "1", "2", "3+"]);
+    assert_eq!(groups.last(), Some(&"1 proxy"));
+    assert_eq!(
+        held_out[0]["rows"], 24,
+        "proxies are not counted as puzzles"
+    );
+    // Each of the 16 multi-move puzzles adds its single-move proxy.
+    assert_eq!(summary["calibration"]["proxy_rows"], 16);
+    assert_eq!(held_out.last().expect("proxy group")["rows"], 16);
+    assert!(summary["calibration"]["proxy_check"].is_object());
 
     let loaded = RatingModel::load(&model).expect("the saved model loads");
     assert_eq!(loaded.signals, tiny_config().signals);
@@ -258,4 +266,64 @@ fn unrated_input_without_a_model_is_a_user_error() {
         .expect("run puzzleforge");
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--model"));
+}
+
+/// The held-out folds never split a source game: a puzzle and its
+/// single-move proxy, and two puzzles cut from one game, share a fold.
+#[test]
+fn calibration_folds_are_grouped_by_source_game() {
+    require_stockfish();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &tiny_config());
+    let mut rows = calibration_rows();
+    // Two more puzzles of the first puzzle's game.
+    for (k, donor) in [1usize, 9].into_iter().enumerate() {
+        let mut twin = rows[donor].clone();
+        twin.id = format!("{}twin{k}", rows[0].id);
+        twin.game_url = rows[0].game_url.clone();
+        rows.push(twin);
+    }
+    let calibration = dir.path().join("lichess.csv");
+    write_puzzles(&calibration, &rows).expect("write calibration rows");
+    let features = dir.path().join("features.csv");
+    let input = dir.path().join("mined.csv");
+    write_puzzles(&input, &puzzles_to_rate()[..1]).expect("write input");
+    rate(&[
+        input.to_str().unwrap(),
+        "-o",
+        dir.path().join("rated.csv").to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--calibrate",
+        calibration.to_str().unwrap(),
+        "--features-out",
+        features.to_str().unwrap(),
+    ]);
+    let mut reader = csv::Reader::from_path(&features).expect("features CSV");
+    let mut fold_of = std::collections::HashMap::new();
+    let mut proxies = Vec::new();
+    for record in reader.records() {
+        let record = record.expect("a features row");
+        let (id, proxy, fold) = (&record[0], &record[3], &record[4]);
+        if proxy == "true" {
+            proxies.push((id.to_string(), fold.to_string()));
+        } else {
+            fold_of.insert(id.to_string(), fold.to_string());
+        }
+    }
+    assert_eq!(fold_of.len(), rows.len());
+    assert_eq!(proxies.len(), 16 + 1, "the two-move twin adds a proxy too");
+    let folds: std::collections::HashSet<&String> = fold_of.values().collect();
+    assert_eq!(folds.len(), 3, "every fold is used");
+    for (proxy, fold) in &proxies {
+        let parent = proxy.strip_suffix("~first").expect("proxy id");
+        assert_eq!(&fold_of[parent], fold, "{proxy} sits with {parent}");
+    }
+    for k in 0..2 {
+        assert_eq!(
+            fold_of[&format!("{}twin{k}", rows[0].id)],
+            fold_of[&rows[0].id],
+            "puzzles of one game share a fold"
+        );
+    }
 }

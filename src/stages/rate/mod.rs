@@ -36,7 +36,6 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use nalgebra::{DMatrix, DVector};
-use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -56,11 +55,14 @@ use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::engine::uci::Score;
 use crate::engine::weaken;
 
+mod calibrate;
+pub use calibrate::{CalibrationReport, HeldOut, ProxyCheck, calibrate};
+
 /// Lowest and highest rating the model may give (Lichess's puzzle range).
 const RATING_FLOOR: f64 = 400.0;
 const RATING_CEILING: f64 = 3300.0;
 /// Version of the model file format.
-const MODEL_FORMAT: u32 = 1;
+const MODEL_FORMAT: u32 = 2;
 
 /// Settings of the `[rate]` section of pipeline.toml; CLI flags override.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -79,6 +81,11 @@ pub struct RateConfig {
     /// Also measure the plain ladder baseline (skill levels 0-14) when
     /// calibrating. Costly: deep MultiPV searches.
     pub baseline: bool,
+    /// Calibrate also on the single-move version of every multi-move
+    /// puzzle (its position and first solver move, the whole puzzle's
+    /// rating as the target). Generated puzzles are mostly single-move and
+    /// not mates, a shape the Lichess file holds few of.
+    pub proxies: bool,
     /// What the engine computes per puzzle.
     pub signals: SignalConfig,
 }
@@ -89,9 +96,10 @@ impl Default for RateConfig {
             seed: 1,
             model: None,
             folds: 5,
-            ridge: 80.0,
+            ridge: 20.0,
             calibrate_max_rows: 0,
             baseline: false,
+            proxies: true,
             signals: SignalConfig::default(),
         }
     }
@@ -561,6 +569,11 @@ struct EngineFacts {
     wide_deficit: f64,
     /// The probe's score of the best move (cp, capped; mates at the cap).
     best_score: f64,
+    /// Moves to mate when the probe sees one for the solver, else 0: how
+    /// much line is still to come after this move.
+    mate_in: f64,
+    /// Plies of the probe's principal variation.
+    pv_plies: f64,
 }
 
 fn clear_hash(session: &mut Session) -> std::result::Result<(), EngineError> {
@@ -588,7 +601,7 @@ fn capped_cp(score: Score) -> f64 {
 }
 
 /// Names of the features, in the order of [`Features::values`].
-pub(crate) const FEATURE_NAMES: [&str; 45] = [
+pub(crate) const FEATURE_NAMES: [&str; 58] = [
     "ladder_solve_rate",
     "ladder_low_solve_rate",
     "found_depth_max",
@@ -634,6 +647,19 @@ pub(crate) const FEATURE_NAMES: [&str; 45] = [
     "log_pieces",
     "log_non_mating_checks",
     "ladder_times_found_depth",
+    "ladder_first_move_rate",
+    "ladder_hardest_move_rate",
+    "ladder_later_min_rate",
+    "only_moves",
+    "only_move_share",
+    "quiet_moves",
+    "found_depth_later_max",
+    "log_gap_later_min",
+    "solver_moves",
+    "all_checks",
+    "first_is_sacrifice",
+    "log_first_mate_in",
+    "log_first_pv_plies",
 ];
 
 /// The signals of one puzzle.
@@ -784,6 +810,15 @@ fn probe_and_scan(
             .first()
             .map(|l| capped_cp(l.score))
             .unwrap_or(0.0),
+        mate_in: match probe.lines.first().map(|l| l.score) {
+            Some(Score::Mate(moves)) if moves > 0 => f64::from(moves),
+            _ => 0.0,
+        },
+        pv_plies: probe
+            .lines
+            .first()
+            .map(|l| l.pv.len() as f64)
+            .unwrap_or(0.0),
     })
 }
 
@@ -794,12 +829,20 @@ struct Ladder {
     levels: Vec<f64>,
     /// `solved[level][attempt]`.
     solved: Vec<Vec<bool>>,
+    /// Per solver turn, the share of all picks (every strength, every
+    /// attempt) that were correct at that turn, whatever happened before:
+    /// which move of a line is the hard one.
+    turn_rates: Vec<f64>,
 }
 
 impl Ladder {
     fn new(levels: Vec<f64>, attempts: usize) -> Self {
         let solved = vec![vec![true; attempts]; levels.len()];
-        Self { levels, solved }
+        Self {
+            levels,
+            solved,
+            turn_rates: Vec::new(),
+        }
     }
 
     /// One solver turn: a search per strength, then each attempt's pick
@@ -810,6 +853,7 @@ impl Ladder {
         turn: &SolverTurn,
         rng: &mut ChaCha8Rng,
     ) -> std::result::Result<(), EngineError> {
+        let (mut picks, mut correct) = (0usize, 0usize);
         for (level_index, &level) in self.levels.iter().enumerate() {
             let result = session.search(&turn.request(
                 Limit::Depth(weaken::pick_depth(level)),
@@ -817,9 +861,13 @@ impl Ladder {
             ))?;
             for attempt in self.solved[level_index].iter_mut() {
                 let pick = weakened_pick(&result.lines, level, rng);
-                *attempt &= pick.is_some_and(|m| turn.is_correct(m));
+                let hit = pick.is_some_and(|m| turn.is_correct(m));
+                *attempt &= hit;
+                picks += 1;
+                correct += usize::from(hit);
             }
         }
+        self.turn_rates.push(correct as f64 / picks.max(1) as f64);
         Ok(())
     }
 
@@ -915,8 +963,57 @@ fn feature_values(
         values.push(count.ln_1p());
     }
     values.push(values[0] * values[4]);
+    values.extend(line_values(ladder, engine_facts, board));
     debug_assert_eq!(values.len(), FEATURE_NAMES.len());
     values
+}
+
+/// A solver move whose probe puts the second move this far (cp) below the
+/// best is an only move: Lichess's puzzle generator asks the same of every
+/// solver move, so longer lines differ in how many moves clear it by far.
+const ONLY_MOVE_GAP_CP: f64 = 200.0;
+
+/// Signals of where a line's difficulty sits beyond its first move: the
+/// ladder's hardest turn, how many moves are only moves or quiet, how deep
+/// the later moves are found.
+fn line_values(ladder: &Ladder, engine_facts: &[EngineFacts], board: &[BoardFacts]) -> Vec<f64> {
+    let n = engine_facts.len().max(1) as f64;
+    let rates = &ladder.turn_rates;
+    let later_rates = rates.get(1..).unwrap_or_default();
+    let later_engine = engine_facts.get(1..).unwrap_or_default();
+    let only_moves = engine_facts
+        .iter()
+        .filter(|f| f.gap >= ONLY_MOVE_GAP_CP)
+        .count() as f64;
+    vec![
+        rates.first().copied().unwrap_or(1.0),
+        rates.iter().copied().fold(1.0, f64::min),
+        later_rates.iter().copied().fold(1.0, f64::min),
+        only_moves,
+        only_moves / n,
+        board.iter().map(|b| b.is_quiet).sum::<f64>(),
+        later_engine
+            .iter()
+            .map(|f| f.found_depth)
+            .fold(0.0, f64::max),
+        later_engine
+            .iter()
+            .map(|f| f.gap.ln_1p())
+            .fold(1000f64.ln_1p(), f64::min),
+        engine_facts.len() as f64,
+        f64::from(u8::from(
+            !board.is_empty() && board.iter().all(|b| b.is_check > 0.0),
+        )),
+        board.first().map(|b| b.is_sacrifice).unwrap_or(0.0),
+        engine_facts
+            .first()
+            .map(|f| f.mate_in.ln_1p())
+            .unwrap_or(0.0),
+        engine_facts
+            .first()
+            .map(|f| f.pv_plies.ln_1p())
+            .unwrap_or(0.0),
+    ]
 }
 
 fn compute_features_with(
@@ -1065,6 +1162,27 @@ fn group_of(solver_moves: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// The model's groups, each with its own fit: the length groups, with the
+/// single-move mates apart. Lichess's single-move puzzles are mostly mates
+/// in one, the generator's mostly not; the non-mates learn from the
+/// single-move proxies, which would drag the mates' fit off.
+pub(crate) const MODEL_GROUPS: [&str; 4] = ["1 mate", "1", "2", "3+"];
+
+fn model_group(solver_moves: usize, mates: bool) -> usize {
+    if solver_moves == 1 && mates {
+        0
+    } else {
+        1 + group_of(solver_moves)
+    }
+}
+
+/// Index of `ends_in_mate` in [`FEATURE_NAMES`].
+const ENDS_IN_MATE: usize = 26;
+
+fn mates(features: &Features) -> bool {
+    features.values.get(ENDS_IN_MATE).is_some_and(|v| *v > 0.0)
+}
+
 /// One length group's model.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct GroupModel {
@@ -1107,15 +1225,16 @@ impl RatingModel {
                 path.display()
             )));
         }
-        if model.groups.len() != LENGTH_GROUPS.len()
+        if model.groups.len() != MODEL_GROUPS.len()
             || model
                 .groups
                 .iter()
                 .any(|g| g.fit.weights.len() != FEATURE_NAMES.len())
         {
             return Err(bad_input(format!(
-                "{}: the model needs one fit per length group over {} features",
+                "{}: the model needs one fit per group ({}) over {} features",
                 path.display(),
+                MODEL_GROUPS.join(", "),
                 FEATURE_NAMES.len()
             )));
         }
@@ -1124,372 +1243,13 @@ impl RatingModel {
 
     /// Rating and deviation for a puzzle of `solver_moves` with `features`.
     pub fn rate(&self, solver_moves: usize, features: &Features) -> (i32, i32) {
-        let group = &self.groups[group_of(solver_moves)];
+        let group = &self.groups[model_group(solver_moves, mates(features))];
         let rating = group
             .fit
             .predict(&features.values)
             .clamp(RATING_FLOOR, RATING_CEILING);
         (rating.round() as i32, group.deviation.round() as i32)
     }
-}
-
-/// Held-out figures of one group (or of all rows).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct HeldOut {
-    pub group: String,
-    pub rows: usize,
-    /// Spearman of the model's held-out predictions with the Lichess rating.
-    pub spearman: Option<f64>,
-    /// Root mean square of the held-out residuals.
-    pub rmse: f64,
-    /// Spearman of the plain ladder's solve rate (negated) with the rating.
-    pub baseline_spearman: Option<f64>,
-    /// Spearman of solver length alone with the rating.
-    pub length_spearman: Option<f64>,
-}
-
-/// What a calibration measured.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct CalibrationReport {
-    pub files: Vec<String>,
-    pub rows: usize,
-    pub skipped: usize,
-    pub folds: u32,
-    pub seed: u64,
-    pub held_out: Vec<HeldOut>,
-    /// Held-out Spearman of each single feature's fit, within each group:
-    /// which signals carry weight.
-    pub single_feature: Vec<(String, Vec<Option<f64>>)>,
-}
-
-impl CalibrationReport {
-    pub fn human(&self) -> String {
-        let fmt = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
-        let mut out = format!(
-            "calibration: {} rows from {} ({} skipped), {}-fold held-out, seed {}\n",
-            self.rows,
-            self.files.join(", "),
-            self.skipped,
-            self.folds,
-            self.seed
-        );
-        out.push_str("  group   rows  spearman  rmse   baseline  length\n");
-        for h in &self.held_out {
-            out.push_str(&format!(
-                "  {:<6} {:>5}  {:>8}  {:>5.0}  {:>8}  {:>6}\n",
-                h.group,
-                h.rows,
-                fmt(h.spearman),
-                h.rmse,
-                fmt(h.baseline_spearman),
-                fmt(h.length_spearman)
-            ));
-        }
-        out
-    }
-}
-
-/// Reads the calibration rows: Lichess puzzles with a rating from plays.
-fn read_calibration(files: &[PathBuf], config: &RateConfig) -> Result<(Vec<Puzzle>, usize)> {
-    let mut rows = Vec::new();
-    let mut skipped = 0;
-    for file in files {
-        let (puzzles, rejected) = read_rateable(file)?;
-        skipped += rejected.len();
-        for puzzle in puzzles {
-            if has_lichess_rating(&puzzle) {
-                rows.push(puzzle);
-            } else {
-                skipped += 1;
-            }
-        }
-    }
-    if config.calibrate_max_rows > 0 && rows.len() > config.calibrate_max_rows {
-        let mut rng = seed::rng(config.seed, Domain::RateCalibrationSample, Key::Run);
-        rows.shuffle(&mut rng);
-        rows.truncate(config.calibrate_max_rows);
-    }
-    if rows.len() < 2 * config.folds as usize {
-        return Err(bad_input(format!(
-            "calibration needs at least {} rated Lichess puzzles, {} has {}",
-            2 * config.folds,
-            files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            rows.len()
-        )));
-    }
-    Ok((rows, skipped))
-}
-
-/// Fits per-group models on `rows` and predicts `targets`.
-fn fit_groups(
-    features: &[Features],
-    lengths: &[usize],
-    ratings: &[f64],
-    rows: &[usize],
-    ridge: f64,
-) -> Vec<Option<RidgeFit>> {
-    (0..LENGTH_GROUPS.len())
-        .map(|g| {
-            let members: Vec<usize> = rows
-                .iter()
-                .copied()
-                .filter(|&i| group_of(lengths[i]) == g)
-                .collect();
-            let xs: Vec<Vec<f64>> = members
-                .iter()
-                .map(|&i| features[i].values.clone())
-                .collect();
-            let ys: Vec<f64> = members.iter().map(|&i| ratings[i]).collect();
-            if xs.len() < 2 {
-                None
-            } else {
-                RidgeFit::fit(&xs, &ys, ridge)
-            }
-        })
-        .collect()
-}
-
-/// Held-out predictions of every row by seeded k-fold.
-fn out_of_fold(
-    features: &[Features],
-    lengths: &[usize],
-    ratings: &[f64],
-    config: &RateConfig,
-    only_feature: Option<usize>,
-) -> Vec<f64> {
-    let n = features.len();
-    let mut order: Vec<usize> = (0..n).collect();
-    order.shuffle(&mut seed::rng(
-        config.seed,
-        Domain::RateCalibrationFolds,
-        Key::Run,
-    ));
-    let folds = config.folds as usize;
-    let mut fold_of = vec![0; n];
-    for (position, &i) in order.iter().enumerate() {
-        fold_of[i] = position % folds;
-    }
-    let view: Vec<Features> = match only_feature {
-        None => features.to_vec(),
-        Some(j) => features
-            .iter()
-            .map(|f| Features {
-                values: vec![f.values[j]],
-                baseline_solve_rate: None,
-            })
-            .collect(),
-    };
-    let mut predictions = vec![0.0; n];
-    let global_mean = ratings.iter().sum::<f64>() / n as f64;
-    for fold in 0..folds {
-        let train: Vec<usize> = (0..n).filter(|&i| fold_of[i] != fold).collect();
-        let fits = fit_groups(&view, lengths, ratings, &train, config.ridge);
-        for i in (0..n).filter(|&i| fold_of[i] == fold) {
-            predictions[i] = fits[group_of(lengths[i])]
-                .as_ref()
-                .map(|fit| fit.predict(&view[i].values))
-                .unwrap_or(global_mean);
-        }
-    }
-    predictions
-}
-
-/// Writes the calibration rows' signals as CSV: id, solver moves, rating,
-/// the plain-ladder solve rate (empty unless measured), then the features.
-fn write_features(path: &Path, rows: &[Puzzle], features: &[Features]) -> Result<()> {
-    let mut text = String::from("PuzzleId,SolverMoves,Rating,baseline_solve_rate");
-    for name in FEATURE_NAMES {
-        text.push(',');
-        text.push_str(name);
-    }
-    text.push('\n');
-    for (puzzle, f) in rows.iter().zip(features) {
-        text.push_str(&format!(
-            "{},{},{},{}",
-            puzzle.id,
-            puzzle.solver_moves(),
-            puzzle.rating.unwrap_or_default(),
-            f.baseline_solve_rate
-                .map(|r| r.to_string())
-                .unwrap_or_default()
-        ));
-        for v in &f.values {
-            text.push_str(&format!(",{v}"));
-        }
-        text.push('\n');
-    }
-    crate::core::fileio::write_atomic(path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
-}
-
-/// Computes the signals of the calibration rows, measures held-out
-/// correlations, and fits the final model on every row.
-pub fn calibrate(
-    pool: &EnginePool,
-    files: &[PathBuf],
-    config: &RateConfig,
-    features_out: Option<&Path>,
-) -> Result<(RatingModel, CalibrationReport)> {
-    let (rows, skipped) = read_calibration(files, config)?;
-    let targets: Vec<&Puzzle> = rows.iter().collect();
-    let features = compute_features_with(
-        pool,
-        &targets,
-        &config.signals,
-        config.seed,
-        config.baseline,
-    )?;
-    let lengths: Vec<usize> = rows.iter().map(Puzzle::solver_moves).collect();
-    let ratings: Vec<f64> = rows
-        .iter()
-        .map(|p| f64::from(p.rating.unwrap_or_default()))
-        .collect();
-    if let Some(path) = features_out {
-        write_features(path, &rows, &features)?;
-    }
-    let predictions = out_of_fold(&features, &lengths, &ratings, config, None);
-    let held_out = held_out_figures(&features, &lengths, &ratings, &predictions);
-    let single_feature = single_feature_figures(&features, &lengths, &ratings, config);
-    let group_models = fit_group_models(&features, &lengths, &ratings, config, &held_out)?;
-    let model = RatingModel {
-        format: MODEL_FORMAT,
-        engine: pool.engine_id().to_string(),
-        seed: config.seed,
-        signals: config.signals.clone(),
-        features: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
-        groups: group_models,
-    };
-    let report = CalibrationReport {
-        files: files.iter().map(|f| f.display().to_string()).collect(),
-        rows: rows.len(),
-        skipped,
-        folds: config.folds,
-        seed: config.seed,
-        held_out,
-        single_feature,
-    };
-    Ok((model, report))
-}
-
-/// The calibration rows' members of one length group (`None`: every row).
-fn members_of(lengths: &[usize], group: Option<usize>) -> Vec<usize> {
-    (0..lengths.len())
-        .filter(|&i| group.is_none_or(|g| group_of(lengths[i]) == g))
-        .collect()
-}
-
-fn pick(values: &[f64], members: &[usize]) -> Vec<f64> {
-    members.iter().map(|&i| values[i]).collect()
-}
-
-/// The report's groups in order: every row first, then each length group.
-fn report_groups() -> Vec<(String, Option<usize>)> {
-    std::iter::once(("all".to_string(), None))
-        .chain(
-            LENGTH_GROUPS
-                .iter()
-                .enumerate()
-                .map(|(g, (name, _, _))| (name.to_string(), Some(g))),
-        )
-        .collect()
-}
-
-/// Held-out Spearman and RMSE of the out-of-fold predictions per group, with
-/// the plain-ladder and length-only baselines beside them.
-fn held_out_figures(
-    features: &[Features],
-    lengths: &[usize],
-    ratings: &[f64],
-    predictions: &[f64],
-) -> Vec<HeldOut> {
-    let baseline: Option<Vec<f64>> = features
-        .iter()
-        .map(|f| f.baseline_solve_rate.map(|r| -r))
-        .collect();
-    let length_values: Vec<f64> = lengths.iter().map(|&l| l as f64).collect();
-    let mut held_out = Vec::new();
-    for (name, g) in &report_groups() {
-        let members = members_of(lengths, *g);
-        let truth = pick(ratings, &members);
-        let predicted = pick(predictions, &members);
-        let rmse = (truth
-            .iter()
-            .zip(&predicted)
-            .map(|(t, p)| (t - p).powi(2))
-            .sum::<f64>()
-            / members.len().max(1) as f64)
-            .sqrt();
-        held_out.push(HeldOut {
-            group: name.clone(),
-            rows: members.len(),
-            spearman: spearman(&predicted, &truth),
-            rmse,
-            baseline_spearman: baseline
-                .as_ref()
-                .and_then(|b| spearman(&pick(b, &members), &truth)),
-            length_spearman: spearman(&pick(&length_values, &members), &truth),
-        });
-    }
-    held_out
-}
-
-/// Held-out Spearman per length group of a model fitted on one signal alone,
-/// for every signal: which signals carry difficulty where.
-fn single_feature_figures(
-    features: &[Features],
-    lengths: &[usize],
-    ratings: &[f64],
-    config: &RateConfig,
-) -> Vec<(String, Vec<Option<f64>>)> {
-    let groups = report_groups();
-    let mut single_feature = Vec::new();
-    for (j, name) in FEATURE_NAMES.iter().enumerate() {
-        let predicted = out_of_fold(features, lengths, ratings, config, Some(j));
-        let figures = groups
-            .iter()
-            .skip(1)
-            .map(|(_, g)| {
-                let members = members_of(lengths, *g);
-                spearman(&pick(&predicted, &members), &pick(ratings, &members))
-            })
-            .collect();
-        single_feature.push((name.to_string(), figures));
-    }
-    single_feature
-}
-
-/// The final per-group fits on every row; each group's deviation is its
-/// held-out RMSE.
-fn fit_group_models(
-    features: &[Features],
-    lengths: &[usize],
-    ratings: &[f64],
-    config: &RateConfig,
-    held_out: &[HeldOut],
-) -> Result<Vec<GroupModel>> {
-    let all: Vec<usize> = (0..lengths.len()).collect();
-    let fits = fit_groups(features, lengths, ratings, &all, config.ridge);
-    let mut group_models = Vec::new();
-    for (g, fit) in fits.into_iter().enumerate() {
-        let name = LENGTH_GROUPS[g].0;
-        let fit = fit.ok_or_else(|| {
-            bad_input(format!(
-                "calibration has fewer than 2 puzzles of solver length {name}; every length group needs rows"
-            ))
-        })?;
-        let stats = &held_out[g + 1];
-        group_models.push(GroupModel {
-            group: name.to_string(),
-            rows: stats.rows,
-            fit,
-            deviation: stats.rmse,
-        });
-    }
-    Ok(group_models)
 }
 
 #[cfg(test)]
@@ -1529,5 +1289,10 @@ mod tests {
         assert_eq!(group_of(2), 1);
         assert_eq!(group_of(3), 2);
         assert_eq!(group_of(7), 2);
+        assert_eq!(FEATURE_NAMES[ENDS_IN_MATE], "ends_in_mate");
+        assert_eq!(model_group(1, true), 0);
+        assert_eq!(model_group(1, false), 1);
+        assert_eq!(model_group(2, true), 2);
+        assert_eq!(model_group(5, false), 3);
     }
 }
