@@ -288,6 +288,19 @@ fn an_excluded_position_is_dropped_and_counted() {
         Value::Null,
         "{first:#}"
     );
+    // An all-generated release says so, with the funnel in its manifest.
+    let release = root.join("A/gen/release");
+    let card = std::fs::read_to_string(release.join("README.md")).unwrap();
+    assert!(
+        card.contains("none comes from a public puzzle source"),
+        "{card}"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(release.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["generate"]["figures"]["funnel"],
+        first["generate"]["funnel"]
+    );
     // One generated puzzle of the first release, as a Lichess puzzle file.
     let train = std::fs::read_to_string(root.join("A/gen/release/train.csv")).unwrap();
     let mut lines = train.lines();

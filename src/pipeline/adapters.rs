@@ -663,6 +663,12 @@ impl Release {
         pool
     }
 
+    /// The generation funnel beside the games, under `[generate]`.
+    fn generate_summary(ctx: &RunContext) -> Option<PathBuf> {
+        let path = ctx.stage_dir(StageName::Selfplay).join(GENERATE_SUMMARY);
+        (ctx.generated.is_some() && path.is_file()).then_some(path)
+    }
+
     /// The `verify` stage's totals, when the pipeline verifies.
     fn verify_summary(&self, ctx: &RunContext) -> Option<PathBuf> {
         let path = ctx.stage_dir(StageName::Verify).join(Verify::SUMMARY);
@@ -766,6 +772,7 @@ impl Stage for Release {
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = self.pool(ctx);
         inputs.extend(self.verify_summary(ctx));
+        inputs.extend(Self::generate_summary(ctx));
         for release in Self::earlier_releases(ctx)? {
             inputs.extend(crate::stages::release::card::split_files(&release));
         }
@@ -799,6 +806,7 @@ impl Stage for Release {
             engine_option: Vec::new(),
             verify: self.verify_summary(ctx),
             drop_unverified: self.verifies && self.drops_unverified,
+            generate: Self::generate_summary(ctx),
         };
         let config = SplitConfig {
             seed: self.seed,

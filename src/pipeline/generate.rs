@@ -86,6 +86,15 @@ impl Default for GenerateConfig {
     }
 }
 
+impl GenerateConfig {
+    /// The tier a run produces: `--tier`, else, generating to order, the
+    /// tier the target fills (`generate.tier`).
+    pub(crate) fn release_tier(&self, flag: Option<&str>) -> Option<String> {
+        flag.map(str::to_string)
+            .or_else(|| self.tier.clone().filter(|_| self.enabled))
+    }
+}
+
 /// The sections of pipeline.toml generation uses.
 pub(crate) struct Sections<'a> {
     pub generate: &'a GenerateConfig,

@@ -396,7 +396,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
             args.engine.clone(),
             sliced.iter().chain(&rest),
         )?,
-        tier: args.tier.clone(),
+        tier: config.generate.release_tier(args.tier.as_deref()),
         shard: None,
         config_dir: crate::pipeline::run::config_dir(&args.config),
         generated: None,

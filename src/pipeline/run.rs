@@ -84,7 +84,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let mut ctx = RunContext {
         release_dir: release_dir.clone(),
         engine: resolve_engine(&config.engine, args.engine.clone(), &stages)?,
-        tier: args.tier.clone(),
+        tier: config.generate.release_tier(args.tier.as_deref()),
         shard: args.shard,
         config_dir: config_dir(&args.config),
         generated: None,
