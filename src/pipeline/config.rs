@@ -508,6 +508,40 @@ mod tests {
     }
 
     #[test]
+    fn generate_is_off_by_default_and_its_keys_are_checked() {
+        let config = PipelineConfig::parse("", Path::new("p.toml")).unwrap();
+        assert!(!config.generate.enabled);
+        // Off, it is not written: the default config reads as before.
+        assert!(
+            serde_json::to_value(&config)
+                .unwrap()
+                .get("generate")
+                .is_none()
+        );
+        let error = PipelineConfig::parse(
+            "[generate]\nenabled = true\nmax_game = 3\n",
+            Path::new("p.toml"),
+        )
+        .unwrap_err();
+        let text = format!("{error:#}");
+        assert!(
+            text.contains("p.toml") && text.contains("max_game"),
+            "{text}"
+        );
+        let config = PipelineConfig::parse(
+            "[generate]\nenabled = true\ntier = \"hard\"\nmax_games = 7\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(config.generate.max_games, 7);
+        assert_eq!(config.generate.release_tier(None).as_deref(), Some("hard"));
+        assert_eq!(
+            config.generate.release_tier(Some("easy")).as_deref(),
+            Some("easy")
+        );
+    }
+
+    #[test]
     fn wrong_type_is_named_with_the_file() {
         let error = PipelineConfig::parse("[engine]\nworkers = \"two\"\n", Path::new("p.toml"))
             .unwrap_err();
