@@ -226,20 +226,24 @@ impl Settings {
             Some(path) => Some(sha256_file(path)?),
             None => None,
         };
-        let second = match &self.verify.second_engine {
+        let second_sha = match &self.verify.second_engine {
             Some(second) => Some(sha256_file(&second.spec()?.path)?),
             None => None,
         };
+        // Files by content, not by path: shards on other machines agree.
         let mut rate = serde_json::to_value(&self.rate)?;
         rate["model"] = json!(model);
+        let mut verify = serde_json::to_value(&self.verify)?;
+        if let Some(second) = verify.get_mut("second_engine").filter(|v| v.is_object()) {
+            second["path"] = json!(second_sha);
+        }
         let settings = json!({
             "tool_version": env!("CARGO_PKG_VERSION"),
             "selfplay": self.selfplay,
             "mine": self.mine,
             "rate": rate,
-            "verify": self.verify,
+            "verify": verify,
             "engine": {"sha256": engine.sha256, "options": engine.spec.options},
-            "second_engine_sha256": second,
         });
         let digest = sha256_bytes(serde_json::to_string(&settings)?.as_bytes());
         Ok((digest[..16].to_string(), settings))
@@ -247,7 +251,7 @@ impl Settings {
 }
 
 /// Fills the store as `mode` asks and works out the games the release (or
-/// shard) holds. `excluded` are the earlier releases' folders.
+/// shard) holds. `excluded_releases` are the earlier releases' folders.
 pub(crate) fn prepare(
     config: &Sections<'_>,
     engine: Engine,
@@ -255,8 +259,53 @@ pub(crate) fn prepare(
     tier: Option<&str>,
     excluded_releases: &[PathBuf],
 ) -> Result<Generated> {
-    let generate = &config.generate;
     let settings = Settings::of(config);
+    let (store, key) = open_store(config, &settings, engine)?;
+    let target = Target::of(config, tier, excluded_releases)?;
+    let mut walk = Walk {
+        config,
+        mode,
+        player: Player {
+            settings: &settings,
+            engine,
+            store: &store,
+            pools: None,
+        },
+        batches: stored_batches(&store)?,
+        counter: Counter::new(&target, config.seed),
+        segments: Vec::new(),
+        cpu_seconds: 0.0,
+    };
+    let (first, last) = match mode {
+        Mode::Shard(shard) => {
+            let range = shard.range(config.generate.max_games);
+            (range.start + 1, range.end)
+        }
+        _ => (1, config.generate.max_games),
+    };
+    let stop = walk.run(first, last)?;
+    let last_game = walk.segments.last().map_or(first - 1, |s| s.last);
+    let report = walk.counter.report(stop, first, last_game);
+    Ok(Generated {
+        key,
+        first,
+        last: last_game,
+        stop,
+        segments: walk.segments,
+        kept: walk.counter.kept,
+        report,
+        cpu_seconds: walk.cpu_seconds,
+        store,
+    })
+}
+
+/// The store of these settings under the output folder, created with a
+/// `settings.json` saying what its key hashes; its dead scratch removed.
+fn open_store(
+    config: &Sections<'_>,
+    settings: &Settings,
+    engine: Engine,
+) -> Result<(PathBuf, String)> {
     let (key, described) = settings.key(engine)?;
     let store = config.output_dir.join(".generate").join(&key);
     std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
@@ -268,94 +317,73 @@ pub(crate) fn prepare(
         )?;
     }
     remove_dead_scratch(&store)?;
-    let target = Target::of(config, tier, excluded_releases)?;
-    let mut player = Player {
-        settings: &settings,
-        engine,
-        store: &store,
-        pools: None,
-    };
-    let (first, last) = match mode {
-        Mode::Shard(shard) => {
-            let range = shard.range(generate.max_games);
-            (range.start + 1, range.end)
-        }
-        _ => (1, generate.max_games),
-    };
-    let mut batches = stored_batches(&store)?;
-    let mut counter = Counter::new(&target, config.seed);
-    let mut next = first;
-    let mut cpu = 0.0;
-    let mut segments = Vec::new();
-    let stop = loop {
-        if next > last {
-            break if matches!(mode, Mode::Shard(_)) {
-                Stop::ShardSlice
-            } else {
-                Stop::MaxGames
+    Ok((store, key))
+}
+
+/// The games taken in order: stored batches reused, missing ones played.
+struct Walk<'a> {
+    config: &'a Sections<'a>,
+    mode: Mode,
+    player: Player<'a>,
+    batches: BTreeMap<u64, Batch>,
+    counter: Counter<'a>,
+    segments: Vec<Segment>,
+    cpu_seconds: f64,
+}
+
+impl Walk<'_> {
+    /// Takes games `first..=last` until the stopping rule or a budget.
+    fn run(&mut self, first: u64, last: u64) -> Result<Stop> {
+        let shard = matches!(self.mode, Mode::Shard(_));
+        let mut next = first;
+        while next <= last {
+            let batch = self.batch_at(next, last)?;
+            let segment = Segment {
+                first: next,
+                last: batch.last.min(last),
+                batch,
             };
-        }
-        let batch = match covering(&batches, next) {
-            Some(batch) => batch,
-            None if mode == Mode::Merge => {
-                return Err(bad_input(format!(
-                    "{}: game {next} is in no stored batch: run every shard (`run --shard I/N`) with this config before `merge`, on the output folder merge reads",
-                    store.display()
-                )));
-            }
-            None => {
-                let end = (next + generate.batch_games.max(1) - 1)
-                    .min(last)
-                    .min(next_stored_start(&batches, next).map_or(u64::MAX, |s| s - 1));
-                let batch = player.play(next, end)?;
-                batches.insert(batch.first, batch.clone());
-                batch
-            }
-        };
-        let segment = Segment {
-            first: next,
-            last: batch.last.min(last),
-            batch: batch.clone(),
-        };
-        cpu += batch.cpu_seconds;
-        let met = if matches!(mode, Mode::Shard(_)) {
-            counter.add_segment(&segment, false)?
-        } else {
-            counter.add_segment(&segment, true)?
-        };
-        next = segment.last + 1;
-        match met {
-            Some(game) => {
-                segments.push(Segment {
+            self.cpu_seconds += segment.batch.cpu_seconds;
+            next = segment.last + 1;
+            if let Some(game) = self.counter.add_segment(&segment, !shard)? {
+                self.segments.push(Segment {
                     last: game,
                     ..segment
                 });
-                break Stop::QuotasMet;
+                return Ok(Stop::QuotasMet);
             }
-            None => segments.push(segment),
+            self.segments.push(segment);
+            let budget = self.config.generate.max_cpu_hours;
+            if self.mode == Mode::Run && budget.is_some_and(|h| self.cpu_seconds >= h * 3600.0) {
+                return Ok(Stop::MaxCpuHours);
+            }
         }
-        if mode != Mode::Merge
-            && !matches!(mode, Mode::Shard(_))
-            && generate
-                .max_cpu_hours
-                .is_some_and(|hours| cpu >= hours * 3600.0)
-        {
-            break Stop::MaxCpuHours;
+        Ok(if shard {
+            Stop::ShardSlice
+        } else {
+            Stop::MaxGames
+        })
+    }
+
+    /// The stored batch holding game `next`, else a new batch from it (up
+    /// to `batch_games`, `last` and the next stored batch).
+    fn batch_at(&mut self, next: u64, last: u64) -> Result<Batch> {
+        if let Some(batch) = covering(&self.batches, next) {
+            return Ok(batch);
         }
-    };
-    let last_game = segments.last().map_or(first - 1, |s| s.last);
-    let report = counter.report(stop, first, last_game);
-    Ok(Generated {
-        store,
-        key,
-        first,
-        last: last_game,
-        stop,
-        segments,
-        kept: counter.kept,
-        report,
-        cpu_seconds: cpu,
-    })
+        if self.mode == Mode::Merge {
+            return Err(bad_input(format!(
+                "{}: game {next} is in no stored batch: run every shard (`run --shard I/N`) with this config before `merge`, on the output folder merge reads",
+                self.player.store.display()
+            )));
+        }
+        let end = (next + self.config.generate.batch_games.max(1) - 1)
+            .min(last)
+            .min(next_stored_start(&self.batches, next).map_or(u64::MAX, |s| s - 1));
+        let batch = self.player.play(next, end)?;
+        self.batches.insert(batch.first, batch.clone());
+        Ok(batch)
+    }
 }
 
 /// The stored batch holding game `game`.
@@ -409,13 +437,27 @@ fn stored_batches(store: &Path) -> Result<BTreeMap<u64, Batch>> {
     Ok(batches)
 }
 
-/// Removes the scratch folders of batches whose process is gone.
+/// The scratch folder name of a batch being written by this process: the
+/// host is part of it, since shards on other machines may share the store.
+fn scratch_name(batch: &str) -> String {
+    format!(".{batch}.{}.tmp-{}", host_name(), std::process::id())
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().replace(['/', '.'], "_"))
+        .unwrap_or_else(|_| "host".to_string())
+}
+
+/// Removes the scratch folders this host's dead processes left (a killed
+/// run's half-written batch).
 fn remove_dead_scratch(store: &Path) -> Result<()> {
+    let host = format!(".{}.tmp-", host_name());
     for entry in std::fs::read_dir(store)?.filter_map(|e| e.ok()) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if let Some(pid) = name
-            .starts_with('.')
-            .then(|| name.rsplit_once(".tmp-"))
+            .starts_with(".batch-")
+            .then(|| name.rsplit_once(host.as_str()))
             .flatten()
             .and_then(|(_, pid)| pid.parse::<u32>().ok())
             && !Path::new("/proc").join(pid.to_string()).exists()
@@ -450,9 +492,7 @@ impl Player<'_> {
             unreachable!("the pools were just started")
         };
         let name = batch_name(first, last);
-        let scratch = self
-            .store
-            .join(format!(".{name}.tmp-{}", std::process::id()));
+        let scratch = self.store.join(scratch_name(&name));
         std::fs::create_dir_all(&scratch)
             .with_context(|| format!("creating {}", scratch.display()))?;
         let cpu = |pools: (&EnginePool, Option<&EnginePool>)| -> f64 {
