@@ -529,7 +529,7 @@ impl Player<'_> {
             .collect();
         let engine = self.engine;
         let rated = scratch.join("rated.csv");
-        let rate_started = std::time::Instant::now();
+        let rate_before = crate::engine::process::process_tree_cpu_seconds();
         crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
             input: &mined,
             output: &rated,
@@ -540,9 +540,9 @@ impl Player<'_> {
             engine: engine.spec.clone(),
             pool: engine.pool.clone(),
         })?;
-        // The rating runs its own pool; its wall time on its workers stands
-        // in for its CPU time (each engine search is single-threaded).
-        let rate_cpu = rate_started.elapsed().as_secs_f64() * engine.pool.workers.max(1) as f64;
+        // The rating runs its own pool, whose engines are reaped when it
+        // ends: their CPU time is this process's children's.
+        let rate_cpu = crate::engine::process::process_tree_cpu_seconds() - rate_before;
         let verify = crate::stages::verify::run_verify_with(
             &settings.verify,
             pool,
