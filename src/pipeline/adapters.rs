@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use std::path::{Component, Path, PathBuf};
 
 use crate::core::error::bad_input;
+use crate::core::fileio::write_atomic;
 use crate::pipeline::config::{ExportSection, PipelineConfig, VerifySection};
+use crate::pipeline::generate::{Generated, Part};
 use crate::pipeline::stage::{RunContext, Stage, StageFolder, StageName};
 use crate::stages::eval::config::EvalConfig;
 use crate::stages::export::{ExportFormat, SplitChoice};
@@ -97,6 +99,16 @@ fn output_name(source: &Path, suffix: &str) -> String {
         }
     }
     format!("{stem}{suffix}")
+}
+
+/// The funnel of a generated release, beside its games.
+pub(crate) const GENERATE_SUMMARY: &str = "generate.json";
+
+/// Whether a mine/rate file holds the self-play games' puzzles (the others
+/// come from Lichess game candidates).
+fn is_selfplay_file(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| name == "games.puzzles.csv")
 }
 
 /// Files with one of the given endings in a stage's committed folder,
@@ -212,12 +224,20 @@ impl Stage for Selfplay {
         StageName::Selfplay
     }
 
-    fn config_section(&self, _ctx: &RunContext) -> Value {
-        json!(self.section)
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        match &ctx.generated {
+            Some(generated) => json!({"selfplay": self.section,
+                "generate": generated.fingerprint_json()}),
+            None => json!(self.section),
+        }
     }
 
-    fn inputs(&self, _ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(Vec::new())
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(ctx
+            .generated
+            .as_ref()
+            .map(|g| g.inputs(None))
+            .unwrap_or_default())
     }
 
     fn uses_engine(&self) -> bool {
@@ -225,6 +245,20 @@ impl Stage for Selfplay {
     }
 
     fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+        if let Some(generated) = &ctx.generated {
+            // The games were played into the batch store; the release
+            // holds those up to the stopping game, and the funnel.
+            let output = "games.pgn";
+            let mut summary = generated.write_games(&folder.scratch_path(output))?;
+            write_atomic(
+                &folder.scratch_path(GENERATE_SUMMARY),
+                format!("{}\n", serde_json::to_string_pretty(&generated.report)?).as_bytes(),
+            )?;
+            summary["output"] = folder.committed_path(output);
+            summary["generate"] = generated.report.clone();
+            summary["engine_cpu_hours"] = json!(generated.cpu_seconds / 3600.0);
+            return Ok(summary);
+        }
         let pool = ctx.engine_pool()?;
         // A shard plays its slice of the game numbers; each game's bytes
         // depend only on the seed and its number.
@@ -289,13 +323,20 @@ impl Stage for Mine {
         StageName::Mine
     }
 
-    fn config_section(&self, _ctx: &RunContext) -> Value {
-        json!(self.section)
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        match &ctx.generated {
+            Some(generated) => json!({"mine": self.section,
+                "generate": generated.fingerprint_json()}),
+            None => json!(self.section),
+        }
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = stage_files(ctx, StageName::Selfplay, ".pgn");
         inputs.extend(stage_files(ctx, StageName::IngestGames, ".candidates.csv"));
+        if let Some(generated) = &ctx.generated {
+            inputs.extend(generated.inputs(Some(Part::Mined)));
+        }
         Ok(inputs)
     }
 
@@ -314,6 +355,19 @@ impl Stage for Mine {
             .chain(candidates.into_iter().map(|p| (p, true)))
         {
             let output = output_name(&input, ".puzzles.csv");
+            if let (Some(generated), false) = (&ctx.generated, sliced_here) {
+                // The games' puzzles were mined into the batch store.
+                let columns = crate::stages::mine::MINE_COLUMNS.map(|c| c.to_string());
+                let written = generated.write_puzzles(
+                    Part::Mined,
+                    &folder.scratch_path(&output),
+                    Some(columns.to_vec()),
+                )?;
+                files.push(json!({"input": input, "summary": {"puzzles": written,
+                    "from_store": generated.store().display().to_string(),
+                    "output": folder.committed_path(&output)}}));
+                continue;
+            }
             let loaded = Self::load(ctx, &input, sliced_here)?;
             let mut summary = crate::stages::mine::run_mine_loaded(
                 &self.section,
@@ -341,13 +395,20 @@ impl Stage for Rate {
         StageName::Rate
     }
 
-    fn config_section(&self, _ctx: &RunContext) -> Value {
-        json!(self.section)
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        match &ctx.generated {
+            Some(generated) => json!({"rate": self.section,
+                "generate": generated.fingerprint_json()}),
+            None => json!(self.section),
+        }
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = stage_files(ctx, StageName::Mine, ".puzzles.csv");
         inputs.extend(self.section.model.clone());
+        if let Some(generated) = &ctx.generated {
+            inputs.extend(generated.inputs(Some(Part::Rated)));
+        }
         Ok(inputs)
     }
 
@@ -360,6 +421,14 @@ impl Stage for Rate {
         let mut files = Vec::new();
         for input in stage_files(ctx, StageName::Mine, ".puzzles.csv") {
             let output = output_name(&input, ".csv");
+            if let Some(generated) = ctx.generated.as_ref().filter(|_| is_selfplay_file(&input)) {
+                let written =
+                    generated.write_puzzles(Part::Rated, &folder.scratch_path(&output), None)?;
+                files.push(json!({"input": input, "summary": {"written": written,
+                    "from_store": generated.store().display().to_string(),
+                    "output": folder.committed_path(&output)}}));
+                continue;
+            }
             let job = crate::stages::rate::RateJob {
                 input: &input,
                 output: &folder.scratch_path(&output),
@@ -449,17 +518,52 @@ impl Verify {
     }
 }
 
+impl Verify {
+    /// The verdicts of the generated puzzles, given when their batches
+    /// were played: the verified rows, the report and its summary.
+    fn from_store(
+        config: &crate::stages::verify::VerifyConfig,
+        generated: &Generated,
+        files: &crate::stages::verify::VerifyFiles,
+    ) -> Result<crate::core::summary::Summary> {
+        let verdicts = generated.verdicts()?;
+        let mut text = String::new();
+        for verdict in &verdicts {
+            text.push_str(&serde_json::to_string(verdict)?);
+            text.push('\n');
+        }
+        write_atomic(files.report, text.as_bytes())?;
+        if let Some(path) = files.puzzles_out {
+            generated.write_puzzles(Part::Verified, path, None)?;
+        }
+        Ok(crate::stages::verify::summarize(
+            config,
+            &verdicts,
+            &[],
+            files.report,
+        ))
+    }
+}
+
 impl Stage for Verify {
     fn name(&self) -> StageName {
         StageName::Verify
     }
 
-    fn config_section(&self, _ctx: &RunContext) -> Value {
-        json!(self.section)
+    fn config_section(&self, ctx: &RunContext) -> Value {
+        match &ctx.generated {
+            Some(generated) => json!({"verify": self.section,
+                "generate": generated.fingerprint_json()}),
+            None => json!(self.section),
+        }
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(Self::puzzle_files(ctx))
+        let mut inputs = Self::puzzle_files(ctx);
+        if let Some(generated) = &ctx.generated {
+            inputs.extend(generated.inputs(Some(Part::Verified)));
+        }
+        Ok(inputs)
     }
 
     fn uses_engine(&self) -> bool {
@@ -483,16 +587,20 @@ impl Stage for Verify {
         for input in Self::puzzle_files(ctx) {
             let report = output_name(&input, ".verify.jsonl");
             let puzzles = output_name(&input, ".csv");
-            let summary = crate::stages::verify::run_verify_with(
-                &config,
-                &pool,
-                second.as_ref(),
-                &crate::stages::verify::VerifyFiles {
-                    input: &input,
-                    report: &folder.scratch_path(&report),
-                    puzzles_out: Some(&folder.scratch_path(&puzzles)),
-                },
-            )?;
+            let files_here = crate::stages::verify::VerifyFiles {
+                input: &input,
+                report: &folder.scratch_path(&report),
+                puzzles_out: Some(&folder.scratch_path(&puzzles)),
+            };
+            let summary = match ctx.generated.as_ref().filter(|_| is_selfplay_file(&input)) {
+                Some(generated) => Self::from_store(&config, generated, &files_here)?,
+                None => crate::stages::verify::run_verify_with(
+                    &config,
+                    &pool,
+                    second.as_ref(),
+                    &files_here,
+                )?,
+            };
             Self::add_up(&mut totals, &summary.json);
             // Names, not paths: the release manifest embeds this file, and
             // its bytes must not depend on where the release folder is.
@@ -513,6 +621,12 @@ impl Stage for Verify {
         )?;
         Ok(totals)
     }
+}
+
+/// The earlier releases a run's release excludes (see
+/// [`Release::earlier_releases`]); `[generate]` excludes their positions too.
+pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
+    Release::earlier_releases(ctx)
 }
 
 /// `release`: the stratified, game-grouped train/test split.
@@ -549,6 +663,12 @@ impl Release {
         pool
     }
 
+    /// The generation funnel beside the games, under `[generate]`.
+    fn generate_summary(ctx: &RunContext) -> Option<PathBuf> {
+        let path = ctx.stage_dir(StageName::Selfplay).join(GENERATE_SUMMARY);
+        (ctx.generated.is_some() && path.is_file()).then_some(path)
+    }
+
     /// The `verify` stage's totals, when the pipeline verifies.
     fn verify_summary(&self, ctx: &RunContext) -> Option<PathBuf> {
         let path = ctx.stage_dir(StageName::Verify).join(Verify::SUMMARY);
@@ -560,7 +680,7 @@ impl Release {
     /// learns of releases written after it); for a new one, every release
     /// under the output folder (other release names). Each is first checked
     /// against its manifest.
-    fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
+    pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let own = ctx.stage_dir(StageName::Release);
         let releases = match recorded_exclusions(&own)? {
             Some(recorded) => recorded,
@@ -652,6 +772,7 @@ impl Stage for Release {
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = self.pool(ctx);
         inputs.extend(self.verify_summary(ctx));
+        inputs.extend(Self::generate_summary(ctx));
         for release in Self::earlier_releases(ctx)? {
             inputs.extend(crate::stages::release::card::split_files(&release));
         }
@@ -685,6 +806,7 @@ impl Stage for Release {
             engine_option: Vec::new(),
             verify: self.verify_summary(ctx),
             drop_unverified: self.verifies && self.drops_unverified,
+            generate: Self::generate_summary(ctx),
         };
         let config = SplitConfig {
             seed: self.seed,

@@ -33,6 +33,13 @@ pub struct PipelineConfig {
     pub export: ExportSection,
     pub eval: crate::stages::eval::config::EvalConfig,
     pub rollout: crate::stages::eval::rollout::RolloutConfig,
+    /// Generating to order (off by default: `selfplay.games` games).
+    #[serde(skip_serializing_if = "is_off")]
+    pub generate: crate::pipeline::generate::GenerateConfig,
+}
+
+fn is_off(generate: &crate::pipeline::generate::GenerateConfig) -> bool {
+    !generate.enabled
 }
 
 /// Input files of the pipeline, relative to the config file's folder.
@@ -146,6 +153,28 @@ impl Default for PipelineSection {
 }
 
 impl PipelineConfig {
+    /// The sections `[generate]` plays, mines, rates and verifies with.
+    pub(crate) fn generate_sections(&self) -> crate::pipeline::generate::Sections<'_> {
+        let verify = &self.verify;
+        crate::pipeline::generate::Sections {
+            generate: &self.generate,
+            seed: self.pipeline.seed,
+            output_dir: &self.pipeline.output_dir,
+            selfplay: &self.selfplay,
+            mine: &self.mine,
+            rate: &self.rate,
+            verify: crate::stages::verify::VerifyConfig {
+                factor: verify.factor,
+                policy: verify.policy,
+                min_margin_cp: verify.min_margin_cp,
+                min_margin_win_chance: verify.min_margin_win_chance,
+                second_engine: verify.second_engine.clone(),
+                ..Default::default()
+            },
+            split: &self.split,
+        }
+    }
+
     /// Parses config text; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &Path) -> Result<Self> {
         toml::from_str(text).map_err(|e| {
@@ -178,6 +207,7 @@ impl PipelineConfig {
         self.engine.path.iter_mut().for_each(resolve);
         self.rate.model.iter_mut().for_each(resolve);
         (self.verify.second_engine.iter_mut()).for_each(|second| resolve(&mut second.path));
+        self.generate.exclude.iter_mut().for_each(resolve);
     }
 
     /// `run` draws every random number from `pipeline.seed`. The stage
@@ -256,6 +286,7 @@ impl PipelineConfig {
                 ),
             );
         }
+        self.validate_generate(&fail, tier)?;
         if !is_pgn_date(&self.selfplay.date) {
             let date = &self.selfplay.date;
             return fail(
@@ -271,6 +302,73 @@ impl PipelineConfig {
             return fail("eval", "model", format!("{e:#}"));
         }
         self.validate_paths(&fail)
+    }
+
+    /// `[generate]`, when enabled: a tier that exists, positive budgets,
+    /// the stages it feeds, its exclusion files.
+    fn validate_generate(
+        &self,
+        fail: &dyn Fn(&str, &str, String) -> Result<()>,
+        tier: Option<&str>,
+    ) -> Result<()> {
+        let generate = &self.generate;
+        if !generate.enabled {
+            return Ok(());
+        }
+        if let Some(name) = &generate.tier
+            && !self.split.tiers.contains_key(name)
+        {
+            let known: Vec<&str> = self.split.tiers.keys().map(String::as_str).collect();
+            fail(
+                "generate",
+                "tier",
+                format!(
+                    "{name:?} is not a tier of [split.tiers] ({})",
+                    known.join(", ")
+                ),
+            )?;
+        }
+        if let (Some(ours), Some(flag)) = (&generate.tier, tier)
+            && ours != flag
+        {
+            fail(
+                "generate",
+                "tier",
+                format!("{ours:?} differs from --tier {flag:?}"),
+            )?;
+        }
+        if generate.batch_games == 0 {
+            fail("generate", "batch_games", "must be at least 1".into())?;
+        }
+        if generate.max_games == 0 {
+            fail("generate", "max_games", "must be at least 1".into())?;
+        }
+        if generate
+            .max_cpu_hours
+            .is_some_and(|h| h.is_nan() || h <= 0.0)
+        {
+            fail("generate", "max_cpu_hours", "must be positive".into())?;
+        }
+        if generate.max_per_game == Some(0) {
+            fail("generate", "max_per_game", "must be at least 1".into())?;
+        }
+        for stage in [StageName::Selfplay, StageName::Mine, StageName::Rate] {
+            if !self.pipeline.stages.contains(&stage) {
+                fail(
+                    "pipeline",
+                    "stages",
+                    format!("[generate] needs selfplay, mine and rate; {stage} is missing"),
+                )?;
+            }
+        }
+        for file in generate.exclude.iter().filter(|p| !p.exists()) {
+            fail(
+                "generate",
+                "exclude",
+                format!("{} does not exist", file.display()),
+            )?;
+        }
+        Ok(())
     }
 
     /// Every file the configured stages read must exist.
@@ -407,6 +505,40 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.pipeline.stages, [StageName::Mine, StageName::Eval]);
+    }
+
+    #[test]
+    fn generate_is_off_by_default_and_its_keys_are_checked() {
+        let config = PipelineConfig::parse("", Path::new("p.toml")).unwrap();
+        assert!(!config.generate.enabled);
+        // Off, it is not written: the default config reads as before.
+        assert!(
+            serde_json::to_value(&config)
+                .unwrap()
+                .get("generate")
+                .is_none()
+        );
+        let error = PipelineConfig::parse(
+            "[generate]\nenabled = true\nmax_game = 3\n",
+            Path::new("p.toml"),
+        )
+        .unwrap_err();
+        let text = format!("{error:#}");
+        assert!(
+            text.contains("p.toml") && text.contains("max_game"),
+            "{text}"
+        );
+        let config = PipelineConfig::parse(
+            "[generate]\nenabled = true\ntier = \"hard\"\nmax_games = 7\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(config.generate.max_games, 7);
+        assert_eq!(config.generate.release_tier(None).as_deref(), Some("hard"));
+        assert_eq!(
+            config.generate.release_tier(Some("easy")).as_deref(),
+            Some("easy")
+        );
     }
 
     #[test]

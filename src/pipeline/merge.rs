@@ -33,6 +33,7 @@ use crate::core::error::bad_input;
 use crate::core::shard::{Shard, is_shard_folder_name};
 use crate::core::summary::Summary;
 use crate::pipeline::config::PipelineConfig;
+use crate::pipeline::generate::{Generated, Mode, prepare};
 use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
     Fingerprint, MANIFEST, StageManifest, commit_stage_dir, fingerprint, fresh_scratch,
@@ -388,16 +389,38 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;
     crate::pipeline::run::remove_leftovers(&release_dir)?;
-    let ctx = RunContext {
+    let mut ctx = RunContext {
         release_dir: release_dir.clone(),
         engine: resolve_engine(
             &config.engine,
             args.engine.clone(),
             sliced.iter().chain(&rest),
         )?,
-        tier: args.tier.clone(),
+        tier: config.generate.release_tier(args.tier.as_deref()),
         shard: None,
         config_dir: crate::pipeline::run::config_dir(&args.config),
+        generated: None,
+    };
+    // Under [generate] the shards played their slices into the batch
+    // store; the self-play, mine and rate stages are assembled from it by
+    // the stopping rule, as a single run assembles them.
+    let (sliced, rest) = if config.generate.enabled {
+        let earlier = crate::pipeline::adapters::earlier_releases(&ctx)?;
+        let generated = prepare(
+            &config.generate_sections(),
+            ctx.generate_engine()?,
+            Mode::Merge,
+            args.tier.as_deref(),
+            &earlier,
+        )?;
+        check_same_store(&generated, &shards)?;
+        ctx.generated = Some(generated);
+        let (ingest, generated_stages): (Stages, Stages) = sliced
+            .into_iter()
+            .partition(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
+        (ingest, generated_stages.into_iter().chain(rest).collect())
+    } else {
+        (sliced, rest)
     };
 
     let mut human = format!(
@@ -430,6 +453,9 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         human.push('\n');
     }
     report.extend(rest_report);
+    if let Some(generated) = &ctx.generated {
+        human.push_str(&generated.human());
+    }
     Ok(Summary::new(
         human,
         json!({
@@ -440,6 +466,22 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
             "stages": report,
         }),
     ))
+}
+
+/// Under `[generate]`: every shard played into the store this merge reads
+/// (its self-play stage records the store's key).
+fn check_same_store(generated: &Generated, shards: &[ShardDir]) -> Result<()> {
+    let ours = generated.fingerprint_json()["store"].clone();
+    for shard in shards {
+        let theirs = &shard.manifest(StageName::Selfplay)?.fingerprint.config["generate"]["store"];
+        if *theirs != ours {
+            return Err(bad_input(format!(
+                "{}: the shard generated into store {theirs}, this merge reads store {ours}; merge with the shards' pipeline.toml and engine",
+                shard.dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The configured stages: those the shards ran (to merge) and the rest (to

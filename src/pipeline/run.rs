@@ -18,6 +18,7 @@ use crate::core::shard::Shard;
 use crate::core::summary::Summary;
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::pipeline::config::PipelineConfig;
+use crate::pipeline::generate::{Mode, prepare};
 use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
     Fingerprint, StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds,
@@ -80,19 +81,39 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let _lock = ReleaseLock::acquire(&release_dir)?;
     remove_leftovers(&release_dir)?;
 
-    let ctx = RunContext {
+    let mut ctx = RunContext {
         release_dir: release_dir.clone(),
         engine: resolve_engine(&config.engine, args.engine.clone(), &stages)?,
-        tier: args.tier.clone(),
+        tier: config.generate.release_tier(args.tier.as_deref()),
         shard: args.shard,
         config_dir: config_dir(&args.config),
+        generated: None,
     };
+    if config.generate.enabled {
+        let mode = match args.shard {
+            Some(shard) => Mode::Shard(shard),
+            None => Mode::Run,
+        };
+        let earlier = crate::pipeline::adapters::earlier_releases(&ctx)?;
+        ctx.generated = Some(prepare(
+            &config.generate_sections(),
+            ctx.generate_engine()?,
+            mode,
+            args.tier.as_deref(),
+            &earlier,
+        )?);
+    }
     let redo = Redo {
         force: args.force,
         rewrite_release: args.rewrite_release,
     };
     let (mut human, report) = run_stages(&ctx, &stages, redo)?;
     let mut json = json!({"release": release, "release_dir": release_dir, "stages": report});
+    if let Some(generated) = &ctx.generated {
+        human.push_str(&generated.human());
+        json["generate"] = generated.report.clone();
+        json["generate"]["engine_cpu_hours"] = json!(generated.cpu_seconds / 3600.0);
+    }
     if let Some(shard) = &args.shard {
         human.push_str(&format!(
             "  shard {}/{}: {} left for `puzzleforge merge`\n",

@@ -109,6 +109,9 @@ pub struct RunContext {
     /// relative to it, so that running one config from another working
     /// directory finds its stages unchanged.
     pub config_dir: PathBuf,
+    /// Under `[generate]`: the generated games and puzzles the self-play,
+    /// mine, rate and verify stages hold, assembled from the batch store.
+    pub generated: Option<crate::pipeline::generate::Generated>,
 }
 
 impl RunContext {
@@ -121,6 +124,16 @@ impl RunContext {
     pub fn engine_pool(&self) -> Result<EnginePool> {
         let engine = self.engine()?;
         EnginePool::new(engine.spec.clone(), engine.pool.clone())
+    }
+
+    /// The run's engine as `[generate]` uses it.
+    pub(crate) fn generate_engine(&self) -> Result<crate::pipeline::generate::Engine<'_>> {
+        let engine = self.engine()?;
+        Ok(crate::pipeline::generate::Engine {
+            spec: &engine.spec,
+            pool: &engine.pool,
+            sha256: &engine.sha256,
+        })
     }
 
     /// The run's engine, for a stage that uses it.

@@ -92,6 +92,15 @@ pub struct MineConfig {
     pub max_solver_moves: usize,
     /// A continuation needs at least this score (cp) for the solver.
     pub winning_cp: i32,
+    /// Drop a puzzle whose position an earlier kept puzzle has (the first
+    /// occurrence wins). Written out only when off, so that the default
+    /// section (and every fingerprint made from it) reads as before.
+    #[serde(skip_serializing_if = "is_true")]
+    pub dedup_positions: bool,
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 impl Default for MineConfig {
@@ -110,6 +119,7 @@ impl Default for MineConfig {
             max_per_game: 1,
             max_solver_moves: 5,
             winning_cp: 200,
+            dedup_positions: true,
         }
     }
 }
@@ -201,9 +211,25 @@ pub(crate) fn run_mine_loaded(
     loaded: &Loaded,
     output: &Path,
 ) -> Result<Summary> {
+    Ok(mine_loaded_per_unit(config, pool, loaded, output)?.0)
+}
+
+/// [`run_mine_loaded`], also returning each unit's funnel: positions
+/// analysed, full searches and candidates (before the cap and the dedup).
+pub(crate) fn mine_loaded_per_unit(
+    config: &MineConfig,
+    pool: &EnginePool,
+    loaded: &Loaded,
+    output: &Path,
+) -> Result<(Summary, Vec<[u64; 3]>)> {
     config.validate()?;
     let cpu_before: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum();
     let run = mine_units(&loaded.units, config, pool)?;
+    let per_unit = run
+        .results
+        .iter()
+        .map(|r| [r.positions, r.full_searches, r.found.len() as u64])
+        .collect();
     let cpu_seconds: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>() - cpu_before;
     let puzzles = select_puzzles(&loaded.units, &run, config);
     let columns = columns::names(MINE_COLUMNS).map(String::from);
@@ -261,7 +287,7 @@ pub(crate) fn run_mine_loaded(
         "exhaustive": config.exhaustive,
         "output": output.display().to_string(),
     });
-    Ok(Summary::new(human, json))
+    Ok((Summary::new(human, json), per_unit))
 }
 
 /// Where a game came from.
@@ -933,7 +959,7 @@ pub(crate) fn select_puzzles(
     let mut seen = HashSet::new();
     capped
         .into_iter()
-        .filter(|(zobrist, _)| seen.insert(*zobrist))
+        .filter(|(zobrist, _)| !config.dedup_positions || seen.insert(*zobrist))
         .map(|(_, puzzle)| puzzle)
         .collect()
 }

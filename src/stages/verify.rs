@@ -260,7 +260,7 @@ pub(crate) fn default_report_path(input: &Path) -> PathBuf {
 }
 
 /// The second engine's look at one solver move.
-#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct SecondMove {
     /// Index of the move in the puzzle's Moves.
     pub ply: usize,
@@ -273,7 +273,7 @@ pub struct SecondMove {
 }
 
 /// The verdict on one puzzle.
-#[derive(Debug, Clone, serde::Serialize, PartialEq)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct Verdict {
     #[serde(rename = "PuzzleId")]
     pub id: String,
@@ -436,7 +436,7 @@ pub fn run_verify_with(
 /// check keep each margin, and how many of those the second engine confirms.
 const MARGIN_STEPS_CP: [i32; 4] = [0, 25, 50, 100];
 
-fn summarize(
+pub(crate) fn summarize(
     config: &VerifyConfig,
     verdicts: &[Verdict],
     unreadable: &[String],

@@ -116,6 +116,11 @@ pub struct SplitArgs {
     #[arg(long)]
     #[serde(skip)]
     pub drop_unverified: bool,
+    /// The generation funnel (`run` under `[generate]`) to embed in the
+    /// manifest.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub generate: Option<PathBuf>,
 }
 
 /// Release folders under `root` (up to three levels down), sorted, skipping
@@ -751,6 +756,19 @@ fn release_manifest(
         "unfilled": unfilled_json,
         "verify": verify,
     }))
+    .and_then(|mut manifest: Value| {
+        // Only a generated release has the key, so that every other
+        // manifest reads as before.
+        if let Some(path) = &args.generate {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
+            let figures: Value = serde_json::from_str(&text)
+                .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
+            manifest["generate"] = json!({"path": manifest_path(path, &args.output),
+                "sha256": sha256_file(path)?, "figures": figures});
+        }
+        Ok(manifest)
+    })
 }
 
 /// The human summary: what was written, the unfilled cells, exclusions and

@@ -1,0 +1,985 @@
+//! Generating to order (`[generate]`): `run` plays self-play games in
+//! batches until the generated puzzles fill the release's quotas (or a
+//! named tier's), or a budget ends.
+//!
+//! **The batch store.** Each batch of games is played, mined, rated and
+//! verified (the functions of the `selfplay`, `mine`, `rate` and `verify`
+//! stages) into `<output_dir>/.generate/<key>/batch-FIRST-LAST/`, written
+//! in a scratch folder and renamed into place when the batch is done, so an
+//! interrupted run resumes after its last finished batch. The key hashes
+//! what a game's results depend on (the self-play, mine, rate and verify
+//! settings, the run seed, the engines' builds, the tool version) and
+//! nothing of the target, so a larger target, another release or a shard
+//! reuses the games already played.
+//!
+//! **The stopping rule.** A game's results depend only on (settings, seed,
+//! engine, game number), never on its batch. The games' puzzles are taken
+//! in game order (position repeats dropped, the first occurrence winning;
+//! excluded positions dropped), and the stopping game is the first game
+//! number at which the release draw over the generated puzzles alone fills
+//! every quota. Batches only decide how far ahead games are played, so the
+//! result does not depend on the batch size or the worker count. A
+//! `max_games` budget stops at that game; `max_cpu_hours` stops after the
+//! batch that spends it (recorded per batch, so a rerun decides the same).
+//!
+//! **The release's stages** then hold the games up to the stopping game and
+//! their puzzles, assembled from the store (`Generated`), so `run --shard`
+//! (its slice of `max_games`, no stopping rule) and `merge` (the stopping
+//! rule over the shards' batches) write the bytes of a single run.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row, read_puzzles};
+use crate::core::error::bad_input;
+use crate::core::fileio::{sha256_bytes, sha256_file, write_atomic};
+use crate::core::shard::Shard;
+use crate::engine::pool::{EnginePool, PoolConfig};
+use crate::engine::process::EngineSpec;
+use crate::stages::release::cells::{Cell, ExcludeBy, Quota, Tier, position_key};
+use crate::stages::verify::Verdict;
+
+/// `[generate]` in pipeline.toml.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GenerateConfig {
+    /// Generate to order instead of playing `selfplay.games`.
+    pub enabled: bool,
+    /// The quotas to fill: this tier of `[split.tiers]` (else `run --tier`,
+    /// else the `[split]` quotas), counted in generated puzzles only.
+    pub tier: Option<String>,
+    /// Games played per batch (how far ahead of the stopping rule).
+    pub batch_games: u64,
+    /// Budget: the last game number played.
+    pub max_games: u64,
+    /// Budget: engine CPU-hours of the batches played; none by default.
+    pub max_cpu_hours: Option<f64>,
+    /// Puzzles kept per game, replacing `mine.max_per_game` (Epoch keeps
+    /// every qualifying position).
+    pub max_per_game: Option<usize>,
+    /// Drop a puzzle whose position an earlier game's puzzle has.
+    pub dedup_positions: bool,
+    /// Puzzle files (the Lichess dump) whose positions a generated puzzle
+    /// must not have.
+    pub exclude: Vec<PathBuf>,
+    /// Also exclude the positions of the earlier releases the release
+    /// stage excludes.
+    pub exclude_earlier_releases: bool,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            tier: None,
+            batch_games: 20,
+            max_games: 1000,
+            max_cpu_hours: None,
+            max_per_game: None,
+            dedup_positions: true,
+            exclude: Vec::new(),
+            exclude_earlier_releases: true,
+        }
+    }
+}
+
+impl GenerateConfig {
+    /// The tier a run produces: `--tier`, else, generating to order, the
+    /// tier the target fills (`generate.tier`).
+    pub(crate) fn release_tier(&self, flag: Option<&str>) -> Option<String> {
+        flag.map(str::to_string)
+            .or_else(|| self.tier.clone().filter(|_| self.enabled))
+    }
+}
+
+/// The sections of pipeline.toml generation uses.
+pub(crate) struct Sections<'a> {
+    pub generate: &'a GenerateConfig,
+    /// `pipeline.seed`.
+    pub seed: u64,
+    /// `pipeline.output_dir`, where the store lives.
+    pub output_dir: &'a Path,
+    pub selfplay: &'a crate::stages::selfplay::SelfplayConfig,
+    pub mine: &'a crate::stages::mine::MineConfig,
+    pub rate: &'a crate::stages::rate::RateConfig,
+    pub verify: crate::stages::verify::VerifyConfig,
+    pub split: &'a crate::stages::release::cells::SplitConfig,
+}
+
+/// What `prepare` does with the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `run`: play batches until the stopping rule or a budget.
+    Run,
+    /// `run --shard`: play this shard's slice of `max_games`.
+    Shard(Shard),
+    /// `merge`: play nothing; the shards' batches must be in the store.
+    Merge,
+}
+
+/// Why generation stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Stop {
+    QuotasMet,
+    MaxGames,
+    MaxCpuHours,
+    /// A shard plays its whole slice.
+    ShardSlice,
+}
+
+/// One finished batch in the store.
+#[derive(Clone, Debug)]
+struct Batch {
+    first: u64,
+    last: u64,
+    dir: PathBuf,
+    cpu_seconds: f64,
+}
+
+/// The games `[first, last]` taken from one batch.
+#[derive(Clone, Debug)]
+struct Segment {
+    batch: Batch,
+    first: u64,
+    last: u64,
+}
+
+/// The generated games and puzzles a release (or shard) holds: games
+/// `first..=last` of the store, and which of their puzzles are kept.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    store: PathBuf,
+    key: String,
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    pub(crate) stop: Stop,
+    segments: Vec<Segment>,
+    /// Row keys of the kept puzzles (after dedup and exclusion).
+    kept: HashSet<RowKey>,
+    /// The funnel and the cells, for `generate.json` and the summary.
+    pub(crate) report: Value,
+    /// Engine CPU seconds of the batches the games come from, as recorded
+    /// when they were played (kept out of every output file: it varies).
+    pub(crate) cpu_seconds: f64,
+}
+
+type RowKey = (String, String, String);
+
+fn row_key(puzzle: &Puzzle) -> RowKey {
+    (
+        puzzle.id.clone(),
+        puzzle.fen.clone(),
+        puzzle.moves.join(" "),
+    )
+}
+
+/// The engine of the run, as the stages use it.
+#[derive(Clone, Copy)]
+pub(crate) struct Engine<'a> {
+    pub spec: &'a EngineSpec,
+    pub pool: &'a PoolConfig,
+    /// sha256 of the engine binary.
+    pub sha256: &'a str,
+}
+
+/// The settings a generated game's results depend on.
+struct Settings {
+    selfplay: crate::stages::selfplay::SelfplayConfig,
+    mine: crate::stages::mine::MineConfig,
+    rate: crate::stages::rate::RateConfig,
+    verify: crate::stages::verify::VerifyConfig,
+}
+
+impl Settings {
+    fn of(config: &Sections<'_>) -> Settings {
+        let generate = &config.generate;
+        let selfplay = crate::stages::selfplay::SelfplayConfig {
+            seed: config.seed,
+            games: 0,
+            ..config.selfplay.clone()
+        };
+        let mine = crate::stages::mine::MineConfig {
+            max_per_game: generate.max_per_game.unwrap_or(config.mine.max_per_game),
+            dedup_positions: generate.dedup_positions,
+            ..config.mine.clone()
+        };
+        let rate = crate::stages::rate::RateConfig {
+            seed: config.seed,
+            ..config.rate.clone()
+        };
+        let verify = config.verify.clone();
+        Settings {
+            selfplay,
+            mine,
+            rate,
+            verify,
+        }
+    }
+
+    /// The store key: a hash of the settings and the engines' builds.
+    fn key(&self, engine: Engine) -> Result<(String, Value)> {
+        let model = match &self.rate.model {
+            Some(path) => Some(sha256_file(path)?),
+            None => None,
+        };
+        let second_sha = match &self.verify.second_engine {
+            Some(second) => Some(sha256_file(&second.spec()?.path)?),
+            None => None,
+        };
+        // Files by content, not by path: shards on other machines agree.
+        let mut rate = serde_json::to_value(&self.rate)?;
+        rate["model"] = json!(model);
+        let mut verify = serde_json::to_value(&self.verify)?;
+        if let Some(second) = verify.get_mut("second_engine").filter(|v| v.is_object()) {
+            second["path"] = json!(second_sha);
+        }
+        let settings = json!({
+            "tool_version": env!("CARGO_PKG_VERSION"),
+            "selfplay": self.selfplay,
+            "mine": self.mine,
+            "rate": rate,
+            "verify": verify,
+            "engine": {"sha256": engine.sha256, "options": engine.spec.options},
+        });
+        let digest = sha256_bytes(serde_json::to_string(&settings)?.as_bytes());
+        Ok((digest[..16].to_string(), settings))
+    }
+}
+
+/// Fills the store as `mode` asks and works out the games the release (or
+/// shard) holds. `excluded_releases` are the earlier releases' folders.
+pub(crate) fn prepare(
+    config: &Sections<'_>,
+    engine: Engine,
+    mode: Mode,
+    tier: Option<&str>,
+    excluded_releases: &[PathBuf],
+) -> Result<Generated> {
+    let settings = Settings::of(config);
+    let (store, key) = open_store(config, &settings, engine)?;
+    let target = Target::of(config, tier, excluded_releases)?;
+    let mut walk = Walk {
+        config,
+        mode,
+        player: Player {
+            settings: &settings,
+            engine,
+            store: &store,
+            pools: None,
+        },
+        batches: stored_batches(&store)?,
+        counter: Counter::new(&target, config.seed),
+        segments: Vec::new(),
+        cpu_seconds: 0.0,
+    };
+    let (first, last) = match mode {
+        Mode::Shard(shard) => {
+            let range = shard.range(config.generate.max_games);
+            (range.start + 1, range.end)
+        }
+        _ => (1, config.generate.max_games),
+    };
+    let stop = walk.run(first, last)?;
+    let last_game = walk.segments.last().map_or(first - 1, |s| s.last);
+    let report = walk.counter.report(stop, first, last_game);
+    Ok(Generated {
+        key,
+        first,
+        last: last_game,
+        stop,
+        segments: walk.segments,
+        kept: walk.counter.kept,
+        report,
+        cpu_seconds: walk.cpu_seconds,
+        store,
+    })
+}
+
+/// The store of these settings under the output folder, created with a
+/// `settings.json` saying what its key hashes; its dead scratch removed.
+fn open_store(
+    config: &Sections<'_>,
+    settings: &Settings,
+    engine: Engine,
+) -> Result<(PathBuf, String)> {
+    let (key, described) = settings.key(engine)?;
+    let store = config.output_dir.join(".generate").join(&key);
+    std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
+    let described_path = store.join("settings.json");
+    if !described_path.is_file() {
+        write_atomic(
+            &described_path,
+            format!("{}\n", serde_json::to_string_pretty(&described)?).as_bytes(),
+        )?;
+    }
+    remove_dead_scratch(&store)?;
+    Ok((store, key))
+}
+
+/// The games taken in order: stored batches reused, missing ones played.
+struct Walk<'a> {
+    config: &'a Sections<'a>,
+    mode: Mode,
+    player: Player<'a>,
+    batches: BTreeMap<u64, Batch>,
+    counter: Counter<'a>,
+    segments: Vec<Segment>,
+    cpu_seconds: f64,
+}
+
+impl Walk<'_> {
+    /// Takes games `first..=last` until the stopping rule or a budget.
+    fn run(&mut self, first: u64, last: u64) -> Result<Stop> {
+        let shard = matches!(self.mode, Mode::Shard(_));
+        let mut next = first;
+        while next <= last {
+            let batch = self.batch_at(next, last)?;
+            let segment = Segment {
+                first: next,
+                last: batch.last.min(last),
+                batch,
+            };
+            self.cpu_seconds += segment.batch.cpu_seconds;
+            next = segment.last + 1;
+            if let Some(game) = self.counter.add_segment(&segment, !shard)? {
+                self.segments.push(Segment {
+                    last: game,
+                    ..segment
+                });
+                return Ok(Stop::QuotasMet);
+            }
+            self.segments.push(segment);
+            let budget = self.config.generate.max_cpu_hours;
+            if self.mode == Mode::Run && budget.is_some_and(|h| self.cpu_seconds >= h * 3600.0) {
+                return Ok(Stop::MaxCpuHours);
+            }
+        }
+        Ok(if shard {
+            Stop::ShardSlice
+        } else {
+            Stop::MaxGames
+        })
+    }
+
+    /// The stored batch holding game `next`, else a new batch from it (up
+    /// to `batch_games`, `last` and the next stored batch).
+    fn batch_at(&mut self, next: u64, last: u64) -> Result<Batch> {
+        if let Some(batch) = covering(&self.batches, next) {
+            return Ok(batch);
+        }
+        if self.mode == Mode::Merge {
+            return Err(bad_input(format!(
+                "{}: game {next} is in no stored batch: run every shard (`run --shard I/N`) with this config before `merge`, on the output folder merge reads",
+                self.player.store.display()
+            )));
+        }
+        let end = (next + self.config.generate.batch_games.max(1) - 1)
+            .min(last)
+            .min(next_stored_start(&self.batches, next).map_or(u64::MAX, |s| s - 1));
+        let batch = self.player.play(next, end)?;
+        self.batches.insert(batch.first, batch.clone());
+        Ok(batch)
+    }
+}
+
+/// The stored batch holding game `game`.
+fn covering(batches: &BTreeMap<u64, Batch>, game: u64) -> Option<Batch> {
+    batches
+        .range(..=game)
+        .next_back()
+        .map(|(_, b)| b)
+        .filter(|b| b.last >= game)
+        .cloned()
+}
+
+/// The first stored batch starting after `game`.
+fn next_stored_start(batches: &BTreeMap<u64, Batch>, game: u64) -> Option<u64> {
+    batches.range(game + 1..).next().map(|(start, _)| *start)
+}
+
+fn batch_name(first: u64, last: u64) -> String {
+    format!("batch-{first:08}-{last:08}")
+}
+
+/// The finished batches of a store, by first game.
+fn stored_batches(store: &Path) -> Result<BTreeMap<u64, Batch>> {
+    let mut batches = BTreeMap::new();
+    let entries =
+        std::fs::read_dir(store).with_context(|| format!("reading {}", store.display()))?;
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((first, last)) = name
+            .strip_prefix("batch-")
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+        else {
+            continue;
+        };
+        let summary_path = entry.path().join("batch.json");
+        let text = std::fs::read_to_string(&summary_path)
+            .with_context(|| format!("reading {}", summary_path.display()))?;
+        let summary: Value = serde_json::from_str(&text)
+            .map_err(|e| bad_input(format!("{}: not JSON: {e}", summary_path.display())))?;
+        batches.insert(
+            first,
+            Batch {
+                first,
+                last,
+                dir: entry.path(),
+                cpu_seconds: summary["engine_cpu_seconds"].as_f64().unwrap_or(0.0),
+            },
+        );
+    }
+    Ok(batches)
+}
+
+/// The scratch folder name of a batch being written by this process: the
+/// host is part of it, since shards on other machines may share the store.
+fn scratch_name(batch: &str) -> String {
+    format!(".{batch}.{}.tmp-{}", host_name(), std::process::id())
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().replace(['/', '.'], "_"))
+        .unwrap_or_else(|_| "host".to_string())
+}
+
+/// Removes the scratch folders this host's dead processes left (a killed
+/// run's half-written batch).
+fn remove_dead_scratch(store: &Path) -> Result<()> {
+    let host = format!(".{}.tmp-", host_name());
+    for entry in std::fs::read_dir(store)?.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name
+            .starts_with(".batch-")
+            .then(|| name.rsplit_once(host.as_str()))
+            .flatten()
+            .and_then(|(_, pid)| pid.parse::<u32>().ok())
+            && !Path::new("/proc").join(pid.to_string()).exists()
+        {
+            std::fs::remove_dir_all(entry.path())
+                .with_context(|| format!("removing {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Plays, mines, rates and verifies batches into the store.
+struct Player<'a> {
+    settings: &'a Settings,
+    engine: Engine<'a>,
+    store: &'a Path,
+    /// The engine pools, started with the first batch played.
+    pools: Option<(EnginePool, Option<EnginePool>)>,
+}
+
+impl Player<'_> {
+    fn play(&mut self, first: u64, last: u64) -> Result<Batch> {
+        if self.pools.is_none() {
+            let pool = EnginePool::new(self.engine.spec.clone(), self.engine.pool.clone())?;
+            let second = match &self.settings.verify.second_engine {
+                Some(second) => Some(second.pool(&pool)?),
+                None => None,
+            };
+            self.pools = Some((pool, second));
+        }
+        let Some((pool, second)) = &self.pools else {
+            unreachable!("the pools were just started")
+        };
+        let name = batch_name(first, last);
+        let scratch = self.store.join(scratch_name(&name));
+        std::fs::create_dir_all(&scratch)
+            .with_context(|| format!("creating {}", scratch.display()))?;
+        let cpu = |pools: (&EnginePool, Option<&EnginePool>)| -> f64 {
+            pools
+                .0
+                .stats()
+                .iter()
+                .chain(pools.1.map(|p| p.stats()).iter().flatten())
+                .map(|s| s.cpu_seconds)
+                .sum()
+        };
+        let before = cpu((pool, second.as_ref()));
+        let settings = self.settings;
+        let games = scratch.join("games.pgn");
+        let selfplay = crate::stages::selfplay::run_selfplay_range(
+            &settings.selfplay,
+            pool,
+            &games,
+            first..=last,
+        )?;
+        let loaded = crate::stages::mine::load_input(&games)?;
+        let mined = scratch.join("mined.csv");
+        let (mine, per_unit) =
+            crate::stages::mine::mine_loaded_per_unit(&settings.mine, pool, &loaded, &mined)?;
+        let mine = mine.json;
+        // Each game's funnel, so that a release's counts never depend on
+        // where the batches begin and end.
+        let per_game: Vec<Value> = (first..=last)
+            .zip(&per_unit)
+            .map(|(game, [positions, full, candidates])| {
+                json!({"game": game, "positions": positions, "full_searches": full,
+                    "candidates": candidates})
+            })
+            .collect();
+        let engine = self.engine;
+        let rated = scratch.join("rated.csv");
+        let rate_before = crate::engine::process::process_tree_cpu_seconds();
+        crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
+            input: &mined,
+            output: &rated,
+            calibrate: &[],
+            save_model: None,
+            features_out: None,
+            config: &settings.rate,
+            engine: engine.spec.clone(),
+            pool: engine.pool.clone(),
+        })?;
+        // The rating runs its own pool, whose engines are reaped when it
+        // ends: their CPU time is this process's children's.
+        let rate_cpu = crate::engine::process::process_tree_cpu_seconds() - rate_before;
+        let verify = crate::stages::verify::run_verify_with(
+            &settings.verify,
+            pool,
+            second.as_ref(),
+            &crate::stages::verify::VerifyFiles {
+                input: &rated,
+                report: &scratch.join("verify.jsonl"),
+                puzzles_out: Some(&scratch.join("verified.csv")),
+            },
+        )?
+        .json;
+        let cpu_seconds = cpu((pool, second.as_ref())) - before + rate_cpu;
+        let summary = json!({
+            "first": first,
+            "last": last,
+            "games": selfplay.json["games"],
+            "positions": mine["positions_analysed"],
+            "full_searches": mine["full_searches"],
+            "candidates": mine["candidates"],
+            "mined": mine["puzzles"],
+            "verified": verify["verified"],
+            "engine_cpu_seconds": cpu_seconds,
+            "per_game": per_game,
+        });
+        write_atomic(
+            &scratch.join("batch.json"),
+            format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes(),
+        )?;
+        let dir = self.store.join(&name);
+        std::fs::rename(&scratch, &dir)
+            .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()))?;
+        Ok(Batch {
+            first,
+            last,
+            dir,
+            cpu_seconds,
+        })
+    }
+}
+
+/// What to fill: the quota table and which puzzles may count.
+struct Target {
+    quotas: BTreeMap<Cell, Quota>,
+    tier: Option<Tier>,
+    bin_width: i32,
+    /// Verified puzzles only (`[verify] policy = "drop"`).
+    verified_only: bool,
+    /// Position keys no generated puzzle may have.
+    excluded: HashSet<String>,
+    /// `generate.dedup_positions`.
+    dedup: bool,
+}
+
+impl Target {
+    fn of(config: &Sections<'_>, tier: Option<&str>, releases: &[PathBuf]) -> Result<Target> {
+        let name = config.generate.tier.as_deref().or(tier);
+        let tier = match name {
+            Some(name) => Some(config.split.tiers.get(name).cloned().ok_or_else(|| {
+                bad_input(format!(
+                    "generate.tier {name:?} is not a tier of [split.tiers]"
+                ))
+            })?),
+            None => None,
+        };
+        let quotas = config.split.quota_table(tier.as_ref())?;
+        if quotas.is_empty() {
+            return Err(bad_input("[generate]: the target has no cell with a quota"));
+        }
+        let mut excluded = HashSet::new();
+        let mut files = config.generate.exclude.clone();
+        if config.generate.exclude_earlier_releases {
+            for release in releases {
+                files.extend(crate::stages::release::card::split_files(release));
+            }
+        }
+        for file in &files {
+            for_each_row(file, |(_, row)| {
+                if let Ok(key) = row
+                    .map_err(|_| ())
+                    .and_then(|p| position_key(&p, ExcludeBy::Position).map_err(|_| ()))
+                {
+                    excluded.insert(key);
+                }
+                Ok(())
+            })
+            .with_context(|| format!("reading the exclusions {}", file.display()))?;
+        }
+        Ok(Target {
+            quotas,
+            tier,
+            bin_width: config.split.bin_width,
+            verified_only: config.verify.policy == crate::stages::verify::Policy::Drop,
+            excluded,
+            dedup: config.generate.dedup_positions,
+        })
+    }
+}
+
+/// Counts the generated puzzles in game order and finds the stopping game.
+struct Counter<'a> {
+    target: &'a Target,
+    seed: u64,
+    seen: HashSet<String>,
+    kept: HashSet<RowKey>,
+    candidates: Vec<crate::stages::release::draw::Candidate>,
+    funnel: BTreeMap<&'static str, u64>,
+}
+
+impl<'a> Counter<'a> {
+    fn new(target: &'a Target, seed: u64) -> Counter<'a> {
+        Counter {
+            target,
+            seed,
+            seen: HashSet::new(),
+            kept: HashSet::new(),
+            candidates: Vec::new(),
+            funnel: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a segment's games and their puzzles, game by game; with `stop`,
+    /// returns the first game at which every quota is met (the games after
+    /// it are not counted).
+    fn add_segment(&mut self, segment: &Segment, stop: bool) -> Result<Option<u64>> {
+        let dir = &segment.batch.dir;
+        let summary_path = dir.join("batch.json");
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(&summary_path)
+                .with_context(|| format!("reading {}", summary_path.display()))?,
+        )
+        .map_err(|e| bad_input(format!("{}: not JSON: {e}", summary_path.display())))?;
+        let per_game: BTreeMap<u64, &Value> = summary["per_game"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| Some((g["game"].as_u64()?, g)))
+            .collect();
+        let mut by_game: BTreeMap<u64, Vec<Puzzle>> = BTreeMap::new();
+        for puzzle in read_puzzles(&dir.join("verified.csv"))? {
+            by_game
+                .entry(game_number(&puzzle, dir)?)
+                .or_default()
+                .push(puzzle);
+        }
+        for game in segment.first..=segment.last {
+            *self.funnel.entry("games").or_default() += 1;
+            for key in ["positions", "full_searches", "candidates"] {
+                let value = per_game.get(&game).and_then(|g| g[key].as_u64());
+                *self.funnel.entry(key).or_default() += value.unwrap_or(0);
+            }
+            let puzzles = by_game.remove(&game).unwrap_or_default();
+            let added = puzzles.iter().filter(|p| self.add(p, game)).count();
+            if stop && added > 0 && self.all_filled() {
+                return Ok(Some(game));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Counts one puzzle; true when it is a candidate of a cell.
+    fn add(&mut self, puzzle: &Puzzle, game: u64) -> bool {
+        let count = |funnel: &mut BTreeMap<&'static str, u64>, key| {
+            *funnel.entry(key).or_default() += 1;
+        };
+        count(&mut self.funnel, "mined");
+        let Ok(position) = position_key(puzzle, ExcludeBy::Position) else {
+            count(&mut self.funnel, "unreadable");
+            return false;
+        };
+        if self.target.excluded.contains(&position) {
+            count(&mut self.funnel, "excluded");
+            return false;
+        }
+        if !self.seen.insert(position) && self.target.dedup {
+            count(&mut self.funnel, "repeated_position");
+            return false;
+        }
+        self.kept.insert(row_key(puzzle));
+        count(&mut self.funnel, "kept");
+        let verified = puzzle.get(crate::chess::columns::Column::Verified) == Some("pass");
+        if verified {
+            count(&mut self.funnel, "verified");
+        }
+        if self.target.verified_only && !verified {
+            return false;
+        }
+        let Some(cell) = Cell::of(puzzle, self.target.bin_width)
+            .filter(|cell| self.target.quotas.contains_key(cell))
+            .filter(|_| self.target.tier.as_ref().is_none_or(|t| t.admits(puzzle)))
+        else {
+            return false;
+        };
+        count(&mut self.funnel, "in_target_cells");
+        self.candidates
+            .push(crate::stages::release::draw::Candidate {
+                id: puzzle.id.clone(),
+                cell,
+                group: format!("game:{game}"),
+                file: 0,
+                row: self.candidates.len() as u64,
+            });
+        true
+    }
+
+    fn all_filled(&self) -> bool {
+        let draw = crate::stages::release::draw::draw(
+            self.candidates.clone(),
+            &self.target.quotas,
+            self.seed,
+        );
+        draw.cells.iter().all(|c| c.filled())
+    }
+
+    /// The funnel and per-cell counts, with the unfilled cells.
+    fn report(&self, stop: Stop, first: u64, last: u64) -> Value {
+        let draw = crate::stages::release::draw::draw(
+            self.candidates.clone(),
+            &self.target.quotas,
+            self.seed,
+        );
+        let cell_json = |c: &crate::stages::release::draw::CellOutcome| {
+            let mut cell = c.cell.to_json();
+            cell["wanted"] = json!(c.wanted);
+            cell["generated"] = json!(c.available);
+            cell["train"] = json!(c.train);
+            cell["test"] = json!(c.test);
+            cell
+        };
+        let filled = draw.cells.iter().filter(|c| c.filled()).count();
+        json!({
+            "stop": stop,
+            "first_game": first,
+            "last_game": last,
+            "funnel": self.funnel,
+            "cells": draw.cells.len(),
+            "cells_filled": filled,
+            "per_cell": draw.cells.iter().filter(|c| c.available > 0).map(cell_json).collect::<Vec<_>>(),
+            "unfilled": draw.cells.iter().filter(|c| !c.filled()).map(cell_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The game number of a generated puzzle (its `GameId` is
+/// `selfplay-SEED-N`).
+fn game_number(puzzle: &Puzzle, dir: &Path) -> Result<u64> {
+    puzzle
+        .get(crate::chess::columns::Column::GameId)
+        .and_then(|id| id.rsplit('-').next())
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| {
+            bad_input(format!(
+                "{}: puzzle {} has no self-play game number in its GameId",
+                dir.display(),
+                puzzle.id
+            ))
+        })
+}
+
+/// The store files a stage assembles from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Part {
+    Mined,
+    Rated,
+    Verified,
+}
+
+impl Part {
+    fn file(self) -> &'static str {
+        match self {
+            Part::Mined => "mined.csv",
+            Part::Rated => "rated.csv",
+            Part::Verified => "verified.csv",
+        }
+    }
+}
+
+impl Generated {
+    /// What the stages' fingerprints record of the generation.
+    pub(crate) fn fingerprint_json(&self) -> Value {
+        json!({"store": self.key, "first_game": self.first, "last_game": self.last,
+            "stop": self.stop, "kept": self.kept.len()})
+    }
+
+    /// The store files the release's games and puzzles come from.
+    pub(crate) fn inputs(&self, part: Option<Part>) -> Vec<PathBuf> {
+        self.segments
+            .iter()
+            .map(|s| match part {
+                Some(part) => s.batch.dir.join(part.file()),
+                None => s.batch.dir.join("games.pgn"),
+            })
+            .collect()
+    }
+
+    /// The store folder.
+    pub(crate) fn store(&self) -> &Path {
+        &self.store
+    }
+
+    /// Writes the games `first..=last` as one PGN file.
+    pub(crate) fn write_games(&self, output: &Path) -> Result<Value> {
+        let mut text = String::new();
+        let mut games = 0u64;
+        for segment in &self.segments {
+            let path = segment.batch.dir.join("games.pgn");
+            let all = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            for game in split_games(&all) {
+                let round = game
+                    .lines()
+                    .find_map(|l| l.strip_prefix("[Round \""))
+                    .and_then(|r| r.trim_end_matches("\"]").parse::<u64>().ok())
+                    .ok_or_else(|| {
+                        bad_input(format!("{}: a game without a Round", path.display()))
+                    })?;
+                if (segment.first..=segment.last).contains(&round) {
+                    text.push_str(game);
+                    games += 1;
+                }
+            }
+        }
+        write_atomic(output, text.as_bytes())?;
+        Ok(json!({"games": games, "first_game": self.first, "last_game": self.last}))
+    }
+
+    /// The kept puzzles of the games, from the store file `part`.
+    pub(crate) fn puzzles(&self, part: Part) -> Result<Vec<Puzzle>> {
+        let mut puzzles = Vec::new();
+        for segment in &self.segments {
+            let dir = &segment.batch.dir;
+            for puzzle in read_puzzles(&dir.join(part.file()))? {
+                let game = game_number(&puzzle, dir)?;
+                if (segment.first..=segment.last).contains(&game)
+                    && self.kept.contains(&row_key(&puzzle))
+                {
+                    puzzles.push(puzzle);
+                }
+            }
+        }
+        Ok(puzzles)
+    }
+
+    /// Writes the kept puzzles of `part`; `columns` are the extra columns
+    /// (all of the puzzles' when `None`).
+    pub(crate) fn write_puzzles(
+        &self,
+        part: Part,
+        output: &Path,
+        columns: Option<Vec<String>>,
+    ) -> Result<u64> {
+        let puzzles = self.puzzles(part)?;
+        let columns = columns.unwrap_or_else(|| extra_columns_of(&puzzles));
+        let mut writer = PuzzleWriter::create(output, &columns)?;
+        for puzzle in &puzzles {
+            writer.write(puzzle)?;
+        }
+        writer.finish()
+    }
+
+    /// The verdicts of the kept puzzles, in order, each numbered by its
+    /// line in the assembled file (the header is line 1).
+    pub(crate) fn verdicts(&self) -> Result<Vec<Verdict>> {
+        let mut verdicts = Vec::new();
+        for segment in &self.segments {
+            let dir = &segment.batch.dir;
+            let rows = read_puzzles(&dir.join(Part::Rated.file()))?;
+            let report = dir.join("verify.jsonl");
+            let text = std::fs::read_to_string(&report)
+                .with_context(|| format!("reading {}", report.display()))?;
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            if lines.len() != rows.len() {
+                return Err(bad_input(format!(
+                    "{}: {} verdicts for {} puzzles",
+                    report.display(),
+                    lines.len(),
+                    rows.len()
+                )));
+            }
+            for (puzzle, line) in rows.iter().zip(lines) {
+                let game = game_number(puzzle, dir)?;
+                if (segment.first..=segment.last).contains(&game)
+                    && self.kept.contains(&row_key(puzzle))
+                {
+                    let mut verdict: Verdict = serde_json::from_str(line)
+                        .map_err(|e| bad_input(format!("{}: {e}", report.display())))?;
+                    verdict.line = verdicts.len() as u64 + 2;
+                    verdicts.push(verdict);
+                }
+            }
+        }
+        Ok(verdicts)
+    }
+
+    /// The human line of the run summary.
+    pub(crate) fn human(&self) -> String {
+        let report = &self.report;
+        let mut line = format!(
+            "  generate: games {}-{} ({}), cells filled {}/{}, {:.3} engine CPU-hours, store {}\n",
+            self.first,
+            self.last,
+            serde_json::to_value(self.stop)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            report["cells_filled"],
+            report["cells"],
+            self.cpu_seconds / 3600.0,
+            self.store.display()
+        );
+        if let Some(unfilled) = report["unfilled"].as_array()
+            && self.stop != Stop::QuotasMet
+            && self.stop != Stop::ShardSlice
+        {
+            for cell in unfilled.iter().take(20) {
+                line.push_str(&format!(
+                    "    unfilled {} length {} mate {}: {} + {} of {} + {}\n",
+                    cell["rating_bin"].as_str().unwrap_or_default(),
+                    cell["length"],
+                    cell["mate"],
+                    cell["train"],
+                    cell["test"],
+                    cell["wanted"]["train"],
+                    cell["wanted"]["test"]
+                ));
+            }
+        }
+        line
+    }
+}
+
+/// The games of a PGN file written by `selfplay`, each with its text.
+fn split_games(text: &str) -> Vec<&str> {
+    let mut starts: Vec<usize> = text
+        .match_indices("[Event \"")
+        .map(|(at, _)| at)
+        .filter(|&at| at == 0 || text.as_bytes()[at - 1] == b'\n')
+        .collect();
+    starts.push(text.len());
+    starts.windows(2).map(|w| &text[w[0]..w[1]]).collect()
+}

@@ -1,0 +1,329 @@
+//! Generating to order (`[generate]`): the stopping game and the release
+//! are a function of (config, seed, engine) alone: the same across worker
+//! counts and batch sizes, after an interruption or a raised budget, and
+//! for a shard pair + merge; an excluded position is dropped and counted.
+//! Real Stockfish, tiny budgets.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{puzzleforge, summary};
+
+const STOCKFISH: &str = "/usr/games/stockfish";
+
+/// A target run writing under `dir/<output_dir>`: one cell (every rating,
+/// single-move, no mate) wanting 2 train + 1 test generated puzzles.
+fn write_config(dir: &Path, name: &str, output_dir: &str, workers: u32, generate: &str) -> PathBuf {
+    assert!(
+        Path::new(STOCKFISH).exists(),
+        "{STOCKFISH} is needed (apt install stockfish)"
+    );
+    let config = format!(
+        r#"
+[pipeline]
+seed = 5
+output_dir = "{output_dir}"
+release = "gen"
+stages = ["selfplay", "mine", "rate", "verify", "release"]
+
+[engine]
+path = "{STOCKFISH}"
+workers = {workers}
+
+# Weak players blunder often and search shallowly: puzzles come fast.
+[selfplay]
+max_plies = 80
+chaos_white_elo = [1350, 1400]
+chaos_black_elo = [1350, 1400]
+
+[mine]
+nodes = 20000
+shallow_depth = 5
+max_solver_moves = 3
+
+[rate]
+model = "{model}"
+
+[verify]
+factor = 2
+
+[split]
+bin_width = 3000
+train_per_cell = 2
+test_per_cell = 1
+min_puzzles = 0
+
+[[split.bands]]
+ratings = [0, 3000]
+lengths = [1, 1]
+mate = "no_mate"
+
+[generate]
+enabled = true
+max_per_game = 100
+{generate}
+"#,
+        model = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models/rate_model.json")
+            .display(),
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+/// Every file of a release folder but the runner's records, with its bytes.
+fn release_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                pending.push(path);
+            } else if !["stage.json", "runtime.json", ".lock"].contains(&name.as_str()) {
+                let bytes = std::fs::read(&path).unwrap();
+                found.push((path.strip_prefix(dir).unwrap().to_path_buf(), bytes));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn assert_same_release(a: &Path, b: &Path) {
+    let (left, right) = (release_bytes(a), release_bytes(b));
+    let names =
+        |files: &[(PathBuf, Vec<u8>)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&left),
+        names(&right),
+        "{} vs {}",
+        a.display(),
+        b.display()
+    );
+    for ((name, x), (_, y)) in left.iter().zip(&right) {
+        assert!(
+            x == y,
+            "{} differs between {} and {}",
+            name.display(),
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+fn run(dir: &Path, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    summary(&puzzleforge(dir, &all))
+}
+
+/// The stored batches of the one store under `output`.
+fn batches(output: &Path) -> Vec<String> {
+    let stores: Vec<PathBuf> = std::fs::read_dir(output.join(".generate"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(stores.len(), 1, "one store: {stores:?}");
+    let mut names: Vec<String> = std::fs::read_dir(&stores[0])
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("batch-"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn target_runs_agree_across_workers_batch_sizes_budgets_and_interruptions() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_config(root, "a.toml", "A", 1, "batch_games = 3\nmax_games = 40");
+    write_config(root, "b.toml", "B", 2, "batch_games = 7\nmax_games = 40");
+    let a = run(root, &["run", "--config", "a.toml"]);
+    assert_eq!(a["generate"]["stop"], "quotas_met", "{a:#}");
+    let last = a["generate"]["last_game"].as_u64().unwrap();
+    assert!(last < 40, "{a:#}");
+    // Games are played in batches of 3: one batch at most past the stop.
+    assert_eq!(batches(&root.join("A")).len() as u64, last.div_ceil(3));
+    let b = run(root, &["run", "--config", "b.toml"]);
+    assert_eq!(b["generate"]["last_game"], a["generate"]["last_game"]);
+    assert_same_release(&root.join("A/gen"), &root.join("B/gen"));
+
+    // A budget that ends first: the release is still written, the
+    // unfilled cell named; raised, the run reuses the stored batches.
+    let short = last - 1;
+    write_config(
+        root,
+        "c.toml",
+        "C",
+        2,
+        &format!("batch_games = 2\nmax_games = {short}"),
+    );
+    let c = run(root, &["run", "--config", "c.toml"]);
+    assert_eq!(c["generate"]["stop"], "max_games", "{c:#}");
+    assert_eq!(
+        c["generate"]["unfilled"].as_array().unwrap().len(),
+        1,
+        "{c:#}"
+    );
+    assert!(root.join("C/gen/release/manifest.json").is_file());
+    let before = batches(&root.join("C"));
+    // A finished release never changes: the larger target goes into the
+    // release folder anew, from the same store.
+    std::fs::remove_dir_all(root.join("C/gen")).unwrap();
+    write_config(root, "c.toml", "C", 2, "batch_games = 2\nmax_games = 40");
+    let raised = run(root, &["run", "--config", "c.toml"]);
+    assert_eq!(raised["generate"]["last_game"], a["generate"]["last_game"]);
+    let after = batches(&root.join("C"));
+    assert!(
+        before.iter().all(|b| after.contains(b)),
+        "{before:?} {after:?}"
+    );
+    assert_eq!(
+        after.len(),
+        before.len() + 1,
+        "only the missing games played: {after:?}"
+    );
+    assert_same_release(&root.join("A/gen"), &root.join("C/gen"));
+
+    // Killed after its first batch is stored, a run resumes to the bytes
+    // of an uninterrupted one.
+    write_config(root, "d.toml", "D", 1, "batch_games = 3\nmax_games = 40");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .current_dir(root)
+        .args(["run", "--config", "d.toml"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let store_has_a_batch = || {
+        std::fs::read_dir(root.join("D/.generate"))
+            .ok()
+            .and_then(|mut stores| stores.next())
+            .and_then(|store| std::fs::read_dir(store.ok()?.path()).ok())
+            .is_some_and(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().starts_with("batch-"))
+            })
+    };
+    let started = std::time::Instant::now();
+    while !store_has_a_batch() && started.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let finished_early = child.try_wait().unwrap().is_some();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(store_has_a_batch(), "no batch stored in 120 s");
+    if !finished_early {
+        let resumed = run(root, &["run", "--config", "d.toml"]);
+        assert_eq!(resumed["generate"]["last_game"], a["generate"]["last_game"]);
+    }
+    assert_same_release(&root.join("A/gen"), &root.join("D/gen"));
+}
+
+#[test]
+fn a_shard_pair_merged_under_a_target_equals_the_single_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let generate = "batch_games = 4\nmax_games = 16";
+    write_config(root, "a.toml", "A", 2, generate);
+    write_config(root, "b.toml", "B", 2, generate);
+    let single = run(root, &["run", "--config", "a.toml"]);
+    for shard in ["0/2", "1/2"] {
+        let part = run(root, &["run", "--config", "b.toml", "--shard", shard]);
+        assert_eq!(part["generate"]["stop"], "shard_slice", "{part:#}");
+    }
+    let merged = run(
+        root,
+        &[
+            "merge",
+            "B/gen.shard-1-of-2",
+            "B/gen.shard-0-of-2",
+            "-o",
+            "B/gen",
+            "--config",
+            "b.toml",
+        ],
+    );
+    assert_eq!(merged["command"], "merge");
+    let generated = |root: &Path| -> Value {
+        serde_json::from_slice(&std::fs::read(root.join("selfplay/generate.json")).unwrap())
+            .unwrap()
+    };
+    assert_eq!(
+        generated(&root.join("B/gen")),
+        single["generate"].clone().tap_cpu()
+    );
+    assert_same_release(&root.join("A/gen"), &root.join("B/gen"));
+}
+
+/// The run summary's generate object without its CPU time (which no file
+/// holds).
+trait TapCpu {
+    fn tap_cpu(self) -> Value;
+}
+
+impl TapCpu for Value {
+    fn tap_cpu(mut self) -> Value {
+        if let Some(map) = self.as_object_mut() {
+            map.remove("engine_cpu_hours");
+        }
+        self
+    }
+}
+
+#[test]
+fn an_excluded_position_is_dropped_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_config(root, "a.toml", "A", 2, "batch_games = 4\nmax_games = 40");
+    let first = run(root, &["run", "--config", "a.toml"]);
+    assert_eq!(
+        first["generate"]["funnel"]["excluded"],
+        Value::Null,
+        "{first:#}"
+    );
+    // An all-generated release says so, with the funnel in its manifest.
+    let release = root.join("A/gen/release");
+    let card = std::fs::read_to_string(release.join("README.md")).unwrap();
+    assert!(
+        card.contains("none comes from a public puzzle source"),
+        "{card}"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(release.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["generate"]["figures"]["funnel"],
+        first["generate"]["funnel"]
+    );
+    // One generated puzzle of the first release, as a Lichess puzzle file.
+    let train = std::fs::read_to_string(root.join("A/gen/release/train.csv")).unwrap();
+    let mut lines = train.lines();
+    let header = lines.next().unwrap();
+    let row = lines.next().unwrap();
+    std::fs::write(root.join("exclude.csv"), format!("{header}\n{row}\n")).unwrap();
+    let id = row.split(',').next().unwrap().to_string();
+    write_config(
+        root,
+        "b.toml",
+        "A",
+        2,
+        "batch_games = 4\nmax_games = 40\nexclude = [\"exclude.csv\"]\nexclude_earlier_releases = false",
+    );
+    let second = run(root, &["run", "--config", "b.toml", "--release", "fresh"]);
+    assert_eq!(second["generate"]["funnel"]["excluded"], 1, "{second:#}");
+    for split in ["train.csv", "test.csv"] {
+        let text = std::fs::read_to_string(root.join("A/fresh/release").join(split)).unwrap();
+        assert!(!text.contains(&id), "{id} is in the fresh {split}");
+    }
+    let mined = std::fs::read_to_string(root.join("A/fresh/mine/games.puzzles.csv")).unwrap();
+    assert!(
+        !mined.contains(&id),
+        "{id} was mined into the fresh release"
+    );
+}
