@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{puzzleforge, summary};
+use common::{files_under, puzzleforge, summary};
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 
@@ -75,22 +75,13 @@ max_per_game = 100
 
 /// Every file of a release folder but the runner's records, with its bytes.
 fn release_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if path.is_dir() {
-                pending.push(path);
-            } else if !["stage.json", "runtime.json", ".lock"].contains(&name.as_str()) {
-                let bytes = std::fs::read(&path).unwrap();
-                found.push((path.strip_prefix(dir).unwrap().to_path_buf(), bytes));
-            }
-        }
-    }
-    found.sort();
-    found
+    files_under(dir, &["stage.json", "runtime.json", ".lock"])
+        .into_iter()
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(&name)).unwrap();
+            (name, bytes)
+        })
+        .collect()
 }
 
 fn assert_same_release(a: &Path, b: &Path) {

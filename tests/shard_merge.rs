@@ -119,20 +119,7 @@ fn fails_with(output: &Output, words: &[&str]) {
 
 /// Every file under `dir` but the runner's `stage.json`, relative to it.
 fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.file_name().unwrap() != "stage.json" {
-                found.push(path.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    found.sort();
-    found
+    common::files_under(dir, &["stage.json"])
 }
 
 fn csv_rows(path: &Path) -> usize {

@@ -243,6 +243,16 @@ pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
 }
 
 /// Hex sha256 of a file's bytes.
+/// Whether a temporary name ending in `<marker><pid>` (such as
+/// [`write_atomic`]'s `.NAME.tmp-PID`) was left by a process that is gone:
+/// a killed run's leftover, safe to remove. A live process's name, or one
+/// without a pid after `marker`, is not.
+pub(crate) fn left_by_dead_process(name: &str, marker: &str) -> bool {
+    name.rsplit_once(marker)
+        .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        .is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists())
+}
+
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut file =
         File::open(path).with_context(|| format!("opening {} to hash it", path.display()))?;

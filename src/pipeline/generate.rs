@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row, read_puzzles};
 use crate::core::error::bad_input;
-use crate::core::fileio::{sha256_bytes, sha256_file, write_atomic};
+use crate::core::fileio::{left_by_dead_process, sha256_bytes, sha256_file, write_atomic};
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
@@ -443,10 +443,9 @@ fn scratch_name(batch: &str) -> String {
     format!(".{batch}.{}.tmp-{}", host_name(), std::process::id())
 }
 
+/// This machine's name as a file name part.
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().replace(['/', '.'], "_"))
-        .unwrap_or_else(|_| "host".to_string())
+    crate::pipeline::lock::host_name().replace(['/', '.'], "_")
 }
 
 /// Removes the scratch folders this host's dead processes left (a killed
@@ -455,13 +454,7 @@ fn remove_dead_scratch(store: &Path) -> Result<()> {
     let host = format!(".{}.tmp-", host_name());
     for entry in std::fs::read_dir(store)?.filter_map(|e| e.ok()) {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = name
-            .starts_with(".batch-")
-            .then(|| name.rsplit_once(host.as_str()))
-            .flatten()
-            .and_then(|(_, pid)| pid.parse::<u32>().ok())
-            && !Path::new("/proc").join(pid.to_string()).exists()
-        {
+        if name.starts_with(".batch-") && left_by_dead_process(&name, &host) {
             std::fs::remove_dir_all(entry.path())
                 .with_context(|| format!("removing {}", entry.path().display()))?;
         }

@@ -93,8 +93,9 @@ fn record_owner(mut file: &File, path: &Path) -> Result<()> {
         .with_context(|| format!("writing lock {}", path.display()))
 }
 
-/// This machine's name, for the lock's record.
-fn host_name() -> String {
+/// This machine's name, for the lock's record (and the batch store's
+/// scratch names).
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_string())
         .unwrap_or_else(|_| "unknown".to_string())

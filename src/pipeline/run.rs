@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::core::error::bad_input;
-use crate::core::fileio::sha256_file;
+use crate::core::fileio::{left_by_dead_process, sha256_file};
 use crate::core::shard::Shard;
 use crate::core::summary::Summary;
 use crate::engine::settings::{EngineArgs, EngineConfig};
@@ -151,13 +151,7 @@ pub(crate) fn remove_leftovers(release_dir: &Path) -> Result<()> {
                     .with_context(|| format!("removing leftover {}", path.display()))?;
             } else if is_dir {
                 pending.push(path);
-            } else if let Some(pid) = name
-                .starts_with('.')
-                .then(|| name.rsplit_once(".tmp-"))
-                .flatten()
-                .and_then(|(_, pid)| pid.parse::<u32>().ok())
-                && !Path::new("/proc").join(pid.to_string()).exists()
-            {
+            } else if name.starts_with('.') && left_by_dead_process(&name, ".tmp-") {
                 std::fs::remove_file(&path)
                     .with_context(|| format!("removing leftover {}", path.display()))?;
             }

@@ -35,6 +35,25 @@ pub fn puzzleforge(dir: &Path, args: &[&str]) -> Output {
         .expect("run puzzleforge")
 }
 
+/// Every file under `dir` whose name is not in `skip`, relative to `dir`,
+/// sorted: what two runs' folders are compared by.
+pub fn files_under(dir: &Path, skip: &[&str]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if !skip.iter().any(|s| path.file_name().unwrap() == *s) {
+                found.push(path.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 /// The `--json` summary of a run that must have succeeded: exactly one
 /// JSON object on stdout.
 pub fn summary(output: &Output) -> serde_json::Value {
