@@ -80,6 +80,9 @@ enum BenchCommand {
     Pgn(puzzleforge::tools::bench::pgn::BenchPgnArgs),
     /// Compare the mining funnel with exhaustive analysis: recall and engine nodes.
     Mine(puzzleforge::tools::bench::mine::BenchMineArgs),
+    /// Generated puzzles per engine CPU-hour, overall and for a tier, side
+    /// by side with Epoch's exhaustive procedure on the same games.
+    Generate(puzzleforge::pipeline::generate_bench::BenchGenerateArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
@@ -113,6 +116,9 @@ fn dispatch(command: &Command) -> anyhow::Result<Summary> {
         }
         Command::Bench(BenchCommand::Mine(args)) => {
             puzzleforge::tools::bench::mine::run_bench_mine(args)
+        }
+        Command::Bench(BenchCommand::Generate(args)) => {
+            puzzleforge::pipeline::generate_bench::run_bench_generate(args)
         }
     }
 }

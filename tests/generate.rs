@@ -318,3 +318,163 @@ fn an_excluded_position_is_dropped_and_counted() {
         "{id} was mined into the fresh release"
     );
 }
+
+/// The stderr of a run that must fail.
+fn fails(dir: &Path, args: &[&str]) -> String {
+    let output = puzzleforge(dir, args);
+    assert!(!output.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The Elo tags of every game in the PGN files under `dir`.
+fn elo_tags(dir: &Path) -> Vec<i32> {
+    files_under(dir, &[])
+        .into_iter()
+        .filter(|name| name.extension().is_some_and(|e| e == "pgn"))
+        .flat_map(|name| {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            text.lines()
+                .filter(|l| l.starts_with("[WhiteElo ") || l.starts_with("[BlackElo "))
+                .map(|l| l.split('"').nth(1).unwrap().parse::<i32>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn a_tier_profile_sets_the_players_and_the_lines_of_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let profiles = "batch_games = 4\nmax_games = 8\n\
+        [generate.selfplay]\nchaos_white_elo = [1600, 1650]\nchaos_black_elo = [1600, 1650]\n\
+        [generate.tiers.long.selfplay]\nchaos_white_elo = [1400, 1450]\nchaos_black_elo = [1400, 1450]\n\
+        [generate.tiers.long.mine]\nmin_solver_moves = 2\n";
+    let path = write_config(root, "a.toml", "A", 2, profiles);
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("lengths = [1, 1]", "lengths = [1, 3]")
+        .replace(
+            "[generate]",
+            "[split.tiers.long]\nmin_solver_moves = 2\n\n[generate]",
+        );
+    std::fs::write(&path, &text).unwrap();
+
+    // Without a tier: generation's own players, the lines of [mine].
+    run(root, &["run", "--config", "a.toml"]);
+    let plain = elo_tags(&root.join("A/gen"));
+    assert_eq!(plain.len(), 16, "{plain:?}");
+    assert!(plain.iter().all(|e| (1600..=1650).contains(e)), "{plain:?}");
+
+    // The tier's target: its players, and no line shorter than its minimum.
+    let long_run = run(
+        root,
+        &[
+            "run",
+            "--config",
+            "a.toml",
+            "--tier",
+            "long",
+            "--release",
+            "long",
+        ],
+    );
+    let long = elo_tags(&root.join("A/long"));
+    assert_eq!(long.len(), 16, "{long:?}");
+    assert!(long.iter().all(|e| (1400..=1450).contains(e)), "{long:?}");
+    let mined = std::fs::read_to_string(root.join("A/long/mine/games.puzzles.csv")).unwrap();
+    let mut lines = mined.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let moves = header.iter().position(|c| *c == "Moves").unwrap();
+    let mut long_lines = 0;
+    for row in lines {
+        let solver_moves = row.split(',').nth(moves).unwrap().split(' ').count() / 2;
+        assert!(
+            solver_moves >= 2,
+            "a {solver_moves}-move line was mined: {row}"
+        );
+        long_lines += 1;
+    }
+    // The games had candidates; the single-move ones were not kept.
+    let candidates = long_run["generate"]["funnel"]["candidates"]
+        .as_u64()
+        .unwrap();
+    assert!(candidates > long_lines, "{long_run:#}");
+    // The two profiles are two stores: neither run reused the other's games.
+    assert_eq!(
+        std::fs::read_dir(root.join("A/.generate")).unwrap().count(),
+        2
+    );
+
+    // A key neither section has, or a tier [split.tiers] lacks, is an error
+    // naming the table.
+    for (bad, named) in [
+        ("chaos_elo = [1400, 1450]", "generate.tiers.long.selfplay"),
+        ("seed = 3", "generate.tiers.long.selfplay"),
+    ] {
+        let config = text.replace("chaos_white_elo = [1400, 1450]", bad);
+        std::fs::write(root.join("b.toml"), config).unwrap();
+        let out = fails(
+            root,
+            &[
+                "run",
+                "--config",
+                "b.toml",
+                "--tier",
+                "long",
+                "--release",
+                "bad",
+            ],
+        );
+        assert!(out.contains(named), "{bad}: {out}");
+    }
+    std::fs::write(
+        root.join("c.toml"),
+        text.replace("[generate.tiers.long.mine]", "[generate.tiers.lnog.mine]"),
+    )
+    .unwrap();
+    let out = fails(root, &["run", "--config", "c.toml", "--release", "c"]);
+    assert!(out.contains("generate.tiers.lnog"), "{out}");
+}
+
+#[test]
+fn bench_generate_sets_the_funnel_beside_the_exhaustive_search_on_the_same_games() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_config(root, "a.toml", "A", 2, "");
+    let out = run(
+        root,
+        &[
+            "bench",
+            "generate",
+            "--config",
+            "a.toml",
+            "--games",
+            "6",
+            "--seed",
+            "11",
+            "--exhaustive-every",
+            "2",
+            "--dir",
+            "work",
+        ],
+    );
+    let ours = &out["puzzleforge"];
+    let epoch = &out["epoch_modelled"];
+    let sample = &out["sample"];
+    // Every step of a target run's batch spent engine time.
+    let steps = ours["cpu_seconds_by_step"].as_object().unwrap();
+    let names: Vec<&str> = steps.keys().map(String::as_str).collect();
+    assert_eq!(names, ["selfplay", "mine", "rate", "verify"], "{out:#}");
+    assert!(steps.values().all(|s| s.as_f64().unwrap() > 0.0), "{out:#}");
+    // Games 1, 3 and 5 were sampled; the exhaustive search analysed every
+    // position the funnel did, with more nodes.
+    assert_eq!(epoch["sample_games"], 3, "{out:#}");
+    assert!(sample["nodes_ratio"].as_f64().unwrap() > 1.0, "{out:#}");
+    let found = sample["found"].as_u64().unwrap();
+    assert!(found <= sample["exhaustive_candidates"].as_u64().unwrap());
+    assert!(found <= sample["funnel_candidates"].as_u64().unwrap());
+    // Verified puzzles are mined puzzles, and the games are kept in --dir.
+    assert!(ours["verified"].as_u64().unwrap() <= ours["mined"].as_u64().unwrap());
+    let games = std::fs::read_to_string(root.join("work/batch-00000001-00000006/games.pgn"));
+    assert_eq!(games.unwrap().matches("[Event ").count(), 6);
+}

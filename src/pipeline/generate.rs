@@ -68,6 +68,65 @@ pub struct GenerateConfig {
     /// Also exclude the positions of the earlier releases the release
     /// stage excludes.
     pub exclude_earlier_releases: bool,
+    /// Generation's own profile: `[selfplay]` keys whose values replace
+    /// that section's in the games generation plays (`[generate.selfplay]`).
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub selfplay: toml::Table,
+    /// Likewise for `[mine]` (`[generate.mine]`).
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub mine: toml::Table,
+    /// A tier's profile, applied on top of generation's own when the target
+    /// is that tier (`[generate.tiers.hard.selfplay]`, `...mine]`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tiers: BTreeMap<String, Profile>,
+}
+
+/// Generation settings that differ from `[selfplay]` and `[mine]`: which
+/// players make the games and which lines count. Kept as tables so that
+/// any key of those sections can be set, checked against them when the
+/// settings are built.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Profile {
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub selfplay: toml::Table,
+    #[serde(skip_serializing_if = "toml::Table::is_empty")]
+    pub mine: toml::Table,
+}
+
+/// Keys generation sets itself, which a profile may not.
+const SELFPLAY_OWN_KEYS: [(&str, &str); 2] = [
+    (
+        "games",
+        "generate.max_games and the target decide the games",
+    ),
+    ("seed", "every game's seed derives from pipeline.seed"),
+];
+const MINE_OWN_KEYS: [(&str, &str); 2] = [
+    ("max_per_game", "set generate.max_per_game"),
+    ("dedup_positions", "set generate.dedup_positions"),
+];
+
+/// `base` with the keys of each `(name, table)` layer in turn replacing its
+/// own; a key `base` does not have, a wrong type or a key of `own` is an
+/// error naming the layer.
+fn overlay<T: Serialize + serde::de::DeserializeOwned>(
+    base: &T,
+    layers: &[(String, &toml::Table)],
+    own: &[(&str, &str)],
+) -> Result<T> {
+    let mut merged = toml::Table::try_from(base).context("writing a section as TOML")?;
+    for (name, layer) in layers {
+        for (key, value) in layer.iter() {
+            if let Some((_, why)) = own.iter().find(|(k, _)| k == key) {
+                return Err(bad_input(format!("[{name}] may not set {key}: {why}")));
+            }
+            merged.insert(key.clone(), value.clone());
+        }
+        // Check each layer alone, so that the error names the right table.
+        T::deserialize(merged.clone()).map_err(|e| bad_input(format!("[{name}]: {e}")))?;
+    }
+    T::deserialize(merged).map_err(|e| bad_input(format!("generation profile: {e}")))
 }
 
 impl Default for GenerateConfig {
@@ -82,6 +141,9 @@ impl Default for GenerateConfig {
             dedup_positions: true,
             exclude: Vec::new(),
             exclude_earlier_releases: true,
+            selfplay: toml::Table::new(),
+            mine: toml::Table::new(),
+            tiers: BTreeMap::new(),
         }
     }
 }
@@ -195,29 +257,49 @@ struct Settings {
 }
 
 impl Settings {
-    fn of(config: &Sections<'_>) -> Settings {
+    /// Generation's settings for a target of `tier` (`generate.tier`
+    /// first): `[selfplay]` and `[mine]` under generation's profile, then
+    /// the tier's.
+    fn of(config: &Sections<'_>, tier: Option<&str>) -> Result<Settings> {
         let generate = &config.generate;
+        for name in generate.tiers.keys() {
+            if !config.split.tiers.contains_key(name) {
+                return Err(bad_input(format!(
+                    "[generate.tiers.{name}]: {name:?} is not a tier of [split.tiers]"
+                )));
+            }
+        }
+        let tier = generate.tier.as_deref().or(tier);
+        let tier_profile = tier.and_then(|name| Some((name, generate.tiers.get(name)?)));
+        let mut selfplay_layers = vec![("generate.selfplay".to_string(), &generate.selfplay)];
+        let mut mine_layers = vec![("generate.mine".to_string(), &generate.mine)];
+        if let Some((name, profile)) = tier_profile {
+            selfplay_layers.push((format!("generate.tiers.{name}.selfplay"), &profile.selfplay));
+            mine_layers.push((format!("generate.tiers.{name}.mine"), &profile.mine));
+        }
         let selfplay = crate::stages::selfplay::SelfplayConfig {
             seed: config.seed,
             games: 0,
-            ..config.selfplay.clone()
+            ..overlay(config.selfplay, &selfplay_layers, &SELFPLAY_OWN_KEYS)?
         };
+        selfplay.validate()?;
         let mine = crate::stages::mine::MineConfig {
             max_per_game: generate.max_per_game.unwrap_or(config.mine.max_per_game),
             dedup_positions: generate.dedup_positions,
-            ..config.mine.clone()
+            ..overlay(config.mine, &mine_layers, &MINE_OWN_KEYS)?
         };
+        mine.validate()?;
         let rate = crate::stages::rate::RateConfig {
             seed: config.seed,
             ..config.rate.clone()
         };
         let verify = config.verify.clone();
-        Settings {
+        Ok(Settings {
             selfplay,
             mine,
             rate,
             verify,
-        }
+        })
     }
 
     /// The store key: a hash of the settings and the engines' builds.
@@ -259,7 +341,7 @@ pub(crate) fn prepare(
     tier: Option<&str>,
     excluded_releases: &[PathBuf],
 ) -> Result<Generated> {
-    let settings = Settings::of(config);
+    let settings = Settings::of(config, tier)?;
     let (store, key) = open_store(config, &settings, engine)?;
     let target = Target::of(config, tier, excluded_releases)?;
     let mut walk = Walk {
@@ -297,6 +379,29 @@ pub(crate) fn prepare(
         cpu_seconds: walk.cpu_seconds,
         store,
     })
+}
+
+/// For `bench generate`: games `1..=games` played, mined, rated and
+/// verified into `dir` as one batch, exactly as a target run of `tier`
+/// plays a batch. Returns the batch folder, the mine settings it used, and
+/// the self-play and mine settings as JSON.
+pub(crate) fn play_one_batch(
+    config: &Sections<'_>,
+    engine: Engine,
+    tier: Option<&str>,
+    games: u64,
+    dir: &Path,
+) -> Result<(PathBuf, crate::stages::mine::MineConfig, Value)> {
+    let settings = Settings::of(config, tier)?;
+    let described = json!({"selfplay": settings.selfplay, "mine": settings.mine});
+    let mut player = Player {
+        settings: &settings,
+        engine,
+        store: dir,
+        pools: None,
+    };
+    let batch = player.play(1, games.max(1))?;
+    Ok((batch.dir, settings.mine.clone(), described))
 }
 
 /// The store of these settings under the output folder, created with a
@@ -498,6 +603,13 @@ impl Player<'_> {
                 .sum()
         };
         let before = cpu((pool, second.as_ref()));
+        let mut steps = serde_json::Map::new();
+        let mut mark = before;
+        let mut step = |name: &str, extra: f64| {
+            let now = cpu((pool, second.as_ref()));
+            steps.insert(name.to_string(), json!(now - mark + extra));
+            mark = now;
+        };
         let settings = self.settings;
         let games = scratch.join("games.pgn");
         let selfplay = crate::stages::selfplay::run_selfplay_range(
@@ -506,11 +618,13 @@ impl Player<'_> {
             &games,
             first..=last,
         )?;
+        step("selfplay", 0.0);
         let loaded = crate::stages::mine::load_input(&games)?;
         let mined = scratch.join("mined.csv");
         let (mine, per_unit) =
             crate::stages::mine::mine_loaded_per_unit(&settings.mine, pool, &loaded, &mined)?;
         let mine = mine.json;
+        step("mine", 0.0);
         // Each game's funnel, so that a release's counts never depend on
         // where the batches begin and end.
         let per_game: Vec<Value> = (first..=last)
@@ -536,6 +650,7 @@ impl Player<'_> {
         // The rating runs its own pool, whose engines are reaped when it
         // ends: their CPU time is this process's children's.
         let rate_cpu = crate::engine::process::process_tree_cpu_seconds() - rate_before;
+        step("rate", rate_cpu);
         let verify = crate::stages::verify::run_verify_with(
             &settings.verify,
             pool,
@@ -547,6 +662,7 @@ impl Player<'_> {
             },
         )?
         .json;
+        step("verify", 0.0);
         let cpu_seconds = cpu((pool, second.as_ref())) - before + rate_cpu;
         let summary = json!({
             "first": first,
@@ -558,6 +674,7 @@ impl Player<'_> {
             "mined": mine["puzzles"],
             "verified": verify["verified"],
             "engine_cpu_seconds": cpu_seconds,
+            "engine_cpu_seconds_by_step": steps,
             "per_game": per_game,
         });
         write_atomic(

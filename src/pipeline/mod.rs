@@ -9,6 +9,7 @@ pub(crate) mod stage;
 pub(crate) mod adapters;
 pub(crate) mod config;
 pub(crate) mod generate;
+pub mod generate_bench;
 pub(crate) mod lock;
 pub(crate) mod manifest;
 pub mod merge;

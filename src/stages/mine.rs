@@ -90,6 +90,12 @@ pub struct MineConfig {
     pub max_per_game: usize,
     /// Longest line, in solver moves.
     pub max_solver_moves: usize,
+    /// Shortest line kept, in solver moves: a target that wants only long
+    /// puzzles (the `hard` tier) spends no rating or verification on the
+    /// others. Written out only when above 1, so that the default section
+    /// (and every fingerprint made from it) reads as before.
+    #[serde(skip_serializing_if = "is_one")]
+    pub min_solver_moves: usize,
     /// A continuation needs at least this score (cp) for the solver.
     pub winning_cp: i32,
     /// Drop a puzzle whose position an earlier kept puzzle has (the first
@@ -101,6 +107,10 @@ pub struct MineConfig {
 
 fn is_true(value: &bool) -> bool {
     *value
+}
+
+fn is_one(value: &usize) -> bool {
+    *value == 1
 }
 
 impl Default for MineConfig {
@@ -118,6 +128,7 @@ impl Default for MineConfig {
             min_fullmove: 10,
             max_per_game: 1,
             max_solver_moves: 5,
+            min_solver_moves: 1,
             winning_cp: 200,
             dedup_positions: true,
         }
@@ -131,6 +142,12 @@ impl MineConfig {
         }
         if self.max_solver_moves == 0 {
             crate::bail_input!("mine: max_solver_moves must be at least 1");
+        }
+        if self.min_solver_moves == 0 || self.min_solver_moves > self.max_solver_moves {
+            crate::bail_input!(
+                "mine: min_solver_moves must be between 1 and max_solver_moves ({})",
+                self.max_solver_moves
+            );
         }
         Ok(())
     }
@@ -531,6 +548,20 @@ impl MineRun {
             stats.nodes += r.nodes;
         }
         stats
+    }
+
+    /// The candidates found, as (unit index, ply, best move): what two
+    /// runs over the same units are compared by.
+    pub fn candidate_keys(&self) -> HashSet<(usize, usize, String)> {
+        self.results
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                r.found
+                    .iter()
+                    .map(move |f| (i, f.after, f.best_move.clone()))
+            })
+            .collect()
     }
 }
 
@@ -952,6 +983,7 @@ pub(crate) fn select_puzzles(
             result
                 .found
                 .iter()
+                .filter(|found| found.line.len().div_ceil(2) >= config.min_solver_moves)
                 .filter_map(|found| Some((found.zobrist, build_puzzle(unit, found, config)?)))
                 .take(config.max_per_game),
         );

@@ -16,7 +16,6 @@
 
 use anyhow::Result;
 use serde_json::json;
-use std::collections::HashSet;
 use std::path::PathBuf;
 
 use crate::core::summary::Summary;
@@ -127,19 +126,6 @@ impl Measured {
     }
 }
 
-/// Candidates of a run, as (game, ply, best move).
-fn candidate_keys(run: &mine::MineRun) -> HashSet<(usize, usize, String)> {
-    run.results
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            r.found
-                .iter()
-                .map(move |f| (i, f.after, f.best_move.clone()))
-        })
-        .collect()
-}
-
 /// The side-by-side table and JSON: recall of the funnel's candidates
 /// against the exhaustive ones, and the ratio of engine nodes.
 fn bench_summary(
@@ -150,7 +136,7 @@ fn bench_summary(
     funnel: &Measured,
 ) -> Summary {
     let (reference_keys, cheap_keys) =
-        (candidate_keys(&exhaustive.run), candidate_keys(&funnel.run));
+        (exhaustive.run.candidate_keys(), funnel.run.candidate_keys());
     let found = reference_keys.intersection(&cheap_keys).count();
     let recall = if reference_keys.is_empty() {
         1.0

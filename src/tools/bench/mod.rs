@@ -1,5 +1,8 @@
 //! `puzzleforge bench ...`: speed measured side by side with a peer in the
 //! same run, reported as ratios. Benchmarks, not tests.
+//!
+//! `bench generate` measures a pipeline setting (generation's profiles), so
+//! it lives beside generation: [`crate::pipeline::generate_bench`].
 
 pub mod ingest;
 pub mod mine;
