@@ -289,6 +289,21 @@ fn blank_and_odd_lines() {
     ));
 }
 
+/// A line Stockfish 15.1 printed during a node-limited MultiPV 2 search of
+/// a self-play position: the second move failed low before it had a line.
+#[test]
+fn an_empty_pv_is_a_line_without_moves() {
+    let line = "info depth 12 seldepth 14 multipv 2 score cp 16 upperbound time 2701 nodes 157502 nps 58000 tbhits 0 hashfull 18 pv ";
+    let Ok(EngineLine::Info(info)) = parse_line(line) else {
+        panic!("{line:?} should parse");
+    };
+    assert_eq!(info.multipv, Some(2));
+    assert_eq!(info.score, Some(Score::Cp(16)));
+    assert_eq!(info.bound, Bound::Upper);
+    assert!(info.pv.is_empty());
+    assert!(parse_line("info pv").is_ok());
+}
+
 #[test]
 fn broken_lines_are_errors() {
     for line in [
@@ -297,7 +312,8 @@ fn broken_lines_are_errors() {
         "info score cp",
         "info score centipawns 5",
         "info wdl 1 2",
-        "info pv",
+        "info pv e2e9",
+        "info depth 3 pv garbage",
         "info depth ?? score cp garbage from the fault engine",
         "bestmove",
         "bestmove e2e9",

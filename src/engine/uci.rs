@@ -243,8 +243,15 @@ fn parse_info<'a>(line: &str, tokens: impl Iterator<Item = &'a str>) -> Result<I
                 while let Some(token) = tokens.next_if(|token| is_uci_move(token)) {
                     info.pv.push(token.to_string());
                 }
-                if info.pv.is_empty() {
-                    return Err(error(line, "`pv` without moves"));
+                // Stockfish 15.1 ends a MultiPV line with an empty `pv` when
+                // that move's search failed low before it had a line
+                // ("... multipv 2 score cp 16 upperbound ... pv "): legal,
+                // and the search keeps that rank's last line with moves. A
+                // `pv` followed by something that is not a move is garbage.
+                if info.pv.is_empty()
+                    && let Some(token) = tokens.peek()
+                {
+                    return Err(error(line, format!("`pv` followed by {token:?}")));
                 }
             }
             "refutation" | "currline" => {
