@@ -346,6 +346,13 @@ impl EnginePool {
         (self.config.backoff * factor).min(self.config.backoff_cap)
     }
 
+    /// Engine CPU seconds the pool's searches have spent so far, all
+    /// engines together: what a step's cost is measured by (the difference
+    /// before and after).
+    pub fn search_cpu_seconds(&self) -> f64 {
+        self.stats().iter().map(|s| s.cpu_seconds).sum()
+    }
+
     /// Per-engine statistics.
     pub fn stats(&self) -> Vec<EngineStats> {
         self.slots

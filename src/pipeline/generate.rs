@@ -524,11 +524,7 @@ fn stored_batches(store: &Path) -> Result<BTreeMap<u64, Batch>> {
         else {
             continue;
         };
-        let summary_path = entry.path().join("batch.json");
-        let text = std::fs::read_to_string(&summary_path)
-            .with_context(|| format!("reading {}", summary_path.display()))?;
-        let summary: Value = serde_json::from_str(&text)
-            .map_err(|e| bad_input(format!("{}: not JSON: {e}", summary_path.display())))?;
+        let summary = read_batch_summary(&entry.path())?;
         batches.insert(
             first,
             Batch {
@@ -540,6 +536,15 @@ fn stored_batches(store: &Path) -> Result<BTreeMap<u64, Batch>> {
         );
     }
     Ok(batches)
+}
+
+/// A stored batch's `batch.json`: its funnel counts, per game, and the
+/// engine CPU it recorded.
+pub(crate) fn read_batch_summary(dir: &Path) -> Result<Value> {
+    let path = dir.join("batch.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))
 }
 
 /// The scratch folder name of a batch being written by this process: the
@@ -593,20 +598,13 @@ impl Player<'_> {
         let scratch = self.store.join(scratch_name(&name));
         std::fs::create_dir_all(&scratch)
             .with_context(|| format!("creating {}", scratch.display()))?;
-        let cpu = |pools: (&EnginePool, Option<&EnginePool>)| -> f64 {
-            pools
-                .0
-                .stats()
-                .iter()
-                .chain(pools.1.map(|p| p.stats()).iter().flatten())
-                .map(|s| s.cpu_seconds)
-                .sum()
-        };
-        let before = cpu((pool, second.as_ref()));
+        let cpu =
+            || pool.search_cpu_seconds() + second.as_ref().map_or(0.0, |p| p.search_cpu_seconds());
+        let before = cpu();
         let mut steps = serde_json::Map::new();
         let mut mark = before;
         let mut step = |name: &str, extra: f64| {
-            let now = cpu((pool, second.as_ref()));
+            let now = cpu();
             steps.insert(name.to_string(), json!(now - mark + extra));
             mark = now;
         };
@@ -663,7 +661,7 @@ impl Player<'_> {
         )?
         .json;
         step("verify", 0.0);
-        let cpu_seconds = cpu((pool, second.as_ref())) - before + rate_cpu;
+        let cpu_seconds = cpu() - before + rate_cpu;
         let summary = json!({
             "first": first,
             "last": last,
@@ -778,12 +776,7 @@ impl<'a> Counter<'a> {
     /// it are not counted).
     fn add_segment(&mut self, segment: &Segment, stop: bool) -> Result<Option<u64>> {
         let dir = &segment.batch.dir;
-        let summary_path = dir.join("batch.json");
-        let summary: Value = serde_json::from_str(
-            &std::fs::read_to_string(&summary_path)
-                .with_context(|| format!("reading {}", summary_path.display()))?,
-        )
-        .map_err(|e| bad_input(format!("{}: not JSON: {e}", summary_path.display())))?;
+        let summary = read_batch_summary(dir)?;
         let per_game: BTreeMap<u64, &Value> = summary["per_game"]
             .as_array()
             .into_iter()

@@ -177,11 +177,7 @@ fn measure(
         args.games,
         dir,
     )?;
-    let summary_path = batch.join("batch.json");
-    let batch_summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(&summary_path)
-            .with_context(|| format!("reading {}", summary_path.display()))?,
-    )?;
+    let batch_summary = crate::pipeline::generate::read_batch_summary(&batch)?;
     let steps = batch_summary["engine_cpu_seconds_by_step"]
         .as_object()
         .into_iter()
@@ -228,12 +224,11 @@ fn sample(
         ..funnel.clone()
     };
     let pool = EnginePool::new(engine.spec.clone(), engine.pool.clone())?;
-    let cpu = |pool: &EnginePool| pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>();
-    let start = cpu(&pool);
+    let start = pool.search_cpu_seconds();
     let reference = mine::mine_units(&units, &exhaustive, &pool)?;
-    let middle = cpu(&pool);
+    let middle = pool.search_cpu_seconds();
     let cheap = mine::mine_units(&units, funnel, &pool)?;
-    let end = cpu(&pool);
+    let end = pool.search_cpu_seconds();
     let (reference_keys, cheap_keys) = (reference.candidate_keys(), cheap.candidate_keys());
     let (rs, cs) = (reference.stats(), cheap.stats());
     Ok(Sample {

@@ -240,14 +240,14 @@ pub(crate) fn mine_loaded_per_unit(
     output: &Path,
 ) -> Result<(Summary, Vec<[u64; 3]>)> {
     config.validate()?;
-    let cpu_before: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum();
+    let cpu_before = pool.search_cpu_seconds();
     let run = mine_units(&loaded.units, config, pool)?;
     let per_unit = run
         .results
         .iter()
         .map(|r| [r.positions, r.full_searches, r.found.len() as u64])
         .collect();
-    let cpu_seconds: f64 = pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>() - cpu_before;
+    let cpu_seconds = pool.search_cpu_seconds() - cpu_before;
     let puzzles = select_puzzles(&loaded.units, &run, config);
     let columns = columns::names(MINE_COLUMNS).map(String::from);
     let mut writer = PuzzleWriter::create(output, &columns)?;

@@ -116,12 +116,11 @@ struct Measured {
 
 impl Measured {
     fn mine(units: &[MineUnit], config: &MineConfig, pool: &EnginePool) -> Result<Self> {
-        let cpu = |pool: &EnginePool| pool.stats().iter().map(|s| s.cpu_seconds).sum::<f64>();
-        let before = cpu(pool);
+        let before = pool.search_cpu_seconds();
         let run = mine::mine_units(units, config, pool)?;
         Ok(Self {
             run,
-            cpu_seconds: cpu(pool) - before,
+            cpu_seconds: pool.search_cpu_seconds() - before,
         })
     }
 }
