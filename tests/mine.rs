@@ -274,3 +274,38 @@ fn verify_rechecks_mined_puzzles() {
         summary.human
     );
 }
+
+/// `bench mine` on a real Lichess game: the exhaustive search analyses every
+/// position fully, the funnel fewer, and the recall and node ratio are
+/// computed from the two runs' own candidates and nodes.
+#[test]
+fn bench_mine_sets_the_funnel_beside_the_exhaustive_search() {
+    let out = common::summary(&common::puzzleforge_here(&[
+        "bench",
+        "mine",
+        "--pgn",
+        "tests/data/lichess_game_export_ZlCTzfMG_eval_clk.pgn",
+        "--depth",
+        "8",
+        "--shallow-depth",
+        "4",
+        "--workers",
+        "1",
+        "--json",
+    ]));
+    let (exhaustive, funnel) = (&out["exhaustive"], &out["funnel"]);
+    let number = |v: &serde_json::Value| v.as_u64().unwrap();
+    let positions = number(&exhaustive["positions"]);
+    assert!(positions > 20, "{out:#}");
+    assert_eq!(number(&funnel["positions"]), positions, "{out:#}");
+    assert_eq!(number(&exhaustive["full_searches"]), positions, "{out:#}");
+    assert!(number(&funnel["full_searches"]) < positions, "{out:#}");
+    let nodes_ratio = out["nodes_ratio"].as_f64().unwrap();
+    let expected = number(&exhaustive["nodes"]) as f64 / number(&funnel["nodes"]) as f64;
+    assert!(nodes_ratio > 1.0 && (nodes_ratio - expected).abs() < 1e-9, "{out:#}");
+    let recall = out["recall"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&recall), "{out:#}");
+    for run in [exhaustive, funnel] {
+        assert!(run["cpu_seconds"].as_f64().unwrap() > 0.0, "{out:#}");
+    }
+}

@@ -31,7 +31,7 @@ use crate::core::summary::Summary;
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineArgs;
 use crate::pipeline::config::PipelineConfig;
-use crate::stages::mine::{self, MineConfig};
+use crate::stages::mine::{self, FunnelCheck, MineConfig};
 use crate::stages::release::cells::{Tier, is_mate};
 
 /// `puzzleforge bench generate`.
@@ -160,6 +160,8 @@ struct Sample {
     funnel_candidates: usize,
     /// Exhaustive candidates the funnel also found.
     found: usize,
+    recall: f64,
+    nodes_ratio: Option<f64>,
 }
 
 fn measure(
@@ -207,7 +209,7 @@ fn measure(
 }
 
 /// Mines every `--exhaustive-every`-th game exhaustively and with the
-/// funnel, on one fresh pool.
+/// funnel (`FunnelCheck`, as `bench mine` does), on one fresh pool.
 fn sample(
     args: &BenchGenerateArgs,
     engine: crate::pipeline::generate::Engine,
@@ -219,29 +221,26 @@ fn sample(
         .into_iter()
         .step_by(args.exhaustive_every)
         .collect();
+    let pool = EnginePool::new(engine.spec.clone(), engine.pool.clone())?;
+    let check = FunnelCheck::run(&units, funnel, &pool)?;
     let exhaustive = MineConfig {
         exhaustive: true,
         ..funnel.clone()
     };
-    let pool = EnginePool::new(engine.spec.clone(), engine.pool.clone())?;
-    let start = pool.search_cpu_seconds();
-    let reference = mine::mine_units(&units, &exhaustive, &pool)?;
-    let middle = pool.search_cpu_seconds();
-    let cheap = mine::mine_units(&units, funnel, &pool)?;
-    let end = pool.search_cpu_seconds();
-    let (reference_keys, cheap_keys) = (reference.candidate_keys(), cheap.candidate_keys());
-    let (rs, cs) = (reference.stats(), cheap.stats());
+    let (rs, cs) = (check.exhaustive.stats(), check.funnel.stats());
     Ok(Sample {
         games: units.len(),
         positions: rs.positions,
-        exhaustive_cpu: middle - start,
+        exhaustive_cpu: check.exhaustive_cpu_seconds,
         exhaustive_nodes: rs.nodes,
-        exhaustive_candidates: reference_keys.len(),
-        exhaustive_puzzles: mine::select_puzzles(&units, &reference, &exhaustive).len(),
-        funnel_cpu: end - middle,
+        exhaustive_candidates: check.exhaustive_candidates,
+        exhaustive_puzzles: mine::select_puzzles(&units, &check.exhaustive, &exhaustive).len(),
+        funnel_cpu: check.funnel_cpu_seconds,
         funnel_nodes: cs.nodes,
-        funnel_candidates: cheap_keys.len(),
-        found: reference_keys.intersection(&cheap_keys).count(),
+        funnel_candidates: check.funnel_candidates,
+        found: check.found,
+        recall: check.recall(),
+        nodes_ratio: check.nodes_ratio(),
     })
 }
 
@@ -312,11 +311,7 @@ fn summary(
         m.mined_in_tier as f64 / mined
     };
     let epoch_tier = epoch_kept * hard_share;
-    let recall = if s.exhaustive_candidates == 0 {
-        1.0
-    } else {
-        s.found as f64 / s.exhaustive_candidates as f64
-    };
+    let recall = s.recall;
     let verified = m.verified.len() as f64;
     let ours_rate = per_hour(verified, total);
     let ours_tier_rate = per_hour(m.verified_in_tier as f64, total);
@@ -382,7 +377,7 @@ fn summary(
         cpp = per_position(s.exhaustive_cpu),
         npp = per_position(s.exhaustive_nodes as f64),
         fnpp = funnel_nodes_per_position,
-        nr = show(ratio(s.exhaustive_nodes as f64, s.funnel_nodes as f64)),
+        nr = show(s.nodes_ratio),
         found = s.found,
         ec = s.exhaustive_candidates,
         rc = recall * 100.0,
@@ -435,7 +430,7 @@ fn summary(
             "recall": recall,
             "funnel_cpu_seconds": s.funnel_cpu,
             "funnel_nodes": s.funnel_nodes,
-            "nodes_ratio": ratio(s.exhaustive_nodes as f64, s.funnel_nodes as f64),
+            "nodes_ratio": s.nodes_ratio,
         },
         "ratio_per_cpu_hour": ratio(ours_rate, epoch_rate),
         "ratio_in_tier_per_cpu_hour": ratio(ours_tier_rate, epoch_tier_rate),

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use crate::core::summary::Summary;
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::{EngineArgs, EngineConfig};
-use crate::stages::mine::{self, MineConfig, MineUnit, Source};
+use crate::stages::mine::{self, FunnelCheck, MineConfig, MineUnit, Source};
 use crate::stages::selfplay::{self, Mode, SelfplayConfig};
 
 /// `puzzleforge bench mine`.
@@ -61,18 +61,12 @@ pub fn run_bench_mine(args: &BenchMineArgs) -> Result<Summary> {
         funnel.shallow_depth = depth;
     }
     funnel.validate()?;
-    let exhaustive = MineConfig {
-        exhaustive: true,
-        ..funnel.clone()
-    };
-    let reference = Measured::mine(&units, &exhaustive, &pool)?;
-    let cheap = Measured::mine(&units, &funnel, &pool)?;
+    let check = FunnelCheck::run(&units, &funnel, &pool)?;
     Ok(bench_summary(
         args,
         units.len(),
         funnel.shallow_depth,
-        &reference,
-        &cheap,
+        &check,
     ))
 }
 
@@ -108,52 +102,22 @@ fn bench_units(args: &BenchMineArgs, pool: &EnginePool) -> Result<Vec<MineUnit>>
     Ok(units)
 }
 
-/// One mining run and the engine CPU time it took.
-struct Measured {
-    run: mine::MineRun,
-    cpu_seconds: f64,
-}
-
-impl Measured {
-    fn mine(units: &[MineUnit], config: &MineConfig, pool: &EnginePool) -> Result<Self> {
-        let before = pool.search_cpu_seconds();
-        let run = mine::mine_units(units, config, pool)?;
-        Ok(Self {
-            run,
-            cpu_seconds: pool.search_cpu_seconds() - before,
-        })
-    }
-}
-
 /// The side-by-side table and JSON: recall of the funnel's candidates
 /// against the exhaustive ones, and the ratio of engine nodes.
 fn bench_summary(
     args: &BenchMineArgs,
     games: usize,
     shallow_depth: u32,
-    exhaustive: &Measured,
-    funnel: &Measured,
+    check: &FunnelCheck,
 ) -> Summary {
-    let (reference_keys, cheap_keys) =
-        (exhaustive.run.candidate_keys(), funnel.run.candidate_keys());
-    let found = reference_keys.intersection(&cheap_keys).count();
-    let recall = if reference_keys.is_empty() {
-        1.0
-    } else {
-        found as f64 / reference_keys.len() as f64
-    };
-    let (rs, cs) = (exhaustive.run.stats(), funnel.run.stats());
-    let ratio = if cs.nodes == 0 {
-        f64::INFINITY
-    } else {
-        rs.nodes as f64 / cs.nodes as f64
-    };
+    let (found, recall, ratio) = (check.found, check.recall(), check.nodes_ratio());
+    let (rs, cs) = (check.exhaustive.stats(), check.funnel.stats());
     let human = format!(
         "bench mine: {} games, full search depth {} (shallow depth {})\n\
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10}\n\
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10.1}\n\
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10.1}\n\
-         recall of the funnel: {found}/{} = {:.1}% (floor 95%); nodes ratio {ratio:.1}x (floor 5x)",
+         recall of the funnel: {found}/{} = {:.1}% (floor 95%); nodes ratio {} (floor 5x)",
         games,
         args.depth,
         shallow_depth,
@@ -168,15 +132,16 @@ fn bench_summary(
         rs.full_searches,
         rs.candidates,
         rs.nodes,
-        exhaustive.cpu_seconds,
+        check.exhaustive_cpu_seconds,
         "funnel",
         cs.positions,
         cs.full_searches,
         cs.candidates,
         cs.nodes,
-        funnel.cpu_seconds,
-        reference_keys.len(),
+        check.funnel_cpu_seconds,
+        check.exhaustive_candidates,
         recall * 100.0,
+        ratio.map_or("n/a".to_string(), |r| format!("{r:.1}x")),
     );
     let json = json!({
         "command": "bench mine",
@@ -184,13 +149,13 @@ fn bench_summary(
         "depth": args.depth,
         "shallow_depth": shallow_depth,
         "exhaustive": {"positions": rs.positions, "full_searches": rs.full_searches,
-                        "candidates": rs.candidates, "nodes": rs.nodes, "cpu_seconds": exhaustive.cpu_seconds},
+                        "candidates": rs.candidates, "nodes": rs.nodes, "cpu_seconds": check.exhaustive_cpu_seconds},
         "funnel": {"positions": cs.positions, "full_searches": cs.full_searches,
-                    "candidates": cs.candidates, "nodes": cs.nodes, "cpu_seconds": funnel.cpu_seconds},
+                    "candidates": cs.candidates, "nodes": cs.nodes, "cpu_seconds": check.funnel_cpu_seconds},
         "recall": recall,
         "nodes_ratio": ratio,
         "recall_floor_met": recall >= 0.95,
-        "nodes_ratio_floor_met": ratio >= 5.0,
+        "nodes_ratio_floor_met": ratio.is_some_and(|r| r >= 5.0),
     });
     Summary::new(human, json)
 }
