@@ -302,7 +302,10 @@ fn bench_mine_sets_the_funnel_beside_the_exhaustive_search() {
     assert!(number(&funnel["full_searches"]) < positions, "{out:#}");
     let nodes_ratio = out["nodes_ratio"].as_f64().unwrap();
     let expected = number(&exhaustive["nodes"]) as f64 / number(&funnel["nodes"]) as f64;
-    assert!(nodes_ratio > 1.0 && (nodes_ratio - expected).abs() < 1e-9, "{out:#}");
+    assert!(
+        nodes_ratio > 1.0 && (nodes_ratio - expected).abs() < 1e-9,
+        "{out:#}"
+    );
     let recall = out["recall"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&recall), "{out:#}");
     for run in [exhaustive, funnel] {

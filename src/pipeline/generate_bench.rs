@@ -150,18 +150,7 @@ struct Measured {
 /// Epoch's exhaustive search and the funnel on the sampled games.
 struct Sample {
     games: usize,
-    positions: u64,
-    exhaustive_cpu: f64,
-    exhaustive_nodes: u64,
-    exhaustive_candidates: usize,
-    exhaustive_puzzles: usize,
-    funnel_cpu: f64,
-    funnel_nodes: u64,
-    funnel_candidates: usize,
-    /// Exhaustive candidates the funnel also found.
-    found: usize,
-    recall: f64,
-    nodes_ratio: Option<f64>,
+    check: FunnelCheck,
 }
 
 fn measure(
@@ -222,25 +211,9 @@ fn sample(
         .step_by(args.exhaustive_every)
         .collect();
     let pool = EnginePool::new(engine.spec.clone(), engine.pool.clone())?;
-    let check = FunnelCheck::run(&units, funnel, &pool)?;
-    let exhaustive = MineConfig {
-        exhaustive: true,
-        ..funnel.clone()
-    };
-    let (rs, cs) = (check.exhaustive.stats(), check.funnel.stats());
     Ok(Sample {
         games: units.len(),
-        positions: rs.positions,
-        exhaustive_cpu: check.exhaustive_cpu_seconds,
-        exhaustive_nodes: rs.nodes,
-        exhaustive_candidates: check.exhaustive_candidates,
-        exhaustive_puzzles: mine::select_puzzles(&units, &check.exhaustive, &exhaustive).len(),
-        funnel_cpu: check.funnel_cpu_seconds,
-        funnel_nodes: cs.nodes,
-        funnel_candidates: check.funnel_candidates,
-        found: check.found,
-        recall: check.recall(),
-        nodes_ratio: check.nodes_ratio(),
+        check: FunnelCheck::run(&units, funnel, &pool)?,
     })
 }
 
@@ -288,22 +261,24 @@ fn summary(
     let (selfplay, mine_cpu) = (step("selfplay"), step("mine"));
     let total: f64 = m.steps.iter().map(|(_, v)| v).sum();
     let s = &m.sample;
+    let check = &s.check;
+    let (exhaustive, funnel) = (check.exhaustive.stats(), check.funnel.stats());
     let games = m.games as f64;
     let sample_games = s.games.max(1) as f64;
     // Epoch's mining, modelled: the sample's cost per analysed position
     // times the positions of every game.
     let per_position = |x: f64| {
-        if s.positions > 0 {
-            x / s.positions as f64
+        if exhaustive.positions > 0 {
+            x / exhaustive.positions as f64
         } else {
             0.0
         }
     };
-    let epoch_mine_cpu = per_position(s.exhaustive_cpu) * m.positions as f64;
-    let epoch_nodes = per_position(s.exhaustive_nodes as f64) * m.positions as f64;
-    let funnel_nodes_per_position = per_position(s.funnel_nodes as f64);
+    let epoch_mine_cpu = per_position(check.exhaustive_cpu_seconds) * m.positions as f64;
+    let epoch_nodes = per_position(exhaustive.nodes as f64) * m.positions as f64;
+    let funnel_nodes_per_position = per_position(funnel.nodes as f64);
     let epoch_cpu = selfplay + epoch_mine_cpu;
-    let epoch_kept = s.exhaustive_puzzles as f64 / sample_games * games;
+    let epoch_kept = check.exhaustive_puzzles as f64 / sample_games * games;
     let mined = m.mined.len() as f64;
     let hard_share = if m.mined.is_empty() {
         0.0
@@ -311,7 +286,7 @@ fn summary(
         m.mined_in_tier as f64 / mined
     };
     let epoch_tier = epoch_kept * hard_share;
-    let recall = s.recall;
+    let recall = check.recall();
     let verified = m.verified.len() as f64;
     let ours_rate = per_hour(verified, total);
     let ours_tier_rate = per_hour(m.verified_in_tier as f64, total);
@@ -373,13 +348,13 @@ fn summary(
             .collect::<Vec<_>>()
             .join(", "),
         sg = s.games,
-        sp = s.positions,
-        cpp = per_position(s.exhaustive_cpu),
-        npp = per_position(s.exhaustive_nodes as f64),
+        sp = exhaustive.positions,
+        cpp = per_position(check.exhaustive_cpu_seconds),
+        npp = per_position(exhaustive.nodes as f64),
         fnpp = funnel_nodes_per_position,
-        nr = show(s.nodes_ratio),
-        found = s.found,
-        ec = s.exhaustive_candidates,
+        nr = show(check.nodes_ratio()),
+        found = check.found,
+        ec = check.exhaustive_candidates,
         rc = recall * 100.0,
         r1 = show(ratio(ours_rate, epoch_rate)),
         r2 = show(ratio(ours_tier_rate, epoch_tier_rate)),
@@ -410,9 +385,9 @@ fn summary(
         },
         "epoch_modelled": {
             "sample_games": s.games,
-            "sample_positions": s.positions,
-            "exhaustive_cpu_seconds_sample": s.exhaustive_cpu,
-            "exhaustive_nodes_sample": s.exhaustive_nodes,
+            "sample_positions": exhaustive.positions,
+            "exhaustive_cpu_seconds_sample": check.exhaustive_cpu_seconds,
+            "exhaustive_nodes_sample": exhaustive.nodes,
             "mine_cpu_seconds": epoch_mine_cpu,
             "mine_nodes": epoch_nodes,
             "cpu_seconds": epoch_cpu,
@@ -423,14 +398,14 @@ fn summary(
             "kept_in_tier_per_cpu_hour": epoch_tier_rate,
         },
         "sample": {
-            "exhaustive_candidates": s.exhaustive_candidates,
-            "exhaustive_puzzles": s.exhaustive_puzzles,
-            "funnel_candidates": s.funnel_candidates,
-            "found": s.found,
+            "exhaustive_candidates": check.exhaustive_candidates,
+            "exhaustive_puzzles": check.exhaustive_puzzles,
+            "funnel_candidates": check.funnel_candidates,
+            "found": check.found,
             "recall": recall,
-            "funnel_cpu_seconds": s.funnel_cpu,
-            "funnel_nodes": s.funnel_nodes,
-            "nodes_ratio": s.nodes_ratio,
+            "funnel_cpu_seconds": check.funnel_cpu_seconds,
+            "funnel_nodes": funnel.nodes,
+            "nodes_ratio": check.nodes_ratio(),
         },
         "ratio_per_cpu_hour": ratio(ours_rate, epoch_rate),
         "ratio_in_tier_per_cpu_hour": ratio(ours_tier_rate, epoch_tier_rate),

@@ -579,6 +579,9 @@ pub(crate) struct FunnelCheck {
     pub exhaustive_candidates: usize,
     pub funnel_candidates: usize,
     pub found: usize,
+    /// Puzzles the exhaustive run keeps (`select_puzzles` under its
+    /// settings): what Epoch's procedure would publish from these units.
+    pub exhaustive_puzzles: usize,
 }
 
 impl FunnelCheck {
@@ -596,6 +599,7 @@ impl FunnelCheck {
         let end = pool.search_cpu_seconds();
         let (reference_keys, cheap_keys) = (exhaustive.candidate_keys(), cheap.candidate_keys());
         Ok(Self {
+            exhaustive_puzzles: select_puzzles(units, &exhaustive, &exhaustive_config).len(),
             exhaustive_candidates: reference_keys.len(),
             funnel_candidates: cheap_keys.len(),
             found: reference_keys.intersection(&cheap_keys).count(),
