@@ -201,10 +201,13 @@ fn only_move_and_mated_positions() {
     assert_eq!(output[0]["best_move"], "h1g1");
     assert_eq!(output[0]["second_move"], Value::Null);
     assert_eq!(output[0]["second_score"], Value::Null);
-    assert_eq!(output[0]["unique"], true);
+    // A forced move is no puzzle's first move (the one verdict).
+    assert_eq!(output[0]["unique"], false);
+    assert_eq!(output[0]["why"], "only_legal_move");
     assert_eq!(output[1]["best_move"], Value::Null);
     assert_eq!(output[1]["best_score"], serde_json::json!({"mate": 0}));
     assert_eq!(output[1]["unique"], false);
+    assert_eq!(output[1]["why"], "no_legal_move");
 }
 
 #[test]
@@ -238,4 +241,204 @@ fn bad_input_names_the_line() {
         Some(2),
         "--nodes or --depth is required"
     );
+}
+
+/// Twenty real positions for the one-verdict test, as two-move puzzles
+/// (FEN before the opponent's move, the move, a solution): fifteen sample
+/// puzzles as they start, the opening after 1.e4 (no puzzle: many good
+/// moves), two whose solver can mate in one with several
+/// moves (the Lichess exception), and two solver positions inside sample
+/// lines where only one move is legal.
+fn one_verdict_puzzles() -> Vec<Puzzle> {
+    let sample = puzzles();
+    let two_moves = |fen: String, opponent: &str, solution: &str, id: String| Puzzle {
+        id,
+        fen,
+        moves: vec![opponent.to_string(), solution.to_string()],
+        ..Puzzle::default()
+    };
+    // The positions along a sample puzzle's line: [k] after k moves.
+    let positions = |puzzle: &Puzzle| -> Vec<Chess> {
+        let fen = Fen::from_ascii(puzzle.fen.as_bytes()).expect("sample FEN");
+        let mut position: Chess = fen.into_position(CastlingMode::Standard).expect("legal");
+        let mut all = vec![position.clone()];
+        for uci in &puzzle.moves {
+            let mv = UciMove::from_ascii(uci.as_bytes())
+                .expect("UCI")
+                .to_move(&position)
+                .expect("legal move");
+            position.play_unchecked(mv);
+            all.push(position.clone());
+        }
+        all
+    };
+    let fen_of = |position: &Chess| Fen::from_position(position, EnPassantMode::Legal).to_string();
+    let mut chosen: Vec<Puzzle> = sample
+        .iter()
+        .take(15)
+        .map(|p| two_moves(p.fen.clone(), &p.moves[0], &p.moves[1], p.id.clone()))
+        .collect();
+    // No puzzle: Black after 1.e4 has many moves as good as the best.
+    chosen.push(two_moves(
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".to_string(),
+        "e2e4",
+        "c7c5",
+        "after-e4".to_string(),
+    ));
+    let mates_in_one = |position: &Chess| {
+        position
+            .legal_moves()
+            .iter()
+            .filter(|m| position.clone().play(**m).is_ok_and(|p| p.is_checkmate()))
+            .count()
+    };
+    let lines: Vec<(&Puzzle, Vec<Chess>)> =
+        sample.iter().skip(16).map(|p| (p, positions(p))).collect();
+    chosen.extend(
+        lines
+            .iter()
+            .filter(|(_, line)| mates_in_one(&line[1]) >= 2)
+            .take(2)
+            .map(|(p, _)| two_moves(p.fen.clone(), &p.moves[0], &p.moves[1], p.id.clone())),
+    );
+    let forced = lines.iter().flat_map(|(p, line)| {
+        (3..p.moves.len())
+            .step_by(2)
+            .filter(|&ply| line[ply].legal_moves().len() == 1)
+            .map(|ply| {
+                two_moves(
+                    fen_of(&line[ply - 1]),
+                    &p.moves[ply - 1],
+                    &p.moves[ply],
+                    format!("{}-{ply}", p.id),
+                )
+            })
+            .collect::<Vec<_>>()
+    });
+    chosen.extend(forced.take(2));
+    assert_eq!(chosen.len(), 20, "the sample holds every kind of position");
+    chosen
+}
+
+/// The one verdict: `check`, the miner and verify's deeper search decide
+/// uniqueness by one function, so on the same positions, at the same node
+/// budget, they agree under every criterion. A mate-in-n line (n > 1) is
+/// mined only when its later moves hold too, so the mate criterion compares
+/// mates in one and non-mates (where the rule reads the first move alone).
+#[test]
+fn check_mine_and_verify_give_one_verdict() {
+    use std::collections::BTreeMap;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let puzzles = one_verdict_puzzles();
+    let candidates = dir.path().join("candidates.csv");
+    let as_candidates: Vec<Puzzle> = puzzles
+        .iter()
+        .map(|p| Puzzle {
+            moves: p.moves[..1].to_vec(),
+            ..p.clone()
+        })
+        .collect();
+    puzzleforge::chess::record::write_puzzles(&candidates, &as_candidates).expect("write");
+    let two_move = dir.path().join("two_move.csv");
+    puzzleforge::chess::record::write_puzzles(&two_move, &puzzles).expect("write");
+    let input = write_input(
+        dir.path(),
+        &puzzles.iter().map(solver_fen).collect::<Vec<_>>(),
+    );
+    let nodes = "30000";
+    let mut verdict_counts = BTreeMap::new();
+    for criterion in ["epoch", "lichess", "mate"] {
+        let checked = json_lines(&check(
+            &input,
+            &["--nodes", nodes, "--criterion", criterion, "--workers", "2"],
+        ));
+        assert_eq!(checked.len(), 20);
+
+        let mined = dir.path().join(format!("mined-{criterion}.csv"));
+        let output = Command::new(PUZZLEFORGE)
+            .args([
+                "mine",
+                candidates.to_str().unwrap(),
+                "-o",
+                mined.to_str().unwrap(),
+            ])
+            .args(["--nodes", nodes, "--exhaustive", "--criterion", criterion])
+            .args(["--trivial-captures", "--workers", "2"])
+            .output()
+            .expect("run mine");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let mined_ids: std::collections::HashSet<String> = read_puzzles(&mined)
+            .expect("mined puzzles")
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+
+        let report = dir.path().join(format!("verify-{criterion}.jsonl"));
+        let output = Command::new(PUZZLEFORGE)
+            .args([
+                "verify",
+                two_move.to_str().unwrap(),
+                "-o",
+                report.to_str().unwrap(),
+            ])
+            .args(["--factor", "1", "--nodes", nodes, "--nodes-override"])
+            .args(["--criterion", criterion, "--workers", "2"])
+            .output()
+            .expect("run verify");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let verified: Vec<Value> = std::fs::read_to_string(&report)
+            .expect("verify report")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("JSON"))
+            .collect();
+        assert_eq!(verified.len(), 20);
+
+        for ((puzzle, checked), verified) in puzzles.iter().zip(&checked).zip(&verified) {
+            let unique = checked["unique"].as_bool().expect("unique");
+            let long_mate = checked["best_score"]["mate"]
+                .as_i64()
+                .is_some_and(|n| n > 1);
+            assert_eq!(
+                verified["criterion_holds"].as_bool(),
+                Some(unique),
+                "{criterion} {}: check {checked} verify {verified}",
+                puzzle.id
+            );
+            if !(criterion == "mate" && long_mate) {
+                assert_eq!(
+                    mined_ids.contains(&puzzle.id),
+                    unique,
+                    "{criterion} {}: check {checked}, mined {}",
+                    puzzle.id,
+                    mined_ids.contains(&puzzle.id)
+                );
+            }
+            *verdict_counts
+                .entry((criterion, checked["why"].as_str().unwrap().to_string()))
+                .or_insert(0) += 1;
+        }
+    }
+    // The positions exercise the verdict's cases, not only one of them.
+    for case in [
+        ("epoch", "unique"),
+        ("epoch", "only_legal_move"),
+        ("epoch", "second_too_good"),
+        ("lichess", "unique"),
+        ("lichess", "gap_too_small"),
+        ("mate", "unique"),
+        ("mate", "no_mate"),
+    ] {
+        assert!(
+            verdict_counts.contains_key(&(case.0, case.1.to_string())),
+            "no position gave {case:?}: {verdict_counts:?}"
+        );
+    }
 }

@@ -2,9 +2,9 @@
 //! and legal, well-formed lines. Needs Stockfish: fails without it.
 
 use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
-use puzzleforge::engine::criterion::Criterion;
+use puzzleforge::engine::criterion::{self, Criterion, Rule, Turn};
 use puzzleforge::engine::process::{Limit, SearchRequest};
-use puzzleforge::stages::mine::{MineConfig, run_mine_with, unique_best};
+use puzzleforge::stages::mine::{MineConfig, run_mine_with};
 use puzzleforge::stages::selfplay::{Mode, SelfplayConfig, run_selfplay_with};
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
@@ -62,7 +62,15 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
                 limit: Limit::Depth(10),
                 multipv: 2,
             };
-            unique_best(session, &request, &after, Criterion::Lichess)
+            let (judged, _) =
+                criterion::judge(session, &request, &after, Rule::Lichess, Turn::First)?;
+            Ok(judged.decision.unique.then(|| {
+                (
+                    judged.best_move.unwrap_or_default(),
+                    judged.best_score,
+                    judged.second_score,
+                )
+            }))
         })
         .unwrap();
     let mut agree = 0;

@@ -357,6 +357,22 @@ impl PuzzleLine {
         self.last_position().is_checkmate()
     }
 
+    /// Is `candidate` an accepted answer on the solver move at `ply`? The
+    /// solution's move, or, on the last move of a line that ends in mate,
+    /// any mating move (as Lichess accepts).
+    pub(crate) fn accepts(&self, ply: usize, candidate: Move) -> bool {
+        let Some((&solution, position)) = self.moves.get(ply).zip(self.positions.get(ply)) else {
+            return false;
+        };
+        candidate == solution
+            || (ply + 1 == self.moves.len()
+                && self.ends_in_checkmate()
+                && position
+                    .clone()
+                    .play(candidate)
+                    .is_ok_and(|p| p.is_checkmate()))
+    }
+
     /// The solver's turns in order: the index of the move in the line, the
     /// position the solver faces and the solution's move there.
     pub(crate) fn solver_turns(&self) -> impl Iterator<Item = (usize, &Chess, Move)> {

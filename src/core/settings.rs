@@ -10,6 +10,7 @@
 use anyhow::{Context, Result, anyhow};
 use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
+use serde_aux::serde_introspection::serde_introspect;
 use serde_json::Value;
 use std::path::Path;
 
@@ -89,14 +90,32 @@ where
         return Err(anyhow!("command-line flags must serialize to a map"));
     };
     for (name, value) in flags {
-        let key = name
+        let (table_path, leaf) = name.rsplit_once('.').unwrap_or(("", &name));
+        let table = table_path
             .split('.')
+            .filter(|key| !key.is_empty())
             .try_fold(&mut merged, |table, key| {
                 table.as_object_mut()?.get_mut(key)
             })
+            .and_then(Value::as_object_mut)
             .ok_or_else(|| anyhow!("the flag for {name:?} names no key of its config section"))?;
-        if is_given(&value) {
-            *key = value;
+        // A key the section writes out only when set away from its default
+        // (so that fingerprints of the default read as before) is missing
+        // from `merged`: it is still a field of the section.
+        let is_field = table_path.is_empty() && serde_introspect::<S>().contains(&leaf);
+        match table.get_mut(leaf) {
+            Some(key) if is_given(&value) => *key = value,
+            Some(_) => {}
+            None if is_field => {
+                if is_given(&value) {
+                    table.insert(leaf.to_string(), value);
+                }
+            }
+            None => {
+                return Err(anyhow!(
+                    "the flag for {name:?} names no key of its config section"
+                ));
+            }
         }
     }
     serde_json::from_value(merged).map_err(|e| bad_input(format!("command-line flags: {e}")))

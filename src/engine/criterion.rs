@@ -1,27 +1,57 @@
-//! Is the best move the only good one? The uniqueness criteria shared by
-//! `check` and the miner.
+//! The one verdict: is a solver move the only good one?
 //!
-//! * Epoch: best >= -100 cp, second <= 80 cp and best - second >= 180 cp,
-//!   with mate in n scored 10000 - n ([`Score::to_cp`]).
-//! * Lichess (lichess-puzzler's `is_valid_attack`): win chance of the best
-//!   move exceeds the second's by more than 0.7; a mate in 1 is accepted
-//!   when the best non-mating move's win chance is at most 0.6.
+//! Every caller that asks whether a move is unique (`check`, the miner's
+//! first move and its line extension, the funnel's shallow screen, verify's
+//! deeper search and its second engine) asks [`decide`], with the rule the
+//! puzzle is held to and which of its solver moves is judged ([`Turn`]).
 //!
-//! A position with exactly one legal move is unique under both.
+//! The rules ([`Rule`]):
+//!
+//! * **Epoch** (Epoch's generator): on the first solver move best >= -100
+//!   cp, second <= 80 cp and best - second >= 180 cp, a mate in n scored
+//!   10000 - n ([`Score::to_cp`]); on later moves of a line only the gap.
+//! * **Lichess** (lichess-puzzler's `is_valid_attack`): the best move's win
+//!   chance exceeds the second's by more than 0.7; a mate in 1 is accepted
+//!   when the best non-mating move's win chance is at most 0.6 (any mating
+//!   move is then an accepted answer).
+//! * **Mate** (forced mates of at most `max_solver_moves`): the best move
+//!   must mate, and every solver move is then held to Lichess's rule, the
+//!   rule lichess-puzzler holds its mate puzzles to. Since a mate is worth
+//!   win chance 1, the second move must stay below 0.3 (about +168 cp) and
+//!   must not mate itself, however slowly: a second mating move is a
+//!   second solution, which a solver would be marked wrong for. The mate in
+//!   1 keeps Lichess's exception: any mating move is accepted, so the
+//!   question is only whether a non-mating move also wins (> 0.6).
+//! * **Gap** (a second engine, on its own scale): best - second >= the gap.
+//!   Engines score on different scales, so another engine is held to
+//!   agreement on the move and a gap, not to absolute thresholds.
+//!
+//! **One legal move**, decided once here for every rule: a forced move is
+//! no puzzle, so a puzzle never *starts* with one (there is nothing to
+//! find; lichess-puzzler likewise never starts a puzzle where fewer than
+//! two moves are legal, and Epoch's search needs a second line); inside a
+//! line a forced solver move is unique and the line goes on through it,
+//! but a line never *ends* on one ([`ends_on_a_choice`]: the last move of a
+//! line is the last thing the solver must find, as lichess-puzzler trims a
+//! final only-move). A position without legal moves is no puzzle.
 
+use crate::chess::wincalc::win_chance;
 use crate::engine::pool::Session;
-use crate::engine::process::{EngineError, Limit, SearchRequest};
+use crate::engine::process::{EngineError, SearchRequest, SearchResult};
 use crate::engine::uci::Score;
 use serde::{Deserialize, Serialize};
 use shakmaty::{Chess, Position};
 
-/// Which uniqueness rule to apply.
+/// The uniqueness rule a puzzle is mined and checked with (`--criterion`,
+/// `[mine] criterion`, the `Criterion` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Criterion {
     #[default]
     Epoch,
     Lichess,
+    /// Forced mates only, held to the mate rule at every solver move.
+    Mate,
 }
 
 impl Criterion {
@@ -29,6 +59,17 @@ impl Criterion {
         match self {
             Criterion::Epoch => "epoch",
             Criterion::Lichess => "lichess",
+            Criterion::Mate => "mate",
+        }
+    }
+
+    /// The criterion a `Criterion` column names (`None` for any other text).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.trim() {
+            "epoch" => Some(Criterion::Epoch),
+            "lichess" => Some(Criterion::Lichess),
+            "mate" => Some(Criterion::Mate),
+            _ => None,
         }
     }
 }
@@ -43,83 +84,350 @@ pub(crate) const LICHESS_MIN_GAP: f64 = 0.7;
 /// Lichess: a mate in 1 is unique if no non-mating move wins more than this.
 pub(crate) const LICHESS_NON_MATE_WIN_THRESHOLD: f64 = 0.6;
 
-/// Epoch's rule. `second` is `None` when there is no second legal move.
-pub(crate) fn epoch_unique(best: Score, second: Option<Score>) -> bool {
-    let Some(second) = second else { return true };
-    let (best, second) = (best.to_cp(), second.to_cp());
-    best >= EPOCH_MIN_BEST_CP && second <= EPOCH_MAX_SECOND_CP && best - second >= EPOCH_MIN_GAP_CP
+/// What a solver move is held to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rule {
+    Epoch,
+    Lichess,
+    Mate,
+    /// A second engine: best - second >= `min_cp` of its own centipawns.
+    Gap {
+        min_cp: i32,
+    },
 }
 
-/// Lichess's win chances in [-1, 1]: 2 / (1 + exp(-0.00368208 cp)) - 1,
-/// mate for the side to move = 1, mated = -1.
+impl From<Criterion> for Rule {
+    fn from(criterion: Criterion) -> Self {
+        match criterion {
+            Criterion::Epoch => Rule::Epoch,
+            Criterion::Lichess => Rule::Lichess,
+            Criterion::Mate => Rule::Mate,
+        }
+    }
+}
+
+/// Which of a line's solver moves is judged: Epoch's absolute thresholds
+/// and the one-legal-move rule tell them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// The puzzle's first solver move.
+    First,
+    /// A later solver move of the line.
+    Later,
+}
+
+/// The scores a MultiPV search gave, from the solver's side.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scores {
+    pub best: Score,
+    /// `None` when the best move is the only legal move.
+    pub second: Option<Score>,
+    /// The best move that does not mate at once; read only when
+    /// [`needs_non_mating`] (`None` then: every legal move mates).
+    pub best_non_mating: Option<Score>,
+}
+
+impl Scores {
+    pub fn new(best: Score, second: Option<Score>) -> Self {
+        Self {
+            best,
+            second,
+            best_non_mating: None,
+        }
+    }
+}
+
+/// Why a move is or is not the only good one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// The rule holds.
+    Unique,
+    /// A later solver move with one legal move: forced, the line goes on.
+    Forced,
+    /// The first solver move has one legal move: nothing to find.
+    OnlyLegalMove,
+    /// The side to move has no legal move.
+    NoLegalMove,
+    /// The mate rule: the best move does not mate.
+    NoMate,
+    /// Epoch: the best move scores below -100 cp.
+    BestTooLow,
+    /// The second move is too good (Epoch: above 80 cp; mate in 1: a
+    /// non-mating move wins more than 0.6).
+    SecondTooGood,
+    /// The best move is not far enough ahead of the second.
+    GapTooSmall,
+}
+
+/// The verdict on one solver move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub unique: bool,
+    pub why: Why,
+}
+
+impl Decision {
+    fn of(unique: bool, otherwise: Why) -> Self {
+        if unique {
+            Self::yes()
+        } else {
+            Self::no(otherwise)
+        }
+    }
+
+    fn yes() -> Self {
+        Self {
+            unique: true,
+            why: Why::Unique,
+        }
+    }
+
+    fn no(why: Why) -> Self {
+        Self { unique: false, why }
+    }
+}
+
+/// Lichess's win chances in [-1, 1]: mate for the side to move = 1, mated
+/// = -1, else [`win_chance`] of the centipawns.
 pub(crate) fn win_chances(score: Score) -> f64 {
     match score {
         Score::Mate(n) if n > 0 => 1.0,
         Score::Mate(_) => -1.0,
-        Score::Cp(cp) => 2.0 / (1.0 + (-0.00368208 * f64::from(cp)).exp()) - 1.0,
+        Score::Cp(cp) => win_chance(cp),
     }
 }
 
-/// True when the Lichess rule needs the best non-mating move's score: both
-/// the best and the second move mate in 1.
-pub(crate) fn lichess_needs_non_mating(best: Score, second: Option<Score>) -> bool {
-    best == Score::Mate(1) && second == Some(Score::Mate(1))
+/// True when the rule must know the best non-mating move: Lichess and the
+/// mate rule, when both the best and the second move mate in 1.
+pub fn needs_non_mating(rule: Rule, scores: &Scores) -> bool {
+    matches!(rule, Rule::Lichess | Rule::Mate)
+        && scores.best == Score::Mate(1)
+        && scores.second == Some(Score::Mate(1))
 }
 
-/// Lichess's rule. `best_non_mating` is the best score among moves that do
-/// not mate in 1; it is only read when [`lichess_needs_non_mating`] (pass
-/// `None` when every legal move mates).
-pub(crate) fn lichess_unique(
-    best: Score,
-    second: Option<Score>,
-    best_non_mating: Option<Score>,
-) -> bool {
-    let Some(second) = second else { return true };
+/// THE verdict: is the best move the only good one under `rule`, on the
+/// `turn`-th solver move? Every caller of the project decides here.
+pub fn decide(rule: Rule, turn: Turn, scores: &Scores) -> Decision {
+    let Some(second) = scores.second else {
+        return match turn {
+            Turn::First => Decision::no(Why::OnlyLegalMove),
+            Turn::Later => Decision {
+                unique: true,
+                why: Why::Forced,
+            },
+        };
+    };
+    let best = scores.best;
+    match rule {
+        Rule::Epoch => {
+            let (b, s) = (best.to_cp(), second.to_cp());
+            if turn == Turn::First && b < EPOCH_MIN_BEST_CP {
+                Decision::no(Why::BestTooLow)
+            } else if turn == Turn::First && s > EPOCH_MAX_SECOND_CP {
+                Decision::no(Why::SecondTooGood)
+            } else {
+                Decision::of(b - s >= EPOCH_MIN_GAP_CP, Why::GapTooSmall)
+            }
+        }
+        Rule::Lichess => lichess(best, second, scores.best_non_mating),
+        Rule::Mate => {
+            if !matches!(best, Score::Mate(n) if n > 0) {
+                Decision::no(Why::NoMate)
+            } else {
+                lichess(best, second, scores.best_non_mating)
+            }
+        }
+        Rule::Gap { min_cp } => {
+            Decision::of(best.to_cp() - second.to_cp() >= min_cp, Why::GapTooSmall)
+        }
+    }
+}
+
+/// lichess-puzzler's `is_valid_attack` with its mate-in-1 exception.
+fn lichess(best: Score, second: Score, best_non_mating: Option<Score>) -> Decision {
     if best == Score::Mate(1) {
-        if second == Score::Mate(1) {
-            return best_non_mating
-                .is_none_or(|score| win_chances(score) <= LICHESS_NON_MATE_WIN_THRESHOLD);
+        let non_mating = if second == Score::Mate(1) {
+            best_non_mating
+        } else {
+            Some(second)
+        };
+        if non_mating.is_none_or(|score| win_chances(score) <= LICHESS_NON_MATE_WIN_THRESHOLD) {
+            return Decision::yes();
         }
-        if win_chances(second) <= LICHESS_NON_MATE_WIN_THRESHOLD {
-            return true;
+        if second == Score::Mate(1) {
+            return Decision::no(Why::SecondTooGood);
         }
     }
-    win_chances(best) > win_chances(second) + LICHESS_MIN_GAP
+    Decision::of(
+        win_chances(best) > win_chances(second) + LICHESS_MIN_GAP,
+        Why::GapTooSmall,
+    )
 }
 
-/// The verdict on one position.
+/// How much room a move keeps to its rule's thresholds on the first solver
+/// move: the quantity [`decide`] compares, as a distance (>= 0 where the
+/// rule holds by its gap and thresholds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Margin {
+    /// Epoch and Gap: the least of the cp thresholds' distances.
+    Cp(i32),
+    /// Lichess and mate: the win-chance gap minus 0.7, or, for a mate in 1
+    /// held by the exception, 0.6 minus the best non-mating win chance
+    /// (whichever is larger).
+    WinChance(f64),
+}
+
+/// The margin of `scores` under `rule` on the first solver move; `None`
+/// without a second move.
+pub fn margin(rule: Rule, scores: &Scores) -> Option<Margin> {
+    let second = scores.second?;
+    let best = scores.best;
+    Some(match rule {
+        Rule::Epoch => {
+            let (b, s) = (best.to_cp(), second.to_cp());
+            Margin::Cp(
+                (b - EPOCH_MIN_BEST_CP)
+                    .min(EPOCH_MAX_SECOND_CP - s)
+                    .min(b - s - EPOCH_MIN_GAP_CP),
+            )
+        }
+        Rule::Gap { min_cp } => Margin::Cp(best.to_cp() - second.to_cp() - min_cp),
+        Rule::Lichess | Rule::Mate => {
+            let gap = win_chances(best) - win_chances(second) - LICHESS_MIN_GAP;
+            let exception = (best == Score::Mate(1)).then(|| {
+                let non_mating = if second == Score::Mate(1) {
+                    scores.best_non_mating.map_or(-1.0, win_chances)
+                } else {
+                    win_chances(second)
+                };
+                LICHESS_NON_MATE_WIN_THRESHOLD - non_mating
+            });
+            Margin::WinChance(exception.map_or(gap, |e| e.max(gap)))
+        }
+    })
+}
+
+/// How far shallow scores may miss the rule and still earn a full search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Slack {
+    /// Epoch: centipawns on each threshold.
+    pub cp: i32,
+    /// Lichess and mate: win chance on the gap.
+    pub win_chance: f64,
+}
+
+/// The funnel's screen: can a deeper search still find the first solver
+/// move unique, judging by shallow `scores` within `slack`?
+pub fn may_pass(rule: Rule, scores: &Scores, slack: Slack) -> bool {
+    let Some(second) = scores.second else {
+        // One legal move: never a puzzle's first move.
+        return false;
+    };
+    let best = scores.best;
+    match rule {
+        Rule::Epoch => {
+            let (b, s) = (best.to_cp(), second.to_cp());
+            b >= EPOCH_MIN_BEST_CP - slack.cp
+                && s <= EPOCH_MAX_SECOND_CP + slack.cp
+                && b - s >= EPOCH_MIN_GAP_CP - slack.cp
+        }
+        Rule::Gap { min_cp } => best.to_cp() - second.to_cp() >= min_cp - slack.cp,
+        Rule::Lichess => {
+            best == Score::Mate(1)
+                || win_chances(best) > win_chances(second) + LICHESS_MIN_GAP - slack.win_chance
+        }
+        // A mate the shallow search already sees, against a second move
+        // that does not already win too much.
+        Rule::Mate => {
+            matches!(best, Score::Mate(n) if n > 0)
+                && (best == Score::Mate(1)
+                    || win_chances(second) + LICHESS_MIN_GAP - slack.win_chance < 1.0)
+        }
+    }
+}
+
+/// The move played in the game is at best the second move, so for the
+/// position to pass it must itself lose the rule's gap against the best
+/// move. Judged on shallow scores within `slack`; `played` is the played
+/// move's value for the side to move.
+pub fn played_loses_enough(rule: Rule, best: Score, played: Score, slack: Slack) -> bool {
+    match rule {
+        Rule::Epoch => best.to_cp() - played.to_cp() >= EPOCH_MIN_GAP_CP - slack.cp,
+        Rule::Gap { min_cp } => best.to_cp() - played.to_cp() >= min_cp - slack.cp,
+        Rule::Lichess | Rule::Mate => {
+            // A mate in 1 passes when the second move stays at or below
+            // 0.6: the played move must lose at least 1 - 0.6 then.
+            let needed = if best == Score::Mate(1) {
+                1.0 - LICHESS_NON_MATE_WIN_THRESHOLD
+            } else {
+                LICHESS_MIN_GAP
+            };
+            win_chances(best) - win_chances(played) > needed - slack.win_chance
+        }
+    }
+}
+
+/// A line's last solver move must be a choice: a line whose last solver
+/// move was forced (`forced`: per solver move, whether it was the only
+/// legal move) is cut back to the last solver move that was not, keeping
+/// the move count odd (solver first, solver last). Returns how many of
+/// `forced`'s moves to keep; 0 when every move was forced.
+pub fn ends_on_a_choice(forced: &[bool]) -> usize {
+    forced.iter().rposition(|&f| !f).map_or(0, |last| last + 1)
+}
+
+/// One judged position: the search's two best moves and the verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Uniqueness {
+pub struct Judged {
     /// `None` when the side to move has no legal move.
     pub best_move: Option<String>,
     pub best_score: Option<Score>,
     /// `None` when there is no second legal move.
     pub second_move: Option<String>,
     pub second_score: Option<Score>,
-    pub unique: bool,
-    /// Nodes searched for this verdict.
-    pub nodes: u64,
+    pub decision: Decision,
+    /// Nodes of the searches this verdict took beyond the MultiPV 2 one
+    /// (Lichess's and the mate rule's wider search).
+    pub extra_nodes: u64,
 }
 
-/// Searches `position` (the side to move is the solver) with MultiPV 2 and
-/// judges whether its best move is unique under `criterion`. The Lichess
-/// rule may take a second search (several mates in 1).
-pub(crate) fn judge(
+impl Judged {
+    pub fn unique(&self) -> bool {
+        self.decision.unique
+    }
+}
+
+/// Searches `request`'s position with MultiPV 2 and judges it:
+/// [`judge_result`] of that search.
+pub fn judge(
     session: &mut Session,
-    fen: &str,
+    request: &SearchRequest,
     position: &Chess,
-    limit: Limit,
-    criterion: Criterion,
-) -> Result<Uniqueness, EngineError> {
-    let legal = position.legal_moves();
-    let mut request = SearchRequest {
-        fen: fen.to_string(),
-        moves: Vec::new(),
-        limit,
+    rule: Rule,
+    turn: Turn,
+) -> Result<(Judged, SearchResult), EngineError> {
+    let request = SearchRequest {
         multipv: 2,
+        ..request.clone()
     };
     let result = session.search(&request)?;
-    let mut nodes = result.nodes;
+    let judged = judge_result(session, &request, &result, position, rule, turn)?;
+    Ok((judged, result))
+}
+
+/// Judges a MultiPV 2 `result` of `request` at `position` (the side to move
+/// is the solver) under `rule`; Lichess's and the mate rule's mate-in-1
+/// exception may take one wider search on `session`.
+pub fn judge_result(
+    session: &mut Session,
+    request: &SearchRequest,
+    result: &SearchResult,
+    position: &Chess,
+    rule: Rule,
+    turn: Turn,
+) -> Result<Judged, EngineError> {
+    let legal = position.legal_moves();
     if legal.is_empty() {
         // Stockfish says `score mate 0` without a pv; stalemate is a draw.
         let score = if position.is_checkmate() {
@@ -127,61 +435,55 @@ pub(crate) fn judge(
         } else {
             Score::Cp(0)
         };
-        return Ok(Uniqueness {
+        return Ok(Judged {
             best_move: None,
             best_score: Some(score),
             second_move: None,
             second_score: None,
-            unique: false,
-            nodes,
+            decision: Decision::no(Why::NoLegalMove),
+            extra_nodes: 0,
         });
     }
-    let first_move = |rank: usize| -> Result<(String, Score), EngineError> {
+    let line = |rank: usize| -> Result<(String, Score), EngineError> {
         let line = result.lines.get(rank).ok_or_else(|| {
             EngineError::Garbage(format!(
-                "search reported {} line(s) for a position with {} legal moves",
+                "MultiPV search reported {} line(s) for a position with {} legal moves",
                 result.lines.len(),
                 legal.len()
             ))
         })?;
-        let mv = line.pv.first().cloned().unwrap_or_default();
-        Ok((mv, line.score))
+        Ok((line.pv.first().cloned().unwrap_or_default(), line.score))
     };
-    let (best_move, best_score) = first_move(0)?;
+    let (best_move, best_score) = line(0)?;
     let second = if legal.len() >= 2 {
-        Some(first_move(1)?)
+        Some(line(1)?)
     } else {
         None
     };
-    let second_score = second.as_ref().map(|(_, score)| *score);
-    let unique = match criterion {
-        Criterion::Epoch => epoch_unique(best_score, second_score),
-        Criterion::Lichess => {
-            let mut best_non_mating = None;
-            if lichess_needs_non_mating(best_score, second_score) {
-                let mates = count_mates_in_one(position);
-                if mates < legal.len() {
-                    // The line after all mates in 1 is the best non-mating move.
-                    request.multipv = u32::try_from(mates + 1).unwrap_or(u32::MAX);
-                    let wide = session.search(&request)?;
-                    nodes += wide.nodes;
-                    best_non_mating = wide.lines.last().map(|line| line.score);
-                }
-            }
-            lichess_unique(best_score, second_score, best_non_mating)
+    let mut scores = Scores::new(best_score, second.as_ref().map(|(_, score)| *score));
+    let mut extra_nodes = 0;
+    if needs_non_mating(rule, &scores) {
+        let mates = count_mates_in_one(position);
+        if mates < legal.len() {
+            // The line after all mates in 1 is the best non-mating move.
+            let wide = SearchRequest {
+                multipv: u32::try_from(mates + 1).unwrap_or(u32::MAX),
+                ..request.clone()
+            };
+            let searched = session.search(&wide)?;
+            extra_nodes += searched.nodes;
+            scores.best_non_mating = searched.lines.last().map(|line| line.score);
         }
-    };
-    let (second_move, second_score) = match second {
-        Some((mv, score)) => (Some(mv), Some(score)),
-        None => (None, None),
-    };
-    Ok(Uniqueness {
+    }
+    let decision = decide(rule, turn, &scores);
+    let (second_move, second_score) = second.unzip();
+    Ok(Judged {
         best_move: Some(best_move),
         best_score: Some(best_score),
         second_move,
         second_score,
-        unique,
-        nodes,
+        decision,
+        extra_nodes,
     })
 }
 
@@ -201,48 +503,144 @@ pub(crate) fn count_mates_in_one(position: &Chess) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Score::{Cp, Mate};
 
+    fn scores(best: Score, second: Option<Score>) -> Scores {
+        Scores::new(best, second)
+    }
+
+    /// Every rule, on both turns, over the cases that tell the rules
+    /// apart: one table, so a change to any rule shows here.
     #[test]
-    fn epoch_thresholds() {
-        assert!(epoch_unique(Score::Cp(300), Some(Score::Cp(80))));
-        assert!(!epoch_unique(Score::Cp(300), Some(Score::Cp(81))));
-        assert!(!epoch_unique(Score::Cp(200), Some(Score::Cp(21))));
-        assert!(epoch_unique(Score::Cp(-100), Some(Score::Cp(-280))));
-        assert!(!epoch_unique(Score::Cp(-101), Some(Score::Cp(-400))));
-        assert!(epoch_unique(Score::Mate(3), Some(Score::Cp(80))));
-        assert!(!epoch_unique(Score::Mate(1), Some(Score::Mate(2))));
-        assert!(epoch_unique(Score::Cp(-500), None));
+    fn the_one_verdict_table() {
+        use Turn::{First, Later};
+        use Why::*;
+        let gap = Rule::Gap { min_cp: 180 };
+        // (rule, turn, best, second, best non-mating, unique, why)
+        type Row = (Rule, Turn, Score, Option<Score>, Option<Score>, bool, Why);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            // One legal move, every rule: never a first move; forced later.
+            (Rule::Epoch, First, Cp(-500), None, None, false, OnlyLegalMove),
+            (Rule::Lichess, First, Cp(900), None, None, false, OnlyLegalMove),
+            (Rule::Mate, First, Mate(2), None, None, false, OnlyLegalMove),
+            (gap, First, Cp(300), None, None, false, OnlyLegalMove),
+            (Rule::Epoch, Later, Cp(-500), None, None, true, Forced),
+            (Rule::Lichess, Later, Cp(900), None, None, true, Forced),
+            (Rule::Mate, Later, Mate(2), None, None, true, Forced),
+            (gap, Later, Cp(300), None, None, true, Forced),
+            // Epoch: thresholds on the first move, the gap alone later.
+            (Rule::Epoch, First, Cp(300), Some(Cp(80)), None, true, Unique),
+            (Rule::Epoch, First, Cp(300), Some(Cp(81)), None, false, SecondTooGood),
+            (Rule::Epoch, First, Cp(200), Some(Cp(21)), None, false, GapTooSmall),
+            (Rule::Epoch, First, Cp(-100), Some(Cp(-280)), None, true, Unique),
+            (Rule::Epoch, First, Cp(-101), Some(Cp(-400)), None, false, BestTooLow),
+            (Rule::Epoch, First, Mate(3), Some(Cp(80)), None, true, Unique),
+            (Rule::Epoch, First, Mate(1), Some(Mate(2)), None, false, SecondTooGood),
+            (Rule::Epoch, Later, Cp(900), Some(Cp(700)), None, true, Unique),
+            (Rule::Epoch, Later, Cp(900), Some(Cp(721)), None, false, GapTooSmall),
+            // Lichess: a 0.7 win-chance gap; the mate-in-1 exception.
+            (Rule::Lichess, First, Cp(500), Some(Cp(-20)), None, true, Unique),
+            (Rule::Lichess, First, Cp(500), Some(Cp(100)), None, false, GapTooSmall),
+            (Rule::Lichess, Later, Cp(500), Some(Cp(100)), None, false, GapTooSmall),
+            (Rule::Lichess, First, Mate(1), Some(Cp(300)), None, true, Unique),
+            (Rule::Lichess, First, Mate(1), Some(Cp(400)), None, false, GapTooSmall),
+            (Rule::Lichess, First, Mate(1), Some(Mate(1)), Some(Cp(100)), true, Unique),
+            (Rule::Lichess, First, Mate(1), Some(Mate(1)), Some(Cp(600)), false, SecondTooGood),
+            (Rule::Lichess, First, Mate(1), Some(Mate(1)), None, true, Unique),
+            (Rule::Lichess, First, Mate(3), Some(Mate(5)), None, false, GapTooSmall),
+            // Mate: the best move must mate; then Lichess's rule.
+            (Rule::Mate, First, Cp(900), Some(Cp(-300)), None, false, NoMate),
+            (Rule::Mate, First, Mate(3), Some(Cp(160)), None, true, Unique),
+            (Rule::Mate, First, Mate(3), Some(Cp(170)), None, false, GapTooSmall),
+            (Rule::Mate, First, Mate(2), Some(Mate(4)), None, false, GapTooSmall),
+            (Rule::Mate, Later, Mate(2), Some(Cp(0)), None, true, Unique),
+            (Rule::Mate, Later, Cp(600), Some(Cp(0)), None, false, NoMate),
+            (Rule::Mate, First, Mate(1), Some(Cp(370)), None, true, Unique),
+            (Rule::Mate, First, Mate(1), Some(Cp(380)), None, false, GapTooSmall),
+            (Rule::Mate, First, Mate(1), Some(Mate(1)), Some(Cp(-50)), true, Unique),
+            (Rule::Mate, First, Mate(1), Some(Mate(1)), Some(Cp(700)), false, SecondTooGood),
+            // Gap: a second engine's own scale, on any turn.
+            (gap, First, Cp(-300), Some(Cp(-480)), None, true, Unique),
+            (gap, Later, Cp(100), Some(Cp(-79)), None, false, GapTooSmall),
+        ];
+        for (rule, turn, best, second, non_mating, unique, why) in table {
+            let scores = Scores {
+                best,
+                second,
+                best_non_mating: non_mating,
+            };
+            let decision = decide(rule, turn, &scores);
+            assert_eq!(
+                decision,
+                Decision { unique, why },
+                "{rule:?} {turn:?} best {best} second {second:?} non-mating {non_mating:?}"
+            );
+        }
     }
 
     #[test]
-    fn lichess_win_chances_and_rule() {
-        assert_eq!(win_chances(Score::Cp(0)), 0.0);
-        assert_eq!(win_chances(Score::Mate(4)), 1.0);
-        assert_eq!(win_chances(Score::Mate(-4)), -1.0);
-        assert_eq!(win_chances(Score::Mate(0)), -1.0);
-        assert!((win_chances(Score::Cp(300)) - 0.5023).abs() < 1e-3);
-        // Gap rule: +0.7 in win chances.
-        assert!(lichess_unique(Score::Cp(500), Some(Score::Cp(-20)), None));
-        assert!(!lichess_unique(Score::Cp(500), Some(Score::Cp(100)), None));
-        // Mate in 1 against a second move that does not win much.
-        assert!(lichess_unique(Score::Mate(1), Some(Score::Cp(300)), None));
-        assert!(!lichess_unique(Score::Mate(1), Some(Score::Cp(400)), None));
-        // Two mates in 1: decided by the best non-mating move.
-        assert!(lichess_needs_non_mating(
-            Score::Mate(1),
-            Some(Score::Mate(1))
+    fn the_margin_is_the_distance_the_verdict_compares() {
+        let m = |rule, best, second| margin(rule, &scores(best, Some(second)));
+        assert_eq!(m(Rule::Epoch, Cp(300), Cp(80)), Some(Margin::Cp(0)));
+        assert_eq!(m(Rule::Epoch, Cp(300), Cp(-50)), Some(Margin::Cp(130)));
+        assert_eq!(m(Rule::Epoch, Cp(-150), Cp(-400)), Some(Margin::Cp(-50)));
+        assert_eq!(
+            m(Rule::Gap { min_cp: 180 }, Cp(300), Cp(100)),
+            Some(Margin::Cp(20))
+        );
+        let Some(Margin::WinChance(w)) = m(Rule::Lichess, Mate(1), Cp(300)) else {
+            panic!("a win-chance margin");
+        };
+        // The mate-in-1 exception: 0.6 - win(300 cp), not the 0.7 gap.
+        assert!((w - (0.6 - win_chance(300))).abs() < 1e-12);
+        assert_eq!(margin(Rule::Epoch, &scores(Cp(0), None)), None);
+    }
+
+    #[test]
+    fn the_funnel_screen_and_the_played_move() {
+        let slack = Slack {
+            cp: 150,
+            win_chance: 0.35,
+        };
+        assert!(may_pass(
+            Rule::Epoch,
+            &scores(Cp(300), Some(Cp(200))),
+            slack
         ));
-        assert!(lichess_unique(
-            Score::Mate(1),
-            Some(Score::Mate(1)),
-            Some(Score::Cp(100))
+        assert!(!may_pass(
+            Rule::Epoch,
+            &scores(Cp(400), Some(Cp(300))),
+            slack
         ));
-        assert!(!lichess_unique(
-            Score::Mate(1),
-            Some(Score::Mate(1)),
-            Some(Score::Cp(600))
+        assert!(!may_pass(Rule::Epoch, &scores(Cp(400), None), slack));
+        assert!(may_pass(Rule::Mate, &scores(Mate(4), Some(Cp(300))), slack));
+        assert!(!may_pass(
+            Rule::Mate,
+            &scores(Mate(4), Some(Mate(6))),
+            slack
         ));
-        assert!(lichess_unique(Score::Mate(1), Some(Score::Mate(1)), None));
-        assert!(lichess_unique(Score::Cp(-900), None, None));
+        assert!(!may_pass(Rule::Mate, &scores(Cp(900), Some(Cp(0))), slack));
+        assert!(played_loses_enough(Rule::Epoch, Cp(300), Cp(180), slack));
+        assert!(!played_loses_enough(Rule::Epoch, Cp(300), Cp(290), slack));
+        assert!(!played_loses_enough(Rule::Mate, Mate(1), Mate(1), slack));
+        assert!(played_loses_enough(Rule::Mate, Mate(2), Cp(100), slack));
+    }
+
+    #[test]
+    fn a_line_ends_on_its_last_choice() {
+        assert_eq!(ends_on_a_choice(&[false, true, false]), 3);
+        assert_eq!(ends_on_a_choice(&[false, false, true]), 2);
+        assert_eq!(ends_on_a_choice(&[false, true, true]), 1);
+        assert_eq!(ends_on_a_choice(&[true]), 0);
+    }
+
+    #[test]
+    fn win_chances_of_scores() {
+        assert_eq!(win_chances(Cp(0)), 0.0);
+        assert_eq!(win_chances(Mate(4)), 1.0);
+        assert_eq!(win_chances(Mate(-4)), -1.0);
+        assert_eq!(win_chances(Mate(0)), -1.0);
+        assert!((win_chances(Cp(300)) - 0.5023).abs() < 1e-3);
     }
 }

@@ -74,11 +74,10 @@ pub struct SolverPosition {
 /// The solver positions of a puzzle, in order.
 pub fn solver_positions(puzzle: &Puzzle) -> std::result::Result<Vec<SolverPosition>, LineError> {
     let line = PuzzleLine::of_puzzle(puzzle)?;
-    let turns = line.solver_moves();
     let positions = line
         .solver_turns()
         .enumerate()
-        .map(|(index, (ply, position, _))| {
+        .map(|(index, (ply, position, solution))| {
             // The puzzle's own spelling of the move, as the release has it.
             let expected = puzzle.moves[ply].clone();
             let legal = position.legal_moves();
@@ -88,16 +87,13 @@ pub fn solver_positions(puzzle: &Puzzle) -> std::result::Result<Vec<SolverPositi
                 .collect();
             legal_moves.sort();
             let mut accepted = vec![expected.clone()];
-            if index + 1 == turns && line.ends_in_checkmate() {
-                let mut mates: Vec<String> = legal
-                    .iter()
-                    .filter(|m| position.clone().play(**m).is_ok_and(|p| p.is_checkmate()))
-                    .map(|m| m.to_uci(CastlingMode::Standard).to_string())
-                    .filter(|uci| *uci != expected)
-                    .collect();
-                mates.sort();
-                accepted.extend(mates);
-            }
+            let mut others: Vec<String> = legal
+                .iter()
+                .filter(|m| **m != solution && line.accepts(ply, **m))
+                .map(|m| m.to_uci(CastlingMode::Standard).to_string())
+                .collect();
+            others.sort();
+            accepted.extend(others);
             SolverPosition {
                 index,
                 fen: fen_of(position),

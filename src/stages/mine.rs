@@ -53,9 +53,9 @@ use crate::chess::record::{Puzzle, PuzzleWriter};
 use crate::chess::themes::cheap_themes;
 use crate::core::error::bad_input;
 use crate::core::fileio::open_input;
-use crate::core::settings::{flags_over, switch_on};
+use crate::core::settings::{flags_over, switch_off, switch_on};
 use crate::core::summary::Summary;
-use crate::engine::criterion::{self, Criterion};
+use crate::engine::criterion::{self, Criterion, Rule, Scores, Slack, Turn, Why};
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::{EngineError, Limit, SearchRequest, SearchResult};
 use crate::engine::settings::{EngineArgs, EngineConfig};
@@ -103,6 +103,25 @@ pub struct MineConfig {
     /// section (and every fingerprint made from it) reads as before.
     #[serde(skip_serializing_if = "is_true")]
     pub dedup_positions: bool,
+    /// Judge a position whose best move starts a forced mate within
+    /// `max_solver_moves` by the mate rule ([`crate::engine::criterion`]),
+    /// and run its line to the mate. Written out only when on.
+    #[serde(skip_serializing_if = "is_false")]
+    pub mates: bool,
+    /// Keep only positions where the game's player missed the move
+    /// (Epoch's rule). Off for easy puzzles, which a player may well have
+    /// found. Written out only when off.
+    #[serde(skip_serializing_if = "is_true")]
+    pub missed_only: bool,
+    /// Keep puzzles whose first move is a trivial capture (Epoch drops
+    /// them): the simple wins of material easy puzzles are made of.
+    /// Written out only when on.
+    #[serde(skip_serializing_if = "is_false")]
+    pub trivial_captures: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 fn is_true(value: &bool) -> bool {
@@ -131,6 +150,9 @@ impl Default for MineConfig {
             min_solver_moves: 1,
             winning_cp: 200,
             dedup_positions: true,
+            mates: false,
+            missed_only: true,
+            trivial_captures: false,
         }
     }
 }
@@ -191,6 +213,21 @@ pub struct MineArgs {
     /// Puzzles kept per game.
     #[arg(long)]
     pub max_per_game: Option<usize>,
+    /// Judge forced mates within the line's length by the mate rule and run
+    /// their lines to the mate (`[mine] mates`).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub mates: bool,
+    /// Keep puzzles whose first move is a trivial capture
+    /// (`[mine] trivial_captures`; easy puzzles).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub trivial_captures: bool,
+    /// Keep positions where the game's player found the move too
+    /// (`[mine] missed_only = false`; easy puzzles).
+    #[arg(long)]
+    #[serde(rename = "missed_only", serialize_with = "switch_off")]
+    pub keep_found: bool,
     #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,
@@ -514,6 +551,8 @@ pub(crate) struct Found {
     /// Solver first, ends on a solver move.
     pub line: Vec<String>,
     pub zobrist: u64,
+    /// The rule the puzzle passed: the criterion's, or `mate`.
+    pub criterion: Criterion,
 }
 
 /// What one unit produced.
@@ -735,7 +774,7 @@ fn shallow_pass(
     if !shallow_may_pass(&shallow, position, config) {
         return Ok(false);
     }
-    if target.played.is_none() {
+    if target.played.is_none() || !config.missed_only {
         return Ok(true);
     }
     let next = target.after + 1;
@@ -766,6 +805,27 @@ fn shallow_pass(
     })
 }
 
+/// The rule the first solver move is judged by, given the full search's
+/// best score: the mate rule for a forced mate within the line's length
+/// when `mates` is on (or the criterion is `mate`), else the criterion's.
+fn rule_for(best: Option<Score>, config: &MineConfig) -> Rule {
+    let short_mate =
+        matches!(best, Some(Score::Mate(n)) if n > 0 && n as usize <= config.max_solver_moves);
+    if config.mates && short_mate {
+        Rule::Mate
+    } else {
+        config.criterion.into()
+    }
+}
+
+/// The funnel's slack around the rules' thresholds (shallow scores).
+fn slack(config: &MineConfig) -> Slack {
+    Slack {
+        cp: config.shallow_margin_cp,
+        win_chance: config.shallow_margin_win,
+    }
+}
+
 /// The full search at a target and, when its best move passes the
 /// criterion, differs from the move played and is no trivial capture, the
 /// puzzle found there with its extended line.
@@ -787,34 +847,63 @@ fn full_search(
     let deep = session.search(&request)?;
     result.nodes += deep.nodes;
     result.full_searches += 1;
-    let verdict = judge(session, &deep, position, config.criterion, &request, true)?;
-    result.nodes += verdict.extra_nodes;
-    let Some((best_move, best_score, second_score)) = verdict.passed else {
+    let rule = rule_for(deep.lines.first().map(|line| line.score), config);
+    let judged = criterion::judge_result(session, &request, &deep, position, rule, Turn::First)?;
+    result.nodes += judged.extra_nodes;
+    let (Some(best_move), Some(best_score), true) =
+        (judged.best_move, judged.best_score, judged.decision.unique)
+    else {
         return Ok(None);
     };
-    if target.played.as_deref() == Some(best_move.as_str()) {
-        return Ok(None);
-    }
     let Ok(best) = parse_move(position, &best_move) else {
         return Err(EngineError::Garbage(format!(
             "best move {best_move} is not legal"
         )));
     };
-    if is_trivial_capture(position, best) {
+    if config.missed_only && played_an_accepted_move(position, target, &best_move, best_score) {
         return Ok(None);
     }
-    let (line, line_nodes) = extend_line(session, unit, history, position, best, config)?;
+    if !config.trivial_captures && is_trivial_capture(position, best) {
+        return Ok(None);
+    }
+    let Some((line, line_nodes)) =
+        extend_line(session, unit, history, position, best, rule, config)?
+    else {
+        return Ok(None);
+    };
     result.nodes += line_nodes;
     let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
     Ok(Some(Found {
         after: target.after,
         best_move,
         best_score,
-        second_score,
+        second_score: judged.second_score,
         nodes: deep.nodes,
         line,
         zobrist: zobrist.0,
+        criterion: match rule {
+            Rule::Mate => Criterion::Mate,
+            _ => config.criterion,
+        },
     }))
+}
+
+/// Did the game's player find the move (Epoch keeps only positions where
+/// the player missed it)? The best move, or on a mate in 1 any mating move,
+/// which the puzzle accepts as well.
+fn played_an_accepted_move(position: &Chess, target: &Target, best: &str, score: Score) -> bool {
+    let Some(played) = target.played.as_deref() else {
+        return false;
+    };
+    if played == best {
+        return true;
+    }
+    score == Score::Mate(1)
+        && parse_move(position, played).is_ok_and(|m| {
+            let mut after = position.clone();
+            after.play_unchecked(m);
+            after.is_checkmate()
+        })
 }
 
 /// A score from the other side's point of view.
@@ -829,145 +918,48 @@ fn negate(score: Score) -> Score {
 }
 
 /// The move played is at best the second-best move, so it must lose at
-/// least the criterion's gap against the best move. Judged on shallow
-/// scores with a margin: `played` is the played move's value for the side
-/// to move (minus the opponent's shallow score after it).
+/// least the rule's gap against the best move. Judged on shallow scores
+/// with a margin: `played` is the played move's value for the side to
+/// move (minus the opponent's shallow score after it).
 fn played_move_may_lose_enough(best: Score, played: Score, config: &MineConfig) -> bool {
-    match config.criterion {
-        Criterion::Epoch => {
-            best.to_cp() - played.to_cp()
-                >= criterion::EPOCH_MIN_GAP_CP - config.shallow_margin_loss_cp
-        }
-        Criterion::Lichess => {
-            criterion::win_chances(best) - criterion::win_chances(played)
-                > criterion::LICHESS_MIN_GAP - config.shallow_margin_win
-        }
-    }
+    let slack = Slack {
+        cp: config.shallow_margin_loss_cp,
+        win_chance: config.shallow_margin_win,
+    };
+    criterion::played_loses_enough(rule_for(Some(best), config), best, played, slack)
 }
 
-/// Can the full search still pass, judging by the shallow one?
+/// Can the full search still pass, judging by the shallow one? A shallow
+/// search that lost its second line (a fail-low) leaves it to the full one.
 fn shallow_may_pass(shallow: &SearchResult, position: &Chess, config: &MineConfig) -> bool {
     let Some(best) = shallow.lines.first().map(|l| l.score) else {
         return false;
     };
-    let second = shallow.lines.get(1).map(|l| l.score);
-    let Some(second) = second else {
-        // One legal move: Epoch needs two lines; Lichess accepts.
-        return config.criterion == Criterion::Lichess || position.legal_moves().len() >= 2;
+    let Some(second) = shallow.lines.get(1).map(|l| l.score) else {
+        return position.legal_moves().len() >= 2;
     };
-    match config.criterion {
-        Criterion::Epoch => {
-            let m = config.shallow_margin_cp;
-            let (b, s) = (best.to_cp(), second.to_cp());
-            b >= criterion::EPOCH_MIN_BEST_CP - m
-                && s <= criterion::EPOCH_MAX_SECOND_CP + m
-                && b - s >= criterion::EPOCH_MIN_GAP_CP - m
-        }
-        Criterion::Lichess => {
-            best == Score::Mate(1)
-                || criterion::win_chances(best)
-                    > criterion::win_chances(second) + criterion::LICHESS_MIN_GAP
-                        - config.shallow_margin_win
-        }
-    }
+    let scores = Scores::new(best, Some(second));
+    criterion::may_pass(config.criterion.into(), &scores, slack(config))
+        || (config.mates && criterion::may_pass(Rule::Mate, &scores, slack(config)))
 }
 
-struct Verdict {
-    /// Best move, best score, second score when the criterion holds.
-    passed: Option<(String, Score, Option<Score>)>,
-    extra_nodes: u64,
-}
-
-/// Applies the criterion to a MultiPV 2 result at `position`. `first` means
-/// the puzzle's first move (Epoch's absolute thresholds apply); later moves
-/// of a line only need the Epoch gap.
-fn judge(
-    session: &mut Session,
-    result: &SearchResult,
-    position: &Chess,
-    which: Criterion,
-    request: &SearchRequest,
-    first: bool,
-) -> Result<Verdict, EngineError> {
-    let none = Verdict {
-        passed: None,
-        extra_nodes: 0,
-    };
-    let Some(best_line) = result.lines.first() else {
-        return Ok(none);
-    };
-    let Some(best_move) = best_line.pv.first().cloned() else {
-        return Ok(none);
-    };
-    let best = best_line.score;
-    let legal = position.legal_moves().len();
-    let second = if legal >= 2 {
-        match result.lines.get(1) {
-            Some(line) => Some(line.score),
-            None => {
-                return Err(EngineError::Garbage(
-                    "MultiPV 2 search gave one line".to_string(),
-                ));
-            }
-        }
-    } else {
-        None
-    };
-    let mut extra_nodes = 0;
-    let unique = match which {
-        Criterion::Epoch => match second {
-            None => !first,
-            Some(s) if first => criterion::epoch_unique(best, Some(s)),
-            Some(s) => best.to_cp() - s.to_cp() >= criterion::EPOCH_MIN_GAP_CP,
-        },
-        Criterion::Lichess => {
-            let mut best_non_mating = None;
-            if criterion::lichess_needs_non_mating(best, second) {
-                let mates = criterion::count_mates_in_one(position);
-                if mates < legal {
-                    let mut wide = request.clone();
-                    wide.multipv = u32::try_from(mates + 1).unwrap_or(u32::MAX);
-                    let searched = session.search(&wide)?;
-                    extra_nodes += searched.nodes;
-                    best_non_mating = searched.lines.last().map(|line| line.score);
-                }
-            }
-            criterion::lichess_unique(best, second, best_non_mating)
-        }
-    };
-    Ok(Verdict {
-        passed: unique.then_some((best_move, best, second)),
-        extra_nodes,
-    })
-}
-
-/// The puzzle criterion at the position `request` describes (`position`):
-/// a MultiPV 2 search, then the best move with its and the second move's
-/// score when the best move is unique. Epoch's rule needs two legal moves.
-pub fn unique_best(
-    session: &mut Session,
-    request: &SearchRequest,
-    position: &Chess,
-    which: Criterion,
-) -> Result<Option<(String, Score, Option<Score>)>, EngineError> {
-    let mut request = request.clone();
-    request.multipv = 2;
-    let result = session.search(&request)?;
-    Ok(judge(session, &result, position, which, &request, true)?.passed)
-}
-
-/// Extends the solver's line from `best` at `position` (see module docs).
+/// Extends the solver's line from `best` at `position` (see module docs),
+/// every later solver move judged by `rule`. `None` when a mate line does
+/// not reach its mate as the only good move at every step.
 fn extend_line(
     session: &mut Session,
     unit: &MineUnit,
     history: &[String],
     position: &Chess,
     best: Move,
+    rule: Rule,
     config: &MineConfig,
-) -> Result<(Vec<String>, u64), EngineError> {
+) -> Result<Option<(Vec<String>, u64)>, EngineError> {
     let mut nodes = 0;
     let mut moves: Vec<String> = history.to_vec();
     let mut line = vec![best.to_uci(CastlingMode::Standard).to_string()];
+    // Per solver move: was it the only legal move?
+    let mut forced = vec![false];
     moves.push(line[0].clone());
     let mut pos = position.clone();
     pos.play_unchecked(best);
@@ -981,6 +973,8 @@ fn extend_line(
             limit: config.limit(),
             multipv,
         };
+        // The opponent's reply: the engine's best move, the longest
+        // resistance when it is mated.
         let reply = session.search(&request(&moves, 1))?;
         nodes += reply.nodes;
         let Some(reply_uci) = reply.best_move else {
@@ -998,19 +992,17 @@ fn extend_line(
         }
         let mut next_moves = moves.clone();
         next_moves.push(reply_uci.clone());
-        let next_request = request(&next_moves, 2);
-        let next = session.search(&next_request)?;
-        nodes += next.nodes;
-        let verdict = judge(
+        let (judged, searched) = criterion::judge(
             session,
-            &next,
+            &request(&next_moves, 2),
             &after_reply,
-            config.criterion,
-            &next_request,
-            false,
+            rule,
+            Turn::Later,
         )?;
-        nodes += verdict.extra_nodes;
-        let Some((next_best, score, _)) = verdict.passed else {
+        nodes += searched.nodes + judged.extra_nodes;
+        let (Some(next_best), Some(score), true) =
+            (judged.best_move, judged.best_score, judged.decision.unique)
+        else {
             break;
         };
         if score.to_cp() < config.winning_cp {
@@ -1027,8 +1019,27 @@ fn extend_line(
         moves = next_moves;
         line.push(reply_uci);
         line.push(next_best);
+        forced.push(judged.decision.why == Why::Forced);
     }
-    Ok((line, nodes))
+    let keep = criterion::ends_on_a_choice(&forced);
+    line.truncate((2 * keep).saturating_sub(1));
+    if rule == Rule::Mate && !pos_after(position, &line).is_some_and(|p| p.is_checkmate()) {
+        return Ok(None);
+    }
+    if line.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((line, nodes)))
+}
+
+/// The position after `line` from `start`, when every move is legal.
+fn pos_after(start: &Chess, line: &[String]) -> Option<Chess> {
+    let mut position = start.clone();
+    for uci in line {
+        let m = parse_move(&position, uci).ok()?;
+        position.play_unchecked(m);
+    }
+    Some(position)
 }
 
 /// Builds the output: input order, each game's earliest `max_per_game`
@@ -1047,7 +1058,7 @@ pub(crate) fn select_puzzles(
                 .found
                 .iter()
                 .filter(|found| found.line.len().div_ceil(2) >= config.min_solver_moves)
-                .filter_map(|found| Some((found.zobrist, build_puzzle(unit, found, config)?)))
+                .filter_map(|found| Some((found.zobrist, build_puzzle(unit, found)?)))
                 .take(config.max_per_game),
         );
     }
@@ -1082,7 +1093,7 @@ pub(crate) fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
         .collect()
 }
 
-fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<Puzzle> {
+fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
     // The game up to the puzzle's position, then the puzzle's line.
     let mut line = PuzzleLine::from_fen(&unit.start_fen).ok()?;
     for uci in unit.moves[..found.after].iter().chain(&found.line) {
@@ -1133,7 +1144,7 @@ fn build_puzzle(unit: &MineUnit, found: &Found, config: &MineConfig) -> Option<P
             .map(|s| s.to_cp().to_string())
             .unwrap_or_default(),
     );
-    puzzle.set(Column::Criterion, config.criterion.name());
+    puzzle.set(Column::Criterion, found.criterion.name());
     puzzle.set(Column::Nodes, found.nodes.to_string());
     Some(puzzle)
 }

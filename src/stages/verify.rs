@@ -40,12 +40,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
-use crate::chess::line::PuzzleLine;
+use crate::chess::line::{PuzzleLine, parse_move};
 use crate::chess::record::Puzzle;
 use crate::core::fileio::AtomicFile;
 use crate::core::settings::{flags_over, switch_on};
 use crate::core::summary::Summary;
-use crate::engine::criterion::{self, Criterion};
+use crate::engine::criterion::{self, Criterion, Margin, Rule, Scores, Turn};
 use crate::engine::pool::{EnginePool, PoolConfig, Session};
 use crate::engine::process::{EngineError, EngineSpec, Limit, SearchRequest};
 use crate::engine::settings::{EngineArgs, EngineConfig};
@@ -518,15 +518,13 @@ fn margin_table(verdicts: &[Verdict]) -> Vec<Value> {
         .collect()
 }
 
-/// The criterion to check a puzzle against: the config's, else its column's.
+/// The criterion to check a puzzle against: the config's, else its
+/// column's, else Epoch's.
 fn criterion_of(puzzle: &Puzzle, config: &VerifyConfig) -> Criterion {
-    match config.criterion {
-        Some(c) => c,
-        None => match puzzle.get(Column::Criterion).unwrap_or("epoch") {
-            "lichess" => Criterion::Lichess,
-            _ => Criterion::Epoch,
-        },
-    }
+    config
+        .criterion
+        .or_else(|| puzzle.get(Column::Criterion).and_then(Criterion::from_name))
+        .unwrap_or_default()
 }
 
 /// The deeper search's nodes: K times the puzzle's (or the configured) base.
@@ -555,65 +553,63 @@ fn score_of_cp(cp: i32) -> Score {
     }
 }
 
-/// Epoch: the smallest room to a threshold (best >= -100, second <= 80,
-/// gap >= 180), in cp; negative when one fails.
-fn epoch_margin(best: Score, second: Score) -> i32 {
-    let (best, second) = (best.to_cp(), second.to_cp());
-    (best - criterion::EPOCH_MIN_BEST_CP)
-        .min(criterion::EPOCH_MAX_SECOND_CP - second)
-        .min(best - second - criterion::EPOCH_MIN_GAP_CP)
-}
-
-/// Lichess: the win-chance gap minus 0.7 (the mate-in-1 exceptions of
-/// [`criterion::lichess_unique`] are not reflected).
-fn lichess_margin(best: Score, second: Score) -> f64 {
-    criterion::win_chances(best) - criterion::win_chances(second) - criterion::LICHESS_MIN_GAP
-}
-
 /// The scores of the mining search, from the `BestScore`/`SecondScore`
 /// columns, when the puzzle has both.
-fn mining_scores(puzzle: &Puzzle) -> Option<(Score, Score)> {
+fn mining_scores(puzzle: &Puzzle) -> Option<Scores> {
     let read = |column| {
         puzzle
             .get(column)
             .and_then(|text: &str| text.trim().parse::<i32>().ok())
     };
-    Some((
+    Some(Scores::new(
         score_of_cp(read(Column::BestScore)?),
-        score_of_cp(read(Column::SecondScore)?),
+        Some(score_of_cp(read(Column::SecondScore)?)),
     ))
 }
 
 /// Fills the margins over the searches made (mining, deeper) and whether
-/// they clear the configured minimum.
+/// they clear the configured minimum: the least room to the rule's
+/// thresholds ([`criterion::margin`]) over those searches.
 fn judge_margins(
     verdict: &mut Verdict,
-    which: Criterion,
-    deeper: Option<(Score, Score)>,
+    rule: Rule,
+    deeper: Option<Scores>,
     puzzle: &Puzzle,
     config: &VerifyConfig,
 ) {
-    let searches: Vec<(Score, Score)> = mining_scores(puzzle).into_iter().chain(deeper).collect();
-    match which {
-        Criterion::Epoch => {
-            verdict.margin_cp = searches.iter().map(|&(b, s)| epoch_margin(b, s)).min();
-            verdict.margin_holds = config.min_margin_cp <= 0
-                || verdict.margin_cp.is_some_and(|m| m >= config.min_margin_cp);
+    let margins: Vec<Margin> = mining_scores(puzzle)
+        .into_iter()
+        .chain(deeper)
+        .filter_map(|scores| criterion::margin(rule, &scores))
+        .collect();
+    let cp = margins.iter().filter_map(|m| match m {
+        Margin::Cp(cp) => Some(*cp),
+        Margin::WinChance(_) => None,
+    });
+    let chance = margins.iter().filter_map(|m| match m {
+        Margin::WinChance(w) => Some(*w),
+        Margin::Cp(_) => None,
+    });
+    verdict.margin_cp = cp.min();
+    verdict.margin_win_chance = chance
+        .reduce(f64::min)
+        .map(|m| (m * 1000.0).round() / 1000.0);
+    verdict.margin_holds = match rule {
+        Rule::Epoch | Rule::Gap { .. } => {
+            config.min_margin_cp <= 0
+                || verdict.margin_cp.is_some_and(|m| m >= config.min_margin_cp)
         }
-        Criterion::Lichess => {
-            verdict.margin_win_chance = searches
-                .iter()
-                .map(|&(b, s)| lichess_margin(b, s))
-                .reduce(f64::min)
-                .map(|m| (m * 1000.0).round() / 1000.0);
-            verdict.margin_holds = config.min_margin_win_chance <= 0.0
+        Rule::Lichess | Rule::Mate => {
+            config.min_margin_win_chance <= 0.0
                 || verdict
                     .margin_win_chance
-                    .is_some_and(|m| m >= config.min_margin_win_chance);
+                    .is_some_and(|m| m >= config.min_margin_win_chance)
         }
-    }
+    };
 }
 
+/// The deeper same-engine check of one puzzle: its first solver move at K
+/// times its nodes, judged by the one verdict.
 fn check(
     session: &mut Session,
     item: &Item,
@@ -641,13 +637,8 @@ fn check(
     };
     let setup = PuzzleLine::of_puzzle(puzzle)
         .map_err(|e| e.to_string())
-        .and_then(|line| {
-            Ok((
-                line.first_solver_position().clone(),
-                deeper_nodes(puzzle, config)?,
-            ))
-        });
-    let (position, nodes) = match setup {
+        .and_then(|line| Ok((line, deeper_nodes(puzzle, config)?)));
+    let (line, nodes) = match setup {
         Ok(setup) => setup,
         Err(error) => {
             verdict.error = Some(error);
@@ -660,45 +651,32 @@ fn check(
         limit: Limit::Nodes(nodes),
         multipv: 2,
     };
-    let result = session.search(&request)?;
-    verdict.nodes = result.nodes;
-    let legal = position.legal_moves().len();
-    let best = result.lines.first();
-    let second = if legal >= 2 {
-        result.lines.get(1).map(|l| l.score)
-    } else {
-        None
-    };
-    verdict.best_move = best.and_then(|l| l.pv.first().cloned());
-    verdict.best_score = best.map(|l| l.score.to_cp());
-    verdict.second_score = second.map(|s| s.to_cp());
-    verdict.best_holds = verdict.best_move.as_deref() == Some(verdict.expected_move.as_str());
-    if let Some(best) = best.map(|l| l.score) {
-        verdict.criterion_holds = match which {
-            Criterion::Epoch => second.is_some() && criterion::epoch_unique(best, second),
-            Criterion::Lichess => {
-                let mut best_non_mating = None;
-                if criterion::lichess_needs_non_mating(best, second) {
-                    let mates = criterion::count_mates_in_one(&position);
-                    if mates < legal {
-                        let mut wide = request.clone();
-                        wide.multipv = u32::try_from(mates + 1).unwrap_or(u32::MAX);
-                        let searched = session.search(&wide)?;
-                        verdict.nodes += searched.nodes;
-                        best_non_mating = searched.lines.last().map(|line| line.score);
-                    }
-                }
-                criterion::lichess_unique(best, second, best_non_mating)
-            }
-        };
-    }
-    let deeper = best.map(|l| l.score).zip(second);
-    judge_margins(&mut verdict, which, deeper, puzzle, config);
+    let position = line.first_solver_position();
+    let rule = Rule::from(which);
+    let (judged, result) = criterion::judge(session, &request, position, rule, Turn::First)?;
+    verdict.nodes = result.nodes + judged.extra_nodes;
+    verdict.best_move = judged.best_move.clone();
+    verdict.best_score = judged.best_score.map(Score::to_cp);
+    verdict.second_score = judged.second_score.map(Score::to_cp);
+    verdict.best_holds = judged
+        .best_move
+        .as_deref()
+        .and_then(|uci| parse_move(position, uci).ok())
+        .is_some_and(|best| line.accepts(1, best));
+    verdict.criterion_holds = judged.decision.unique;
+    let deeper = judged
+        .best_score
+        .map(|best| Scores::new(best, judged.second_score));
+    judge_margins(&mut verdict, rule, deeper, puzzle, config);
     Ok(verdict)
 }
 
 /// The second engine on each solver move of `puzzle`, in order, stopping at
-/// the first that fails. Empty when the line cannot be replayed.
+/// the first that fails: its best move must be an accepted answer and lead
+/// its second by the gap ([`Rule::Gap`], the one verdict, which passes a
+/// forced later move and never a forced first one). On a move that mates
+/// at once, any mating move is accepted and no gap is asked: the puzzle
+/// accepts every mate there. Empty when the line cannot be replayed.
 fn second_opinion(
     session: &mut Session,
     puzzle: &Puzzle,
@@ -707,33 +685,48 @@ fn second_opinion(
     let Ok(line) = PuzzleLine::of_puzzle(puzzle) else {
         return Ok(Vec::new());
     };
+    let rule = Rule::Gap {
+        min_cp: config.min_gap_cp,
+    };
     let mut moves = Vec::new();
     for (ply, position, _) in line.solver_turns() {
-        let expected_move = puzzle.moves[ply].clone();
-        let legal = position.legal_moves().len();
-        let mut seen = SecondMove {
-            ply,
-            expected_move,
-            best_move: None,
-            gap_cp: None,
-            holds: legal == 1,
+        let turn = if ply == 1 { Turn::First } else { Turn::Later };
+        let request = SearchRequest {
+            fen: puzzle.fen.clone(),
+            moves: puzzle.moves[..ply].to_vec(),
+            limit: Limit::Depth(config.depth),
+            multipv: 2,
         };
-        if legal > 1 {
-            let request = SearchRequest {
-                fen: puzzle.fen.clone(),
-                moves: puzzle.moves[..ply].to_vec(),
-                limit: Limit::Depth(config.depth),
-                multipv: 2,
-            };
-            let result = session.search(&request)?;
-            seen.best_move = result.lines.first().and_then(|l| l.pv.first().cloned());
-            seen.gap_cp = match (result.lines.first(), result.lines.get(1)) {
-                (Some(best), Some(second)) => Some(best.score.to_cp() - second.score.to_cp()),
-                _ => None,
-            };
-            seen.holds = seen.best_move.as_deref() == Some(seen.expected_move.as_str())
-                && seen.gap_cp.is_some_and(|gap| gap >= config.min_gap_cp);
-        }
+        let forced = position.legal_moves().len() == 1;
+        let (best_move, gap_cp, unique) = if forced {
+            // Nothing to search: the one verdict on a lone move.
+            let decision = criterion::decide(rule, turn, &Scores::new(Score::Cp(0), None));
+            (None, None, decision.unique)
+        } else {
+            let (judged, _) = criterion::judge(session, &request, position, rule, turn)?;
+            let gap = judged
+                .best_score
+                .zip(judged.second_score)
+                .map(|(best, second)| best.to_cp() - second.to_cp());
+            let mates_at_once = judged.best_score == Some(Score::Mate(1));
+            (
+                judged.best_move,
+                gap,
+                judged.decision.unique || mates_at_once,
+            )
+        };
+        let agrees = forced
+            || best_move
+                .as_deref()
+                .and_then(|uci| parse_move(position, uci).ok())
+                .is_some_and(|best| line.accepts(ply, best));
+        let seen = SecondMove {
+            ply,
+            expected_move: puzzle.moves[ply].clone(),
+            best_move,
+            gap_cp,
+            holds: agrees && unique,
+        };
         let holds = seen.holds;
         moves.push(seen);
         if !holds {

@@ -6,9 +6,9 @@
 
 use crate::chess::line::{parse_move, parse_position};
 use crate::core::summary::Summary;
-use crate::engine::criterion::{self, Criterion};
+use crate::engine::criterion::{self, Criterion, Turn};
 use crate::engine::pool::EnginePool;
-use crate::engine::process::Limit;
+use crate::engine::process::{Limit, SearchRequest};
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::engine::uci::Score;
 use anyhow::Context;
@@ -24,7 +24,9 @@ use std::path::PathBuf;
     group(clap::ArgGroup::new("limit").required(true).args(["depth", "nodes"])),
     after_help = "Output: one JSON object per position on stdout, in input order: fen, best_move, \
 best_score, second_move, second_score ({\"cp\": n} or {\"mate\": n} from the side to move; null \
-when there is no second legal move), unique, criterion, plus move and move_is_best when the line \
+when there is no second legal move), unique, why (the verdict's reason: unique, only_legal_move, \
+no_legal_move, no_mate, best_too_low, second_too_good, gap_too_small; a position is judged as a \
+puzzle's first move, so one with a single legal move is not unique), criterion, plus move and move_is_best when the line \
 gave a move. The human summary goes to stderr; with --json the summary object is printed on \
 stdout after the positions, as the last line."
 )]
@@ -115,7 +117,21 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
     let criterion = args.criterion;
     let verdicts = pool
         .map(&items, |session, _, item| {
-            criterion::judge(session, &item.fen, &item.position, limit, criterion)
+            let request = SearchRequest {
+                fen: item.fen.clone(),
+                moves: Vec::new(),
+                limit,
+                multipv: 2,
+            };
+            // A position on its own is judged as a puzzle's first move.
+            criterion::judge(
+                session,
+                &request,
+                &item.position,
+                criterion.into(),
+                Turn::First,
+            )
+            .map(|(judged, _)| judged)
         })
         .map_err(
             |error| match error.downcast_ref::<crate::engine::pool::UnitFailed>() {
@@ -137,10 +153,11 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
             "best_score": score_json(verdict.best_score),
             "second_move": verdict.second_move,
             "second_score": score_json(verdict.second_score),
-            "unique": verdict.unique,
+            "unique": verdict.unique(),
+            "why": verdict.decision.why,
             "criterion": criterion.name(),
         });
-        unique_count += u64::from(verdict.unique);
+        unique_count += u64::from(verdict.unique());
         if let Some(given) = &item.given_move {
             let is_best = verdict.best_move.as_deref() == Some(given.as_str());
             with_move += 1;
