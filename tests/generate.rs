@@ -478,3 +478,85 @@ fn bench_generate_sets_the_funnel_beside_the_exhaustive_search_on_the_same_games
     let games = std::fs::read_to_string(root.join("work/batch-00000001-00000006/games.pgn"));
     assert_eq!(games.unwrap().matches("[Event ").count(), 6);
 }
+
+/// Profiles per band: the cells a band holds are played for by its named
+/// profile, in games of its own (its players, its store, its seed), the
+/// rest by generation's own profile; each stops on its own cells, the
+/// release holds both, and a shard pair + merge gives the same bytes.
+#[test]
+fn each_band_is_filled_by_its_own_profile_and_shards_merge_to_the_same_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let bands = "batch_games = 3\nmax_games = 12\n\
+        [generate.selfplay]\nchaos_white_elo = [1600, 1650]\nchaos_black_elo = [1600, 1650]\n\
+        [[generate.bands]]\nratings = [0, 1500]\nlengths = [1, 1]\nmate = \"no_mate\"\nprofile = \"low\"\n\
+        [generate.profiles.low.selfplay]\nchaos_white_elo = [1350, 1400]\nchaos_black_elo = [1350, 1400]\n";
+    for (name, output) in [("a.toml", "A"), ("b.toml", "B")] {
+        let path = write_config(root, name, output, 2, bands);
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("bin_width = 3000", "bin_width = 1500")
+            .replace(
+                "train_per_cell = 2\ntest_per_cell = 1",
+                "train_per_cell = 1\ntest_per_cell = 1",
+            );
+        std::fs::write(&path, text).unwrap();
+    }
+    let single = run(root, &["run", "--config", "a.toml"]);
+    let generated = &single["generate"];
+    let profiles = generated["profiles"]
+        .as_array()
+        .expect("a report per profile");
+    assert_eq!(profiles.len(), 2, "{generated:#}");
+    assert_eq!(profiles[0]["profile"], Value::Null);
+    assert_eq!(profiles[1]["profile"], "low");
+    for profile in profiles {
+        assert_eq!(profile["cells"], 1, "one cell each: {profile:#}");
+    }
+    // Two stores, and both profiles' players in the release's games, their
+    // game ids apart.
+    assert_eq!(
+        std::fs::read_dir(root.join("A/.generate")).unwrap().count(),
+        2
+    );
+    let elos = elo_tags(&root.join("A/gen/selfplay"));
+    assert!(elos.iter().any(|e| (1600..=1650).contains(e)), "{elos:?}");
+    assert!(elos.iter().any(|e| (1350..=1400).contains(e)), "{elos:?}");
+    assert!(
+        elos.iter()
+            .all(|e| (1350..=1400).contains(e) || (1600..=1650).contains(e))
+    );
+    let pgn = std::fs::read_to_string(root.join("A/gen/selfplay/games.pgn")).unwrap();
+    let seeds: std::collections::BTreeSet<&str> =
+        pgn.lines().filter(|l| l.starts_with("[Seed ")).collect();
+    assert_eq!(seeds.len(), 2, "one seed per profile: {seeds:?}");
+
+    for shard in ["0/2", "1/2"] {
+        let part = run(root, &["run", "--config", "b.toml", "--shard", shard]);
+        assert_eq!(part["generate"]["stop"], "shard_slice", "{part:#}");
+    }
+    run(
+        root,
+        &[
+            "merge",
+            "B/gen.shard-0-of-2",
+            "B/gen.shard-1-of-2",
+            "-o",
+            "B/gen",
+            "--config",
+            "b.toml",
+        ],
+    );
+    assert_same_release(&root.join("A/gen"), &root.join("B/gen"));
+
+    // A band naming no profile of [generate.profiles] is refused.
+    let text = std::fs::read_to_string(root.join("a.toml"))
+        .unwrap()
+        .replace("profile = \"low\"", "profile = \"lwo\"");
+    std::fs::write(root.join("c.toml"), text).unwrap();
+    let out = fails(root, &["run", "--config", "c.toml", "--release", "c"]);
+    assert!(
+        out.contains("generate.bands") && out.contains("lwo"),
+        "{out}"
+    );
+}

@@ -81,6 +81,9 @@ pub(crate) enum Domain {
     /// The retry jitter of one rollout model call. Key: [`Key::Pair`],
     /// (game, model move).
     RolloutRetryJitter,
+    /// The self-play seed of a named generation profile's games (a band's
+    /// profile under `[generate]`). Key: [`Key::Name`], the profile name.
+    GenerateProfileSeed,
 }
 
 impl Domain {
@@ -102,6 +105,7 @@ impl Domain {
             Domain::RolloutRandomMove => "rollout-random-move",
             Domain::RolloutRequestSeed => "rollout-request-seed",
             Domain::RolloutRetryJitter => "rollout-retry-jitter",
+            Domain::GenerateProfileSeed => "generate-profile-seed",
         }
     }
 }
@@ -172,7 +176,7 @@ mod tests {
 
     /// Every domain, in pipeline order (`listed_at` makes a new domain a
     /// compile error until it is added here).
-    const ALL: [Domain; 14] = [
+    const ALL: [Domain; 15] = [
         Domain::IngestSample,
         Domain::SelfplayGame,
         Domain::RatePuzzle,
@@ -187,6 +191,7 @@ mod tests {
         Domain::RolloutRandomMove,
         Domain::RolloutRequestSeed,
         Domain::RolloutRetryJitter,
+        Domain::GenerateProfileSeed,
     ];
 
     fn listed_at(domain: Domain) -> usize {
@@ -205,6 +210,7 @@ mod tests {
             Domain::RolloutRandomMove => 11,
             Domain::RolloutRequestSeed => 12,
             Domain::RolloutRetryJitter => 13,
+            Domain::GenerateProfileSeed => 14,
         }
     }
 

@@ -364,7 +364,7 @@ impl Stage for Mine {
                     Some(columns.to_vec()),
                 )?;
                 files.push(json!({"input": input, "summary": {"puzzles": written,
-                    "from_store": generated.store().display().to_string(),
+                    "from_store": generated.stores_display(),
                     "output": folder.committed_path(&output)}}));
                 continue;
             }
@@ -425,7 +425,7 @@ impl Stage for Rate {
                 let written =
                     generated.write_puzzles(Part::Rated, &folder.scratch_path(&output), None)?;
                 files.push(json!({"input": input, "summary": {"written": written,
-                    "from_store": generated.store().display().to_string(),
+                    "from_store": generated.stores_display(),
                     "output": folder.committed_path(&output)}}));
                 continue;
             }

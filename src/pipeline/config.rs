@@ -368,6 +368,19 @@ impl PipelineConfig {
                 format!("{} does not exist", file.display()),
             )?;
         }
+        for band in &generate.bands {
+            if !generate.profiles.contains_key(&band.profile) {
+                fail(
+                    "generate.bands",
+                    "profile",
+                    format!(
+                        "{:?} is not in [generate.profiles] (known: {:?})",
+                        band.profile,
+                        generate.profiles.keys().collect::<Vec<_>>()
+                    ),
+                )?;
+            }
+        }
         Ok(())
     }
 

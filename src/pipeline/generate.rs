@@ -36,10 +36,11 @@ use std::path::{Path, PathBuf};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row, read_puzzles};
 use crate::core::error::bad_input;
 use crate::core::fileio::{left_by_dead_process, sha256_bytes, sha256_file, write_atomic};
+use crate::core::seed::{Domain, Key};
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
-use crate::stages::release::cells::{Cell, ExcludeBy, Quota, Tier, position_key};
+use crate::stages::release::cells::{Cell, ExcludeBy, MateRule, Quota, Tier, position_key};
 use crate::stages::verify::Verdict;
 
 /// `[generate]` in pipeline.toml.
@@ -79,6 +80,40 @@ pub struct GenerateConfig {
     /// is that tier (`[generate.tiers.hard.selfplay]`, `...mine]`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tiers: BTreeMap<String, Profile>,
+    /// Named profiles that `bands` hand cells of the target to
+    /// (`[generate.profiles.NAME.selfplay]`, `...mine]`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, Profile>,
+    /// Which profile plays the games for which cells of the target: a cell
+    /// goes to the first band that holds it, else to generation's own
+    /// profile (`[[generate.bands]]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bands: Vec<ProfileBand>,
+}
+
+/// Cells of the target that a named profile plays for: rating bins inside
+/// `ratings`, solver lengths inside `lengths`, mates as `mate` says (the
+/// keys of `[[split.bands]]`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileBand {
+    /// `[lo, hi]`: the bins `(lo, ...]` up to `(..., hi]`.
+    pub ratings: [i32; 2],
+    /// `[min, max]` solver moves, inclusive.
+    pub lengths: [usize; 2],
+    #[serde(default)]
+    pub mate: MateRule,
+    /// A name of `[generate.profiles]`.
+    pub profile: String,
+}
+
+impl ProfileBand {
+    fn holds(&self, cell: &Cell) -> bool {
+        cell.bin_lo >= self.ratings[0]
+            && cell.bin_hi <= self.ratings[1]
+            && (self.lengths[0]..=self.lengths[1]).contains(&cell.length)
+            && self.mate.admits(cell.mate)
+    }
 }
 
 /// Generation settings that differ from `[selfplay]` and `[mine]`: which
@@ -129,6 +164,13 @@ fn overlay<T: Serialize + serde::de::DeserializeOwned>(
     T::deserialize(merged).map_err(|e| bad_input(format!("generation profile: {e}")))
 }
 
+/// The self-play seed of a named profile's games: drawn from the run seed
+/// and the profile's name ([`Domain::GenerateProfileSeed`]).
+fn profile_seed(run_seed: u64, name: &str) -> u64 {
+    use rand::RngCore;
+    crate::core::seed::rng(run_seed, Domain::GenerateProfileSeed, Key::Name(name)).next_u64()
+}
+
 impl Default for GenerateConfig {
     fn default() -> Self {
         Self {
@@ -144,6 +186,8 @@ impl Default for GenerateConfig {
             selfplay: toml::Table::new(),
             mine: toml::Table::new(),
             tiers: BTreeMap::new(),
+            profiles: BTreeMap::new(),
+            bands: Vec::new(),
         }
     }
 }
@@ -210,18 +254,32 @@ struct Segment {
     last: u64,
 }
 
-/// The generated games and puzzles a release (or shard) holds: games
-/// `first..=last` of the store, and which of their puzzles are kept.
+/// One profile's games in a release (or shard): games `first..=last` of
+/// its store.
 #[derive(Clone, Debug)]
-pub struct Generated {
+struct StreamPart {
+    /// The profile (`None`: generation's own).
+    profile: Option<String>,
     store: PathBuf,
     key: String,
+    first: u64,
+    last: u64,
+    stop: Stop,
+    segments: Vec<Segment>,
+    cpu_seconds: f64,
+}
+
+/// The generated games and puzzles a release (or shard) holds: for each
+/// profile that plays for the target, games `first..=last` of its store,
+/// and which of their puzzles are kept.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    streams: Vec<StreamPart>,
     pub(crate) first: u64,
     pub(crate) last: u64,
     pub(crate) stop: Stop,
-    segments: Vec<Segment>,
-    /// Row keys of the kept puzzles (after dedup and exclusion).
-    kept: HashSet<RowKey>,
+    /// Row keys of the kept puzzles (after dedup and exclusion), by stream.
+    kept: HashSet<(usize, RowKey)>,
     /// The funnel and the cells, for `generate.json` and the summary.
     pub(crate) report: Value,
     /// Engine CPU seconds of the batches the games come from, as recorded
@@ -258,9 +316,12 @@ struct Settings {
 
 impl Settings {
     /// Generation's settings for a target of `tier` (`generate.tier`
-    /// first): `[selfplay]` and `[mine]` under generation's profile, then
-    /// the tier's.
-    fn of(config: &Sections<'_>, tier: Option<&str>) -> Result<Settings> {
+    /// first) played by `profile` (a name of `[generate.profiles]`, or
+    /// generation's own): `[selfplay]` and `[mine]` under generation's
+    /// profile, then the tier's, then the named profile's. A named profile
+    /// plays its own games: its self-play seed derives from the run seed and
+    /// its name, so its game ids never meet another profile's.
+    fn of(config: &Sections<'_>, tier: Option<&str>, profile: Option<&str>) -> Result<Settings> {
         let generate = &config.generate;
         for name in generate.tiers.keys() {
             if !config.split.tiers.contains_key(name) {
@@ -277,8 +338,22 @@ impl Settings {
             selfplay_layers.push((format!("generate.tiers.{name}.selfplay"), &profile.selfplay));
             mine_layers.push((format!("generate.tiers.{name}.mine"), &profile.mine));
         }
+        let mut seed = config.seed;
+        if let Some(name) = profile {
+            let named = generate.profiles.get(name).ok_or_else(|| {
+                bad_input(format!(
+                    "[[generate.bands]]: profile {name:?} is not in [generate.profiles]"
+                ))
+            })?;
+            selfplay_layers.push((
+                format!("generate.profiles.{name}.selfplay"),
+                &named.selfplay,
+            ));
+            mine_layers.push((format!("generate.profiles.{name}.mine"), &named.mine));
+            seed = profile_seed(config.seed, name);
+        }
         let selfplay = crate::stages::selfplay::SelfplayConfig {
-            seed: config.seed,
+            seed,
             games: 0,
             ..overlay(config.selfplay, &selfplay_layers, &SELFPLAY_OWN_KEYS)?
         };
@@ -332,8 +407,15 @@ impl Settings {
     }
 }
 
-/// Fills the store as `mode` asks and works out the games the release (or
+/// Fills the stores as `mode` asks and works out the games the release (or
 /// shard) holds. `excluded_releases` are the earlier releases' folders.
+///
+/// Each profile that plays for the target (generation's own, and each
+/// named profile `[[generate.bands]]` hand cells to) is a stream of its own
+/// games with its own stopping rule over its own cells; the streams take
+/// turns, a batch each, so that a CPU budget is shared. The release then
+/// holds every stream's games up to its stopping game, and their puzzles,
+/// deduplicated across streams in stream order.
 pub(crate) fn prepare(
     config: &Sections<'_>,
     engine: Engine,
@@ -341,23 +423,20 @@ pub(crate) fn prepare(
     tier: Option<&str>,
     excluded_releases: &[PathBuf],
 ) -> Result<Generated> {
-    let settings = Settings::of(config, tier)?;
-    let (store, key) = open_store(config, &settings, engine)?;
     let target = Target::of(config, tier, excluded_releases)?;
-    let mut walk = Walk {
-        config,
-        mode,
-        player: Player {
-            settings: &settings,
-            engine,
-            store: &store,
-            pools: None,
-        },
-        batches: stored_batches(&store)?,
-        counter: Counter::new(&target, config.seed),
-        segments: Vec::new(),
-        cpu_seconds: 0.0,
-    };
+    let plan = stream_cells(config, &target)?;
+    let settings: Vec<Settings> = plan
+        .iter()
+        .map(|(profile, _)| Settings::of(config, tier, profile.as_deref()))
+        .collect::<Result<_>>()?;
+    let stores: Vec<(PathBuf, String)> = settings
+        .iter()
+        .map(|settings| open_store(config, settings, engine))
+        .collect::<Result<_>>()?;
+    let targets: Vec<Target> = plan
+        .iter()
+        .map(|(_, quotas)| target.restricted_to(quotas.clone()))
+        .collect();
     let (first, last) = match mode {
         Mode::Shard(shard) => {
             let range = shard.range(config.generate.max_games);
@@ -365,20 +444,101 @@ pub(crate) fn prepare(
         }
         _ => (1, config.generate.max_games),
     };
-    let stop = walk.run(first, last)?;
-    let last_game = walk.segments.last().map_or(first - 1, |s| s.last);
-    let report = walk.counter.report(stop, first, last_game);
-    Ok(Generated {
-        key,
-        first,
-        last: last_game,
-        stop,
-        segments: walk.segments,
-        kept: walk.counter.kept,
-        report,
-        cpu_seconds: walk.cpu_seconds,
-        store,
-    })
+    let mut walks = Vec::new();
+    for ((settings, (store, _)), target) in settings.iter().zip(&stores).zip(&targets) {
+        walks.push(Walk {
+            config,
+            mode,
+            player: Player {
+                settings,
+                engine,
+                store,
+                pools: None,
+            },
+            batches: stored_batches(store)?,
+            counter: Counter::new(target, config.seed, 0),
+            segments: Vec::new(),
+            cpu_seconds: 0.0,
+            next: first,
+            last,
+        });
+    }
+    let stops = take_turns(&mut walks, mode, config.generate.max_cpu_hours)?;
+    let mut streams = Vec::new();
+    let mut reports = Vec::new();
+    for (((walk, stop), (store, key)), (profile, _)) in walks
+        .into_iter()
+        .zip(stops)
+        .zip(stores.iter().cloned())
+        .zip(plan)
+    {
+        let last = walk.segments.last().map_or(first - 1, |s| s.last);
+        reports.push(walk.counter.report(stop, first, last));
+        streams.push(StreamPart {
+            profile,
+            store,
+            key,
+            first,
+            last,
+            stop,
+            segments: walk.segments,
+            cpu_seconds: walk.cpu_seconds,
+        });
+    }
+    Generated::assemble(&target, config.seed, first, streams, reports)
+}
+
+/// A profile (`None`: generation's own) and the target cells it plays for.
+type StreamCells = (Option<String>, BTreeMap<Cell, Quota>);
+
+/// The target's cells by the profile that plays for them: generation's
+/// own first (`None`, the cells no band holds), then each named profile in
+/// name order. A profile that holds no cell plays nothing.
+fn stream_cells(config: &Sections<'_>, target: &Target) -> Result<Vec<StreamCells>> {
+    let generate = config.generate;
+    for band in &generate.bands {
+        if !generate.profiles.contains_key(&band.profile) {
+            return Err(bad_input(format!(
+                "[[generate.bands]]: profile {:?} is not in [generate.profiles]",
+                band.profile
+            )));
+        }
+    }
+    let mut by_profile: BTreeMap<Option<String>, BTreeMap<Cell, Quota>> = BTreeMap::new();
+    for (cell, quota) in &target.quotas {
+        let profile = generate
+            .bands
+            .iter()
+            .find(|band| band.holds(cell))
+            .map(|band| band.profile.clone());
+        by_profile.entry(profile).or_default().insert(*cell, *quota);
+    }
+    Ok(by_profile.into_iter().collect())
+}
+
+/// Plays the streams in turns, a batch each, until each stops; a CPU
+/// budget (`run` only) stops every stream still playing after the batch
+/// that spent it. Returns each stream's stop.
+fn take_turns(walks: &mut [Walk<'_>], mode: Mode, max_cpu_hours: Option<f64>) -> Result<Vec<Stop>> {
+    let mut stops: Vec<Option<Stop>> = vec![None; walks.len()];
+    while stops.iter().any(Option::is_none) {
+        for index in 0..walks.len() {
+            if stops[index].is_some() {
+                continue;
+            }
+            stops[index] = walks[index].step()?;
+            let spent: f64 = walks.iter().map(|w| w.cpu_seconds).sum();
+            if stops[index].is_none()
+                && mode == Mode::Run
+                && max_cpu_hours.is_some_and(|h| spent >= h * 3600.0)
+            {
+                for stop in stops.iter_mut().filter(|s| s.is_none()) {
+                    *stop = Some(Stop::MaxCpuHours);
+                }
+            }
+        }
+    }
+    Ok(stops.into_iter().flatten().collect())
 }
 
 /// For `bench generate`: games `1..=games` played, mined, rated and
@@ -392,7 +552,7 @@ pub(crate) fn play_one_batch(
     games: u64,
     dir: &Path,
 ) -> Result<(PathBuf, crate::stages::mine::MineConfig, Value)> {
-    let settings = Settings::of(config, tier)?;
+    let settings = Settings::of(config, tier, None)?;
     let described = json!({"selfplay": settings.selfplay, "mine": settings.mine});
     let mut player = Player {
         settings: &settings,
@@ -425,7 +585,8 @@ fn open_store(
     Ok((store, key))
 }
 
-/// The games taken in order: stored batches reused, missing ones played.
+/// One stream's games taken in order: stored batches reused, missing ones
+/// played.
 struct Walk<'a> {
     config: &'a Sections<'a>,
     mode: Mode,
@@ -434,40 +595,43 @@ struct Walk<'a> {
     counter: Counter<'a>,
     segments: Vec<Segment>,
     cpu_seconds: f64,
+    /// The next game to take, and the last the walk may take.
+    next: u64,
+    last: u64,
 }
 
 impl Walk<'_> {
-    /// Takes games `first..=last` until the stopping rule or a budget.
-    fn run(&mut self, first: u64, last: u64) -> Result<Stop> {
+    /// Takes the next batch's games; the stop once the stopping rule is met
+    /// or the games run out.
+    fn step(&mut self) -> Result<Option<Stop>> {
         let shard = matches!(self.mode, Mode::Shard(_));
-        let mut next = first;
-        while next <= last {
-            let batch = self.batch_at(next, last)?;
-            let segment = Segment {
-                first: next,
-                last: batch.last.min(last),
-                batch,
-            };
-            self.cpu_seconds += segment.batch.cpu_seconds;
-            next = segment.last + 1;
-            if let Some(game) = self.counter.add_segment(&segment, !shard)? {
-                self.segments.push(Segment {
-                    last: game,
-                    ..segment
-                });
-                return Ok(Stop::QuotasMet);
-            }
-            self.segments.push(segment);
-            let budget = self.config.generate.max_cpu_hours;
-            if self.mode == Mode::Run && budget.is_some_and(|h| self.cpu_seconds >= h * 3600.0) {
-                return Ok(Stop::MaxCpuHours);
-            }
-        }
-        Ok(if shard {
+        let out_of_games = if shard {
             Stop::ShardSlice
         } else {
             Stop::MaxGames
-        })
+        };
+        if self.next > self.last {
+            return Ok(Some(out_of_games));
+        }
+        let batch = self.batch_at(self.next, self.last)?;
+        let segment = Segment {
+            first: self.next,
+            last: batch.last.min(self.last),
+            batch,
+        };
+        self.cpu_seconds += segment.batch.cpu_seconds;
+        self.next = segment.last + 1;
+        if let Some(game) = self.counter.add_segment(&segment, !shard)? {
+            self.segments.push(Segment {
+                last: game,
+                ..segment
+            });
+            return Ok(Some(Stop::QuotasMet));
+        }
+        self.segments.push(segment);
+        // Out of games: said on the next turn, after the budget is checked
+        // (a batch that spends the budget stops the run for that reason).
+        Ok(None)
     }
 
     /// The stored batch holding game `next`, else a new batch from it (up
@@ -749,21 +913,39 @@ impl Target {
     }
 }
 
+impl Target {
+    /// The same target with only `quotas`' cells (one stream's share).
+    fn restricted_to(&self, quotas: BTreeMap<Cell, Quota>) -> Target {
+        Target {
+            quotas,
+            tier: self.tier.clone(),
+            bin_width: self.bin_width,
+            verified_only: self.verified_only,
+            excluded: self.excluded.clone(),
+            dedup: self.dedup,
+        }
+    }
+}
+
 /// Counts the generated puzzles in game order and finds the stopping game.
 struct Counter<'a> {
     target: &'a Target,
     seed: u64,
+    /// The stream whose games are being added (part of the kept keys and
+    /// of the draw's game groups).
+    stream: usize,
     seen: HashSet<String>,
-    kept: HashSet<RowKey>,
+    kept: HashSet<(usize, RowKey)>,
     candidates: Vec<crate::stages::release::draw::Candidate>,
     funnel: BTreeMap<&'static str, u64>,
 }
 
 impl<'a> Counter<'a> {
-    fn new(target: &'a Target, seed: u64) -> Counter<'a> {
+    fn new(target: &'a Target, seed: u64, stream: usize) -> Counter<'a> {
         Counter {
             target,
             seed,
+            stream,
             seen: HashSet::new(),
             kept: HashSet::new(),
             candidates: Vec::new(),
@@ -823,7 +1005,7 @@ impl<'a> Counter<'a> {
             count(&mut self.funnel, "repeated_position");
             return false;
         }
-        self.kept.insert(row_key(puzzle));
+        self.kept.insert((self.stream, row_key(puzzle)));
         count(&mut self.funnel, "kept");
         let verified = puzzle.get(crate::chess::columns::Column::Verified) == Some("pass");
         if verified {
@@ -843,7 +1025,12 @@ impl<'a> Counter<'a> {
             .push(crate::stages::release::draw::Candidate {
                 id: puzzle.id.clone(),
                 cell,
-                group: format!("game:{game}"),
+                // Generation's own games keep the group names they always
+                // had; a named profile's games are told apart by stream.
+                group: match self.stream {
+                    0 => format!("game:{game}"),
+                    stream => format!("game:{stream}:{game}"),
+                },
                 file: 0,
                 row: self.candidates.len() as u64,
             });
@@ -923,33 +1110,130 @@ impl Part {
 }
 
 impl Generated {
-    /// What the stages' fingerprints record of the generation.
+    /// The streams' games taken together: every kept puzzle of every
+    /// stream, deduplicated across streams in stream order, and the report.
+    fn assemble(
+        target: &Target,
+        seed: u64,
+        first: u64,
+        streams: Vec<StreamPart>,
+        stream_reports: Vec<Value>,
+    ) -> Result<Generated> {
+        let mut union = Counter::new(target, seed, 0);
+        for (index, stream) in streams.iter().enumerate() {
+            union.stream = index;
+            for segment in &stream.segments {
+                union.add_segment(segment, false)?;
+            }
+        }
+        let stop = if streams.iter().all(|s| s.stop == Stop::QuotasMet) {
+            Stop::QuotasMet
+        } else {
+            streams
+                .iter()
+                .map(|s| s.stop)
+                .find(|s| *s != Stop::QuotasMet)
+                .unwrap_or(Stop::QuotasMet)
+        };
+        let last = streams.iter().map(|s| s.last).max().unwrap_or(first - 1);
+        let mut report = union.report(stop, first, last);
+        if streams.len() > 1 || streams.iter().any(|s| s.profile.is_some()) {
+            report["profiles"] = json!(
+                streams
+                    .iter()
+                    .zip(stream_reports)
+                    .map(|(stream, mut own)| {
+                        own["profile"] = json!(stream.profile);
+                        own["store"] = json!(stream.key);
+                        own
+                    })
+                    .collect::<Vec<_>>()
+            );
+        }
+        Ok(Generated {
+            first,
+            last,
+            stop,
+            kept: union.kept,
+            report,
+            cpu_seconds: streams.iter().map(|s| s.cpu_seconds).sum(),
+            streams,
+        })
+    }
+
+    /// What the stages' fingerprints record of the generation: the store,
+    /// games and stop of each stream (one stream: as it always was).
     pub(crate) fn fingerprint_json(&self) -> Value {
-        json!({"store": self.key, "first_game": self.first, "last_game": self.last,
-            "stop": self.stop, "kept": self.kept.len()})
+        match self.streams.as_slice() {
+            [one] if one.profile.is_none() => {
+                json!({"store": one.key, "first_game": one.first, "last_game": one.last,
+                    "stop": one.stop, "kept": self.kept.len()})
+            }
+            streams => json!({
+                "store": self.store_keys(),
+                "streams": streams.iter().map(|s| json!({"profile": s.profile, "store": s.key,
+                    "first_game": s.first, "last_game": s.last, "stop": s.stop}))
+                    .collect::<Vec<_>>(),
+                "kept": self.kept.len(),
+            }),
+        }
+    }
+
+    /// The report with the engine CPU the games cost, overall and per
+    /// profile, for a command's summary (never for a file: it varies).
+    pub(crate) fn summary_json(&self) -> Value {
+        let mut summary = self.report.clone();
+        summary["engine_cpu_hours"] = json!(self.cpu_seconds / 3600.0);
+        if let Some(profiles) = summary["profiles"].as_array_mut() {
+            for (profile, stream) in profiles.iter_mut().zip(&self.streams) {
+                profile["engine_cpu_hours"] = json!(stream.cpu_seconds / 3600.0);
+            }
+        }
+        summary
+    }
+
+    /// The streams' store keys, joined by `+`.
+    fn store_keys(&self) -> String {
+        self.streams
+            .iter()
+            .map(|s| s.key.as_str())
+            .collect::<Vec<_>>()
+            .join("+")
+    }
+
+    /// The segments of every stream, in stream order, with the stream's
+    /// index.
+    fn segments(&self) -> impl Iterator<Item = (usize, &Segment)> {
+        self.streams
+            .iter()
+            .enumerate()
+            .flat_map(|(index, s)| s.segments.iter().map(move |segment| (index, segment)))
     }
 
     /// The store files the release's games and puzzles come from.
     pub(crate) fn inputs(&self, part: Option<Part>) -> Vec<PathBuf> {
-        self.segments
-            .iter()
-            .map(|s| match part {
+        self.segments()
+            .map(|(_, s)| match part {
                 Some(part) => s.batch.dir.join(part.file()),
                 None => s.batch.dir.join("games.pgn"),
             })
             .collect()
     }
 
-    /// The store folder.
-    pub(crate) fn store(&self) -> &Path {
-        &self.store
+    /// The store folders, for the stage summaries.
+    pub(crate) fn stores_display(&self) -> String {
+        self.streams
+            .iter()
+            .map(|s| s.store.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
-    /// Writes the games `first..=last` as one PGN file.
+    /// Writes every stream's games `first..=last` as one PGN file.
     pub(crate) fn write_games(&self, output: &Path) -> Result<Value> {
         let mut text = String::new();
         let mut games = 0u64;
-        for segment in &self.segments {
+        for (_, segment) in self.segments() {
             let path = segment.batch.dir.join("games.pgn");
             let all = std::fs::read_to_string(&path)
                 .with_context(|| format!("reading {}", path.display()))?;
@@ -974,12 +1258,12 @@ impl Generated {
     /// The kept puzzles of the games, from the store file `part`.
     pub(crate) fn puzzles(&self, part: Part) -> Result<Vec<Puzzle>> {
         let mut puzzles = Vec::new();
-        for segment in &self.segments {
+        for (stream, segment) in self.segments() {
             let dir = &segment.batch.dir;
             for puzzle in read_puzzles(&dir.join(part.file()))? {
                 let game = game_number(&puzzle, dir)?;
                 if (segment.first..=segment.last).contains(&game)
-                    && self.kept.contains(&row_key(&puzzle))
+                    && self.kept.contains(&(stream, row_key(&puzzle)))
                 {
                     puzzles.push(puzzle);
                 }
@@ -1009,7 +1293,7 @@ impl Generated {
     /// line in the assembled file (the header is line 1).
     pub(crate) fn verdicts(&self) -> Result<Vec<Verdict>> {
         let mut verdicts = Vec::new();
-        for segment in &self.segments {
+        for (stream, segment) in self.segments() {
             let dir = &segment.batch.dir;
             let rows = read_puzzles(&dir.join(Part::Rated.file()))?;
             let report = dir.join("verify.jsonl");
@@ -1027,7 +1311,7 @@ impl Generated {
             for (puzzle, line) in rows.iter().zip(lines) {
                 let game = game_number(puzzle, dir)?;
                 if (segment.first..=segment.last).contains(&game)
-                    && self.kept.contains(&row_key(puzzle))
+                    && self.kept.contains(&(stream, row_key(puzzle)))
                 {
                     let mut verdict: Verdict = serde_json::from_str(line)
                         .map_err(|e| bad_input(format!("{}: {e}", report.display())))?;
@@ -1042,19 +1326,34 @@ impl Generated {
     /// The human line of the run summary.
     pub(crate) fn human(&self) -> String {
         let report = &self.report;
+        let stop_name = |stop: Stop| {
+            serde_json::to_value(stop)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default()
+        };
         let mut line = format!(
             "  generate: games {}-{} ({}), cells filled {}/{}, {:.3} engine CPU-hours, store {}\n",
             self.first,
             self.last,
-            serde_json::to_value(self.stop)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            stop_name(self.stop),
             report["cells_filled"],
             report["cells"],
             self.cpu_seconds / 3600.0,
-            self.store.display()
+            self.stores_display()
         );
+        if self.streams.len() > 1 {
+            for stream in &self.streams {
+                line.push_str(&format!(
+                    "    profile {}: games {}-{} ({}), {:.3} engine CPU-hours\n",
+                    stream.profile.as_deref().unwrap_or("(generation's own)"),
+                    stream.first,
+                    stream.last,
+                    stop_name(stream.stop),
+                    stream.cpu_seconds / 3600.0
+                ));
+            }
+        }
         if let Some(unfilled) = report["unfilled"].as_array()
             && self.stop != Stop::QuotasMet
             && self.stop != Stop::ShardSlice

@@ -111,8 +111,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let mut json = json!({"release": release, "release_dir": release_dir, "stages": report});
     if let Some(generated) = &ctx.generated {
         human.push_str(&generated.human());
-        json["generate"] = generated.report.clone();
-        json["generate"]["engine_cpu_hours"] = json!(generated.cpu_seconds / 3600.0);
+        json["generate"] = generated.summary_json();
     }
     if let Some(shard) = &args.shard {
         human.push_str(&format!(

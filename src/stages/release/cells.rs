@@ -27,7 +27,7 @@ pub enum MateRule {
 }
 
 impl MateRule {
-    fn admits(self, mate: bool) -> bool {
+    pub(crate) fn admits(self, mate: bool) -> bool {
         match self {
             MateRule::Both => true,
             MateRule::Mate => mate,
