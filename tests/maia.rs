@@ -178,7 +178,7 @@ fn replies_to_e4_match_the_published_figures() {
 #[test]
 fn results_are_the_same_bits_whatever_the_batching_and_threads() {
     let references = reference();
-    let histories: Vec<History> = references.iter().take(40).map(history).collect();
+    let histories: Vec<History> = references.iter().take(24).map(history).collect();
     let nets = nets();
     let pool = |threads| {
         rayon::ThreadPoolBuilder::new()
@@ -276,13 +276,11 @@ fn bad_weight_files_are_clear_errors_naming_the_file() {
 #[test]
 fn bad_lines_are_clear_errors() {
     let fen = "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24";
-    let illegal = History::from_fen_and_moves(fen, ["f2g3", "e6e8q"])
-        .err()
-        .expect("illegal");
+    let illegal = History::from_fen_and_moves(fen, ["f2g3", "e6e8q"]).expect_err("illegal");
     let message = format!("{illegal:#}");
     assert!(message.contains("move 2 (e6e8q)"), "{message}");
     assert_eq!(exit_code(&illegal), 2);
-    let bad_fen = History::from_fen("not a fen").err().expect("bad fen");
+    let bad_fen = History::from_fen("not a fen").expect_err("bad fen");
     assert!(format!("{bad_fen:#}").contains("not a fen"));
     assert_eq!(exit_code(&bad_fen), 2);
 }
