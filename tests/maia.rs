@@ -284,3 +284,17 @@ fn bad_lines_are_clear_errors() {
     assert!(format!("{bad_fen:#}").contains("not a fen"));
     assert_eq!(exit_code(&bad_fen), 2);
 }
+
+#[test]
+fn a_position_without_legal_moves_has_no_probabilities() {
+    // The puzzle's last move mates.
+    let mated = History::from_fen_and_moves(
+        "2kr1b1r/p1p2pp1/2pqb3/7p/3N2n1/2NPB3/PPP2PPP/R2Q1RK1 w - - 2 13",
+        ["d4e6", "d6h2"],
+    )
+    .expect("the puzzle 000rZ");
+    let result = &nets().evaluate(&[mated])[0];
+    assert!(result.moves().is_empty());
+    assert_eq!(result.nets(), 9);
+    assert!(result.at_net(8).is_empty());
+}

@@ -44,6 +44,7 @@ pub struct MaiaNets {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MoveProbabilities {
     moves: Vec<Move>,
+    nets: usize,
     /// `[net][move]`.
     probabilities: Vec<f32>,
 }
@@ -56,10 +57,7 @@ impl MoveProbabilities {
 
     /// Number of nets (ratings) the probabilities are given for.
     pub fn nets(&self) -> usize {
-        self.probabilities
-            .len()
-            .checked_div(self.moves.len())
-            .unwrap_or(0)
+        self.nets
     }
 
     /// The probability of every move (in [`Self::moves`] order) under net
@@ -76,7 +74,7 @@ impl MoveProbabilities {
         self.probabilities
             .iter()
             .skip(move_index)
-            .step_by(n)
+            .step_by(n.max(1))
             .copied()
     }
 
@@ -99,7 +97,7 @@ impl MaiaNets {
         if ratings.is_empty() {
             return Err(bad_input("no Maia ratings to load"));
         }
-        let nets = ratings
+        let loaded: Vec<Result<RatedNet>> = ratings
             .par_iter()
             .map(|&rating| {
                 let path = dir.join(weight_file_name(rating));
@@ -109,7 +107,9 @@ impl MaiaNets {
                     network: Network::new(&weights),
                 })
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
+        // The first failure in rating order, whichever thread saw one first.
+        let nets = loaded.into_iter().collect::<Result<Vec<_>>>()?;
         Ok(MaiaNets { nets })
     }
 
@@ -167,6 +167,7 @@ impl MaiaNets {
             .iter()
             .map(|(moves, _)| MoveProbabilities {
                 moves: moves.clone(),
+                nets: self.nets.len(),
                 probabilities: Vec::with_capacity(moves.len() * self.nets.len()),
             })
             .collect();
