@@ -10,6 +10,7 @@
 //! | [`pipeline`] | `puzzleforge run` and `merge`: the config, the stage order, manifests, the release lock |
 //! | [`tools`] | commands beside the pipeline: `check` and the `bench` benchmarks |
 //! | [`stages`] | one module per stage, in the order they run |
+//! | [`maia`] | human-move networks: the Maia-1 nets read from lc0's files, lc0's input and move encoding, the forward pass |
 //! | [`engine`] | UCI engines: the protocol, the process, the pool, the weakened player, the uniqueness criteria |
 //! | [`chess`] | the puzzle record and what is read off a board: lines, derived columns, themes, PGN |
 //! | [`core`] | files, errors, progress, summaries, shards, seeds: nothing about chess |
@@ -19,6 +20,7 @@
 pub mod chess;
 pub mod core;
 pub mod engine;
+pub mod maia;
 pub mod pipeline;
 pub mod stages;
 pub mod tools;

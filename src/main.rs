@@ -83,6 +83,9 @@ enum BenchCommand {
     /// Generated puzzles per engine CPU-hour, overall and for a tier, side
     /// by side with Epoch's exhaustive procedure on the same games.
     Generate(puzzleforge::pipeline::generate_bench::BenchGenerateArgs),
+    /// Positions per second per core through the nine Maia nets, against
+    /// lc0's own backend.
+    Maia(puzzleforge::tools::bench::maia::BenchMaiaArgs),
 }
 
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
@@ -119,6 +122,9 @@ fn dispatch(command: &Command) -> anyhow::Result<Summary> {
         }
         Command::Bench(BenchCommand::Generate(args)) => {
             puzzleforge::pipeline::generate_bench::run_bench_generate(args)
+        }
+        Command::Bench(BenchCommand::Maia(args)) => {
+            puzzleforge::tools::bench::maia::run_bench_maia(args)
         }
     }
 }

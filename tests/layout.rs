@@ -13,10 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Folders by layer: a folder may use folders of a lower layer only.
-const LAYERS: [(&str, u32); 6] = [
+const LAYERS: [(&str, u32); 7] = [
     ("core", 0),
     ("chess", 1),
     ("engine", 2),
+    ("maia", 2),
     ("stages", 3),
     ("tools", 4),
     ("pipeline", 4),

@@ -5,6 +5,7 @@
 //! it lives beside generation: [`crate::pipeline::generate_bench`].
 
 pub mod ingest;
+pub mod maia;
 pub mod mine;
 pub mod pgn;
 pub mod pool;
