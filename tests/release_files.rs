@@ -225,6 +225,10 @@ fn the_card_declares_the_features_the_files_hold() {
     assert_eq!(jsonl_features["NumMoves"], "dtype: int64");
     assert_eq!(jsonl_features["Mate"], "dtype: bool");
     assert_eq!(jsonl_features["Themes"], "list: string");
+    // verify's verdicts are booleans, null where a check did not run.
+    for verdict in ["VerifyDeeper", "VerifySecond", "Verified"] {
+        assert_eq!(jsonl_features[verdict], "dtype: bool", "{verdict}");
+    }
     for split in ["train", "test"] {
         for row in jsonl(&release.join(format!("{split}.jsonl"))) {
             for (name, value) in &row {

@@ -825,7 +825,7 @@ impl<'a> Counter<'a> {
         }
         self.kept.insert(row_key(puzzle));
         count(&mut self.funnel, "kept");
-        let verified = puzzle.get(crate::chess::columns::Column::Verified) == Some("pass");
+        let verified = puzzle.check(crate::chess::columns::Column::Verified) == Some(true);
         if verified {
             count(&mut self.funnel, "verified");
         }
