@@ -72,6 +72,10 @@ pub(crate) enum Domain {
     EvalRequestSeed,
     /// The retry jitter of one model call. Key: [`Key::Index`], the job.
     EvalRetryJitter,
+    /// The puzzles `eval --limit N` asks: the shuffle of one cell's puzzles
+    /// (key [`Key::Name`], the cell key, as the release writes it) and the
+    /// order the cells take turns in (key [`Key::Run`]).
+    EvalSample,
     /// The `random` player's move in a rollout. Key: [`Key::Pair`],
     /// (game, model move).
     RolloutRandomMove,
@@ -99,6 +103,7 @@ impl Domain {
             Domain::EvalEngineMove => "eval-engine-move",
             Domain::EvalRequestSeed => "eval-request-seed",
             Domain::EvalRetryJitter => "eval-retry-jitter",
+            Domain::EvalSample => "eval-sample",
             Domain::RolloutRandomMove => "rollout-random-move",
             Domain::RolloutRequestSeed => "rollout-request-seed",
             Domain::RolloutRetryJitter => "rollout-retry-jitter",
@@ -172,7 +177,7 @@ mod tests {
 
     /// Every domain, in pipeline order (`listed_at` makes a new domain a
     /// compile error until it is added here).
-    const ALL: [Domain; 14] = [
+    const ALL: [Domain; 15] = [
         Domain::IngestSample,
         Domain::SelfplayGame,
         Domain::RatePuzzle,
@@ -184,6 +189,7 @@ mod tests {
         Domain::EvalEngineMove,
         Domain::EvalRequestSeed,
         Domain::EvalRetryJitter,
+        Domain::EvalSample,
         Domain::RolloutRandomMove,
         Domain::RolloutRequestSeed,
         Domain::RolloutRetryJitter,
@@ -202,9 +208,10 @@ mod tests {
             Domain::EvalEngineMove => 8,
             Domain::EvalRequestSeed => 9,
             Domain::EvalRetryJitter => 10,
-            Domain::RolloutRandomMove => 11,
-            Domain::RolloutRequestSeed => 12,
-            Domain::RolloutRetryJitter => 13,
+            Domain::EvalSample => 11,
+            Domain::RolloutRandomMove => 12,
+            Domain::RolloutRequestSeed => 13,
+            Domain::RolloutRetryJitter => 14,
         }
     }
 
