@@ -157,11 +157,10 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
 /// when generation ran, else the release's `[split]` cells, read from
 /// the release's manifest.
 fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>> {
-    let (cells, unfilled, wanted_key, found_key) = match &ctx.generated {
+    let (cells, unfilled, found_key) = match &ctx.generated {
         Some(generated) => (
             generated.report["cells"].clone(),
             generated.report["unfilled"].clone(),
-            "wanted",
             "generated",
         ),
         None => {
@@ -173,7 +172,6 @@ fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>
             (
                 manifest["counts"]["cells"].clone(),
                 manifest["unfilled"].clone(),
-                "wanted",
                 "found",
             )
         }
@@ -187,17 +185,18 @@ fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>
         .iter()
         .take(10)
         .map(|cell| {
-            let wanted = match &cell[wanted_key] {
-                Value::Object(sides) => format!("{} + {}", sides["train"], sides["test"]),
-                total => total.to_string(),
+            let count = |value: &Value| value.as_u64().unwrap_or(0);
+            // `[generate]` records the wanted train and test, a release the total.
+            let wanted = match &cell["wanted"] {
+                Value::Object(sides) => count(&sides["train"]) + count(&sides["test"]),
+                total => count(total),
             };
             format!(
-                "{} length {} mate {}: {} + {} of {wanted} ({} {found_key})",
+                "{} length {} mate {}: {} of {wanted} drawn ({} {found_key})",
                 cell["rating_bin"].as_str().unwrap_or_default(),
                 cell["length"],
                 cell["mate"],
-                cell["train"],
-                cell["test"],
+                count(&cell["train"]) + count(&cell["test"]),
                 cell[found_key],
             )
         })
