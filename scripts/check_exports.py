@@ -201,6 +201,9 @@ def actual_type(feature) -> str:
     return repr(feature)
 
 
+# The verdict columns `verify` writes: booleans, null where a check did not run.
+VERDICTS = ("VerifyDeeper", "VerifySecond", "Verified")
+
 # How a CSV reader with nullable types reads each declared feature.
 PANDAS_TYPES = {"string": "string", "int64": "Int64", "float64": "Float64", "bool": "boolean"}
 
@@ -211,6 +214,10 @@ def check_datasets(release: Path, exports: Path, work: Path) -> str:
 
     declared = card_features(release)
     want = {f["name"]: expected_type(f) for f in declared}
+    # verify's verdicts are booleans (null where a check did not run), as Mate is.
+    for verdict in VERDICTS:
+        if want.get(verdict, "bool") != "bool":
+            raise AssertionError(f"the card declares {verdict} as {want[verdict]}, not bool")
     loaded = datasets.load_dataset(str(release), cache_dir=str(work / "hf-cache"))
     for split in SPLITS:
         got = {name: actual_type(f) for name, f in loaded[split].features.items()}
@@ -244,6 +251,7 @@ def check_datasets(release: Path, exports: Path, work: Path) -> str:
         f"load_dataset(RELEASE_DIR) gives the card's {len(want)} declared types "
         f"(train {loaded['train'].num_rows}, test {loaded['test'].num_rows} rows; "
         f"Mate {loaded['test'].features['Mate'].dtype}, Seed {loaded['test'].features['Seed'].dtype}, "
+        f"Verified {loaded['test'].features['Verified'].dtype}, "
         f"Themes {actual_type(loaded['test'].features['Themes'])}); "
         "the CSV files read with the same types (pandas nullable) and the same values"
     )

@@ -1,7 +1,7 @@
 //! The puzzleforge command line.
 
 use clap::{Parser, Subcommand};
-use puzzleforge::core::error::exit_code;
+use puzzleforge::core::error::{EXIT_SHORTFALL, exit_code};
 use puzzleforge::core::summary::Summary;
 
 #[derive(Parser, Debug)]
@@ -138,6 +138,10 @@ fn main() {
             }
             if cli.json {
                 println!("{}", summary.json);
+            }
+            if let Some(shortfall) = summary.shortfall {
+                eprintln!("puzzleforge: error: {shortfall}");
+                std::process::exit(EXIT_SHORTFALL);
             }
         }
         Err(error) => {

@@ -78,6 +78,14 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
         engine_regret < random_regret,
         "{engine_regret} vs {random_regret}"
     );
+    // The bounded score loss: 0 to 1 per position, the engine's far lower.
+    let engine_loss = engine["mean_score_loss"].as_f64().unwrap();
+    let random_loss = random["mean_score_loss"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&random_loss), "{random_loss}");
+    assert!(
+        engine_loss + 0.1 < random_loss,
+        "{engine_loss} vs {random_loss}"
+    );
 
     let report = std::fs::read(random_dir.join("report.json")).unwrap();
     for key in [
@@ -85,19 +93,27 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
         "position_accuracy",
         "illegal_rate",
         "unparseable_rate",
+        "mean_score_loss",
+        "mean_regret",
         "median_regret",
     ] {
         let v: serde_json::Value = serde_json::from_slice(&report).unwrap();
         assert!(v.get(key).is_some(), "report.json lacks {key}");
     }
-    for picture in [
-        "accuracy_by_rating.svg",
-        "regret_distribution.svg",
-        "illegal_rate_by_template.svg",
-    ] {
+    // Pictures only where they mean something: a baseline has no prompt
+    // template, so no illegal rate by template; the report shows what is
+    // drawn and explains the score loss beside the raw regret.
+    let md = std::fs::read_to_string(random_dir.join("report.md")).unwrap();
+    for picture in ["accuracy_by_rating.svg", "regret_distribution.svg"] {
         let svg = std::fs::read_to_string(random_dir.join(picture)).unwrap();
         assert!(svg.starts_with("<svg"), "{picture}");
+        assert!(md.contains(&format!("]({picture})")), "{picture}");
     }
+    assert!(!random_dir.join("illegal_rate_by_template.svg").exists());
+    assert!(!md.contains("illegal_rate_by_template"), "{md}");
+    assert!(md.contains("| mean score loss (0-1) | "), "{md}");
+    assert!(md.contains("| mean regret (cp, raw) | "), "{md}");
+    assert!(md.contains("Score loss is the expected score"), "{md}");
     // Same inputs, same report bytes.
     let (again_dir, _) = run("random-again", "random");
     assert_eq!(
@@ -124,14 +140,87 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
     let overall = compared["overall"].as_array().unwrap();
     assert_eq!(overall[0]["metric"], "puzzle_accuracy");
     assert!(overall[0]["welch"]["p_one_sided"].as_f64().unwrap() < 0.01);
-    assert!(dir.path().join("cmp/compare.md").exists());
-    let picture =
-        std::fs::read_to_string(dir.path().join("cmp/illegal_rate_by_template.svg")).unwrap();
-    assert!(picture.starts_with("<svg"));
+    // Regret is tested on the bounded score loss; the raw cp mean is shown
+    // untested.
+    let metric = |name: &str| {
+        overall
+            .iter()
+            .find(|d| d["metric"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {compared}"))
+    };
+    let loss = metric("mean_score_loss");
     assert!(
-        picture.contains("A: none") && picture.contains("B: none"),
-        "baselines use no template"
+        loss["welch"]["p_one_sided"].as_f64().unwrap() < 0.01,
+        "{loss}"
     );
+    assert_eq!(loss["a"].as_f64(), Some(random_loss));
+    assert!(metric("mean_regret")["welch"].is_null());
+    assert!(dir.path().join("cmp/compare.md").exists());
+    // Two baselines: no templates, so no illegal-rate-by-template picture.
+    assert!(!dir.path().join("cmp/illegal_rate_by_template.svg").exists());
+}
+
+/// `--limit N` asks N puzzles drawn across the set's cells with the run's
+/// seed, not the first N rows: on 60 rows of the sample (many cells) the
+/// 12 asked are spread over as many rating bins as they can be, the same
+/// seed asks the same puzzles and another seed others.
+#[test]
+fn limit_draws_a_seeded_sample_across_the_cells() {
+    let (dir, set, config) = sample_set(
+        0..60,
+        "[eval.regret]\nenabled = false\n[eval.engine]\nworkers = 1\n",
+    );
+    let (set, config) = (set.as_str(), config.as_str());
+    let asked = |name: &str, seed: &str| -> Vec<String> {
+        let out = dir.path().join(name);
+        let summary = puzzleforge(&[
+            "eval",
+            set,
+            "--model",
+            "random",
+            "--config",
+            config,
+            "--limit",
+            "12",
+            "--seed",
+            seed,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(summary["puzzles"], 12, "{summary}");
+        let mut ids: Vec<String> = std::fs::read_to_string(out.join("positions.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["puzzle_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        ids.dedup();
+        ids
+    };
+    let first = asked("a", "1");
+    assert_eq!(first.len(), 12);
+    assert_eq!(asked("b", "1"), first, "same seed, same sample");
+    assert_ne!(asked("c", "2"), first, "the seed draws the sample");
+    let puzzles = read_puzzles(Path::new(set)).unwrap();
+    let first_rows: Vec<String> = puzzles[..12].iter().map(|p| p.id.clone()).collect();
+    assert_ne!(first, first_rows, "not the first 12 rows");
+    // Spread over the cells: as many distinct cells as puzzles asked
+    // (the 60 rows span more than 12 cells).
+    let cell = |p: &puzzleforge::chess::record::Puzzle| {
+        puzzleforge::stages::release::cells::Cell::of(p, 100).unwrap()
+    };
+    let all_cells: std::collections::BTreeSet<_> = puzzles.iter().map(cell).collect();
+    assert!(all_cells.len() > 12, "{} cells", all_cells.len());
+    let asked_cells: std::collections::BTreeSet<_> = puzzles
+        .iter()
+        .filter(|p| first.contains(&p.id))
+        .map(cell)
+        .collect();
+    assert_eq!(asked_cells.len(), 12, "{asked_cells:?}");
 }
 
 /// `engine:stockfish?elo=E` replays Stockfish 15.1's skill rule with the

@@ -162,13 +162,30 @@ fn target_runs_agree_across_workers_batch_sizes_budgets_and_interruptions() {
         "{c:#}"
     );
     assert!(root.join("C/gen/release/manifest.json").is_file());
+    // `run --strict` says so (the rerun replays the store): the summary,
+    // then exit 2 naming the unfilled cell.
+    let strict = puzzleforge(root, &["run", "--config", "c.toml", "--strict", "--json"]);
+    assert_eq!(strict.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    let cell = &c["generate"]["unfilled"][0];
+    let named = format!(
+        "run --strict: 1 of {} target cells unfilled: {} length {} mate {}: ",
+        c["generate"]["cells"],
+        cell["rating_bin"].as_str().unwrap(),
+        cell["length"],
+        cell["mate"]
+    );
+    assert!(stderr.contains(&named), "{named} in {stderr}");
+    let json: Value = serde_json::from_slice(&strict.stdout).unwrap();
+    assert_eq!(json["strict"]["unfilled"], c["generate"]["unfilled"]);
     let before = batches(&root.join("C"));
     // A finished release never changes: the larger target goes into the
     // release folder anew, from the same store.
     std::fs::remove_dir_all(root.join("C/gen")).unwrap();
     write_config(root, "c.toml", "C", 2, "batch_games = 2\nmax_games = 40");
-    let raised = run(root, &["run", "--config", "c.toml"]);
+    let raised = run(root, &["run", "--config", "c.toml", "--strict"]);
     assert_eq!(raised["generate"]["last_game"], a["generate"]["last_game"]);
+    assert_eq!(raised["strict"]["unfilled"], serde_json::json!([]));
     let after = batches(&root.join("C"));
     assert!(
         before.iter().all(|b| after.contains(b)),

@@ -225,6 +225,10 @@ fn the_card_declares_the_features_the_files_hold() {
     assert_eq!(jsonl_features["NumMoves"], "dtype: int64");
     assert_eq!(jsonl_features["Mate"], "dtype: bool");
     assert_eq!(jsonl_features["Themes"], "list: string");
+    // verify's verdicts are booleans, null where a check did not run.
+    for verdict in ["VerifyDeeper", "VerifySecond", "Verified"] {
+        assert_eq!(jsonl_features[verdict], "dtype: bool", "{verdict}");
+    }
     for split in ["train", "test"] {
         for row in jsonl(&release.join(format!("{split}.jsonl"))) {
             for (name, value) in &row {
@@ -248,6 +252,75 @@ fn the_card_declares_the_features_the_files_hold() {
             };
             assert!(fits, "csv {name}: {cell:?} is not {feature}");
         }
+    }
+}
+
+/// The text elements of an SVG written by plotters: (x, text).
+fn svg_texts(svg: &str) -> Vec<(i64, String)> {
+    svg.split("<text ")
+        .skip(1)
+        .map(|element| {
+            let x = element
+                .strip_prefix("x=\"")
+                .and_then(|rest| rest.split('"').next())
+                .and_then(|x| x.parse().ok())
+                .expect("a text element starts with its x");
+            let text = element
+                .split_once(">\n")
+                .and_then(|(_, rest)| rest.split("\n</text>").next())
+                .expect("a text element's text")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">");
+            (x, text)
+        })
+        .collect()
+}
+
+/// The cell heat map writes every target cell's count (drawn / wanted,
+/// train + test) in the cell, and each rating bin's label once, centred
+/// under its column (at the x of that column's counts).
+#[test]
+fn the_cell_heat_map_writes_counts_under_aligned_labels() {
+    let root = tempfile::tempdir().unwrap();
+    let release = release(root.path());
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(release.join("manifest.json")).unwrap())
+            .unwrap();
+    let svg = std::fs::read_to_string(release.join("report/cell_heatmap.svg")).unwrap();
+    let texts = svg_texts(&svg);
+    let cells = manifest["cells"].as_array().unwrap();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut bins = std::collections::BTreeSet::new();
+    for cell in cells {
+        let drawn = cell["train"].as_u64().unwrap() + cell["test"].as_u64().unwrap();
+        let wanted = cell["wanted_train"].as_u64().unwrap() + cell["wanted_test"].as_u64().unwrap();
+        *counts.entry(format!("{drawn}/{wanted}")).or_default() += 1;
+        bins.insert(cell["rating_bin"].as_str().unwrap().to_string());
+    }
+    let mut written: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, text) in &texts {
+        if text.contains('/') && !text.contains(' ') {
+            *written.entry(text.clone()).or_default() += 1;
+        }
+    }
+    assert_eq!(written, counts, "one count per cell");
+    let count_columns: std::collections::BTreeSet<i64> = texts
+        .iter()
+        .filter(|(_, t)| counts.contains_key(t))
+        .map(|(x, _)| *x)
+        .collect();
+    for bin in &bins {
+        let at: Vec<i64> = texts
+            .iter()
+            .filter(|(_, t)| t == bin)
+            .map(|(x, _)| *x)
+            .collect();
+        assert_eq!(at.len(), 1, "{bin} labelled once");
+        assert!(
+            count_columns.contains(&at[0]),
+            "{bin} at x {} not under a column",
+            at[0]
+        );
     }
 }
 

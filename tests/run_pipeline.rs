@@ -531,3 +531,78 @@ fn a_config_run_from_another_directory_skips_its_unchanged_stages() {
     let third = summary(&run(parent, &["run", "--json", "--config", &relative]));
     assert!(skipped(&third).iter().all(|(_, s)| *s), "{third}");
 }
+
+/// `run --strict` on a target the bundled sample cannot fill (1 + 1 per
+/// cell of bins 400-2000, lengths 1-2, mate and not): the release is
+/// written, the summary is printed (`--json`: one object, its `strict`
+/// listing the unfilled cells), the error names the cells, and the exit
+/// code is 2, as `split --strict`'s. A rerun that skips every stage says
+/// the same; a target the sample fills exits 0. Without `--strict` the
+/// short release exits 0.
+#[test]
+fn strict_exits_2_after_writing_a_release_with_unfilled_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let release = dir.path().join("out/r1/release");
+    for attempt in ["first", "rerun"] {
+        let output = run(dir.path(), &["run", "--json", "--strict"]);
+        assert_eq!(output.status.code(), Some(2), "{attempt}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("puzzleforge: error: run --strict: "),
+            "{stderr}"
+        );
+        assert!(stderr.contains("target cells unfilled"), "{stderr}");
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        let unfilled = json["strict"]["unfilled"].as_array().unwrap();
+        assert!(!unfilled.is_empty(), "{json}");
+        // The first unfilled cell is named with its counts.
+        let cell = &unfilled[0];
+        let named = format!(
+            "{} length {} mate {}: ",
+            cell["rating_bin"].as_str().unwrap(),
+            cell["length"],
+            cell["mate"]
+        );
+        assert!(stderr.contains(&named), "{named} in {stderr}");
+        // The release is written, and says the same.
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(release.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(&manifest["unfilled"], &json["strict"]["unfilled"]);
+        assert!(release.join("test.csv").is_file());
+        if attempt == "rerun" {
+            assert!(skipped(&json).iter().all(|(_, s)| *s), "{json}");
+        }
+    }
+    // Without --strict the same release is a success.
+    summary(&run(dir.path(), &["run", "--json"]));
+
+    // A target the sample fills: two non-mating 2-move cells.
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace(
+            "ratings = [400, 2000]\nlengths = [1, 2]",
+            "ratings = [1400, 1600]\nlengths = [2, 2]\nmate = \"no_mate\"",
+        )
+        .replace("release = \"r1\"", "release = \"r2\"");
+    std::fs::write(&config, text).unwrap();
+    let filled = summary(&run(dir.path(), &["run", "--json", "--strict"]));
+    assert_eq!(filled["strict"]["cells"], 2, "{filled}");
+    assert_eq!(filled["strict"]["unfilled"], serde_json::json!([]));
+
+    // --strict checks a release: a run without one (and no [generate]) is
+    // refused before any stage runs, and a shard has none to check.
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "stages = [\"ingest_puzzles\", \"ingest_games\", \"release\", \"export\"]",
+        "stages = [\"ingest_puzzles\"]",
+    );
+    std::fs::write(&config, text.replace("\"r2\"", "\"r3\"")).unwrap();
+    let refused = run(dir.path(), &["run", "--strict"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("no release stage"));
+    assert!(!dir.path().join("out/r3/ingest_puzzles").exists());
+    let sharded = run(dir.path(), &["run", "--strict", "--shard", "0/2"]);
+    assert_eq!(sharded.status.code(), Some(2));
+}

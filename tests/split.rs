@@ -538,3 +538,86 @@ fn split_excludes_only_what_it_is_told_and_an_emptied_release_is_an_error() {
     assert!(stderr.contains(&format!("{APO} removed")), "{stderr}");
     assert!(!third.join("manifest.json").exists());
 }
+
+/// `split --drop-unverified` reads the verdict columns in both spellings:
+/// `True`/`False` (today's) and `pass`/`fail`/`none` (files written before
+/// the verdicts were booleans). The release writes them as booleans:
+/// `True`/`False` or empty in CSV, `true`/`false`/`null` in JSON Lines,
+/// `dtype: bool` in the card.
+#[test]
+fn verdicts_of_either_spelling_are_read_and_released_as_booleans() {
+    let root = tempfile::tempdir().unwrap();
+    let mut puzzles = read_puzzles(Path::new(APO)).unwrap();
+    // (VerifyDeeper, VerifySecond, Verified) by row, cycling.
+    let spellings = [
+        ("pass", "pass", "pass"),
+        ("pass", "fail", "fail"),
+        ("pass", "none", "pass"),
+        ("True", "True", "True"),
+        ("True", "False", "False"),
+        ("True", "", "True"),
+    ];
+    for (i, puzzle) in puzzles.iter_mut().enumerate() {
+        let (deeper, second, verified) = spellings[i % spellings.len()];
+        puzzle.set("VerifyDeeper", deeper);
+        puzzle.set("VerifySecond", second);
+        puzzle.set("Verified", verified);
+    }
+    let failing = puzzles
+        .iter()
+        .filter(|p| matches!(p.get("Verified"), Some("fail" | "False")))
+        .count();
+    let pool = root.path().join("verified.csv");
+    write_puzzles(&pool, &puzzles).unwrap();
+    let out = root.path().join("v/release");
+    let summary = split_ok(&[
+        s(&pool),
+        "-o",
+        s(&out),
+        "--train-per-cell",
+        "5",
+        "--test-per-cell",
+        "5",
+        "--drop-unverified",
+    ]);
+    assert_eq!(
+        summary["skipped"]["failed_verification"].as_u64(),
+        Some(failing as u64),
+        "{summary}"
+    );
+    let mut released = read_puzzles(&out.join("train.csv")).unwrap();
+    released.extend(read_puzzles(&out.join("test.csv")).unwrap());
+    assert_eq!(released.len(), puzzles.len() - failing);
+    let mut second_cells = BTreeSet::new();
+    for puzzle in &released {
+        assert_eq!(puzzle.get("Verified"), Some("True"), "{puzzle:?}");
+        assert_eq!(puzzle.get("VerifyDeeper"), Some("True"), "{puzzle:?}");
+        second_cells.insert(puzzle.get("VerifySecond").unwrap().to_string());
+    }
+    // "none" and an empty cell both mean the check did not run.
+    assert_eq!(
+        second_cells,
+        BTreeSet::from(["True".to_string(), String::new()])
+    );
+    let mut nulls = 0;
+    for split in ["train", "test"] {
+        let text = std::fs::read_to_string(out.join(format!("{split}.jsonl"))).unwrap();
+        for line in text.lines() {
+            let row: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(row["Verified"], true, "{row}");
+            assert_eq!(row["VerifyDeeper"], true, "{row}");
+            match &row["VerifySecond"] {
+                serde_json::Value::Null => nulls += 1,
+                value => assert_eq!(value, true, "{row}"),
+            }
+        }
+    }
+    assert!(nulls > 0);
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    for column in ["VerifyDeeper", "VerifySecond", "Verified"] {
+        assert!(
+            card.contains(&format!("  - name: {column}\n    dtype: bool\n")),
+            "{column}: {card}"
+        );
+    }
+}

@@ -228,10 +228,18 @@ fn a_puzzle_only_stockfish_accepts_is_dropped_by_default_and_marked_under_mark()
     let marked = release_rows(&root.join("release"));
     assert!(!marked.is_empty());
     for puzzle in &marked {
-        assert_eq!(puzzle.get("VerifySecond"), Some("fail"), "{puzzle:?}");
-        assert_eq!(puzzle.get("Verified"), Some("fail"));
-        assert!(puzzle.get("VerifyDeeper").is_some());
+        assert_eq!(puzzle.get("VerifySecond"), Some("False"), "{puzzle:?}");
+        assert_eq!(puzzle.get("Verified"), Some("False"));
+        assert!(matches!(puzzle.get("VerifyDeeper"), Some("True" | "False")));
         assert!(puzzle.get("Margin").is_some());
+    }
+    // The release's JSON Lines hold the verdicts as booleans.
+    let jsonl = std::fs::read_to_string(root.join("release/test.jsonl")).unwrap();
+    for line in jsonl.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(row["Verified"], false, "{row}");
+        assert_eq!(row["VerifySecond"], false, "{row}");
+        assert!(row["VerifyDeeper"].is_boolean(), "{row}");
     }
     // The verdicts survive the export (Inspect's metadata).
     let mut samples = 0;
@@ -242,8 +250,8 @@ fn a_puzzle_only_stockfish_accepts_is_dropped_by_default_and_marked_under_mark()
         }
         for line in std::fs::read_to_string(&path).unwrap().lines() {
             let sample: serde_json::Value = serde_json::from_str(line).unwrap();
-            assert_eq!(sample["metadata"]["verified"], "fail", "{sample}");
-            assert_eq!(sample["metadata"]["verify_second"], "fail", "{sample}");
+            assert_eq!(sample["metadata"]["verified"], false, "{sample}");
+            assert_eq!(sample["metadata"]["verify_second"], false, "{sample}");
             samples += 1;
         }
     }

@@ -28,6 +28,12 @@ pub enum ColumnType {
     /// `True`/`False` in CSV (the APO files' spelling), a JSON boolean;
     /// an empty cell is `null`.
     Bool,
+    /// A check's verdict (`verify`'s columns): `True`/`False` in CSV as
+    /// [`ColumnType::Bool`], a JSON boolean; an empty cell (the check did
+    /// not run: no second engine, a Lichess puzzle) is `null`. Files
+    /// written before the verdicts were booleans spell them `pass`/`fail`
+    /// and `none`; they read as `true`/`false` and `null`.
+    Check,
     /// Space-separated words in CSV (Lichess's `Themes`), a JSON list of
     /// strings; an empty cell is the empty list.
     TextList,
@@ -64,6 +70,14 @@ impl ColumnType {
                 "false" => Ok(Value::Bool(false)),
                 _ => Err(format!("{text:?} is not True or False")),
             },
+            ColumnType::Check => match text.to_ascii_lowercase().as_str() {
+                "true" | "pass" => Ok(Value::Bool(true)),
+                "false" | "fail" => Ok(Value::Bool(false)),
+                "none" => Ok(Value::Null),
+                _ => Err(format!(
+                    "{text:?} is not True or False (or an older file's pass, fail, none)"
+                )),
+            },
             ColumnType::TextList => Ok(Value::from(
                 text.split_whitespace()
                     .map(str::to_string)
@@ -96,7 +110,7 @@ impl ColumnType {
             ColumnType::Text => "dtype: string",
             ColumnType::Int => "dtype: int64",
             ColumnType::Float => "dtype: float64",
-            ColumnType::Bool => "dtype: bool",
+            ColumnType::Bool | ColumnType::Check => "dtype: bool",
             ColumnType::TextList => "list: string",
         }
     }
@@ -188,14 +202,15 @@ columns! {
     /// Where the rating comes from: `lichess` or `estimated`.
     RatingSource = "RatingSource": Text,
     // Written by verify.
-    /// `pass`/`fail`: the same engine at K times the nodes.
-    VerifyDeeper = "VerifyDeeper": Text,
-    /// `pass`/`fail`/`none`: the second engine on every solver move.
-    VerifySecond = "VerifySecond": Text,
+    /// Whether the same engine at K times the nodes agrees.
+    VerifyDeeper = "VerifyDeeper": Check,
+    /// Whether the second engine agrees on every solver move; empty
+    /// (`null`) without a second engine.
+    VerifySecond = "VerifySecond": Check,
     /// Least room to the criterion's thresholds over the searches (cp, or win chance).
     Margin = "Margin": Float,
-    /// `pass` when every check passed, else `fail`.
-    Verified = "Verified": Text,
+    /// `True` when every check that ran passed.
+    Verified = "Verified": Check,
 }
 
 impl Column {
@@ -362,6 +377,22 @@ mod tests {
         }
         assert!(ColumnType::Int.json_value("1.5").is_err());
         assert!(ColumnType::Bool.json_value("maybe").is_err());
+        // Verdicts: booleans, null where the check did not run; older
+        // files' pass/fail/none still read.
+        for (cell, value) in [
+            ("True", json!(true)),
+            ("False", json!(false)),
+            ("", Value::Null),
+            ("pass", json!(true)),
+            ("fail", json!(false)),
+            ("none", Value::Null),
+        ] {
+            assert_eq!(ColumnType::Check.json_value(cell), Ok(value), "{cell:?}");
+        }
+        assert!(ColumnType::Check.json_value("maybe").is_err());
+        assert!(ColumnType::Bool.json_value("pass").is_err());
+        assert_eq!(ColumnType::of("Verified"), ColumnType::Check);
+        assert_eq!(ColumnType::Check.feature(), "dtype: bool");
         assert_eq!(ColumnType::of("NbPlays"), ColumnType::Int);
         assert_eq!(ColumnType::of("GameSAN"), ColumnType::Text);
     }

@@ -71,6 +71,18 @@ impl Puzzle {
         }
     }
 
+    /// A check's verdict column (`Verified`, `VerifyDeeper`,
+    /// `VerifySecond`): `Some(true)` for `True` (or an older file's
+    /// `pass`), `Some(false)` for `False` (`fail`), `None` when the check
+    /// did not run (empty, `none`, no such column) or the cell is not a
+    /// verdict.
+    pub fn check(&self, column: Column) -> Option<bool> {
+        ColumnType::Check
+            .json_value(self.get(column)?)
+            .ok()
+            .and_then(|value| value.as_bool())
+    }
+
     /// True when the puzzle has the given theme.
     pub fn has_theme(&self, theme: &str) -> bool {
         self.themes.iter().any(|t| t == theme)

@@ -27,6 +27,12 @@ pub(crate) fn bad_input(message: impl Into<String>) -> anyhow::Error {
 pub(crate) const EXIT_BAD_INPUT: i32 = 2;
 /// Exit code for an internal failure.
 pub(crate) const EXIT_INTERNAL: i32 = 1;
+/// Exit code of a command that wrote its output but fell short of what it
+/// was asked under `--strict` (`run --strict` with unfilled cells): 2, as
+/// `split --strict` exits for the same shortfall (before writing) and as
+/// any result the user must act on (a larger budget, a smaller target),
+/// never 1, which says the program failed.
+pub const EXIT_SHORTFALL: i32 = EXIT_BAD_INPUT;
 
 /// The exit code an error maps to.
 pub fn exit_code(error: &anyhow::Error) -> i32 {

@@ -72,6 +72,10 @@ pub(crate) enum Domain {
     EvalRequestSeed,
     /// The retry jitter of one model call. Key: [`Key::Index`], the job.
     EvalRetryJitter,
+    /// The puzzles `eval --limit N` asks: the shuffle of one cell's puzzles
+    /// (key [`Key::Name`], the cell key, as the release writes it) and the
+    /// order the cells take turns in (key [`Key::Run`]).
+    EvalSample,
     /// The `random` player's move in a rollout. Key: [`Key::Pair`],
     /// (game, model move).
     RolloutRandomMove,
@@ -102,6 +106,7 @@ impl Domain {
             Domain::EvalEngineMove => "eval-engine-move",
             Domain::EvalRequestSeed => "eval-request-seed",
             Domain::EvalRetryJitter => "eval-retry-jitter",
+            Domain::EvalSample => "eval-sample",
             Domain::RolloutRandomMove => "rollout-random-move",
             Domain::RolloutRequestSeed => "rollout-request-seed",
             Domain::RolloutRetryJitter => "rollout-retry-jitter",
@@ -176,7 +181,7 @@ mod tests {
 
     /// Every domain, in pipeline order (`listed_at` makes a new domain a
     /// compile error until it is added here).
-    const ALL: [Domain; 15] = [
+    const ALL: [Domain; 16] = [
         Domain::IngestSample,
         Domain::SelfplayGame,
         Domain::RatePuzzle,
@@ -188,6 +193,7 @@ mod tests {
         Domain::EvalEngineMove,
         Domain::EvalRequestSeed,
         Domain::EvalRetryJitter,
+        Domain::EvalSample,
         Domain::RolloutRandomMove,
         Domain::RolloutRequestSeed,
         Domain::RolloutRetryJitter,
@@ -207,10 +213,11 @@ mod tests {
             Domain::EvalEngineMove => 8,
             Domain::EvalRequestSeed => 9,
             Domain::EvalRetryJitter => 10,
-            Domain::RolloutRandomMove => 11,
-            Domain::RolloutRequestSeed => 12,
-            Domain::RolloutRetryJitter => 13,
-            Domain::GenerateProfileSeed => 14,
+            Domain::EvalSample => 11,
+            Domain::RolloutRandomMove => 12,
+            Domain::RolloutRequestSeed => 13,
+            Domain::RolloutRetryJitter => 14,
+            Domain::GenerateProfileSeed => 15,
         }
     }
 

@@ -10,6 +10,11 @@ pub struct Summary {
     pub human: String,
     /// The machine-readable summary, printed on stdout with `--json`.
     pub json: Value,
+    /// Why the command, having done its work and written its files, falls
+    /// short of what it was asked (`run --strict` with unfilled cells):
+    /// printed as an error after the summary, and the command exits
+    /// [`crate::core::error::EXIT_SHORTFALL`].
+    pub shortfall: Option<String>,
 }
 
 impl Summary {
@@ -17,6 +22,7 @@ impl Summary {
         Self {
             human: human.into(),
             json,
+            shortfall: None,
         }
     }
 }

@@ -1007,7 +1007,7 @@ impl<'a> Counter<'a> {
         }
         self.kept.insert((self.stream, row_key(puzzle)));
         count(&mut self.funnel, "kept");
-        let verified = puzzle.get(crate::chess::columns::Column::Verified) == Some("pass");
+        let verified = puzzle.check(crate::chess::columns::Column::Verified) == Some(true);
         if verified {
             count(&mut self.funnel, "verified");
         }

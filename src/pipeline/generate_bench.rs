@@ -178,7 +178,7 @@ fn measure(
     let mined = read_puzzles(&batch.join("rated.csv"))?;
     let verified: Vec<Puzzle> = read_puzzles(&batch.join("verified.csv"))?
         .into_iter()
-        .filter(|p| p.get(Column::Verified) == Some("pass"))
+        .filter(|p| p.check(Column::Verified) == Some(true))
         .collect();
     let in_tier =
         |puzzles: &[Puzzle]| tier.map_or(0, |t| puzzles.iter().filter(|p| t.admits(p)).count());

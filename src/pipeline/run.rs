@@ -58,6 +58,13 @@ pub struct RunArgs {
     /// `puzzleforge merge` then combines the N slices and runs the rest.
     #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
     pub shard: Option<Shard>,
+    /// Exit 2 (as `split --strict`) when a target cell stays unfilled:
+    /// the cells `[generate]` was to fill with generated puzzles, else the
+    /// release's `[split]` cells. The release is written first; the error
+    /// names the unfilled cells (the `--json` summary lists them under
+    /// `strict`).
+    #[arg(long, conflicts_with = "shard")]
+    pub strict: bool,
 }
 
 /// Runs the pipeline.
@@ -103,6 +110,15 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
             &earlier,
         )?);
     }
+    if args.strict
+        && ctx.generated.is_none()
+        && !stages.iter().any(|s| s.name() == StageName::Release)
+    {
+        return Err(bad_input(format!(
+            "run --strict checks the release's cells, but {} has no release stage in pipeline.stages (and [generate] is off)",
+            args.config.display()
+        )));
+    }
     let redo = Redo {
         force: args.force,
         rewrite_release: args.rewrite_release,
@@ -127,7 +143,70 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         json["shard"] = json!(shard);
         json["left_for_merge"] = json!(left_for_merge);
     }
-    Ok(Summary::new(human, json))
+    let mut summary = Summary::new(human, json);
+    if args.strict {
+        summary.shortfall = strict_shortfall(&ctx, &mut summary.json)?;
+    }
+    Ok(summary)
+}
+
+/// `run --strict`: the target's cells and its unfilled ones, recorded in
+/// the summary's `strict`, and the error naming the unfilled cells when
+/// there are any. The target is `[generate]`'s (generated puzzles only)
+/// when generation ran, else the release's `[split]` cells, read from
+/// the release's manifest.
+fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>> {
+    let (cells, unfilled, found_key) = match &ctx.generated {
+        Some(generated) => (
+            generated.report["cells"].clone(),
+            generated.report["unfilled"].clone(),
+            "generated",
+        ),
+        None => {
+            let path = ctx.stage_dir(StageName::Release).join("manifest.json");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("run --strict: reading {}", path.display()))?;
+            let manifest: Value = serde_json::from_str(&text)
+                .with_context(|| format!("run --strict: {} is not JSON", path.display()))?;
+            (
+                manifest["counts"]["cells"].clone(),
+                manifest["unfilled"].clone(),
+                "found",
+            )
+        }
+    };
+    let unfilled = unfilled.as_array().cloned().unwrap_or_default();
+    json["strict"] = json!({"cells": cells, "unfilled": unfilled});
+    if unfilled.is_empty() {
+        return Ok(None);
+    }
+    let named: Vec<String> = unfilled
+        .iter()
+        .take(10)
+        .map(|cell| {
+            let count = |value: &Value| value.as_u64().unwrap_or(0);
+            // `[generate]` records the wanted train and test, a release the total.
+            let wanted = match &cell["wanted"] {
+                Value::Object(sides) => count(&sides["train"]) + count(&sides["test"]),
+                total => count(total),
+            };
+            format!(
+                "{} length {} mate {}: {} of {wanted} drawn ({} {found_key})",
+                cell["rating_bin"].as_str().unwrap_or_default(),
+                cell["length"],
+                cell["mate"],
+                count(&cell["train"]) + count(&cell["test"]),
+                cell[found_key],
+            )
+        })
+        .collect();
+    Ok(Some(format!(
+        "run --strict: {} of {cells} target cells unfilled: {}{}; the run's files are written in {}",
+        unfilled.len(),
+        named.join("; "),
+        if unfilled.len() > 10 { "; ..." } else { "" },
+        ctx.release_dir.display()
+    )))
 }
 
 /// Removes what killed or failed runs left in a release folder: stage

@@ -315,9 +315,11 @@ impl Verdict {
 
     /// Writes the verdict columns into `puzzle`.
     pub fn mark(&self, puzzle: &mut Puzzle) {
-        let pass = |holds: bool| if holds { "pass" } else { "fail" };
+        // Booleans as the CSV spells them (`Mate`'s True/False); empty
+        // where the check did not run (no second engine).
+        let pass = |holds: bool| if holds { "True" } else { "False" };
         puzzle.set(Column::VerifyDeeper, pass(self.deeper_holds()));
-        let second = self.second_holds.map_or("none", pass);
+        let second = self.second_holds.map_or("", pass);
         puzzle.set(Column::VerifySecond, second);
         let margin = match (self.margin_cp, self.margin_win_chance) {
             (Some(cp), _) => cp.to_string(),

@@ -1,7 +1,12 @@
 //! `puzzleforge compare RUN_A RUN_B`: per-metric and per-cell differences
 //! between two eval runs, each with a one-sided Welch t-test of "B is
 //! better than A" (higher accuracy; lower illegal/unparseable rate and
-//! regret), as the APO paper's tables report.
+//! score loss), as the APO paper's tables report.
+//!
+//! Regret is tested on the bounded score loss (0 to 1 per position, see
+//! [`super::metrics::PositionRecord::score_loss`]); the raw mean regret in
+//! cp is shown beside it untested: one missed mate (100,000 cp) moves its
+//! mean and variance so far that a t-test on it says nothing.
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -76,13 +81,15 @@ pub fn welch(a: &[f64], b: &[f64], higher_is_better: bool) -> Option<Welch> {
     })
 }
 
-/// The compared metrics: name and whether higher is better.
-const METRICS: [(&str, bool); 5] = [
-    ("puzzle_accuracy", true),
-    ("position_accuracy", true),
-    ("illegal_rate", false),
-    ("unparseable_rate", false),
-    ("mean_regret", false),
+/// The compared metrics: name, whether higher is better, and whether the
+/// difference is tested (the raw cp regret is not: see the module comment).
+const METRICS: [(&str, bool, bool); 6] = [
+    ("puzzle_accuracy", true, true),
+    ("position_accuracy", true, true),
+    ("illegal_rate", false, true),
+    ("unparseable_rate", false, true),
+    ("mean_score_loss", false, true),
+    ("mean_regret", false, false),
 ];
 
 fn samples_of<'a>(s: &'a Samples, metric: &str) -> &'a [f64] {
@@ -91,6 +98,7 @@ fn samples_of<'a>(s: &'a Samples, metric: &str) -> &'a [f64] {
         "position_accuracy" => &s.position_correct,
         "illegal_rate" => &s.illegal,
         "unparseable_rate" => &s.unparseable,
+        "mean_score_loss" => &s.score_loss,
         _ => &s.regret,
     }
 }
@@ -110,7 +118,7 @@ fn differences(a: &[&PositionRecord], b: &[&PositionRecord]) -> Vec<Difference> 
     let (sa, sb) = (Samples::of(a), Samples::of(b));
     METRICS
         .iter()
-        .map(|&(metric, higher)| {
+        .map(|&(metric, higher, tested)| {
             let (xa, xb) = (samples_of(&sa, metric), samples_of(&sb, metric));
             let (ma, mb) = (mean(xa), mean(xb));
             Difference {
@@ -120,7 +128,7 @@ fn differences(a: &[&PositionRecord], b: &[&PositionRecord]) -> Vec<Difference> 
                 difference: ma.zip(mb).map(|(a, b)| b - a),
                 n_a: xa.len(),
                 n_b: xb.len(),
-                welch: welch(xa, xb, higher),
+                welch: if tested { welch(xa, xb, higher) } else { None },
             }
         })
         .collect()
@@ -185,7 +193,9 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         "cells": cells,
     });
     let mut md = format!(
-        "# Compare\n\nA = `{}`, B = `{}`; p = one-sided Welch t-test of \"B better than A\".\n\n",
+        "# Compare\n\nA = `{}`, B = `{}`; p = one-sided Welch t-test of \"B better than A\". \
+         Regret is tested on the bounded score loss (0 to 1 per position); the raw mean regret \
+         (cp) is shown untested, as one missed mate (100,000 cp) can decide it.\n\n",
         args.run_a.display(),
         args.run_b.display()
     );
@@ -227,12 +237,25 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
 
 /// Illegal-move rate of every template in both runs, side by side: the
 /// picture that shows whether a prompt change made the model invent moves.
+/// Not drawn (and an earlier one removed) when neither run asked a model
+/// through a template: baseline players' one template, `none`, has nothing
+/// to show.
 fn illegal_rate_picture(
     path: &Path,
     a: &[PositionRecord],
     b: &[PositionRecord],
     width: i32,
 ) -> Result<()> {
+    let prompted = a
+        .iter()
+        .chain(b)
+        .any(|r| r.template != super::BASELINE_TEMPLATE);
+    if !prompted {
+        if path.exists() {
+            std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+        }
+        return Ok(());
+    }
     let mut labels = Vec::new();
     let mut values = Vec::new();
     for (run, records) in [("A", a), ("B", b)] {
@@ -256,6 +279,57 @@ fn illegal_rate_picture(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stages::eval::metrics::{MATE_PENALTY_CP, Verdict};
+
+    fn answered(index: usize, regret_cp: f64, score_loss: f64) -> PositionRecord {
+        PositionRecord {
+            puzzle_id: format!("p{index}"),
+            puzzle_index: index,
+            template: "none".into(),
+            repeat: 0,
+            move_index: 0,
+            solver_moves: 1,
+            rating: Some(1500),
+            themes: Vec::new(),
+            fen: String::new(),
+            expected: String::new(),
+            answer: None,
+            played: None,
+            verdict: if regret_cp == 0.0 {
+                Verdict::Correct
+            } else {
+                Verdict::Wrong
+            },
+            regret_cp: Some(regret_cp),
+            score_loss: Some(score_loss),
+            prompt_tokens: None,
+            completion_tokens: None,
+        }
+    }
+
+    /// The issue's case: A (a random player) gives up a little everywhere,
+    /// B (a strong one) nothing but one allowed mate. The raw cp mean puts B
+    /// far behind A and is not tested; the score loss, which the test runs
+    /// on, finds B better.
+    #[test]
+    fn one_mate_does_not_decide_the_regret_comparison() {
+        let a: Vec<PositionRecord> = (0..40)
+            .map(|i| answered(i, 300.0 + i as f64, 0.2 + 0.001 * i as f64))
+            .collect();
+        let mut b: Vec<PositionRecord> = (0..40).map(|i| answered(i, 0.0, 0.0)).collect();
+        b[7] = answered(7, MATE_PENALTY_CP, 0.5);
+        let (ra, rb): (Vec<&PositionRecord>, Vec<&PositionRecord>) =
+            (a.iter().collect(), b.iter().collect());
+        let diffs = differences(&ra, &rb);
+        let get = |name: &str| diffs.iter().find(|d| d.metric == name).unwrap();
+        let raw = get("mean_regret");
+        assert!(raw.b.unwrap() > 5.0 * raw.a.unwrap(), "{raw:?}");
+        assert!(raw.welch.is_none(), "the raw mean is not tested");
+        let loss = get("mean_score_loss");
+        assert!(loss.b.unwrap() < loss.a.unwrap(), "{loss:?}");
+        let p = loss.welch.as_ref().unwrap().p_one_sided;
+        assert!(p < 1e-6, "B better on score loss: p = {p}");
+    }
 
     #[test]
     fn welch_matches_a_hand_computation() {

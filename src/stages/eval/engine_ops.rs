@@ -5,17 +5,25 @@
 //! played move (side to move's view, mate scores as 10000 - n), at least 0;
 //! a missed or allowed mate costs 100,000 cp and an illegal or unparseable
 //! answer 200,000 cp (the APO paper's penalties). No-answers get none.
+//!
+//! Beside it, the bounded score loss: the same two evaluations as expected
+//! scores (0 to 1, Lichess's win-chance curve), best minus played, at least
+//! 0; an invalid answer loses 1. A missed mate costs what the position was
+//! worth (at most 1), not 100,000 cp, so one mate cannot decide a mean.
 
 use anyhow::Result;
 use shakmaty::Position;
 use std::collections::BTreeMap;
 
 use super::config::{EvalConfig, EvalEngine};
-use super::metrics::{INVALID_PENALTY_CP, MATE_PENALTY_CP, PositionRecord, Verdict};
+use super::metrics::{
+    INVALID_PENALTY_CP, INVALID_SCORE_LOSS, MATE_PENALTY_CP, PositionRecord, Verdict,
+};
 use super::players::Answer;
 use super::task::Job;
 use super::task::{PositionTask, fen_of, legal_uci_move, position_from_fen};
 use crate::core::seed::{self, Domain, Key};
+use crate::engine::criterion::win_chances;
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::{EngineError, Limit, SearchRequest, SearchResult};
 use crate::engine::uci::Score;
@@ -120,7 +128,26 @@ pub(crate) fn regret_of(best: Score, after: Option<Score>, mated: bool) -> f64 {
     f64::from((best.to_cp() - ours.to_cp()).max(0))
 }
 
-/// Fills `regret_cp` of every record (except no-answers). Each distinct
+/// The expected score (0 to 1) of `score` for the side it is from:
+/// (1 + Lichess's winning chances) / 2; a mate for that side is 1, a mate
+/// against it 0.
+pub(crate) fn expected_score(score: Score) -> f64 {
+    (1.0 + win_chances(score)) / 2.0
+}
+
+/// Score loss of playing `played` where the engine's best scores `best`
+/// (arguments as [`regret_of`]): the expected score given up, 0 to 1. A
+/// move that ends the game scores 1 when it mates, 1/2 when it draws.
+pub(crate) fn score_loss_of(best: Score, after: Option<Score>, mated: bool) -> f64 {
+    let ours = match after {
+        None if mated => 1.0,
+        None => 0.5,
+        Some(theirs) => 1.0 - expected_score(theirs),
+    };
+    (expected_score(best) - ours).max(0.0)
+}
+
+/// Fills `regret_cp` and `score_loss` of every record (except no-answers). Each distinct
 /// position and each distinct (position, move) is searched once.
 pub(crate) fn compute_regret(
     pool: &EnginePool,
@@ -158,9 +185,11 @@ pub(crate) fn compute_regret(
         pairs.insert(pair.clone(), value);
     }
     for r in records.iter_mut() {
-        r.regret_cp = match r.verdict {
-            Verdict::NoAnswer => None,
-            Verdict::Illegal | Verdict::Unparseable => Some(INVALID_PENALTY_CP),
+        (r.regret_cp, r.score_loss) = match r.verdict {
+            Verdict::NoAnswer => (None, None),
+            Verdict::Illegal | Verdict::Unparseable => {
+                (Some(INVALID_PENALTY_CP), Some(INVALID_SCORE_LOSS))
+            }
             Verdict::Correct | Verdict::Wrong => {
                 let played = r.played.clone().unwrap_or_default();
                 let best = fens.get(&r.fen).copied().flatten();
@@ -168,7 +197,13 @@ pub(crate) fn compute_regret(
                     .get(&(r.fen.clone(), played))
                     .copied()
                     .unwrap_or((None, false));
-                best.map(|b| regret_of(b, after, mated))
+                match best {
+                    Some(b) => (
+                        Some(regret_of(b, after, mated)),
+                        Some(score_loss_of(b, after, mated)),
+                    ),
+                    None => (None, None),
+                }
             }
         };
     }
@@ -215,5 +250,46 @@ mod tests {
         );
         // Delivered mate.
         assert_eq!(regret_of(Score::Mate(1), None, true), 0.0);
+    }
+
+    #[test]
+    fn score_loss_is_bounded_and_follows_the_win_chance_curve() {
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-3;
+        // 300 cp best, -100 after for the opponent (+100 for us): Lichess's
+        // chances 0.5023 and 0.1823, so expected scores 0.7512 and 0.5912.
+        let loss = score_loss_of(Score::Cp(300), Some(Score::Cp(-100)), false);
+        assert!(close(loss, 0.16), "{loss}");
+        // A better move than the best search found loses nothing.
+        assert_eq!(
+            score_loss_of(Score::Cp(100), Some(Score::Cp(-300)), false),
+            0.0
+        );
+        // Missing a mate but keeping +500 costs what the mate was worth over
+        // +500, not 100,000 cp.
+        let missed = score_loss_of(Score::Mate(2), Some(Score::Cp(-500)), false);
+        assert!(
+            close(missed, 1.0 - expected_score(Score::Cp(500))),
+            "{missed}"
+        );
+        assert!(missed < 0.15, "{missed}");
+        // Allowing a mate from an equal position loses the half point.
+        assert!(close(
+            score_loss_of(Score::Cp(0), Some(Score::Mate(3)), false),
+            0.5
+        ));
+        // From a won position to being mated: the whole point, no more.
+        assert_eq!(
+            score_loss_of(Score::Mate(1), Some(Score::Mate(1)), false),
+            1.0
+        );
+        // Delivered mate, and a slower mate: nothing lost.
+        assert_eq!(score_loss_of(Score::Mate(1), None, true), 0.0);
+        assert_eq!(
+            score_loss_of(Score::Mate(1), Some(Score::Mate(-2)), false),
+            0.0
+        );
+        // Stalemating a won position: from 1 to 1/2.
+        assert_eq!(score_loss_of(Score::Mate(3), None, false), 0.5);
+        assert!(INVALID_SCORE_LOSS >= score_loss_of(Score::Mate(1), Some(Score::Mate(1)), false));
     }
 }

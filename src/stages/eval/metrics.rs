@@ -32,6 +32,9 @@ impl Verdict {
 pub(crate) const MATE_PENALTY_CP: f64 = 100_000.0;
 /// Penalty for an illegal or unparseable answer (the APO paper's).
 pub(crate) const INVALID_PENALTY_CP: f64 = 200_000.0;
+/// Score loss of an illegal or unparseable answer: the whole point, the
+/// most any answer can lose (see [`PositionRecord::score_loss`]).
+pub(crate) const INVALID_SCORE_LOSS: f64 = 1.0;
 
 /// One answered position; `positions.jsonl` holds one per line, in
 /// (template, repeat, puzzle, move) order.
@@ -54,6 +57,15 @@ pub struct PositionRecord {
     pub verdict: Verdict,
     /// Engine regret in centipawns; `None` without an engine or for no answer.
     pub regret_cp: Option<f64>,
+    /// The expected score (0 to 1) the answer gives up against the
+    /// engine's best move: each evaluation turned into winning chances by
+    /// Lichess's curve ([`crate::engine::criterion::win_chances`]), as
+    /// (1 + chances) / 2; an invalid answer loses 1. Bounded, so one mate
+    /// cannot outweigh the other positions as its 100,000 cp do in
+    /// `regret_cp`. `None` where `regret_cp` is, and in runs written
+    /// before it existed.
+    #[serde(default)]
+    pub score_loss: Option<f64>,
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
 }
@@ -77,6 +89,10 @@ pub(crate) struct CellMetrics {
     pub unparseable_rate: f64,
     pub no_answer_rate: f64,
     pub regret_positions: usize,
+    /// Mean of the bounded per-position score loss (0 to 1): the regret
+    /// figure to compare runs by.
+    pub mean_score_loss: Option<f64>,
+    /// Mean raw regret in cp: one missed mate adds 100,000 / positions.
     pub mean_regret: Option<f64>,
     pub median_regret: Option<f64>,
 }
@@ -89,6 +105,7 @@ pub(crate) struct Samples {
     pub illegal: Vec<f64>,
     pub unparseable: Vec<f64>,
     pub regret: Vec<f64>,
+    pub score_loss: Vec<f64>,
 }
 
 impl Samples {
@@ -108,6 +125,9 @@ impl Samples {
                 .push(flag(r.verdict == Verdict::Unparseable));
             if let Some(regret) = r.regret_cp {
                 samples.regret.push(regret);
+            }
+            if let Some(loss) = r.score_loss {
+                samples.score_loss.push(loss);
             }
         }
         samples.puzzle_solved = trials.values().map(|&s| flag(s)).collect();
@@ -172,6 +192,7 @@ pub(crate) fn cell_metrics(records: &[&PositionRecord]) -> CellMetrics {
             no_answer as f64 / records.len() as f64
         },
         regret_positions: s.regret.len(),
+        mean_score_loss: mean(&s.score_loss),
         mean_regret: mean(&s.regret),
         median_regret: median(&s.regret),
     }
@@ -286,6 +307,7 @@ mod tests {
             played: None,
             verdict,
             regret_cp: Some(regret),
+            score_loss: Some(if regret > 0.0 { 0.5 } else { 0.0 }),
             prompt_tokens: None,
             completion_tokens: None,
         }
@@ -305,6 +327,7 @@ mod tests {
         assert_eq!(b.overall.position_accuracy, 0.75);
         assert_eq!(b.overall.illegal_rate, 0.25);
         assert_eq!(b.overall.median_regret, Some(0.0));
+        assert_eq!(b.overall.mean_score_loss, Some(0.125));
         assert!((b.overall.puzzle_accuracy_se - 0.3535).abs() < 1e-3);
         assert_eq!(
             b.by["rating_bin"].keys().collect::<Vec<_>>(),

@@ -14,6 +14,7 @@ pub(crate) mod players;
 pub(crate) mod prompt;
 pub(crate) mod report;
 pub mod rollout;
+pub(crate) mod sample;
 pub mod task;
 
 use anyhow::{Context, Result};
@@ -70,7 +71,9 @@ pub struct EvalArgs {
     pub repeats: Option<u32>,
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Only the first N puzzles.
+    /// Only N puzzles, drawn with the run's seed across the set's cells
+    /// (rating bin x solver moves x mate) as evenly as they allow, not the
+    /// first N rows (a release's first rows are its lowest-rated cells).
     #[arg(long)]
     #[serde(skip)]
     pub limit: Option<usize>,
@@ -286,7 +289,7 @@ pub(crate) fn run_eval_with(
 ) -> Result<Summary> {
     let started = Instant::now();
     let model = player_of(&config)?;
-    let (puzzles, set_sha256) = load_puzzles(args)?;
+    let (puzzles, set_sha256) = load_puzzles(args, &config)?;
     let mut tasks = Vec::new();
     for (i, puzzle) in puzzles.iter().enumerate() {
         tasks.extend(puzzle_tasks(i, puzzle)?);
@@ -399,18 +402,22 @@ fn player_of(config: &EvalConfig) -> Result<ModelSpec> {
     }
 }
 
-/// The puzzles of the set (at most `--limit`) and the sha256 naming the set.
-fn load_puzzles(args: &EvalArgs) -> Result<(Vec<Puzzle>, String)> {
+/// The puzzles of the set (at most `--limit`, a stratified sample:
+/// [`sample::stratified`]) and the sha256 naming the set.
+fn load_puzzles(args: &EvalArgs, config: &EvalConfig) -> Result<(Vec<Puzzle>, String)> {
     let (puzzle_path, set_sha256) = resolve_set(&args.set, &args.split)?;
     let mut puzzles = read_puzzles(&puzzle_path)?;
     if let Some(n) = args.limit {
-        puzzles.truncate(n);
+        puzzles = sample::stratified(puzzles, n, config.seed, config.rating_bin_width);
     }
     if puzzles.is_empty() {
         return Err(bad_input(format!("{}: no puzzles", puzzle_path.display())));
     }
     Ok((puzzles, set_sha256))
 }
+
+/// The template name of a baseline player's answers (it reads no prompt).
+pub(crate) const BASELINE_TEMPLATE: &str = "none";
 
 /// The prompt templates: the configured ones for a model (default
 /// paper-json), none for a baseline player.
@@ -425,7 +432,7 @@ fn templates_of(model: &ModelSpec, config: &EvalConfig) -> Result<Vec<Template>>
             .map(|t| Template::from_name(t))
             .collect(),
         _ => Ok(vec![Template::File {
-            name: "none".into(),
+            name: BASELINE_TEMPLATE.into(),
             text: String::new(),
         }]),
     }
@@ -519,6 +526,7 @@ fn record_of(
         played,
         verdict,
         regret_cp: None,
+        score_loss: None,
         prompt_tokens: answer.call.as_ref().and_then(|c| c.prompt_tokens),
         completion_tokens: answer.call.as_ref().and_then(|c| c.completion_tokens),
     }

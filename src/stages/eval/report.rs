@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::config::EvalConfig;
-use super::metrics::{self, Breakdowns, CellMetrics, PositionRecord, Verdict, breakdowns};
+use super::metrics::{self, Breakdowns, CellMetrics, PositionRecord, breakdowns};
 use super::players::Answer;
 use super::task::Job;
 use super::task::PositionTask;
@@ -61,6 +61,11 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.1}"))
 }
 
+/// A score loss (0 to 1) to three decimals.
+fn fmt_loss(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
 fn pct(v: f64) -> String {
     format!("{:.1}%", 100.0 * v)
 }
@@ -77,6 +82,7 @@ fn headline(m: &CellMetrics) -> Value {
         "unparseable_rate": m.unparseable_rate,
         "no_answer_rate": m.no_answer_rate,
         "regret_positions": m.regret_positions,
+        "mean_score_loss": m.mean_score_loss,
         "mean_regret": m.mean_regret,
         "median_regret": m.median_regret,
     })
@@ -134,9 +140,9 @@ pub(crate) fn write_run(
     write_jsonl(&dir.join("positions.jsonl"), records)?;
     write_calls(dir, output, tasks)?;
     write_runtime(dir, output, wall)?;
-    let md = markdown(run, &b, &verdicts, &usage, &output.notes);
+    let pictures = draw_pictures(dir, run, &b, records)?;
+    let md = markdown(run, &b, &verdicts, &usage, &output.notes, &pictures);
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
-    draw_pictures(dir, &b, records)?;
     Ok(command_summary(dir, run, output, &b.overall))
 }
 
@@ -261,7 +267,7 @@ fn write_runtime(dir: &Path, output: &RunOutput, wall: Duration) -> Result<()> {
 /// The command's summary: a human line and the headline figures.
 fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, o: &CellMetrics) -> Summary {
     let human = format!(
-        "eval {}: {} puzzles, {} positions -> puzzle accuracy {} (± {}), position accuracy {}, illegal {}, unparseable {}, median regret {} cp\nreport: {}",
+        "eval {}: {} puzzles, {} positions -> puzzle accuracy {} (± {}), position accuracy {}, illegal {}, unparseable {}, mean score loss {} (mean regret {} cp, median {} cp)\nreport: {}",
         run.model,
         o.puzzles,
         o.positions,
@@ -270,6 +276,8 @@ fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, o: &CellMetric
         pct(o.position_accuracy),
         pct(o.illegal_rate),
         pct(o.unparseable_rate),
+        fmt_loss(o.mean_score_loss),
+        fmt_opt(o.mean_regret),
         fmt_opt(o.median_regret),
         dir.join("report.md").display()
     );
@@ -287,6 +295,7 @@ fn markdown(
     verdicts: &BTreeMap<&str, usize>,
     usage: &Usage,
     notes: &[String],
+    pictures: &[(&str, &str)],
 ) -> String {
     let Usage {
         prompt_tokens,
@@ -318,7 +327,12 @@ fn markdown(
     let _ = writeln!(md, "| illegal rate | {} |", pct(o.illegal_rate));
     let _ = writeln!(md, "| unparseable rate | {} |", pct(o.unparseable_rate));
     let _ = writeln!(md, "| no-answer rate | {} |", pct(o.no_answer_rate));
-    let _ = writeln!(md, "| mean regret (cp) | {} |", fmt_opt(o.mean_regret));
+    let _ = writeln!(
+        md,
+        "| mean score loss (0-1) | {} |",
+        fmt_loss(o.mean_score_loss)
+    );
+    let _ = writeln!(md, "| mean regret (cp, raw) | {} |", fmt_opt(o.mean_regret));
     let _ = writeln!(md, "| median regret (cp) | {} |", fmt_opt(o.median_regret));
     let _ = writeln!(
         md,
@@ -333,23 +347,28 @@ fn markdown(
         let parts: Vec<String> = verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
         parts.join(", ")
     });
+    if o.regret_positions > 0 {
+        md.push_str(SCORE_LOSS_NOTE);
+    }
     for note in notes {
         let _ = writeln!(md, "> {note}\n");
     }
-    let _ = writeln!(
-        md,
-        "![accuracy by rating](accuracy_by_rating.svg)\n![regret](regret_distribution.svg)\n![illegal rate by template](illegal_rate_by_template.svg)\n"
-    );
+    if !pictures.is_empty() {
+        for (title, file) in pictures {
+            let _ = writeln!(md, "![{title}]({file})");
+        }
+        md.push('\n');
+    }
     for (dimension, cells) in &b.by {
         let _ = writeln!(md, "## By {}\n", dimension.replace('_', " "));
         let _ = writeln!(
             md,
-            "| {dimension} | puzzles | puzzle acc. | ± se | positions | position acc. | illegal | unparseable | mean regret | median regret |\n|---|---|---|---|---|---|---|---|---|---|"
+            "| {dimension} | puzzles | puzzle acc. | ± se | positions | position acc. | illegal | unparseable | mean score loss | mean regret (cp) | median regret (cp) |\n|---|---|---|---|---|---|---|---|---|---|---|"
         );
         for (cell, m) in metrics::ordered_cells(dimension, cells) {
             let _ = writeln!(
                 md,
-                "| {cell} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {cell} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 m.puzzles,
                 pct(m.puzzle_accuracy),
                 pct(m.puzzle_accuracy_se),
@@ -357,6 +376,7 @@ fn markdown(
                 pct(m.position_accuracy),
                 pct(m.illegal_rate),
                 pct(m.unparseable_rate),
+                fmt_loss(m.mean_score_loss),
                 fmt_opt(m.mean_regret),
                 fmt_opt(m.median_regret)
             );
@@ -378,21 +398,40 @@ const REGRET_BINS: [(f64, &str); 8] = [
     (f64::INFINITY, "invalid"),
 ];
 
-fn draw_pictures(dir: &Path, b: &Breakdowns, records: &[PositionRecord]) -> Result<()> {
+/// Draws the pictures that mean something for this run and returns their
+/// (title, file name), in the order the report shows them: accuracy by
+/// rating when some puzzle is rated, the regret histogram when regret was
+/// computed, the illegal rate by template when the run compared two or
+/// more prompt templates (a baseline player has none: its one template,
+/// `none`, would make a bar chart of nothing).
+fn draw_pictures(
+    dir: &Path,
+    run: &RunInfo,
+    b: &Breakdowns,
+    records: &[PositionRecord],
+) -> Result<Vec<(&'static str, &'static str)>> {
+    let mut drawn = Vec::new();
     let rating_cells = b.by.get("rating_bin").cloned().unwrap_or_default();
-    let rating = metrics::ordered_cells("rating_bin", &rating_cells);
-    let labels: Vec<String> = rating.iter().map(|(cell, _)| (*cell).clone()).collect();
-    let values: Vec<f64> = rating.iter().map(|(_, m)| m.puzzle_accuracy).collect();
-    let errors: Vec<f64> = rating.iter().map(|(_, m)| m.puzzle_accuracy_se).collect();
-    bar_chart(
-        &dir.join("accuracy_by_rating.svg"),
-        "Puzzle accuracy by rating (± 1 se)",
-        &labels,
-        &values,
-        Some(&errors),
-        1.0,
-        "puzzle accuracy",
-    )?;
+    let rating: Vec<(&String, &CellMetrics)> = metrics::ordered_cells("rating_bin", &rating_cells)
+        .into_iter()
+        .filter(|(cell, _)| cell.as_str() != "unrated")
+        .collect();
+    if !rating.is_empty() {
+        let labels: Vec<String> = rating.iter().map(|(cell, _)| (*cell).clone()).collect();
+        let values: Vec<f64> = rating.iter().map(|(_, m)| m.puzzle_accuracy).collect();
+        let errors: Vec<f64> = rating.iter().map(|(_, m)| m.puzzle_accuracy_se).collect();
+        let (title, file) = ("Puzzle accuracy by rating", "accuracy_by_rating.svg");
+        bar_chart(
+            &dir.join(file),
+            "Puzzle accuracy by rating (± 1 se)",
+            &labels,
+            &values,
+            Some(&errors),
+            1.0,
+            "puzzle accuracy",
+        )?;
+        drawn.push((title, file));
+    }
 
     let mut counts = [0f64; REGRET_BINS.len()];
     let mut total = 0f64;
@@ -406,37 +445,71 @@ fn draw_pictures(dir: &Path, b: &Breakdowns, records: &[PositionRecord]) -> Resu
             total += 1.0;
         }
     }
-    let shares: Vec<f64> = counts
-        .iter()
-        .map(|c| if total > 0.0 { c / total } else { 0.0 })
-        .collect();
-    let labels: Vec<String> = REGRET_BINS.iter().map(|(_, l)| l.to_string()).collect();
-    bar_chart(
-        &dir.join("regret_distribution.svg"),
-        "Regret per position (cp)",
-        &labels,
-        &shares,
-        None,
-        1.0,
-        "share of positions",
-    )?;
+    if total > 0.0 {
+        let shares: Vec<f64> = counts.iter().map(|c| c / total).collect();
+        let labels: Vec<String> = REGRET_BINS.iter().map(|(_, l)| l.to_string()).collect();
+        let (title, file) = ("Regret per position", "regret_distribution.svg");
+        bar_chart(
+            &dir.join(file),
+            "Regret per position (cp; mate: a missed or allowed mate; invalid: illegal or unparseable)",
+            &labels,
+            &shares,
+            None,
+            1.0,
+            "share of positions",
+        )?;
+        drawn.push((title, file));
+    }
 
-    let templates = b.by.get("template").cloned().unwrap_or_default();
-    let labels: Vec<String> = templates.keys().cloned().collect();
-    let values: Vec<f64> = templates.values().map(|m| m.illegal_rate).collect();
-    let top = values.iter().cloned().fold(0.0, f64::max).max(0.05) * 1.15;
-    bar_chart(
-        &dir.join("illegal_rate_by_template.svg"),
-        "Illegal-move rate by template",
-        &labels,
-        &values,
-        None,
-        top.min(1.0),
-        "illegal rate",
-    )?;
-    let _ = Verdict::Correct;
-    Ok(())
+    if run.templates.len() >= 2 {
+        let templates = b.by.get("template").cloned().unwrap_or_default();
+        let labels: Vec<String> = templates.keys().cloned().collect();
+        let values: Vec<f64> = templates.values().map(|m| m.illegal_rate).collect();
+        let top = values.iter().cloned().fold(0.0, f64::max).max(0.05) * 1.15;
+        let (title, file) = (
+            "Illegal-move rate by template",
+            "illegal_rate_by_template.svg",
+        );
+        bar_chart(
+            &dir.join(file),
+            title,
+            &labels,
+            &values,
+            None,
+            top.min(1.0),
+            "illegal rate",
+        )?;
+        drawn.push((title, file));
+    }
+    // A picture an earlier run into this folder drew, and this one does
+    // not, would be read as this run's.
+    for file in PICTURES {
+        if !drawn.iter().any(|(_, f)| *f == file) {
+            let path = dir.join(file);
+            if path.exists() {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+            }
+        }
+    }
+    Ok(drawn)
 }
+
+/// Every picture a report may hold.
+const PICTURES: [&str; 3] = [
+    "accuracy_by_rating.svg",
+    "regret_distribution.svg",
+    "illegal_rate_by_template.svg",
+];
+
+/// How the report's regret figures read, under the headline table.
+const SCORE_LOSS_NOTE: &str = "Score loss is the expected score (0 to 1) an answer gives up \
+against the engine's best move: both evaluations turned into winning chances by Lichess's curve \
+(2 / (1 + exp(-0.00368208 cp)) - 1, a mate counting as certain), as (1 + chances) / 2. An illegal \
+or unparseable answer loses 1, the most any answer can. It is bounded, so compare players by it. \
+The raw regret in cp counts a missed or allowed mate as 100,000 cp and an invalid answer as \
+200,000 cp (the APO paper's penalties): a single such position can outweigh hundreds of others \
+in the mean, so read the raw mean beside the score loss, never instead of it.\n\n";
 
 /// A bar chart with optional ± error bars, as an SVG file.
 pub(crate) fn bar_chart(

@@ -87,7 +87,21 @@ pub(crate) fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option
         .map(|column| (column.name().to_string(), value(*column)))
         .collect();
     let is_derived = |name: &str| columns::RELEASE.iter().any(|c| c.name() == name);
-    let others = puzzle.extra.drain(..).filter(|(name, _)| !is_derived(name));
+    // Verdicts as this version spells them (`True`/`False`, empty where a
+    // check did not run), also from a pool written with `pass`/`fail`.
+    let spelled = |(name, value): (String, String)| {
+        let canonical = (ColumnType::of(&name) == ColumnType::Check)
+            .then(|| ColumnType::Check.json_value(&value).ok())
+            .flatten()
+            .map(|typed| ColumnType::cell_of(&typed));
+        let value = canonical.unwrap_or(value);
+        (name, value)
+    };
+    let others = puzzle
+        .extra
+        .drain(..)
+        .filter(|(name, _)| !is_derived(name))
+        .map(spelled);
     puzzle.extra = derived.into_iter().chain(others).collect();
 }
 
@@ -305,7 +319,11 @@ fn dataset_card(
          (`lichess`, or `estimated` by puzzleforge's rating model) and `GameId` (the source game; \
          no game has puzzles in both splits), then the other columns puzzleforge writes and any \
          other columns of the pool. A puzzle that never was on Lichess has `Popularity` 0 and \
-         `NbPlays` 0 (no one has voted on or played it there).\n\n\
+         `NbPlays` 0 (no one has voted on or played it there). The verdicts of puzzleforge's \
+         `verify` are booleans: `VerifyDeeper` (the same engine at more nodes agrees), \
+         `VerifySecond` (a second engine agrees on every solver move) and `Verified` (every \
+         check that ran passed), `null` where a check did not run (a Lichess puzzle; no second \
+         engine).\n\n\
          Every file has the same columns. `train.jsonl` and `test.jsonl` (the dataset's files) \
          hold typed values: integers, booleans, `null` where a value is empty, `Themes` and \
          `OpeningTags` as lists of strings; the front matter declares their features, and \

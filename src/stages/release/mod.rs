@@ -59,7 +59,11 @@ pub struct SplitArgs {
     #[arg(short, long)]
     #[serde(skip)]
     pub output: PathBuf,
-    /// pipeline.toml whose [split] section configures quotas and tiers.
+    /// pipeline.toml whose [split] section configures quotas and tiers:
+    /// bin_width, train_per_cell, test_per_cell; [[split.bands]] with
+    /// ratings = [lo, hi] (bins of bin_width), lengths = [min, max] (solver
+    /// moves) and mate = "both" | "mate" | "no_mate"; [[split.cells]] rows
+    /// (bin, length, mate, train, test); [split.tiers.NAME].
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
@@ -112,7 +116,7 @@ pub struct SplitArgs {
     #[serde(skip)]
     pub verify: Option<PathBuf>,
     /// Leave out puzzles whose `Verified` column (from `verify
-    /// --puzzles-out`) says `fail`.
+    /// --puzzles-out`) says `False` (`fail` in older files).
     #[arg(long)]
     #[serde(skip)]
     pub drop_unverified: bool,
@@ -360,7 +364,7 @@ struct PoolFilter<'a> {
     tier: Option<&'a Tier>,
     quotas: &'a BTreeMap<Cell, Quota>,
     exclusions: &'a mut Exclusions,
-    /// Puzzles whose `Verified` column says `fail` are skipped.
+    /// Puzzles whose `Verified` column says `False` (`fail`) are skipped.
     drop_unverified: bool,
     seen_ids: HashSet<String>,
     /// Truncated sha256 of each position key: 16 bytes a puzzle.
@@ -399,7 +403,7 @@ impl PoolFilter<'_> {
             self.exclusions.removed[excluding_file] += 1;
             return Admission::Excluded;
         }
-        if self.drop_unverified && puzzle.get(Column::Verified) == Some("fail") {
+        if self.drop_unverified && puzzle.check(Column::Verified) == Some(false) {
             return Admission::Skipped(
                 "failed_verification",
                 format!("puzzle {} failed a verify check", puzzle.id),

@@ -3,6 +3,7 @@
 
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -110,6 +111,13 @@ fn rating_histogram(train: &[Puzzle], test: &[Puzzle]) -> Result<String> {
     Ok(svg)
 }
 
+/// The cells as a grid: one column per rating bin, one row per (solver
+/// moves, mate), each target cell coloured by how full it is (blue:
+/// filled, red: short, darker the fuller) and labelled with its count,
+/// drawn / wanted (train + test together). Drawn on the pixel grid rather
+/// than through a chart's axes, so that every label sits at the middle of
+/// its column or row: bin labels stand vertically under their columns,
+/// legible however many bins there are.
 fn cell_heatmap(cells: &[CellOutcome]) -> Result<String> {
     let mut bins: Vec<(i32, i32)> = cells
         .iter()
@@ -120,59 +128,107 @@ fn cell_heatmap(cells: &[CellOutcome]) -> Result<String> {
     let mut rows: Vec<(usize, bool)> = cells.iter().map(|c| (c.cell.length, c.cell.mate)).collect();
     rows.sort();
     rows.dedup();
-    let columns = bins.len().max(1) as i32;
-    let height = rows.len().max(1) as i32;
+    let count =
+        |c: &CellOutcome| format!("{}/{}", c.train + c.test, c.wanted.train + c.wanted.test);
+    // Wide enough for the longest count at the cell font (about 7 px a
+    // character).
+    let widest = cells.iter().map(|c| count(c).len()).max().unwrap_or(3) as i32;
+    let cell_w = (7 * widest + 12).max(42);
+    let cell_h = 28;
+    let (left, top, bottom, right) = (130, 56, 104, 20);
+    let grid_w = cell_w * bins.len().max(1) as i32;
+    let grid_h = cell_h * rows.len().max(1) as i32;
+    let size = (
+        (left + grid_w + right) as u32,
+        (top + grid_h + bottom) as u32,
+    );
     let mut svg = String::new();
     {
-        let root =
-            SVGBackend::with_string(&mut svg, (1000, 120 + 40 * height as u32)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;
-        let bin_label = |x: &i32| {
-            bins.get(*x as usize)
-                .map(|(lo, hi)| format!("({lo},{hi}]"))
-                .unwrap_or_default()
+        let centred = |size: u32| {
+            TextStyle::from(("sans-serif", size).into_font())
+                .pos(Pos::new(HPos::Center, VPos::Center))
         };
-        let row_label = |y: &i32| {
-            rows.get(*y as usize)
-                .map(|(len, mate)| format!("{len} {}", if *mate { "mate" } else { "no mate" }))
-                .unwrap_or_default()
-        };
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Puzzles drawn / wanted per cell (dark: filled)",
-                ("sans-serif", 18),
-            )
-            .margin(10)
-            .x_label_area_size(60)
-            .y_label_area_size(90)
-            .build_cartesian_2d(0..columns, 0..height)
+        root.draw(&Text::new(
+            "Puzzles per cell: drawn / wanted, train + test (blue: filled, red: short)",
+            (size.0 as i32 / 2, 18),
+            centred(18),
+        ))
+        .map_err(plot_error)?;
+        root.draw(&Text::new(
+            "Rating bin",
+            (left + grid_w / 2, top + grid_h + bottom - 12),
+            centred(15),
+        ))
+        .map_err(plot_error)?;
+        root.draw(&Text::new(
+            "Solver moves, mate",
+            (left / 2 + 4, 42),
+            centred(15),
+        ))
+        .map_err(plot_error)?;
+        // The grid's frame, so that empty places (no quota) read as cells.
+        for y in 0..rows.len() as i32 {
+            for x in 0..bins.len() as i32 {
+                let (x0, y0) = (left + x * cell_w, top + y * cell_h);
+                root.draw(&Rectangle::new(
+                    [(x0, y0), (x0 + cell_w, y0 + cell_h)],
+                    RGBColor(225, 225, 225).stroke_width(1),
+                ))
+                .map_err(plot_error)?;
+            }
+        }
+        for c in cells {
+            let (Ok(x), Ok(y)) = (
+                bins.binary_search(&(c.cell.bin_lo, c.cell.bin_hi)),
+                rows.binary_search(&(c.cell.length, c.cell.mate)),
+            ) else {
+                continue;
+            };
+            let (x0, y0) = (left + x as i32 * cell_w, top + y as i32 * cell_h);
+            let wanted = (c.wanted.train + c.wanted.test).max(1) as f64;
+            let share = ((c.train + c.test) as f64 / wanted).min(1.0);
+            let shade = (235.0 - 185.0 * share) as u8;
+            let color = if c.filled() {
+                RGBColor(shade, shade, 255)
+            } else {
+                RGBColor(255, shade, shade)
+            };
+            root.draw(&Rectangle::new(
+                [(x0 + 1, y0 + 1), (x0 + cell_w - 1, y0 + cell_h - 1)],
+                color.filled(),
+            ))
             .map_err(plot_error)?;
-        chart
-            .configure_mesh()
-            .disable_mesh()
-            .x_labels(columns as usize)
-            .y_labels(height as usize)
-            .x_label_formatter(&bin_label)
-            .y_label_formatter(&row_label)
-            .x_desc("Rating bin")
-            .y_desc("Solver moves, mate")
-            .draw()
+            let ink = if shade < 120 { WHITE } else { BLACK };
+            root.draw(&Text::new(
+                count(c),
+                (x0 + cell_w / 2, y0 + cell_h / 2),
+                centred(14).color(&ink),
+            ))
             .map_err(plot_error)?;
-        chart
-            .draw_series(cells.iter().filter_map(|c| {
-                let x = bins.binary_search(&(c.cell.bin_lo, c.cell.bin_hi)).ok()? as i32;
-                let y = rows.binary_search(&(c.cell.length, c.cell.mate)).ok()? as i32;
-                let wanted = (c.wanted.train + c.wanted.test).max(1) as f64;
-                let share = ((c.train + c.test) as f64 / wanted).min(1.0);
-                let shade = (235.0 - 200.0 * share) as u8;
-                let color = if c.filled() {
-                    RGBColor(shade, shade, 255)
-                } else {
-                    RGBColor(255, shade, shade)
-                };
-                Some(Rectangle::new([(x, y), (x + 1, y + 1)], color.filled()))
-            }))
+        }
+        let right_aligned = TextStyle::from(("sans-serif", 14).into_font())
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        for (y, (length, mate)) in rows.iter().enumerate() {
+            let label = format!("{length}, {}", if *mate { "mate" } else { "no mate" });
+            root.draw(&Text::new(
+                label,
+                (left - 8, top + y as i32 * cell_h + cell_h / 2),
+                right_aligned.clone(),
+            ))
             .map_err(plot_error)?;
+        }
+        // Read from the bottom up, ending just under their column.
+        let vertical = right_aligned.transform(FontTransform::Rotate270);
+        for (x, (lo, hi)) in bins.iter().enumerate() {
+            root.draw(&Text::new(
+                format!("({lo}, {hi}]"),
+                (left + x as i32 * cell_w + cell_w / 2, top + grid_h + 6),
+                vertical.clone(),
+            ))
+            .map_err(plot_error)?;
+        }
         root.present().map_err(plot_error)?;
     }
     Ok(svg)
