@@ -347,6 +347,32 @@ pub fn may_pass(rule: Rule, scores: &Scores, slack: Slack) -> bool {
     }
 }
 
+/// The funnel's screen on a later solver move of a line played out at a
+/// shallow depth: a forced move passes; Epoch asks only its gap.
+pub fn may_pass_later(rule: Rule, scores: &Scores, slack: Slack) -> bool {
+    let Some(second) = scores.second else {
+        return true;
+    };
+    match rule {
+        Rule::Epoch => scores.best.to_cp() - second.to_cp() >= EPOCH_MIN_GAP_CP - slack.cp,
+        other => may_pass(other, scores, slack),
+    }
+}
+
+/// Can a second-best move worth `second` (or more) still leave the first
+/// solver move unique under `rule`, within `slack`? Epoch: at most 80 cp;
+/// Lichess and mate: a win chance of at most 0.6 (the mate-in-1
+/// exception's bound, looser than the gap's 0.3); a gap rule sets no bound.
+pub fn second_may_pass(rule: Rule, second: Score, slack: Slack) -> bool {
+    match rule {
+        Rule::Epoch => second.to_cp() <= EPOCH_MAX_SECOND_CP + slack.cp,
+        Rule::Lichess | Rule::Mate => {
+            win_chances(second) <= LICHESS_NON_MATE_WIN_THRESHOLD + slack.win_chance
+        }
+        Rule::Gap { .. } => true,
+    }
+}
+
 /// The move played in the game is at best the second move, so for the
 /// position to pass it must itself lose the rule's gap against the best
 /// move. Judged on shallow scores within `slack`; `played` is the played
@@ -625,6 +651,21 @@ mod tests {
         assert!(!played_loses_enough(Rule::Epoch, Cp(300), Cp(290), slack));
         assert!(!played_loses_enough(Rule::Mate, Mate(1), Mate(1), slack));
         assert!(played_loses_enough(Rule::Mate, Mate(2), Cp(100), slack));
+        assert!(second_may_pass(Rule::Epoch, Cp(230), slack));
+        assert!(!second_may_pass(Rule::Epoch, Cp(231), slack));
+        assert!(second_may_pass(Rule::Mate, Cp(600), slack));
+        assert!(!second_may_pass(Rule::Mate, Mate(3), slack));
+        assert!(may_pass_later(
+            Rule::Epoch,
+            &scores(Cp(900), Some(Cp(800))),
+            slack
+        ));
+        assert!(may_pass_later(Rule::Epoch, &scores(Cp(900), None), slack));
+        assert!(!may_pass_later(
+            Rule::Epoch,
+            &scores(Cp(900), Some(Cp(880))),
+            slack
+        ));
     }
 
     #[test]

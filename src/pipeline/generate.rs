@@ -1184,7 +1184,10 @@ impl Generated {
     pub(crate) fn summary_json(&self) -> Value {
         let mut summary = self.report.clone();
         summary["engine_cpu_hours"] = json!(self.cpu_seconds / 3600.0);
-        if let Some(profiles) = summary["profiles"].as_array_mut() {
+        // `get_mut`, not `summary["profiles"]`: indexing inserts a null
+        // key into a single-profile summary, which then differs from the
+        // merged release's generate.json.
+        if let Some(profiles) = summary.get_mut("profiles").and_then(Value::as_array_mut) {
             for (profile, stream) in profiles.iter_mut().zip(&self.streams) {
                 profile["engine_cpu_hours"] = json!(stream.cpu_seconds / 3600.0);
             }

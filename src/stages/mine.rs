@@ -118,6 +118,16 @@ pub struct MineConfig {
     /// Written out only when on.
     #[serde(skip_serializing_if = "is_false")]
     pub trivial_captures: bool,
+    /// With `min_solver_moves` above 1: play the line out at the shallow
+    /// depth first and give a full search only to positions whose shallow
+    /// line reaches that length. Written out only when on.
+    #[serde(skip_serializing_if = "is_false")]
+    pub line_screen: bool,
+    /// Skip a position, without searching it, when the shallow search of
+    /// the position after the move played puts that move above what the
+    /// rule lets a second-best move be worth. Written out only when on.
+    #[serde(skip_serializing_if = "is_false")]
+    pub played_bound: bool,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -153,6 +163,8 @@ impl Default for MineConfig {
             mates: false,
             missed_only: true,
             trivial_captures: false,
+            line_screen: false,
+            played_bound: false,
         }
     }
 }
@@ -228,6 +240,19 @@ pub struct MineArgs {
     #[arg(long)]
     #[serde(rename = "missed_only", serialize_with = "switch_off")]
     pub keep_found: bool,
+    /// Shortest line kept, in solver moves (`[mine] min_solver_moves`).
+    #[arg(long)]
+    pub min_solver_moves: Option<usize>,
+    /// Screen positions by their line played out at the shallow depth
+    /// (`[mine] line_screen`; with --min-solver-moves above 1).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub line_screen: bool,
+    /// Skip positions whose played move the next position's shallow search
+    /// already rules out (`[mine] played_bound`).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub played_bound: bool,
     #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,
@@ -703,6 +728,12 @@ pub(crate) fn mine_unit(
         }
         result.positions += 1;
         if !config.exhaustive
+            && config.played_bound
+            && played_move_rules_out(target, &shallow_best, config)
+        {
+            continue;
+        }
+        if !config.exhaustive
             && !shallow_pass(
                 session,
                 unit,
@@ -774,6 +805,12 @@ fn shallow_pass(
     if !shallow_may_pass(&shallow, position, config) {
         return Ok(false);
     }
+    if config.line_screen
+        && config.min_solver_moves > 1
+        && !shallow_line_may_reach(session, unit, history, position, &shallow, config, result)?
+    {
+        return Ok(false);
+    }
     if target.played.is_none() || !config.missed_only {
         return Ok(true);
     }
@@ -803,6 +840,105 @@ fn shallow_pass(
         (Some(best), Some(played)) => played_move_may_lose_enough(best.score, played, config),
         _ => true,
     })
+}
+
+/// The line screen (`[mine] line_screen`, for targets of long lines): can
+/// the line from this position still reach `min_solver_moves`? The line is
+/// played out at the shallow depth (the opponent's best reply, then the
+/// solver's best move), each later solver move held to the rule within the
+/// funnel's slack; a position whose shallow line stops short gets no full
+/// search. A full search and its line extension cost far more than these
+/// shallow searches, and a long-line target keeps only long lines.
+fn shallow_line_may_reach(
+    session: &mut Session,
+    unit: &MineUnit,
+    history: &[String],
+    position: &Chess,
+    shallow: &SearchResult,
+    config: &MineConfig,
+    result: &mut UnitResult,
+) -> Result<bool, EngineError> {
+    let Some(first) = shallow.lines.first().and_then(|line| line.pv.first()) else {
+        return Ok(false);
+    };
+    let rule = rule_for(shallow.lines.first().map(|line| line.score), config);
+    let slack = Slack {
+        cp: config.shallow_margin_cp,
+        win_chance: config.shallow_margin_win,
+    };
+    let limit = Limit::Depth(config.shallow_depth);
+    let mut moves = history.to_vec();
+    let mut pos = position.clone();
+    let mut next = first.clone();
+    for _ in 1..config.min_solver_moves {
+        let Ok(solver_move) = parse_move(&pos, &next) else {
+            return Ok(false);
+        };
+        pos.play_unchecked(solver_move);
+        moves.push(next.clone());
+        if pos.is_game_over() {
+            return Ok(false);
+        }
+        let reply = session.search(&search_request(unit, &moves, limit, 1))?;
+        result.nodes += reply.nodes;
+        let Some(reply_uci) = reply.best_move else {
+            return Ok(false);
+        };
+        let Ok(reply_move) = parse_move(&pos, &reply_uci) else {
+            return Ok(false);
+        };
+        pos.play_unchecked(reply_move);
+        moves.push(reply_uci);
+        if pos.is_game_over() {
+            return Ok(false);
+        }
+        let searched = session.search(&search_request(unit, &moves, limit, 2))?;
+        result.nodes += searched.nodes;
+        let (Some(best), second) = (
+            searched.lines.first(),
+            searched.lines.get(1).map(|line| line.score),
+        ) else {
+            return Ok(false);
+        };
+        let scores = Scores::new(best.score, second);
+        if !criterion::may_pass_later(rule, &scores, slack)
+            || best.score.to_cp() < config.winning_cp - slack.cp
+        {
+            return Ok(false);
+        }
+        let Some(uci) = best.pv.first() else {
+            return Ok(false);
+        };
+        next = uci.clone();
+    }
+    Ok(true)
+}
+
+/// The played-move bound (`[mine] played_bound`): the move played is at
+/// best the second-best move (Epoch keeps only positions the player
+/// missed), so when the shallow search of the position after it, already
+/// made (targets are analysed last to first), puts it above what any rule
+/// lets a second move be worth, the position cannot pass and needs no
+/// search of its own.
+fn played_move_rules_out(
+    target: &Target,
+    shallow_best: &HashMap<usize, Score>,
+    config: &MineConfig,
+) -> bool {
+    if !config.missed_only || target.played.is_none() {
+        return false;
+    }
+    let Some(after) = shallow_best.get(&(target.after + 1)) else {
+        return false;
+    };
+    let played = negate(*after);
+    let mut rules = vec![Rule::from(config.criterion)];
+    if config.mates {
+        rules.push(Rule::Mate);
+    }
+    !rules
+        .into_iter()
+        .any(|rule| criterion::second_may_pass(rule, played, slack(config)))
 }
 
 /// The rule the first solver move is judged by, given the full search's
