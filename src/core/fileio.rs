@@ -96,8 +96,7 @@ impl AtomicFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "output".to_string());
         let temp_path = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-        let file = File::create(&temp_path)
-            .with_context(|| format!("creating {}", temp_path.display()))?;
+        let file = create_new_file(&temp_path)?;
         let zstd = name.ends_with(".zst");
         // 32 KiB: small writes are gathered, and the large runs the ingest
         // writes (a chunk of rows, about 64 KiB) pass to the file uncopied.
@@ -232,6 +231,44 @@ impl Drop for AtomicFile {
             let _ = std::fs::remove_file(&self.temp_path);
         }
     }
+}
+
+/// Creates `path` as a new file without following a symbolic link there
+/// (`O_CREAT | O_EXCL`): a link is an error naming it, since writing
+/// through it would overwrite whatever it points at; a regular file left
+/// there (by a dead process of the same pid) is replaced.
+fn create_new_file(path: &Path) -> Result<File> {
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(file) => return Ok(file),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let meta = std::fs::symlink_metadata(path)
+                    .with_context(|| format!("creating {}", path.display()))?;
+                if !meta.file_type().is_file() {
+                    return Err(bad_input(format!(
+                        "{} is {}: puzzleforge follows no link where it writes (it would overwrite what the link points at); remove it",
+                        path.display(),
+                        if meta.file_type().is_symlink() {
+                            "a symbolic link"
+                        } else {
+                            "not a regular file"
+                        }
+                    )));
+                }
+                std::fs::remove_file(path)
+                    .with_context(|| format!("removing the leftover {}", path.display()))?;
+            }
+            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+        }
+    }
+    Err(bad_input(format!(
+        "{}: keeps reappearing while it is created",
+        path.display()
+    )))
 }
 
 /// Writes `contents` to `path` atomically.

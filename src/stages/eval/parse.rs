@@ -91,7 +91,12 @@ fn pick(position: &Chess, tokens: &[String], source: AnswerSource, how: Pick) ->
     let chosen = match how {
         Pick::First => &tokens[0],
         Pick::LastLegal => {
-            if let Some(found) = tokens.iter().rev().find_map(legal) {
+            // Each spelling is resolved once: a reply repeating one
+            // illegal move a million times costs a million lookups, not a
+            // million move generations.
+            let mut tried = std::collections::HashSet::new();
+            let mut fresh = tokens.iter().rev().filter(|t| tried.insert(t.as_str()));
+            if let Some(found) = fresh.find_map(legal) {
                 return found;
             }
             last
@@ -113,57 +118,131 @@ fn strip_code_fences(reply: &str) -> String {
 }
 
 /// The string value of a `move` key (any case) in the last JSON object of
-/// the text that has one.
+/// the text that has one, objects taken in the order they open (an object
+/// inside another after it).
 fn json_move_field(text: &str) -> Option<String> {
+    json_move_field_counted(text).0
+}
+
+/// [`json_move_field`], and the bytes it handed to the JSON parser: at
+/// most twice the text's length (whatever the text), so replies are read
+/// in linear time.
+///
+/// One pass finds the balanced `{...}` spans (braces inside JSON strings
+/// skipped); each is parsed at most once, in the order they open. A span
+/// that parses is walked as a value, so the spans inside it are not parsed
+/// again. A span that fails stops where its first error is: a span inside
+/// it that starts before that point and ends after it fails there too (the
+/// parser was reading it as a value), so it is not parsed; one that ends
+/// before it is valid JSON and is parsed once more.
+fn json_move_field_counted(text: &str) -> (Option<String>, usize) {
+    let spans = object_spans(text);
     let mut found = None;
-    for (start, _) in text.match_indices('{') {
-        let Some(object) = balanced_object(&text[start..]) else {
+    let mut parsed = 0usize;
+    // Spans below this end inside an object already walked.
+    let mut walked_until = 0usize;
+    // Enclosing spans that failed: (end, where their parse failed).
+    let mut failing: Vec<(usize, usize)> = Vec::new();
+    for &(start, end) in &spans {
+        if start < walked_until {
             continue;
-        };
-        let Ok(serde_json::Value::Object(map)) = serde_json::from_str(object) else {
+        }
+        while failing
+            .last()
+            .is_some_and(|&(outer_end, _)| outer_end < start)
+        {
+            failing.pop();
+        }
+        let fails_at = failing.last().map(|&(_, at)| at);
+        if let Some(at) = fails_at.filter(|&at| start + 1 < at && at <= end) {
+            failing.push((end, at));
             continue;
-        };
-        for (key, value) in &map {
-            if key.eq_ignore_ascii_case("move") {
-                found = Some(match value {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                });
+        }
+        let object = &text[start..=end];
+        match serde_json::from_str::<serde_json::Value>(object) {
+            Ok(value) => {
+                parsed += object.len();
+                walk_move_fields(&value, &mut found);
+                walked_until = end + 1;
+            }
+            Err(error) => {
+                let at = start + error_offset(object, &error);
+                parsed += at - start + 1;
+                failing.push((end, at));
             }
         }
     }
-    found
+    (found, parsed)
 }
 
-/// The prefix of `text` (which starts with `{`) up to its matching `}`,
-/// skipping braces inside JSON strings.
-fn balanced_object(text: &str) -> Option<&str> {
-    let mut depth = 0usize;
+/// The `move` fields (any case) of every object in `value`, in the order
+/// they open: each replaces the one before in `found`.
+fn walk_move_fields(value: &serde_json::Value, found: &mut Option<String>) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            for (key, value) in map {
+                if key.eq_ignore_ascii_case("move") {
+                    *found = Some(match value {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    });
+                }
+            }
+            map.values().for_each(|v| walk_move_fields(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| walk_move_fields(v, found)),
+        _ => {}
+    }
+}
+
+/// The byte offset in `text` where the JSON parser reported `error`
+/// (from its line and column).
+fn error_offset(text: &str, error: &serde_json::Error) -> usize {
+    let line_start = if error.line() <= 1 {
+        0
+    } else {
+        memchr::memchr_iter(b'\n', text.as_bytes())
+            .nth(error.line() - 2)
+            .map_or(text.len(), |at| at + 1)
+    };
+    (line_start + error.column().saturating_sub(1)).min(text.len().saturating_sub(1))
+}
+
+/// The balanced `{...}` spans of `text` as (first, last) byte offsets, in
+/// the order they open. Outside every brace a quote is prose; inside one,
+/// braces within JSON strings do not count. An unclosed `{` makes no span.
+fn object_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
     let mut in_string = false;
     let mut escaped = false;
-    for (i, c) in text.char_indices() {
+    for (i, &byte) in text.as_bytes().iter().enumerate() {
         if in_string {
-            match (escaped, c) {
+            match (escaped, byte) {
                 (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
                 _ => {}
             }
             continue;
         }
-        match c {
-            '"' => in_string = true,
-            '{' => depth += 1,
-            '}' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(&text[..=i]);
+        match byte {
+            b'"' if !open.is_empty() => in_string = true,
+            b'{' => {
+                open.push(spans.len());
+                spans.push((i, usize::MAX));
+            }
+            b'}' => {
+                if let Some(index) = open.pop() {
+                    spans[index].1 = i;
                 }
             }
             _ => {}
         }
     }
-    None
+    spans.retain(|&(_, end)| end != usize::MAX);
+    spans
 }
 
 /// The rest of the line after the last `MOVE:` marker (any case, Markdown
@@ -185,6 +264,10 @@ pub(crate) fn move_tokens(text: &str) -> Vec<String> {
 
 /// Strips decorations from one token; `None` when it is not move-shaped.
 fn normalize_token(raw: &str) -> Option<String> {
+    // No move, however decorated (`O-O-O+!?`), is this long.
+    if raw.len() > 16 {
+        return None;
+    }
     let mut token = raw.trim_end_matches(['+', '#', '!', '?']).to_string();
     token = token.trim_start_matches('-').to_string();
     let upper = token.to_ascii_uppercase();
