@@ -327,6 +327,30 @@ mod tests {
         assert_eq!(text, "hello\n");
     }
 
+    /// A symbolic link at the temporary name is an error naming it, and
+    /// what it points at is left alone; a stale regular file is replaced.
+    #[test]
+    fn a_temporary_file_never_follows_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let temp = dir
+            .path()
+            .join(format!(".out.csv.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &temp).unwrap();
+        let error = write_atomic(&dir.path().join("out.csv"), b"new").unwrap_err();
+        assert!(
+            format!("{error:#}").contains("is a symbolic link"),
+            "{error:#}"
+        );
+        assert!(format!("{error:#}").contains(".out.csv.tmp-"), "{error:#}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        std::fs::remove_file(&temp).unwrap();
+        std::fs::write(&temp, "stale").unwrap();
+        write_atomic(&dir.path().join("out.csv"), b"new").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("out.csv")).unwrap(), b"new");
+    }
+
     #[test]
     fn uncommitted_file_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();

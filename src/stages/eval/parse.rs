@@ -378,6 +378,53 @@ mod tests {
     }
 
     #[test]
+    fn the_json_field_is_found_in_the_object_that_opens_last() {
+        for (reply, want) in [
+            (r#"{"reasoning": "a } and a {", "move": "e4"}"#, Some("e4")),
+            (r#"Thinking {not json} then {"move": "Nf3"}"#, Some("Nf3")),
+            (r#"{"a": {"move": "e4"}, "move": "d4"}"#, Some("e4")),
+            (r#"{"move": "d4"} and later {"Move": "c4"}"#, Some("c4")),
+            (r#"{ I think {"move": "e4"} }"#, Some("e4")),
+            (r#"{"moves": [{"move": "a3"}, {"move": "b3"}]}"#, Some("b3")),
+            (r#"{"move": 5}"#, Some("5")),
+            (r#"{"move": "e4""#, None),
+            (r#"{"a":{"a":{"move":"h3"}}x}y}"#, Some("h3")),
+        ] {
+            assert_eq!(json_move_field(reply).as_deref(), want, "{reply}");
+        }
+    }
+
+    /// The reply is read in linear work: the bytes handed to the JSON
+    /// parser stay within twice the reply's length, on replies built so
+    /// that parsing from every brace would read the rest of the text each
+    /// time (the reported reply repeats `{"move": ` without closing).
+    #[test]
+    fn replies_are_read_in_linear_work() {
+        let n = 20_000;
+        let nested = "{\"a\":".repeat(n / 10) + "1" + &"}x".repeat(n / 10);
+        let cases = [
+            "{\"move\": ".repeat(n),
+            "{\"move\": ".repeat(n) + &"}".repeat(n),
+            nested,
+            "{".repeat(n) + &"}".repeat(n),
+            "{\"a\": {\"b\": 1}} ".repeat(n),
+            "{\"move\": \"e4\", oops} ".repeat(n),
+        ];
+        for text in cases {
+            let (_, parsed) = json_move_field_counted(&text);
+            assert!(
+                parsed <= 2 * text.len(),
+                "{parsed} bytes parsed for a reply of {} starting {:?}",
+                text.len(),
+                &text[..40]
+            );
+        }
+        let spaced = "e4 ".repeat(n);
+        let tokens = move_tokens(&spaced);
+        assert_eq!(tokens.len(), n);
+    }
+
+    #[test]
     fn start_position_answers() {
         let start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
         assert_eq!(legal_uci("nf3", start).as_deref(), Some("g1f3"));
