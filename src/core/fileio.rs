@@ -248,15 +248,13 @@ fn create_new_file(path: &Path) -> Result<File> {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 let meta = std::fs::symlink_metadata(path)
                     .with_context(|| format!("creating {}", path.display()))?;
+                if meta.file_type().is_symlink() {
+                    return Err(link_error(path));
+                }
                 if !meta.file_type().is_file() {
                     return Err(bad_input(format!(
-                        "{} is {}: puzzleforge follows no link where it writes (it would overwrite what the link points at); remove it",
-                        path.display(),
-                        if meta.file_type().is_symlink() {
-                            "a symbolic link"
-                        } else {
-                            "not a regular file"
-                        }
+                        "{} is not a regular file: puzzleforge writes a temporary file there; remove it",
+                        path.display()
                     )));
                 }
                 std::fs::remove_file(path)
@@ -269,6 +267,37 @@ fn create_new_file(path: &Path) -> Result<File> {
         "{}: keeps reappearing while it is created",
         path.display()
     )))
+}
+
+/// The error for a symbolic link found where puzzleforge writes (a lock
+/// file, a scratch folder, a temporary file): following it would
+/// overwrite what it points at, on a shared folder or as root any file.
+pub(crate) fn link_error(path: &Path) -> anyhow::Error {
+    bad_input(format!(
+        "{} is a symbolic link: puzzleforge follows no link where it writes (it would overwrite what the link points at); remove it",
+        path.display()
+    ))
+}
+
+/// Creates the scratch folder `path` empty: a folder left there is
+/// removed first; a symbolic link there is an error naming it (the folder
+/// is created with `mkdir`, which follows no link).
+pub(crate) fn create_scratch_dir(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => return Err(link_error(path)),
+        Ok(meta) if meta.is_dir() => {
+            std::fs::remove_dir_all(path).with_context(|| format!("removing {}", path.display()))?
+        }
+        Ok(_) => {
+            std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?
+        }
+        Err(_) => {}
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::create_dir(path).with_context(|| format!("creating {}", path.display()))
 }
 
 /// Writes `contents` to `path` atomically.

@@ -660,7 +660,7 @@ impl Player<'_> {
             unreachable!("the pools were just started")
         };
         let scratch = self.store.join(scratch_name(&name));
-        crate::pipeline::manifest::create_scratch_dir(&scratch)?;
+        crate::core::fileio::create_scratch_dir(&scratch)?;
         let cpu =
             || pool.search_cpu_seconds() + second.as_ref().map_or(0.0, |p| p.search_cpu_seconds());
         let before = cpu();
@@ -737,7 +737,10 @@ impl Player<'_> {
             "engine_cpu_seconds": cpu_seconds,
             "engine_cpu_seconds_by_step": steps,
             "per_game": per_game,
-            "files": crate::pipeline::manifest::output_hashes(&scratch)?,
+            "files": BATCH_FILES
+                .iter()
+                .map(|name| Ok((name.to_string(), json!(sha256_file(&scratch.join(name))?))))
+                .collect::<Result<serde_json::Map<_, _>>>()?,
         });
         write_atomic(
             &scratch.join("batch.json"),

@@ -28,6 +28,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
+use crate::core::fileio::link_error;
 
 /// Holds a lock file locked until dropped; the file is removed then.
 pub(crate) struct FileLock {
@@ -135,14 +136,6 @@ fn open_no_follow(path: &Path) -> Result<File> {
         )));
     }
     Ok(file)
-}
-
-/// The error for a symbolic link found where puzzleforge writes.
-pub(crate) fn link_error(path: &Path) -> anyhow::Error {
-    bad_input(format!(
-        "{} is a symbolic link: puzzleforge follows no link where it writes (it would overwrite what the link points at); remove it",
-        path.display()
-    ))
 }
 
 /// Whether the open `file` is still the one at `path` (a link there is

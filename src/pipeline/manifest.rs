@@ -156,31 +156,8 @@ fn relative_to_config(mut section: Value, config_dir: &Path) -> Value {
 /// A symbolic link there is an error naming it, never followed.
 pub(crate) fn fresh_scratch(release_dir: &Path, stage: StageName) -> Result<PathBuf> {
     let scratch = release_dir.join(format!(".{stage}.partial"));
-    create_scratch_dir(&scratch)?;
+    crate::core::fileio::create_scratch_dir(&scratch)?;
     Ok(scratch)
-}
-
-/// Creates the scratch folder `path` empty: a folder left there is
-/// removed first; a symbolic link there is an error naming it (a folder
-/// is created with `mkdir`, which follows no link).
-pub(crate) fn create_scratch_dir(path: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            return Err(crate::pipeline::lock::link_error(path));
-        }
-        Ok(meta) if meta.is_dir() => {
-            std::fs::remove_dir_all(path).with_context(|| format!("removing {}", path.display()))?
-        }
-        Ok(_) => {
-            std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?
-        }
-        Err(_) => {}
-    }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-    }
-    std::fs::create_dir(path).with_context(|| format!("creating {}", path.display()))
 }
 
 /// The sha256 of every output in a stage's folder, by path relative to it.
