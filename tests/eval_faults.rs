@@ -38,6 +38,16 @@ struct FakeServer {
     bad_auth: Arc<AtomicUsize>,
     /// The request line's target of every request.
     paths: Arc<Mutex<Vec<String>>>,
+    /// Method, target and body length of every request.
+    seen: Arc<Mutex<Vec<(String, String, usize)>>>,
+}
+
+/// Makes the fake answer calls to `/v1/...` with a redirect: the status
+/// line and the `Location` (given the fake's own port).
+#[derive(Clone)]
+struct Redirect {
+    status: &'static str,
+    location: Arc<dyn Fn(u16) -> String + Send + Sync>,
 }
 
 fn completion(content: &str, finish: &str) -> String {
@@ -57,12 +67,15 @@ fn respond(stream: &mut TcpStream, status: &str, extra: &str, body: &str) {
     let _ = stream.flush();
 }
 
+#[allow(clippy::too_many_arguments)]
 fn handle(
     mut stream: TcpStream,
     faults: &HashMap<String, (Fault, String)>,
     seen: &Mutex<HashMap<String, usize>>,
     bad_auth: &AtomicUsize,
     paths: &Mutex<Vec<String>>,
+    requests: &Mutex<Vec<(String, String, usize)>>,
+    redirect: Option<&Redirect>,
 ) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut length = 0usize;
@@ -71,9 +84,10 @@ fn handle(
     if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
         return;
     }
-    if let Some(target) = request_line.split_whitespace().nth(1) {
-        paths.lock().unwrap().push(target.to_string());
-    }
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let target = parts.next().unwrap_or_default().to_string();
+    paths.lock().unwrap().push(target.clone());
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -96,6 +110,16 @@ fn handle(
     }
     let mut body = vec![0u8; length];
     if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    requests
+        .lock()
+        .unwrap()
+        .push((method, target.clone(), body.len()));
+    if let Some(redirect) = redirect.filter(|_| target.starts_with("/v1/")) {
+        let port = stream.local_addr().unwrap().port();
+        let location = format!("Location: {}\r\n", (redirect.location)(port));
+        respond(&mut stream, redirect.status, &location, "");
         return;
     }
     let body = String::from_utf8_lossy(&body);
@@ -156,24 +180,50 @@ fn start_fake(faults: HashMap<String, (Fault, String)>) -> FakeServer {
 }
 
 fn start_fake_on(listener: TcpListener, faults: HashMap<String, (Fault, String)>) -> FakeServer {
+    start_fake_redirecting(listener, faults, None)
+}
+
+fn start_fake_redirecting(
+    listener: TcpListener,
+    faults: HashMap<String, (Fault, String)>,
+    redirect: Option<Redirect>,
+) -> FakeServer {
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let requests = Arc::new(AtomicUsize::new(0));
     let bad_auth = Arc::new(AtomicUsize::new(0));
     let paths = Arc::new(Mutex::new(Vec::new()));
+    let requests_seen = Arc::new(Mutex::new(Vec::new()));
     let faults = Arc::new(faults);
     let seen = Arc::new(Mutex::new(HashMap::new()));
     {
-        let (requests, bad_auth, paths) = (requests.clone(), bad_auth.clone(), paths.clone());
+        let (requests, bad_auth, paths, requests_seen) = (
+            requests.clone(),
+            bad_auth.clone(),
+            paths.clone(),
+            requests_seen.clone(),
+        );
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 requests.fetch_add(1, Ordering::SeqCst);
-                let (faults, seen, bad_auth, paths) = (
+                let (faults, seen, bad_auth, paths, requests_seen, redirect) = (
                     faults.clone(),
                     seen.clone(),
                     bad_auth.clone(),
                     paths.clone(),
+                    requests_seen.clone(),
+                    redirect.clone(),
                 );
-                std::thread::spawn(move || handle(stream, &faults, &seen, &bad_auth, &paths));
+                std::thread::spawn(move || {
+                    handle(
+                        stream,
+                        &faults,
+                        &seen,
+                        &bad_auth,
+                        &paths,
+                        &requests_seen,
+                        redirect.as_ref(),
+                    )
+                });
             }
         });
     }
@@ -182,6 +232,7 @@ fn start_fake_on(listener: TcpListener, faults: HashMap<String, (Fault, String)>
         requests,
         bad_auth,
         paths,
+        seen: requests_seen,
     }
 }
 
@@ -574,4 +625,79 @@ max_attempts = 1
         serde_json::from_slice(&std::fs::read(dir.path().join("out/r/eval/report.json")).unwrap())
             .unwrap();
     assert_eq!(report["puzzle_accuracy"].as_f64(), Some(1.0), "{report}");
+}
+
+/// A redirect to another host is not followed: the call fails naming both
+/// hosts, and the other host is never asked (nor given the prompt or the
+/// key); nothing is cached. A redirect to the same host is followed as
+/// the same POST with the same body, and the answer scored.
+#[test]
+fn redirects_are_followed_only_to_the_same_host_keeping_the_post() {
+    let dir = tempfile::tempdir().unwrap();
+    let (set, faults) = set_with(dir.path(), 1, Fault::Healthy);
+    let config = write_config(dir.path(), "max_attempts = 1\n");
+    // The other host: this machine by another name, serving the model.
+    let other = start_fake(faults.clone());
+    let other_host = other
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .replace("127.0.0.1", "localhost");
+    let location = format!("http://{other_host}/v1/chat/completions");
+    let away = start_fake_redirecting(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        faults.clone(),
+        Some(Redirect {
+            status: "302 Found",
+            location: Arc::new(move |_| location.clone()),
+        }),
+    );
+    let output = run_eval(dir.path(), &set, &away.url, &config);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let away_host = away
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_string();
+    for named in [away_host.as_str(), other_host.as_str(), "another host"] {
+        assert!(stderr.contains(named), "{named}: {stderr}");
+    }
+    assert_eq!(other.requests.load(Ordering::SeqCst), 0);
+    assert!(!stderr.contains(KEY));
+    let cached = walk(&dir.path().join("run"))
+        .into_iter()
+        .filter(|p| p.components().any(|c| c.as_os_str() == "cache"))
+        .count();
+    assert_eq!(cached, 0, "a failed call was cached");
+
+    // Same host, another path: 307 and 302 alike keep the POST, its body
+    // and its key.
+    for status in ["307 Temporary Redirect", "302 Found"] {
+        let here = start_fake_redirecting(
+            TcpListener::bind("127.0.0.1:0").unwrap(),
+            faults.clone(),
+            Some(Redirect {
+                status,
+                location: Arc::new(|port| format!("http://127.0.0.1:{port}/v2/chat/completions")),
+            }),
+        );
+        std::fs::remove_dir_all(dir.path().join("run")).ok();
+        let output = run_eval(dir.path(), &set, &here.url, &config);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{status}: {stderr}");
+        let seen = here.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2, "{status}: {seen:?}");
+        assert_eq!(seen[0].1, "/v1/chat/completions");
+        assert_eq!(
+            (seen[1].0.as_str(), seen[1].1.as_str()),
+            ("POST", "/v2/chat/completions")
+        );
+        assert_eq!(seen[1].2, seen[0].2, "{status}: the body changed");
+        assert_eq!(here.bad_auth.load(Ordering::SeqCst), 0, "{status}");
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("run/report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["puzzle_accuracy"].as_f64(), Some(1.0), "{status}");
+    }
 }

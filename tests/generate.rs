@@ -577,3 +577,137 @@ fn each_band_is_filled_by_its_own_profile_and_shards_merge_to_the_same_release()
         "{out}"
     );
 }
+
+/// The puzzle ids of a release's train and test files.
+fn release_ids(release: &Path) -> std::collections::BTreeSet<String> {
+    ["train.csv", "test.csv"]
+        .iter()
+        .flat_map(|f| puzzleforge::chess::record::read_puzzles(&release.join(f)).unwrap())
+        .map(|p| p.id)
+        .collect()
+}
+
+/// Two releases generated at once from one store take turns on each batch
+/// (neither fails, no batch is played twice) and share no puzzle. Every
+/// stored batch proves its bytes: a file changed after it was stored is
+/// refused (exit 2) by a run and by a merge, naming the file and what
+/// plays it again; removed, the batch is played again. An `exclude`
+/// file's unreadable row is an error naming the file and the line.
+#[test]
+fn batches_are_shared_by_runs_at_once_and_prove_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_config(root, "a.toml", "A", 2, "batch_games = 4\nmax_games = 40");
+    let children: Vec<std::process::Child> = ["one", "two"]
+        .iter()
+        .map(|release| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+                .current_dir(root)
+                .args(["run", "--config", "a.toml", "--release", release])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+    }
+    let (one, two) = (
+        release_ids(&root.join("A/one/release")),
+        release_ids(&root.join("A/two/release")),
+    );
+    // Whichever drew second excluded the first's puzzles (here: all it had).
+    assert!(!one.is_empty() || !two.is_empty());
+    assert!(one.is_disjoint(&two), "{:?}", one.intersection(&two));
+    let drawn_first = if one.is_empty() { "two" } else { "one" };
+    let stored = batches(&root.join("A"));
+    let store = std::fs::read_dir(root.join("A/.generate"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let leftovers: Vec<String> = std::fs::read_dir(&store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // Shards of another release reuse the stored batches.
+    write_config(root, "s.toml", "A", 2, "batch_games = 4\nmax_games = 8");
+    for shard in ["0/2", "1/2"] {
+        run(
+            root,
+            &[
+                "run",
+                "--config",
+                "s.toml",
+                "--release",
+                "s",
+                "--shard",
+                shard,
+            ],
+        );
+    }
+    assert_eq!(batches(&root.join("A")), stored);
+
+    // One byte of a stored batch changes.
+    let batch = store.join("batch-00000005-00000008");
+    let games = batch.join("games.pgn");
+    let mut text = std::fs::read_to_string(&games).unwrap();
+    text.push('\n');
+    std::fs::write(&games, text).unwrap();
+    let merged = fails(
+        root,
+        &[
+            "merge",
+            "A/s.shard-0-of-2",
+            "A/s.shard-1-of-2",
+            "-o",
+            "A/s",
+            "--config",
+            "s.toml",
+        ],
+    );
+    for named in ["batch-00000005-00000008/games.pgn", "remove"] {
+        assert!(merged.contains(named), "{named}: {merged}");
+    }
+    let rerun = fails(root, &["run", "--config", "a.toml", "--release", "three"]);
+    for named in [
+        "batch-00000005-00000008/games.pgn",
+        "changed or missing",
+        "remove",
+    ] {
+        assert!(rerun.contains(named), "{named}: {rerun}");
+    }
+    assert!(!root.join("A/three/release").exists());
+    // Removed, the batch is played again.
+    std::fs::remove_dir_all(&batch).unwrap();
+    run(root, &["run", "--config", "a.toml", "--release", "three"]);
+    assert!(batch.join("batch.json").is_file());
+
+    // An exclude file whose second row has no moves.
+    let train = std::fs::read_to_string(root.join("A").join(drawn_first).join("release/train.csv"))
+        .unwrap();
+    let mut lines: Vec<String> = train.lines().map(str::to_string).collect();
+    let moves = lines[0].split(',').position(|c| c == "Moves").unwrap();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    cells[moves] = String::new();
+    lines[1] = cells.join(",");
+    std::fs::write(root.join("exclude.csv"), lines.join("\n") + "\n").unwrap();
+    write_config(
+        root,
+        "x.toml",
+        "A",
+        2,
+        "batch_games = 4\nmax_games = 40\nexclude = [\"exclude.csv\"]",
+    );
+    let refused = fails(root, &["run", "--config", "x.toml", "--release", "four"]);
+    for named in ["exclude.csv", "line 2", "cannot be read"] {
+        assert!(refused.contains(named), "{named}: {refused}");
+    }
+}

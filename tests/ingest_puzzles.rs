@@ -583,3 +583,75 @@ fn reject_lines_are_exact_on_crlf_input() {
     assert!(lines[0].starts_with("3,rat01,bad_integer,"), "{rejects}");
     assert!(lines[1].starts_with("7,fen01,"), "{rejects}");
 }
+
+/// A row longer than 1 MiB is rejected as `row_too_long` without being
+/// held whole: its reject line keeps the row's first bytes only, and the
+/// rows around it are read as before. On a plain line, inside quotes
+/// spanning lines (the csv grammar), and in JSON Lines.
+#[test]
+fn a_row_longer_than_a_mebibyte_is_rejected_and_its_reject_line_cut() {
+    let (header, rows) = sample_lines();
+    let long = "x".repeat(3 << 20);
+    let mut quoted: Vec<String> = rows[2].split(',').map(str::to_string).collect();
+    quoted[9] = format!("\"{}\"", quoted[9]);
+    let plain = [
+        header.clone(),
+        rows[0].clone(),
+        format!("long1,{long}"),
+        rows[1].clone(),
+    ]
+    .join("\n")
+        + "\n";
+    let in_quotes = [
+        header.clone(),
+        rows[0].clone(),
+        quoted.join(","),
+        format!("long2,\"{long}\n{long}\",3"),
+        rows[1].clone(),
+    ]
+    .join("\n")
+        + "\n";
+    let dir = tempfile::tempdir().unwrap();
+    // JSON Lines written by puzzleforge, with a long line between two rows.
+    let jsonl = dir.path().join("rows.jsonl");
+    std::fs::write(
+        dir.path().join("two.csv"),
+        [&header, &rows[0], &rows[1]].map(String::as_str).join("\n") + "\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = ingest_cli(&dir.path().join("two.csv"), &jsonl, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let json_rows: Vec<String> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let in_json = format!(
+        "{}\n{{\"PuzzleId\": \"long3\", \"FEN\": \"{long}\"}}\n{}\n",
+        json_rows[0], json_rows[1]
+    );
+    for (name, text, line, id, accepted) in [
+        ("plain.csv", plain, 3, "long1", 2),
+        ("quoted.csv", in_quotes, 4, "long2", 3),
+        ("long.jsonl", in_json, 2, "", 2),
+    ] {
+        let input = dir.path().join(name);
+        std::fs::write(&input, text).unwrap();
+        let out = dir.path().join(format!("{name}.out.csv"));
+        let (code, json, stderr) = ingest_cli(&input, &out, &[]);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert_eq!(json["accepted"], accepted, "{name}: {json}");
+        assert_eq!(
+            json["rejected_by_reason"]["row_too_long"], 1,
+            "{name}: {json}"
+        );
+        let rejects_path = dir.path().join(format!("{name}.out.csv.rejects.csv"));
+        let rejects = std::fs::read_to_string(&rejects_path).unwrap();
+        assert!(rejects.len() < 1000, "{name}: the reject line is not cut");
+        let reject = rejects.lines().nth(1).unwrap();
+        assert!(
+            reject.starts_with(&format!("{line},{id},row_too_long,")),
+            "{name}: {reject}"
+        );
+    }
+}

@@ -49,6 +49,17 @@ split = "test"
     path
 }
 
+/// Every file under `dir` (hidden ones too) with its bytes.
+fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    common::files_under(dir, &[])
+        .into_iter()
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(&name)).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
 fn skipped(summary: &serde_json::Value) -> Vec<(String, bool)> {
     summary["stages"]
         .as_array()
@@ -114,24 +125,26 @@ fn stages_run_in_order_then_skip_until_inputs_or_config_change() {
     let second = summary(&run(dir.path(), &["run", "--json"]));
     assert!(skipped(&second).iter().all(|(_, s)| *s), "{second}");
 
-    // A changed filter redoes ingest; the finished release would change,
-    // so the run stops there unless told to rewrite it, and then redoes
-    // everything downstream.
+    // A changed filter would change the finished release, so the run
+    // stops before it redoes any stage (every file of the release folder
+    // stays as it was) unless told to rewrite it, and then redoes ingest
+    // and everything downstream.
     write_config(dir.path(), "max_rating = 1500");
+    let before = folder_bytes(&release);
     let refused = run(dir.path(), &["run", "--json"]);
     assert_eq!(refused.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("--rewrite-release"), "{stderr}");
-    assert_eq!(
-        std::fs::read(release.join("release/test.csv")).unwrap(),
-        test_csv
+    assert!(stderr.contains("ingest_puzzles"), "{stderr}");
+    assert!(
+        folder_bytes(&release) == before,
+        "the refused run changed the release folder"
     );
-    // (The refused run already redid ingest.)
     let third = summary(&run(dir.path(), &["run", "--json", "--rewrite-release"]));
     assert_eq!(
         skipped(&third),
         vec![
-            ("ingest_puzzles".into(), true),
+            ("ingest_puzzles".into(), false),
             ("ingest_games".into(), true),
             ("release".into(), false),
             ("export".into(), false)
@@ -605,4 +618,231 @@ fn strict_exits_2_after_writing_a_release_with_unfilled_cells() {
     assert!(!dir.path().join("out/r3/ingest_puzzles").exists());
     let sharded = run(dir.path(), &["run", "--strict", "--shard", "0/2"]);
     assert_eq!(sharded.status.code(), Some(2));
+}
+
+/// The first `rows` rows of the bundled Lichess sample, as a source file.
+fn puzzle_slice(dir: &Path, rows: usize) -> PathBuf {
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let slice: Vec<&str> = text.lines().take(rows + 1).collect();
+    let path = dir.join("puzzles.csv");
+    std::fs::write(&path, slice.join("\n") + "\n").unwrap();
+    path
+}
+
+/// The puzzle ids and FENs of a release's train and test files.
+fn release_puzzles(release: &Path) -> std::collections::BTreeSet<(String, String)> {
+    ["train.csv", "test.csv"]
+        .iter()
+        .flat_map(|file| puzzleforge::chess::record::read_puzzles(&release.join(file)).unwrap())
+        .map(|p| (p.id, p.fen))
+        .collect()
+}
+
+/// The release folders a release's manifest says it excluded.
+fn excluded_by(release: &Path) -> std::collections::BTreeSet<String> {
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(release.join("manifest.json")).unwrap()).unwrap();
+    manifest["exclusions"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|file| {
+            let path = file["path"].as_str().unwrap();
+            // `../../NAME/release/train.csv`
+            path.split('/').rev().nth(2).unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Releases of one output folder started at the same time never share a
+/// puzzle: they take turns drawing, each excluding every release finished
+/// before its turn, and its manifest names them. 20 rounds of 4 releases.
+#[test]
+fn releases_started_at_once_never_share_a_puzzle() {
+    let dir = tempfile::tempdir().unwrap();
+    let puzzles = puzzle_slice(dir.path(), 600);
+    let names = ["a", "b", "c", "d"];
+    for round in 0..20 {
+        let config = dir.path().join(format!("round{round}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "[pipeline]\nseed = {round}\noutput_dir = \"out{round}\"\nstages = [\"ingest_puzzles\", \"release\"]\n\
+                 [sources]\npuzzles = [\"{}\"]\n\
+                 [split]\ntrain_per_cell = 1\ntest_per_cell = 1\n\
+                 [[split.bands]]\nratings = [400, 2000]\nlengths = [1, 2]\n",
+                puzzles.display()
+            ),
+        )
+        .unwrap();
+        let children: Vec<std::process::Child> = names
+            .iter()
+            .map(|name| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+                    .current_dir(dir.path())
+                    .args([
+                        "run",
+                        "--config",
+                        config.to_str().unwrap(),
+                        "--release",
+                        name,
+                    ])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "round {round}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let root = dir.path().join(format!("out{round}"));
+        let release = |name: &str| root.join(name).join("release");
+        for (i, a) in names.iter().enumerate() {
+            for b in &names[i + 1..] {
+                let (x, y) = (release_puzzles(&release(a)), release_puzzles(&release(b)));
+                assert!(!x.is_empty() && !y.is_empty(), "round {round}");
+                let shared = x.intersection(&y).count();
+                assert_eq!(
+                    shared, 0,
+                    "round {round}: {a} and {b} share {shared} puzzles"
+                );
+                // One drew after the other, excluding it, and says so.
+                let (a_excludes_b, b_excludes_a) = (
+                    excluded_by(&release(a)).contains(*b),
+                    excluded_by(&release(b)).contains(*a),
+                );
+                assert!(
+                    a_excludes_b != b_excludes_a,
+                    "round {round}: {a} excludes {b}: {a_excludes_b}, {b} excludes {a}: {b_excludes_a}"
+                );
+            }
+        }
+    }
+}
+
+/// Where `run` writes, a symbolic link is an error naming it, never
+/// followed: the release lock, a stage's scratch folder.
+#[test]
+fn no_symbolic_link_is_followed_where_run_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    let release = dir.path().join("out/r1");
+    std::fs::create_dir_all(&release).unwrap();
+    std::os::unix::fs::symlink(&victim, release.join(".lock")).unwrap();
+    let output = run(dir.path(), &["run"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("out/r1/.lock is a symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    std::fs::remove_file(release.join(".lock")).unwrap();
+
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, release.join(".ingest_puzzles.partial")).unwrap();
+    let output = run(dir.path(), &["run"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("out/r1/.ingest_puzzles.partial is a symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+/// A write that fails (here: past a file-size limit, as a full disk
+/// fails it) is an error naming the file it was writing, whichever file
+/// that is.
+#[test]
+fn a_failed_write_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    let target = dir.path().join("release");
+    let mut failures = 0;
+    // 512-byte blocks: limits below and between the release's file sizes.
+    for blocks in [1, 8, 32, 128] {
+        let output = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "trap '' XFSZ; ulimit -f \"$1\"; shift; exec \"$@\"",
+                "sh",
+                &blocks.to_string(),
+                env!("CARGO_BIN_EXE_puzzleforge"),
+                "split",
+                pool.to_str().unwrap(),
+                "-o",
+                target.to_str().unwrap(),
+                "--train-per-cell",
+                "3",
+                "--test-per-cell",
+                "3",
+            ])
+            .output()
+            .unwrap();
+        if output.status.success() {
+            continue;
+        }
+        failures += 1;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(target.to_str().unwrap()),
+            "{blocks} blocks: the error names no file: {stderr}"
+        );
+    }
+    assert!(failures >= 3, "the limits failed {failures} writes");
+}
+
+/// Every engine a run uses, the second engine of `[verify]` included, is
+/// started once before the first stage: a path that is no engine is an
+/// error (exit 2) naming its key, and no stage has run.
+#[test]
+fn engines_are_checked_before_the_first_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_an_engine = dir.path().join("second.toml");
+    std::fs::write(&not_an_engine, "# not an engine\n").unwrap();
+    let config = |engine: &str, second: &str| {
+        format!(
+            "[pipeline]\noutput_dir = \"out\"\nrelease = \"r1\"\n\
+             stages = [\"ingest_puzzles\", \"ingest_games\", \"mine\", \"rate\", \"verify\", \"release\"]\n\
+             [engine]\npath = \"{engine}\"\nworkers = 1\n\
+             [sources]\npuzzles = [\"{}\"]\ngames = [\"{}\"]\n\
+             [rate]\nmodel = \"{}\"\n\
+             [verify.second_engine]\npath = \"{second}\"\n",
+            data("lichess_db_puzzle_subset_1499.csv").display(),
+            data("lichess_game_export_ZlCTzfMG_eval_clk.pgn").display(),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("models/rate_model.json")
+                .display(),
+        )
+    };
+    let stockfish = "/usr/games/stockfish";
+    assert!(Path::new(stockfish).exists(), "{stockfish} is needed");
+    for (engine, second, key) in [
+        (
+            stockfish,
+            not_an_engine.to_str().unwrap(),
+            "verify.second_engine.path",
+        ),
+        // A program that ends at once: no `uciok`, found without waiting.
+        (stockfish, "/bin/true", "verify.second_engine.path"),
+        ("/bin/true", stockfish, "engine.path"),
+    ] {
+        std::fs::write(dir.path().join("pipeline.toml"), config(engine, second)).unwrap();
+        let output = run(dir.path(), &["run"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{second}: {stderr}");
+        assert!(stderr.contains("pipeline.toml"), "{stderr}");
+        assert!(stderr.contains(key), "{key}: {stderr}");
+        assert!(!dir.path().join("out/r1").exists(), "{key}: a stage ran");
+    }
 }

@@ -345,3 +345,121 @@ fn merge_refuses_missing_mixed_and_mismatched_shards() {
         "../ingest_puzzles/puzzles.csv"
     );
 }
+
+/// `merge` and `run` take their exclusions from one place, the config's
+/// `output_dir`: a merged release excludes the releases there (and names
+/// them), `-o` outside it is an error naming both, and a name `merge`
+/// refuses `run` refuses the same way. A shard's input changed after the
+/// shard read it is refused by the merge, naming the file.
+#[test]
+fn merge_and_run_exclude_the_releases_of_one_output_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let stages = r#"["ingest_puzzles", "release"]"#;
+    write_config(dir.path(), "p.toml", "out", stages, "");
+    summary(&puzzleforge(
+        dir.path(),
+        &["run", "--config", "p.toml", "--release", "first", "--json"],
+    ));
+    for shard in ["0/2", "1/2"] {
+        summary(&puzzleforge(
+            dir.path(),
+            &["run", "--config", "p.toml", "--shard", shard, "--json"],
+        ));
+    }
+    let merge = |output: &str| {
+        puzzleforge(
+            dir.path(),
+            &[
+                "merge",
+                "out/r1.shard-0-of-2",
+                "out/r1.shard-1-of-2",
+                "-o",
+                output,
+                "--config",
+                "p.toml",
+                "--json",
+            ],
+        )
+    };
+    fails_with(
+        &merge("elsewhere/r1"),
+        &["elsewhere/r1", "output_dir out", "-o out/r1"],
+    );
+    assert!(!dir.path().join("elsewhere").exists());
+    let refused_name = "is refused: later releases would not exclude its puzzles";
+    fails_with(&merge("out/x.shard-0-of-2"), &[refused_name]);
+    fails_with(
+        &puzzleforge(
+            dir.path(),
+            &["run", "--config", "p.toml", "--release", "x.shard-0-of-2"],
+        ),
+        &[refused_name],
+    );
+    assert!(!dir.path().join("out/x.shard-0-of-2").exists());
+
+    summary(&merge("out/r1"));
+    let ids = |release: &str| -> std::collections::BTreeSet<String> {
+        ["train.csv", "test.csv"]
+            .iter()
+            .flat_map(|f| {
+                puzzleforge::chess::record::read_puzzles(
+                    &dir.path().join("out").join(release).join("release").join(f),
+                )
+                .unwrap()
+            })
+            .map(|p| p.id)
+            .collect()
+    };
+    let (first, merged) = (ids("first"), ids("r1"));
+    assert!(!first.is_empty() && !merged.is_empty());
+    assert!(
+        first.is_disjoint(&merged),
+        "{:?}",
+        first.intersection(&merged)
+    );
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("out/r1/release/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let files = manifest["exclusions"]["files"].to_string();
+    assert!(files.contains("first/release/train.csv"), "{files}");
+
+    // The source changes after the shards read it.
+    for shard in ["0/2", "1/2"] {
+        summary(&puzzleforge(
+            dir.path(),
+            &[
+                "run",
+                "--config",
+                "p.toml",
+                "--release",
+                "r2",
+                "--shard",
+                shard,
+                "--json",
+            ],
+        ));
+    }
+    let source = dir.path().join("puzzles.csv");
+    let text = std::fs::read_to_string(&source).unwrap();
+    std::fs::write(&source, text.replacen("\n", "\n\n", 2)).unwrap();
+    fails_with(
+        &puzzleforge(
+            dir.path(),
+            &[
+                "merge",
+                "out/r2.shard-0-of-2",
+                "out/r2.shard-1-of-2",
+                "-o",
+                "out/r2",
+                "--config",
+                "p.toml",
+            ],
+        ),
+        &[
+            "puzzles.csv",
+            "changed or missing since shard 0/2 read it",
+            "--shard 0/2",
+        ],
+    );
+}

@@ -477,9 +477,11 @@ impl PuzzleWriter {
     /// Flushes and renames the file into place.
     pub fn finish(self) -> Result<u64> {
         let file = match self.sink {
-            Sink::Csv(csv) => csv
-                .into_inner()
-                .map_err(|e| anyhow::anyhow!("flushing CSV output: {}", e.error()))?,
+            Sink::Csv(csv) => {
+                let path = csv.get_ref().path().to_path_buf();
+                csv.into_inner()
+                    .map_err(|e| anyhow::anyhow!("writing {}: {}", path.display(), e.error()))?
+            }
             Sink::Jsonl(file) | Sink::TypedJsonl(file) => file,
         };
         file.commit()?;

@@ -96,8 +96,7 @@ impl AtomicFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "output".to_string());
         let temp_path = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-        let file = File::create(&temp_path)
-            .with_context(|| format!("creating {}", temp_path.display()))?;
+        let file = create_new_file(&temp_path)?;
         let zstd = name.ends_with(".zst");
         // 32 KiB: small writes are gathered, and the large runs the ingest
         // writes (a chunk of rows, about 64 KiB) pass to the file uncopied.
@@ -234,6 +233,73 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Creates `path` as a new file without following a symbolic link there
+/// (`O_CREAT | O_EXCL`): a link is an error naming it, since writing
+/// through it would overwrite whatever it points at; a regular file left
+/// there (by a dead process of the same pid) is replaced.
+fn create_new_file(path: &Path) -> Result<File> {
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(file) => return Ok(file),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                let meta = std::fs::symlink_metadata(path)
+                    .with_context(|| format!("creating {}", path.display()))?;
+                if meta.file_type().is_symlink() {
+                    return Err(link_error(path));
+                }
+                if !meta.file_type().is_file() {
+                    return Err(bad_input(format!(
+                        "{} is not a regular file: puzzleforge writes a temporary file there; remove it",
+                        path.display()
+                    )));
+                }
+                std::fs::remove_file(path)
+                    .with_context(|| format!("removing the leftover {}", path.display()))?;
+            }
+            Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+        }
+    }
+    Err(bad_input(format!(
+        "{}: keeps reappearing while it is created",
+        path.display()
+    )))
+}
+
+/// The error for a symbolic link found where puzzleforge writes (a lock
+/// file, a scratch folder, a temporary file): following it would
+/// overwrite what it points at, on a shared folder or as root any file.
+pub(crate) fn link_error(path: &Path) -> anyhow::Error {
+    bad_input(format!(
+        "{} is a symbolic link: puzzleforge follows no link where it writes (it would overwrite what the link points at); remove it",
+        path.display()
+    ))
+}
+
+/// Creates the scratch folder `path` empty: a folder left there is
+/// removed first; a symbolic link there is an error naming it (the folder
+/// is created with `mkdir`, which follows no link).
+pub(crate) fn create_scratch_dir(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => return Err(link_error(path)),
+        Ok(meta) if meta.is_dir() => {
+            std::fs::remove_dir_all(path).with_context(|| format!("removing {}", path.display()))?
+        }
+        Ok(_) => {
+            std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?
+        }
+        Err(_) => {}
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::create_dir(path).with_context(|| format!("creating {}", path.display()))
+}
+
 /// Writes `contents` to `path` atomically.
 pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     let mut file = AtomicFile::create(path)?;
@@ -288,6 +354,30 @@ mod tests {
             .read_to_string(&mut text)
             .unwrap();
         assert_eq!(text, "hello\n");
+    }
+
+    /// A symbolic link at the temporary name is an error naming it, and
+    /// what it points at is left alone; a stale regular file is replaced.
+    #[test]
+    fn a_temporary_file_never_follows_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let temp = dir
+            .path()
+            .join(format!(".out.csv.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &temp).unwrap();
+        let error = write_atomic(&dir.path().join("out.csv"), b"new").unwrap_err();
+        assert!(
+            format!("{error:#}").contains("is a symbolic link"),
+            "{error:#}"
+        );
+        assert!(format!("{error:#}").contains(".out.csv.tmp-"), "{error:#}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        std::fs::remove_file(&temp).unwrap();
+        std::fs::write(&temp, "stale").unwrap();
+        write_atomic(&dir.path().join("out.csv"), b"new").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("out.csv")).unwrap(), b"new");
     }
 
     #[test]

@@ -629,6 +629,18 @@ pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
     Release::earlier_releases(ctx)
 }
 
+/// Every finished release under the output folder but this run's, each
+/// checked against its manifest: what a release drawn now excludes. Read
+/// while the output folder's lock is held, so no release is half written.
+pub(crate) fn finished_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
+    let own = ctx.stage_dir(StageName::Release);
+    let releases = Release::releases_found(ctx, &own)?;
+    for release in &releases {
+        crate::stages::release::card::check_release_files(release)?;
+    }
+    Ok(releases)
+}
+
 /// `release`: the stratified, game-grouped train/test split.
 struct Release {
     /// `[split]`, as written (the run seed is recorded beside it).
@@ -675,12 +687,17 @@ impl Release {
         (self.verifies && path.is_file()).then_some(path)
     }
 
-    /// The earlier releases whose puzzles this release must not repeat: for
-    /// a release already written, the ones its manifest records (it never
-    /// learns of releases written after it); for a new one, every release
-    /// under the output folder (other release names). Each is first checked
-    /// against its manifest.
+    /// The earlier releases whose puzzles this release must not repeat:
+    /// when it draws, those found under the output folder's lock
+    /// ([`RunContext::excluded_releases`]); else, for a release already
+    /// written, the ones its manifest records (it never learns of releases
+    /// written after it); for a new one, every release under the output
+    /// folder (other release names). Each is first checked against its
+    /// manifest.
     pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        if let Some(drawn_against) = &ctx.excluded_releases {
+            return Ok(drawn_against.clone());
+        }
         let own = ctx.stage_dir(StageName::Release);
         let releases = match recorded_exclusions(&own)? {
             Some(recorded) => recorded,

@@ -449,6 +449,16 @@ fn is_pgn_date(date: &str) -> bool {
         })
 }
 
+/// A mistake in the config at `path`: an error (exit 2) naming the file,
+/// the key and, where the key is written, its line.
+pub(crate) fn key_error(path: &Path, section: &str, key: &str, why: &str) -> anyhow::Error {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let line = line_of(&text, section, key)
+        .map(|n| format!(" (line {n})"))
+        .unwrap_or_default();
+    bad_input(format!("{}: {section}.{key}{line}: {why}", path.display()))
+}
+
 /// The line (from 1) where `key` is set in the table `[section]` of a
 /// config's text, when it is written there.
 fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {

@@ -541,6 +541,27 @@ fn take_turns(walks: &mut [Walk<'_>], mode: Mode, max_cpu_hours: Option<f64>) ->
     Ok(stops.into_iter().flatten().collect())
 }
 
+/// The store key of a run of `tier`, nothing played: a rerun of a
+/// finished release checks it before generating anything.
+pub(crate) fn store_key(
+    config: &Sections<'_>,
+    engine: Engine,
+    tier: Option<&str>,
+) -> Result<String> {
+    // The quotas (not the exclusions) decide which profiles play, so the
+    // target is read without the earlier releases.
+    let target = Target::of(config, tier, &[])?;
+    let keys = stream_cells(config, &target)?
+        .iter()
+        .map(|(profile, _)| {
+            Ok(Settings::of(config, tier, profile.as_deref())?
+                .key(engine)?
+                .0)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(keys.join("+"))
+}
+
 /// For `bench generate`: games `1..=games` played, mined, rated and
 /// verified into `dir` as one batch, exactly as a target run of `tier`
 /// plays a batch. Returns the batch folder, the mine settings it used, and
@@ -614,6 +635,7 @@ impl Walk<'_> {
             return Ok(Some(out_of_games));
         }
         let batch = self.batch_at(self.next, self.last)?;
+        check_batch(&batch.dir)?;
         let segment = Segment {
             first: self.next,
             last: batch.last.min(self.last),
@@ -688,18 +710,61 @@ fn stored_batches(store: &Path) -> Result<BTreeMap<u64, Batch>> {
         else {
             continue;
         };
-        let summary = read_batch_summary(&entry.path())?;
-        batches.insert(
-            first,
-            Batch {
-                first,
-                last,
-                dir: entry.path(),
-                cpu_seconds: summary["engine_cpu_seconds"].as_f64().unwrap_or(0.0),
-            },
-        );
+        batches.insert(first, Batch::stored(entry.path(), first, last)?);
     }
     Ok(batches)
+}
+
+impl Batch {
+    fn stored(dir: PathBuf, first: u64, last: u64) -> Result<Batch> {
+        let summary = read_batch_summary(&dir)?;
+        let cpu_seconds = summary["engine_cpu_seconds"].as_f64().unwrap_or(0.0);
+        Ok(Batch {
+            first,
+            last,
+            dir,
+            cpu_seconds,
+        })
+    }
+}
+
+/// The files of a batch, each recorded with its sha256 in `batch.json`.
+const BATCH_FILES: [&str; 5] = [
+    "games.pgn",
+    "mined.csv",
+    "rated.csv",
+    "verify.jsonl",
+    "verified.csv",
+];
+
+/// A stored batch proves its bytes: each of its files has the sha256
+/// `batch.json` records; else an error (exit 2) naming the file and how
+/// to play the batch again.
+fn check_batch(dir: &Path) -> Result<()> {
+    let summary = read_batch_summary(dir)?;
+    let again = format!(
+        "remove {} and rerun (`puzzleforge run`, or the `run --shard I/N` that played those games) to play its games again",
+        dir.display()
+    );
+    let recorded = summary["files"].as_object();
+    for name in BATCH_FILES {
+        let path = dir.join(name);
+        let Some(sha) = recorded.and_then(|files| files.get(name)?.as_str()) else {
+            return Err(bad_input(format!(
+                "{}: {} records no sha256 of it (an older puzzleforge wrote the batch); {again}",
+                path.display(),
+                dir.join("batch.json").display()
+            )));
+        };
+        if sha256_file(&path).ok().as_deref() != Some(sha) {
+            return Err(bad_input(format!(
+                "{}: changed or missing since the batch was stored ({} records its sha256); {again}",
+                path.display(),
+                dir.join("batch.json").display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A stored batch's `batch.json`: its funnel counts, per game, and the
@@ -747,6 +812,17 @@ struct Player<'a> {
 
 impl Player<'_> {
     fn play(&mut self, first: u64, last: u64) -> Result<Batch> {
+        let name = batch_name(first, last);
+        let dir = self.store.join(&name);
+        // One process plays a batch; another run wanting it (a release
+        // generated at the same time from this store) waits and takes it.
+        let _playing = crate::pipeline::lock::FileLock::wait(
+            &self.store.join(format!(".{name}.lock")),
+            "another run playing the same batch",
+        )?;
+        if dir.is_dir() {
+            return Batch::stored(dir, first, last);
+        }
         if self.pools.is_none() {
             let pool = EnginePool::new(self.engine.spec.clone(), self.engine.pool.clone())?;
             let second = match &self.settings.verify.second_engine {
@@ -758,10 +834,8 @@ impl Player<'_> {
         let Some((pool, second)) = &self.pools else {
             unreachable!("the pools were just started")
         };
-        let name = batch_name(first, last);
         let scratch = self.store.join(scratch_name(&name));
-        std::fs::create_dir_all(&scratch)
-            .with_context(|| format!("creating {}", scratch.display()))?;
+        crate::core::fileio::create_scratch_dir(&scratch)?;
         let cpu =
             || pool.search_cpu_seconds() + second.as_ref().map_or(0.0, |p| p.search_cpu_seconds());
         let before = cpu();
@@ -838,14 +912,26 @@ impl Player<'_> {
             "engine_cpu_seconds": cpu_seconds,
             "engine_cpu_seconds_by_step": steps,
             "per_game": per_game,
+            "files": BATCH_FILES
+                .iter()
+                .map(|name| Ok((name.to_string(), json!(sha256_file(&scratch.join(name))?))))
+                .collect::<Result<serde_json::Map<_, _>>>()?,
         });
         write_atomic(
             &scratch.join("batch.json"),
             format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes(),
         )?;
-        let dir = self.store.join(&name);
-        std::fs::rename(&scratch, &dir)
-            .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()))?;
+        if let Err(error) = std::fs::rename(&scratch, &dir) {
+            // Stored meanwhile by a process the lock does not reach (a
+            // shard on another machine): its batch has the same games.
+            if dir.join("batch.json").is_file() {
+                std::fs::remove_dir_all(&scratch)
+                    .with_context(|| format!("removing {}", scratch.display()))?;
+                return Batch::stored(dir, first, last);
+            }
+            return Err(error)
+                .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()));
+        }
         Ok(Batch {
             first,
             last,
@@ -891,16 +977,30 @@ impl Target {
             }
         }
         for file in &files {
-            for_each_row(file, |(_, row)| {
-                if let Ok(key) = row
-                    .map_err(|_| ())
-                    .and_then(|p| position_key(&p, ExcludeBy::Position).map_err(|_| ()))
-                {
-                    excluded.insert(key);
+            // Strict: a row whose position cannot be read would exclude
+            // nothing, silently; the file is refused instead.
+            let mut unreadable = Vec::new();
+            for_each_row(file, |(line, row)| {
+                let key = row.and_then(|p| {
+                    position_key(&p, ExcludeBy::Position)
+                        .map_err(crate::chess::record::RowError::from)
+                });
+                match key {
+                    Ok(key) => _ = excluded.insert(key),
+                    Err(e) => unreadable.push(format!("line {line} ({e})")),
                 }
                 Ok(())
             })
             .with_context(|| format!("reading the exclusions {}", file.display()))?;
+            if !unreadable.is_empty() {
+                return Err(bad_input(format!(
+                    "{}: {} row(s) of this [generate] exclude file cannot be read, so their positions would not be excluded: {}{}; fix or remove them",
+                    file.display(),
+                    unreadable.len(),
+                    unreadable[..unreadable.len().min(5)].join(", "),
+                    if unreadable.len() > 5 { ", ..." } else { "" }
+                )));
+            }
         }
         Ok(Target {
             quotas,

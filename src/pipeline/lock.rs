@@ -1,58 +1,84 @@
-//! The release lock: one run (or merge) at a time writes a release folder.
+//! The locks of an output folder: one run (or merge) at a time writes a
+//! release folder, one release at a time draws in an output folder, one
+//! process at a time plays a batch of the generation store.
 //!
-//! The lock is an OS file lock (`flock`) on `<release>/.lock`, held for the
-//! whole run: the kernel grants it to exactly one of any number of
-//! simultaneous starts and drops it when its holder exits, however it
-//! exits. The file's text (pid, host, start time, a random token) only
-//! explains who holds it; a lock file nobody holds a lock on is free, so a
-//! reused pid never blocks a run.
+//! Each lock is an OS file lock (`flock`) on a file: the kernel grants it
+//! to exactly one of any number of simultaneous starts and drops it when
+//! its holder exits, however it exits. The file's text (pid, host, start
+//! time, a random token) only explains who holds it; a lock file nobody
+//! holds a lock on is free, so a reused pid never blocks a run.
+//!
+//! - `<release>/.lock` ([`ReleaseLock`]), held for the whole run: a second
+//!   start on the same release exits 2 naming the holder.
+//! - `<output_dir>/.releases.lock` ([`FileLock::wait`]), held while a
+//!   release stage decides what it excludes, draws and commits: releases
+//!   of one output folder drawn at the same time take turns, and each
+//!   sees every release finished before its turn.
+//! - `<store>/.batch-FIRST-LAST.lock`, held while a batch is played: a
+//!   second run wanting the same batch waits and takes the first's.
+//!
+//! A lock file is opened without following a symbolic link (a link there
+//! is an error naming it): on a shared folder, or as root, following one
+//! would overwrite whatever file it points at.
 
 use anyhow::{Context, Result};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
+use crate::core::fileio::link_error;
 
-/// Holds `<release>/.lock` locked until dropped; the file is removed then.
-pub(crate) struct ReleaseLock {
+/// Holds a lock file locked until dropped; the file is removed then.
+pub(crate) struct FileLock {
     path: PathBuf,
     /// The locked file: closing it releases the lock.
     file: Option<File>,
 }
 
-impl ReleaseLock {
-    /// Takes the lock of `release_dir`, or fails (exit 2) naming the run
-    /// that holds it and how to recover.
-    pub(crate) fn acquire(release_dir: &Path) -> Result<Self> {
-        let path = release_dir.join(".lock");
+impl FileLock {
+    /// Takes the lock at `path`; `None` when another process holds it.
+    pub(crate) fn try_take(path: &Path) -> Result<Option<FileLock>> {
+        Self::take(path, false)
+    }
+
+    /// Takes the lock at `path`, waiting while another process holds it
+    /// (said once on stderr, naming `what` is waited for).
+    pub(crate) fn wait(path: &Path, what: &str) -> Result<FileLock> {
+        if let Some(lock) = Self::take(path, false)? {
+            return Ok(lock);
+        }
+        eprintln!("waiting for {what} ({})", path.display());
+        Self::take(path, true)?.ok_or_else(|| anyhow::anyhow!("{}: not locked", path.display()))
+    }
+
+    fn take(path: &Path, block: bool) -> Result<Option<FileLock>> {
         // A holder removes the file when it is done; a start that locked
         // the file just before it was removed holds a lock on nothing, so it
         // tries again on the new file.
         for _ in 0..100 {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .with_context(|| format!("opening lock {}", path.display()))?;
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => return Err(held_error(release_dir, &path)),
-                Err(TryLockError::Error(e)) => {
-                    return Err(e).with_context(|| format!("locking {}", path.display()));
+            let file = open_no_follow(path)?;
+            if block {
+                file.lock()
+                    .with_context(|| format!("locking {}", path.display()))?;
+            } else {
+                match file.try_lock() {
+                    Ok(()) => {}
+                    Err(TryLockError::WouldBlock) => return Ok(None),
+                    Err(TryLockError::Error(e)) => {
+                        return Err(e).with_context(|| format!("locking {}", path.display()));
+                    }
                 }
             }
-            if !same_file(&file, &path) {
+            if !same_file(&file, path) {
                 continue;
             }
-            record_owner(&file, &path)?;
-            return Ok(Self {
-                path,
+            record_owner(&file, path)?;
+            return Ok(Some(FileLock {
+                path: path.to_path_buf(),
                 file: Some(file),
-            });
+            }));
         }
         Err(bad_input(format!(
             "could not take the lock {}: it keeps being replaced",
@@ -61,7 +87,7 @@ impl ReleaseLock {
     }
 }
 
-impl Drop for ReleaseLock {
+impl Drop for FileLock {
     fn drop(&mut self) {
         // Removed while still locked, so no other start can lock this file
         // and then find it gone unnoticed (it checks it is the same file).
@@ -70,9 +96,52 @@ impl Drop for ReleaseLock {
     }
 }
 
-/// Whether the open `file` is still the one at `path`.
+/// Holds `<release>/.lock` locked until dropped; the file is removed then.
+pub(crate) struct ReleaseLock {
+    _lock: FileLock,
+}
+
+impl ReleaseLock {
+    /// Takes the lock of `release_dir`, or fails (exit 2) naming the run
+    /// that holds it and how to recover.
+    pub(crate) fn acquire(release_dir: &Path) -> Result<Self> {
+        let path = release_dir.join(".lock");
+        match FileLock::try_take(&path)? {
+            Some(lock) => Ok(Self { _lock: lock }),
+            None => Err(held_error(release_dir, &path)),
+        }
+    }
+}
+
+/// Opens (creating) the lock file at `path` for writing, refusing a
+/// symbolic link there and anything but a regular file.
+fn open_no_follow(path: &Path) -> Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    let file = match file {
+        Ok(file) => file,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(link_error(path)),
+        Err(e) => return Err(e).with_context(|| format!("opening lock {}", path.display())),
+    };
+    let is_file = file.metadata().is_ok_and(|m| m.file_type().is_file());
+    if !is_file {
+        return Err(bad_input(format!(
+            "{} is not a regular file: puzzleforge writes its lock there; remove it",
+            path.display()
+        )));
+    }
+    Ok(file)
+}
+
+/// Whether the open `file` is still the one at `path` (a link there is
+/// not followed).
 fn same_file(file: &File, path: &Path) -> bool {
-    match (file.metadata(), std::fs::metadata(path)) {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
         (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
         _ => false,
     }

@@ -153,13 +153,10 @@ fn relative_to_config(mut section: Value, config_dir: &Path) -> Value {
 
 /// An empty scratch folder for a stage, `<release>/.<stage>.partial`: what a
 /// stage writes is renamed into place only once it is complete.
+/// A symbolic link there is an error naming it, never followed.
 pub(crate) fn fresh_scratch(release_dir: &Path, stage: StageName) -> Result<PathBuf> {
     let scratch = release_dir.join(format!(".{stage}.partial"));
-    if scratch.exists() {
-        std::fs::remove_dir_all(&scratch)
-            .with_context(|| format!("removing {}", scratch.display()))?;
-    }
-    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    crate::core::fileio::create_scratch_dir(&scratch)?;
     Ok(scratch)
 }
 

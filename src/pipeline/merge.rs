@@ -30,7 +30,8 @@ use std::time::Instant;
 
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, read_puzzles};
 use crate::core::error::bad_input;
-use crate::core::shard::{Shard, is_shard_folder_name};
+use crate::core::fileio::sha256_file;
+use crate::core::shard::Shard;
 use crate::core::summary::Summary;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generate::{Generated, Mode, prepare};
@@ -39,7 +40,10 @@ use crate::pipeline::manifest::{
     Fingerprint, MANIFEST, StageManifest, commit_stage_dir, fingerprint, fresh_scratch,
     manifest_seconds, output_hashes,
 };
-use crate::pipeline::run::{Redo, Stages, resolve_engine, run_stages, split_sharded};
+use crate::pipeline::run::{
+    Redo, Stages, check_engines, check_release_name, release_is_finished, resolve_engine,
+    run_stages, split_sharded,
+};
 use crate::pipeline::stage::{RunContext, Stage, StageName};
 
 /// Arguments of `puzzleforge merge`.
@@ -76,8 +80,10 @@ struct ShardDir {
 
 impl ShardDir {
     /// Opens a shard folder: every sliced stage's manifest read, from one
-    /// shard, its outputs intact.
-    fn open(dir: &Path, stages: &[StageName]) -> Result<ShardDir> {
+    /// shard, its outputs intact, and the files it read outside its folder
+    /// (sources, the generation store's batches; named relative to
+    /// `config_dir` when under it) unchanged since.
+    fn open(dir: &Path, stages: &[StageName], config_dir: &Path) -> Result<ShardDir> {
         let mut manifests = BTreeMap::new();
         let mut shard: Option<Shard> = None;
         for &stage in stages {
@@ -107,11 +113,45 @@ impl ShardDir {
                 )));
             }
             shard = Some(this);
-            if !manifest.outputs_intact(&dir.join(stage.as_str())) {
+            let rerun = format!("`puzzleforge run --shard {}/{}`", this.index, this.count);
+            let stage_dir = dir.join(stage.as_str());
+            if let Some((file, _)) = manifest
+                .outputs
+                .iter()
+                .find(|(file, sha)| !same_sha(&stage_dir.join(file), sha))
+            {
                 return Err(bad_input(format!(
-                    "{}: outputs of {stage} changed or went missing since the shard wrote them; rerun the shard",
-                    dir.display()
+                    "{}: changed or missing since the shard wrote it (its sha256 is in {}); rerun the shard: {rerun}",
+                    stage_dir.join(file).display(),
+                    path.display()
                 )));
+            }
+            for (name, sha) in &manifest.fingerprint.inputs {
+                let file = match Path::new(name) {
+                    inside if dir.join(inside).is_file() => dir.join(inside),
+                    relative if relative.is_relative() => config_dir.join(relative),
+                    absolute => absolute.to_path_buf(),
+                };
+                if !same_sha(&file, sha) {
+                    let batch = file.parent().filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with("batch-"))
+                    });
+                    let fix = match batch {
+                        Some(batch) => format!(
+                            "remove {} (a batch of the generation store) and rerun the shard: {rerun}",
+                            batch.display()
+                        ),
+                        None => format!("rerun the shard: {rerun}"),
+                    };
+                    return Err(bad_input(format!(
+                        "{}: changed or missing since shard {}/{} read it (its sha256 is in {}); {fix}",
+                        file.display(),
+                        this.index,
+                        this.count,
+                        path.display()
+                    )));
+                }
             }
             manifests.insert(stage, manifest);
         }
@@ -137,6 +177,11 @@ impl ShardDir {
     fn file(&self, stage: StageName, name: &str) -> PathBuf {
         self.dir.join(stage.as_str()).join(name)
     }
+}
+
+/// Whether `path` is a readable file with the sha256 `sha`.
+fn same_sha(path: &Path, sha: &str) -> bool {
+    sha256_file(path).is_ok_and(|actual| actual == sha)
 }
 
 /// Orders the shards by index after checking they are one N, each index
@@ -375,31 +420,41 @@ fn merge_rated(name: &str, shards: &[ShardDir], target: &Path, kept: &KeptRows) 
 pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
     let config = PipelineConfig::load(&args.config)?;
     let (sliced, rest) = merge_plan(&config, &args.config)?;
+    let release_dir = args.output.clone();
+    check_release_dir(&release_dir, &config.pipeline.output_dir, &args.config)?;
+    let config_dir = crate::pipeline::run::config_dir(&args.config);
     let names: Vec<StageName> = sliced.iter().map(|s| s.name()).collect();
     let shards = args
         .shards
         .iter()
-        .map(|dir| ShardDir::open(dir, &names))
+        .map(|dir| ShardDir::open(dir, &names, &config_dir))
         .collect::<Result<Vec<_>>>()?;
     let shards = check_cover(shards)?;
+    let engine = resolve_engine(
+        &config.engine,
+        args.engine.clone(),
+        sliced.iter().chain(&rest),
+    )?;
+    check_engines(
+        &config,
+        &args.config,
+        args.engine.is_some(),
+        engine.as_ref(),
+        sliced.iter().chain(&rest),
+    )?;
 
-    let release_dir = args.output.clone();
-    check_release_name(&release_dir)?;
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;
     crate::pipeline::run::remove_leftovers(&release_dir)?;
     let mut ctx = RunContext {
         release_dir: release_dir.clone(),
-        engine: resolve_engine(
-            &config.engine,
-            args.engine.clone(),
-            sliced.iter().chain(&rest),
-        )?,
+        engine,
         tier: config.generate.release_tier(args.tier.as_deref()),
         shard: None,
-        config_dir: crate::pipeline::run::config_dir(&args.config),
+        config_dir,
         generated: None,
+        excluded_releases: None,
     };
     // Under [generate] the shards played their slices into the batch
     // store; the self-play, mine and rate stages are assembled from it by
@@ -441,7 +496,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
             "skipped": merged.skipped, "counts": merged.counts}));
     }
     let (rest_human, rest_report) = run_stages(
-        &ctx,
+        &mut ctx,
         &rest,
         Redo {
             force: args.force,
@@ -499,13 +554,36 @@ fn merge_plan(config: &PipelineConfig, config_path: &Path) -> Result<(Stages, St
     Ok((sliced, rest))
 }
 
-fn check_release_name(release_dir: &Path) -> Result<()> {
-    if let Some(name) = release_dir.file_name().and_then(|n| n.to_str())
-        && is_shard_folder_name(name)
-    {
+/// The merged release's folder: a name `run` accepts, directly in the
+/// config's `output_dir`, so that `merge` and `run` exclude the releases
+/// of one folder and later releases exclude this one.
+fn check_release_dir(release_dir: &Path, output_dir: &Path, config_path: &Path) -> Result<()> {
+    let name = release_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    check_release_name(name)
+        .map_err(|e| bad_input(format!("-o {}: {e}", release_dir.display())))?;
+    std::fs::create_dir_all(output_dir)
+        .with_context(|| format!("creating {}", output_dir.display()))?;
+    let parent = match release_dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let same = parent
+        .canonicalize()
+        .ok()
+        .zip(output_dir.canonicalize().ok())
+        .is_some_and(|(a, b)| a == b);
+    if !same {
         return Err(bad_input(format!(
-            "{}: a merged release cannot be named like a shard folder",
-            release_dir.display()
+            "-o {}: a merged release goes into the config's output_dir {} (pipeline.output_dir of {}), \
+             where run writes releases and takes the releases to exclude from; \
+             use -o {}",
+            release_dir.display(),
+            output_dir.display(),
+            config_path.display(),
+            output_dir.join(name).display()
         )));
     }
     Ok(())
@@ -545,7 +623,9 @@ fn merge_into_release(
             && previous.outputs == outputs
             && previous.outputs_intact(&dir)
     });
-    if unchanged || (dir.exists() && !force) {
+    // A finished release never changes, --force or not.
+    let finished = release_is_finished(&ctx.release_dir);
+    if unchanged || (dir.exists() && !force) || finished {
         std::fs::remove_dir_all(&scratch)
             .with_context(|| format!("removing {}", scratch.display()))?;
     }
@@ -554,6 +634,12 @@ fn merge_into_release(
             skipped: true,
             counts,
         });
+    }
+    if finished {
+        return Err(bad_input(format!(
+            "{} is a finished release and never changes, but merging these shards would change its {name} stage; nothing was written",
+            ctx.stage_dir(StageName::Release).display()
+        )));
     }
     if dir.exists() && !force {
         return Err(bad_input(format!(

@@ -16,10 +16,11 @@ use crate::core::error::bad_input;
 use crate::core::fileio::{left_by_dead_process, sha256_file};
 use crate::core::shard::Shard;
 use crate::core::summary::Summary;
+use crate::engine::pool::PoolConfig;
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generate::{Mode, prepare};
-use crate::pipeline::lock::ReleaseLock;
+use crate::pipeline::lock::{FileLock, ReleaseLock};
 use crate::pipeline::manifest::{
     Fingerprint, StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds,
     output_hashes,
@@ -79,6 +80,14 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         stages = sharded;
         left_for_merge = rest.iter().map(|s| s.name()).collect();
     }
+    let engine = resolve_engine(&config.engine, args.engine.clone(), &stages)?;
+    check_engines(
+        &config,
+        &args.config,
+        args.engine.is_some(),
+        engine.as_ref(),
+        &stages,
+    )?;
     let release_dir = match &args.shard {
         Some(shard) => config.pipeline.output_dir.join(shard.folder_name(&release)),
         None => config.pipeline.output_dir.join(&release),
@@ -90,17 +99,32 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
 
     let mut ctx = RunContext {
         release_dir: release_dir.clone(),
-        engine: resolve_engine(&config.engine, args.engine.clone(), &stages)?,
+        engine,
         tier: config.generate.release_tier(args.tier.as_deref()),
         shard: args.shard,
         config_dir: config_dir(&args.config),
         generated: None,
+        excluded_releases: None,
     };
     if config.generate.enabled {
         let mode = match args.shard {
             Some(shard) => Mode::Shard(shard),
             None => Mode::Run,
         };
+        if !args.rewrite_release && release_is_finished(&release_dir) {
+            // Refused before any game is played: the ingest stages, and
+            // the store the kept release's games came from.
+            let ingest = stages
+                .iter()
+                .filter(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
+            check_kept(&ctx, ingest)?;
+            let key = crate::pipeline::generate::store_key(
+                &config.generate_sections(),
+                ctx.generate_engine()?,
+                args.tier.as_deref(),
+            )?;
+            check_kept_store(&ctx, &key)?;
+        }
         let earlier = crate::pipeline::adapters::earlier_releases(&ctx)?;
         ctx.generated = Some(prepare(
             &config.generate_sections(),
@@ -123,7 +147,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         force: args.force,
         rewrite_release: args.rewrite_release,
     };
-    let (mut human, report) = run_stages(&ctx, &stages, redo)?;
+    let (mut human, report) = run_stages(&mut ctx, &stages, redo)?;
     let mut json = json!({"release": release, "release_dir": release_dir, "stages": report});
     if let Some(generated) = &ctx.generated {
         human.push_str(&generated.human());
@@ -250,12 +274,81 @@ fn release_name(args: &RunArgs, config: &PipelineConfig) -> Result<String> {
         .release
         .clone()
         .unwrap_or_else(|| config.pipeline.release.clone());
+    check_release_name(&release)?;
+    Ok(release)
+}
+
+/// A release's folder name as `run` and `merge` accept it: a plain folder
+/// name that later releases find and exclude (they skip hidden folders,
+/// shard folders and `target`).
+pub(crate) fn check_release_name(release: &str) -> Result<()> {
     if release.is_empty() || release.contains(['/', '\\']) || release.starts_with('.') {
         return Err(bad_input(format!(
             "release name {release:?} must be a plain folder name"
         )));
     }
-    Ok(release)
+    if crate::core::shard::is_shard_folder_name(release) || release == "target" {
+        return Err(bad_input(format!(
+            "release name {release:?} is refused: later releases would not exclude its puzzles \
+             (they skip folders named like a shard folder, NAME.shard-I-of-N, and `target`)"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `release_dir` holds a finished release (its release stage
+/// committed).
+pub(crate) fn release_is_finished(release_dir: &Path) -> bool {
+    release_dir
+        .join(StageName::Release.as_str())
+        .join(crate::pipeline::manifest::MANIFEST)
+        .is_file()
+}
+
+/// Starts every engine the run uses once (the `uci` handshake), before the
+/// first stage: a path that is no engine is an error (exit 2) naming its
+/// config key, not a failure hours later when its stage comes.
+pub(crate) fn check_engines<'a>(
+    config: &PipelineConfig,
+    config_path: &Path,
+    engine_flag: bool,
+    engine: Option<&RunEngine>,
+    stages: impl IntoIterator<Item = &'a Box<dyn Stage>>,
+) -> Result<()> {
+    use crate::engine::process::Engine;
+    let handshake = |spec: &crate::engine::process::EngineSpec, pool: &PoolConfig| {
+        Engine::start_with_handshake(spec, pool.handshake_deadline, pool.deadline)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
+    let mut pool = PoolConfig::default();
+    if let Some(engine) = engine {
+        pool = engine.pool.clone();
+        if let Err(why) = handshake(&engine.spec, &pool) {
+            return Err(if engine_flag {
+                bad_input(format!("--engine: {why}"))
+            } else {
+                crate::pipeline::config::key_error(config_path, "engine", "path", &why)
+            });
+        }
+    }
+    let verifies =
+        config.generate.enabled || stages.into_iter().any(|s| s.name() == StageName::Verify);
+    if let Some(second) = config.verify.second_engine.as_ref().filter(|_| verifies) {
+        let checked = second
+            .spec()
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|spec| handshake(&spec, &pool));
+        if let Err(why) = checked {
+            return Err(crate::pipeline::config::key_error(
+                config_path,
+                "verify.second_engine",
+                "path",
+                &why,
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Stages in run order.
@@ -317,16 +410,36 @@ pub(crate) struct Redo {
 
 /// Runs `stages` in order (skipping unchanged ones unless `redo` says
 /// otherwise); returns the human lines and the JSON report of each stage.
+///
+/// A finished release is immutable as a whole: unless `redo` rewrites it,
+/// every stage up to and including the release is checked first and kept
+/// as it is, and when one would now come out differently (or its files
+/// were damaged) the run stops (exit 2) before writing anything; the
+/// stages after the release (export, eval) run as usual.
 pub(crate) fn run_stages(
-    ctx: &RunContext,
+    ctx: &mut RunContext,
     stages: &[Box<dyn Stage>],
     redo: Redo,
 ) -> Result<(String, Vec<Value>)> {
     let mut human = format!("release {}\n", ctx.release_dir.display());
     let mut report = Vec::new();
+    let kept = !redo.rewrite_release && release_is_finished(&ctx.release_dir);
+    let is_kept = |stage: StageName| kept && stage <= StageName::Release;
+    if kept {
+        check_kept(ctx, stages.iter().filter(|s| is_kept(s.name())))?;
+    }
     for stage in stages {
-        let outcome = run_stage(stage.as_ref(), ctx, redo)
-            .with_context(|| format!("stage {}", stage.name()))?;
+        let outcome = if is_kept(stage.name()) {
+            let previous = StageManifest::previous(&ctx.stage_dir(stage.name()));
+            StageOutcome {
+                skipped: true,
+                seconds: 0.0,
+                counts: previous.map(|p| p.counts).unwrap_or_default(),
+            }
+        } else {
+            run_stage(stage.as_ref(), ctx, redo)
+                .with_context(|| format!("stage {}", stage.name()))?
+        };
         human.push_str(&format!(
             "  {:<16} {:<8} {:>8.1}s  {}\n",
             stage.name(),
@@ -350,15 +463,31 @@ struct StageOutcome {
     counts: Value,
 }
 
-fn run_stage(stage: &dyn Stage, ctx: &RunContext, redo: Redo) -> Result<StageOutcome> {
+fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<StageOutcome> {
     let dir = ctx.stage_dir(stage.name());
+    // A release draws while it holds the output folder's lock, excluding
+    // every release finished before its turn (a rewrite that would come
+    // out the same, against what its manifest records, is kept).
+    let _releases_lock = match stage.name() {
+        StageName::Release => {
+            let lock = lock_releases(&ctx.release_dir)?;
+            ctx.excluded_releases = None;
+            if let Some(previous) = StageManifest::previous(&dir).filter(|_| !redo.force)
+                && previous.fingerprint == fingerprint(stage, ctx)?
+                && previous.outputs_intact(&dir)
+            {
+                return Ok(StageOutcome {
+                    skipped: true,
+                    seconds: 0.0,
+                    counts: previous.counts,
+                });
+            }
+            ctx.excluded_releases = Some(crate::pipeline::adapters::finished_releases(ctx)?);
+            Some(lock)
+        }
+        _ => None,
+    };
     let print = fingerprint(stage, ctx)?;
-    if stage.name() == StageName::Release
-        && !redo.rewrite_release
-        && let Some(previous) = StageManifest::previous(&dir)
-    {
-        return keep_published_release(&dir, previous, &print);
-    }
     if let Some(previous) = StageManifest::previous(&dir).filter(|_| !redo.force)
         && previous.fingerprint == print
         && previous.outputs_intact(&dir)
@@ -393,45 +522,101 @@ fn run_stage(stage: &dyn Stage, ctx: &RunContext, redo: Redo) -> Result<StageOut
     })
 }
 
-/// A finished release never changes: it is checked against its manifest
-/// and kept, or, when its files are damaged or it would now come out
-/// differently, the run stops (exit 2) naming `--rewrite-release`.
-fn keep_published_release(
-    dir: &Path,
-    previous: StageManifest,
-    print: &Fingerprint,
-) -> Result<StageOutcome> {
-    let damaged: Vec<&String> = previous
-        .outputs
-        .iter()
-        .filter(|(name, sha)| sha256_file(&dir.join(name)).map_or(true, |actual| &actual != *sha))
-        .map(|(name, _)| name)
-        .collect();
-    let why = if !damaged.is_empty() {
-        format!(
-            "its files no longer match its manifest: {}",
-            damaged
-                .iter()
-                .map(|name| dir.join(name).display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    } else if previous.fingerprint != *print {
-        format!(
-            "it would now come out differently ({})",
-            fingerprint_changes(&previous.fingerprint, print)
-        )
-    } else {
-        return Ok(StageOutcome {
-            skipped: true,
-            seconds: 0.0,
-            counts: previous.counts,
-        });
+/// Takes the output folder's lock (`<output_dir>/.releases.lock`, beside
+/// `release_dir`), waiting for a release drawn there at the same time.
+fn lock_releases(release_dir: &Path) -> Result<FileLock> {
+    let output_dir = match release_dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
     };
-    Err(bad_input(format!(
-        "{} is a finished release and never changes, but {why}; rerun with --rewrite-release to replace its puzzles",
-        dir.display()
-    )))
+    FileLock::wait(
+        &output_dir.join(".releases.lock"),
+        "another release drawing in the same output folder",
+    )
+}
+
+/// Checks that every stage of a finished release in `stages` would be
+/// kept as it is: committed, its outputs intact, its fingerprint unchanged
+/// (the engine's path may differ between machines, its build and options
+/// may not); else the run stops (exit 2) naming `--rewrite-release`.
+pub(crate) fn check_kept<'a>(
+    ctx: &RunContext,
+    stages: impl IntoIterator<Item = &'a Box<dyn Stage>>,
+) -> Result<()> {
+    for stage in stages {
+        let name = stage.name();
+        let dir = ctx.stage_dir(name);
+        let why = match StageManifest::previous(&dir) {
+            None => Some(format!(
+                "it would now come out differently (it has no {name} stage)"
+            )),
+            Some(previous) => {
+                let damaged: Vec<String> = previous
+                    .outputs
+                    .iter()
+                    .filter(|(file, sha)| {
+                        sha256_file(&dir.join(file)).map_or(true, |actual| &actual != *sha)
+                    })
+                    .map(|(file, _)| dir.join(file).display().to_string())
+                    .collect();
+                if !damaged.is_empty() {
+                    Some(format!(
+                        "its files no longer match its manifest: {}",
+                        damaged.join(", ")
+                    ))
+                } else {
+                    let print = fingerprint(stage.as_ref(), ctx)
+                        .with_context(|| format!("stage {name}"))?;
+                    (!same_outcome(&previous.fingerprint, &print)).then(|| {
+                        format!(
+                            "it would now come out differently ({name}: {})",
+                            fingerprint_changes(&previous.fingerprint, &print)
+                        )
+                    })
+                }
+            }
+        };
+        if let Some(why) = why {
+            return Err(kept_error(ctx, &why));
+        }
+    }
+    Ok(())
+}
+
+/// Under `[generate]`: the finished release's games came from the store
+/// `key` names (checked before anything is played into another).
+fn check_kept_store(ctx: &RunContext, key: &str) -> Result<()> {
+    let dir = ctx.stage_dir(StageName::Selfplay);
+    let Some(previous) = StageManifest::previous(&dir) else {
+        return Ok(());
+    };
+    let recorded = &previous.fingerprint.config["generate"]["store"];
+    if recorded.as_str().is_some_and(|recorded| recorded != key) {
+        return Err(kept_error(
+            ctx,
+            &format!(
+                "it would now come out differently (its games came from the store {recorded}, these settings generate into {key})"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn kept_error(ctx: &RunContext, why: &str) -> anyhow::Error {
+    bad_input(format!(
+        "{} is a finished release and never changes, but {why}; nothing was written. Rerun with --rewrite-release to replace its puzzles",
+        ctx.stage_dir(StageName::Release).display()
+    ))
+}
+
+/// Whether two fingerprints decide the same outputs: equal but for the
+/// engine's path, which may differ between machines.
+fn same_outcome(before: &Fingerprint, now: &Fingerprint) -> bool {
+    let mut now = now.clone();
+    if let (Some(theirs), Some(ours)) = (&before.engine, &mut now.engine) {
+        ours.path = theirs.path.clone();
+    }
+    *before == now
 }
 
 /// What differs between two fingerprints, for messages.
@@ -449,6 +634,15 @@ fn fingerprint_changes(before: &Fingerprint, now: &Fingerprint) -> String {
     }
     if before.config != now.config {
         changes.push("its settings changed".to_string());
+    }
+    let build = |print: &Fingerprint| {
+        print
+            .engine
+            .as_ref()
+            .map(|e| (e.sha256.clone(), e.options.clone()))
+    };
+    if build(before) != build(now) {
+        changes.push("its engine changed".to_string());
     }
     if before.tool_version != now.tool_version {
         changes.push(format!(

@@ -112,6 +112,11 @@ pub struct RunContext {
     /// Under `[generate]`: the generated games and puzzles the self-play,
     /// mine, rate and verify stages hold, assembled from the batch store.
     pub generated: Option<crate::pipeline::generate::Generated>,
+    /// The finished releases the release stage excludes when it draws:
+    /// every one under the output folder, found while it holds the output
+    /// folder's lock. `None` before the draw (and for a release kept as
+    /// it is, which excludes what its manifest records).
+    pub excluded_releases: Option<Vec<PathBuf>>,
 }
 
 impl RunContext {

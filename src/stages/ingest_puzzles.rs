@@ -37,6 +37,12 @@ use crate::core::summary::Summary;
 const BATCH_ROWS: usize = 8192;
 /// Rows per parallel task inside a batch.
 const CHUNK_ROWS: usize = 256;
+/// The longest row read (bytes, its line break left out): a longer one is
+/// rejected as `row_too_long` without being held whole, so memory never
+/// grows with the input's longest line.
+const MAX_ROW_BYTES: usize = 1 << 20;
+/// How much of a too-long row is kept, for its reject line.
+const TOO_LONG_KEPT: usize = 64;
 
 /// Which puzzles to keep by their mate flag.
 #[derive(clap::ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -526,6 +532,9 @@ struct Row {
     cells: Vec<std::ops::Range<usize>>,
     /// Known to hold none of the bytes csv quotes for.
     plain: bool,
+    /// Longer than [`MAX_ROW_BYTES`]: `bytes` holds its first
+    /// [`TOO_LONG_KEPT`] bytes only.
+    too_long: bool,
 }
 
 impl Row {
@@ -534,6 +543,7 @@ impl Row {
             bytes: Vec::with_capacity(256),
             cells: Vec::with_capacity(16),
             plain: false,
+            too_long: false,
         }
     }
 
@@ -541,6 +551,25 @@ impl Row {
         self.bytes.clear();
         self.cells.clear();
         self.plain = false;
+        self.too_long = false;
+    }
+
+    /// Makes the row a too-long one: its first bytes kept (split at their
+    /// commas, for the PuzzleId of its reject line), the rest dropped.
+    fn cut(&mut self) {
+        self.bytes.truncate(TOO_LONG_KEPT);
+        self.split_plain_line();
+        self.too_long = true;
+    }
+
+    /// The reject of a too-long row.
+    fn too_long_error() -> RowError {
+        RowError::new(
+            "row_too_long",
+            format!(
+                "the row is longer than {MAX_ROW_BYTES} bytes; its first {TOO_LONG_KEPT} bytes are kept for this line"
+            ),
+        )
     }
 
     /// Appends a cell (a row read by the csv crate, or built from JSON).
@@ -866,10 +895,9 @@ type BatchResult = std::result::Result<Batch, (u64, String)>;
 struct RecordReader {
     /// The input until the switch to the csv reader.
     lines: Option<Box<dyn BufRead + Send>>,
-    csv: Option<csv::Reader<LineEnds<Box<dyn BufRead + Send>>>>,
+    csv: Option<CsvRecords>,
     /// Where the csv reader's input has its line ends.
     line_ends: std::sync::Arc<std::sync::Mutex<LineEndOffsets>>,
-    cells: csv::ByteRecord,
     /// Lines read before the csv reader took over.
     lines_before_csv: u64,
     line: u64,
@@ -881,25 +909,30 @@ impl RecordReader {
             lines: Some(input),
             csv: None,
             line_ends: Default::default(),
-            cells: csv::ByteRecord::new(),
             lines_before_csv: 0,
             line: 0,
         }
     }
 
     /// Reads the next record into `row`; its line number, or `None` at the
-    /// end of the input.
+    /// end of the input. A row longer than [`MAX_ROW_BYTES`] comes back cut
+    /// ([`Row::too_long`]).
     fn read(&mut self, row: &mut Row) -> Result<Option<u64>, String> {
         if let Some(input) = self.lines.as_mut() {
             loop {
                 row.clear();
-                let n = input
-                    .read_until(b'\n', &mut row.bytes)
+                let (n, cut) = read_line_bounded(input.as_mut(), &mut row.bytes, MAX_ROW_BYTES)
                     .map_err(|e| e.to_string())?;
                 if n == 0 {
                     return Ok(None);
                 }
                 self.line += 1;
+                if cut {
+                    // Its end is its line's: a line this long is no puzzle,
+                    // whatever quotes it holds.
+                    row.cut();
+                    return Ok(Some(self.line));
+                }
                 if row.bytes.last() == Some(&b'\n') {
                     row.bytes.pop();
                 }
@@ -924,23 +957,14 @@ impl RecordReader {
                 offset: 0,
                 ends: std::sync::Arc::clone(&self.line_ends),
             };
-            self.csv = Some(
-                csv::ReaderBuilder::new()
-                    .flexible(true)
-                    .has_headers(false)
-                    .from_reader(chained),
-            );
+            self.csv = Some(CsvRecords::new(chained));
         }
         let Some(csv) = self.csv.as_mut() else {
             return Ok(None);
         };
         row.clear();
-        match csv.read_byte_record(&mut self.cells) {
-            Ok(true) => {
-                for cell in &self.cells {
-                    row.push_field(cell);
-                }
-                let start = self.cells.position().map_or(0, |p| p.byte());
+        match csv.read(row).map_err(|e| e.to_string())? {
+            Some(start) => {
                 let mut ends = match self.line_ends.lock() {
                     Ok(ends) => ends,
                     Err(poisoned) => poisoned.into_inner(),
@@ -948,14 +972,134 @@ impl RecordReader {
                 self.line = self.lines_before_csv + ends.line_of(start);
                 Ok(Some(self.line))
             }
-            Ok(false) => Ok(None),
-            Err(error) => Err(error.to_string()),
+            None => Ok(None),
         }
     }
 
     /// The last line read.
     fn line(&self) -> u64 {
         self.line
+    }
+}
+
+/// Reads one line (its `\n` included) into `buffer`, keeping at most
+/// `max` bytes of it and passing over the rest up to the line's end
+/// without holding it. Returns the bytes passed (0 at the end of the input)
+/// and whether the line was longer than `max` (then `buffer` holds its
+/// first `max` bytes).
+fn read_line_bounded(
+    input: &mut dyn BufRead,
+    buffer: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<(usize, bool)> {
+    let mut passed = 0;
+    let mut cut = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok((passed, cut));
+        }
+        let (taken, done) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        let room = max.saturating_sub(buffer.len());
+        let line_bytes = taken - usize::from(done);
+        if line_bytes > room {
+            cut = true;
+        }
+        buffer.extend_from_slice(&available[..taken.min(room)]);
+        input.consume(taken);
+        passed += taken;
+        if done {
+            return Ok((passed, cut));
+        }
+    }
+}
+
+/// CSV records by the csv grammar (`csv_core`, as the `csv` crate reads
+/// them: `,` delimited, `"` quoted, any line end), a record's bytes kept
+/// only up to [`MAX_ROW_BYTES`]: the rest of a longer record is parsed
+/// through and dropped.
+struct CsvRecords {
+    input: std::io::BufReader<LineEnds<Box<dyn BufRead + Send>>>,
+    core: csv_core::Reader,
+    /// Bytes consumed so far: where the next record starts.
+    offset: u64,
+    ends: Vec<usize>,
+    /// Where a too-long record's dropped bytes go.
+    spill: Vec<u8>,
+}
+
+impl CsvRecords {
+    fn new(input: LineEnds<Box<dyn BufRead + Send>>) -> Self {
+        Self {
+            input: std::io::BufReader::with_capacity(1 << 16, input),
+            core: csv_core::Reader::new(),
+            offset: 0,
+            ends: vec![0; 32],
+            spill: vec![0; 1 << 16],
+        }
+    }
+
+    /// Reads the next record into `row`; the byte offset it starts at, or
+    /// `None` at the end.
+    fn read(&mut self, row: &mut Row) -> std::io::Result<Option<u64>> {
+        use csv_core::ReadRecordResult as Read;
+        let start = self.offset;
+        let (mut out_len, mut ends_len) = (0, 0);
+        row.bytes.resize(256, 0);
+        loop {
+            let input = self.input.fill_buf()?;
+            let (result, read, written, ended) = if row.too_long {
+                // Parsed through, nothing kept.
+                let mut ends = [0usize; 64];
+                self.core.read_record(input, &mut self.spill, &mut ends)
+            } else {
+                self.core
+                    .read_record(input, &mut row.bytes[out_len..], &mut self.ends[ends_len..])
+            };
+            self.input.consume(read);
+            self.offset += read as u64;
+            if !row.too_long {
+                out_len += written;
+                ends_len += ended;
+            }
+            match result {
+                Read::InputEmpty => {}
+                Read::OutputFull if row.too_long => {}
+                Read::OutputFull if row.bytes.len() > MAX_ROW_BYTES => {
+                    // The first cell's first bytes, for the reject line.
+                    let first = if ends_len > 0 { self.ends[0] } else { out_len };
+                    row.bytes.truncate(first.min(TOO_LONG_KEPT));
+                    row.cells.clear();
+                    row.cells.push(0..row.bytes.len());
+                    row.too_long = true;
+                }
+                Read::OutputFull => {
+                    let grown = (row.bytes.len() * 2).min(MAX_ROW_BYTES + 1);
+                    row.bytes.resize(grown, 0);
+                }
+                Read::OutputEndsFull if row.too_long => {}
+                Read::OutputEndsFull => self.ends.resize(self.ends.len() * 2, 0),
+                Read::Record => {
+                    if !row.too_long {
+                        row.bytes.truncate(out_len);
+                        let mut from = 0;
+                        for &end in &self.ends[..ends_len] {
+                            row.cells.push(from..end);
+                            from = end;
+                        }
+                    }
+                    return Ok(Some(start));
+                }
+                Read::End => return Ok(None),
+            }
+        }
     }
 }
 
@@ -1033,8 +1177,9 @@ fn read_csv_batches(
             let slot = batch.next_slot();
             match reader.read(slot) {
                 Ok(Some(line)) => {
+                    let too_long = slot.too_long;
                     batch.lines.push(line);
-                    batch.prerejected.push(None);
+                    batch.prerejected.push(too_long.then(Row::too_long_error));
                     batch.len += 1;
                 }
                 Ok(None) => {
@@ -1073,14 +1218,17 @@ fn read_jsonl_batches(
         batch.clear();
         while batch.len < BATCH_ROWS {
             line.clear();
-            match input.read_until(b'\n', &mut line) {
-                Ok(0) => {
+            let too_long = match read_line_bounded(input.as_mut(), &mut line, MAX_ROW_BYTES) {
+                Ok((0, _)) => {
                     if batch.len > 0 {
                         let _ = sender.send(Ok(batch));
                     }
                     return;
                 }
-                Ok(_) => line_number += 1,
+                Ok((_, cut)) => {
+                    line_number += 1;
+                    cut
+                }
                 Err(error) => {
                     if batch.len > 0 && sender.send(Ok(batch)).is_err() {
                         return;
@@ -1088,13 +1236,17 @@ fn read_jsonl_batches(
                     let _ = sender.send(Err((line_number, error.to_string())));
                     return;
                 }
-            }
+            };
             if line.trim_ascii().is_empty() {
                 continue;
             }
-            let parsed = serde_json::from_slice::<Value>(&line)
-                .map_err(|e| RowError::new("bad_json", e.to_string()))
-                .and_then(|value| record::puzzle_from_json(&value));
+            let parsed = if too_long {
+                Err(Row::too_long_error())
+            } else {
+                serde_json::from_slice::<Value>(&line)
+                    .map_err(|e| RowError::new("bad_json", e.to_string()))
+                    .and_then(|value| record::puzzle_from_json(&value))
+            };
             let slot = batch.next_slot();
             slot.clear();
             let pre = match parsed {
@@ -1140,10 +1292,11 @@ impl RejectsFile {
     }
 
     fn commit(self) -> Result<()> {
+        let path = self.csv.get_ref().path().to_path_buf();
         let file = self
             .csv
             .into_inner()
-            .map_err(|e| anyhow::anyhow!("flushing the rejects file: {}", e.error()))?;
+            .map_err(|e| anyhow::anyhow!("writing {}: {}", path.display(), e.error()))?;
         file.commit()
     }
 }
@@ -1417,9 +1570,14 @@ fn start_reader(
         Some(b'{') => {
             // Peek the first object for its extra columns.
             let mut first_line = Vec::new();
-            reader
-                .read_until(b'\n', &mut first_line)
+            let (_, cut) = read_line_bounded(reader.as_mut(), &mut first_line, MAX_ROW_BYTES)
                 .map_err(|e| bad_input(format!("{}: cannot read: {e}", input.display())))?;
+            if cut {
+                bail_input_header(
+                    input,
+                    &format!("line 1 is longer than {MAX_ROW_BYTES} bytes"),
+                )?;
+            }
             let value: Value = serde_json::from_slice(&first_line).map_err(|e| {
                 bad_input(format!(
                     "{} line 1: not a JSON object: {e}",
@@ -1451,6 +1609,10 @@ fn start_reader(
             let mut csv_reader = RecordReader::new(reader);
             let mut record = Row::new();
             match csv_reader.read(&mut record) {
+                Ok(Some(_)) if record.too_long => bail_input_header(
+                    input,
+                    &format!("the header is longer than {MAX_ROW_BYTES} bytes"),
+                )?,
                 Ok(Some(_)) => {}
                 Ok(None) => bail_input_header(input, "no header")?,
                 Err(e) => bail_input_header(input, &e)?,

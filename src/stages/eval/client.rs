@@ -244,9 +244,12 @@ impl ChatClient {
                 .ok()
                 .filter(|k| !k.trim().is_empty())
         };
+        // Redirects are followed by `attempt`, not by ureq: only to the
+        // same host, keeping the POST and its body.
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs_f64(config.timeout_s)))
             .http_status_as_error(false)
+            .max_redirects(0)
             .build()
             .into();
         if let Some(dir) = &cache_dir {
@@ -435,20 +438,55 @@ impl ChatClient {
         text
     }
 
+    /// One attempt: the request, and the redirects to the same host it
+    /// gets (at most [`MAX_REDIRECTS`]), each sent again as the same POST
+    /// with the same body. A redirect to another host is not followed: the
+    /// call fails naming both hosts (the prompt and the key stay with the
+    /// configured one).
     fn attempt(&self, body: &str) -> Attempt {
+        let mut url = self.endpoint.chat_url();
+        for _ in 0..=MAX_REDIRECTS {
+            let response = match self.post(&url, body) {
+                Ok(response) => response,
+                Err(attempt) => return attempt,
+            };
+            let status = response.status().as_u16();
+            if !matches!(status, 301 | 302 | 303 | 307 | 308) {
+                return self.read_reply(response);
+            }
+            let location = response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
+            match same_host_redirect(&url, &location) {
+                Ok(next) => url = next,
+                Err(why) => return Attempt::Fail(self.scrub(&format!("HTTP {status}: {why}"))),
+            }
+        }
+        Attempt::Fail(format!(
+            "more than {MAX_REDIRECTS} redirects from {}",
+            host_of(&url)
+        ))
+    }
+
+    /// Sends the call's POST to `url`; a transport failure is the attempt's
+    /// outcome.
+    fn post(&self, url: &str, body: &str) -> Result<ureq::http::Response<ureq::Body>, Attempt> {
         self.http_requests.fetch_add(1, Ordering::Relaxed);
         let mut request = self
             .agent
-            .post(self.endpoint.chat_url())
+            .post(url)
             .header("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
             request = request.header("Authorization", format!("Bearer {key}"));
         }
-        let response = match request.send(body) {
-            Ok(response) => response,
+        match request.send(body) {
+            Ok(response) => Ok(response),
             Err(error) => {
                 let message = self.scrub(&error.to_string());
-                return match error {
+                Err(match error {
                     ureq::Error::Timeout(_) => Attempt::Retry {
                         error: format!("timeout: {message}"),
                         retry_after: None,
@@ -461,9 +499,13 @@ impl ChatClient {
                         retry_after: None,
                     },
                     _ => Attempt::Fail(format!("request: {message}")),
-                };
+                })
             }
-        };
+        }
+    }
+
+    /// What a reply (not a redirect) says: an answer, a retry or a failure.
+    fn read_reply(&self, response: ureq::http::Response<ureq::Body>) -> Attempt {
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -499,6 +541,78 @@ impl ChatClient {
                 retry_after: None,
             },
         }
+    }
+}
+
+/// Redirects of one call followed at most (all to the configured host).
+const MAX_REDIRECTS: usize = 5;
+
+/// The URL a redirect from `from` to `location` (absolute, or relative to
+/// `from`) leads to, when it stays on the same host (scheme, host and
+/// port); else why it is not followed, naming both hosts.
+fn same_host_redirect(from: &str, location: &str) -> std::result::Result<String, String> {
+    let origin: Uri = from
+        .parse()
+        .map_err(|e| format!("bad request URL {}: {e}", redact_url(from)))?;
+    let (scheme, Some(authority)) = (origin.scheme_str().unwrap_or("http"), origin.authority())
+    else {
+        return Err(format!("bad request URL {}", redact_url(from)));
+    };
+    let location = location.trim();
+    if location.is_empty() {
+        return Err("a redirect without a Location".to_string());
+    }
+    let path = if !location.contains("://") && !location.starts_with("//") {
+        // A path on the same host, absolute or relative to the request's.
+        if location.starts_with('/') {
+            location.to_string()
+        } else {
+            let folder = origin
+                .path()
+                .rsplit_once('/')
+                .map_or("", |(folder, _)| folder);
+            format!("{folder}/{location}")
+        }
+    } else {
+        let target: Uri = location
+            .parse()
+            .map_err(|_| format!("a redirect to an unreadable location {location:?}"))?;
+        let port = |uri: &Uri, scheme: &str| {
+            uri.port_u16()
+                .unwrap_or(if scheme == "https" { 443 } else { 80 })
+        };
+        let their_scheme = target.scheme_str().unwrap_or(scheme);
+        let same = their_scheme == scheme
+            && target
+                .host()
+                .is_some_and(|host| host.eq_ignore_ascii_case(authority.host()))
+            && port(&target, their_scheme) == port(&origin, scheme);
+        if !same {
+            return Err(format!(
+                "{} redirects to {}, another host: puzzleforge follows no redirect to another host \
+                 (the prompt and the API key stay with {}); if that host serves the model, name it in the model's base URL",
+                host_of(from),
+                host_of(location),
+                host_of(from)
+            ));
+        }
+        target
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .to_string()
+    };
+    Ok(format!("{scheme}://{}{path}", authority.as_str()))
+}
+
+/// `scheme://host:port` of a URL, for messages (no user info, no path).
+fn host_of(url: &str) -> String {
+    match url.parse::<Uri>() {
+        Ok(uri) => {
+            let host = uri.host().unwrap_or("?");
+            let port = uri.port_u16().map_or_else(String::new, |p| format!(":{p}"));
+            format!("{}://{host}{port}", uri.scheme_str().unwrap_or("http"))
+        }
+        Err(_) => "an unreadable URL".to_string(),
     }
 }
 
