@@ -51,17 +51,25 @@ pub(crate) fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     open_input_with(path, |f| Box::new(f))
 }
 
-/// Skips leading whitespace and returns the first byte of content without
-/// consuming it (`None` for an input with no content): it tells a file's
-/// format (`{` JSON Lines, `[` PGN, else CSV) before a parser takes over.
+/// Skips leading whitespace and a UTF-8 byte order mark and returns the
+/// first byte of content without consuming it (`None` for an input with no
+/// content): it tells a file's format (`{` JSON Lines, `[` PGN, else CSV)
+/// before a parser takes over. Only whole buffers of whitespace are
+/// consumed, so the parser still sees any BOM that precedes content.
 pub(crate) fn first_content_byte(input: &mut dyn BufRead, path: &Path) -> Result<Option<u8>> {
+    const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
     loop {
         let buffer = input
             .fill_buf()
-            .with_context(|| format!("reading {}", path.display()))?;
-        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
+            .map_err(|e| bad_input(format!("{}: cannot read: {e}", path.display())))?;
+        if buffer.is_empty() {
+            return Ok(None);
+        }
+        match buffer
+            .iter()
+            .position(|b| !b.is_ascii_whitespace() && !BOM.contains(b))
+        {
             Some(i) => return Ok(Some(buffer[i])),
-            None if buffer.is_empty() => return Ok(None),
             None => {
                 let n = buffer.len();
                 input.consume(n);

@@ -857,28 +857,6 @@ fn process_chunk(
     })
 }
 
-/// The first byte of content, skipping whitespace (and a UTF-8 BOM).
-fn first_content_byte(input: &mut dyn BufRead, path: &Path) -> Result<Option<u8>> {
-    loop {
-        let buffer = input
-            .fill_buf()
-            .map_err(|e| bad_input(format!("{}: cannot read: {e}", path.display())))?;
-        if buffer.is_empty() {
-            return Ok(None);
-        }
-        match buffer
-            .iter()
-            .position(|b| !b.is_ascii_whitespace() && ![0xEF, 0xBB, 0xBF].contains(b))
-        {
-            Some(i) => return Ok(Some(buffer[i])),
-            None => {
-                let n = buffer.len();
-                input.consume(n);
-            }
-        }
-    }
-}
-
 type BatchResult = std::result::Result<Batch, (u64, String)>;
 
 /// The CSV records of the puzzle file, with the line each starts on.
@@ -1565,7 +1543,7 @@ fn start_reader(
     recycled: mpsc::Receiver<Batch>,
 ) -> Result<(RowLayout, Box<dyn FnOnce() + Send>)> {
     let layout_error = |e: String| bad_input(format!("{}: {e}", input.display()));
-    match first_content_byte(&mut reader, input)? {
+    match crate::core::fileio::first_content_byte(&mut reader, input)? {
         None => Err(bad_input(format!("{}: the file is empty", input.display()))),
         Some(b'{') => {
             // Peek the first object for its extra columns.
