@@ -475,10 +475,14 @@ impl Projection {
     /// The per-cell table, for people.
     pub(crate) fn human_table(&self, samples: &[StreamSample]) -> String {
         let named = samples.len() > 1 || samples.iter().any(|s| s.profile.is_some());
+        let profile = |name: &str| match named {
+            true => format!(" {name:<10}"),
+            false => String::new(),
+        };
         let mut text = format!(
-            "  {:<24} {:<10} {:>7} {:>6} {:>10}  {}\n",
+            "  {:<22}{} {:>7} {:>6} {:>10}  {}\n",
             "cell",
-            if named { "profile" } else { "" },
+            profile("profile"),
             "wanted",
             "found",
             "per CPU-h",
@@ -499,9 +503,9 @@ impl Projection {
                 CellCost::NeverReached(None) => "not sampled".to_string(),
             };
             text.push_str(&format!(
-                "  {:<24} {:<10} {:>7} {:>6} {:>10}  {fill}\n",
+                "  {:<22}{} {:>7} {:>6} {:>10}  {fill}\n",
                 describe(&cell.cell),
-                if named { stream.name() } else { "" },
+                profile(stream.name()),
                 format!("{}+{}", cell.quota.train, cell.quota.test),
                 cell.found,
                 rate,
@@ -510,49 +514,52 @@ impl Projection {
         text
     }
 
-    /// The cells never reached, one line each (at most `limit`), and what
-    /// to try.
+    /// The cells never reached in a few lines: how many, their bounds,
+    /// the first few named, and what to try (`more`: how to see more games).
     pub(crate) fn human_never_reached(
         &self,
         samples: &[StreamSample],
         indent: &str,
-        limit: usize,
+        more: &str,
     ) -> String {
-        let rows: Vec<_> = self
-            .cell_rows(samples)
-            .filter(|(_, _, cost)| matches!(cost, CellCost::NeverReached(_)))
-            .collect();
-        if rows.is_empty() {
+        let cells = self.never_reached_cells(samples);
+        if cells.is_empty() {
             return String::new();
         }
-        let mut text = format!(
-            "{indent}{} cell{} never reached (left out of the total):\n",
-            rows.len(),
-            if rows.len() == 1 { "" } else { "s" }
-        );
-        for (stream, cell, cost) in rows.iter().take(limit) {
-            let bound = match cost {
-                CellCost::NeverReached(Some(hours)) => format!(
-                    "0 in {} CPU-hours, so more than {} CPU-hours",
-                    short(stream.counted_hours()),
-                    short(*hours)
-                ),
-                _ => "not sampled".to_string(),
-            };
-            text.push_str(&format!(
-                "{indent}  {} ({} wanted): {bound}\n",
-                describe(&cell.cell),
-                cell.quota.train + cell.quota.test
-            ));
+        let bounds: Vec<f64> = self
+            .cell_rows(samples)
+            .filter_map(|(_, _, cost)| match cost {
+                CellCost::NeverReached(bound) => *bound,
+                _ => None,
+            })
+            .collect();
+        let bound = match (
+            bounds.iter().copied().reduce(f64::min),
+            bounds.iter().copied().reduce(f64::max),
+        ) {
+            (Some(low), Some(high)) if short(low) == short(high) => format!(
+                "; each needs more than {} CPU-hours at the 95% upper end of its rate",
+                short(low)
+            ),
+            (Some(low), Some(high)) => format!(
+                "; each needs more than {}-{} CPU-hours at the 95% upper end of its rate",
+                short(low),
+                short(high)
+            ),
+            _ => String::new(),
+        };
+        const NAMED: usize = 6;
+        let mut named: Vec<String> = cells.iter().take(NAMED).map(|c| describe(c)).collect();
+        if cells.len() > NAMED {
+            named.push(format!("... ({} more)", cells.len() - NAMED));
         }
-        if rows.len() > limit {
-            text.push_str(&format!("{indent}  ... ({} more)\n", rows.len() - limit));
-        }
-        text.push_str(&format!(
-            "{indent}to reach them: sample more games, or {}\n",
-            reach_advice(&self.never_reached_cells(samples))
-        ));
-        text
+        format!(
+            "{indent}{} cell{} never reached, left out of the total{bound}: {}\n{indent}to reach them: {more}, or {}\n",
+            cells.len(),
+            if cells.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            reach_advice(&cells)
+        )
     }
 }
 
@@ -578,18 +585,24 @@ pub(crate) fn unfilled(samples: &[StreamSample], seed: u64, budget: Budget) -> (
     let most_games = projection
         .streams
         .iter()
-        .map(|s| s.games.high.ceil())
-        .fold(0.0, f64::max);
-    let raise = match budget {
-        Budget::MaxCpuHours => format!(
-            "raise max_cpu_hours to about {} (the interval's upper end)",
-            short(projection.total.high)
+        .map(|s| s.games.high.ceil() as u64)
+        .max()
+        .unwrap_or(0);
+    let (raise, suggested) = match budget {
+        Budget::MaxCpuHours => (
+            format!(
+                "raise max_cpu_hours to about {} (the interval's upper end)",
+                short(projection.total.high)
+            ),
+            json!({"max_cpu_hours": round(projection.total.high)}),
         ),
-        Budget::MaxGames => {
-            format!("raise max_games to about {most_games} (the interval's upper end)")
-        }
+        Budget::MaxGames => (
+            format!("raise max_games to about {most_games} (the interval's upper end)"),
+            json!({"max_games": most_games}),
+        ),
     };
     let mut text = String::new();
+    let mut json = projection.to_json(samples);
     if reached_unfilled > 0 {
         text.push_str(&format!(
             "    at the rates these games measured, the {reached_unfilled} unfilled cell{} they reached need about {} more engine CPU-hours, {} in all: {raise}\n",
@@ -597,13 +610,13 @@ pub(crate) fn unfilled(samples: &[StreamSample], seed: u64, budget: Budget) -> (
             more.human(),
             short(projection.total.median),
         ));
+        json["suggested"] = suggested;
     }
-    text.push_str(&projection.human_never_reached(samples, "    ", 10));
-    let mut json = projection.to_json(samples);
-    json["suggested"] = match budget {
-        Budget::MaxCpuHours => json!({"max_cpu_hours": round(projection.total.high)}),
-        Budget::MaxGames => json!({"max_games": most_games}),
-    };
+    text.push_str(&projection.human_never_reached(
+        samples,
+        "    ",
+        "raise the budget (`run --plan --plan-games N` measures more games first)",
+    ));
     (text, json)
 }
 

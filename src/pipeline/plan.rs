@@ -153,7 +153,11 @@ pub(crate) fn run_plan(
         workers,
     ));
     human.push_str(&budget.human());
-    human.push_str(&projection.human_never_reached(&samples, "  ", 20));
+    let more = format!(
+        "sample more games (--plan-games {})",
+        games.saturating_mul(4)
+    );
+    human.push_str(&projection.human_never_reached(&samples, "  ", &more));
     human.push_str(&format!("  plan written to {}\n", path.display()));
     Ok(Summary::new(
         human,
@@ -182,9 +186,10 @@ fn headline(
         cost::short(projection.spent),
     );
     let reached = if projection.never_reached > 0 {
+        let reached = cells - projection.never_reached;
         format!(
-            " to fill the {} cells the sample reached",
-            cells - projection.never_reached
+            " to fill the {reached} cell{} the sample reached",
+            if reached == 1 { "" } else { "s" }
         )
     } else {
         " in all".to_string()
@@ -245,7 +250,7 @@ impl Budget {
     fn human(&self) -> String {
         let percent = |p: f64| format!("{:.0}%", p * 100.0);
         let mut text = format!(
-            "  budget: max_games = {} lets a profile play enough games with probability {}",
+            "  budget: max_games = {} is enough with probability {}",
             self.max_games,
             percent(self.games_chance)
         );
