@@ -114,12 +114,7 @@ fn run(dir: &Path, args: &[&str]) -> Value {
 
 /// The stored batches of the one store under `output`.
 fn batches(output: &Path) -> Vec<String> {
-    let stores: Vec<PathBuf> = std::fs::read_dir(output.join(".generate"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(stores.len(), 1, "one store: {stores:?}");
-    let mut names: Vec<String> = std::fs::read_dir(&stores[0])
+    let mut names: Vec<String> = std::fs::read_dir(store(output))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("batch-"))

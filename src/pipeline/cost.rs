@@ -737,7 +737,7 @@ mod tests {
     fn numbers_read_short() {
         assert_eq!(short(0.0123), "0.012");
         assert_eq!(short(0.42), "0.42");
-        assert_eq!(short(3.14159), "3.1");
+        assert_eq!(short(3.24), "3.2");
         assert_eq!(short(75.4), "75");
         assert_eq!(round(0.012345), 0.01235);
         assert_eq!(round(1234.5), 1235.0);
