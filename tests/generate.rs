@@ -114,12 +114,7 @@ fn run(dir: &Path, args: &[&str]) -> Value {
 
 /// The stored batches of the one store under `output`.
 fn batches(output: &Path) -> Vec<String> {
-    let stores: Vec<PathBuf> = std::fs::read_dir(output.join(".generate"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(stores.len(), 1, "one store: {stores:?}");
-    let mut names: Vec<String> = std::fs::read_dir(&stores[0])
+    let mut names: Vec<String> = std::fs::read_dir(store(output))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("batch-"))
@@ -710,4 +705,129 @@ fn batches_are_shared_by_runs_at_once_and_prove_their_bytes() {
     for named in ["exclude.csv", "line 2", "cannot be read"] {
         assert!(refused.contains(named), "{named}: {refused}");
     }
+}
+
+/// `run --plan`: a short sample of the target's first games, kept in the
+/// store, gives the projected engine CPU-hours per cell and in total, the
+/// same bytes on a second call, the cells it never reached, and a run
+/// after it plays none of its games again; a run a budget stops says what
+/// its unfilled cells would cost.
+#[test]
+fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // Two cells: single-move puzzles of any rating, and mates in one,
+    // which these games do not make.
+    let path = write_config(root, "two.toml", "A", 2, "batch_games = 4\nmax_games = 40");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "[generate]",
+        "[[split.bands]]\nratings = [0, 3000]\nlengths = [1, 1]\nmate = \"mate\"\n\n[generate]",
+    );
+    std::fs::write(&path, text).unwrap();
+    let plan_args = ["run", "--config", "two.toml", "--plan", "--plan-games", "6"];
+    let first = run(root, &plan_args);
+    let plan = &first["plan"];
+    // 6 games, rounded up to whole batches of 4.
+    assert_eq!(plan["sample"]["games"], 8, "{first:#}");
+    assert_eq!(
+        batches(&root.join("A")),
+        ["batch-00000001-00000004", "batch-00000005-00000008"]
+    );
+    assert!(!root.join("A/gen").exists(), "a plan writes no release");
+    let cells = plan["per_cell"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "{plan:#}");
+    let (moves, mates) = (&cells[0], &cells[1]);
+    assert_eq!(mates["mate"], true);
+    assert_eq!(mates["found"], 0, "{plan:#}");
+    assert_eq!(mates["never_reached"], true);
+    let spent = plan["spent_cpu_hours"].as_f64().unwrap();
+    assert!(spent > 0.0, "{plan:#}");
+    assert!(mates["at_least_cpu_hours"].as_f64().unwrap() > spent);
+    assert_eq!(plan["never_reached"].as_array().unwrap().len(), 1);
+    assert_eq!(plan["total_excludes_never_reached"], true);
+    assert!(moves["found"].as_u64().unwrap() > 0, "{plan:#}");
+    // The plan file holds the plan; a second call reads the store and
+    // gives the same bytes, playing nothing.
+    let file = PathBuf::from(first["plan_file"].as_str().unwrap());
+    assert_eq!(file, PathBuf::from("A/gen.plan.json"));
+    let written = std::fs::read(root.join(&file)).unwrap();
+    assert_eq!(serde_json::from_slice::<Value>(&written).unwrap(), *plan);
+    let second = run(root, &plan_args);
+    assert_eq!(second, first);
+    assert_eq!(std::fs::read(root.join(&file)).unwrap(), written);
+    assert_eq!(batches(&root.join("A")).len(), 2);
+
+    // The reached cell alone: every cell reached, a finite positive total
+    // with its interval, from the same stored games.
+    let one = write_config(root, "one.toml", "A", 2, "batch_games = 4\nmax_games = 8");
+    let reached = run(
+        root,
+        &["run", "--config", "one.toml", "--plan", "--plan-games", "8"],
+    );
+    let total = &reached["plan"]["total_cpu_hours"];
+    let [low, median, high] = ["low", "median", "high"].map(|k| total[k].as_f64().unwrap());
+    assert!(median.is_finite() && median > 0.0, "{reached:#}");
+    assert!(low <= median && median <= high, "{reached:#}");
+    assert!(median >= spent);
+    assert_eq!(reached["plan"]["cells_never_reached"], 0);
+    assert_eq!(reached["plan"]["total_excludes_never_reached"], false);
+    assert_eq!(
+        batches(&root.join("A")).len(),
+        2,
+        "the store's games reused"
+    );
+
+    // A run after the plan plays none of the sample's games: its batches
+    // are the plan's, their records untouched.
+    let batch_json =
+        |name: &str| std::fs::read(store(&root.join("A")).join(name).join("batch.json"));
+    let recorded = batch_json("batch-00000001-00000004").unwrap();
+    let short = run(root, &["run", "--config", "one.toml"]);
+    let generated = &short["generate"];
+    assert_eq!(generated["last_game"], 8, "{short:#}");
+    assert_eq!(batches(&root.join("A")).len(), 2);
+    assert_eq!(batch_json("batch-00000001-00000004").unwrap(), recorded);
+    // max_games ended it with the cell unfilled: the summary says what the
+    // cell would cost at the rate its games measured, and what to raise.
+    if generated["stop"] == "max_games" {
+        let cost = &generated["cost_of_unfilled"];
+        assert!(
+            cost["more_cpu_hours"]["median"].as_f64().unwrap() > 0.0,
+            "{short:#}"
+        );
+        assert!(cost["suggested"]["max_games"].as_u64().unwrap() > 8);
+    } else {
+        assert_eq!(generated["stop"], "quotas_met", "{short:#}");
+        assert_eq!(generated["cost_of_unfilled"], Value::Null);
+    }
+    write_config(root, "one.toml", "A", 2, "batch_games = 4\nmax_games = 40");
+    let full = run(root, &["run", "--config", "one.toml", "--release", "full"]);
+    assert_eq!(full["generate"]["stop"], "quotas_met", "{full:#}");
+    let after = batches(&root.join("A"));
+    assert!(after[..2] == ["batch-00000001-00000004", "batch-00000005-00000008"]);
+    assert_eq!(batch_json("batch-00000001-00000004").unwrap(), recorded);
+    assert!(
+        after[2..].iter().all(|b| b.as_str() > "batch-00000008"),
+        "{after:?}"
+    );
+
+    // A plan needs [generate], and its flags need --plan.
+    let off = std::fs::read_to_string(&one)
+        .unwrap()
+        .replace("enabled = true", "enabled = false");
+    std::fs::write(root.join("off.toml"), off).unwrap();
+    let out = fails(root, &["run", "--config", "off.toml", "--plan"]);
+    assert!(out.contains("[generate] is off"), "{out}");
+    let out = fails(root, &["run", "--config", "one.toml", "--plan-games", "4"]);
+    assert!(out.contains("--plan"), "{out}");
+}
+
+/// The one store under `output`.
+fn store(output: &Path) -> PathBuf {
+    let stores: Vec<PathBuf> = std::fs::read_dir(output.join(".generate"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(stores.len(), 1, "one store: {stores:?}");
+    stores[0].clone()
 }

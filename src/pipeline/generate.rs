@@ -40,6 +40,7 @@ use crate::core::seed::{Domain, Key};
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
+use crate::pipeline::cost::{CellSample, StreamSample};
 use crate::stages::release::cells::{Cell, ExcludeBy, MateRule, Quota, Tier, position_key};
 use crate::stages::verify::Verdict;
 
@@ -267,6 +268,8 @@ struct StreamPart {
     stop: Stop,
     segments: Vec<Segment>,
     cpu_seconds: f64,
+    /// Its cells as its games filled them, for the cost of the unfilled.
+    sample: StreamSample,
 }
 
 /// The generated games and puzzles a release (or shard) holds: for each
@@ -285,6 +288,8 @@ pub struct Generated {
     /// Engine CPU seconds of the batches the games come from, as recorded
     /// when they were played (kept out of every output file: it varies).
     pub(crate) cpu_seconds: f64,
+    /// The run seed (the cost projection's draws).
+    seed: u64,
 }
 
 type RowKey = (String, String, String);
@@ -474,6 +479,7 @@ pub(crate) fn prepare(
     {
         let last = walk.segments.last().map_or(first - 1, |s| s.last);
         reports.push(walk.counter.report(stop, first, last));
+        let sample = walk.sample(profile.clone(), key.clone(), stop);
         streams.push(StreamPart {
             profile,
             store,
@@ -483,6 +489,7 @@ pub(crate) fn prepare(
             stop,
             segments: walk.segments,
             cpu_seconds: walk.cpu_seconds,
+            sample,
         });
     }
     Generated::assemble(&target, config.seed, first, streams, reports)
@@ -1258,6 +1265,7 @@ impl Generated {
             report,
             cpu_seconds: streams.iter().map(|s| s.cpu_seconds).sum(),
             streams,
+            seed,
         })
     }
 
@@ -1284,6 +1292,9 @@ impl Generated {
     pub(crate) fn summary_json(&self) -> Value {
         let mut summary = self.report.clone();
         summary["engine_cpu_hours"] = json!(self.cpu_seconds / 3600.0);
+        if let Some((_, cost)) = self.cost_of_unfilled() {
+            summary["cost_of_unfilled"] = cost;
+        }
         // `get_mut`, not `summary["profiles"]`: indexing inserts a null
         // key into a single-profile summary, which then differs from the
         // merged release's generate.json.
@@ -1474,7 +1485,22 @@ impl Generated {
                 ));
             }
         }
+        if let Some((text, _)) = self.cost_of_unfilled() {
+            line.push_str(&text);
+        }
         line
+    }
+
+    /// When a budget stopped the run with cells unfilled: what they would
+    /// cost at the rates the games measured ([`crate::pipeline::cost`]).
+    fn cost_of_unfilled(&self) -> Option<(String, Value)> {
+        let budget = match self.stop {
+            Stop::MaxGames => crate::pipeline::cost::Budget::MaxGames,
+            Stop::MaxCpuHours => crate::pipeline::cost::Budget::MaxCpuHours,
+            Stop::QuotasMet | Stop::ShardSlice => return None,
+        };
+        let samples: Vec<StreamSample> = self.streams.iter().map(|s| s.sample.clone()).collect();
+        Some(crate::pipeline::cost::unfilled(&samples, self.seed, budget))
     }
 }
 
@@ -1487,4 +1513,107 @@ fn split_games(text: &str) -> Vec<&str> {
         .collect();
     starts.push(text.len());
     starts.windows(2).map(|w| &text[w[0]..w[1]]).collect()
+}
+
+/// For `run --plan` ([`crate::pipeline::plan`]): each stream's first
+/// games, taken as `run` takes them (stored batches reused, missing ones
+/// played into the store, the stopping rule applied), up to `games` games
+/// rounded up to whole batches (at most `max_games`), or until the
+/// stream's batches spend `cpu_hours` split evenly across the streams.
+/// A run after the plan plays none of these games again.
+pub(crate) fn sample(
+    config: &Sections<'_>,
+    engine: Engine,
+    tier: Option<&str>,
+    excluded_releases: &[PathBuf],
+    games: u64,
+    cpu_hours: Option<f64>,
+) -> Result<Vec<StreamSample>> {
+    let target = Target::of(config, tier, excluded_releases)?;
+    let streams = stream_cells(config, &target)?;
+    let batch = config.generate.batch_games.max(1);
+    let last = games
+        .max(1)
+        .div_ceil(batch)
+        .saturating_mul(batch)
+        .min(config.generate.max_games);
+    let share = cpu_hours.map(|hours| hours * 3600.0 / streams.len().max(1) as f64);
+    let mut samples = Vec::new();
+    for (profile, quotas) in streams {
+        let settings = Settings::of(config, tier, profile.as_deref())?;
+        let (store, key) = open_store(config, &settings, engine)?;
+        let target = target.restricted_to(quotas);
+        let mut walk = Walk {
+            config,
+            mode: Mode::Run,
+            player: Player {
+                settings: &settings,
+                engine,
+                store: &store,
+                pools: None,
+            },
+            batches: stored_batches(&store)?,
+            counter: Counter::new(&target, config.seed, 0),
+            segments: Vec::new(),
+            cpu_seconds: 0.0,
+            next: 1,
+            last,
+        };
+        let stop = loop {
+            if let Some(stop) = walk.step()? {
+                break stop;
+            }
+            if share.is_some_and(|share| walk.cpu_seconds >= share) {
+                break Stop::MaxCpuHours;
+            }
+        };
+        samples.push(walk.sample(profile, key, stop));
+    }
+    Ok(samples)
+}
+
+impl Walk<'_> {
+    /// The stream's games so far as a cost sample: the games counted, the
+    /// CPU they cost, and its cells.
+    fn sample(&self, profile: Option<String>, store: String, stop: Stop) -> StreamSample {
+        // A segment may take part of a batch (a budget or the stopping
+        // game inside it): its games' share of the batch's CPU.
+        let counted_cpu_seconds = self
+            .segments
+            .iter()
+            .map(|s| {
+                let batch_games = (s.batch.last - s.batch.first + 1) as f64;
+                s.batch.cpu_seconds * (s.last - s.first + 1) as f64 / batch_games
+            })
+            .sum();
+        StreamSample {
+            profile,
+            store,
+            games: self.segments.iter().map(|s| s.last - s.first + 1).sum(),
+            counted_cpu_seconds,
+            spent_cpu_seconds: self.cpu_seconds,
+            met: stop == Stop::QuotasMet,
+            cells: self.counter.cell_samples(),
+        }
+    }
+}
+
+impl Counter<'_> {
+    /// The target's cells as the counted puzzles fill them.
+    fn cell_samples(&self) -> Vec<CellSample> {
+        let draw = crate::stages::release::draw::draw(
+            self.candidates.clone(),
+            &self.target.quotas,
+            self.seed,
+        );
+        draw.cells
+            .iter()
+            .map(|c| CellSample {
+                cell: c.cell,
+                quota: c.wanted,
+                found: c.available,
+                filled: c.filled(),
+            })
+            .collect()
+    }
 }

@@ -8,9 +8,11 @@
 pub(crate) mod stage;
 pub(crate) mod adapters;
 pub(crate) mod config;
+pub(crate) mod cost;
 pub(crate) mod generate;
 pub mod generate_bench;
 pub(crate) mod lock;
 pub(crate) mod manifest;
 pub mod merge;
+pub mod plan;
 pub mod run;

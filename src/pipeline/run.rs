@@ -66,6 +66,8 @@ pub struct RunArgs {
     /// `strict`).
     #[arg(long, conflicts_with = "shard")]
     pub strict: bool,
+    #[command(flatten)]
+    pub plan: crate::pipeline::plan::PlanArgs,
 }
 
 /// Runs the pipeline.
@@ -92,6 +94,18 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         Some(shard) => config.pipeline.output_dir.join(shard.folder_name(&release)),
         None => config.pipeline.output_dir.join(&release),
     };
+    if args.plan.plan {
+        let ctx = RunContext {
+            release_dir,
+            engine: resolve_engine(&config.engine, args.engine.clone(), &stages)?,
+            tier: config.generate.release_tier(args.tier.as_deref()),
+            shard: None,
+            config_dir: config_dir(&args.config),
+            generated: None,
+        };
+        let tier = args.tier.as_deref();
+        return crate::pipeline::plan::run_plan(&args.plan, &config, &args.config, &ctx, tier);
+    }
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;

@@ -1,0 +1,745 @@
+//! What a generation target costs, projected from the games already
+//! counted: the engine CPU-hours each target cell needs and the total, with
+//! an interval, and the cells the games never reached. `run --plan` (see
+//! [`crate::pipeline::plan`]) projects from a short sample; a `run` that a
+//! budget stopped projects its unfilled cells from its own games.
+//!
+//! **The model.** Each profile's games (a stream) produce a cell's counted
+//! puzzles (counted as the stopping rule counts them) as a Poisson process
+//! in the stream's engine CPU time, at an unknown rate. With `k` puzzles in
+//! `T` CPU-hours, the rate's posterior under Jeffreys' prior is
+//! `Gamma(k + 1/2, rate T)`; given the rate, the time to the `m` puzzles a
+//! cell still lacks is `Gamma(m, rate)`. The sampled games are the first
+//! games a run plays, so their puzzles count: a cell is projected to fill
+//! at `spent + wait`, its stream to stop when its slowest cell fills, and
+//! the target to cost the sum over streams. Medians and 90% intervals come
+//! from seeded Monte Carlo draws ([`Domain::GeneratePlan`]), so the same
+//! store gives the same projection, byte for byte.
+//!
+//! **Cells never reached.** A cell with no puzzle in the sample has no
+//! measured rate; it is left out of the total (which says so) and given a
+//! lower bound: the cost if its rate were at the 95% upper end of what the
+//! sample allows.
+
+use rand_distr::{Distribution, Gamma};
+use serde_json::{Value, json};
+use statrs::distribution::ContinuousCDF;
+
+use crate::core::seed::{self, Domain, Key};
+use crate::stages::release::cells::{Cell, Quota};
+
+/// Monte Carlo draws per projection.
+const DRAWS: usize = 10_000;
+
+/// The interval's coverage: from the 5th to the 95th percentile.
+const LOW: f64 = 0.05;
+const HIGH: f64 = 0.95;
+
+/// One target cell as the counted games saw it.
+#[derive(Clone, Debug)]
+pub(crate) struct CellSample {
+    pub cell: Cell,
+    pub quota: Quota,
+    /// The counted puzzles in the cell (the stopping rule's counting:
+    /// exclusions and repeats dropped, verified only under `policy =
+    /// "drop"`).
+    pub found: usize,
+    /// The draw over the counted puzzles fills the cell.
+    pub filled: bool,
+}
+
+/// One stream (a profile's games) as its counted games saw it.
+#[derive(Clone, Debug)]
+pub(crate) struct StreamSample {
+    /// The profile (`None`: generation's own).
+    pub profile: Option<String>,
+    /// The store key.
+    pub store: String,
+    /// Games counted.
+    pub games: u64,
+    /// Engine CPU-seconds of the counted games (a batch's CPU shared evenly
+    /// among its games): the rates' denominator.
+    pub counted_cpu_seconds: f64,
+    /// Engine CPU-seconds of the batches played: what a run pays.
+    pub spent_cpu_seconds: f64,
+    /// The stopping rule was met: the stream's cost is known.
+    pub met: bool,
+    pub cells: Vec<CellSample>,
+}
+
+impl StreamSample {
+    fn counted_hours(&self) -> f64 {
+        self.counted_cpu_seconds / 3600.0
+    }
+
+    fn spent_hours(&self) -> f64 {
+        self.spent_cpu_seconds / 3600.0
+    }
+
+    /// Whether the games measured anything: a stream a budget stopped
+    /// before its first batch, or batches without recorded CPU, did not.
+    fn measured(&self) -> bool {
+        self.games > 0 && self.counted_cpu_seconds > 0.0
+    }
+
+    fn name(&self) -> &str {
+        self.profile.as_deref().unwrap_or("own")
+    }
+}
+
+/// A median and a 90% interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Interval {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Interval {
+    fn exact(value: f64) -> Interval {
+        Interval {
+            median: value,
+            low: value,
+            high: value,
+        }
+    }
+
+    /// The interval of `draws` (sorted here).
+    fn of(draws: &mut [f64]) -> Interval {
+        draws.sort_by(f64::total_cmp);
+        let at = |p: f64| draws[((draws.len() - 1) as f64 * p).round() as usize];
+        Interval {
+            median: at(0.5),
+            low: at(LOW),
+            high: at(HIGH),
+        }
+    }
+
+    fn scaled(self, factor: f64) -> Interval {
+        Interval {
+            median: self.median * factor,
+            low: self.low * factor,
+            high: self.high * factor,
+        }
+    }
+
+    fn minus(self, value: f64) -> Interval {
+        Interval {
+            median: (self.median - value).max(0.0),
+            low: (self.low - value).max(0.0),
+            high: (self.high - value).max(0.0),
+        }
+    }
+
+    fn to_json(self) -> Value {
+        json!({"median": round(self.median), "low": round(self.low), "high": round(self.high)})
+    }
+
+    /// `0.42 (90% interval 0.25-0.80)`.
+    fn human(self) -> String {
+        format!(
+            "{} (90% interval {}-{})",
+            short(self.median),
+            short(self.low),
+            short(self.high)
+        )
+    }
+}
+
+/// What one cell costs.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum CellCost {
+    /// The counted games fill it.
+    Filled,
+    /// The CPU-hours of its stream when it fills.
+    Projected(Interval),
+    /// No puzzle in the counted games: at least this many CPU-hours (none
+    /// when the stream measured nothing).
+    NeverReached(Option<f64>),
+}
+
+/// What one stream costs.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StreamCost {
+    /// CPU-hours until its slowest reached cell fills (its spent hours
+    /// when every cell is filled or never reached).
+    pub cpu_hours: Interval,
+    /// The game number it would stop at.
+    pub games: Interval,
+    pub cells: Vec<CellCost>,
+    /// The games' draws, sorted.
+    game_draws: Vec<f64>,
+}
+
+/// The projection of a target.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Projection {
+    pub streams: Vec<StreamCost>,
+    /// CPU-hours of the target without its never-reached cells.
+    pub total: Interval,
+    /// CPU-hours already spent (the counted games' batches).
+    pub spent: f64,
+    pub never_reached: usize,
+    /// The total's draws, sorted.
+    total_draws: Vec<f64>,
+}
+
+/// Projects what `samples` cost to fill, with draws seeded by `seed`.
+pub(crate) fn project(samples: &[StreamSample], seed: u64) -> Projection {
+    let mut rng = seed::rng(seed, Domain::GeneratePlan, Key::Run);
+    // Per stream: the draws of each cell still to fill (empty for the
+    // others) and of the stream.
+    let mut cell_draws: Vec<Vec<Vec<f64>>> = samples
+        .iter()
+        .map(|s| vec![Vec::new(); s.cells.len()])
+        .collect();
+    let mut stream_draws: Vec<Vec<f64>> = vec![Vec::with_capacity(DRAWS); samples.len()];
+    let mut total_draws = Vec::with_capacity(DRAWS);
+    for _ in 0..DRAWS {
+        let mut total = 0.0;
+        for (index, stream) in samples.iter().enumerate() {
+            let mut slowest: f64 = 0.0;
+            if !stream.met && stream.measured() {
+                for (at, cell) in stream.cells.iter().enumerate() {
+                    if cell.filled || cell.found == 0 {
+                        continue;
+                    }
+                    let wait = waiting_hours(
+                        &mut rng,
+                        cell.found,
+                        stream.counted_hours(),
+                        still_wanted(cell),
+                    );
+                    cell_draws[index][at].push(stream.spent_hours() + wait);
+                    slowest = slowest.max(wait);
+                }
+            }
+            let hours = stream.spent_hours() + slowest;
+            stream_draws[index].push(hours);
+            total += hours;
+        }
+        total_draws.push(total);
+    }
+    let mut never_reached = 0;
+    let streams = samples
+        .iter()
+        .zip(cell_draws)
+        .zip(stream_draws)
+        .map(|((stream, mut cells), mut draws)| {
+            let cpu_hours = if stream.met {
+                Interval::exact(stream.spent_hours())
+            } else {
+                Interval::of(&mut draws)
+            };
+            let (games, game_draws) = if stream.met || !stream.measured() {
+                (
+                    Interval::exact(stream.games as f64),
+                    vec![stream.games as f64],
+                )
+            } else {
+                let per_hour = stream.games as f64 / stream.counted_hours();
+                let games: Vec<f64> = draws.iter().map(|h| h * per_hour).collect();
+                (cpu_hours.scaled(per_hour), games)
+            };
+            let cells = stream
+                .cells
+                .iter()
+                .zip(cells.iter_mut())
+                .map(|(cell, draws)| {
+                    if cell.filled || stream.met {
+                        CellCost::Filled
+                    } else if cell.found == 0 || !stream.measured() {
+                        never_reached += 1;
+                        CellCost::NeverReached(
+                            stream
+                                .measured()
+                                .then(|| at_least_hours(stream, still_wanted(cell))),
+                        )
+                    } else {
+                        CellCost::Projected(Interval::of(draws))
+                    }
+                })
+                .collect();
+            StreamCost {
+                cpu_hours,
+                games,
+                cells,
+                game_draws,
+            }
+        })
+        .collect();
+    Projection {
+        streams,
+        total: Interval::of(&mut total_draws),
+        spent: samples.iter().map(StreamSample::spent_hours).sum(),
+        never_reached,
+        total_draws,
+    }
+}
+
+/// The share of sorted `draws` at or below `limit`.
+fn share_within(draws: &[f64], limit: f64) -> f64 {
+    draws.partition_point(|d| *d <= limit) as f64 / draws.len().max(1) as f64
+}
+
+impl Projection {
+    /// The chance that a run under `max_cpu_hours` fills the reached cells.
+    pub(crate) fn chance_within_cpu(&self, max_cpu_hours: f64) -> f64 {
+        share_within(&self.total_draws, max_cpu_hours)
+    }
+
+    /// The chance that no stream needs more than `max_games` games (the
+    /// streams are independent in the model).
+    pub(crate) fn chance_within_games(&self, max_games: u64) -> f64 {
+        self.streams
+            .iter()
+            .map(|s| share_within(&s.game_draws, max_games as f64))
+            .product()
+    }
+}
+
+/// The puzzles a cell still lacks: its quota less the counted ones, at
+/// least one (a cell the draw leaves unfilled with enough puzzles lacks
+/// puzzles from other games).
+fn still_wanted(cell: &CellSample) -> usize {
+    (cell.quota.train + cell.quota.test)
+        .saturating_sub(cell.found)
+        .max(1)
+}
+
+/// One draw of the CPU-hours until `wanted` more puzzles, having seen
+/// `found` in `hours`: the rate from its posterior, then the waiting time.
+fn waiting_hours(rng: &mut impl rand::Rng, found: usize, hours: f64, wanted: usize) -> f64 {
+    let posterior = Gamma::new(found as f64 + 0.5, 1.0 / hours);
+    let rate = posterior.map_or(0.0, |g| g.sample(rng));
+    match Gamma::new(wanted as f64, 1.0 / rate) {
+        Ok(wait) if rate > 0.0 => wait.sample(rng),
+        _ => f64::INFINITY,
+    }
+}
+
+/// A never-reached cell's lower bound: its stream's spent hours plus the
+/// mean time to `wanted` puzzles at the 95% upper end of its rate's
+/// posterior (`Gamma(1/2, rate T)` after no puzzle in `T` hours, about
+/// 1.92 / T).
+fn at_least_hours(stream: &StreamSample, wanted: usize) -> f64 {
+    let hours = stream.counted_hours();
+    let upper =
+        statrs::distribution::Gamma::new(0.5, hours).map_or(f64::INFINITY, |g| g.inverse_cdf(HIGH));
+    stream.spent_hours() + wanted as f64 / upper
+}
+
+/// `x` to 4 significant digits, so that files stay readable.
+pub(crate) fn round(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let digits = 3 - x.abs().log10().floor() as i32;
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
+}
+
+/// `x` to 2 significant digits (at least the units), for people.
+pub(crate) fn short(x: f64) -> String {
+    if !x.is_finite() {
+        return "infinite".to_string();
+    }
+    if x >= 10.0 || x == 0.0 {
+        return format!("{x:.0}");
+    }
+    let decimals = (1 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// `(1900, 2000] 1 move` or `(1900, 2000] mate in 2`.
+pub(crate) fn describe(cell: &Cell) -> String {
+    let moves = match (cell.mate, cell.length) {
+        (true, n) => format!("mate in {n}"),
+        (false, 1) => "1 move".to_string(),
+        (false, n) => format!("{n} moves"),
+    };
+    format!("{} {moves}", cell.bin_label())
+}
+
+/// What a user can try for cells never reached, by the kinds among them.
+pub(crate) fn reach_advice(cells: &[&Cell]) -> String {
+    let mut ways = Vec::new();
+    if cells.iter().any(|c| c.mate) {
+        ways.push("mate cells: `mine.mates = true`");
+    }
+    if cells.iter().any(|c| c.bin_hi <= 900) {
+        ways.push(
+            "ratings of 900 or below: `mine.missed_only = false`, `mine.trivial_captures = true`",
+        );
+    }
+    if cells.iter().any(|c| c.length >= 3) {
+        ways.push(
+            "3+ moves: `mine.min_solver_moves = 3` (the `hard` tier's profile), weaker players",
+        );
+    }
+    let mut advice = "hand them to a profile that makes such puzzles ([[generate.bands]] with \
+        [generate.profiles.NAME.selfplay] and .mine)"
+        .to_string();
+    if !ways.is_empty() {
+        advice.push_str(&format!(": {}", ways.join("; ")));
+    }
+    advice
+}
+
+impl Projection {
+    /// The per-cell rows of the projection, with each cell's stream.
+    fn cell_rows<'a>(
+        &'a self,
+        samples: &'a [StreamSample],
+    ) -> impl Iterator<Item = (&'a StreamSample, &'a CellSample, &'a CellCost)> {
+        samples
+            .iter()
+            .zip(&self.streams)
+            .flat_map(|(stream, cost)| {
+                stream
+                    .cells
+                    .iter()
+                    .zip(&cost.cells)
+                    .map(move |(cell, cost)| (stream, cell, cost))
+            })
+    }
+
+    /// The cells never reached.
+    fn never_reached_cells<'a>(&'a self, samples: &'a [StreamSample]) -> Vec<&'a Cell> {
+        self.cell_rows(samples)
+            .filter(|(_, _, cost)| matches!(cost, CellCost::NeverReached(_)))
+            .map(|(_, cell, _)| &cell.cell)
+            .collect()
+    }
+
+    /// The projection as JSON: the total, each stream, each cell.
+    pub(crate) fn to_json(&self, samples: &[StreamSample]) -> Value {
+        let profiles: Vec<Value> = samples
+            .iter()
+            .zip(&self.streams)
+            .map(|(stream, cost)| {
+                let count = |f: fn(&CellCost) -> bool| cost.cells.iter().filter(|c| f(c)).count();
+                json!({
+                    "profile": stream.profile,
+                    "store": stream.store,
+                    "sample_games": stream.games,
+                    "sample_cpu_hours": round(stream.spent_hours()),
+                    "quotas_met": stream.met,
+                    "cells": stream.cells.len(),
+                    "cells_filled": count(|c| *c == CellCost::Filled),
+                    "cells_never_reached": count(|c| matches!(c, CellCost::NeverReached(_))),
+                    "projected_cpu_hours": cost.cpu_hours.to_json(),
+                    "projected_games": cost.games.to_json(),
+                })
+            })
+            .collect();
+        let cells: Vec<Value> = self
+            .cell_rows(samples)
+            .map(|(stream, cell, cost)| {
+                let mut row = cell.cell.to_json();
+                row["profile"] = json!(stream.profile);
+                row["wanted"] = json!(cell.quota);
+                row["found"] = json!(cell.found);
+                row["per_cpu_hour"] = json!(
+                    stream
+                        .measured()
+                        .then(|| round(cell.found as f64 / stream.counted_hours()))
+                );
+                row["filled_in_sample"] = json!(*cost == CellCost::Filled);
+                row["never_reached"] = json!(matches!(cost, CellCost::NeverReached(_)));
+                row["projected_cpu_hours"] = match cost {
+                    CellCost::Projected(interval) => interval.to_json(),
+                    _ => Value::Null,
+                };
+                row["at_least_cpu_hours"] = match cost {
+                    CellCost::NeverReached(Some(hours)) => json!(round(*hours)),
+                    _ => Value::Null,
+                };
+                row
+            })
+            .collect();
+        json!({
+            "total_cpu_hours": self.total.to_json(),
+            "spent_cpu_hours": round(self.spent),
+            "more_cpu_hours": self.total.minus(self.spent).to_json(),
+            "cells": cells.len(),
+            "cells_never_reached": self.never_reached,
+            "total_excludes_never_reached": self.never_reached > 0,
+            "interval": "5th-95th percentile",
+            "draws": DRAWS,
+            "profiles": profiles,
+            "per_cell": cells,
+        })
+    }
+
+    /// The per-cell table, for people.
+    pub(crate) fn human_table(&self, samples: &[StreamSample]) -> String {
+        let named = samples.len() > 1 || samples.iter().any(|s| s.profile.is_some());
+        let profile = |name: &str| match named {
+            true => format!(" {name:<10}"),
+            false => String::new(),
+        };
+        let mut text = format!(
+            "  {:<22}{} {:>7} {:>6} {:>10}  {}\n",
+            "cell",
+            profile("profile"),
+            "wanted",
+            "found",
+            "per CPU-h",
+            "CPU-hours to fill"
+        );
+        for (stream, cell, cost) in self.cell_rows(samples) {
+            let rate = if stream.measured() {
+                short(cell.found as f64 / stream.counted_hours())
+            } else {
+                "-".to_string()
+            };
+            let fill = match cost {
+                CellCost::Filled => "filled by the sample".to_string(),
+                CellCost::Projected(interval) => interval.human(),
+                CellCost::NeverReached(Some(hours)) => {
+                    format!("never reached; more than {}", short(*hours))
+                }
+                CellCost::NeverReached(None) => "not sampled".to_string(),
+            };
+            text.push_str(&format!(
+                "  {:<22}{} {:>7} {:>6} {:>10}  {fill}\n",
+                describe(&cell.cell),
+                profile(stream.name()),
+                format!("{}+{}", cell.quota.train, cell.quota.test),
+                cell.found,
+                rate,
+            ));
+        }
+        text
+    }
+
+    /// The cells never reached in a few lines: how many, their bounds,
+    /// the first few named, and what to try (`more`: how to see more games).
+    pub(crate) fn human_never_reached(
+        &self,
+        samples: &[StreamSample],
+        indent: &str,
+        more: &str,
+    ) -> String {
+        let cells = self.never_reached_cells(samples);
+        if cells.is_empty() {
+            return String::new();
+        }
+        let bounds: Vec<f64> = self
+            .cell_rows(samples)
+            .filter_map(|(_, _, cost)| match cost {
+                CellCost::NeverReached(bound) => *bound,
+                _ => None,
+            })
+            .collect();
+        let bound = match (
+            bounds.iter().copied().reduce(f64::min),
+            bounds.iter().copied().reduce(f64::max),
+        ) {
+            (Some(low), Some(high)) if short(low) == short(high) => format!(
+                "; each needs more than {} CPU-hours at the 95% upper end of its rate",
+                short(low)
+            ),
+            (Some(low), Some(high)) => format!(
+                "; each needs more than {}-{} CPU-hours at the 95% upper end of its rate",
+                short(low),
+                short(high)
+            ),
+            _ => String::new(),
+        };
+        const NAMED: usize = 6;
+        let mut named: Vec<String> = cells.iter().take(NAMED).map(|c| describe(c)).collect();
+        if cells.len() > NAMED {
+            named.push(format!("... ({} more)", cells.len() - NAMED));
+        }
+        format!(
+            "{indent}{} cell{} never reached, left out of the total{bound}: {}\n{indent}to reach them: {more}, or {}\n",
+            cells.len(),
+            if cells.len() == 1 { "" } else { "s" },
+            named.join(", "),
+            reach_advice(&cells)
+        )
+    }
+}
+
+/// Which budget stopped a run short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Budget {
+    MaxGames,
+    MaxCpuHours,
+}
+
+/// For a run a budget stopped with cells unfilled: what they would cost
+/// at the rates its games measured, in lines for its summary and as JSON
+/// (`cost_of_unfilled`).
+pub(crate) fn unfilled(samples: &[StreamSample], seed: u64, budget: Budget) -> (String, Value) {
+    let projection = project(samples, seed);
+    let more = projection.total.minus(projection.spent);
+    let reached_unfilled = projection
+        .streams
+        .iter()
+        .flat_map(|s| &s.cells)
+        .filter(|c| matches!(c, CellCost::Projected(_)))
+        .count();
+    let most_games = projection
+        .streams
+        .iter()
+        .map(|s| s.games.high.ceil() as u64)
+        .max()
+        .unwrap_or(0);
+    let (raise, suggested) = match budget {
+        Budget::MaxCpuHours => (
+            format!(
+                "raise max_cpu_hours to about {} (the interval's upper end)",
+                short(projection.total.high)
+            ),
+            json!({"max_cpu_hours": round(projection.total.high)}),
+        ),
+        Budget::MaxGames => (
+            format!("raise max_games to about {most_games} (the interval's upper end)"),
+            json!({"max_games": most_games}),
+        ),
+    };
+    let mut text = String::new();
+    let mut json = projection.to_json(samples);
+    if reached_unfilled > 0 {
+        text.push_str(&format!(
+            "    at the rates these games measured, the {reached_unfilled} unfilled cell{} they reached need about {} more engine CPU-hours, {} in all: {raise}\n",
+            if reached_unfilled == 1 { "" } else { "s" },
+            more.human(),
+            short(projection.total.median),
+        ));
+        json["suggested"] = suggested;
+    }
+    text.push_str(&projection.human_never_reached(
+        samples,
+        "    ",
+        "raise the budget (`run --plan --plan-games N` measures more games first)",
+    ));
+    (text, json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(length: usize, found: usize, train: usize, test: usize) -> CellSample {
+        CellSample {
+            cell: Cell {
+                bin_lo: 1000,
+                bin_hi: 1100,
+                length,
+                mate: false,
+            },
+            quota: Quota { train, test },
+            found,
+            filled: found >= train + test,
+        }
+    }
+
+    fn stream(hours: f64, games: u64, cells: Vec<CellSample>) -> StreamSample {
+        StreamSample {
+            profile: None,
+            store: "store".to_string(),
+            games,
+            counted_cpu_seconds: hours * 3600.0,
+            spent_cpu_seconds: hours * 3600.0,
+            met: false,
+            cells,
+        }
+    }
+
+    /// The waiting time alone, from no games: 10 puzzles in 1 CPU-hour, 5
+    /// wanted: the mean wait is 5/10 h (a little more with the rate's
+    /// uncertainty), the median a little less.
+    #[test]
+    fn ten_puzzles_an_hour_fill_five_in_about_half_an_hour() {
+        let mut rng = seed::rng(1, Domain::GeneratePlan, Key::Run);
+        let mut draws: Vec<f64> = (0..DRAWS)
+            .map(|_| waiting_hours(&mut rng, 10, 1.0, 5))
+            .collect();
+        let mean = draws.iter().sum::<f64>() / DRAWS as f64;
+        let interval = Interval::of(&mut draws);
+        assert!((0.45..0.6).contains(&mean), "{mean}");
+        assert!((0.4..0.55).contains(&interval.median), "{interval:?}");
+        assert!(interval.low < 0.3 && interval.high > 0.8, "{interval:?}");
+    }
+
+    /// Through `project`: 10 found in 1 hour, 15 wanted: 5 more, so about
+    /// 1.5 hours in all; a ten times longer sample at the same rate gives
+    /// a narrower interval around the same projection (per puzzle).
+    #[test]
+    fn a_cell_is_projected_from_its_rate_and_a_longer_sample_narrows_it() {
+        let short_sample = project(&[stream(1.0, 20, vec![cell(1, 10, 10, 5)])], 7);
+        let CellCost::Projected(short_cell) = short_sample.streams[0].cells[0].clone() else {
+            panic!("{short_sample:?}")
+        };
+        assert!((1.4..1.6).contains(&short_cell.median), "{short_cell:?}");
+        assert_eq!(short_sample.total, short_cell);
+        assert_eq!(short_sample.streams[0].cpu_hours, short_cell);
+        // Games scale with CPU: 20 games per CPU-hour.
+        let games = short_sample.streams[0].games;
+        assert!((games.median / short_cell.median - 20.0).abs() < 1e-9);
+        let long_sample = project(&[stream(10.0, 200, vec![cell(1, 100, 100, 50)])], 7);
+        let long = long_sample.total.scaled(0.1);
+        assert!((1.4..1.6).contains(&long.median), "{long:?}");
+        assert!(long.high - long.low < short_cell.high - short_cell.low);
+    }
+
+    /// A stream stops at its slowest cell, the total sums the streams, a
+    /// filled cell costs nothing more, a stream that met its quotas costs
+    /// what it spent, and a cell never reached is left out with a bound.
+    #[test]
+    fn streams_wait_for_their_slowest_cell_and_never_reached_cells_are_bounded() {
+        let slow_and_fast = stream(
+            1.0,
+            10,
+            vec![cell(1, 10, 5, 5), cell(2, 2, 2, 2), cell(3, 20, 10, 5)],
+        );
+        let met = StreamSample {
+            met: true,
+            ..stream(0.5, 4, vec![cell(1, 3, 2, 1)])
+        };
+        let unreached = stream(2.0, 8, vec![cell(1, 4, 2, 2), cell(4, 0, 1, 1)]);
+        let samples = [slow_and_fast, met, unreached];
+        let plan = project(&samples, 3);
+        assert_eq!(plan, project(&samples, 3), "deterministic");
+        assert_ne!(plan.total, project(&samples, 4).total, "seeded");
+        let first = &plan.streams[0];
+        assert_eq!(first.cells[0], CellCost::Filled);
+        assert_eq!(first.cells[2], CellCost::Filled);
+        let CellCost::Projected(slow) = first.cells[1] else {
+            panic!("{first:?}")
+        };
+        // 2 more at 2 per hour: about an hour more.
+        assert!((1.7..2.3).contains(&slow.median), "{slow:?}");
+        assert_eq!(first.cpu_hours, slow, "the slowest cell's");
+        assert_eq!(plan.streams[1].cpu_hours, Interval::exact(0.5));
+        assert_eq!(plan.streams[1].games, Interval::exact(4.0));
+        // The third stream: its reached cell is filled, the other never
+        // reached: 2 wanted at the upper rate 1.92 / 2 h: 2 + 2.08 hours.
+        assert_eq!(plan.streams[2].cpu_hours, Interval::exact(2.0));
+        let CellCost::NeverReached(Some(bound)) = plan.streams[2].cells[1] else {
+            panic!("{plan:?}")
+        };
+        assert!((bound - (2.0 + 2.0 * 2.0 / 1.9207)).abs() < 0.01, "{bound}");
+        assert_eq!(plan.never_reached, 1);
+        assert!((plan.total.median - (slow.median + 2.5)).abs() < 0.1);
+        assert_eq!(plan.spent, 3.5);
+        let json = plan.to_json(&samples);
+        assert_eq!(json["cells_never_reached"], 1);
+        assert_eq!(json["total_excludes_never_reached"], true);
+        assert_eq!(json["per_cell"].as_array().map(Vec::len), Some(6));
+    }
+
+    #[test]
+    fn numbers_read_short() {
+        assert_eq!(short(0.0123), "0.012");
+        assert_eq!(short(0.42), "0.42");
+        assert_eq!(short(3.24), "3.2");
+        assert_eq!(short(75.4), "75");
+        assert_eq!(round(0.012345), 0.01235);
+        assert_eq!(round(1234.5), 1235.0);
+    }
+}

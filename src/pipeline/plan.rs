@@ -1,0 +1,278 @@
+//! `run --plan`: what a `[generate]` target will cost, from a short
+//! sample, before paying for it.
+//!
+//! Each profile that plays for the target takes its first games as `run`
+//! would (the batches already in the store reused, the missing ones played
+//! into it, the stopping rule applied), up to `--plan-games` per profile or
+//! `--plan-cpu-hours` in all. From the counted puzzles of each target cell
+//! and the engine CPU the games cost, [`crate::pipeline::cost`] projects
+//! the CPU-hours per cell and in total with a 90% interval, and names the
+//! cells the sample never reached. Nothing is wasted: the sample's games
+//! are the first games the run plays, so a run after the plan plays none of
+//! them again; and the same store gives the same plan, byte for byte.
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use crate::core::error::bad_input;
+use crate::core::fileio::write_atomic;
+use crate::core::summary::Summary;
+use crate::pipeline::config::PipelineConfig;
+use crate::pipeline::cost::{self, StreamSample};
+use crate::pipeline::stage::RunContext;
+
+/// The `run --plan` flags.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PlanArgs {
+    /// Instead of running, project what the `[generate]` target costs:
+    /// play (or reuse from the store) a short sample of each generation
+    /// profile's first games, then print the engine CPU-hours per cell and
+    /// in total, with a 90% interval, and the cells the sample never
+    /// reached; written to `<output_dir>/<release>.plan.json`. The run
+    /// afterwards plays none of the sample's games again.
+    #[arg(long, conflicts_with_all = ["shard", "strict", "force", "rewrite_release"])]
+    pub plan: bool,
+    /// Sample games per profile, rounded up to whole batches (default:
+    /// one batch, `generate.batch_games`; with only --plan-cpu-hours, up to
+    /// `generate.max_games`).
+    #[arg(long, requires = "plan", value_name = "N")]
+    pub plan_games: Option<u64>,
+    /// Sample about this many engine CPU-hours in all, split evenly across
+    /// the profiles (each stops after the batch that spends its share);
+    /// with --plan-games, whichever ends first.
+    #[arg(long, requires = "plan", value_name = "HOURS")]
+    pub plan_cpu_hours: Option<f64>,
+}
+
+/// Runs the sample and writes the plan. `ctx` is the run's context (no
+/// release folder is written); `tier` is `run --tier`.
+pub(crate) fn run_plan(
+    args: &PlanArgs,
+    config: &PipelineConfig,
+    config_path: &std::path::Path,
+    ctx: &RunContext,
+    tier: Option<&str>,
+) -> Result<Summary> {
+    if !config.generate.enabled {
+        return Err(bad_input(format!(
+            "run --plan projects what [generate]'s target costs, but [generate] is off in {}: set `[generate] enabled = true`",
+            config_path.display()
+        )));
+    }
+    if let Some(hours) = args.plan_cpu_hours.filter(|h| !(h.is_finite() && *h > 0.0)) {
+        return Err(bad_input(format!(
+            "--plan-cpu-hours must be a positive number of hours, not {hours}"
+        )));
+    }
+    let generate = &config.generate;
+    let games = match (args.plan_games, args.plan_cpu_hours) {
+        (Some(games), _) => games,
+        (None, Some(_)) => generate.max_games,
+        (None, None) => generate.batch_games,
+    };
+    let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
+    let engine = ctx.generate_engine()?;
+    let sections = config.generate_sections();
+    let samples = crate::pipeline::generate::sample(
+        &sections,
+        engine,
+        tier,
+        &earlier,
+        games,
+        args.plan_cpu_hours,
+    )?;
+    let seed = config.pipeline.seed;
+    let projection = cost::project(&samples, seed);
+    let workers = engine.pool.workers.max(1);
+    let release = ctx
+        .release_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+
+    let cells: usize = samples.iter().map(|s| s.cells.len()).sum();
+    let wanted: usize = samples
+        .iter()
+        .flat_map(|s| &s.cells)
+        .map(|c| c.quota.train + c.quota.test)
+        .sum();
+    let sample_games: u64 = samples.iter().map(|s| s.games).sum();
+    let mut plan = json!({
+        "target": {
+            "tier": generate.tier.as_deref().or(tier),
+            "cells": cells,
+            "puzzles_wanted": wanted,
+        },
+        "sample": {
+            "games_per_profile": games,
+            "cpu_hours_limit": args.plan_cpu_hours,
+            "games": sample_games,
+        },
+    });
+    let projected = projection.to_json(&samples);
+    for (key, value) in projected.as_object().into_iter().flatten() {
+        plan[key] = value.clone();
+    }
+    let wall = |hours: f64| cost::round(hours / workers as f64);
+    plan["engine_workers"] = json!(workers);
+    plan["wall_hours"] = json!({
+        "median": wall(projection.total.median),
+        "low": wall(projection.total.low),
+        "high": wall(projection.total.high),
+    });
+    let budget = Budget::of(config, &projection);
+    plan["budget"] = budget.to_json();
+    let never: Vec<_> = projected["per_cell"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["never_reached"] == true)
+        .cloned()
+        .collect();
+    plan["never_reached"] = json!(never);
+
+    let path = ctx
+        .release_dir
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
+        .join(format!("{release}.plan.json"));
+    write_atomic(
+        &path,
+        format!("{}\n", serde_json::to_string_pretty(&plan)?).as_bytes(),
+    )
+    .with_context(|| format!("writing the plan {}", path.display()))?;
+
+    let mut human = projection.human_table(&samples);
+    human.push_str(&headline(
+        &release,
+        &samples,
+        &projection,
+        wanted,
+        cells,
+        workers,
+    ));
+    human.push_str(&budget.human());
+    let more = format!(
+        "sample more games (--plan-games {})",
+        games.saturating_mul(4)
+    );
+    human.push_str(&projection.human_never_reached(&samples, "  ", &more));
+    human.push_str(&format!("  plan written to {}\n", path.display()));
+    Ok(Summary::new(
+        human,
+        json!({"command": "run --plan", "release": release, "plan_file": path, "plan": plan}),
+    ))
+}
+
+/// The lines that answer "what will it cost?".
+fn headline(
+    release: &str,
+    samples: &[StreamSample],
+    projection: &cost::Projection,
+    wanted: usize,
+    cells: usize,
+    workers: usize,
+) -> String {
+    let sample_games: u64 = samples.iter().map(|s| s.games).sum();
+    let profiles = samples.len();
+    let mut text = format!(
+        "plan for release {release}: {cells} target cells ({wanted} puzzles), from a sample of {sample_games} games{} costing {} engine CPU-hours (kept in the store: the run plays none of them again)\n",
+        if profiles > 1 {
+            format!(" of {profiles} profiles")
+        } else {
+            String::new()
+        },
+        cost::short(projection.spent),
+    );
+    let reached = if projection.never_reached > 0 {
+        let reached = cells - projection.never_reached;
+        format!(
+            " to fill the {reached} cell{} the sample reached",
+            if reached == 1 { "" } else { "s" }
+        )
+    } else {
+        " in all".to_string()
+    };
+    let total = projection.total;
+    text.push_str(&format!(
+        "  projected: {} engine CPU-hours (90% interval {}-{}){reached}; about {} hours of wall time with {workers} engine worker{}\n",
+        cost::short(total.median),
+        cost::short(total.low),
+        cost::short(total.high),
+        cost::short(total.median / workers as f64),
+        if workers == 1 { "" } else { "s" },
+    ));
+    text
+}
+
+/// The configured budgets against the projection.
+struct Budget {
+    max_games: u64,
+    games_chance: f64,
+    max_cpu_hours: Option<f64>,
+    cpu_chance: Option<f64>,
+    /// The upper ends of the interval: a budget that covers them.
+    games_high: f64,
+    cpu_high: f64,
+}
+
+impl Budget {
+    fn of(config: &PipelineConfig, projection: &cost::Projection) -> Budget {
+        let generate = &config.generate;
+        Budget {
+            max_games: generate.max_games,
+            games_chance: projection.chance_within_games(generate.max_games),
+            max_cpu_hours: generate.max_cpu_hours,
+            cpu_chance: generate
+                .max_cpu_hours
+                .map(|h| projection.chance_within_cpu(h)),
+            games_high: projection
+                .streams
+                .iter()
+                .map(|s| s.games.high.ceil())
+                .fold(0.0, f64::max),
+            cpu_high: projection.total.high,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "max_games": self.max_games,
+            "chance_within_max_games": cost::round(self.games_chance),
+            "max_cpu_hours": self.max_cpu_hours,
+            "chance_within_max_cpu_hours": self.cpu_chance.map(cost::round),
+            "covering_max_games": self.games_high,
+            "covering_max_cpu_hours": cost::round(self.cpu_high),
+        })
+    }
+
+    fn human(&self) -> String {
+        let percent = |p: f64| format!("{:.0}%", p * 100.0);
+        let mut text = format!(
+            "  budget: max_games = {} is enough with probability {}",
+            self.max_games,
+            percent(self.games_chance)
+        );
+        if self.games_chance < 0.95 {
+            text.push_str(&format!(" (about {} covers the interval)", self.games_high));
+        }
+        match (self.max_cpu_hours, self.cpu_chance) {
+            (Some(hours), Some(chance)) => {
+                text.push_str(&format!(
+                    "; max_cpu_hours = {hours} suffices with probability {}",
+                    percent(chance)
+                ));
+                if chance < 0.95 {
+                    text.push_str(&format!(
+                        " (about {} covers the interval)",
+                        cost::short(self.cpu_high)
+                    ));
+                }
+            }
+            _ => text.push_str("; no max_cpu_hours set"),
+        }
+        text.push('\n');
+        text
+    }
+}
