@@ -102,6 +102,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
             shard: None,
             config_dir: config_dir(&args.config),
             generated: None,
+            excluded_releases: None,
         };
         let tier = args.tier.as_deref();
         return crate::pipeline::plan::run_plan(&args.plan, &config, &args.config, &ctx, tier);
