@@ -88,6 +88,10 @@ pub(crate) enum Domain {
     /// The self-play seed of a named generation profile's games (a band's
     /// profile under `[generate]`). Key: [`Key::Name`], the profile name.
     GenerateProfileSeed,
+    /// A `maia:RATING?sample=1` player's move, drawn from the net's move
+    /// probabilities at temperature 1. Key: [`Key::Pair`], (repeat,
+    /// position).
+    EvalMaiaMove,
 }
 
 impl Domain {
@@ -111,6 +115,7 @@ impl Domain {
             Domain::RolloutRequestSeed => "rollout-request-seed",
             Domain::RolloutRetryJitter => "rollout-retry-jitter",
             Domain::GenerateProfileSeed => "generate-profile-seed",
+            Domain::EvalMaiaMove => "eval-maia-move",
         }
     }
 }
@@ -181,7 +186,7 @@ mod tests {
 
     /// Every domain, in pipeline order (`listed_at` makes a new domain a
     /// compile error until it is added here).
-    const ALL: [Domain; 16] = [
+    const ALL: [Domain; 17] = [
         Domain::IngestSample,
         Domain::SelfplayGame,
         Domain::RatePuzzle,
@@ -198,6 +203,7 @@ mod tests {
         Domain::RolloutRequestSeed,
         Domain::RolloutRetryJitter,
         Domain::GenerateProfileSeed,
+        Domain::EvalMaiaMove,
     ];
 
     fn listed_at(domain: Domain) -> usize {
@@ -218,6 +224,7 @@ mod tests {
             Domain::RolloutRequestSeed => 13,
             Domain::RolloutRetryJitter => 14,
             Domain::GenerateProfileSeed => 15,
+            Domain::EvalMaiaMove => 16,
         }
     }
 
