@@ -128,11 +128,17 @@ impl Placement {
         }
     }
 
-    /// `1534`, `below 1100`, `above 1900`.
-    pub fn label(&self, ratings: &[f64]) -> String {
+    /// `1534`, `below 1100`, `above 1900`; on a ladder that does not
+    /// separate the ratings (`separates` false), `among 1100-1900 (flat
+    /// ladder)` instead of a number that would mean nothing.
+    pub fn label(&self, ratings: &[f64], separates: bool) -> String {
+        let (lowest, highest) = (ratings[0], ratings[ratings.len() - 1]);
         match self {
-            Placement::Below => format!("below {}", ratings[0]),
-            Placement::Above => format!("above {}", ratings[ratings.len() - 1]),
+            Placement::Below => format!("below {lowest}"),
+            Placement::Above => format!("above {highest}"),
+            Placement::Within { .. } if !separates => {
+                format!("among {lowest}-{highest} (flat ladder)")
+            }
             Placement::Within { .. } => format!("{:.0}", self.rating().unwrap_or_default()),
         }
     }
@@ -212,18 +218,31 @@ pub(crate) struct HumanEquivalent {
     pub puzzle_accuracy_se: f64,
     /// `within`, `below` (maia:1100's accuracy) or `above` (maia:1900's).
     pub placement: &'static str,
-    /// The rating read (rounded to 1); null below or above the ladder.
+    /// The rating read (rounded to 1); null below or above the ladder, or
+    /// on a ladder that does not separate the ratings.
     pub rating: Option<f64>,
-    /// `1534`, `below 1100` or `above 1900`.
+    /// `1534`, `below 1100`, `above 1900`, or `among 1100-1900 (flat
+    /// ladder)`.
     pub label: String,
     /// The ratings where the fitted ladder equals the accuracy (two equal
-    /// numbers unless it is flat there); null below or above.
+    /// numbers unless it is flat there; all of them on a ladder that does
+    /// not separate the ratings); null below or above.
     pub span: Option<[f64; 2]>,
     /// The accuracy ± one standard error read the same way.
     pub interval_1se: [String; 2],
     /// The ladder the rating is read on: each net's overall puzzle
     /// accuracy after the isotonic fit, lowest rating first.
     pub fitted_ladder: Vec<f64>,
+    /// How much the fitted ladder rises from the lowest net to the highest.
+    pub ladder_rise: f64,
+    /// The rise it needs to separate the ratings: two standard errors of
+    /// the difference of two accuracies on these puzzles, `2 sqrt(2 p (1 -
+    /// p) / n)` at the nets' mean accuracy `p`.
+    pub ladder_rise_needed: f64,
+    /// Whether it rises that much. When not, no rating is read: the player
+    /// is below or above the ladder only outside the nine nets' own
+    /// accuracies, else among them.
+    pub ladder_separates: bool,
     pub method: &'static str,
 }
 
@@ -236,25 +255,46 @@ pub(crate) fn human_equivalent(ladder: &Ladder, overall: &CellMetrics) -> HumanE
         .map(|p| p.overall.puzzle_accuracy)
         .collect();
     let fitted = isotonic(&accuracies);
+    let rise = fitted[fitted.len() - 1] - fitted[0];
+    let mean = accuracies.iter().sum::<f64>() / accuracies.len() as f64;
+    let puzzles = ladder.players[0].overall.puzzles.max(1) as f64;
+    let needed = 2.0 * (2.0 * mean * (1.0 - mean) / puzzles).sqrt();
+    let separates = rise > 0.0 && rise >= needed;
     let accuracy = overall.puzzle_accuracy;
     let se = overall.puzzle_accuracy_se;
-    let place = placement(&ratings, &fitted, accuracy);
+    // A flat ladder has no slope to read a rating on: the player is below
+    // or above it only outside the nine nets' own accuracies.
+    let lowest = accuracies.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = accuracies.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let read = |accuracy: f64| match separates {
+        true => placement(&ratings, &fitted, accuracy),
+        false if accuracy < lowest => Placement::Below,
+        false if accuracy > highest => Placement::Above,
+        false => Placement::Within {
+            low: ratings[0],
+            high: ratings[ratings.len() - 1],
+        },
+    };
+    let place = read(accuracy);
     let round = |v: f64| v.round();
     HumanEquivalent {
         puzzle_accuracy: accuracy,
         puzzle_accuracy_se: se,
         placement: place.name(),
-        rating: place.rating().map(round),
-        label: place.label(&ratings),
+        rating: place.rating().filter(|_| separates).map(round),
+        label: place.label(&ratings, separates),
         span: match place {
             Placement::Within { low, high } => Some([round(low), round(high)]),
             _ => None,
         },
         interval_1se: [
-            placement(&ratings, &fitted, accuracy - se).label(&ratings),
-            placement(&ratings, &fitted, accuracy + se).label(&ratings),
+            read(accuracy - se).label(&ratings, separates),
+            read(accuracy + se).label(&ratings, separates),
         ],
         fitted_ladder: fitted,
+        ladder_rise: rise,
+        ladder_rise_needed: needed,
+        ladder_separates: separates,
         method: "isotonic fit of the nets' overall puzzle accuracy on rating, read backwards \
                  with straight lines between neighbouring nets",
     }
@@ -338,6 +378,21 @@ pub(crate) fn ladder_markdown(
         equivalent.interval_1se[0],
         equivalent.interval_1se[1],
     );
+    if !equivalent.ladder_separates {
+        let _ = writeln!(
+            md,
+            "> On these puzzles the ladder is flat: fitted, it rises {:.1} points from maia:{} to \
+             maia:{}, less than the {:.1} that two standard errors need, so it tells the nets' \
+             ratings apart no better than chance: no rating is read, and the player is below or \
+             above the ladder only outside the nine nets' own accuracies. The Maia-1 nets are \
+             trained separately, and their most likely moves need not solve more puzzles as the \
+             rating rises.\n",
+            100.0 * equivalent.ladder_rise,
+            ladder.players[0].rating,
+            ladder.players[ladder.players.len() - 1].rating,
+            100.0 * equivalent.ladder_rise_needed,
+        );
+    }
     let _ = writeln!(md, "{HUMAN_EQUIVALENT_NOTE}\n");
     if let Some(file) = picture {
         let _ = writeln!(md, "![Human ladder]({file})\n");
@@ -610,18 +665,81 @@ mod tests {
         assert_eq!(flat.rating(), Some(1550.0));
         assert_eq!(placement(&RATINGS, &fitted, 0.50).rating(), Some(1900.0));
         assert_eq!(placement(&RATINGS, &fitted, 0.30).rating(), Some(1100.0));
-        assert_eq!(
-            placement(&RATINGS, &fitted, 0.29).label(&RATINGS),
-            "below 1100"
-        );
-        assert_eq!(
-            placement(&RATINGS, &fitted, 0.9).label(&RATINGS),
-            "above 1900"
-        );
-        assert_eq!(placement(&RATINGS, &fitted, 0.31).label(&RATINGS), "1150");
+        let label =
+            |accuracy, separates| placement(&RATINGS, &fitted, accuracy).label(&RATINGS, separates);
+        assert_eq!(label(0.29, true), "below 1100");
+        assert_eq!(label(0.9, true), "above 1900");
+        assert_eq!(label(0.31, true), "1150");
+        assert_eq!(label(0.31, false), "among 1100-1900 (flat ladder)");
+        assert_eq!(label(0.9, false), "above 1900");
         // A ladder flat everywhere: the player at its level is in the middle.
         let level = [0.0; 9];
         assert_eq!(placement(&RATINGS, &level, 0.0).rating(), Some(1500.0));
         assert_eq!(placement(&RATINGS, &level, 0.1), Placement::Above);
+    }
+
+    fn cell(puzzles: usize, accuracy: f64) -> CellMetrics {
+        CellMetrics {
+            puzzles,
+            puzzle_accuracy: accuracy,
+            puzzle_accuracy_se: (accuracy * (1.0 - accuracy) / puzzles as f64).sqrt(),
+            positions: puzzles,
+            position_accuracy: accuracy,
+            illegal_rate: 0.0,
+            unparseable_rate: 0.0,
+            no_answer_rate: 0.0,
+            regret_positions: 0,
+            mean_score_loss: None,
+            mean_regret: None,
+            median_regret: None,
+        }
+    }
+
+    fn ladder_of(puzzles: usize, accuracies: [f64; 9]) -> Ladder {
+        Ladder {
+            models_dir: "models/maia".into(),
+            nets: Vec::new(),
+            players: RATINGS
+                .iter()
+                .zip(accuracies)
+                .map(|(&rating, accuracy)| LadderPlayer {
+                    rating: rating as u32,
+                    overall: cell(puzzles, accuracy),
+                    by_rating_bin: BTreeMap::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_ladder_that_does_not_rise_beyond_chance_gives_no_number() {
+        let rising = [0.30, 0.32, 0.34, 0.36, 0.38, 0.40, 0.42, 0.44, 0.46];
+        // 16 points of rise on 1,000 puzzles: needs 2 sqrt(2 * 0.38 * 0.62 / 1000) = 4.3.
+        let e = human_equivalent(&ladder_of(1000, rising), &cell(1000, 0.37));
+        assert!(e.ladder_separates, "{e:?}");
+        assert_eq!(e.label, "1450");
+        assert_eq!(e.rating, Some(1450.0));
+        // The same rise on 20 puzzles is within chance (needs 30.7).
+        let e = human_equivalent(&ladder_of(20, rising), &cell(20, 0.37));
+        assert!(!e.ladder_separates, "{e:?}");
+        assert_eq!(e.label, "among 1100-1900 (flat ladder)");
+        assert_eq!(e.rating, None);
+        assert_eq!(e.span, Some([1100.0, 1900.0]));
+        // Falling accuracies pool to one level: no rise at all. Outside the
+        // nets' own accuracies the player is still below or above them;
+        // inside, among them, even above the pooled level.
+        let falling = [0.68, 0.68, 0.69, 0.67, 0.67, 0.68, 0.67, 0.66, 0.65];
+        let flat = ladder_of(1500, falling);
+        let e = human_equivalent(&flat, &cell(1500, 0.9));
+        assert_eq!(e.ladder_rise, 0.0);
+        assert!(!e.ladder_separates);
+        assert_eq!(e.label, "above 1900");
+        assert_eq!(
+            human_equivalent(&flat, &cell(1500, 0.01)).label,
+            "below 1100"
+        );
+        let e = human_equivalent(&flat, &cell(1500, 0.685));
+        assert_eq!(e.label, "among 1100-1900 (flat ladder)");
+        assert_eq!(e.placement, "within");
     }
 }
