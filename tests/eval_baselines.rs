@@ -1,6 +1,7 @@
 //! The `random` and `engine` baseline players on 20 real Lichess puzzles,
 //! with regret from a real Stockfish (/usr/games/stockfish; the test fails
-//! without it), determinism of the report, and `compare` between them.
+//! without it), determinism of the report, and `compare` between them;
+//! the Maia players and the human ladder with the committed nets.
 
 use std::path::Path;
 use std::process::Command;
@@ -293,4 +294,189 @@ fn random_rollouts_end_on_engine_checkmate_or_move_limit() {
     assert!(summary["accepted_moves"].as_u64().unwrap() >= 20);
     assert!(summary["mean_regret"].as_f64().unwrap() > 0.0);
     assert!(out.join("moves.jsonl").exists());
+}
+
+/// Runs puzzleforge and returns its exit code and stderr.
+fn puzzleforge_fails(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `maia:1500` (the committed nets in models/maia) on 12 real puzzles:
+/// only legal moves, the same answers and report with 1 or 3 workers and
+/// from the cache, and report.json places it on the human ladder (the nine
+/// nets, their accuracy by rating bin, a human-equivalent rating), where
+/// its own net's row is its own figures. `?sample=1` draws reproducibly.
+#[test]
+fn maia_players_are_deterministic_legal_and_placed_on_the_human_ladder() {
+    let (dir, set, config) = sample_set(0..12, "[eval.regret]\nenabled = false\n");
+    let (set, config) = (set.as_str(), config.as_str());
+    let run = |name: &str, model: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "eval",
+            set,
+            "--model",
+            model,
+            "--config",
+            config,
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        (puzzleforge(&args), out)
+    };
+    let (summary, one) = run("one", "maia:1500", &["--workers", "1"]);
+    let (_, three) = run("three", "maia:1500", &["--workers", "3"]);
+    // Into the same folder again: every position from the cache.
+    let (_, again) = run("one", "maia:1500", &["--workers", "2"]);
+    let runtime: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(again.join("runtime.json")).unwrap()).unwrap();
+    let positions = jsonl(&one.join("positions.jsonl"));
+    assert_eq!(
+        runtime["maia_cached_positions"],
+        positions.len(),
+        "{runtime}"
+    );
+    assert_eq!(runtime["maia_computed_positions"], 0, "{runtime}");
+
+    let report = |out: &Path| {
+        let mut v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        v["config"]["config"]["client"]["workers"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(report(&one), report(&three));
+    assert_eq!(
+        std::fs::read(one.join("positions.jsonl")).unwrap(),
+        std::fs::read(three.join("positions.jsonl")).unwrap()
+    );
+    for record in &positions {
+        let fen: shakmaty::fen::Fen = record["fen"].as_str().unwrap().parse().unwrap();
+        let position: shakmaty::Chess =
+            fen.into_position(shakmaty::CastlingMode::Standard).unwrap();
+        let played = record["played"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{record}"));
+        let uci: shakmaty::uci::UciMove = played.parse().unwrap();
+        assert!(
+            uci.to_move(&position).is_ok(),
+            "illegal {played} in {record}"
+        );
+        assert!(["correct", "wrong"].contains(&record["verdict"].as_str().unwrap()));
+    }
+
+    let report = report(&one);
+    let ladder = &report["human_ladder"];
+    let players = ladder["players"].as_array().unwrap();
+    let ratings: Vec<u64> = players
+        .iter()
+        .map(|p| p["rating"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        ratings,
+        [1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900]
+    );
+    assert_eq!(ladder["nets"].as_array().unwrap().len(), 9);
+    for p in players {
+        assert_eq!(p["puzzles"], 12, "{p}");
+        assert!(!p["by_rating_bin"].as_object().unwrap().is_empty(), "{p}");
+    }
+    // The player is the ladder's 1500 net: the same answers, so the same
+    // figures overall and in every bin.
+    let own = &players[4];
+    for key in ["puzzle_accuracy", "position_accuracy", "by_rating_bin"] {
+        assert_eq!(own[key], ladder["model"][key], "{key}");
+    }
+    assert_eq!(
+        ladder["model"]["puzzle_accuracy"],
+        report["puzzle_accuracy"]
+    );
+    let equivalent = &ladder["human_equivalent_rating"];
+    let label = equivalent["label"].as_str().unwrap();
+    assert!(
+        ["below", "within", "above"].contains(&equivalent["placement"].as_str().unwrap()),
+        "{equivalent}"
+    );
+    assert_eq!(summary["human_equivalent_rating"]["label"], label);
+    let md = std::fs::read_to_string(one.join("report.md")).unwrap();
+    assert!(md.contains("## Human ladder (Maia-1)"), "{md}");
+    assert!(md.contains(&format!(
+        "| human-equivalent rating (Maia ladder) | {label} |"
+    )));
+    assert!(md.contains("](human_ladder.svg)"), "{md}");
+    let svg = std::fs::read_to_string(one.join("human_ladder.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("maia:1900"));
+
+    // Sampling at temperature 1: the same seed, the same draws.
+    let sampled = |name: &str| {
+        let (summary, out) = run(
+            name,
+            "maia:1500?sample=1",
+            &["--repeats", "2", "--no-ladder"],
+        );
+        assert_eq!(summary["illegal_rate"], 0.0);
+        assert!(summary["human_equivalent_rating"].is_null(), "{summary}");
+        let played: Vec<serde_json::Value> = jsonl(&out.join("positions.jsonl"))
+            .iter()
+            .map(|r| r["played"].clone())
+            .collect();
+        assert!(played.iter().all(|p| p.is_string()));
+        played
+    };
+    assert_eq!(sampled("sample-a"), sampled("sample-b"));
+}
+
+/// A rating with no net is refused (exit 2) naming the nine; a Maia player
+/// without its nets is refused; a baseline without them is reported with a
+/// note and no ladder.
+#[test]
+fn maia_players_need_a_rating_with_a_net() {
+    let (dir, set, config) = sample_set(0..3, "[eval.regret]\nenabled = false\n");
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let base = ["eval", set.as_str(), "--config", config.as_str(), "-o", out];
+    let (code, stderr) = puzzleforge_fails(&[&base[..], &["--model", "maia:1550"]].concat());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900"),
+        "{stderr}"
+    );
+    let nowhere = dir.path().join("no-nets");
+    let nowhere = nowhere.to_str().unwrap();
+    let (code, stderr) = puzzleforge_fails(
+        &[
+            &base[..],
+            &["--model", "maia:1500", "--maia-models", nowhere],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("maia-1500.pb.gz"), "{stderr}");
+    puzzleforge(&[&base[..], &["--model", "random", "--maia-models", nowhere]].concat());
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(Path::new(out).join("report.json")).unwrap())
+            .unwrap();
+    assert!(report["human_ladder"].is_null());
+    assert!(
+        report["notes"]
+            .to_string()
+            .contains("human ladder not computed"),
+        "{}",
+        report["notes"]
+    );
 }

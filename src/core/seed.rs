@@ -92,6 +92,10 @@ pub(crate) enum Domain {
     /// the cost of the cells a run left unfilled): each cell's rate from
     /// its posterior, then its waiting time. Key: [`Key::Run`].
     GeneratePlan,
+    /// A `maia:RATING?sample=1` player's move, drawn from the net's move
+    /// probabilities at temperature 1. Key: [`Key::Pair`], (repeat,
+    /// position).
+    EvalMaiaMove,
 }
 
 impl Domain {
@@ -116,6 +120,7 @@ impl Domain {
             Domain::RolloutRetryJitter => "rollout-retry-jitter",
             Domain::GenerateProfileSeed => "generate-profile-seed",
             Domain::GeneratePlan => "generate-plan",
+            Domain::EvalMaiaMove => "eval-maia-move",
         }
     }
 }
@@ -204,6 +209,7 @@ mod tests {
         Domain::RolloutRetryJitter,
         Domain::GenerateProfileSeed,
         Domain::GeneratePlan,
+        Domain::EvalMaiaMove,
     ];
 
     fn listed_at(domain: Domain) -> usize {
@@ -225,6 +231,7 @@ mod tests {
             Domain::RolloutRetryJitter => 14,
             Domain::GenerateProfileSeed => 15,
             Domain::GeneratePlan => 16,
+            Domain::EvalMaiaMove => 17,
         }
     }
 

@@ -926,10 +926,13 @@ impl Stage for Eval {
         json!({"eval": section, "seed": self.seed})
     }
 
+    /// The release's splits, and the Maia nets the eval reads (the
+    /// ladder's nine or the player's one) where they exist.
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(crate::stages::release::card::split_files(
-            &ctx.stage_dir(StageName::Release),
-        ))
+        let mut inputs =
+            crate::stages::release::card::split_files(&ctx.stage_dir(StageName::Release));
+        inputs.extend(crate::stages::eval::maia_inputs(&self.section));
+        Ok(inputs)
     }
 
     fn uses_engine(&self) -> bool {
@@ -952,6 +955,8 @@ impl Stage for Eval {
             config: None,
             retry_failed: false,
             no_regret: false,
+            no_ladder: false,
+            maia_models: None,
             engine: None,
             engine_workers: None,
         };
@@ -962,8 +967,9 @@ impl Stage for Eval {
         // A failed eval (too many calls without an answer) is not committed,
         // and the next run starts it again from an empty scratch folder: the
         // model's answers are kept beside the release instead, so that run
-        // asks only the calls that failed.
-        if config.cache_dir.is_none() && crate::stages::eval::calls_a_model(&config) {
+        // asks only the calls that failed (and the Maia nets' probabilities,
+        // so that another player on the same release finds them).
+        if config.cache_dir.is_none() && crate::stages::eval::keeps_a_cache(&config) {
             config.cache_dir = Some(ctx.release_dir.join("eval-cache"));
         }
         // The run's whole `[engine]` section (binary, options, workers,

@@ -198,7 +198,7 @@ impl PipelineConfig {
     }
 
     /// Resolves the paths of the file (output folder, sources, engine,
-    /// rating model) against its folder.
+    /// rating model, Maia nets) against its folder.
     fn resolve_paths(&mut self, config_path: &Path) {
         let resolve = |path: &mut PathBuf| *path = relative_to(config_path, path);
         resolve(&mut self.pipeline.output_dir);
@@ -206,6 +206,7 @@ impl PipelineConfig {
         self.sources.games.iter_mut().for_each(resolve);
         self.engine.path.iter_mut().for_each(resolve);
         self.rate.model.iter_mut().for_each(resolve);
+        resolve(&mut self.eval.maia.models_dir);
         (self.verify.second_engine.iter_mut()).for_each(|second| resolve(&mut second.path));
         self.generate.exclude.iter_mut().for_each(resolve);
     }

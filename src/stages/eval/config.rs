@@ -1,5 +1,6 @@
 //! The `[eval]` section of `pipeline.toml`: the player, templates, client,
-//! prices, regret search and the engine behind baselines and regret.
+//! prices, regret search, the human-move nets and the engine behind
+//! baselines and regret.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -38,6 +39,30 @@ impl Default for RegretConfig {
     }
 }
 
+/// `[eval.maia]`: the Maia-1 human-move nets behind the `maia:RATING`
+/// players and the human ladder every report places its player on.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MaiaConfig {
+    /// The folder holding `maia-1100.pb.gz` .. `maia-1900.pb.gz` (under
+    /// `run`, relative to the config file's folder; for the `eval` command,
+    /// to the working directory).
+    pub models_dir: PathBuf,
+    /// Play the nine nets on the run's positions and place the player among
+    /// them (a human-equivalent rating). On by default; a run whose
+    /// `models_dir` does not exist says so in its notes and skips it.
+    pub ladder: bool,
+}
+
+impl Default for MaiaConfig {
+    fn default() -> Self {
+        Self {
+            models_dir: PathBuf::from(crate::maia::DEFAULT_MODELS_DIR),
+            ladder: true,
+        }
+    }
+}
+
 /// The `[eval]` section of the pipeline config.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(deny_unknown_fields, default)]
@@ -60,6 +85,8 @@ pub struct EvalConfig {
     pub engine_player_nodes: u64,
     /// The engine behind the baseline player and regret.
     pub engine: EngineConfig,
+    /// The human-move nets: `maia:RATING` players and the human ladder.
+    pub maia: MaiaConfig,
 }
 
 impl Default for EvalConfig {
@@ -76,6 +103,7 @@ impl Default for EvalConfig {
             regret: RegretConfig::default(),
             engine_player_nodes: 1_000_000,
             engine: EngineConfig::default(),
+            maia: MaiaConfig::default(),
         }
     }
 }

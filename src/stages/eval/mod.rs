@@ -1,13 +1,16 @@
 //! `puzzleforge eval`: asks a model (or a baseline player) every solver
 //! position of a puzzle set and reports accuracy, illegal and unparseable
 //! rates and engine regret, broken down by rating, theme, solver length,
-//! move index and template. `compare` tests two runs against each other;
-//! `rollout` plays short games against Stockfish.
+//! move index and template, and places the player on the human ladder (the
+//! nine Maia-1 nets on the same positions). `compare` tests two runs
+//! against each other; `rollout` plays short games against Stockfish.
 
 pub(crate) mod client;
 pub mod compare;
 pub mod config;
 pub(crate) mod engine_ops;
+pub(crate) mod human;
+pub(crate) mod ladder;
 pub(crate) mod metrics;
 pub mod parse;
 pub(crate) mod players;
@@ -31,6 +34,7 @@ use crate::core::summary::Summary;
 use crate::engine::settings::EngineArgs;
 use client::{ChatClient, Endpoint, default_cache_dir};
 use config::{EvalConfig, EvalEngine};
+use human::Policies;
 use metrics::{PositionRecord, Verdict};
 use parse::{Parsed, parse_reply};
 use players::{Answer, ModelSpec, Tally, ask_model, random_move, request_seed, run_parallel};
@@ -46,8 +50,9 @@ pub struct EvalArgs {
     /// A release folder (its test split unless --split train) or a puzzle file (CSV/JSONL, .zst ok).
     #[serde(skip)]
     pub set: PathBuf,
-    /// openai:MODEL@BASE_URL, engine:stockfish?elo=E&nodes=N, or random
-    /// (default: the config's eval.model).
+    /// openai:MODEL@BASE_URL, engine:stockfish?elo=E&nodes=N, maia:RATING
+    /// (1100..1900; ?sample=1 to draw at temperature 1), or random (default:
+    /// the config's eval.model).
     #[arg(long)]
     pub model: Option<String>,
     /// paper-json, epoch, or a template file; repeat the flag to run several
@@ -77,7 +82,7 @@ pub struct EvalArgs {
     #[arg(long)]
     #[serde(skip)]
     pub limit: Option<usize>,
-    /// Concurrent model calls.
+    /// Concurrent model calls (threads of the Maia nets).
     #[arg(long)]
     #[serde(rename = "client.workers")]
     pub workers: Option<usize>,
@@ -94,6 +99,14 @@ pub struct EvalArgs {
     #[arg(long)]
     #[serde(rename = "regret.enabled", serialize_with = "switch_off")]
     pub no_regret: bool,
+    /// Skip the human ladder (the nine Maia nets on the same positions).
+    #[arg(long)]
+    #[serde(rename = "maia.ladder", serialize_with = "switch_off")]
+    pub no_ladder: bool,
+    /// Folder of the Maia nets (default: the config's eval.maia.models_dir, models/maia).
+    #[arg(long, value_name = "DIR")]
+    #[serde(rename = "maia.models_dir")]
+    pub maia_models: Option<PathBuf>,
     /// Engine executable or definition file (default: config, /usr/games/stockfish, PATH).
     #[arg(long, value_name = "PATH")]
     #[serde(skip)]
@@ -179,6 +192,7 @@ fn answer_jobs(
     prompt: &PromptSpec,
     tasks: &[PositionTask],
     jobs: &[Job],
+    policies: Option<&Policies>,
     notes: &mut Vec<String>,
 ) -> Result<(Vec<Answer>, u64, Option<String>)> {
     let bar = crate::core::progress::items(jobs.len() as u64, "eval");
@@ -243,6 +257,42 @@ fn answer_jobs(
             (answers, client.http_requests(), None)
         }
         ModelSpec::Engine { .. } => engine_answers(model, config, engine, tasks, jobs, notes)?,
+        ModelSpec::Maia { rating, sample } => {
+            let policies = policies.ok_or_else(|| anyhow::anyhow!("no Maia probabilities"))?;
+            let net = policies
+                .net_of(*rating)
+                .ok_or_else(|| anyhow::anyhow!("no Maia net of rating {rating}"))?;
+            notes.push(match sample {
+                false => format!(
+                    "maia:{rating} plays the net's most likely move: what a typical player rated \
+                     {rating} on Lichess plays (deterministic)"
+                ),
+                true => format!(
+                    "maia:{rating}?sample=1 plays a move drawn from the net's probabilities at \
+                     temperature 1, seeded by the run (each repeat draws its own)"
+                ),
+            });
+            let answers = jobs
+                .iter()
+                .map(|job| {
+                    let policy = &policies.positions[job.task];
+                    let reply = if *sample {
+                        let key = Key::Pair(u64::from(job.repeat), job.task as u64);
+                        let mut rng = seed::rng(config.seed, Domain::EvalMaiaMove, key);
+                        policy.sampled_move(net, &mut rng)
+                    } else {
+                        policy.top_move(net)
+                    };
+                    let answer = Answer {
+                        reply: reply.map(str::to_string),
+                        ..Default::default()
+                    };
+                    progress(&tasks[job.task], &answer);
+                    answer
+                })
+                .collect();
+            (answers, 0, None)
+        }
     };
     bar.finish_and_clear();
     Ok(result)
@@ -304,8 +354,34 @@ pub(crate) fn run_eval_with(
         .with_context(|| format!("creating run folder {}", args.output.display()))?;
 
     let mut notes = Vec::new();
+    let cache = config
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| default_cache_dir(&args.output));
+    let ladder_policies = ladder_policies(&config, &puzzles, &tasks, &cache, &mut notes);
+    // A Maia player reads its net among the ladder's nine when they ran.
+    let own_policies = match &model {
+        ModelSpec::Maia { rating, .. } if ladder_policies.is_none() => Some(human::policies(
+            &config.maia.models_dir,
+            &[*rating],
+            &puzzles,
+            &tasks,
+            Some(&cache),
+            config.client.workers,
+        )?),
+        _ => None,
+    };
     let (answers, http_requests, mut engine_id) = answer_jobs(
-        &model, &config, args, engine, &templates, &prompt, &tasks, &jobs, &mut notes,
+        &model,
+        &config,
+        args,
+        engine,
+        &templates,
+        &prompt,
+        &tasks,
+        &jobs,
+        own_policies.as_ref().or(ladder_policies.as_ref()),
+        &mut notes,
     )?;
     let mut records: Vec<PositionRecord> = jobs
         .iter()
@@ -327,6 +403,19 @@ pub(crate) fn run_eval_with(
             Err(e) => notes.push(format!("regret not computed: {e:#}")),
         }
     }
+    let maia_positions = own_policies
+        .as_ref()
+        .or(ladder_policies.as_ref())
+        .map(|p| (p.cached, p.positions.len() - p.cached));
+    let ladder = ladder_policies.map(|policies| {
+        ladder::ladder(
+            &policies,
+            &config.maia.models_dir,
+            &puzzles,
+            &tasks,
+            config.rating_bin_width,
+        )
+    });
     let output = RunOutput {
         records,
         answers,
@@ -334,6 +423,8 @@ pub(crate) fn run_eval_with(
         http_requests,
         notes,
         engine_id,
+        ladder,
+        maia_positions,
     };
     let run = report::RunInfo {
         model: model.label(),
@@ -358,6 +449,80 @@ pub(crate) fn run_eval_with(
         &args.output,
     )?;
     Ok(summary)
+}
+
+/// The nine Maia nets' probabilities on every task, for the human ladder:
+/// `None` (and a note saying why) when the ladder is off, the nets' folder
+/// does not exist or the nets cannot run; the player is reported either way.
+fn ladder_policies(
+    config: &EvalConfig,
+    puzzles: &[Puzzle],
+    tasks: &[PositionTask],
+    cache: &Path,
+    notes: &mut Vec<String>,
+) -> Option<Policies> {
+    if !config.maia.ladder {
+        return None;
+    }
+    let dir = &config.maia.models_dir;
+    if !dir.is_dir() {
+        notes.push(format!(
+            "human ladder not computed: no Maia nets folder {} (eval.maia.models_dir)",
+            dir.display()
+        ));
+        return None;
+    }
+    let ratings = crate::maia::MAIA_RATINGS;
+    match human::policies(
+        dir,
+        &ratings,
+        puzzles,
+        tasks,
+        Some(cache),
+        config.client.workers,
+    ) {
+        Ok(policies) => Some(policies),
+        Err(e) => {
+            notes.push(format!("human ladder not computed: {e:#}"));
+            None
+        }
+    }
+}
+
+/// Whether the eval keeps answers or the Maia nets' probabilities in its
+/// cache: a model behind an HTTP endpoint, a Maia player or the human
+/// ladder (`run` keeps that cache beside the release).
+pub(crate) fn keeps_a_cache(config: &EvalConfig) -> bool {
+    calls_a_model(config)
+        || config.maia.ladder
+        || matches!(
+            config.model.as_deref().map(ModelSpec::parse),
+            Some(Ok(ModelSpec::Maia { .. }))
+        )
+}
+
+/// The Maia net files an eval with `config` reads, those that exist: the
+/// nine of the ladder, or a Maia player's own (`run` fingerprints the eval
+/// stage with them).
+pub(crate) fn maia_inputs(config: &EvalConfig) -> Vec<PathBuf> {
+    let ratings: Vec<u32> = if config.maia.ladder && config.maia.models_dir.is_dir() {
+        crate::maia::MAIA_RATINGS.to_vec()
+    } else {
+        match config.model.as_deref().map(ModelSpec::parse) {
+            Some(Ok(ModelSpec::Maia { rating, .. })) => vec![rating],
+            _ => Vec::new(),
+        }
+    };
+    ratings
+        .into_iter()
+        .map(|r| {
+            config
+                .maia
+                .models_dir
+                .join(crate::maia::weight_file_name(r))
+        })
+        .filter(|path| path.is_file())
+        .collect()
 }
 
 /// Whether the configured player is a model behind an HTTP endpoint (whose

@@ -1,5 +1,6 @@
 //! The players an eval can ask: an OpenAI-compatible model, a uniform
-//! random mover, and (see `engine_player`) a Stockfish baseline.
+//! random mover, a Stockfish baseline (`engine_ops`) and a Maia-1 human
+//! player of a given rating (`human`).
 
 use anyhow::Result;
 use rand::{Rng, RngCore};
@@ -14,6 +15,7 @@ use super::prompt::{PromptSpec, Template};
 use super::task::PositionView;
 use crate::core::error::bad_input;
 use crate::core::seed::{self, Domain, Key};
+use crate::maia::MAIA_RATINGS;
 
 /// Which player an eval asks, from `--model`.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +30,12 @@ pub(crate) enum ModelSpec {
     },
     /// `random`
     Random,
+    /// `maia:1500` (or `maia:1500?sample=1`): the Maia-1 net of that
+    /// Lichess rating. By default it plays the net's most likely move (what
+    /// a typical player of the rating plays; deterministic); with
+    /// `sample=1` a move drawn from the net's probabilities at temperature
+    /// 1, seeded by the run (`Domain::EvalMaiaMove`).
+    Maia { rating: u32, sample: bool },
 }
 
 impl ModelSpec {
@@ -38,6 +46,9 @@ impl ModelSpec {
         if spec.starts_with("openai:") {
             let Endpoint { model, base_url } = parse_openai_spec(spec)?;
             return Ok(ModelSpec::OpenAi { model, base_url });
+        }
+        if let Some(rest) = spec.strip_prefix("maia:") {
+            return parse_maia(spec, rest);
         }
         if let Some(rest) = spec.strip_prefix("engine:") {
             let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
@@ -75,7 +86,7 @@ impl ModelSpec {
             });
         }
         Err(bad_input(format!(
-            "model {spec:?}: expected openai:MODEL@BASE_URL, engine:stockfish?..., or random"
+            "model {spec:?}: expected openai:MODEL@BASE_URL, engine:stockfish?..., maia:RATING, or random"
         )))
     }
 
@@ -100,8 +111,52 @@ impl ModelSpec {
                 format!("engine:stockfish?{}", parts.join("&"))
             }
             ModelSpec::Random => "random".into(),
+            ModelSpec::Maia { rating, sample } => match sample {
+                true => format!("maia:{rating}?sample=1"),
+                false => format!("maia:{rating}"),
+            },
         }
     }
+}
+
+/// `maia:RATING[?sample=0|1]`, `rest` being what follows `maia:`.
+fn parse_maia(spec: &str, rest: &str) -> Result<ModelSpec> {
+    let (rating, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let valid = || {
+        MAIA_RATINGS
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let rating = rating
+        .parse::<u32>()
+        .ok()
+        .filter(|r| MAIA_RATINGS.contains(r))
+        .ok_or_else(|| {
+            bad_input(format!(
+                "model {spec:?}: no Maia net of rating {rating:?}; the nine are {}",
+                valid()
+            ))
+        })?;
+    let mut sample = false;
+    for param in query.split('&').filter(|p| !p.is_empty()) {
+        match param.split_once('=').unwrap_or((param, "")) {
+            ("sample", "1") => sample = true,
+            ("sample", "0") => sample = false,
+            ("sample", value) => {
+                return Err(bad_input(format!(
+                    "model {spec:?}: sample={value:?}: expected 0 (the net's most likely move) or 1 (a seeded draw at temperature 1)"
+                )));
+            }
+            (key, _) => {
+                return Err(bad_input(format!(
+                    "model {spec:?}: unknown parameter {key:?} (sample)"
+                )));
+            }
+        }
+    }
+    Ok(ModelSpec::Maia { rating, sample })
 }
 
 /// A player's reply to one position.
@@ -218,6 +273,31 @@ mod tests {
             ModelSpec::parse("openai:x@http://127.0.0.1:8080/v1").unwrap(),
             ModelSpec::OpenAi { .. }
         ));
+        for (spec, rating, sample) in [
+            ("maia:1100", 1100, false),
+            ("maia:1900?sample=1", 1900, true),
+            ("maia:1500?sample=0", 1500, false),
+        ] {
+            let parsed = ModelSpec::parse(spec).unwrap();
+            assert_eq!(parsed, ModelSpec::Maia { rating, sample });
+            assert_eq!(ModelSpec::parse(&parsed.label()).unwrap(), parsed);
+        }
+        for bad in [
+            "maia:1550",
+            "maia:2000",
+            "maia:",
+            "maia:x",
+            "maia:1500?sample=2",
+            "maia:1500?t=1",
+        ] {
+            let error = ModelSpec::parse(bad).unwrap_err().to_string();
+            assert!(error.contains(bad), "{error}");
+        }
+        let error = ModelSpec::parse("maia:1000").unwrap_err().to_string();
+        assert!(
+            error.contains("1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::config::EvalConfig;
+use super::ladder::{self, Ladder};
 use super::metrics::{self, Breakdowns, CellMetrics, PositionRecord, breakdowns};
 use super::players::Answer;
 use super::task::Job;
@@ -29,6 +30,11 @@ pub(crate) struct RunOutput {
     pub http_requests: u64,
     pub notes: Vec<String>,
     pub engine_id: Option<String>,
+    /// The nine Maia nets on the same positions, when they ran.
+    pub ladder: Option<Ladder>,
+    /// Positions whose Maia probabilities came from the cache, and those
+    /// the nets ran on (when any net was used).
+    pub maia_positions: Option<(usize, usize)>,
 }
 
 /// What was run, as recorded in `config.json` and `report.json`.
@@ -140,10 +146,10 @@ pub(crate) fn write_run(
     write_jsonl(&dir.join("positions.jsonl"), records)?;
     write_calls(dir, output, tasks)?;
     write_runtime(dir, output, wall)?;
-    let pictures = draw_pictures(dir, run, &b, records)?;
-    let md = markdown(run, &b, &verdicts, &usage, &output.notes, &pictures);
+    let pictures = draw_pictures(dir, run, &b, records, output.ladder.as_ref())?;
+    let md = markdown(run, output, &b, &verdicts, &usage, &pictures);
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
-    Ok(command_summary(dir, run, output, &b.overall))
+    Ok(command_summary(dir, run, output, &b))
 }
 
 /// How many answers got each verdict.
@@ -200,6 +206,13 @@ fn report_json(
         map.insert("engine".into(), json!(output.engine_id));
         map.insert("notes".into(), json!(output.notes));
         map.insert("breakdowns".into(), json!(b.by));
+        map.insert(
+            "human_ladder".into(),
+            output
+                .ladder
+                .as_ref()
+                .map_or(Value::Null, |l| ladder::ladder_json(l, &run.model, b)),
+        );
         map.insert("config".into(), serde_json::to_value(run)?);
     }
     Ok(report)
@@ -257,6 +270,8 @@ fn write_runtime(dir: &Path, output: &RunOutput, wall: Duration) -> Result<()> {
         "fresh_calls": latencies.len(),
         "latency_ms_mean": metrics::mean(&latencies),
         "latency_ms_median": metrics::median(&latencies),
+        "maia_cached_positions": output.maia_positions.map(|(cached, _)| cached),
+        "maia_computed_positions": output.maia_positions.map(|(_, run)| run),
     });
     write_atomic(
         &dir.join("runtime.json"),
@@ -265,8 +280,13 @@ fn write_runtime(dir: &Path, output: &RunOutput, wall: Duration) -> Result<()> {
 }
 
 /// The command's summary: a human line and the headline figures.
-fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, o: &CellMetrics) -> Summary {
-    let human = format!(
+fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, b: &Breakdowns) -> Summary {
+    let o = &b.overall;
+    let equivalent = output
+        .ladder
+        .as_ref()
+        .map(|l| ladder::human_equivalent(l, o));
+    let mut human = format!(
         "eval {}: {} puzzles, {} positions -> puzzle accuracy {} (± {}), position accuracy {}, illegal {}, unparseable {}, mean score loss {} (mean regret {} cp, median {} cp)\nreport: {}",
         run.model,
         o.puzzles,
@@ -281,22 +301,34 @@ fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, o: &CellMetric
         fmt_opt(o.median_regret),
         dir.join("report.md").display()
     );
+    if let Some(e) = &equivalent {
+        let _ = write!(
+            human,
+            "\nhuman-equivalent rating (Maia ladder): {} (± 1 se: {} to {})",
+            e.label, e.interval_1se[0], e.interval_1se[1]
+        );
+    }
     let mut json = headline(o);
     if let Value::Object(map) = &mut json {
         map.insert("run_dir".into(), json!(dir.display().to_string()));
         map.insert("http_requests".into(), json!(output.http_requests));
+        map.insert(
+            "human_equivalent_rating".into(),
+            json!(equivalent.map(|e| json!({"label": e.label, "rating": e.rating}))),
+        );
     }
     Summary::new(human, json)
 }
 
 fn markdown(
     run: &RunInfo,
+    output: &RunOutput,
     b: &Breakdowns,
     verdicts: &BTreeMap<&str, usize>,
     usage: &Usage,
-    notes: &[String],
     pictures: &[(&str, &str)],
 ) -> String {
+    let notes = &output.notes;
     let Usage {
         prompt_tokens,
         completion_tokens,
@@ -324,6 +356,13 @@ fn markdown(
         pct(o.puzzle_accuracy_se)
     );
     let _ = writeln!(md, "| position accuracy | {} |", pct(o.position_accuracy));
+    if let Some(l) = &output.ladder {
+        let _ = writeln!(
+            md,
+            "| human-equivalent rating (Maia ladder) | {} |",
+            ladder::human_equivalent(l, o).label
+        );
+    }
     let _ = writeln!(md, "| illegal rate | {} |", pct(o.illegal_rate));
     let _ = writeln!(md, "| unparseable rate | {} |", pct(o.unparseable_rate));
     let _ = writeln!(md, "| no-answer rate | {} |", pct(o.no_answer_rate));
@@ -353,11 +392,23 @@ fn markdown(
     for note in notes {
         let _ = writeln!(md, "> {note}\n");
     }
-    if !pictures.is_empty() {
-        for (title, file) in pictures {
+    // The ladder's picture goes with its section.
+    let top: Vec<&(&str, &str)> = pictures
+        .iter()
+        .filter(|(_, file)| *file != LADDER_PICTURE)
+        .collect();
+    if !top.is_empty() {
+        for (title, file) in top {
             let _ = writeln!(md, "![{title}]({file})");
         }
         md.push('\n');
+    }
+    if let Some(l) = &output.ladder {
+        let picture = pictures
+            .iter()
+            .any(|(_, file)| *file == LADDER_PICTURE)
+            .then_some(LADDER_PICTURE);
+        ladder::ladder_markdown(&mut md, l, &run.model, b, picture);
     }
     for (dimension, cells) in &b.by {
         let _ = writeln!(md, "## By {}\n", dimension.replace('_', " "));
@@ -409,6 +460,7 @@ fn draw_pictures(
     run: &RunInfo,
     b: &Breakdowns,
     records: &[PositionRecord],
+    human_ladder: Option<&Ladder>,
 ) -> Result<Vec<(&'static str, &'static str)>> {
     let mut drawn = Vec::new();
     let rating_cells = b.by.get("rating_bin").cloned().unwrap_or_default();
@@ -481,6 +533,11 @@ fn draw_pictures(
         )?;
         drawn.push((title, file));
     }
+    if let Some(l) = human_ladder
+        && ladder::draw_ladder(&dir.join(LADDER_PICTURE), l, &run.model, b)?
+    {
+        drawn.push(("Human ladder", LADDER_PICTURE));
+    }
     // A picture an earlier run into this folder drew, and this one does
     // not, would be read as this run's.
     for file in PICTURES {
@@ -495,11 +552,16 @@ fn draw_pictures(
     Ok(drawn)
 }
 
+/// The human ladder's picture (accuracy by rating bin of the nine Maia
+/// nets and the player; the human-equivalent rating).
+const LADDER_PICTURE: &str = "human_ladder.svg";
+
 /// Every picture a report may hold.
-const PICTURES: [&str; 3] = [
+const PICTURES: [&str; 4] = [
     "accuracy_by_rating.svg",
     "regret_distribution.svg",
     "illegal_rate_by_template.svg",
+    LADDER_PICTURE,
 ];
 
 /// How the report's regret figures read, under the headline table.

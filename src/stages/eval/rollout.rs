@@ -487,6 +487,7 @@ fn rollout_client(
         ModelSpec::Engine { .. } => {
             Err(bad_input("rollout plays a model or random, not the engine"))
         }
+        ModelSpec::Maia { .. } => Err(bad_input("rollout plays a model or random, not a Maia net")),
     }
 }
 

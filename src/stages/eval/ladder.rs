@@ -1,0 +1,745 @@
+//! The human ladder: the nine Maia-1 nets (Lichess ratings 1100-1900) play
+//! the run's positions, each its most likely move, and the report sets the
+//! evaluated player beside them: their accuracies by rating bin, a
+//! human-equivalent rating (where the player's puzzle accuracy falls among
+//! the nine) and a picture.
+
+use anyhow::{Context, Result};
+use plotters::prelude::*;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::BASELINE_TEMPLATE;
+use super::human::{NetFile, Policies};
+use super::metrics::{self, Breakdowns, CellMetrics};
+use super::players::Answer;
+use super::prompt::Template;
+use super::task::{Job, PositionTask};
+use crate::chess::record::Puzzle;
+use crate::core::fileio::write_atomic;
+
+/// How the ladder's nets choose, and what the rating means, for the report.
+pub(crate) const HUMAN_EQUIVALENT_NOTE: &str = "Each Maia net plays its most likely move (a \
+typical player of its rating; deterministic). The human-equivalent rating is where the player's \
+overall puzzle accuracy falls on the ladder: the nine nets' overall puzzle accuracies, made \
+non-decreasing in rating where a lower net scores above a higher one (isotonic regression: \
+neighbours pooled to their mean), joined by straight lines between neighbouring ratings and read \
+backwards. Below maia:1100's accuracy it reads \"below 1100\", above maia:1900's \"above 1900\"; \
+where the fitted ladder is flat at the player's accuracy, the middle of the flat stretch. The \
+interval reads the player's accuracy ± one standard error the same way. It places the player \
+among the nets on these puzzles: it is not a Lichess rating.";
+
+/// One net's results on the run's positions.
+#[derive(Clone, Debug)]
+pub(crate) struct LadderPlayer {
+    pub rating: u32,
+    pub overall: CellMetrics,
+    pub by_rating_bin: BTreeMap<String, CellMetrics>,
+}
+
+/// The nine nets on the run's positions.
+#[derive(Clone, Debug)]
+pub(crate) struct Ladder {
+    pub models_dir: String,
+    pub nets: Vec<NetFile>,
+    pub players: Vec<LadderPlayer>,
+}
+
+impl LadderPlayer {
+    pub fn name(&self) -> String {
+        format!("maia:{}", self.rating)
+    }
+}
+
+/// Every net's most likely move on every task, judged as the player's
+/// answers are, and its figures overall and by rating bin.
+pub(crate) fn ladder(
+    policies: &Policies,
+    models_dir: &Path,
+    puzzles: &[Puzzle],
+    tasks: &[PositionTask],
+    rating_bin_width: i32,
+) -> Ladder {
+    let template = Template::File {
+        name: BASELINE_TEMPLATE.into(),
+        text: String::new(),
+    };
+    let players = policies
+        .nets
+        .iter()
+        .enumerate()
+        .map(|(net, file)| {
+            let records: Vec<_> = tasks
+                .iter()
+                .enumerate()
+                .map(|(i, task)| {
+                    let answer = Answer {
+                        reply: policies.positions[i].top_move(net).map(str::to_string),
+                        ..Default::default()
+                    };
+                    let job = Job {
+                        template: 0,
+                        repeat: 0,
+                        task: i,
+                    };
+                    super::record_of(puzzles, task, &template, &job, &answer)
+                })
+                .collect();
+            let all: Vec<_> = records.iter().collect();
+            LadderPlayer {
+                rating: file.rating,
+                overall: metrics::cell_metrics(&all),
+                by_rating_bin: metrics::group(&records, "rating_bin", rating_bin_width)
+                    .into_iter()
+                    .map(|(cell, rs)| (cell, metrics::cell_metrics(&rs)))
+                    .collect(),
+            }
+        })
+        .collect();
+    Ladder {
+        models_dir: models_dir.display().to_string(),
+        nets: policies.nets.clone(),
+        players,
+    }
+}
+
+/// Where an accuracy falls on the fitted ladder.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Placement {
+    Below,
+    Above,
+    /// The ratings where the fitted ladder equals the accuracy: one point
+    /// where it rises, a stretch where it is flat.
+    Within {
+        low: f64,
+        high: f64,
+    },
+}
+
+impl Placement {
+    /// The rating read: the middle of the stretch.
+    pub fn rating(&self) -> Option<f64> {
+        match self {
+            Placement::Within { low, high } => Some((low + high) / 2.0),
+            _ => None,
+        }
+    }
+
+    /// `1534`, `below 1100`, `above 1900`; on a ladder that does not
+    /// separate the ratings (`separates` false), `among 1100-1900 (flat
+    /// ladder)` instead of a number that would mean nothing.
+    pub fn label(&self, ratings: &[f64], separates: bool) -> String {
+        let (lowest, highest) = (ratings[0], ratings[ratings.len() - 1]);
+        match self {
+            Placement::Below => format!("below {lowest}"),
+            Placement::Above => format!("above {highest}"),
+            Placement::Within { .. } if !separates => {
+                format!("among {lowest}-{highest} (flat ladder)")
+            }
+            Placement::Within { .. } => format!("{:.0}", self.rating().unwrap_or_default()),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Placement::Below => "below",
+            Placement::Above => "above",
+            Placement::Within { .. } => "within",
+        }
+    }
+}
+
+/// The non-decreasing sequence nearest `values` in squared error
+/// (isotonic regression by pooling adjacent violators, equal weights: every
+/// net answered the same positions). Nine points: written out rather than
+/// a crate.
+pub(crate) fn isotonic(values: &[f64]) -> Vec<f64> {
+    // Blocks of (sum, count), each mean above the one before.
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(values.len());
+    for &v in values {
+        blocks.push((v, 1));
+        while blocks.len() >= 2 {
+            let (s2, n2) = blocks[blocks.len() - 1];
+            let (s1, n1) = blocks[blocks.len() - 2];
+            if s1 / n1 as f64 <= s2 / n2 as f64 {
+                break;
+            }
+            blocks.pop();
+            let last = blocks.len() - 1;
+            blocks[last] = (s1 + s2, n1 + n2);
+        }
+    }
+    blocks
+        .into_iter()
+        .flat_map(|(sum, n)| std::iter::repeat_n(sum / n as f64, n))
+        .collect()
+}
+
+/// Where `accuracy` falls on the non-decreasing curve through
+/// (`ratings[i]`, `fitted[i]`), straight between neighbours.
+pub(crate) fn placement(ratings: &[f64], fitted: &[f64], accuracy: f64) -> Placement {
+    let n = fitted.len();
+    if accuracy < fitted[0] {
+        return Placement::Below;
+    }
+    if accuracy > fitted[n - 1] {
+        return Placement::Above;
+    }
+    let between = |i: usize| {
+        // fitted[i] <= accuracy <= fitted[i + 1], fitted[i] < fitted[i + 1].
+        ratings[i]
+            + (accuracy - fitted[i]) / (fitted[i + 1] - fitted[i]) * (ratings[i + 1] - ratings[i])
+    };
+    // The first rating where the curve reaches the accuracy, and the last
+    // where it has not passed it.
+    let first = fitted.iter().position(|&f| f >= accuracy).unwrap_or(n - 1);
+    let low = if first == 0 {
+        ratings[0]
+    } else {
+        between(first - 1)
+    };
+    let last = fitted.iter().rposition(|&f| f <= accuracy).unwrap_or(0);
+    let high = if last == n - 1 {
+        ratings[n - 1]
+    } else {
+        between(last)
+    };
+    Placement::Within { low, high }
+}
+
+/// The player's place on the ladder, as report.json gives it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct HumanEquivalent {
+    /// The player's overall puzzle accuracy, and its standard error.
+    pub puzzle_accuracy: f64,
+    pub puzzle_accuracy_se: f64,
+    /// `within`, `below` (maia:1100's accuracy) or `above` (maia:1900's).
+    pub placement: &'static str,
+    /// The rating read (rounded to 1); null below or above the ladder, or
+    /// on a ladder that does not separate the ratings.
+    pub rating: Option<f64>,
+    /// `1534`, `below 1100`, `above 1900`, or `among 1100-1900 (flat
+    /// ladder)`.
+    pub label: String,
+    /// The ratings where the fitted ladder equals the accuracy (two equal
+    /// numbers unless it is flat there; all of them on a ladder that does
+    /// not separate the ratings); null below or above.
+    pub span: Option<[f64; 2]>,
+    /// The accuracy ± one standard error read the same way.
+    pub interval_1se: [String; 2],
+    /// The ladder the rating is read on: each net's overall puzzle
+    /// accuracy after the isotonic fit, lowest rating first.
+    pub fitted_ladder: Vec<f64>,
+    /// How much the fitted ladder rises from the lowest net to the highest.
+    pub ladder_rise: f64,
+    /// The rise it needs to separate the ratings: two standard errors of
+    /// the difference of two accuracies on these puzzles, `2 sqrt(2 p (1 -
+    /// p) / n)` at the nets' mean accuracy `p`.
+    pub ladder_rise_needed: f64,
+    /// Whether it rises that much. When not, no rating is read: the player
+    /// is below or above the ladder only outside the nine nets' own
+    /// accuracies, else among them.
+    pub ladder_separates: bool,
+    pub method: &'static str,
+}
+
+/// Where a player with `overall` figures falls on `ladder`.
+pub(crate) fn human_equivalent(ladder: &Ladder, overall: &CellMetrics) -> HumanEquivalent {
+    let ratings: Vec<f64> = ladder.players.iter().map(|p| f64::from(p.rating)).collect();
+    let accuracies: Vec<f64> = ladder
+        .players
+        .iter()
+        .map(|p| p.overall.puzzle_accuracy)
+        .collect();
+    let fitted = isotonic(&accuracies);
+    let rise = fitted[fitted.len() - 1] - fitted[0];
+    let mean = accuracies.iter().sum::<f64>() / accuracies.len() as f64;
+    let puzzles = ladder.players[0].overall.puzzles.max(1) as f64;
+    let needed = 2.0 * (2.0 * mean * (1.0 - mean) / puzzles).sqrt();
+    let separates = rise > 0.0 && rise >= needed;
+    let accuracy = overall.puzzle_accuracy;
+    let se = overall.puzzle_accuracy_se;
+    // A flat ladder has no slope to read a rating on: the player is below
+    // or above it only outside the nine nets' own accuracies.
+    let lowest = accuracies.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = accuracies.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let read = |accuracy: f64| match separates {
+        true => placement(&ratings, &fitted, accuracy),
+        false if accuracy < lowest => Placement::Below,
+        false if accuracy > highest => Placement::Above,
+        false => Placement::Within {
+            low: ratings[0],
+            high: ratings[ratings.len() - 1],
+        },
+    };
+    let place = read(accuracy);
+    let round = |v: f64| v.round();
+    HumanEquivalent {
+        puzzle_accuracy: accuracy,
+        puzzle_accuracy_se: se,
+        placement: place.name(),
+        rating: place.rating().filter(|_| separates).map(round),
+        label: place.label(&ratings, separates),
+        span: match place {
+            Placement::Within { low, high } => Some([round(low), round(high)]),
+            _ => None,
+        },
+        interval_1se: [
+            read(accuracy - se).label(&ratings, separates),
+            read(accuracy + se).label(&ratings, separates),
+        ],
+        fitted_ladder: fitted,
+        ladder_rise: rise,
+        ladder_rise_needed: needed,
+        ladder_separates: separates,
+        method: "isotonic fit of the nets' overall puzzle accuracy on rating, read backwards \
+                 with straight lines between neighbouring nets",
+    }
+}
+
+/// A player's figures in the ladder's tables.
+fn figures(m: &CellMetrics) -> Value {
+    json!({
+        "puzzles": m.puzzles,
+        "puzzle_accuracy": m.puzzle_accuracy,
+        "puzzle_accuracy_se": m.puzzle_accuracy_se,
+        "positions": m.positions,
+        "position_accuracy": m.position_accuracy,
+    })
+}
+
+fn player_json(name: &str, overall: &CellMetrics, bins: &BTreeMap<String, CellMetrics>) -> Value {
+    let mut value = figures(overall);
+    if let Value::Object(map) = &mut value {
+        map.insert("player".into(), json!(name));
+        map.insert(
+            "by_rating_bin".into(),
+            Value::Object(
+                metrics::ordered_cells("rating_bin", bins)
+                    .into_iter()
+                    .map(|(cell, m)| (cell.clone(), figures(m)))
+                    .collect(),
+            ),
+        );
+    }
+    value
+}
+
+/// `report.json`'s `human_ladder`: the nets, each net's figures, the
+/// player's beside them and its human-equivalent rating.
+pub(crate) fn ladder_json(ladder: &Ladder, model: &str, b: &Breakdowns) -> Value {
+    let empty = BTreeMap::new();
+    let model_bins = b.by.get("rating_bin").unwrap_or(&empty);
+    json!({
+        "models_dir": ladder.models_dir,
+        "nets": ladder.nets,
+        "move_choice": "each net's most likely move",
+        "players": ladder
+            .players
+            .iter()
+            .map(|p| {
+                let mut value = player_json(&p.name(), &p.overall, &p.by_rating_bin);
+                value["rating"] = json!(p.rating);
+                value
+            })
+            .collect::<Vec<_>>(),
+        "model": player_json(model, &b.overall, model_bins),
+        "human_equivalent_rating": human_equivalent(ladder, &b.overall),
+    })
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.1}%", 100.0 * v)
+}
+
+/// `report.md`'s ladder section: the rating, how it is read, the picture
+/// and the accuracies side by side.
+pub(crate) fn ladder_markdown(
+    md: &mut String,
+    ladder: &Ladder,
+    model: &str,
+    b: &Breakdowns,
+    picture: Option<&str>,
+) {
+    let equivalent = human_equivalent(ladder, &b.overall);
+    let _ = writeln!(md, "## Human ladder (Maia-1)\n");
+    let _ = writeln!(
+        md,
+        "The nine Maia-1 nets (`{}`) on the same {} positions. **Human-equivalent rating: {}** \
+         (puzzle accuracy {} ± {}; ± 1 se: {} to {}).\n",
+        ladder.models_dir,
+        ladder.players[0].overall.positions,
+        equivalent.label,
+        pct(equivalent.puzzle_accuracy),
+        pct(equivalent.puzzle_accuracy_se),
+        equivalent.interval_1se[0],
+        equivalent.interval_1se[1],
+    );
+    if !equivalent.ladder_separates {
+        let _ = writeln!(
+            md,
+            "> On these puzzles the ladder is flat: fitted, it rises {:.1} points from maia:{} to \
+             maia:{}, less than the {:.1} that two standard errors need, so it tells the nets' \
+             ratings apart no better than chance: no rating is read, and the player is below or \
+             above the ladder only outside the nine nets' own accuracies. The Maia-1 nets are \
+             trained separately, and their most likely moves need not solve more puzzles as the \
+             rating rises.\n",
+            100.0 * equivalent.ladder_rise,
+            ladder.players[0].rating,
+            ladder.players[ladder.players.len() - 1].rating,
+            100.0 * equivalent.ladder_rise_needed,
+        );
+    }
+    let _ = writeln!(md, "{HUMAN_EQUIVALENT_NOTE}\n");
+    if let Some(file) = picture {
+        let _ = writeln!(md, "![Human ladder]({file})\n");
+    }
+    let empty = BTreeMap::new();
+    let model_bins = b.by.get("rating_bin").unwrap_or(&empty);
+    for (title, value) in [
+        (
+            "Puzzle accuracy",
+            (|m: &CellMetrics| m.puzzle_accuracy) as fn(&CellMetrics) -> f64,
+        ),
+        ("Position accuracy", |m: &CellMetrics| m.position_accuracy),
+    ] {
+        let _ = writeln!(md, "### {title} by rating bin\n");
+        let mut header = "| rating bin | puzzles |".to_string();
+        let mut rule = "|---|---|".to_string();
+        for p in &ladder.players {
+            let _ = write!(header, " {} |", p.name());
+            rule.push_str("---|");
+        }
+        let _ = write!(header, " {} |", model.replace('|', "\\|"));
+        rule.push_str("---|");
+        let _ = writeln!(md, "{header}\n{rule}");
+        let row = |md: &mut String,
+                   cell: &str,
+                   puzzles: usize,
+                   get: &dyn Fn(&LadderPlayer) -> Option<f64>,
+                   own: Option<f64>| {
+            let _ = write!(md, "| {cell} | {puzzles} |");
+            for p in &ladder.players {
+                let _ = write!(md, " {} |", get(p).map_or("-".into(), pct));
+            }
+            let _ = writeln!(md, " {} |", own.map_or("-".into(), pct));
+        };
+        let first = &ladder.players[0];
+        row(
+            md,
+            "all",
+            first.overall.puzzles,
+            &|p| Some(value(&p.overall)),
+            Some(value(&b.overall)),
+        );
+        for (cell, m) in metrics::ordered_cells("rating_bin", &first.by_rating_bin) {
+            row(
+                md,
+                cell,
+                m.puzzles,
+                &|p| p.by_rating_bin.get(cell).map(value),
+                model_bins.get(cell).map(value),
+            );
+        }
+        md.push('\n');
+    }
+}
+
+/// The ladder's picture: puzzle accuracy by rating bin for the nine nets
+/// and the player (left), and each net's overall puzzle accuracy against
+/// its rating with the player's accuracy and human-equivalent rating
+/// (right). `None` when no puzzle is rated.
+pub(crate) fn draw_ladder(
+    path: &Path,
+    ladder: &Ladder,
+    model: &str,
+    b: &Breakdowns,
+) -> Result<bool> {
+    let first = &ladder.players[0];
+    let bins: Vec<&String> = metrics::ordered_cells("rating_bin", &first.by_rating_bin)
+        .into_iter()
+        .map(|(cell, _)| cell)
+        .filter(|cell| cell.as_str() != "unrated")
+        .collect();
+    if bins.is_empty() {
+        return Ok(false);
+    }
+    let empty = BTreeMap::new();
+    let model_bins = b.by.get("rating_bin").unwrap_or(&empty);
+    let equivalent = human_equivalent(ladder, &b.overall);
+    let n = bins.len();
+    let ramp = |i: usize| {
+        let t = i as f64 / (ladder.players.len().max(2) - 1) as f64;
+        let mix = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
+        RGBColor(mix(158.0, 8.0), mix(202.0, 48.0), mix(225.0, 107.0))
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1200, 520)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let (left, right) = root.split_horizontally(820);
+        let mut chart = ChartBuilder::on(&left)
+            .caption(
+                "Puzzle accuracy by rating bin: the Maia ladder and the player",
+                ("sans-serif", 18),
+            )
+            .margin(15)
+            .x_label_area_size(50)
+            .y_label_area_size(60)
+            .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..1.0)
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_style(("sans-serif", 11))
+            // A bin by its lower bound: 24 labels of `(1400, 1500]` would
+            // overlap.
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                match (i >= 0.0 && (x - i).abs() < 1e-9).then(|| bins.get(i as usize)) {
+                    Some(Some(cell)) => cell
+                        .trim_start_matches('(')
+                        .split(',')
+                        .next()
+                        .unwrap_or(cell)
+                        .to_string(),
+                    _ => String::new(),
+                }
+            })
+            .x_desc("puzzle rating bin (its lower bound)")
+            .y_desc("puzzle accuracy")
+            .draw()
+            .map_err(plot_error)?;
+        for (i, player) in ladder.players.iter().enumerate() {
+            let color = ramp(i);
+            let points: Vec<(f64, f64)> = bins
+                .iter()
+                .enumerate()
+                .filter_map(|(x, cell)| {
+                    player
+                        .by_rating_bin
+                        .get(*cell)
+                        .map(|m| (x as f64, m.puzzle_accuracy))
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points, color.stroke_width(2)))
+                .map_err(plot_error)?
+                .label(player.name())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
+        }
+        let own: Vec<(f64, f64)> = bins
+            .iter()
+            .enumerate()
+            .filter_map(|(x, cell)| model_bins.get(*cell).map(|m| (x as f64, m.puzzle_accuracy)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(own.clone(), RED.stroke_width(3)))
+            .map_err(plot_error)?
+            .label(model.to_string())
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(3)));
+        chart
+            .draw_series(own.into_iter().map(|p| Circle::new(p, 4, RED.filled())))
+            .map_err(plot_error)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 11))
+            .draw()
+            .map_err(plot_error)?;
+
+        let lowest = f64::from(ladder.players[0].rating);
+        let highest = f64::from(ladder.players[ladder.players.len() - 1].rating);
+        let mut side = ChartBuilder::on(&right)
+            .caption(
+                format!("Overall: human-equivalent {}", equivalent.label),
+                ("sans-serif", 16),
+            )
+            .margin(15)
+            .x_label_area_size(50)
+            .y_label_area_size(60)
+            .build_cartesian_2d((lowest - 100.0)..(highest + 100.0), 0f64..1.0)
+            .map_err(plot_error)?;
+        side.configure_mesh()
+            .x_desc("Maia net rating")
+            .y_desc("puzzle accuracy, all puzzles")
+            .x_labels(5)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .draw()
+            .map_err(plot_error)?;
+        let ladder_points: Vec<(f64, f64)> = ladder
+            .players
+            .iter()
+            .map(|p| (f64::from(p.rating), p.overall.puzzle_accuracy))
+            .collect();
+        let fitted_points: Vec<(f64, f64)> = ladder
+            .players
+            .iter()
+            .zip(&equivalent.fitted_ladder)
+            .map(|(p, f)| (f64::from(p.rating), *f))
+            .collect();
+        side.draw_series(LineSeries::new(
+            fitted_points,
+            ramp(ladder.players.len() - 1),
+        ))
+        .map_err(plot_error)?;
+        side.draw_series(
+            ladder_points
+                .iter()
+                .enumerate()
+                .map(|(i, p)| Circle::new(*p, 4, ramp(i).filled())),
+        )
+        .map_err(plot_error)?;
+        side.draw_series(LineSeries::new(
+            [
+                (lowest - 100.0, b.overall.puzzle_accuracy),
+                (highest + 100.0, b.overall.puzzle_accuracy),
+            ],
+            RED.stroke_width(2),
+        ))
+        .map_err(plot_error)?;
+        if let Some(rating) = equivalent.rating {
+            side.draw_series(std::iter::once(Circle::new(
+                (rating, b.overall.puzzle_accuracy),
+                6,
+                RED.filled(),
+            )))
+            .map_err(plot_error)?;
+        }
+        root.present().map_err(plot_error)?;
+    }
+    write_atomic(path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(true)
+}
+
+fn plot_error(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("drawing the human ladder: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RATINGS: [f64; 9] = [
+        1100.0, 1200.0, 1300.0, 1400.0, 1500.0, 1600.0, 1700.0, 1800.0, 1900.0,
+    ];
+
+    #[test]
+    fn isotonic_pools_the_nets_that_break_the_order() {
+        assert_eq!(isotonic(&[0.1, 0.2, 0.3]), [0.1, 0.2, 0.3]);
+        assert_eq!(isotonic(&[0.1, 0.3, 0.2, 0.4]), [0.1, 0.25, 0.25, 0.4]);
+        let pooled = isotonic(&[0.3, 0.2, 0.1]);
+        for v in pooled {
+            assert!((v - 0.2).abs() < 1e-12);
+        }
+        let fitted = isotonic(&[0.2, 0.5, 0.4, 0.3, 0.6]);
+        assert!((fitted[1] - 0.4).abs() < 1e-12 && (fitted[3] - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn placement_reads_the_ladder_backwards() {
+        let fitted = [0.30, 0.32, 0.34, 0.36, 0.40, 0.40, 0.44, 0.46, 0.50];
+        assert_eq!(placement(&RATINGS, &fitted, 0.29), Placement::Below);
+        assert_eq!(placement(&RATINGS, &fitted, 0.51), Placement::Above);
+        // Halfway between 1100 and 1200.
+        assert_eq!(placement(&RATINGS, &fitted, 0.31).rating(), Some(1150.0));
+        // On a net: that net's rating.
+        assert_eq!(placement(&RATINGS, &fitted, 0.36).rating(), Some(1400.0));
+        // A flat stretch: its middle, and the stretch.
+        let flat = placement(&RATINGS, &fitted, 0.40);
+        assert_eq!(
+            flat,
+            Placement::Within {
+                low: 1500.0,
+                high: 1600.0
+            }
+        );
+        assert_eq!(flat.rating(), Some(1550.0));
+        assert_eq!(placement(&RATINGS, &fitted, 0.50).rating(), Some(1900.0));
+        assert_eq!(placement(&RATINGS, &fitted, 0.30).rating(), Some(1100.0));
+        let label =
+            |accuracy, separates| placement(&RATINGS, &fitted, accuracy).label(&RATINGS, separates);
+        assert_eq!(label(0.29, true), "below 1100");
+        assert_eq!(label(0.9, true), "above 1900");
+        assert_eq!(label(0.31, true), "1150");
+        assert_eq!(label(0.31, false), "among 1100-1900 (flat ladder)");
+        assert_eq!(label(0.9, false), "above 1900");
+        // A ladder flat everywhere: the player at its level is in the middle.
+        let level = [0.0; 9];
+        assert_eq!(placement(&RATINGS, &level, 0.0).rating(), Some(1500.0));
+        assert_eq!(placement(&RATINGS, &level, 0.1), Placement::Above);
+    }
+
+    fn cell(puzzles: usize, accuracy: f64) -> CellMetrics {
+        CellMetrics {
+            puzzles,
+            puzzle_accuracy: accuracy,
+            puzzle_accuracy_se: (accuracy * (1.0 - accuracy) / puzzles as f64).sqrt(),
+            positions: puzzles,
+            position_accuracy: accuracy,
+            illegal_rate: 0.0,
+            unparseable_rate: 0.0,
+            no_answer_rate: 0.0,
+            regret_positions: 0,
+            mean_score_loss: None,
+            mean_regret: None,
+            median_regret: None,
+        }
+    }
+
+    fn ladder_of(puzzles: usize, accuracies: [f64; 9]) -> Ladder {
+        Ladder {
+            models_dir: "models/maia".into(),
+            nets: Vec::new(),
+            players: RATINGS
+                .iter()
+                .zip(accuracies)
+                .map(|(&rating, accuracy)| LadderPlayer {
+                    rating: rating as u32,
+                    overall: cell(puzzles, accuracy),
+                    by_rating_bin: BTreeMap::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_ladder_that_does_not_rise_beyond_chance_gives_no_number() {
+        let rising = [0.30, 0.32, 0.34, 0.36, 0.38, 0.40, 0.42, 0.44, 0.46];
+        // 16 points of rise on 1,000 puzzles: needs 2 sqrt(2 * 0.38 * 0.62 / 1000) = 4.3.
+        let e = human_equivalent(&ladder_of(1000, rising), &cell(1000, 0.37));
+        assert!(e.ladder_separates, "{e:?}");
+        assert_eq!(e.label, "1450");
+        assert_eq!(e.rating, Some(1450.0));
+        // The same rise on 20 puzzles is within chance (needs 30.7).
+        let e = human_equivalent(&ladder_of(20, rising), &cell(20, 0.37));
+        assert!(!e.ladder_separates, "{e:?}");
+        assert_eq!(e.label, "among 1100-1900 (flat ladder)");
+        assert_eq!(e.rating, None);
+        assert_eq!(e.span, Some([1100.0, 1900.0]));
+        // Falling accuracies pool to one level: no rise at all. Outside the
+        // nets' own accuracies the player is still below or above them;
+        // inside, among them, even above the pooled level.
+        let falling = [0.68, 0.68, 0.69, 0.67, 0.67, 0.68, 0.67, 0.66, 0.65];
+        let flat = ladder_of(1500, falling);
+        let e = human_equivalent(&flat, &cell(1500, 0.9));
+        assert_eq!(e.ladder_rise, 0.0);
+        assert!(!e.ladder_separates);
+        assert_eq!(e.label, "above 1900");
+        assert_eq!(
+            human_equivalent(&flat, &cell(1500, 0.01)).label,
+            "below 1100"
+        );
+        let e = human_equivalent(&flat, &cell(1500, 0.685));
+        assert_eq!(e.label, "among 1100-1900 (flat ladder)");
+        assert_eq!(e.placement, "within");
+    }
+}
