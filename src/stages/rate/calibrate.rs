@@ -483,7 +483,7 @@ impl Calibration<'_> {
     /// Held-out estimates and deviations of the model: each fold rated by
     /// the model fitted on the other folds.
     fn model_out_of_fold(&self) -> Result<(Vec<f64>, Vec<f64>)> {
-        let fits: Vec<Result<(Vec<usize>, Vec<(f64, f64)>)>> = (0..self.rows.folds)
+        let fits: Vec<Result<FoldRated>> = (0..self.rows.folds)
             .into_par_iter()
             .map(|fold| {
                 let (train, held) = self.fold_rows(fold);
@@ -510,7 +510,7 @@ impl Calibration<'_> {
 
     /// Held-out estimates and deviations of the format-2 reference.
     fn reference_out_of_fold(&self) -> Result<(Vec<f64>, Vec<f64>)> {
-        let fits: Vec<Result<(Vec<usize>, Vec<(f64, f64)>)>> = (0..self.rows.folds)
+        let fits: Vec<Result<FoldRated>> = (0..self.rows.folds)
             .into_par_iter()
             .map(|fold| {
                 let (train, held) = self.fold_rows(fold);
@@ -530,10 +530,7 @@ impl Calibration<'_> {
         self.scatter(fits)
     }
 
-    fn scatter(
-        &self,
-        fits: Vec<Result<(Vec<usize>, Vec<(f64, f64)>)>>,
-    ) -> Result<(Vec<f64>, Vec<f64>)> {
+    fn scatter(&self, fits: Vec<Result<FoldRated>>) -> Result<(Vec<f64>, Vec<f64>)> {
         let n = self.ratings.len();
         let (mut estimate, mut deviation) = (vec![0.0; n], vec![0.0; n]);
         for fit in fits {
@@ -613,6 +610,9 @@ impl Calibration<'_> {
         }
     }
 }
+
+/// A fold's held-out rows and their (estimate, deviation).
+type FoldRated = (Vec<usize>, Vec<(f64, f64)>);
 
 /// A fitted format-2 reference model.
 struct ReferenceFit {

@@ -11,6 +11,7 @@
 use anyhow::{Result, anyhow};
 use shakmaty::{CastlingMode, Move};
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use crate::chess::line::PuzzleLine;
 use crate::chess::record::Puzzle;
@@ -69,9 +70,8 @@ pub(crate) fn human_signals(nets: &MaiaNets, puzzles: &[&Puzzle]) -> Result<Vec<
     let mut histories = Vec::new();
     for puzzle in puzzles {
         for ply in 1..puzzle.moves.len() {
-            let key = position_key(puzzle, ply);
-            if !index.contains_key(&key) {
-                index.insert(key, histories.len());
+            if let Entry::Vacant(slot) = index.entry(position_key(puzzle, ply)) {
+                slot.insert(histories.len());
                 histories.push(history_before(puzzle, ply).map_err(|e| {
                     anyhow!("puzzle {}: the nets cannot read its line: {e:#}", puzzle.id)
                 })?);

@@ -91,8 +91,9 @@ pub struct RateConfig {
     /// What the engine computes per puzzle.
     pub signals: SignalConfig,
     /// The folder of the human-move nets (`maia-1100.pb.gz` ...). Unset:
-    /// `maia/` beside the model file when rating with one, `models/maia`
-    /// when calibrating.
+    /// `maia/` beside the model file when rating with one and it is there,
+    /// else `models/maia`. A model checks they are the nets it was fitted
+    /// with (sha256).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maia: Option<PathBuf>,
     /// The trees a calibration fits.
@@ -186,7 +187,7 @@ pub struct RateArgs {
     #[serde(skip)]
     pub features_out: Option<PathBuf>,
     /// The folder of the human-move nets (default: `maia/` beside the
-    /// model, `models/maia` when calibrating).
+    /// model when there, else `models/maia`).
     #[arg(long)]
     pub maia: Option<PathBuf>,
     /// A pipeline.toml whose [rate] section is read (or a TOML file of the
@@ -330,10 +331,16 @@ fn rating_model(
     }
     if let Some(path) = &config.model {
         let model = RatingModel::load(path)?;
+        let beside = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(NETS_BESIDE_THE_MODEL);
         let nets_dir = config.maia.clone().unwrap_or_else(|| {
-            path.parent()
-                .unwrap_or(Path::new("."))
-                .join(NETS_BESIDE_THE_MODEL)
+            if beside.is_dir() {
+                beside
+            } else {
+                PathBuf::from(DEFAULT_MODELS_DIR)
+            }
         });
         let nets = load_nets(&nets_dir, Some(&model.maia))?;
         return Ok((Some((model, nets)), serde_json::Value::Null));
