@@ -82,7 +82,36 @@ pub enum TreeNode {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Trees {
     pub base_score: f64,
+    /// Each tree's nodes, root first; in the model file one line of JSON
+    /// per tree (a pretty-printed node per line would make the file ten
+    /// times longer).
+    #[serde(with = "one_line_per_tree")]
     pub trees: Vec<Vec<TreeNode>>,
+}
+
+/// Trees written as JSON strings, each one tree's compact node list.
+mod one_line_per_tree {
+    use super::TreeNode;
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(trees: &[Vec<TreeNode>], s: S) -> Result<S::Ok, S::Error> {
+        let lines = trees
+            .iter()
+            .map(|tree| serde_json::to_string(tree).map_err(serde::ser::Error::custom))
+            .collect::<Result<Vec<String>, S::Error>>()?;
+        lines.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<TreeNode>>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                serde_json::from_str(line).map_err(|e| D::Error::custom(format!("tree {i}: {e}")))
+            })
+            .collect()
+    }
 }
 
 impl Trees {
@@ -456,6 +485,27 @@ mod tests {
             / 200.0)
             .sqrt();
         assert!(rmse < 100.0, "{rmse}");
+    }
+
+    #[test]
+    fn trees_round_trip_through_their_one_line_form() {
+        let trees = Trees {
+            base_score: 1500.5,
+            trees: vec![
+                vec![
+                    TreeNode::Split(3, 0.25, 1, 2),
+                    TreeNode::Leaf(-12.5),
+                    TreeNode::Leaf(0.25),
+                ],
+                vec![TreeNode::Leaf(3.0)],
+            ],
+        };
+        let text = serde_json::to_string_pretty(&trees).expect("serializes");
+        assert!(text.contains(r#""[[3,0.25,1,2],-12.5,0.25]""#), "{text}");
+        let back: Trees = serde_json::from_str(&text).expect("reads");
+        assert_eq!(back, trees);
+        assert_eq!(back.predict(&[0.0, 0.0, 0.0, 0.2]), 1500.5 - 12.5 + 3.0);
+        assert_eq!(back.predict(&[0.0, 0.0, 0.0, 0.3]), 1500.5 + 0.25 + 3.0);
     }
 
     #[test]
