@@ -1,12 +1,22 @@
 //! Calibration of the rating model: the Lichess rows and their single-move
-//! proxies, folds by source game, held-out figures beside the reference
-//! model and the ladder alone, and the final per-group fits.
+//! proxies, folds by source game, the features (cached in `--features-out`),
+//! held-out figures of the model beside the format-2 reference model on the
+//! same folds, and the final fit.
+//!
+//! Every held-out figure is honest end to end: for each outer fold, the
+//! whole model (trees, recalibration, deviation table, each fitted on the
+//! other folds' rows only, the last two on out-of-fold predictions of inner
+//! folds) rates the fold's rows.
 
 use anyhow::{Context, Result};
 use rand::seq::SliceRandom;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::features::FORMAT_2_FEATURES;
+use super::model::{BAND_WIDTH, Estimator, FitRows, band_weights};
 use super::*;
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
@@ -18,20 +28,22 @@ use crate::engine::pool::EnginePool;
 pub struct HeldOut {
     pub group: String,
     pub rows: usize,
-    /// Spearman of the model's held-out predictions with the Lichess rating.
+    /// Spearman of the model's held-out estimates with the Lichess rating.
     pub spearman: Option<f64>,
-    /// Root mean square of the held-out residuals.
+    /// Root mean square of the held-out misses.
     pub rmse: f64,
-    /// The same two for the reference model on the same folds: the signals
-    /// of rating-model format 1 (the first move's signals and the whole-line
-    /// summaries before the line signals), fitted on Lichess puzzles as they
-    /// are, without proxies.
+    /// Mean of (estimate - rating).
+    pub bias: f64,
+    /// Share of the rows whose rating lies within one written deviation of
+    /// the estimate.
+    pub within_deviation: f64,
+    /// The same for the reference: rating-model format 2 (ridge per group
+    /// on the engine and board features, proxies in the fit, the group's
+    /// held-out RMSE as its deviation), fitted on the same folds.
     pub reference_spearman: Option<f64>,
     pub reference_rmse: f64,
-    /// The same two for a fit on the weakened-player ladder's solve rate
-    /// alone, on the same folds.
-    pub ladder_spearman: Option<f64>,
-    pub ladder_rmse: f64,
+    pub reference_bias: f64,
+    pub reference_within_deviation: f64,
     /// Spearman of the plain ladder's solve rate (negated) with the rating,
     /// when measured (`--baseline`).
     pub baseline_spearman: Option<f64>,
@@ -39,21 +51,27 @@ pub struct HeldOut {
     pub length_spearman: Option<f64>,
 }
 
-/// Is the single-move proxy a sound stand-in for a single-move puzzle? A
-/// model fitted on genuine single-move Lichess puzzles alone rates the
-/// proxies (held out by game), and one fitted on proxies alone rates the
-/// genuine puzzles: if the first move carried the whole puzzle's difficulty,
-/// both would rank as well as in their own domain and show no bias.
+/// The rows whose estimate falls in one 400-point band, read as a release
+/// reads them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ProxyCheck {
-    /// Genuine single-move puzzles' model, on the proxies.
-    pub genuine_on_proxies_spearman: Option<f64>,
-    /// Mean of (estimate - rating): how many points the rest of the line
-    /// adds to the first move's difficulty.
-    pub genuine_on_proxies_bias: f64,
-    /// Proxies' model, on the genuine single-move puzzles.
-    pub proxies_on_genuine_spearman: Option<f64>,
-    pub proxies_on_genuine_bias: f64,
+pub struct BandFigures {
+    /// Lower edge of the band of the estimate.
+    pub band: i32,
+    pub rows: usize,
+    pub mean_estimate: f64,
+    pub mean_rating: f64,
+    /// Mean rating minus mean estimate.
+    pub miss: f64,
+    /// Standard deviation of the ratings in the band.
+    pub rating_std: f64,
+}
+
+/// Band figures of one group of rows, for the model and the reference.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BandTable {
+    pub group: String,
+    pub model: Vec<BandFigures>,
+    pub reference: Vec<BandFigures>,
 }
 
 /// What a calibration measured.
@@ -67,59 +85,88 @@ pub struct CalibrationReport {
     /// Distinct source games: the held-out folds never split one.
     pub games: usize,
     pub skipped: usize,
+    /// Rows whose features came from the `--features-out` cache.
+    pub cached_rows: usize,
     pub folds: u32,
     pub seed: u64,
     pub held_out: Vec<HeldOut>,
-    pub proxy_check: Option<ProxyCheck>,
-    /// Held-out Spearman of each single feature's fit, within each group:
-    /// which signals carry weight.
-    pub single_feature: Vec<(String, Vec<Option<f64>>)>,
+    pub bands: Vec<BandTable>,
+}
+
+fn fmt_option(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())
 }
 
 impl CalibrationReport {
     pub fn human(&self) -> String {
-        let fmt = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
         let mut out = format!(
-            "calibration: {} rows + {} single-move proxies from {} ({} skipped), {}-fold \
-             held-out grouped by source game ({} games), seed {}\n",
+            "calibration: {} rows + {} single-move proxies from {} ({} skipped, {} rows' \
+             features cached), {}-fold held-out grouped by source game ({} games), seed {}\n",
             self.rows,
             self.proxy_rows,
             self.files.join(", "),
             self.skipped,
+            self.cached_rows,
             self.folds,
             self.games,
             self.seed
         );
         out.push_str(
-            "  group          rows  spearman  rmse | reference  rmse | ladder  rmse | plain  length\n",
+            "  group          rows  spearman  rmse  bias  in-dev | format 2: spearman  rmse  \
+             bias  in-dev | length\n",
         );
         for h in &self.held_out {
             out.push_str(&format!(
-                "  {:<13} {:>5}  {:>8}  {:>4.0} | {:>9}  {:>4.0} | {:>6}  {:>4.0} | {:>5}  {:>6}\n",
+                "  {:<13} {:>5}  {:>8}  {:>4.0}  {:>+4.0}  {:>5.1}% | {:>17}  {:>4.0}  {:>+4.0}  \
+                 {:>5.1}% | {:>6}\n",
                 h.group,
                 h.rows,
-                fmt(h.spearman),
+                fmt_option(h.spearman),
                 h.rmse,
-                fmt(h.reference_spearman),
+                h.bias,
+                100.0 * h.within_deviation,
+                fmt_option(h.reference_spearman),
                 h.reference_rmse,
-                fmt(h.ladder_spearman),
-                h.ladder_rmse,
-                fmt(h.baseline_spearman),
-                fmt(h.length_spearman)
+                h.reference_bias,
+                100.0 * h.reference_within_deviation,
+                fmt_option(h.length_spearman)
             ));
         }
-        if let Some(check) = &self.proxy_check {
+        for table in &self.bands {
             out.push_str(&format!(
-                "  proxy check: single-move model on proxies spearman {} bias {:+.0}; \
-                 proxies' model on single-move puzzles spearman {} bias {:+.0}\n",
-                fmt(check.genuine_on_proxies_spearman),
-                check.genuine_on_proxies_bias,
-                fmt(check.proxies_on_genuine_spearman),
-                check.proxies_on_genuine_bias
+                "  by band of the estimate ({}): band  rows  estimate  rating  miss  std | \
+                 format 2: rows  miss  std\n",
+                table.group
             ));
+            for (i, b) in table.model.iter().enumerate() {
+                let r = table.reference.get(i);
+                out.push_str(&format!(
+                    "    {:>4}-{:<4} {:>5}  {:>8.0}  {:>6.0}  {:>+4.0}  {:>3.0} | {:>5}  {:>+4.0}  \
+                     {:>3.0}\n",
+                    b.band,
+                    b.band + BAND_WIDTH as i32,
+                    b.rows,
+                    b.mean_estimate,
+                    b.mean_rating,
+                    b.miss,
+                    b.rating_std,
+                    r.map_or(0, |r| r.rows),
+                    r.map_or(0.0, |r| r.miss),
+                    r.map_or(0.0, |r| r.rating_std),
+                ));
+            }
         }
         out
     }
+}
+
+/// A calibration row: a puzzle rated by Lichess players. Rows of the dump
+/// say how many played it; rows that carry a rating without play counts
+/// count too, unless the rating is puzzleforge's own estimate.
+fn rated_by_players(puzzle: &Puzzle) -> bool {
+    puzzle.rating.is_some()
+        && puzzle.nb_plays.is_none_or(|n| n > 0)
+        && puzzle.get(Column::RatingSource.name()) != Some("estimated")
 }
 
 /// Reads the calibration rows: Lichess puzzles with a rating from plays.
@@ -130,7 +177,7 @@ fn read_calibration(files: &[PathBuf], config: &RateConfig) -> Result<(Vec<Puzzl
         let (puzzles, rejected) = read_rateable(file)?;
         skipped += rejected.len();
         for puzzle in puzzles {
-            if has_lichess_rating(&puzzle) {
+            if rated_by_players(&puzzle) {
                 rows.push(puzzle);
             } else {
                 skipped += 1;
@@ -192,8 +239,11 @@ struct CalibrationRows {
     puzzles: Vec<Puzzle>,
     /// Per row: the single-move proxy of a longer puzzle.
     proxy: Vec<bool>,
-    /// Per row: its held-out fold, shared by every row of its source game.
-    fold: Vec<usize>,
+    /// Per row: its source game's place in the seeded game order. The
+    /// outer fold is `place % folds`; the inner folds (inside a fold's
+    /// training rows) split `place / folds`.
+    place: Vec<usize>,
+    folds: usize,
     games: usize,
 }
 
@@ -219,111 +269,109 @@ impl CalibrationRows {
             Domain::RateCalibrationFolds,
             Key::Run,
         ));
-        let folds = config.folds.max(1) as usize;
-        let fold_of_game: std::collections::HashMap<&String, usize> = games
+        let place_of_game: HashMap<&String, usize> = games
             .iter()
             .enumerate()
-            .map(|(position, game)| (*game, position % folds))
+            .map(|(place, game)| (*game, place))
             .collect();
-        let fold = keys.iter().map(|k| fold_of_game[k]).collect();
+        let place = keys.iter().map(|k| place_of_game[k]).collect();
         Self {
             games: games.len(),
             puzzles,
             proxy,
-            fold,
+            place,
+            folds: config.folds.max(2) as usize,
         }
     }
 
-    fn genuine(&self) -> Vec<bool> {
-        self.proxy.iter().map(|p| !p).collect()
+    fn fold(&self, row: usize) -> usize {
+        self.place[row] % self.folds
+    }
+
+    fn inner_key(&self, row: usize) -> usize {
+        self.place[row] / self.folds
     }
 }
 
-/// Which rows and columns a fit uses.
-struct FitSpec<'a> {
-    /// Rows the fit may learn from (before the fold's hold-out).
-    train: &'a [bool],
-    /// Feature columns; `None`: all.
-    columns: Option<&'a [usize]>,
-    /// Each row's fit group: the model groups, or the length groups alone.
-    groups: &'a [usize],
-    ridge: f64,
+/// The settings features depend on, written beside a features file: a
+/// cache is reused only under the same ones.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+struct FeatureSettings {
+    engine: String,
+    seed: u64,
+    signals: SignalConfig,
+    maia: MaiaSpec,
+    features: Vec<String>,
 }
 
-/// Fits one model per model group on `rows`; `groups` holds each row's
-/// model group.
-fn fit_groups(
-    features: &[Features],
-    groups: &[usize],
-    ratings: &[f64],
-    rows: &[usize],
-    ridge: f64,
-) -> Vec<Option<RidgeFit>> {
-    (0..MODEL_GROUPS.len())
-        .map(|g| {
-            let members: Vec<usize> = rows.iter().copied().filter(|&i| groups[i] == g).collect();
-            let xs: Vec<Vec<f64>> = members
-                .iter()
-                .map(|&i| features[i].values.clone())
-                .collect();
-            let ys: Vec<f64> = members.iter().map(|&i| ratings[i]).collect();
-            if xs.len() < 2 {
-                None
-            } else {
-                RidgeFit::fit(&xs, &ys, ridge)
-            }
-        })
-        .collect()
+fn settings_path(features: &Path) -> PathBuf {
+    let mut name = features.as_os_str().to_owned();
+    name.push(".json");
+    PathBuf::from(name)
 }
 
-/// Held-out predictions of every row: each fold's rows are predicted by a
-/// fit on the other folds' training rows.
-fn out_of_fold(
-    features: &[Features],
-    ratings: &[f64],
-    fold_of: &[usize],
-    spec: &FitSpec,
-) -> Vec<f64> {
-    let groups = spec.groups;
-    let n = features.len();
-    let folds = fold_of.iter().max().map_or(1, |f| f + 1);
-    let view: Vec<Features> = match spec.columns {
-        None => features.to_vec(),
-        Some(columns) => features
-            .iter()
-            .map(|f| Features {
-                values: columns.iter().map(|&j| f.values[j]).collect(),
-                baseline_solve_rate: None,
-            })
-            .collect(),
+/// The cached features of a features file written with `settings`, by
+/// row id; empty when there is no such file or it was written otherwise.
+fn read_cached_features(
+    path: &Path,
+    settings: &FeatureSettings,
+) -> Result<HashMap<String, Features>> {
+    let Ok(text) = std::fs::read_to_string(settings_path(path)) else {
+        return Ok(HashMap::new());
     };
-    let mut predictions = vec![0.0; n];
-    let trainable: Vec<usize> = (0..n).filter(|&i| spec.train[i]).collect();
-    let global_mean =
-        trainable.iter().map(|&i| ratings[i]).sum::<f64>() / trainable.len().max(1) as f64;
-    for fold in 0..folds {
-        let train: Vec<usize> = trainable
-            .iter()
-            .copied()
-            .filter(|&i| fold_of[i] != fold)
-            .collect();
-        let fits = fit_groups(&view, groups, ratings, &train, spec.ridge);
-        for i in (0..n).filter(|&i| fold_of[i] == fold) {
-            predictions[i] = fits[groups[i]]
-                .as_ref()
-                .map(|fit| fit.predict(&view[i].values))
-                .unwrap_or(global_mean);
-        }
+    match serde_json::from_str::<FeatureSettings>(&text) {
+        Ok(found) if found == *settings => {}
+        _ => return Ok(HashMap::new()),
     }
-    predictions
+    let mut reader = csv::Reader::from_path(path)
+        .with_context(|| format!("reading the features {}", path.display()))?;
+    let width = settings.features.len();
+    let mut cached = HashMap::new();
+    for (line, record) in reader.records().enumerate() {
+        let record = record.with_context(|| format!("reading the features {}", path.display()))?;
+        let bad = |what: &str| {
+            bad_input(format!(
+                "{} line {}: {what}; delete the file to compute the features again",
+                path.display(),
+                line + 2
+            ))
+        };
+        if record.len() != 6 + width {
+            return Err(bad(&format!("{} fields, not {}", record.len(), 6 + width)));
+        }
+        let values = (6..6 + width)
+            .map(|j| record[j].parse::<f64>())
+            .collect::<std::result::Result<Vec<f64>, _>>()
+            .map_err(|e| bad(&format!("a feature is not a number ({e})")))?;
+        let baseline_solve_rate = match &record[5] {
+            "" => None,
+            text => Some(
+                text.parse::<f64>()
+                    .map_err(|e| bad(&format!("baseline_solve_rate: {e}")))?,
+            ),
+        };
+        cached.insert(
+            record[0].to_string(),
+            Features {
+                values,
+                baseline_solve_rate,
+            },
+        );
+    }
+    Ok(cached)
 }
 
-/// Writes the calibration rows' signals as CSV: id, solver moves, rating,
+/// Writes the calibration rows' features as CSV: id, solver moves, rating,
 /// whether the row is a proxy, its fold, the plain-ladder solve rate (empty
-/// unless measured), then the features.
-fn write_features(path: &Path, rows: &CalibrationRows, features: &[Features]) -> Result<()> {
+/// unless measured), then the features; and the settings beside it.
+fn write_features(
+    path: &Path,
+    rows: &CalibrationRows,
+    features: &[Features],
+    settings: &FeatureSettings,
+) -> Result<()> {
     let mut text = String::from("PuzzleId,SolverMoves,Rating,proxy,fold,baseline_solve_rate");
-    for name in FEATURE_NAMES {
+    for name in &settings.features {
         text.push(',');
         text.push_str(name);
     }
@@ -335,7 +383,7 @@ fn write_features(path: &Path, rows: &CalibrationRows, features: &[Features]) ->
             puzzle.solver_moves(),
             puzzle.rating.unwrap_or_default(),
             rows.proxy[i],
-            rows.fold[i],
+            rows.fold(i),
             f.baseline_solve_rate
                 .map(|r| r.to_string())
                 .unwrap_or_default()
@@ -346,7 +394,58 @@ fn write_features(path: &Path, rows: &CalibrationRows, features: &[Features]) ->
         text.push('\n');
     }
     crate::core::fileio::write_atomic(path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
+        .with_context(|| format!("writing {}", path.display()))?;
+    let settings_text = serde_json::to_string_pretty(settings)?;
+    crate::core::fileio::write_atomic(
+        &settings_path(path),
+        format!("{settings_text}\n").as_bytes(),
+    )
+    .with_context(|| format!("writing {}", settings_path(path).display()))
+}
+
+/// The features of every calibration row: from the cache where it holds
+/// them, computed otherwise. Also returns how many came from the cache.
+fn calibration_features(
+    pool: &EnginePool,
+    nets: &MaiaNets,
+    rows: &CalibrationRows,
+    config: &RateConfig,
+    cache: Option<(&Path, &FeatureSettings)>,
+) -> Result<(Vec<Features>, usize)> {
+    let mut cached = match cache {
+        Some((path, settings)) => read_cached_features(path, settings)?,
+        None => HashMap::new(),
+    };
+    let missing: Vec<&Puzzle> = rows
+        .puzzles
+        .iter()
+        .filter(|p| !cached.contains_key(&p.id))
+        .collect();
+    let computed = compute_features(
+        pool,
+        nets,
+        &missing,
+        &config.signals,
+        config.seed,
+        config.baseline,
+    )?;
+    let reused = rows.puzzles.len() - missing.len();
+    let mut computed: HashMap<&str, Features> = missing
+        .iter()
+        .map(|p| p.id.as_str())
+        .zip(computed)
+        .collect();
+    let features = rows
+        .puzzles
+        .iter()
+        .map(|p| {
+            computed
+                .remove(p.id.as_str())
+                .or_else(|| cached.remove(&p.id))
+                .ok_or_else(|| bad_input(format!("calibration row {} appears twice", p.id)))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((features, reused))
 }
 
 /// Everything the figures are computed from.
@@ -354,24 +453,188 @@ struct Calibration<'a> {
     rows: &'a CalibrationRows,
     features: &'a [Features],
     lengths: Vec<usize>,
-    /// Each row's model group.
+    /// Each row's model group ([`MODEL_GROUPS`]).
     groups: Vec<usize>,
-    /// Each row's length group (the reference model's groups).
-    length_groups: Vec<usize>,
     ratings: Vec<f64>,
     config: &'a RateConfig,
 }
 
 impl Calibration<'_> {
-    fn out_of_fold(&self, spec: &FitSpec) -> Vec<f64> {
-        out_of_fold(self.features, &self.ratings, &self.rows.fold, spec)
+    /// The rows to fit on among `index`, with weights.
+    fn fit_rows(&self, index: &[usize]) -> FitRows<'_> {
+        let y: Vec<f64> = index.iter().map(|&i| self.ratings[i]).collect();
+        let proxy: Vec<bool> = index.iter().map(|&i| self.rows.proxy[i]).collect();
+        FitRows {
+            x: index
+                .iter()
+                .map(|&i| self.features[i].values.as_slice())
+                .collect(),
+            weight: band_weights(&y, &proxy, &self.config.trees),
+            y,
+            group: index.iter().map(|&i| self.groups[i]).collect(),
+            fold: index.iter().map(|&i| self.rows.inner_key(i)).collect(),
+        }
+    }
+
+    fn fold_rows(&self, fold: usize) -> (Vec<usize>, Vec<usize>) {
+        (0..self.ratings.len()).partition(|&i| self.rows.fold(i) != fold)
+    }
+
+    /// Held-out estimates and deviations of the model: each fold rated by
+    /// the model fitted on the other folds.
+    fn model_out_of_fold(&self) -> Result<(Vec<f64>, Vec<f64>)> {
+        let fits: Vec<Result<FoldRated>> = (0..self.rows.folds)
+            .into_par_iter()
+            .map(|fold| {
+                let (train, held) = self.fold_rows(fold);
+                let estimator = Estimator::fit(
+                    &self.fit_rows(&train),
+                    MODEL_GROUPS.len(),
+                    &self.config.trees,
+                )?;
+                let rated = held
+                    .iter()
+                    .map(|&i| {
+                        let estimate = estimator
+                            .estimate(&self.features[i].values)
+                            .clamp(RATING_FLOOR, RATING_CEILING);
+                        let deviation = estimator.deviations.deviation(self.groups[i], estimate);
+                        (estimate, deviation)
+                    })
+                    .collect();
+                Ok((held, rated))
+            })
+            .collect();
+        self.scatter(fits)
+    }
+
+    /// Held-out estimates and deviations of the format-2 reference.
+    fn reference_out_of_fold(&self) -> Result<(Vec<f64>, Vec<f64>)> {
+        let fits: Vec<Result<FoldRated>> = (0..self.rows.folds)
+            .into_par_iter()
+            .map(|fold| {
+                let (train, held) = self.fold_rows(fold);
+                let reference = self.fit_reference(&train);
+                let rated = held
+                    .iter()
+                    .map(|&i| {
+                        let estimate = reference
+                            .predict(self.groups[i], self.reference_x(i))
+                            .clamp(RATING_FLOOR, RATING_CEILING);
+                        (estimate, reference.deviation[self.groups[i]])
+                    })
+                    .collect();
+                Ok((held, rated))
+            })
+            .collect();
+        self.scatter(fits)
+    }
+
+    fn scatter(&self, fits: Vec<Result<FoldRated>>) -> Result<(Vec<f64>, Vec<f64>)> {
+        let n = self.ratings.len();
+        let (mut estimate, mut deviation) = (vec![0.0; n], vec![0.0; n]);
+        for fit in fits {
+            let (held, rated) = fit?;
+            for (i, (e, d)) in held.into_iter().zip(rated) {
+                estimate[i] = e;
+                deviation[i] = d;
+            }
+        }
+        Ok((estimate, deviation))
+    }
+
+    fn reference_x(&self, row: usize) -> &[f64] {
+        &self.features[row].values[..FORMAT_2_FEATURES]
+    }
+
+    /// The format-2 model on `train`: a ridge fit per model group, and as
+    /// each group's deviation the RMSE of its inner out-of-fold misses.
+    fn fit_reference(&self, train: &[usize]) -> ReferenceFit {
+        let inner_folds = self.config.trees.inner_folds.max(2);
+        let mut misses: Vec<Vec<f64>> = vec![Vec::new(); MODEL_GROUPS.len()];
+        for inner in 0..inner_folds {
+            let (fit_on, held): (Vec<usize>, Vec<usize>) = train
+                .iter()
+                .partition(|&&i| self.rows.inner_key(i) % inner_folds != inner);
+            let fit = self.ridge_groups(&fit_on, 0.0);
+            for &i in &held {
+                let g = self.groups[i];
+                misses[g].push(fit.predict(g, self.reference_x(i)) - self.ratings[i]);
+            }
+        }
+        let deviation = misses
+            .iter()
+            .map(|m| {
+                if m.is_empty() {
+                    500.0
+                } else {
+                    (m.iter().map(|d| d * d).sum::<f64>() / m.len() as f64).sqrt()
+                }
+            })
+            .collect();
+        ReferenceFit {
+            deviation,
+            ..self.ridge_groups(train, 0.0)
+        }
+    }
+
+    fn ridge_groups(&self, rows: &[usize], fallback: f64) -> ReferenceFit {
+        let mean = if rows.is_empty() {
+            fallback
+        } else {
+            rows.iter().map(|&i| self.ratings[i]).sum::<f64>() / rows.len() as f64
+        };
+        let fits = (0..MODEL_GROUPS.len())
+            .map(|g| {
+                let members: Vec<usize> = rows
+                    .iter()
+                    .copied()
+                    .filter(|&i| self.groups[i] == g)
+                    .collect();
+                let xs: Vec<Vec<f64>> = members
+                    .iter()
+                    .map(|&i| self.reference_x(i).to_vec())
+                    .collect();
+                let ys: Vec<f64> = members.iter().map(|&i| self.ratings[i]).collect();
+                if xs.len() < 2 {
+                    None
+                } else {
+                    RidgeFit::fit(&xs, &ys, self.config.ridge)
+                }
+            })
+            .collect();
+        ReferenceFit {
+            fits,
+            mean,
+            deviation: vec![500.0; MODEL_GROUPS.len()],
+        }
     }
 }
 
-/// Computes the signals of the calibration rows, measures held-out
+/// A fold's held-out rows and their (estimate, deviation).
+type FoldRated = (Vec<usize>, Vec<(f64, f64)>);
+
+/// A fitted format-2 reference model.
+struct ReferenceFit {
+    fits: Vec<Option<RidgeFit>>,
+    /// The training rows' mean rating, for a group without a fit.
+    mean: f64,
+    deviation: Vec<f64>,
+}
+
+impl ReferenceFit {
+    fn predict(&self, group: usize, x: &[f64]) -> f64 {
+        self.fits[group]
+            .as_ref()
+            .map_or(self.mean, |fit| fit.predict(x))
+    }
+}
+
+/// Computes the features of the calibration rows, measures held-out
 /// figures, and fits the final model on every row.
 pub fn calibrate(
     pool: &EnginePool,
+    nets: &MaiaNets,
     files: &[PathBuf],
     config: &RateConfig,
     features_out: Option<&Path>,
@@ -379,16 +642,23 @@ pub fn calibrate(
     let (lichess, skipped) = read_calibration(files, config)?;
     let lichess_rows = lichess.len();
     let rows = CalibrationRows::new(lichess, config);
-    let targets: Vec<&Puzzle> = rows.puzzles.iter().collect();
-    let features = compute_features_with(
+    let maia = MaiaSpec::of_dir_of(nets, config)?;
+    let settings = FeatureSettings {
+        engine: pool.engine_id().to_string(),
+        seed: config.seed,
+        signals: config.signals.clone(),
+        maia: maia.clone(),
+        features: feature_names().iter().map(|s| s.to_string()).collect(),
+    };
+    let (features, cached_rows) = calibration_features(
         pool,
-        &targets,
-        &config.signals,
-        config.seed,
-        config.baseline,
+        nets,
+        &rows,
+        config,
+        features_out.map(|p| (p, &settings)),
     )?;
     if let Some(path) = features_out {
-        write_features(path, &rows, &features)?;
+        write_features(path, &rows, &features, &settings)?;
     }
     let lengths: Vec<usize> = rows.puzzles.iter().map(Puzzle::solver_moves).collect();
     let calibration = Calibration {
@@ -399,7 +669,6 @@ pub fn calibrate(
             .zip(&features)
             .map(|(&length, f)| model_group(length, mates(f)))
             .collect(),
-        length_groups: lengths.iter().map(|&l| group_of(l)).collect(),
         lengths,
         ratings: rows
             .puzzles
@@ -408,23 +677,27 @@ pub fn calibrate(
             .collect(),
         config,
     };
-    let everything = vec![true; rows.puzzles.len()];
-    let model_spec = FitSpec {
-        train: &everything,
-        columns: None,
-        groups: &calibration.groups,
-        ridge: config.ridge,
-    };
-    let predictions = calibration.out_of_fold(&model_spec);
-    let held_out = held_out_figures(&calibration, &predictions);
-    let group_models = fit_group_models(&calibration, &predictions)?;
+    let model_rated = calibration.model_out_of_fold()?;
+    let reference_rated = calibration.reference_out_of_fold()?;
+    let held_out = held_out_figures(&calibration, &model_rated, &reference_rated);
+    let bands = band_tables(&calibration, &model_rated.0, &reference_rated.0);
+    let everything: Vec<usize> = (0..rows.puzzles.len()).collect();
+    let estimator = Estimator::fit(
+        &calibration.fit_rows(&everything),
+        MODEL_GROUPS.len(),
+        &config.trees,
+    )?;
     let model = RatingModel {
         format: MODEL_FORMAT,
         engine: pool.engine_id().to_string(),
         seed: config.seed,
         signals: config.signals.clone(),
-        features: FEATURE_NAMES.iter().map(|s| s.to_string()).collect(),
-        groups: group_models,
+        maia,
+        trees_config: config.trees.clone(),
+        rows: rows.puzzles.len(),
+        features: settings.features.clone(),
+        groups: MODEL_GROUPS.iter().map(|s| s.to_string()).collect(),
+        estimator,
     };
     let report = CalibrationReport {
         files: files.iter().map(|f| f.display().to_string()).collect(),
@@ -432,13 +705,31 @@ pub fn calibrate(
         proxy_rows: rows.proxy.iter().filter(|p| **p).count(),
         games: rows.games,
         skipped,
+        cached_rows,
         folds: config.folds,
         seed: config.seed,
         held_out,
-        proxy_check: proxy_check(&calibration),
-        single_feature: single_feature_figures(&calibration),
+        bands,
     };
     Ok((model, report))
+}
+
+impl MaiaSpec {
+    /// The spec of the nets a calibration loaded (from `[rate] maia`, else
+    /// `models/maia`).
+    fn of_dir_of(nets: &MaiaNets, config: &RateConfig) -> Result<Self> {
+        let dir = config
+            .maia
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_MODELS_DIR));
+        let spec = MaiaSpec::of_dir(&dir)?;
+        if spec.ratings != nets.ratings() {
+            return Err(bad_input(
+                "rate: the nets loaded are not the nine Maia-1 nets",
+            ));
+        }
+        Ok(spec)
+    }
 }
 
 /// A group of calibration rows the figures are given for.
@@ -448,11 +739,12 @@ struct ReportGroup {
 }
 
 /// The report's groups in order: every Lichess puzzle as it is, each length
-/// group, the single-move non-mate puzzles (most generated puzzles' shape),
-/// and the single-move proxies.
+/// group, mates and the rest, the single-move non-mate puzzles (most
+/// generated puzzles' shape), and the single-move proxies.
 fn report_groups(calibration: &Calibration) -> Vec<ReportGroup> {
     let rows = calibration.rows;
     let lengths = &calibration.lengths;
+    let mate = |i: usize| mates(&calibration.features[i]);
     let select = |name: &str, keep: &dyn Fn(usize) -> bool| ReportGroup {
         name: name.to_string(),
         members: (0..lengths.len()).filter(|&i| keep(i)).collect(),
@@ -463,8 +755,10 @@ fn report_groups(calibration: &Calibration) -> Vec<ReportGroup> {
             !rows.proxy[i] && group_of(lengths[i]) == g
         }));
     }
+    groups.push(select("mates", &|i| !rows.proxy[i] && mate(i)));
+    groups.push(select("non-mates", &|i| !rows.proxy[i] && !mate(i)));
     groups.push(select("1 non-mate", &|i| {
-        !rows.proxy[i] && lengths[i] == 1 && !mates(&calibration.features[i])
+        !rows.proxy[i] && lengths[i] == 1 && !mate(i)
     }));
     groups.push(select("1 proxy", &|i| rows.proxy[i]));
     groups.retain(|g| !g.members.is_empty());
@@ -485,34 +779,27 @@ fn rmse(predicted: &[f64], truth: &[f64]) -> f64 {
         .sqrt()
 }
 
-fn bias(predicted: &[f64], truth: &[f64]) -> f64 {
-    predicted.iter().zip(truth).map(|(p, t)| p - t).sum::<f64>() / truth.len().max(1) as f64
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len().max(1) as f64
 }
 
-/// The signals of rating-model format 1: the reference the held-out
-/// figures are compared with.
-const REFERENCE_FEATURES: usize = 45;
-/// The ridge penalty that model was fitted with.
-const REFERENCE_RIDGE: f64 = 80.0;
+fn within(estimate: &[f64], deviation: &[f64], truth: &[f64]) -> f64 {
+    let hits = estimate
+        .iter()
+        .zip(deviation)
+        .zip(truth)
+        .filter(|((e, d), t)| (*e - *t).abs() <= **d)
+        .count();
+    hits as f64 / truth.len().max(1) as f64
+}
 
-/// Held-out Spearman and RMSE per group, for the model, the reference model
-/// and the ladder alone on the same folds, with the plain-ladder and
-/// length-only baselines beside them.
-fn held_out_figures(calibration: &Calibration, predictions: &[f64]) -> Vec<HeldOut> {
-    let genuine = calibration.rows.genuine();
-    let reference_columns: Vec<usize> = (0..REFERENCE_FEATURES).collect();
-    let reference = calibration.out_of_fold(&FitSpec {
-        train: &genuine,
-        columns: Some(&reference_columns),
-        groups: &calibration.length_groups,
-        ridge: REFERENCE_RIDGE,
-    });
-    let ladder = calibration.out_of_fold(&FitSpec {
-        train: &genuine,
-        columns: Some(&[0]),
-        groups: &calibration.length_groups,
-        ridge: calibration.config.ridge,
-    });
+/// Held-out figures per group, for the model and the reference on the
+/// same folds, with the plain-ladder and length-only baselines beside them.
+fn held_out_figures(
+    calibration: &Calibration,
+    (estimate, deviation): &(Vec<f64>, Vec<f64>),
+    (reference, reference_deviation): &(Vec<f64>, Vec<f64>),
+) -> Vec<HeldOut> {
     let baseline: Option<Vec<f64>> = calibration
         .features
         .iter()
@@ -525,22 +812,19 @@ fn held_out_figures(calibration: &Calibration, predictions: &[f64]) -> Vec<HeldO
         .map(|group| {
             let members = &group.members;
             let truth = pick(ratings, members);
-            let figures = |values: &[f64]| {
-                let predicted = pick(values, members);
-                (spearman(&predicted, &truth), rmse(&predicted, &truth))
-            };
-            let (spearman_model, rmse_model) = figures(predictions);
-            let (reference_spearman, reference_rmse) = figures(&reference);
-            let (ladder_spearman, ladder_rmse) = figures(&ladder);
+            let (e, d) = (pick(estimate, members), pick(deviation, members));
+            let (r, rd) = (pick(reference, members), pick(reference_deviation, members));
             HeldOut {
                 group: group.name,
                 rows: members.len(),
-                spearman: spearman_model,
-                rmse: rmse_model,
-                reference_spearman,
-                reference_rmse,
-                ladder_spearman,
-                ladder_rmse,
+                spearman: spearman(&e, &truth),
+                rmse: rmse(&e, &truth),
+                bias: mean(&e) - mean(&truth),
+                within_deviation: within(&e, &d, &truth),
+                reference_spearman: spearman(&r, &truth),
+                reference_rmse: rmse(&r, &truth),
+                reference_bias: mean(&r) - mean(&truth),
+                reference_within_deviation: within(&r, &rd, &truth),
                 baseline_spearman: baseline
                     .as_ref()
                     .and_then(|b| spearman(&pick(b, members), &truth)),
@@ -550,109 +834,42 @@ fn held_out_figures(calibration: &Calibration, predictions: &[f64]) -> Vec<HeldO
         .collect()
 }
 
-/// Cross-applies the genuine single-move puzzles' model and the proxies'
-/// model, held out by game. `None` without proxies.
-fn proxy_check(calibration: &Calibration) -> Option<ProxyCheck> {
-    let rows = calibration.rows;
-    let single: Vec<bool> = (0..rows.puzzles.len())
-        .map(|i| !rows.proxy[i] && calibration.lengths[i] == 1)
-        .collect();
-    let proxies: Vec<usize> = (0..rows.puzzles.len()).filter(|&i| rows.proxy[i]).collect();
-    let genuine: Vec<usize> = (0..rows.puzzles.len()).filter(|&i| single[i]).collect();
-    if proxies.is_empty() || genuine.is_empty() {
-        return None;
+/// The figures by 400-point band of the estimate of `members`.
+fn band_figures(estimate: &[f64], ratings: &[f64], members: &[usize]) -> Vec<BandFigures> {
+    let mut by_band: std::collections::BTreeMap<i32, Vec<usize>> = Default::default();
+    for &i in members {
+        let band = ((estimate[i] / BAND_WIDTH).floor() * BAND_WIDTH) as i32;
+        by_band.entry(band).or_default().push(i);
     }
-    let ridge = calibration.config.ridge;
-    let from_genuine = calibration.out_of_fold(&FitSpec {
-        train: &single,
-        columns: None,
-        groups: &calibration.length_groups,
-        ridge,
-    });
-    let from_proxies = calibration.out_of_fold(&FitSpec {
-        train: &rows.proxy,
-        columns: None,
-        groups: &calibration.length_groups,
-        ridge,
-    });
-    let ratings = &calibration.ratings;
-    let on = |predictions: &[f64], members: &[usize]| {
-        let predicted = pick(predictions, members);
-        let truth = pick(ratings, members);
-        (spearman(&predicted, &truth), bias(&predicted, &truth))
-    };
-    let (genuine_on_proxies_spearman, genuine_on_proxies_bias) = on(&from_genuine, &proxies);
-    let (proxies_on_genuine_spearman, proxies_on_genuine_bias) = on(&from_proxies, &genuine);
-    Some(ProxyCheck {
-        genuine_on_proxies_spearman,
-        genuine_on_proxies_bias,
-        proxies_on_genuine_spearman,
-        proxies_on_genuine_bias,
-    })
-}
-
-/// Held-out Spearman per length group of a model fitted on one signal alone,
-/// for every signal: which signals carry difficulty where.
-fn single_feature_figures(calibration: &Calibration) -> Vec<(String, Vec<Option<f64>>)> {
-    let genuine = calibration.rows.genuine();
-    let groups = report_groups(calibration);
-    FEATURE_NAMES
-        .iter()
-        .enumerate()
-        .map(|(j, name)| {
-            let columns = [j];
-            let predicted = calibration.out_of_fold(&FitSpec {
-                train: &genuine,
-                columns: Some(&columns),
-                groups: &calibration.length_groups,
-                ridge: calibration.config.ridge,
-            });
-            let figures = groups
-                .iter()
-                .skip(1)
-                .map(|group| {
-                    spearman(
-                        &pick(&predicted, &group.members),
-                        &pick(&calibration.ratings, &group.members),
-                    )
-                })
-                .collect();
-            (name.to_string(), figures)
+    by_band
+        .into_iter()
+        .map(|(band, rows)| {
+            let e = pick(estimate, &rows);
+            let t = pick(ratings, &rows);
+            let mean_rating = mean(&t);
+            BandFigures {
+                band,
+                rows: rows.len(),
+                mean_estimate: mean(&e),
+                mean_rating,
+                miss: mean_rating - mean(&e),
+                rating_std: (t.iter().map(|r| (r - mean_rating).powi(2)).sum::<f64>()
+                    / t.len().max(1) as f64)
+                    .sqrt(),
+            }
         })
         .collect()
 }
 
-/// The final per-group fits on every row; each group's deviation is the
-/// held-out RMSE over the rows it was fitted on (proxies included).
-fn fit_group_models(calibration: &Calibration, predictions: &[f64]) -> Result<Vec<GroupModel>> {
-    let groups = &calibration.groups;
-    let all: Vec<usize> = (0..groups.len()).collect();
-    let fits = fit_groups(
-        calibration.features,
-        groups,
-        &calibration.ratings,
-        &all,
-        calibration.config.ridge,
-    );
-    let mut group_models = Vec::new();
-    for (g, fit) in fits.into_iter().enumerate() {
-        let name = MODEL_GROUPS[g];
-        let fit = fit.ok_or_else(|| {
-            bad_input(format!(
-                "calibration has fewer than 2 puzzles of group {name} (solver moves, mate); \
-                 every group needs rows"
-            ))
-        })?;
-        let members: Vec<usize> = all.iter().copied().filter(|&i| groups[i] == g).collect();
-        group_models.push(GroupModel {
-            group: name.to_string(),
-            rows: members.len(),
-            fit,
-            deviation: rmse(
-                &pick(predictions, &members),
-                &pick(&calibration.ratings, &members),
-            ),
-        });
-    }
-    Ok(group_models)
+/// Band tables of every Lichess puzzle and of the proxies.
+fn band_tables(calibration: &Calibration, estimate: &[f64], reference: &[f64]) -> Vec<BandTable> {
+    report_groups(calibration)
+        .into_iter()
+        .filter(|g| g.name == "all" || g.name == "1 proxy")
+        .map(|g| BandTable {
+            model: band_figures(estimate, &calibration.ratings, &g.members),
+            reference: band_figures(reference, &calibration.ratings, &g.members),
+            group: g.name,
+        })
+        .collect()
 }

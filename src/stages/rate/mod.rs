@@ -1,68 +1,69 @@
 //! `puzzleforge rate`: estimates a Lichess-like rating for puzzles that have
-//! none (mined puzzles), from engine signals and cheap board features.
+//! none (mined puzzles), from what human players of each rating would play
+//! and from engine and board signals.
 //!
-//! A puzzle's difficulty for humans is read from three kinds of signal:
+//! A puzzle's difficulty for humans is read from four kinds of signal, one
+//! table of features in the end ([`features::FEATURES`]):
+//! - human-move nets ([`crate::maia`], [`human`]): for every solver move
+//!   and every opponent reply of the line, the probability that players of
+//!   each of the nine Maia ratings (1100-1900) play it, its rank among their
+//!   choices, the lowest rating whose most likely move it is, how spread
+//!   their choices are, and how tempting the best wrong move is (and
+//!   whether the engine's wide scan calls that move a blunder);
 //! - an engine ladder: Stockfish's weakened player (its `Skill::pick_best`
 //!   rule driven by our seeded RNG) at several strengths, several attempts
 //!   each; an attempt solves the puzzle only when it finds every solver move;
 //! - engine probes: the search depth at which the engine first finds the
 //!   solver move and keeps it, the score gap to the second move, and a wide
-//!   shallow scan of every legal move (how many moves look as good as the
-//!   solution at depth 1, the solution's rank there);
+//!   shallow scan of every legal move;
 //! - board features: legal moves, available checks and captures, whether the
-//!   solution captures, checks, sacrifices or recaptures, its rank under a
-//!   naive "captures, then checks" ordering, piece count, mate.
+//!   solution captures, checks, sacrifices or recaptures, piece count, mate.
 //!
-//! The signals are mapped to a rating by a ridge regression per solver-length
-//! group (1, 2, 3+ solver moves), fitted on real Lichess puzzles
-//! (`--calibrate`), which carry ratings from many human attempts. The fitted
-//! model is a small JSON file (`--save-model`, reused with `--model`) that
-//! also records the signal settings, so a release rates the same way later.
-//! Calibration reports Spearman correlations on rows held out from the fit
-//! (seeded k-fold), overall and within each length group: length alone
-//! explains much of the overall figure, so the within-group ones count.
-//!
-//! Measured (default settings, seed 1, 5-fold, Stockfish 15.1) on the
-//! 1,499-row Lichess sample (tests/data): held-out Spearman 0.747 overall
-//! (length alone 0.500), 0.630 within 1-move (525 rows), 0.670 within
-//! 2-move (698), 0.565 within 3+ (276); 3.6 CPU-minutes for the whole
-//! calibration. With the 559 APO rows added (2,058 rows): 0.803 overall,
-//! 0.666 within 1-move (684), 0.677 within 2-move (858), 0.729 within 3+
-//! (516), with each puzzle's draws keyed by its id. The model committed as
-//! models/rate_model.json is that last fit. In the 1-move group (all mates in one there) the ladder and the
-//! probes are constant; the signal comes from the board: how many checks
-//! the solver has (alone 0.49), the solution's length and naive rank.
+//! The features are mapped to a rating by gradient-boosted trees, recalibrated
+//! so that the mean true rating of the puzzles given an estimate matches it
+//! over the whole range, with a deviation per solver-length group and band
+//! of the estimate ([`model`]). The model is fitted on real Lichess puzzles
+//! (`--calibrate`), which carry ratings from many human attempts, and saved
+//! as a JSON file (`--save-model`, reused with `--model`) that also records
+//! the signal settings and the nets, so a release rates the same way later.
+//! Calibration reports held-out figures ([`calibrate`]) beside the model of
+//! format 2 (ridge regressions on the engine and board features) on the
+//! same folds. The measured figures are in docs/results.md.
 
 use anyhow::{Context, Result};
 use clap::Args;
 use nalgebra::{DMatrix, DVector};
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use shakmaty::{Chess, Color, Move, Position, Role};
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
-use crate::chess::line::{PuzzleLine, parse_move};
+use crate::chess::line::PuzzleLine;
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row};
 use crate::core::error::bad_input;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, load_section_or_bare, switch_on};
 use crate::core::summary::Summary;
-use crate::engine::pool::{EnginePool, PoolConfig, Session};
-use crate::engine::process::{EngineError, EngineSpec, Limit, PvLine, SearchRequest};
+use crate::engine::pool::{EnginePool, PoolConfig};
+use crate::engine::process::EngineSpec;
 use crate::engine::settings::{EngineArgs, EngineConfig};
-use crate::engine::uci::Score;
 use crate::engine::weaken;
+use crate::maia::{DEFAULT_MODELS_DIR, MAIA_RATINGS, MaiaNets, weight_file_name};
 
 mod calibrate;
-pub use calibrate::{CalibrationReport, HeldOut, ProxyCheck, calibrate};
+mod features;
+mod human;
+mod model;
+mod signals;
+pub use calibrate::{BandFigures, CalibrationReport, HeldOut, calibrate};
+pub use features::{Features, feature_names};
+pub use model::{DeviationTable, Estimator, Recalibration, TreeConfig, TreeNode, Trees};
 
 /// Lowest and highest rating the model may give (Lichess's puzzle range).
 const RATING_FLOOR: f64 = 400.0;
 const RATING_CEILING: f64 = 3300.0;
 /// Version of the model file format.
-const MODEL_FORMAT: u32 = 2;
+const MODEL_FORMAT: u32 = 3;
 
 /// Settings of the `[rate]` section of pipeline.toml; CLI flags override.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -74,7 +75,8 @@ pub struct RateConfig {
     pub model: Option<PathBuf>,
     /// Folds for the held-out figures of a calibration.
     pub folds: u32,
-    /// Ridge penalty on standardized features.
+    /// Ridge penalty of the format-2 reference model the calibration
+    /// compares with (standardized features).
     pub ridge: f64,
     /// Use at most this many calibration rows (a seeded sample); 0 = all.
     pub calibrate_max_rows: usize,
@@ -88,6 +90,14 @@ pub struct RateConfig {
     pub proxies: bool,
     /// What the engine computes per puzzle.
     pub signals: SignalConfig,
+    /// The folder of the human-move nets (`maia-1100.pb.gz` ...). Unset:
+    /// `maia/` beside the model file when rating with one and it is there,
+    /// else `models/maia`. A model checks they are the nets it was fitted
+    /// with (sha256).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maia: Option<PathBuf>,
+    /// The trees a calibration fits.
+    pub trees: TreeConfig,
 }
 
 impl Default for RateConfig {
@@ -101,6 +111,8 @@ impl Default for RateConfig {
             baseline: false,
             proxies: true,
             signals: SignalConfig::default(),
+            maia: None,
+            trees: TreeConfig::default(),
         }
     }
 }
@@ -167,10 +179,17 @@ pub struct RateArgs {
     #[arg(long)]
     #[serde(serialize_with = "switch_on")]
     pub baseline: bool,
-    /// Write the calibration rows' signals here (CSV), for analysis.
+    /// Write the calibration rows' features here (CSV, with a FILE.json
+    /// of the settings beside it). When FILE already holds features
+    /// computed with the same settings, engine and nets, its rows are
+    /// reused, not computed again: a cache for refitting.
     #[arg(long)]
     #[serde(skip)]
     pub features_out: Option<PathBuf>,
+    /// The folder of the human-move nets (default: `maia/` beside the
+    /// model when there, else `models/maia`).
+    #[arg(long)]
+    pub maia: Option<PathBuf>,
     /// A pipeline.toml whose [rate] section is read (or a TOML file of the
     /// [rate] section's fields alone).
     #[arg(long)]
@@ -209,7 +228,8 @@ pub(crate) struct RateJob<'a> {
     pub calibrate: &'a [PathBuf],
     /// Where to write the fitted model.
     pub save_model: Option<&'a Path>,
-    /// Where to write the calibration rows' signals (CSV).
+    /// Where to write (and whence to reuse) the calibration rows' features
+    /// (CSV).
     pub features_out: Option<&'a Path>,
     pub config: &'a RateConfig,
     pub engine: EngineSpec,
@@ -284,27 +304,46 @@ fn engine_pool(job: &RateJob, what: &str) -> Result<EnginePool> {
 
 /// The model that rates the puzzles without a Lichess rating: calibrated now
 /// (and saved when asked), loaded from the configured file, or none when every
-/// puzzle has its Lichess rating. Also returns the calibration report's JSON.
+/// puzzle has its Lichess rating. Also returns the calibration report's JSON
+/// and the nets the model reads.
 fn rating_model(
     job: &RateJob,
     puzzle_count: usize,
     needs_estimate: &[usize],
     human: &mut String,
-) -> Result<(Option<RatingModel>, serde_json::Value)> {
+) -> Result<(Option<(RatingModel, MaiaNets)>, serde_json::Value)> {
     let config = job.config;
     if !job.calibrate.is_empty() {
+        let nets_dir = config
+            .maia
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_MODELS_DIR));
+        let nets = load_nets(&nets_dir, None)?;
         let pool = engine_pool(job, "calibration")?;
-        let (model, report) = calibrate(&pool, job.calibrate, config, job.features_out)?;
+        let (model, report) = calibrate(&pool, &nets, job.calibrate, config, job.features_out)?;
         if let Some(path) = job.save_model {
             let text = serde_json::to_string_pretty(&model)?;
             crate::core::fileio::write_atomic(path, format!("{text}\n").as_bytes())
                 .with_context(|| format!("writing the model {}", path.display()))?;
         }
         human.push_str(&report.human());
-        return Ok((Some(model), serde_json::to_value(&report)?));
+        return Ok((Some((model, nets)), serde_json::to_value(&report)?));
     }
     if let Some(path) = &config.model {
-        return Ok((Some(RatingModel::load(path)?), serde_json::Value::Null));
+        let model = RatingModel::load(path)?;
+        let beside = path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(NETS_BESIDE_THE_MODEL);
+        let nets_dir = config.maia.clone().unwrap_or_else(|| {
+            if beside.is_dir() {
+                beside
+            } else {
+                PathBuf::from(DEFAULT_MODELS_DIR)
+            }
+        });
+        let nets = load_nets(&nets_dir, Some(&model.maia))?;
+        return Ok((Some((model, nets)), serde_json::Value::Null));
     }
     if needs_estimate.is_empty() {
         return Ok((None, serde_json::Value::Null));
@@ -318,11 +357,61 @@ fn rating_model(
     )))
 }
 
+/// The folder of the nets, beside a model file.
+const NETS_BESIDE_THE_MODEL: &str = "maia";
+
+/// The human-move nets a model was fitted with: their ratings and the
+/// sha256 of each weight file.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MaiaSpec {
+    pub ratings: Vec<u32>,
+    pub sha256: Vec<String>,
+}
+
+impl MaiaSpec {
+    /// The nine nets' files in `dir`.
+    fn of_dir(dir: &Path) -> Result<Self> {
+        let sha256 = MAIA_RATINGS
+            .iter()
+            .map(|&rating| {
+                let path = dir.join(weight_file_name(rating));
+                crate::core::fileio::sha256_file(&path).map_err(|e| {
+                    bad_input(format!(
+                        "rate: the human-move net {} cannot be read ({e:#}); the nets are \
+                         in models/maia (--maia DIR, or [rate] maia)",
+                        path.display()
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            ratings: MAIA_RATINGS.to_vec(),
+            sha256,
+        })
+    }
+}
+
+/// Loads the nine nets from `dir`; with `expected`, checks they are the
+/// files the model was fitted with.
+fn load_nets(dir: &Path, expected: Option<&MaiaSpec>) -> Result<MaiaNets> {
+    let found = MaiaSpec::of_dir(dir)?;
+    if let Some(expected) = expected
+        && *expected != found
+    {
+        return Err(bad_input(format!(
+            "rate: the human-move nets in {} are not those the model was fitted with \
+             (sha256 differ); give the model's nets (--maia DIR) or calibrate again",
+            dir.display()
+        )));
+    }
+    MaiaNets::load(dir).with_context(|| format!("loading the human-move nets in {}", dir.display()))
+}
+
 /// Computes the signals of the puzzles at `needs_estimate` and sets their
 /// rating and deviation from the model.
 fn estimate_ratings(
     job: &RateJob,
-    model: &RatingModel,
+    (model, nets): &(RatingModel, MaiaNets),
     rated: &mut [Puzzle],
     needs_estimate: &[usize],
     human: &mut String,
@@ -337,7 +426,7 @@ fn estimate_ratings(
         ));
     }
     let targets: Vec<&Puzzle> = needs_estimate.iter().map(|&i| &rated[i]).collect();
-    let features = compute_features(&pool, &targets, &model.signals, model.seed)?;
+    let features = compute_features(&pool, nets, &targets, &model.signals, model.seed, false)?;
     let estimates: Vec<(i32, i32)> = targets
         .iter()
         .zip(&features)
@@ -390,665 +479,6 @@ fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<String>)> {
         Ok(())
     })?;
     Ok((puzzles, rejected))
-}
-
-// ---------------------------------------------------------------------------
-// The weakened player.
-
-/// The weakened player's move from a MultiPV search
-/// ([`weaken::SKILL_MULTIPV`] lines to depth [`weaken::pick_depth`]):
-/// Stockfish 15.1's `Skill::pick_best` with our seeded RNG.
-fn weakened_pick<'a>(lines: &'a [PvLine], level: f64, rng: &mut ChaCha8Rng) -> Option<&'a str> {
-    let scores: Vec<i64> = lines
-        .iter()
-        .map(|line| match line.score {
-            Score::Cp(cp) => weaken::internal_from_cp(cp),
-            Score::Mate(moves) => weaken::internal_from_mate(moves),
-        })
-        .collect();
-    let chosen = weaken::pick_best(&scores, level, rng)?;
-    lines[chosen].pv.first().map(String::as_str)
-}
-
-// ---------------------------------------------------------------------------
-// Signals.
-
-/// Board facts of one solver move, from the position alone.
-#[derive(Clone, Debug, Default)]
-struct BoardFacts {
-    legal_moves: f64,
-    checks_available: f64,
-    captures_available: f64,
-    is_capture: f64,
-    is_check: f64,
-    is_quiet: f64,
-    is_promotion: f64,
-    moved_value: f64,
-    captured_value: f64,
-    /// The moved piece lands where the opponent attacks it and is worth
-    /// more than what it took: it can be taken back at a loss.
-    is_sacrifice: f64,
-    /// The solution takes on the square the opponent just moved to.
-    is_recapture: f64,
-    /// The opponent's move before it was a capture.
-    after_capture: f64,
-    /// Rank of the solution among legal moves ordered captures (most
-    /// valuable victim, least valuable attacker) first, then checks.
-    naive_rank: f64,
-    distance: f64,
-    backward: f64,
-    /// The solver starts in check (after a checking opponent move).
-    in_check: f64,
-    /// Captures other than the solution that win material at once: of an
-    /// undefended piece or of a piece worth more than the capturer. Decoys.
-    other_good_captures: f64,
-    /// Moves that mate at once.
-    mates_available: f64,
-    is_knight: f64,
-    is_king: f64,
-}
-
-fn role_value(role: Role) -> f64 {
-    match role {
-        Role::Pawn => 1.0,
-        Role::Knight | Role::Bishop => 3.0,
-        Role::Rook => 5.0,
-        Role::Queen => 9.0,
-        Role::King => 0.0,
-    }
-}
-
-fn gives_check(position: &Chess, chess_move: Move) -> bool {
-    let mut after = position.clone();
-    after.play_unchecked(chess_move);
-    after.is_check()
-}
-
-/// A move's place in a naive human ordering: captures by victim value then
-/// cheapest attacker, then checks, then the rest.
-fn naive_key(position: &Chess, chess_move: Move) -> (i32, i32) {
-    if let Some(victim) = chess_move.capture() {
-        (
-            0,
-            -(role_value(victim) * 10.0) as i32 + role_value(chess_move.role()) as i32,
-        )
-    } else if gives_check(position, chess_move) {
-        (1, 0)
-    } else {
-        (2, 0)
-    }
-}
-
-fn board_facts(position: &Chess, solution: Move, previous: Option<Move>) -> BoardFacts {
-    let legal = position.legal_moves();
-    let checks = legal.iter().filter(|m| gives_check(position, **m)).count();
-    let mates = legal
-        .iter()
-        .filter(|m| {
-            let mut after = position.clone();
-            after.play_unchecked(**m);
-            after.is_checkmate()
-        })
-        .count();
-    let other_good_captures = legal
-        .iter()
-        .filter(|m| **m != solution)
-        .filter(|m| match m.capture() {
-            Some(victim) => {
-                let defended = !position
-                    .board()
-                    .attacks_to(m.to(), !position.turn(), position.board().occupied())
-                    .is_empty();
-                !defended || role_value(victim) > role_value(m.role())
-            }
-            None => false,
-        })
-        .count();
-    let captures = legal.iter().filter(|m| m.is_capture()).count();
-    let is_check = gives_check(position, solution);
-    let is_capture = solution.is_capture();
-    let solution_key = naive_key(position, solution);
-    let naive_rank = 1 + legal
-        .iter()
-        .filter(|m| naive_key(position, **m) < solution_key)
-        .count();
-    let mover = position.turn();
-    let mut after = position.clone();
-    after.play_unchecked(solution);
-    let attacked = !after
-        .board()
-        .attacks_to(solution.to(), !mover, after.board().occupied())
-        .is_empty();
-    let moved_value = role_value(solution.promotion().unwrap_or(solution.role()));
-    let captured_value = solution.capture().map(role_value).unwrap_or(0.0);
-    let from = solution.from().unwrap_or(solution.to());
-    let forward = i32::from(solution.to().rank()) - i32::from(from.rank());
-    let forward = if mover == Color::White {
-        forward
-    } else {
-        -forward
-    };
-    BoardFacts {
-        legal_moves: legal.len() as f64,
-        checks_available: checks as f64,
-        captures_available: captures as f64,
-        is_capture: f64::from(u8::from(is_capture)),
-        is_check: f64::from(u8::from(is_check)),
-        is_quiet: f64::from(u8::from(!is_capture && !is_check)),
-        is_promotion: f64::from(u8::from(solution.promotion().is_some())),
-        moved_value,
-        captured_value,
-        is_sacrifice: f64::from(u8::from(attacked && moved_value > captured_value)),
-        is_recapture: f64::from(u8::from(
-            is_capture && previous.is_some_and(|p| p.is_capture() && p.to() == solution.to()),
-        )),
-        after_capture: f64::from(u8::from(previous.is_some_and(|p| p.is_capture()))),
-        naive_rank: naive_rank as f64,
-        distance: f64::from(from.distance(solution.to())),
-        backward: f64::from(u8::from(forward < 0)),
-        in_check: f64::from(u8::from(position.is_check())),
-        other_good_captures: other_good_captures as f64,
-        mates_available: mates as f64,
-        is_knight: f64::from(u8::from(solution.role() == Role::Knight)),
-        is_king: f64::from(u8::from(solution.role() == Role::King)),
-    }
-}
-
-/// Engine facts of one solver move.
-#[derive(Clone, Debug, Default)]
-struct EngineFacts {
-    /// First depth of the probe from which the best move is the solution
-    /// (or one more than the last depth when it never settles on it).
-    found_depth: f64,
-    /// Score gap between the best and second move (cp, capped).
-    gap: f64,
-    /// At the wide scan: the solution's rank, how many moves score within
-    /// 50 cp of the best, and how far below the best the solution scores.
-    wide_rank: f64,
-    wide_close: f64,
-    wide_deficit: f64,
-    /// The probe's score of the best move (cp, capped; mates at the cap).
-    best_score: f64,
-    /// Moves to mate when the probe sees one for the solver, else 0: how
-    /// much line is still to come after this move.
-    mate_in: f64,
-    /// Plies of the probe's principal variation.
-    pv_plies: f64,
-}
-
-fn clear_hash(session: &mut Session) -> std::result::Result<(), EngineError> {
-    session.set_option("Clear Hash", "true")
-}
-
-/// A solver move is correct when it is the solution, or when it mates on
-/// the puzzle's last move (Lichess accepts any mate there).
-fn is_correct(position: &Chess, candidate: &str, solution: &str, last: bool) -> bool {
-    if candidate == solution {
-        return true;
-    }
-    if !last {
-        return false;
-    }
-    parse_move(position, candidate).is_ok_and(|m| {
-        let mut after = position.clone();
-        after.play_unchecked(m);
-        after.is_checkmate()
-    })
-}
-
-fn capped_cp(score: Score) -> f64 {
-    f64::from(score.to_cp().clamp(-2000, 2000))
-}
-
-/// Names of the features, in the order of [`Features::values`].
-pub(crate) const FEATURE_NAMES: [&str; 58] = [
-    "ladder_solve_rate",
-    "ladder_low_solve_rate",
-    "found_depth_max",
-    "found_depth_first",
-    "found_depth_mean",
-    "log_gap_min",
-    "log_gap_first",
-    "log_wide_rank",
-    "wide_close",
-    "log_wide_deficit",
-    "legal_moves",
-    "checks_available",
-    "captures_available",
-    "is_capture",
-    "is_check",
-    "is_quiet",
-    "is_promotion",
-    "moved_value",
-    "captured_value",
-    "sacrifices",
-    "is_recapture",
-    "after_capture",
-    "log_naive_rank",
-    "distance",
-    "backward",
-    "pieces",
-    "ends_in_mate",
-    "in_check",
-    "other_good_captures",
-    "mates_available",
-    "is_knight",
-    "is_king",
-    "best_score",
-    "checks_in_line",
-    "captures_in_line",
-    "quiet_in_line",
-    "log_checks_available",
-    "log_captures_available",
-    "log_legal_moves",
-    "log_other_good_captures",
-    "log_mates_available",
-    "log_wide_close",
-    "log_pieces",
-    "log_non_mating_checks",
-    "ladder_times_found_depth",
-    "ladder_first_move_rate",
-    "ladder_hardest_move_rate",
-    "ladder_later_min_rate",
-    "only_moves",
-    "only_move_share",
-    "quiet_moves",
-    "found_depth_later_max",
-    "log_gap_later_min",
-    "solver_moves",
-    "all_checks",
-    "first_is_sacrifice",
-    "log_first_mate_in",
-    "log_first_pv_plies",
-];
-
-/// The signals of one puzzle.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct Features {
-    pub values: Vec<f64>,
-    /// Solve rate of the plain ladder (skill levels 0-14), when measured.
-    pub baseline_solve_rate: Option<f64>,
-}
-
-/// What one puzzle's unit of engine work computes.
-fn puzzle_features(
-    session: &mut Session,
-    puzzle: &Puzzle,
-    signals: &SignalConfig,
-    rng: &mut ChaCha8Rng,
-    mut baseline_rng: Option<ChaCha8Rng>,
-) -> std::result::Result<Features, EngineError> {
-    // The line was checked when the file was read.
-    let line = PuzzleLine::of_puzzle(puzzle).unwrap_or_default();
-    // Elos were checked when the configuration was read.
-    let levels: Vec<f64> = signals
-        .ladder_elos
-        .iter()
-        .map(|&elo| weaken::skill_level(elo).unwrap_or(0.0))
-        .collect();
-    let mut ladder = Ladder::new(levels, signals.ladder_attempts.max(1) as usize);
-    let mut baseline = baseline_rng
-        .is_some()
-        .then(|| Ladder::new((0..=14).map(f64::from).collect(), 5));
-    let turns = line.solver_moves();
-    let mut engine_facts = Vec::new();
-    let mut board = Vec::new();
-    for (turn, (ply, position, solution_move)) in line.solver_turns().enumerate() {
-        let turn = SolverTurn {
-            puzzle,
-            ply,
-            position,
-            last: turn + 1 == turns,
-        };
-        board.push(board_facts(
-            position,
-            solution_move,
-            Some(line.moves()[ply - 1]),
-        ));
-        engine_facts.push(probe_and_scan(session, &turn, signals)?);
-        clear_hash(session)?;
-        ladder.attempt(session, &turn, rng)?;
-        if let (Some(baseline), Some(baseline_rng)) = (baseline.as_mut(), baseline_rng.as_mut()) {
-            clear_hash(session)?;
-            baseline.attempt(session, &turn, baseline_rng)?;
-        }
-    }
-    Ok(Features {
-        values: feature_values(&line, &ladder, &engine_facts, &board),
-        baseline_solve_rate: baseline.map(|b| b.solve_rate()),
-    })
-}
-
-/// One solver move of a puzzle, as the signals see it.
-struct SolverTurn<'a> {
-    puzzle: &'a Puzzle,
-    /// Index of the solver's move in the puzzle's moves.
-    ply: usize,
-    /// The position the solver faces.
-    position: &'a Chess,
-    /// The puzzle's last move (any mate is correct there).
-    last: bool,
-}
-
-impl SolverTurn<'_> {
-    /// A search of the position, given as the puzzle's FEN and moves.
-    fn request(&self, limit: Limit, multipv: u32) -> SearchRequest {
-        SearchRequest {
-            fen: self.puzzle.fen.clone(),
-            moves: self.puzzle.moves[..self.ply].to_vec(),
-            limit,
-            multipv,
-        }
-    }
-
-    /// Whether `candidate` (UCI) solves this turn.
-    fn is_correct(&self, candidate: &str) -> bool {
-        is_correct(
-            self.position,
-            candidate,
-            &self.puzzle.moves[self.ply],
-            self.last,
-        )
-    }
-}
-
-/// The engine probe and the wide scan at one solver turn, each from an
-/// empty hash table: what an earlier search left there would make a
-/// shallow search look deeper.
-fn probe_and_scan(
-    session: &mut Session,
-    turn: &SolverTurn,
-    signals: &SignalConfig,
-) -> std::result::Result<EngineFacts, EngineError> {
-    clear_hash(session)?;
-    let probe = session.search(&turn.request(Limit::Nodes(signals.probe_nodes), 2))?;
-    let last_depth = probe.best_by_depth.last().map(|(d, _, _)| *d).unwrap_or(0);
-    let mut found_depth = f64::from(last_depth + 1);
-    for (depth, best, _) in probe.best_by_depth.iter().rev() {
-        if turn.is_correct(best) {
-            found_depth = f64::from(*depth);
-        } else {
-            break;
-        }
-    }
-    let gap = match (probe.lines.first(), probe.lines.get(1)) {
-        (Some(a), Some(b)) => (capped_cp(a.score) - capped_cp(b.score)).clamp(0.0, 1000.0),
-        _ => 1000.0,
-    };
-    clear_hash(session)?;
-    let legal = turn.position.legal_moves().len() as u32;
-    let wide = session.search(&turn.request(Limit::Depth(signals.wide_depth), legal.max(1)))?;
-    let best_score = wide
-        .lines
-        .first()
-        .map(|l| capped_cp(l.score))
-        .unwrap_or(0.0);
-    let solution_line = wide
-        .lines
-        .iter()
-        .position(|l| l.pv.first().is_some_and(|m| turn.is_correct(m)));
-    let (wide_rank, wide_deficit) = match solution_line {
-        Some(i) => (
-            (i + 1) as f64,
-            (best_score - capped_cp(wide.lines[i].score)).max(0.0),
-        ),
-        None => (f64::from(legal), 1000.0),
-    };
-    let wide_close = wide
-        .lines
-        .iter()
-        .filter(|l| best_score - capped_cp(l.score) <= 50.0)
-        .count() as f64;
-    Ok(EngineFacts {
-        found_depth,
-        gap,
-        wide_rank,
-        wide_close,
-        wide_deficit,
-        best_score: probe
-            .lines
-            .first()
-            .map(|l| capped_cp(l.score))
-            .unwrap_or(0.0),
-        mate_in: match probe.lines.first().map(|l| l.score) {
-            Some(Score::Mate(moves)) if moves > 0 => f64::from(moves),
-            _ => 0.0,
-        },
-        pv_plies: probe
-            .lines
-            .first()
-            .map(|l| l.pv.len() as f64)
-            .unwrap_or(0.0),
-    })
-}
-
-/// The weakened player's attempts at a puzzle: per strength, per attempt,
-/// whether it has found every solver move so far.
-struct Ladder {
-    /// Skill levels, weakest first.
-    levels: Vec<f64>,
-    /// `solved[level][attempt]`.
-    solved: Vec<Vec<bool>>,
-    /// Per solver turn, the share of all picks (every strength, every
-    /// attempt) that were correct at that turn, whatever happened before:
-    /// which move of a line is the hard one.
-    turn_rates: Vec<f64>,
-}
-
-impl Ladder {
-    fn new(levels: Vec<f64>, attempts: usize) -> Self {
-        let solved = vec![vec![true; attempts]; levels.len()];
-        Self {
-            levels,
-            solved,
-            turn_rates: Vec::new(),
-        }
-    }
-
-    /// One solver turn: a search per strength, then each attempt's pick
-    /// from it.
-    fn attempt(
-        &mut self,
-        session: &mut Session,
-        turn: &SolverTurn,
-        rng: &mut ChaCha8Rng,
-    ) -> std::result::Result<(), EngineError> {
-        let (mut picks, mut correct) = (0usize, 0usize);
-        for (level_index, &level) in self.levels.iter().enumerate() {
-            let result = session.search(&turn.request(
-                Limit::Depth(weaken::pick_depth(level)),
-                weaken::SKILL_MULTIPV,
-            ))?;
-            for attempt in self.solved[level_index].iter_mut() {
-                let pick = weakened_pick(&result.lines, level, rng);
-                let hit = pick.is_some_and(|m| turn.is_correct(m));
-                *attempt &= hit;
-                picks += 1;
-                correct += usize::from(hit);
-            }
-        }
-        self.turn_rates.push(correct as f64 / picks.max(1) as f64);
-        Ok(())
-    }
-
-    /// The share of attempts that solved the puzzle, over all strengths.
-    fn solve_rate(&self) -> f64 {
-        solve_rate(&self.solved)
-    }
-
-    /// The same over the weaker half of the strengths.
-    fn low_solve_rate(&self) -> f64 {
-        solve_rate(&self.solved[..self.levels.len().div_ceil(2)])
-    }
-}
-
-fn solve_rate(rows: &[Vec<bool>]) -> f64 {
-    let total: usize = rows.iter().map(Vec::len).sum();
-    let hits: usize = rows.iter().flatten().filter(|s| **s).count();
-    hits as f64 / total.max(1) as f64
-}
-
-/// The feature vector, in the order of [`FEATURE_NAMES`].
-fn feature_values(
-    line: &PuzzleLine,
-    ladder: &Ladder,
-    engine_facts: &[EngineFacts],
-    board: &[BoardFacts],
-) -> Vec<f64> {
-    let first_engine = engine_facts.first().cloned().unwrap_or_default();
-    let first_board = board.first().cloned().unwrap_or_default();
-    let n = engine_facts.len().max(1) as f64;
-    let pieces = line
-        .position_after(1)
-        .map(|p| p.board().occupied().count() as f64)
-        .unwrap_or(0.0);
-    let mut values = vec![
-        ladder.solve_rate(),
-        ladder.low_solve_rate(),
-        engine_facts
-            .iter()
-            .map(|f| f.found_depth)
-            .fold(0.0, f64::max),
-        first_engine.found_depth,
-        engine_facts.iter().map(|f| f.found_depth).sum::<f64>() / n,
-        engine_facts
-            .iter()
-            .map(|f| f.gap.ln_1p())
-            .fold(f64::INFINITY, f64::min)
-            .min(1000f64.ln_1p()),
-        first_engine.gap.ln_1p(),
-        first_engine.wide_rank.ln(),
-        first_engine.wide_close,
-        first_engine.wide_deficit.ln_1p(),
-        first_board.legal_moves,
-        first_board.checks_available,
-        first_board.captures_available,
-        first_board.is_capture,
-        first_board.is_check,
-        first_board.is_quiet,
-        board.iter().map(|b| b.is_promotion).fold(0.0, f64::max),
-        first_board.moved_value,
-        first_board.captured_value,
-        board.iter().map(|b| b.is_sacrifice).sum::<f64>(),
-        first_board.is_recapture,
-        first_board.after_capture,
-        first_board.naive_rank.ln(),
-        first_board.distance,
-        first_board.backward,
-        pieces,
-        f64::from(u8::from(line.ends_in_checkmate())),
-        first_board.in_check,
-        first_board.other_good_captures,
-        first_board.mates_available,
-        first_board.is_knight,
-        first_board.is_king,
-        first_engine.best_score,
-        board.iter().map(|b| b.is_check).sum::<f64>() / n,
-        board.iter().map(|b| b.is_capture).sum::<f64>() / n,
-        board.iter().map(|b| b.is_quiet).sum::<f64>() / n,
-    ];
-    // Counts matter by ratio (the third check adds less than the second),
-    // which a linear fit only sees on a log scale; measured on the Lichess
-    // sample, these lift the 1-move group's held-out Spearman by ~0.04.
-    for count in [
-        first_board.checks_available,
-        first_board.captures_available,
-        first_board.legal_moves,
-        first_board.other_good_captures,
-        first_board.mates_available,
-        first_engine.wide_close,
-        pieces,
-        (first_board.checks_available - first_board.mates_available).max(0.0),
-    ] {
-        values.push(count.ln_1p());
-    }
-    values.push(values[0] * values[4]);
-    values.extend(line_values(ladder, engine_facts, board));
-    debug_assert_eq!(values.len(), FEATURE_NAMES.len());
-    values
-}
-
-/// A solver move whose probe puts the second move this far (cp) below the
-/// best is an only move: Lichess's puzzle generator asks the same of every
-/// solver move, so longer lines differ in how many moves clear it by far.
-const ONLY_MOVE_GAP_CP: f64 = 200.0;
-
-/// Signals of where a line's difficulty sits beyond its first move: the
-/// ladder's hardest turn, how many moves are only moves or quiet, how deep
-/// the later moves are found.
-fn line_values(ladder: &Ladder, engine_facts: &[EngineFacts], board: &[BoardFacts]) -> Vec<f64> {
-    let n = engine_facts.len().max(1) as f64;
-    let rates = &ladder.turn_rates;
-    let later_rates = rates.get(1..).unwrap_or_default();
-    let later_engine = engine_facts.get(1..).unwrap_or_default();
-    let only_moves = engine_facts
-        .iter()
-        .filter(|f| f.gap >= ONLY_MOVE_GAP_CP)
-        .count() as f64;
-    vec![
-        rates.first().copied().unwrap_or(1.0),
-        rates.iter().copied().fold(1.0, f64::min),
-        later_rates.iter().copied().fold(1.0, f64::min),
-        only_moves,
-        only_moves / n,
-        board.iter().map(|b| b.is_quiet).sum::<f64>(),
-        later_engine
-            .iter()
-            .map(|f| f.found_depth)
-            .fold(0.0, f64::max),
-        later_engine
-            .iter()
-            .map(|f| f.gap.ln_1p())
-            .fold(1000f64.ln_1p(), f64::min),
-        engine_facts.len() as f64,
-        f64::from(u8::from(
-            !board.is_empty() && board.iter().all(|b| b.is_check > 0.0),
-        )),
-        board.first().map(|b| b.is_sacrifice).unwrap_or(0.0),
-        engine_facts
-            .first()
-            .map(|f| f.mate_in.ln_1p())
-            .unwrap_or(0.0),
-        engine_facts
-            .first()
-            .map(|f| f.pv_plies.ln_1p())
-            .unwrap_or(0.0),
-    ]
-}
-
-fn compute_features_with(
-    pool: &EnginePool,
-    targets: &[&Puzzle],
-    signals: &SignalConfig,
-    seed: u64,
-    baseline: bool,
-) -> Result<Vec<Features>> {
-    let bar = crate::core::progress::items(targets.len() as u64, "rate");
-    let result = pool.map(targets, |session, _, puzzle| {
-        // Keyed by the puzzle's id, not its row: a puzzle's draws (and so its
-        // rating) must not depend on which worker served it, nor on which
-        // file or row it sits in, so that `run --shard` slices rate to the
-        // same bytes as a whole run. The baseline draws from its own domain
-        // so that measuring it does not change the model's signals.
-        let key = Key::Name(&puzzle.id);
-        let mut rng = seed::rng(seed, Domain::RatePuzzle, key);
-        let baseline_rng = baseline.then(|| seed::rng(seed, Domain::RateBaseline, key));
-        let features = puzzle_features(session, puzzle, signals, &mut rng, baseline_rng);
-        bar.inc(1);
-        features
-    });
-    bar.finish_and_clear();
-    result
-}
-
-/// Signals of the given puzzles, in order.
-pub(crate) fn compute_features(
-    pool: &EnginePool,
-    targets: &[&Puzzle],
-    signals: &SignalConfig,
-    seed: u64,
-) -> Result<Vec<Features>> {
-    compute_features_with(pool, targets, signals, seed, false)
 }
 
 // ---------------------------------------------------------------------------
@@ -1151,7 +581,53 @@ impl RidgeFit {
     }
 }
 
-/// Solver-length groups: each has its own fit and deviation.
+/// The features of the given puzzles, in order: the nets' signals of
+/// every position at once (batched over all puzzles), then the engine's
+/// puzzle by puzzle over the pool.
+pub(crate) fn compute_features(
+    pool: &EnginePool,
+    nets: &MaiaNets,
+    targets: &[&Puzzle],
+    signals: &SignalConfig,
+    seed: u64,
+    baseline: bool,
+) -> Result<Vec<Features>> {
+    let human = human::human_signals(nets, targets)?;
+    let bar = crate::core::progress::items(targets.len() as u64, "rate");
+    let engine = pool.map(targets, |session, _, puzzle| {
+        // Keyed by the puzzle's id, not its row: a puzzle's draws (and so its
+        // rating) must not depend on which worker served it, nor on which
+        // file or row it sits in, so that `run --shard` slices rate to the
+        // same bytes as a whole run. The baseline draws from its own domain
+        // so that measuring it does not change the model's signals.
+        let key = Key::Name(&puzzle.id);
+        let mut rng = seed::rng(seed, Domain::RatePuzzle, key);
+        let baseline_rng = baseline.then(|| seed::rng(seed, Domain::RateBaseline, key));
+        let result = signals::engine_signals(session, puzzle, signals, &mut rng, baseline_rng);
+        bar.inc(1);
+        result
+    });
+    bar.finish_and_clear();
+    let engine = engine?;
+    Ok(targets
+        .iter()
+        .zip(engine.iter().zip(&human))
+        .map(|(puzzle, (engine, human))| {
+            // The line was checked when the file was read.
+            let line = PuzzleLine::of_puzzle(puzzle).unwrap_or_default();
+            Features {
+                values: features::feature_values(&features::Signals {
+                    line: &line,
+                    engine,
+                    human,
+                }),
+                baseline_solve_rate: engine.baseline_solve_rate,
+            }
+        })
+        .collect())
+}
+
+/// Solver-length groups of the figures.
 pub(crate) const LENGTH_GROUPS: [(&str, usize, usize); 3] =
     [("1", 1, 1), ("2", 2, 2), ("3+", 3, usize::MAX)];
 
@@ -1162,10 +638,10 @@ fn group_of(solver_moves: usize) -> usize {
         .unwrap_or(0)
 }
 
-/// The model's groups, each with its own fit: the length groups, with the
-/// single-move mates apart. Lichess's single-move puzzles are mostly mates
-/// in one, the generator's mostly not; the non-mates learn from the
-/// single-move proxies, which would drag the mates' fit off.
+/// The model's groups, each with its own deviations (and, in the format-2
+/// reference, its own fit): the length groups, with the single-move mates
+/// apart. Lichess's single-move puzzles are mostly mates in one, the
+/// generator's mostly not.
 pub(crate) const MODEL_GROUPS: [&str; 4] = ["1 mate", "1", "2", "3+"];
 
 fn model_group(solver_moves: usize, mates: bool) -> usize {
@@ -1176,22 +652,8 @@ fn model_group(solver_moves: usize, mates: bool) -> usize {
     }
 }
 
-/// Index of `ends_in_mate` in [`FEATURE_NAMES`].
-const ENDS_IN_MATE: usize = 26;
-
 fn mates(features: &Features) -> bool {
-    features.values.get(ENDS_IN_MATE).is_some_and(|v| *v > 0.0)
-}
-
-/// One length group's model.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct GroupModel {
-    pub group: String,
-    pub rows: usize,
-    pub fit: RidgeFit,
-    /// Root mean square of the held-out residuals: the deviation given to
-    /// every puzzle rated in this group.
-    pub deviation: f64,
+    features.get("ends_in_mate").is_some_and(|v| v > 0.0)
 }
 
 /// The fitted rating model, as stored in a release.
@@ -1202,40 +664,46 @@ pub struct RatingModel {
     pub engine: String,
     pub seed: u64,
     pub signals: SignalConfig,
+    /// The human-move nets the features were computed with.
+    pub maia: MaiaSpec,
+    pub trees_config: TreeConfig,
+    /// Calibration rows (puzzles and proxies) the model was fitted on.
+    pub rows: usize,
     pub features: Vec<String>,
-    pub groups: Vec<GroupModel>,
+    /// The deviation groups ([`MODEL_GROUPS`]).
+    pub groups: Vec<String>,
+    pub estimator: Estimator,
 }
 
 impl RatingModel {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the rating model {}", path.display()))?;
-        let model: RatingModel = serde_json::from_str(&text)
-            .map_err(|e| bad_input(format!("{}: not a rating model: {e}", path.display())))?;
-        if model.format != MODEL_FORMAT {
+        let format = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
+        if let Some(format) = format.filter(|f| *f != u64::from(MODEL_FORMAT)) {
             return Err(bad_input(format!(
-                "{}: rating model format {} (this puzzleforge reads {MODEL_FORMAT})",
-                path.display(),
-                model.format
+                "{}: rating model format {format} (this puzzleforge reads {MODEL_FORMAT}); \
+                 calibrate again",
+                path.display()
             )));
         }
-        if model.features != FEATURE_NAMES {
+        let model: RatingModel = serde_json::from_str(&text)
+            .map_err(|e| bad_input(format!("{}: not a rating model: {e}", path.display())))?;
+        if model.features != feature_names() {
             return Err(bad_input(format!(
                 "{}: the model's features differ from this puzzleforge's; calibrate again",
                 path.display()
             )));
         }
-        if model.groups.len() != MODEL_GROUPS.len()
-            || model
-                .groups
-                .iter()
-                .any(|g| g.fit.weights.len() != FEATURE_NAMES.len())
+        if model.groups != MODEL_GROUPS
+            || model.estimator.deviations.deviations.len() != MODEL_GROUPS.len()
         {
             return Err(bad_input(format!(
-                "{}: the model needs one fit per group ({}) over {} features",
+                "{}: the model needs deviations for the groups {}",
                 path.display(),
-                MODEL_GROUPS.join(", "),
-                FEATURE_NAMES.len()
+                MODEL_GROUPS.join(", ")
             )));
         }
         Ok(model)
@@ -1243,12 +711,13 @@ impl RatingModel {
 
     /// Rating and deviation for a puzzle of `solver_moves` with `features`.
     pub fn rate(&self, solver_moves: usize, features: &Features) -> (i32, i32) {
-        let group = &self.groups[model_group(solver_moves, mates(features))];
-        let rating = group
-            .fit
-            .predict(&features.values)
+        let estimate = self
+            .estimator
+            .estimate(&features.values)
             .clamp(RATING_FLOOR, RATING_CEILING);
-        (rating.round() as i32, group.deviation.round() as i32)
+        let group = model_group(solver_moves, mates(features));
+        let deviation = self.estimator.deviations.deviation(group, estimate);
+        (estimate.round() as i32, deviation.round() as i32)
     }
 }
 
@@ -1289,7 +758,6 @@ mod tests {
         assert_eq!(group_of(2), 1);
         assert_eq!(group_of(3), 2);
         assert_eq!(group_of(7), 2);
-        assert_eq!(FEATURE_NAMES[ENDS_IN_MATE], "ends_in_mate");
         assert_eq!(model_group(1, true), 0);
         assert_eq!(model_group(1, false), 1);
         assert_eq!(model_group(2, true), 2);

@@ -1,0 +1,189 @@
+//! What the human-move nets say about a puzzle's line: for every solver
+//! move and every opponent reply, how likely players of each Maia rating
+//! are to play it ([`crate::maia`]), how it ranks among their choices, how
+//! spread their choices are, and how tempting the best wrong move is.
+//!
+//! The nets see each position with its history: the puzzle's FEN, the
+//! opponent's first move, then the line up to the move asked about.
+//! Positions of many puzzles are evaluated together, each distinct one
+//! once (a single-move proxy shares its position with its puzzle).
+
+use anyhow::{Result, anyhow};
+use shakmaty::{CastlingMode, Move};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use crate::chess::line::PuzzleLine;
+use crate::chess::record::Puzzle;
+use crate::maia::{History, MaiaNets, MoveProbabilities};
+
+/// Positions evaluated per call of the nets (a progress step).
+const CHUNK: usize = 256;
+
+/// One move of the line as the nets see it, with per-net figures in the
+/// order of the nets' ratings (lowest first).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct MoveChoice {
+    /// Probability of an accepted move (the line's move; on a mating last
+    /// move, any mate), per net.
+    pub probability: Vec<f64>,
+    /// Rank of the best accepted move among all moves by probability (1:
+    /// the net's most likely move), per net.
+    pub rank: Vec<f64>,
+    /// Entropy of the net's move distribution (nats), per net.
+    pub entropy: Vec<f64>,
+    /// Probability of the most likely move that is not accepted, per net.
+    pub wrong_probability: Vec<f64>,
+    /// The wrong move with the highest probability averaged over the nets
+    /// (UCI), if any: the decoy a human reaches for.
+    pub tempting: Option<String>,
+    /// Legal moves in the position.
+    pub legal_moves: usize,
+}
+
+/// The nets' view of a whole puzzle.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct HumanSignals {
+    /// The solver's moves, in order.
+    pub solver: Vec<MoveChoice>,
+    /// The opponent's replies inside the line (not the first move that
+    /// sets the puzzle), in order.
+    pub replies: Vec<MoveChoice>,
+    /// The nets' ratings, lowest first.
+    pub ratings: Vec<f64>,
+}
+
+/// The position before line move `ply` of `puzzle`, as a history.
+fn history_before(puzzle: &Puzzle, ply: usize) -> Result<History> {
+    History::from_fen_and_moves(&puzzle.fen, puzzle.moves[..ply].iter().map(String::as_str))
+}
+
+/// The key of a position with its history: FEN and the moves before.
+fn position_key(puzzle: &Puzzle, ply: usize) -> String {
+    format!("{} {}", puzzle.fen, puzzle.moves[..ply].join(" "))
+}
+
+/// The nets' signals of every puzzle, in order. Lines must replay legally
+/// (the rate stage checks them when reading).
+pub(crate) fn human_signals(nets: &MaiaNets, puzzles: &[&Puzzle]) -> Result<Vec<HumanSignals>> {
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut histories = Vec::new();
+    for puzzle in puzzles {
+        for ply in 1..puzzle.moves.len() {
+            if let Entry::Vacant(slot) = index.entry(position_key(puzzle, ply)) {
+                slot.insert(histories.len());
+                histories.push(history_before(puzzle, ply).map_err(|e| {
+                    anyhow!("puzzle {}: the nets cannot read its line: {e:#}", puzzle.id)
+                })?);
+            }
+        }
+    }
+    let bar = crate::core::progress::items(histories.len() as u64, "maia");
+    let mut evaluated: Vec<MoveProbabilities> = Vec::with_capacity(histories.len());
+    for chunk in histories.chunks(CHUNK) {
+        evaluated.extend(nets.evaluate(chunk));
+        bar.inc(chunk.len() as u64);
+    }
+    bar.finish_and_clear();
+    let ratings: Vec<f64> = nets.ratings().iter().map(|&r| f64::from(r)).collect();
+    puzzles
+        .iter()
+        .map(|puzzle| {
+            let line =
+                PuzzleLine::of_puzzle(puzzle).map_err(|e| anyhow!("puzzle {}: {e}", puzzle.id))?;
+            let mut signals = HumanSignals {
+                ratings: ratings.clone(),
+                ..HumanSignals::default()
+            };
+            for ply in 1..puzzle.moves.len() {
+                let probabilities = &evaluated[index[&position_key(puzzle, ply)]];
+                let choice = move_choice(probabilities, |m| line.accepts(ply, m));
+                if ply % 2 == 1 {
+                    signals.solver.push(choice);
+                } else {
+                    signals.replies.push(choice);
+                }
+            }
+            Ok(signals)
+        })
+        .collect()
+}
+
+/// The figures of one position's accepted moves under every net.
+fn move_choice(probabilities: &MoveProbabilities, accepted: impl Fn(Move) -> bool) -> MoveChoice {
+    let moves = probabilities.moves();
+    let is_accepted: Vec<bool> = moves.iter().map(|m| accepted(*m)).collect();
+    let nets = probabilities.nets();
+    let mut choice = MoveChoice {
+        legal_moves: moves.len(),
+        ..MoveChoice::default()
+    };
+    let mut wrong_total = vec![0.0f64; moves.len()];
+    for net in 0..nets {
+        let p = probabilities.at_net(net);
+        let accepted_p: f64 = p
+            .iter()
+            .zip(&is_accepted)
+            .filter(|(_, ok)| **ok)
+            .map(|(p, _)| f64::from(*p))
+            .sum();
+        let best_accepted = p
+            .iter()
+            .zip(&is_accepted)
+            .filter(|(_, ok)| **ok)
+            .map(|(p, _)| *p)
+            .fold(0.0f32, f32::max);
+        // Ties count against the solution: a net indifferent between two
+        // moves does not point at it.
+        let above = p
+            .iter()
+            .zip(&is_accepted)
+            .filter(|(q, ok)| !**ok && **q >= best_accepted)
+            .count();
+        let wrong_best = p
+            .iter()
+            .zip(&is_accepted)
+            .filter(|(_, ok)| !**ok)
+            .map(|(p, _)| f64::from(*p))
+            .fold(0.0, f64::max);
+        let entropy: f64 = p
+            .iter()
+            .filter(|q| **q > 0.0)
+            .map(|q| -f64::from(*q) * f64::from(*q).ln())
+            .sum();
+        choice.probability.push(accepted_p);
+        choice.rank.push((above + 1) as f64);
+        choice.entropy.push(entropy);
+        choice.wrong_probability.push(wrong_best);
+        for (i, q) in p.iter().enumerate() {
+            if !is_accepted[i] {
+                wrong_total[i] += f64::from(*q);
+            }
+        }
+    }
+    choice.tempting = wrong_total
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !is_accepted[*i])
+        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
+        .map(|(i, _)| moves[i].to_uci(CastlingMode::Standard).to_string());
+    choice
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn position_keys_share_a_prefix_between_a_puzzle_and_its_proxy() {
+        let puzzle = Puzzle {
+            fen: "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24".into(),
+            moves: vec!["f2g3".into(), "e6e7".into(), "b2b1".into(), "b3c1".into()],
+            ..Puzzle::default()
+        };
+        let mut proxy = puzzle.clone();
+        proxy.moves.truncate(2);
+        assert_eq!(position_key(&puzzle, 1), position_key(&proxy, 1));
+        assert_ne!(position_key(&puzzle, 1), position_key(&puzzle, 3));
+    }
+}

@@ -1,0 +1,537 @@
+//! The rating model of format 3: gradient-boosted trees over the feature
+//! table (fitted with `forust-ml`, stored here as plain split/leaf arrays),
+//! an isotonic recalibration of the trees' output (`pav_regression`) fitted
+//! on out-of-fold predictions so that, read by the estimate, the mean true
+//! rating matches it across the whole range, and a deviation table: per
+//! solver-length group and 400-point band of the estimate, the 68.3rd
+//! percentile of the out-of-fold misses, so that about 68% of true ratings
+//! fall within one deviation.
+//!
+//! Everything is deterministic: the trees are grown single-threaded with no
+//! row or column sampling, and the out-of-fold fits run in parallel with
+//! their results put back in fold order.
+
+use anyhow::Result;
+use forust_ml::objective::ObjectiveType;
+use forust_ml::{GradientBooster, Matrix};
+use pav_regression::{IsotonicRegression, Point};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::core::error::bad_input;
+
+/// Settings of the trees (`[rate.trees]`); stored in the model.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TreeConfig {
+    /// Boosting rounds (one tree each).
+    pub iterations: usize,
+    pub learning_rate: f32,
+    pub max_depth: usize,
+    /// Least hessian (weighted rows) in a leaf.
+    pub min_leaf_weight: f32,
+    /// L2 penalty on leaf weights.
+    pub l2: f32,
+    /// Folds (by source game, inside the training rows) of the out-of-fold
+    /// predictions the recalibration and the deviations are fitted on.
+    pub inner_folds: usize,
+    /// Training rows are weighed by the 400-point band of their true
+    /// rating: weight = (rows per band on average / rows in the band) to
+    /// this power (0: every row alike; 1: every band alike), so that the
+    /// rare ends of the range count.
+    pub band_balance: f64,
+    /// Weight of a single-move proxy row against a genuine puzzle.
+    pub proxy_weight: f64,
+}
+
+impl Default for TreeConfig {
+    fn default() -> Self {
+        Self {
+            iterations: 400,
+            learning_rate: 0.05,
+            max_depth: 5,
+            min_leaf_weight: 20.0,
+            l2: 1.0,
+            inner_folds: 5,
+            band_balance: 0.5,
+            proxy_weight: 1.0,
+        }
+    }
+}
+
+/// Width of the rating bands the weights and the deviation table use.
+pub(crate) const BAND_WIDTH: f64 = 400.0;
+/// Bands of the deviation table: below 800, 800-1200, ..., 2400 and above.
+const DEVIATION_BANDS: usize = 6;
+/// Share of misses within one deviation: a normal law's one-sigma share.
+const ONE_SIGMA_SHARE: f64 = 0.6827;
+/// Fewest rows for a band's own deviation; a sparser band takes its
+/// group's.
+const MIN_BAND_ROWS: usize = 30;
+
+/// A tree node: a split (`[feature, threshold, left, right]`: rows with a
+/// value below the threshold go left) or a leaf's value.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum TreeNode {
+    Leaf(f32),
+    Split(usize, f64, usize, usize),
+}
+
+/// The boosted trees: the base score plus every tree's leaf.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Trees {
+    pub base_score: f64,
+    /// Each tree's nodes, root first; in the model file one line of JSON
+    /// per tree (a pretty-printed node per line would make the file ten
+    /// times longer).
+    #[serde(with = "one_line_per_tree")]
+    pub trees: Vec<Vec<TreeNode>>,
+}
+
+/// Trees written as JSON strings, each one tree's compact node list.
+mod one_line_per_tree {
+    use super::TreeNode;
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(trees: &[Vec<TreeNode>], s: S) -> Result<S::Ok, S::Error> {
+        let lines = trees
+            .iter()
+            .map(|tree| serde_json::to_string(tree).map_err(serde::ser::Error::custom))
+            .collect::<Result<Vec<String>, S::Error>>()?;
+        lines.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<TreeNode>>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                serde_json::from_str(line).map_err(|e| D::Error::custom(format!("tree {i}: {e}")))
+            })
+            .collect()
+    }
+}
+
+impl Trees {
+    pub fn predict(&self, x: &[f64]) -> f64 {
+        let mut total = self.base_score;
+        for tree in &self.trees {
+            let mut node = 0;
+            loop {
+                match tree.get(node) {
+                    Some(TreeNode::Split(feature, threshold, left, right)) => {
+                        let value = x.get(*feature).copied().unwrap_or(0.0);
+                        node = if value < *threshold { *left } else { *right };
+                    }
+                    Some(TreeNode::Leaf(value)) => {
+                        total += f64::from(*value);
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+        total
+    }
+
+    fn of_booster(booster: &GradientBooster) -> Self {
+        let trees = booster
+            .trees
+            .iter()
+            .map(|tree| {
+                // forust numbers nodes by `num`; they are stored in that
+                // order, which the children indices refer to.
+                let mut nodes = vec![TreeNode::Leaf(0.0); tree.nodes.len()];
+                for node in &tree.nodes {
+                    let slot = nodes.get_mut(node.num);
+                    if let Some(slot) = slot {
+                        *slot = if node.is_leaf {
+                            TreeNode::Leaf(node.weight_value)
+                        } else {
+                            TreeNode::Split(
+                                node.split_feature,
+                                node.split_value,
+                                node.left_child,
+                                node.right_child,
+                            )
+                        };
+                    }
+                }
+                nodes
+            })
+            .collect();
+        Self {
+            base_score: booster.base_score,
+            trees,
+        }
+    }
+}
+
+/// Rows to fit on: features, true ratings, weights, and each row's
+/// deviation group and source game (for the inner folds).
+pub(crate) struct FitRows<'a> {
+    pub x: Vec<&'a [f64]>,
+    pub y: Vec<f64>,
+    pub weight: Vec<f64>,
+    pub group: Vec<usize>,
+    pub fold: Vec<usize>,
+}
+
+/// Grows the trees on `rows`.
+pub(crate) fn fit_trees(rows: &FitRows, config: &TreeConfig) -> Result<Trees> {
+    let n = rows.x.len();
+    let width = rows.x.first().map_or(0, |x| x.len());
+    if n < 2 || width == 0 {
+        return Err(bad_input("the rating model needs at least 2 rows to fit"));
+    }
+    // Column-major, as forust reads it.
+    let mut data = Vec::with_capacity(n * width);
+    for j in 0..width {
+        data.extend(rows.x.iter().map(|x| x[j]));
+    }
+    let matrix = Matrix::new(&data, n, width);
+    let mut booster = GradientBooster::default()
+        .set_objective_type(ObjectiveType::SquaredLoss)
+        .set_iterations(config.iterations)
+        .set_learning_rate(config.learning_rate)
+        .set_max_depth(config.max_depth)
+        .set_min_leaf_weight(config.min_leaf_weight)
+        .set_l2(config.l2)
+        .set_parallel(false)
+        .set_initialize_base_score(true);
+    booster
+        .fit(&matrix, &rows.y, &rows.weight, None)
+        .map_err(|e| bad_input(format!("fitting the rating trees: {e}")))?;
+    Ok(Trees::of_booster(&booster))
+}
+
+/// Weights of rows with true ratings `y`: see [`TreeConfig::band_balance`].
+pub(crate) fn band_weights(y: &[f64], proxy: &[bool], config: &TreeConfig) -> Vec<f64> {
+    let band = |r: f64| (r / BAND_WIDTH).floor().max(0.0) as usize;
+    let bands = y.iter().map(|r| band(*r)).max().map_or(1, |b| b + 1);
+    let mut counts = vec![0usize; bands];
+    for r in y {
+        counts[band(*r)] += 1;
+    }
+    let used = counts.iter().filter(|c| **c > 0).count().max(1);
+    let average = y.len() as f64 / used as f64;
+    y.iter()
+        .zip(proxy)
+        .map(|(r, is_proxy)| {
+            let balance = (average / counts[band(*r)] as f64).powf(config.band_balance);
+            balance * if *is_proxy { config.proxy_weight } else { 1.0 }
+        })
+        .collect()
+}
+
+/// The isotonic map from the trees' output to a rating: strictly rising
+/// between its points, extended past the ends along the line through the
+/// points' weighted centre.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Recalibration {
+    /// `(trees' output, rating, weight)`, by rising output.
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+impl Recalibration {
+    /// Fits the map on out-of-fold `(output, truth)` pairs with weights.
+    pub(crate) fn fit(output: &[f64], truth: &[f64], weight: &[f64]) -> Result<Self> {
+        let points: Vec<Point<f64>> = output
+            .iter()
+            .zip(truth)
+            .zip(weight)
+            .map(|((x, y), w)| Point::new_with_weight(*x, *y, *w))
+            .collect();
+        let regression = IsotonicRegression::new_ascending(&points)
+            .map_err(|e| bad_input(format!("recalibrating the rating model: {e}")))?;
+        let points = regression
+            .get_points_sorted()
+            .iter()
+            .map(|p| (*p.x(), *p.y(), p.weight()))
+            .collect();
+        Ok(Self { points })
+    }
+
+    fn regression(&self) -> Option<IsotonicRegression<f64>> {
+        let points: Vec<Point<f64>> = self
+            .points
+            .iter()
+            .map(|(x, y, w)| Point::new_with_weight(*x, *y, *w))
+            .collect();
+        IsotonicRegression::new_ascending(&points).ok()
+    }
+
+    pub fn apply(&self, output: f64) -> f64 {
+        self.regression()
+            .and_then(|r| r.interpolate(output))
+            .unwrap_or(output)
+    }
+
+    /// The map for many outputs (builds the regression once).
+    pub fn apply_all(&self, outputs: &[f64]) -> Vec<f64> {
+        match self.regression() {
+            Some(r) => outputs
+                .iter()
+                .map(|o| r.interpolate(*o).unwrap_or(*o))
+                .collect(),
+            None => outputs.to_vec(),
+        }
+    }
+}
+
+/// The band of the deviation table an estimate falls in.
+pub(crate) fn deviation_band(estimate: f64) -> usize {
+    ((estimate / BAND_WIDTH).floor() as i64 - 1).clamp(0, DEVIATION_BANDS as i64 - 1) as usize
+}
+
+/// Per group and band of the estimate, the deviation to write.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DeviationTable {
+    /// Lower edges of the bands (the first band also takes what is below).
+    pub band_floors: Vec<f64>,
+    /// `[group][band]`.
+    pub deviations: Vec<Vec<f64>>,
+    /// `[group][band]`: the out-of-fold rows each deviation was read from
+    /// (0: the band took its group's).
+    pub rows: Vec<Vec<usize>>,
+}
+
+fn one_sigma_miss(misses: &mut [f64]) -> Option<f64> {
+    if misses.is_empty() {
+        return None;
+    }
+    misses.sort_by(f64::total_cmp);
+    let at = ((misses.len() as f64 * ONE_SIGMA_SHARE).ceil() as usize).clamp(1, misses.len());
+    Some(misses[at - 1])
+}
+
+impl DeviationTable {
+    /// Fits the table on out-of-fold estimates: `groups` of them, each
+    /// row's group in `group`.
+    pub(crate) fn fit(estimate: &[f64], truth: &[f64], group: &[usize], groups: usize) -> Self {
+        let mut all: Vec<f64> = estimate
+            .iter()
+            .zip(truth)
+            .map(|(e, t)| (e - t).abs())
+            .collect();
+        let overall = one_sigma_miss(&mut all).unwrap_or(500.0);
+        let mut deviations = Vec::new();
+        let mut rows = Vec::new();
+        for g in 0..groups {
+            let members: Vec<usize> = (0..estimate.len()).filter(|&i| group[i] == g).collect();
+            let mut misses: Vec<f64> = members
+                .iter()
+                .map(|&i| (estimate[i] - truth[i]).abs())
+                .collect();
+            let group_deviation = one_sigma_miss(&mut misses).unwrap_or(overall);
+            let mut by_band = Vec::new();
+            let mut counts = Vec::new();
+            for band in 0..DEVIATION_BANDS {
+                let mut misses: Vec<f64> = members
+                    .iter()
+                    .filter(|&&i| deviation_band(estimate[i]) == band)
+                    .map(|&i| (estimate[i] - truth[i]).abs())
+                    .collect();
+                if misses.len() >= MIN_BAND_ROWS {
+                    counts.push(misses.len());
+                    by_band.push(one_sigma_miss(&mut misses).unwrap_or(group_deviation));
+                } else {
+                    counts.push(0);
+                    by_band.push(group_deviation);
+                }
+            }
+            deviations.push(by_band);
+            rows.push(counts);
+        }
+        Self {
+            band_floors: (0..DEVIATION_BANDS)
+                .map(|b| (b as f64 + 1.0) * BAND_WIDTH)
+                .collect(),
+            deviations,
+            rows,
+        }
+    }
+
+    pub fn deviation(&self, group: usize, estimate: f64) -> f64 {
+        self.deviations
+            .get(group)
+            .and_then(|bands| bands.get(deviation_band(estimate)))
+            .copied()
+            .unwrap_or(500.0)
+    }
+}
+
+/// The fitted estimator: trees, recalibration, deviations.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Estimator {
+    pub trees: Trees,
+    pub recalibration: Recalibration,
+    pub deviations: DeviationTable,
+}
+
+impl Estimator {
+    /// Fits the trees on every row, and the recalibration and deviations
+    /// on out-of-fold predictions of trees fitted on the inner folds.
+    pub(crate) fn fit(rows: &FitRows, groups: usize, config: &TreeConfig) -> Result<Self> {
+        let folds = config.inner_folds.max(2);
+        let fold_fits: Vec<Result<(Vec<usize>, Vec<f64>)>> = (0..folds)
+            .into_par_iter()
+            .map(|fold| {
+                let train: Vec<usize> = (0..rows.x.len())
+                    .filter(|&i| rows.fold[i] % folds != fold)
+                    .collect();
+                let held: Vec<usize> = (0..rows.x.len())
+                    .filter(|&i| rows.fold[i] % folds == fold)
+                    .collect();
+                let trees = fit_trees(&rows.subset(&train), config)?;
+                Ok((
+                    held.clone(),
+                    held.iter().map(|&i| trees.predict(rows.x[i])).collect(),
+                ))
+            })
+            .collect();
+        let mut output = vec![0.0; rows.x.len()];
+        for fit in fold_fits {
+            let (held, predicted) = fit?;
+            for (i, p) in held.into_iter().zip(predicted) {
+                output[i] = p;
+            }
+        }
+        let recalibration = Recalibration::fit(&output, &rows.y, &rows.weight)?;
+        let estimate = recalibration.apply_all(&output);
+        let deviations = DeviationTable::fit(&estimate, &rows.y, &rows.group, groups);
+        let trees = fit_trees(rows, config)?;
+        Ok(Self {
+            trees,
+            recalibration,
+            deviations,
+        })
+    }
+
+    /// The recalibrated estimate (not yet clamped to the rating range).
+    pub fn estimate(&self, x: &[f64]) -> f64 {
+        self.recalibration.apply(self.trees.predict(x))
+    }
+}
+
+impl FitRows<'_> {
+    /// The rows at `index`, in that order.
+    pub(crate) fn subset(&self, index: &[usize]) -> Self {
+        Self {
+            x: index.iter().map(|&i| self.x[i]).collect(),
+            y: index.iter().map(|&i| self.y[i]).collect(),
+            weight: index.iter().map(|&i| self.weight[i]).collect(),
+            group: index.iter().map(|&i| self.group[i]).collect(),
+            fold: index.iter().map(|&i| self.fold[i]).collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stored_trees_predict_as_forust_does() {
+        let rows: Vec<Vec<f64>> = (0..200)
+            .map(|i| vec![f64::from(i % 17), f64::from(i % 5), f64::from(i)])
+            .collect();
+        let y: Vec<f64> = rows
+            .iter()
+            .map(|x| 1000.0 + 40.0 * x[0] - 25.0 * x[1] * x[1])
+            .collect();
+        let fit_rows = FitRows {
+            x: rows.iter().map(Vec::as_slice).collect(),
+            y: y.clone(),
+            weight: vec![1.0; 200],
+            group: vec![0; 200],
+            fold: (0..200).collect(),
+        };
+        let config = TreeConfig {
+            iterations: 30,
+            min_leaf_weight: 1.0,
+            ..TreeConfig::default()
+        };
+        let trees = fit_trees(&fit_rows, &config).expect("fits");
+        let mut data = Vec::new();
+        for j in 0..3 {
+            data.extend(rows.iter().map(|x| x[j]));
+        }
+        let mut booster = GradientBooster::default()
+            .set_objective_type(ObjectiveType::SquaredLoss)
+            .set_iterations(30)
+            .set_learning_rate(config.learning_rate)
+            .set_max_depth(config.max_depth)
+            .set_min_leaf_weight(1.0)
+            .set_l2(config.l2)
+            .set_parallel(false)
+            .set_initialize_base_score(true);
+        let matrix = Matrix::new(&data, 200, 3);
+        booster
+            .fit(&matrix, &y, &vec![1.0; 200], None)
+            .expect("fits");
+        let theirs = booster.predict(&matrix, false);
+        for (x, p) in rows.iter().zip(theirs) {
+            assert!((trees.predict(x) - p).abs() < 1e-6);
+        }
+        // It learnt something.
+        let rmse = (rows
+            .iter()
+            .zip(&y)
+            .map(|(x, t)| (trees.predict(x) - t).powi(2))
+            .sum::<f64>()
+            / 200.0)
+            .sqrt();
+        assert!(rmse < 100.0, "{rmse}");
+    }
+
+    #[test]
+    fn trees_round_trip_through_their_one_line_form() {
+        let trees = Trees {
+            base_score: 1500.5,
+            trees: vec![
+                vec![
+                    TreeNode::Split(3, 0.25, 1, 2),
+                    TreeNode::Leaf(-12.5),
+                    TreeNode::Leaf(0.25),
+                ],
+                vec![TreeNode::Leaf(3.0)],
+            ],
+        };
+        let text = serde_json::to_string_pretty(&trees).expect("serializes");
+        assert!(text.contains(r#""[[3,0.25,1,2],-12.5,0.25]""#), "{text}");
+        let back: Trees = serde_json::from_str(&text).expect("reads");
+        assert_eq!(back, trees);
+        assert_eq!(back.predict(&[0.0, 0.0, 0.0, 0.2]), 1500.5 - 12.5 + 3.0);
+        assert_eq!(back.predict(&[0.0, 0.0, 0.0, 0.3]), 1500.5 + 0.25 + 3.0);
+    }
+
+    #[test]
+    fn recalibration_is_monotone_and_corrects_a_bias() {
+        let output: Vec<f64> = (0..100).map(f64::from).collect();
+        let truth: Vec<f64> = output.iter().map(|o| 2.0 * o + 100.0).collect();
+        let map = Recalibration::fit(&output, &truth, &vec![1.0; 100]).expect("fits");
+        assert!((map.apply(50.0) - 200.0).abs() < 1e-9);
+        let mapped = map.apply_all(&[-10.0, 10.0, 90.0, 120.0]);
+        assert!(mapped.windows(2).all(|w| w[0] < w[1]), "{mapped:?}");
+    }
+
+    #[test]
+    fn deviations_cover_about_two_thirds() {
+        let estimate: Vec<f64> = (0..300).map(|i| 1500.0 + f64::from(i % 3)).collect();
+        let truth: Vec<f64> = (0..300).map(|i| 1500.0 + f64::from(i) - 150.0).collect();
+        let table = DeviationTable::fit(&estimate, &truth, &vec![0; 300], 1);
+        let d = table.deviation(0, 1500.0);
+        let within = estimate
+            .iter()
+            .zip(&truth)
+            .filter(|(e, t)| (*e - *t).abs() <= d)
+            .count();
+        assert!((200..=210).contains(&within), "{within} within {d}");
+        assert_eq!(deviation_band(100.0), 0);
+        assert_eq!(deviation_band(1500.0), 2);
+        assert_eq!(deviation_band(3000.0), 5);
+    }
+}
