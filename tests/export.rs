@@ -10,8 +10,7 @@ use serde_json::Value;
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
-mod common;
-use common::puzzleforge_here as puzzleforge;
+use crate::common::puzzleforge_here as puzzleforge;
 
 fn run_ok(args: &[&str]) {
     let out = puzzleforge(args);

@@ -7,8 +7,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{files_under, puzzleforge, summary};
+use crate::common::{files_under, puzzleforge, summary};
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 

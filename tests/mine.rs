@@ -13,8 +13,8 @@ use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
 use std::collections::HashSet;
 use std::path::Path;
 
-mod common;
-use common::engine_pool as pool;
+use crate::common;
+use crate::common::engine_pool as pool;
 
 fn lichess_sample() -> Vec<Puzzle> {
     let path =

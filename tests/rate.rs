@@ -12,11 +12,7 @@ use std::process::Command;
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use crate::common::data;
 
 fn require_stockfish() {
     assert!(

@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-mod common;
-use common::{puzzleforge_here, summary};
+use crate::common::{puzzleforge_here, summary};
 
 const LICHESS: &str = "tests/data/lichess_db_puzzle_subset_1499.csv";
 const GENERATED: &str = "tests/data/generated_rated_puzzles.csv";

@@ -3,14 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{puzzleforge as run, summary};
+use crate::common;
+use crate::common::{puzzleforge as run, summary};
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use crate::common::data;
 
 /// A small pipeline over the bundled Lichess sample, in `dir`.
 fn write_config(dir: &Path, extra_ingest: &str) -> PathBuf {

@@ -12,8 +12,7 @@ use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess, Position};
 use std::path::Path;
 
-mod common;
-use common::engine_pool as pool;
+use crate::common::engine_pool as pool;
 
 /// Small and cheap: low Elo (search depth 1 to 3), short games.
 fn small_config(mode: Mode) -> SelfplayConfig {

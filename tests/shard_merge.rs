@@ -4,16 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-mod common;
-use common::{puzzleforge, summary};
+use crate::common;
+use crate::common::{puzzleforge, summary};
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use crate::common::data;
 
 /// The first `rows` rows of the bundled Lichess sample, as a source file.
 fn puzzle_slice(dir: &Path, rows: usize) -> PathBuf {

@@ -9,8 +9,7 @@ use puzzleforge::stages::release::cells::{SplitConfig, game_id};
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
-mod common;
-use common::puzzleforge_here as puzzleforge;
+use crate::common::puzzleforge_here as puzzleforge;
 
 fn split_ok(args: &[&str]) -> serde_json::Value {
     let mut all = vec!["split", "--json"];

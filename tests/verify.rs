@@ -10,8 +10,7 @@ use puzzleforge::engine::pool::{EnginePool, PoolConfig};
 use puzzleforge::engine::process::EngineSpec;
 use puzzleforge::stages::verify::{SecondEngineConfig, VerifyConfig, verify_puzzles};
 
-mod common;
-use common::{puzzleforge, summary};
+use crate::common::{puzzleforge, summary};
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 const ETHEREAL: &str = "/usr/games/ethereal-chess";
@@ -25,11 +24,7 @@ fn engines_present() {
     }
 }
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use crate::common::data;
 
 fn stockfish(workers: usize) -> EnginePool {
     EnginePool::new(

@@ -191,7 +191,7 @@ mod tests {
 
     /// Every domain, in pipeline order (`listed_at` makes a new domain a
     /// compile error until it is added here).
-    const ALL: [Domain; 17] = [
+    const ALL: [Domain; 18] = [
         Domain::IngestSample,
         Domain::SelfplayGame,
         Domain::RatePuzzle,

@@ -209,9 +209,7 @@ pub(crate) fn win_chances(score: Score) -> f64 {
 /// True when the rule must know the best non-mating move: Lichess, when
 /// both the best and the second move mate in 1.
 pub fn needs_non_mating(rule: Rule, scores: &Scores) -> bool {
-    rule == Rule::Lichess
-        && scores.best == Score::Mate(1)
-        && scores.second == Some(Score::Mate(1))
+    rule == Rule::Lichess && scores.best == Score::Mate(1) && scores.second == Some(Score::Mate(1))
 }
 
 /// THE verdict: is the best move the only good one under `rule`, on the

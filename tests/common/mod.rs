@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: driving the `puzzleforge`
 //! binary and starting a real Stockfish pool.
-// Each test crate includes this module and uses its own subset of it.
+// Each test module uses its own subset of it.
 #![allow(dead_code)]
 
 use puzzleforge::engine::pool::{EnginePool, PoolConfig};
@@ -70,4 +70,11 @@ pub fn summary(output: &Output) -> serde_json::Value {
         "exactly one JSON object on stdout: {stdout}"
     );
     serde_json::from_str(lines[0]).unwrap()
+}
+
+/// A file of `tests/data`.
+pub fn data(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }

@@ -1,0 +1,29 @@
+//! The integration tests, one binary (as ripgrep's `tests/tests.rs`): each
+//! file of `tests/` is a module of it, sharing `common`'s helpers. One
+//! binary links the crate once, where one per file linked it 23 times.
+
+mod common;
+
+mod capture;
+mod check;
+mod engine_pool;
+mod eval_baselines;
+mod eval_faults;
+mod eval_llm;
+mod eval_parse;
+mod export;
+mod flags;
+mod generate;
+mod ingest_games;
+mod ingest_puzzles;
+mod layout;
+mod maia;
+mod mine;
+mod rate;
+mod release_files;
+mod run_pipeline;
+mod selfplay;
+mod shard_merge;
+mod split;
+mod uci_parser;
+mod verify;
