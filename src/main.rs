@@ -101,6 +101,9 @@ fn dispatch(command: &Command) -> anyhow::Result<Summary> {
         Command::Check(args) => puzzleforge::tools::check::run_check(args),
         Command::Selfplay(args) => puzzleforge::stages::selfplay::run_selfplay(args),
         Command::Mine(args) => puzzleforge::stages::mine::run_mine(args),
+        Command::Verify(args) if puzzleforge::tools::recheck::is_recheck(args) => {
+            puzzleforge::tools::recheck::run_recheck(args)
+        }
         Command::Verify(args) => puzzleforge::stages::verify::run_verify(args),
         Command::Rate(args) => puzzleforge::stages::rate::run_rate(args),
         Command::Split(args) => puzzleforge::stages::release::run_split(args),
@@ -131,6 +134,7 @@ fn dispatch(command: &Command) -> anyhow::Result<Summary> {
 
 fn main() {
     let cli = Cli::parse();
+    puzzleforge::core::progress::set_json_lines(cli.json);
     match dispatch(&cli.command) {
         Ok(summary) => {
             if !summary.human.is_empty() {

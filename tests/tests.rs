@@ -20,6 +20,7 @@ mod layout;
 mod maia;
 mod mine;
 mod rate;
+mod recheck;
 mod release_files;
 mod run_pipeline;
 mod selfplay;

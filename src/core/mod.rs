@@ -7,7 +7,7 @@
 
 pub mod error;
 pub mod fileio;
-pub(crate) mod progress;
+pub mod progress;
 pub(crate) mod seed;
 pub mod settings;
 pub(crate) mod shard;

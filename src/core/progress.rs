@@ -2,10 +2,26 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// True when stderr is a terminal and progress bars should be drawn.
+/// Set by `--json`: progress bars and human progress lines stay quiet, and
+/// long work reports each step as one JSON line on stderr instead.
+static JSON_LINES: AtomicBool = AtomicBool::new(false);
+
+/// `--json`: machine-readable progress lines on stderr, no bars.
+pub fn set_json_lines(on: bool) {
+    JSON_LINES.store(on, Ordering::Relaxed);
+}
+
+/// True under `--json`: progress goes out as JSON lines on stderr.
+pub fn json_lines() -> bool {
+    JSON_LINES.load(Ordering::Relaxed)
+}
+
+/// True when stderr is a terminal (and `--json` is off): progress bars and
+/// human progress lines should be drawn.
 pub fn enabled() -> bool {
-    std::io::stderr().is_terminal()
+    !json_lines() && std::io::stderr().is_terminal()
 }
 
 fn hidden_unless_terminal(bar: ProgressBar) -> ProgressBar {

@@ -130,6 +130,15 @@ impl Session<'_> {
 }
 
 impl EnginePool {
+    /// Shows a progress bar with this label during the next
+    /// [`EnginePool::map`] calls (`None`: none), so that one pool serving
+    /// several steps (self-play, then mining) names each.
+    pub fn set_progress(&mut self, label: Option<&str>) {
+        self.config.progress = label.map(str::to_string);
+    }
+}
+
+impl EnginePool {
     /// Starts `config.workers` engines (retrying faults like a unit would).
     pub fn new(spec: EngineSpec, config: PoolConfig) -> anyhow::Result<Self> {
         spec.validate().map_err(crate::core::error::bad_input)?;

@@ -77,6 +77,7 @@ pub fn stage(
             seed,
             verifies: config.pipeline.stages.contains(&StageName::Verify),
             drops_unverified: config.verify.policy == crate::stages::verify::Policy::Drop,
+            provenance: Provenance::of(config),
         }),
         StageName::Export => Box::new(Export::new(&config.export, config_path)?),
         StageName::Eval => Box::new(Eval {
@@ -226,7 +227,9 @@ impl Stage for Selfplay {
 
     fn config_section(&self, ctx: &RunContext) -> Value {
         match &ctx.generated {
-            Some(generated) => json!({"selfplay": self.section,
+            // The games were played with generation's profile, not
+            // `[selfplay]`'s values: record those played.
+            Some(generated) => json!({"selfplay": generated.played_settings("selfplay"),
                 "generate": generated.fingerprint_json()}),
             None => json!(self.section),
         }
@@ -325,7 +328,10 @@ impl Stage for Mine {
 
     fn config_section(&self, ctx: &RunContext) -> Value {
         match &ctx.generated {
+            // `[mine]` mines the Lichess game candidates; the generated
+            // games were mined with generation's profile.
             Some(generated) => json!({"mine": self.section,
+                "generated_with": generated.played_settings("mine"),
                 "generate": generated.fingerprint_json()}),
             None => json!(self.section),
         }
@@ -641,6 +647,169 @@ pub(crate) fn finished_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
     Ok(releases)
 }
 
+/// What a release records of the run that made it: the run's input files
+/// (named as the config names them, relative to its folder), the settings
+/// of the stages that made its puzzles, and (at the draw) the engines.
+struct Provenance {
+    /// `(config key, file)`.
+    files: Vec<(&'static str, PathBuf)>,
+    /// The sections of the stages that ran (`None`: the stage did not).
+    selfplay: Option<SelfplayConfig>,
+    mine: Option<MineConfig>,
+    rate: Option<RateConfig>,
+    verify: Option<VerifySection>,
+}
+
+impl Provenance {
+    fn of(config: &PipelineConfig) -> Provenance {
+        let generate = config.generate.enabled;
+        let runs = |stage: StageName| generate || config.pipeline.stages.contains(&stage);
+        let mut files: Vec<(&'static str, PathBuf)> = Vec::new();
+        let listed = |stage: StageName| config.pipeline.stages.contains(&stage);
+        if listed(StageName::IngestPuzzles) {
+            files.extend(
+                config
+                    .sources
+                    .puzzles
+                    .iter()
+                    .map(|p| ("sources.puzzles", p.clone())),
+            );
+        }
+        if listed(StageName::IngestGames) {
+            files.extend(
+                config
+                    .sources
+                    .games
+                    .iter()
+                    .map(|p| ("sources.games", p.clone())),
+            );
+        }
+        if generate {
+            files.extend(
+                config
+                    .generate
+                    .exclude
+                    .iter()
+                    .map(|p| ("generate.exclude", p.clone())),
+            );
+        }
+        if runs(StageName::Rate) {
+            files.extend(config.rate.model.iter().map(|p| ("rate.model", p.clone())));
+        }
+        let seed = config.pipeline.seed;
+        Provenance {
+            files,
+            selfplay: (listed(StageName::Selfplay) && !generate).then(|| SelfplayConfig {
+                seed,
+                ..config.selfplay.clone()
+            }),
+            mine: runs(StageName::Mine).then(|| config.mine.clone()),
+            rate: runs(StageName::Rate).then(|| RateConfig {
+                seed,
+                ..config.rate.clone()
+            }),
+            verify: runs(StageName::Verify).then(|| config.verify.clone()),
+        }
+    }
+
+    /// The manifest's `sources`, `engine`, `second_engine` and `settings`.
+    /// Files are named relative to the config's folder and identified by
+    /// sha256, engines by `id name` and sha256 (never by where they are on
+    /// this machine), so shards merged elsewhere record the same.
+    fn json(&self, ctx: &RunContext) -> Result<Value> {
+        let name = |path: &Path| {
+            path.strip_prefix(&ctx.config_dir)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        };
+        let sha = |path: &Path| {
+            crate::core::fileio::sha256_file(path)
+                .map_err(|e| bad_input(format!("release provenance: {}: {e:#}", path.display())))
+        };
+        let sources = self
+            .files
+            .iter()
+            .map(|(key, path)| Ok(json!({"key": key, "path": name(path), "sha256": sha(path)?})))
+            .collect::<Result<Vec<_>>>()?;
+        let engine = match &ctx.engine {
+            Some(engine) => engine_identity(&engine.spec, &engine.pool)?,
+            None => Value::Null,
+        };
+        let second = match self.verify.as_ref().and_then(|v| v.second_engine.as_ref()) {
+            Some(second) => {
+                let spec = second.spec()?;
+                let pool = ctx
+                    .engine
+                    .as_ref()
+                    .map(|e| e.pool.clone())
+                    .unwrap_or_default();
+                let mut identity = engine_identity(&spec, &pool)?;
+                identity["depth"] = json!(second.depth);
+                identity["min_gap_cp"] = json!(second.min_gap_cp);
+                identity
+            }
+            None => Value::Null,
+        };
+        let mut settings = serde_json::Map::new();
+        // Under `[generate]` each profile's own selfplay and mine settings
+        // are in `generate.figures.settings`.
+        if let Some(selfplay) = &self.selfplay {
+            settings.insert("selfplay".into(), json!(selfplay));
+        }
+        if let Some(mine) = &self.mine {
+            settings.insert("mine".into(), json!(mine));
+        }
+        if let Some(rate) = &self.rate {
+            let mut value = json!(rate);
+            if let Some(model) = &rate.model {
+                value["model"] = json!({"path": name(model), "sha256": sha(model)?});
+            }
+            settings.insert("rate".into(), value);
+        }
+        if let Some(verify) = &self.verify {
+            let mut value = json!(verify);
+            if let Some(second) = &verify.second_engine {
+                value["second_engine"]["path"] = json!(name(&second.path));
+            }
+            settings.insert("verify".into(), value);
+        }
+        Ok(
+            json!({"sources": sources, "engine": engine, "second_engine": second,
+            "settings": settings}),
+        )
+    }
+}
+
+/// An engine as a release names it: its UCI `id name` (split into name and
+/// version), its binary's sha256 and the options sent.
+fn engine_identity(
+    spec: &crate::engine::process::EngineSpec,
+    pool: &crate::engine::pool::PoolConfig,
+) -> Result<Value> {
+    let engine = crate::engine::process::Engine::start_with_handshake(
+        spec,
+        pool.handshake_deadline,
+        pool.deadline,
+    )
+    .map_err(|e| bad_input(format!("{}: {e}", spec.path.display())))?;
+    let id = engine.id_name().to_string();
+    drop(engine);
+    let (name, version) = match id.rsplit_once(' ') {
+        Some((name, version)) if version.starts_with(|c: char| c.is_ascii_digit()) => {
+            (name.to_string(), Some(version.to_string()))
+        }
+        _ => (id.clone(), None),
+    };
+    let options: serde_json::Map<String, Value> = spec
+        .options
+        .iter()
+        .map(|(name, value)| (name.clone(), json!(value)))
+        .collect();
+    Ok(json!({"id": id, "name": name, "version": version,
+        "sha256": crate::core::fileio::sha256_file(&spec.path)?, "options": options}))
+}
+
 /// `release`: the stratified, game-grouped train/test split.
 struct Release {
     /// `[split]`, as written (the run seed is recorded beside it).
@@ -651,6 +820,7 @@ struct Release {
     verifies: bool,
     /// `[verify] policy = "drop"`: puzzles that fail a check stay out.
     drops_unverified: bool,
+    provenance: Provenance,
 }
 
 impl Release {
@@ -824,6 +994,8 @@ impl Stage for Release {
             verify: self.verify_summary(ctx),
             drop_unverified: self.verifies && self.drops_unverified,
             generate: Self::generate_summary(ctx),
+            games: stage_files(ctx, StageName::Selfplay, ".pgn"),
+            provenance: Some(self.provenance.json(ctx)?),
         };
         let config = SplitConfig {
             seed: self.seed,

@@ -290,6 +290,10 @@ pub struct Generated {
     pub(crate) cpu_seconds: f64,
     /// The run seed (the cost projection's draws).
     seed: u64,
+    /// Wall seconds this process spent playing batches, by the stage whose
+    /// work it was (`selfplay`, `mine`, `rate`, `verify`): the run's table
+    /// shows them as those stages' times (never written to a file).
+    pub(crate) seconds_by_stage: BTreeMap<&'static str, f64>,
 }
 
 type RowKey = (String, String, String);
@@ -450,8 +454,12 @@ pub(crate) fn prepare(
         _ => (1, config.generate.max_games),
     };
     let mut walks = Vec::new();
-    for ((settings, (store, _)), target) in settings.iter().zip(&stores).zip(&targets) {
+    for (((settings, (store, _)), target), (profile, _)) in
+        settings.iter().zip(&stores).zip(&targets).zip(&plan)
+    {
         walks.push(Walk {
+            profile: profile.clone(),
+            first,
             config,
             mode,
             player: Player {
@@ -459,16 +467,38 @@ pub(crate) fn prepare(
                 engine,
                 store,
                 pools: None,
+                wall_seconds: BTreeMap::new(),
             },
             batches: stored_batches(store)?,
             counter: Counter::new(target, config.seed, 0),
             segments: Vec::new(),
             cpu_seconds: 0.0,
+            played: Played::default(),
             next: first,
             last,
         });
     }
-    let stops = take_turns(&mut walks, mode, config.generate.max_cpu_hours)?;
+    let progress = BatchProgress::new(config.generate.max_cpu_hours);
+    let stops = take_turns(&mut walks, mode, config.generate.max_cpu_hours, &progress)?;
+    let mut seconds_by_stage: BTreeMap<&'static str, f64> = BTreeMap::new();
+    for walk in &walks {
+        for (stage, seconds) in &walk.player.wall_seconds {
+            *seconds_by_stage.entry(stage).or_default() += seconds;
+        }
+    }
+    // The settings each profile's games were played with (after the
+    // overlays), as their store key hashes them: machine-independent.
+    let played = settings
+        .iter()
+        .zip(&stores)
+        .zip(&plan)
+        .map(|((settings, (_, key)), (profile, _))| {
+            let (_, mut described) = settings.key(engine)?;
+            described["profile"] = json!(profile);
+            described["store"] = json!(key);
+            Ok(described)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut streams = Vec::new();
     let mut reports = Vec::new();
     for (((walk, stop), (store, key)), (profile, _)) in walks
@@ -492,7 +522,10 @@ pub(crate) fn prepare(
             sample,
         });
     }
-    Generated::assemble(&target, config.seed, first, streams, reports)
+    let mut generated = Generated::assemble(&target, config.seed, first, streams, reports)?;
+    generated.report["settings"] = json!(played);
+    generated.seconds_by_stage = seconds_by_stage;
+    Ok(generated)
 }
 
 /// A profile (`None`: generation's own) and the target cells it plays for.
@@ -526,14 +559,23 @@ fn stream_cells(config: &Sections<'_>, target: &Target) -> Result<Vec<StreamCell
 /// Plays the streams in turns, a batch each, until each stops; a CPU
 /// budget (`run` only) stops every stream still playing after the batch
 /// that spent it. Returns each stream's stop.
-fn take_turns(walks: &mut [Walk<'_>], mode: Mode, max_cpu_hours: Option<f64>) -> Result<Vec<Stop>> {
+fn take_turns(
+    walks: &mut [Walk<'_>],
+    mode: Mode,
+    max_cpu_hours: Option<f64>,
+    progress: &BatchProgress,
+) -> Result<Vec<Stop>> {
     let mut stops: Vec<Option<Stop>> = vec![None; walks.len()];
     while stops.iter().any(Option::is_none) {
         for index in 0..walks.len() {
             if stops[index].is_some() {
                 continue;
             }
+            let taken = walks[index].segments.len();
             stops[index] = walks[index].step()?;
+            if walks[index].segments.len() > taken {
+                progress.batch(walks, index);
+            }
             let spent: f64 = walks.iter().map(|w| w.cpu_seconds).sum();
             if stops[index].is_none()
                 && mode == Mode::Run
@@ -546,6 +588,127 @@ fn take_turns(walks: &mut [Walk<'_>], mode: Mode, max_cpu_hours: Option<f64>) ->
         }
     }
     Ok(stops.into_iter().flatten().collect())
+}
+
+/// One line per batch taken while generating: on a terminal a human line
+/// on stderr, under `--json` a `{"event": "batch", ...}` JSON line on
+/// stderr (stdout keeps the one summary object), else nothing. The rates
+/// and the ETA come from the batches played by this process; nothing of
+/// it goes into a file.
+struct BatchProgress {
+    started: std::time::Instant,
+    max_cpu_hours: Option<f64>,
+}
+
+impl BatchProgress {
+    fn new(max_cpu_hours: Option<f64>) -> BatchProgress {
+        BatchProgress {
+            started: std::time::Instant::now(),
+            max_cpu_hours,
+        }
+    }
+
+    /// Reports the batch walk `index` just took.
+    fn batch(&self, walks: &[Walk<'_>], index: usize) {
+        let human = crate::core::progress::enabled();
+        if !human && !crate::core::progress::json_lines() {
+            return;
+        }
+        let line = self.line(walks, index);
+        if human {
+            eprintln!("{}", Self::human(&line));
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    /// The batch's progress as JSON.
+    fn line(&self, walks: &[Walk<'_>], index: usize) -> Value {
+        let walk = &walks[index];
+        let segment = walk.segments.last();
+        let sum = |f: &dyn Fn(&Walk<'_>) -> f64| walks.iter().map(f).sum::<f64>();
+        let games = sum(&|w| (w.next - w.first) as f64) as u64;
+        let max_games = sum(&|w| (w.last + 1 - w.first) as f64) as u64;
+        let verified = walks
+            .iter()
+            .map(|w| w.counter.funnel.get("verified").copied().unwrap_or(0))
+            .sum::<u64>();
+        let mut fill = [0u64; 4];
+        for w in walks {
+            for (total, part) in fill.iter_mut().zip(w.counter.fill()) {
+                *total += part;
+            }
+        }
+        let [cells_filled, cells, drawn, wanted] = fill;
+        let cpu_seconds = sum(&|w| w.cpu_seconds);
+        let elapsed = self.started.elapsed().as_secs_f64();
+        // ETA: the soonest of filling the quotas at the rate puzzles were
+        // drawn so far, and of spending a budget at the rate it was spent.
+        let played_games = sum(&|w| w.played.games as f64);
+        let played_cpu = sum(&|w| w.played.cpu_seconds);
+        let mut etas = Vec::new();
+        if played_games > 0.0 && drawn > 0 {
+            etas.push(elapsed * (wanted - drawn.min(wanted)) as f64 / drawn as f64);
+        }
+        if played_games > 0.0 {
+            etas.push(elapsed / played_games * (max_games - games) as f64);
+        }
+        if let Some(hours) = self.max_cpu_hours.filter(|_| played_cpu > 0.0) {
+            etas.push(elapsed / played_cpu * (hours * 3600.0 - cpu_seconds).max(0.0));
+        }
+        let eta = etas.into_iter().reduce(f64::min);
+        json!({
+            "event": "batch",
+            "profile": walk.profile,
+            "first_game": segment.map(|s| s.first),
+            "last_game": segment.map(|s| s.last),
+            "played": walk.played.last_batch,
+            "games": games,
+            "max_games": max_games,
+            "engine_cpu_hours": cpu_seconds / 3600.0,
+            "max_cpu_hours": self.max_cpu_hours,
+            "verified": verified,
+            "cells_filled": cells_filled,
+            "cells": cells,
+            "puzzles_drawn": drawn,
+            "puzzles_wanted": wanted,
+            "elapsed_seconds": elapsed,
+            "eta_seconds": eta,
+        })
+    }
+
+    fn human(line: &Value) -> String {
+        let clock = |seconds: f64| {
+            let s = seconds.round() as u64;
+            format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+        };
+        let budget = line["max_cpu_hours"]
+            .as_f64()
+            .map_or(String::new(), |h| format!("/{h:.2}"));
+        format!(
+            "generate{}: games {}-{} {} | {}/{} games | engine CPU {:.3}{budget} h | {} verified | cells {}/{} ({}/{} puzzles) | {} elapsed, eta {}",
+            line["profile"]
+                .as_str()
+                .map_or(String::new(), |p| format!(" [{p}]")),
+            line["first_game"],
+            line["last_game"],
+            if line["played"] == true {
+                "played"
+            } else {
+                "from the store"
+            },
+            line["games"],
+            line["max_games"],
+            line["engine_cpu_hours"].as_f64().unwrap_or(0.0),
+            line["verified"],
+            line["cells_filled"],
+            line["cells"],
+            line["puzzles_drawn"],
+            line["puzzles_wanted"],
+            clock(line["elapsed_seconds"].as_f64().unwrap_or(0.0)),
+            line["eta_seconds"].as_f64().map_or("?".to_string(), clock),
+        )
+    }
 }
 
 /// The store key of a run of `tier`, nothing played: a rerun of a
@@ -587,6 +750,7 @@ pub(crate) fn play_one_batch(
         engine,
         store: dir,
         pools: None,
+        wall_seconds: BTreeMap::new(),
     };
     let batch = player.play(1, games.max(1))?;
     Ok((batch.dir, settings.mine.clone(), described))
@@ -623,9 +787,24 @@ struct Walk<'a> {
     counter: Counter<'a>,
     segments: Vec<Segment>,
     cpu_seconds: f64,
-    /// The next game to take, and the last the walk may take.
+    /// What this process played itself (not taken from the store).
+    played: Played,
+    /// The stream's profile (`None`: generation's own), for the progress.
+    profile: Option<String>,
+    /// The first game the walk takes, the next, and the last it may take.
+    first: u64,
     next: u64,
     last: u64,
+}
+
+/// The batches a walk played in this process: for the progress lines'
+/// rates (stored batches cost no time now).
+#[derive(Clone, Copy, Debug, Default)]
+struct Played {
+    games: u64,
+    cpu_seconds: f64,
+    /// Whether the walk's last batch was played now.
+    last_batch: bool,
 }
 
 impl Walk<'_> {
@@ -666,6 +845,7 @@ impl Walk<'_> {
     /// The stored batch holding game `next`, else a new batch from it (up
     /// to `batch_games`, `last` and the next stored batch).
     fn batch_at(&mut self, next: u64, last: u64) -> Result<Batch> {
+        self.played.last_batch = false;
         if let Some(batch) = covering(&self.batches, next) {
             return Ok(batch);
         }
@@ -680,6 +860,9 @@ impl Walk<'_> {
             .min(next_stored_start(&self.batches, next).map_or(u64::MAX, |s| s - 1));
         let batch = self.player.play(next, end)?;
         self.batches.insert(batch.first, batch.clone());
+        self.played.games += batch.last - batch.first + 1;
+        self.played.cpu_seconds += batch.cpu_seconds;
+        self.played.last_batch = true;
         Ok(batch)
     }
 }
@@ -815,6 +998,46 @@ struct Player<'a> {
     store: &'a Path,
     /// The engine pools, started with the first batch played.
     pools: Option<(EnginePool, Option<EnginePool>)>,
+    /// Wall seconds of the batches played, by stage.
+    wall_seconds: BTreeMap<&'static str, f64>,
+}
+
+/// Engine CPU and wall time of a batch's steps.
+struct StepClock {
+    /// Engine CPU seconds by step, for `batch.json`.
+    cpu: serde_json::Map<String, Value>,
+    cpu_mark: f64,
+    wall_mark: std::time::Instant,
+}
+
+impl StepClock {
+    fn new(cpu_now: f64) -> StepClock {
+        StepClock {
+            cpu: serde_json::Map::new(),
+            cpu_mark: cpu_now,
+            wall_mark: std::time::Instant::now(),
+        }
+    }
+
+    /// Ends step `name` (`extra`: CPU seconds the pools do not count).
+    fn lap(
+        &mut self,
+        name: &'static str,
+        cpu_now: f64,
+        extra: f64,
+        wall: &mut BTreeMap<&'static str, f64>,
+    ) {
+        self.cpu
+            .insert(name.to_string(), json!(cpu_now - self.cpu_mark + extra));
+        self.cpu_mark = cpu_now;
+        *wall.entry(name).or_default() += self.wall_mark.elapsed().as_secs_f64();
+        self.wall_mark = std::time::Instant::now();
+    }
+}
+
+/// The engine CPU seconds of the pools' searches.
+fn pools_cpu(pool: &EnginePool, second: &Option<EnginePool>) -> f64 {
+    pool.search_cpu_seconds() + second.as_ref().map_or(0.0, |p| p.search_cpu_seconds())
 }
 
 impl Player<'_> {
@@ -838,36 +1061,33 @@ impl Player<'_> {
             };
             self.pools = Some((pool, second));
         }
-        let Some((pool, second)) = &self.pools else {
+        let Some((pool, second)) = self.pools.as_mut() else {
             unreachable!("the pools were just started")
         };
+        let wall = &mut self.wall_seconds;
         let scratch = self.store.join(scratch_name(&name));
         crate::core::fileio::create_scratch_dir(&scratch)?;
-        let cpu =
-            || pool.search_cpu_seconds() + second.as_ref().map_or(0.0, |p| p.search_cpu_seconds());
-        let before = cpu();
-        let mut steps = serde_json::Map::new();
-        let mut mark = before;
-        let mut step = |name: &str, extra: f64| {
-            let now = cpu();
-            steps.insert(name.to_string(), json!(now - mark + extra));
-            mark = now;
-        };
+        let before = pools_cpu(pool, second);
+        let mut clock = StepClock::new(before);
         let settings = self.settings;
         let games = scratch.join("games.pgn");
+        // Bars on a terminal (quiet without one, or under --json).
+        pool.set_progress(Some("selfplay"));
         let selfplay = crate::stages::selfplay::run_selfplay_range(
             &settings.selfplay,
             pool,
             &games,
             first..=last,
         )?;
-        step("selfplay", 0.0);
+        clock.lap("selfplay", pools_cpu(pool, second), 0.0, wall);
         let loaded = crate::stages::mine::load_input(&games)?;
         let mined = scratch.join("mined.csv");
+        pool.set_progress(Some("mine"));
         let (mine, per_unit) =
             crate::stages::mine::mine_loaded_per_unit(&settings.mine, pool, &loaded, &mined)?;
         let mine = mine.json;
-        step("mine", 0.0);
+        pool.set_progress(Some("verify"));
+        clock.lap("mine", pools_cpu(pool, second), 0.0, wall);
         // Each game's funnel, so that a release's counts never depend on
         // where the batches begin and end.
         let per_game: Vec<Value> = (first..=last)
@@ -888,12 +1108,13 @@ impl Player<'_> {
             features_out: None,
             config: &settings.rate,
             engine: engine.spec.clone(),
+            // The rating draws its own bar.
             pool: engine.pool.clone(),
         })?;
         // The rating runs its own pool, whose engines are reaped when it
         // ends: their CPU time is this process's children's.
         let rate_cpu = crate::engine::process::process_tree_cpu_seconds() - rate_before;
-        step("rate", rate_cpu);
+        clock.lap("rate", pools_cpu(pool, second), rate_cpu, wall);
         let verify = crate::stages::verify::run_verify_with(
             &settings.verify,
             pool,
@@ -905,8 +1126,9 @@ impl Player<'_> {
             },
         )?
         .json;
-        step("verify", 0.0);
-        let cpu_seconds = cpu() - before + rate_cpu;
+        clock.lap("verify", pools_cpu(pool, second), 0.0, wall);
+        let cpu_seconds = pools_cpu(pool, second) - before + rate_cpu;
+        let steps = clock.cpu;
         let summary = json!({
             "first": first,
             "last": last,
@@ -1144,6 +1366,25 @@ impl<'a> Counter<'a> {
         true
     }
 
+    /// Cells filled and cells, puzzles drawn and wanted, as the release
+    /// would draw them now (for the progress lines).
+    fn fill(&self) -> [u64; 4] {
+        let draw = crate::stages::release::draw::draw(
+            self.candidates.clone(),
+            &self.target.quotas,
+            self.seed,
+        );
+        let count = |f: &dyn Fn(&crate::stages::release::draw::CellOutcome) -> usize| {
+            draw.cells.iter().map(|c| f(c) as u64).sum::<u64>()
+        };
+        [
+            count(&|c| usize::from(c.filled())),
+            draw.cells.len() as u64,
+            count(&|c| c.train + c.test),
+            count(&|c| c.wanted.train + c.wanted.test),
+        ]
+    }
+
     fn all_filled(&self) -> bool {
         let draw = crate::stages::release::draw::draw(
             self.candidates.clone(),
@@ -1264,6 +1505,7 @@ impl Generated {
             kept: union.kept,
             report,
             cpu_seconds: streams.iter().map(|s| s.cpu_seconds).sum(),
+            seconds_by_stage: BTreeMap::new(),
             streams,
             seed,
         })
@@ -1284,6 +1526,21 @@ impl Generated {
                     .collect::<Vec<_>>(),
                 "kept": self.kept.len(),
             }),
+        }
+    }
+
+    /// The `section` (`selfplay`, `mine`) of the settings the games were
+    /// played with: one profile's, or a list with each profile's.
+    pub(crate) fn played_settings(&self, section: &str) -> Value {
+        let all: Vec<Value> = self.report["settings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|s| s[section].clone())
+            .collect();
+        match <[Value; 1]>::try_from(all) {
+            Ok([one]) => one,
+            Err(all) => json!(all),
         }
     }
 
@@ -1551,11 +1808,15 @@ pub(crate) fn sample(
                 engine,
                 store: &store,
                 pools: None,
+                wall_seconds: BTreeMap::new(),
             },
             batches: stored_batches(&store)?,
             counter: Counter::new(&target, config.seed, 0),
             segments: Vec::new(),
             cpu_seconds: 0.0,
+            played: Played::default(),
+            profile: profile.clone(),
+            first: 1,
             next: 1,
             last,
         };

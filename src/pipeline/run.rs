@@ -455,6 +455,17 @@ pub(crate) fn run_stages(
             run_stage(stage.as_ref(), ctx, redo)
                 .with_context(|| format!("stage {}", stage.name()))?
         };
+        // Under `[generate]` the stages' work was done when the batches
+        // were played, before the stages ran: their time is theirs.
+        let generated_seconds = ctx
+            .generated
+            .as_ref()
+            .and_then(|g| g.seconds_by_stage.get(stage.name().as_str()).copied())
+            .unwrap_or(0.0);
+        let outcome = StageOutcome {
+            seconds: outcome.seconds + generated_seconds,
+            ..outcome
+        };
         human.push_str(&format!(
             "  {:<16} {:<8} {:>8.1}s  {}\n",
             stage.name(),

@@ -55,12 +55,14 @@ use crate::engine::uci::Score;
 /// their names ([`crate::core::settings::flags_over`]).
 #[derive(clap::Args, Debug, Serialize)]
 pub struct VerifyArgs {
-    /// Puzzle file written by `mine` (or `rate`).
+    /// Puzzle file written by `mine` (or `rate`); or a release folder, or
+    /// any puzzle file with `--puzzle`/`--recheck`, to re-check what it
+    /// recorded (one JSON line per puzzle on stdout; see docs/recheck.md).
     #[serde(skip)]
     pub input: PathBuf,
-    /// Search K times the puzzle's nodes.
-    #[arg(long, default_value_t = 4)]
-    pub factor: u64,
+    /// Search K times the puzzle's nodes [default: 4, or the release's].
+    #[arg(long)]
+    pub factor: Option<u64>,
     /// Base nodes for puzzles without a Nodes column (or for all, with
     /// --nodes-override).
     #[arg(long)]
@@ -103,9 +105,36 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub puzzles_out: Option<PathBuf>,
+    /// Re-check only this puzzle (repeatable); implies `--recheck`.
+    #[arg(long = "puzzle", value_name = "ID")]
+    #[serde(skip)]
+    pub puzzles: Vec<String>,
+    /// Re-check the puzzles' recorded verdicts instead of writing a report
+    /// (implied by a release folder or `--puzzle`).
+    #[arg(long)]
+    #[serde(skip)]
+    pub recheck: bool,
+    /// Re-check with this pipeline config's `[verify]` instead of the
+    /// settings the release records.
+    #[arg(long, value_name = "PIPELINE_TOML")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,
+}
+
+/// The `--second-engine` flags over `config`'s second engine.
+pub fn second_engine_flags(args: &VerifyArgs, config: &mut VerifyConfig) {
+    if let Some(path) = &args.second_engine {
+        let defaults = config.second_engine.clone().unwrap_or_default();
+        config.second_engine = Some(SecondEngineConfig {
+            path: path.clone(),
+            depth: args.second_depth.unwrap_or(defaults.depth),
+            min_gap_cp: args.second_min_gap_cp.unwrap_or(defaults.min_gap_cp),
+            ..defaults
+        });
+    }
 }
 
 /// What happens to a puzzle that fails a check.
@@ -217,15 +246,7 @@ impl Default for VerifyConfig {
 
 pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
     let mut config = flags_over(&VerifyConfig::default(), args)?;
-    if let Some(path) = &args.second_engine {
-        let defaults = SecondEngineConfig::default();
-        config.second_engine = Some(SecondEngineConfig {
-            path: path.clone(),
-            depth: args.second_depth.unwrap_or(defaults.depth),
-            min_gap_cp: args.second_min_gap_cp.unwrap_or(defaults.min_gap_cp),
-            ..defaults
-        });
-    }
+    second_engine_flags(args, &mut config);
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("puzzles".to_string());
     let pool = EnginePool::new(spec, pool_config)?;

@@ -32,9 +32,15 @@ stdout after the positions, as the last line."
 )]
 pub struct CheckArgs {
     /// Positions, one `FEN` or `FEN,move` (UCI) per line; `-` = stdin.
-    /// Blank lines and lines starting with # are skipped.
+    /// Blank lines and lines starting with # are skipped. Or a puzzle file
+    /// (CSV with a PuzzleId header, JSON Lines) or a release folder, as it
+    /// is: each puzzle's solver position (after the first move of `Moves`)
+    /// with the solver's first move.
     #[arg(default_value = "-")]
     pub input: PathBuf,
+    /// With a puzzle file or release: only this puzzle (repeatable).
+    #[arg(long = "puzzle", value_name = "ID")]
+    pub puzzles: Vec<String>,
     /// Search each position to this depth.
     #[arg(long)]
     pub depth: Option<u32>,
@@ -50,6 +56,8 @@ pub struct CheckArgs {
 
 struct CheckItem {
     line: usize,
+    /// The puzzle's id, for a puzzle file.
+    id: Option<String>,
     fen: String,
     position: Chess,
     /// The given move, normalized to standard UCI.
@@ -60,7 +68,53 @@ fn score_json(score: Option<Score>) -> Value {
     score.map_or(Value::Null, |score| json!(score))
 }
 
+/// The items of a puzzle file or release: each puzzle's solver position
+/// and first solver move (the Lichess convention puts the opponent's move
+/// first); `None` when the input holds `FEN[,move]` lines.
+fn puzzle_items(args: &CheckArgs) -> anyhow::Result<Option<Vec<CheckItem>>> {
+    if args.input.as_os_str() == "-" {
+        return Ok(None);
+    }
+    let Some((files, _)) = crate::tools::recheck::puzzle_files(&args.input)? else {
+        if !args.puzzles.is_empty() {
+            crate::bail_input!("--puzzle needs a puzzle file or a release folder");
+        }
+        return Ok(None);
+    };
+    let mut items = Vec::new();
+    for (index, (file, puzzle)) in crate::tools::recheck::read_selected(&files, &args.puzzles)?
+        .into_iter()
+        .enumerate()
+    {
+        let line = crate::chess::line::PuzzleLine::of_puzzle(&puzzle).map_err(|e| {
+            crate::core::error::bad_input(
+                e.at(format_args!("{} puzzle {}", file.display(), puzzle.id))
+                    .to_string(),
+            )
+        })?;
+        let (Some(position), Some(solver_move)) = (line.positions().get(1), line.moves().get(1))
+        else {
+            crate::bail_input!(
+                "{} puzzle {}: Moves needs the opponent's move and a solver move",
+                file.display(),
+                puzzle.id
+            );
+        };
+        items.push(CheckItem {
+            line: index + 1,
+            id: Some(puzzle.id.clone()),
+            fen: crate::chess::line::fen_of(position),
+            position: position.clone(),
+            given_move: Some(UciMove::from_move(*solver_move, CastlingMode::Standard).to_string()),
+        });
+    }
+    Ok(Some(items))
+}
+
 fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
+    if let Some(items) = puzzle_items(args)? {
+        return Ok(items);
+    }
     let name = args.input.display().to_string();
     let reader: Box<dyn BufRead> = if args.input.as_os_str() == "-" {
         Box::new(std::io::stdin().lock())
@@ -94,6 +148,7 @@ fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
         };
         items.push(CheckItem {
             line: number,
+            id: None,
             fen: fen.to_string(),
             position,
             given_move,
@@ -157,6 +212,9 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
             "why": verdict.decision.why,
             "criterion": criterion.name(),
         });
+        if let Some(id) = &item.id {
+            object["PuzzleId"] = json!(id);
+        }
         unique_count += u64::from(verdict.unique());
         if let Some(given) = &item.given_move {
             let is_best = verdict.best_move.as_deref() == Some(given.as_str());

@@ -6,3 +6,4 @@
 
 pub mod bench;
 pub mod check;
+pub mod recheck;

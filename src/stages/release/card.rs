@@ -182,6 +182,7 @@ pub(crate) fn write_release(
     test: &[Puzzle],
     cells: &[CellOutcome],
     mut manifest: Value,
+    games: Option<&str>,
 ) -> Result<BTreeMap<String, String>> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("creating release folder {}: {e}", dir.display()))?;
@@ -200,7 +201,12 @@ pub(crate) fn write_release(
         test,
         cells,
     )?);
-    let card = dataset_card(train, test, cells, &manifest, &columns);
+    if let Some(games) = games {
+        let name = crate::stages::release::provenance::GAMES_FILE;
+        write_atomic(&dir.join(name), games.as_bytes())?;
+        names.push(name.to_string());
+    }
+    let card = dataset_card(train, test, cells, &manifest, &columns, games.is_some());
     write_atomic(&dir.join("README.md"), card.as_bytes())?;
     names.push("README.md".to_string());
     let mut outputs = BTreeMap::new();
@@ -277,6 +283,7 @@ fn dataset_card(
     cells: &[CellOutcome],
     manifest: &Value,
     columns: &[String],
+    has_games: bool,
 ) -> String {
     let total = train.len() + test.len();
     let size = match total {
@@ -347,6 +354,8 @@ fn dataset_card(
         unfilled,
         cells.len()
     ));
+    card.push_str(&provenance_section(manifest, has_games));
+    card.push_str(&recheck_section(train, test, manifest));
     card.push_str("## Report\n\n");
     for (title, file) in plots::REPORT_PICTURES {
         card.push_str(&format!("![{title}](report/{file})\n\n"));
@@ -400,5 +409,104 @@ fn generated_paragraph(train: &[Puzzle], test: &[Puzzle], figures: &Value) -> St
         count("kept"),
         count("verified"),
     ));
+    text
+}
+
+/// What made the release, when `run` recorded it: the engines and the
+/// input files with their sha256.
+fn provenance_section(manifest: &Value, has_games: bool) -> String {
+    let Some(sources) = manifest.get("sources").and_then(Value::as_array) else {
+        return String::new();
+    };
+    let mut text = String::from("## Provenance\n\n");
+    for key in ["engine", "second_engine"] {
+        if let Some(engine) = manifest.get(key).filter(|e| e.is_object()) {
+            text.push_str(&format!(
+                "- {}: {} (binary sha256 `{}`)\n",
+                if key == "engine" {
+                    "Engine"
+                } else {
+                    "Second engine"
+                },
+                engine["id"].as_str().unwrap_or("?"),
+                engine["sha256"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    for source in sources {
+        text.push_str(&format!(
+            "- `{}`: `{}` (sha256 `{}`)\n",
+            source["key"].as_str().unwrap_or("?"),
+            source["path"].as_str().unwrap_or("?"),
+            source["sha256"].as_str().unwrap_or("?")
+        ));
+    }
+    text.push_str(
+        "\n`manifest.json` records them (`sources`, `engine`, `second_engine`) with the \
+         settings the puzzles were made with (`settings`; a generated release's profiles in \
+         `generate.figures.settings`).",
+    );
+    if has_games {
+        text.push_str(
+            " `games.pgn` holds the self-play games the released generated puzzles came from; \
+             such a puzzle's `GameUrl` is `games.pgn#game=<GameId>&ply=<Ply>` (its first move, \
+             the opponent's, is ply `Ply` of that game).",
+        );
+    }
+    text.push_str("\n\n");
+    text
+}
+
+/// The puzzle the card's re-check example uses: the first generated
+/// puzzle of the test split, else of train, else the first puzzle.
+fn example_puzzle<'a>(
+    train: &'a [Puzzle],
+    test: &'a [Puzzle],
+) -> Option<(&'a Puzzle, &'static str)> {
+    let generated = |p: &&Puzzle| p.get(Column::Source) == Some("selfplay");
+    test.iter()
+        .find(generated)
+        .map(|p| (p, "test"))
+        .or_else(|| train.iter().find(generated).map(|p| (p, "train")))
+        .or_else(|| test.first().map(|p| (p, "test")))
+        .or_else(|| train.first().map(|p| (p, "train")))
+}
+
+/// "Re-check one puzzle": the commands that search one of the release's
+/// puzzles again with the settings the release records.
+fn recheck_section(train: &[Puzzle], test: &[Puzzle], manifest: &Value) -> String {
+    let Some((puzzle, split)) = example_puzzle(train, test) else {
+        return String::new();
+    };
+    let nodes = puzzle
+        .get(Column::Nodes)
+        .filter(|n| !n.trim().is_empty())
+        .map(str::to_string)
+        .or_else(|| {
+            manifest
+                .pointer("/settings/mine/nodes")
+                .map(Value::to_string)
+        })
+        .unwrap_or_else(|| "300000".to_string());
+    let id = &puzzle.id;
+    let mut text = String::from("## Re-check one puzzle\n\n");
+    text.push_str(&format!(
+        "Puzzle `{id}` ({split} split{}) searched again by today's engines, from this folder, \
+         with the settings `manifest.json` records:\n\n",
+        match puzzle.game_url.as_str() {
+            "" => String::new(),
+            url => format!(", from `{url}`"),
+        }
+    ));
+    text.push_str(&format!(
+        "```sh\npuzzleforge verify . --puzzle {id}\npuzzleforge check {split}.csv --puzzle {id} --nodes {nodes}\n```\n\n"
+    ));
+    text.push_str(
+        "`verify` prints one JSON line per puzzle: what the release recorded (`BestScore`, \
+         `SecondScore`, `VerifyDeeper`, `VerifySecond`, `Verified`), what the engines say now, \
+         and `agrees`; it exits 2 when one disagrees. `check` shows the engine's two best moves \
+         and scores in the solver's position (after the first move of `Moves`). \
+         `docs/recheck.md` in puzzleforge's repository explains both.\n\n",
+    );
     text
 }

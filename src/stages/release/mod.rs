@@ -26,6 +26,7 @@ pub(crate) mod card;
 pub mod plots;
 pub mod cells;
 pub(crate) mod draw;
+pub(crate) mod provenance;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -125,6 +126,17 @@ pub struct SplitArgs {
     #[arg(skip)]
     #[serde(skip)]
     pub generate: Option<PathBuf>,
+    /// Self-play PGN files (`run`): the games the released self-play
+    /// puzzles came from go into the release as `games.pgn`, and each such
+    /// puzzle's `GameUrl` points into it.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub games: Vec<PathBuf>,
+    /// What `run` records of itself in the manifest: `sources`, `engine`,
+    /// `second_engine`, `settings`.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub provenance: Option<Value>,
 }
 
 /// Release folders under `root` (up to three levels down), sorted, skipping
@@ -538,8 +550,16 @@ pub(crate) fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Su
         &drawn,
         &unfilled,
     )?;
-    let (train, test) = fetch_chosen(&args.pool, &drawn)?;
-    let written = card::write_release(&args.output, &train, &test, &drawn.cells, manifest)?;
+    let (mut train, mut test) = fetch_chosen(&args.pool, &drawn)?;
+    let games = provenance::released_games(&args.games, &mut train, &mut test)?;
+    let written = card::write_release(
+        &args.output,
+        &train,
+        &test,
+        &drawn.cells,
+        manifest,
+        games.as_deref(),
+    )?;
 
     let removed_total: usize = exclusions.removed.iter().sum();
     let human = split_report(
@@ -770,6 +790,13 @@ fn release_manifest(
                 .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
             manifest["generate"] = json!({"path": manifest_path(path, &args.output),
                 "sha256": sha256_file(path)?, "figures": figures});
+        }
+        // A release `run` writes names what made it (a `split` release
+        // keeps its `--engine-id`).
+        if let Some(Value::Object(provenance)) = &args.provenance {
+            for (key, value) in provenance {
+                manifest[key] = value.clone();
+            }
         }
         Ok(manifest)
     })

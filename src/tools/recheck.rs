@@ -1,0 +1,287 @@
+//! `puzzleforge verify RELEASE` (or a puzzle file with `--puzzle ID` or
+//! `--recheck`): a release's puzzles searched again by today's engines,
+//! with the settings the release records, and per puzzle whether they
+//! agree with what the release recorded.
+//!
+//! The settings are the release manifest's `settings.verify` (a release
+//! `run` wrote; a puzzle file inside a release folder reads its folder's),
+//! else `[verify]` of `--config`, else `verify`'s defaults; the command's
+//! flags override them. Each puzzle is verified as the pipeline verified
+//! it (the deeper search at `factor` times its `Nodes`, the second engine
+//! on every solver move) and the verdict columns it would get now
+//! (`VerifyDeeper`, `VerifySecond`, `Margin`, `Verified`) are compared with
+//! the recorded ones. The margin is computed from the recorded mining
+//! scores (`BestScore`, `SecondScore`) and the deeper search, so it also
+//! checks that the search reproduces.
+//!
+//! One JSON line per puzzle on stdout; the summary on stderr (with `--json`
+//! also on stdout, last). A puzzle that disagrees makes the command exit 2
+//! after every puzzle is reported.
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use crate::chess::columns::Column;
+use crate::chess::record::{Puzzle, read_puzzles};
+use crate::core::error::bad_input;
+use crate::core::summary::Summary;
+use crate::engine::pool::EnginePool;
+use crate::engine::settings::EngineConfig;
+use crate::stages::release::card::{check_release_files, is_release_dir, split_files};
+use crate::stages::verify::{VerifyArgs, VerifyConfig, verify_puzzles};
+
+/// The verdict columns a re-check compares.
+const COMPARED: [Column; 4] = [
+    Column::VerifyDeeper,
+    Column::VerifySecond,
+    Column::Margin,
+    Column::Verified,
+];
+
+/// The puzzle files `input` stands for, and the release folder they belong
+/// to: a release folder's `train` and `test` (checked against its
+/// manifest first), or a puzzle file (CSV with a `PuzzleId` header, JSON
+/// Lines). `None` for anything else (`check`'s `FEN[,move]` lines).
+pub(crate) fn puzzle_files(input: &Path) -> Result<Option<(Vec<PathBuf>, Option<PathBuf>)>> {
+    if input.is_dir() {
+        if !is_release_dir(input) {
+            return Err(bad_input(format!(
+                "{}: a folder without a puzzleforge release manifest.json",
+                input.display()
+            )));
+        }
+        check_release_files(input)?;
+        return Ok(Some((split_files(input), Some(input.to_path_buf()))));
+    }
+    let name = input.to_string_lossy();
+    let name = name.trim_end_matches(".zst");
+    let is_puzzles = if name.ends_with(".jsonl") {
+        true
+    } else if name.ends_with(".csv") && input.is_file() {
+        let mut first = String::new();
+        crate::core::fileio::open_input(input)?
+            .read_line(&mut first)
+            .with_context(|| format!("reading {}", input.display()))?;
+        first.trim_start_matches('\u{feff}').starts_with("PuzzleId")
+    } else {
+        false
+    };
+    if !is_puzzles {
+        return Ok(None);
+    }
+    let folder = input
+        .parent()
+        .filter(|dir| is_release_dir(dir))
+        .map(Path::to_path_buf);
+    if let Some(folder) = &folder {
+        check_release_files(folder)?;
+    }
+    Ok(Some((vec![input.to_path_buf()], folder)))
+}
+
+/// The puzzles of `files` whose id is in `ids` (all when empty), each with
+/// its file; an id found nowhere is an error naming it.
+pub(crate) fn read_selected(files: &[PathBuf], ids: &[String]) -> Result<Vec<(PathBuf, Puzzle)>> {
+    let mut selected = Vec::new();
+    for file in files {
+        for puzzle in read_puzzles(file)? {
+            if ids.is_empty() || ids.contains(&puzzle.id) {
+                selected.push((file.clone(), puzzle));
+            }
+        }
+    }
+    for id in ids {
+        if !selected.iter().any(|(_, p)| &p.id == id) {
+            let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            return Err(bad_input(format!(
+                "--puzzle {id}: no such puzzle in {}",
+                names.join(", ")
+            )));
+        }
+    }
+    Ok(selected)
+}
+
+/// Whether `verify` re-checks (a release folder, `--puzzle`, `--recheck`)
+/// rather than writing a report for a puzzle file.
+pub fn is_recheck(args: &VerifyArgs) -> bool {
+    args.input.is_dir() || args.recheck || !args.puzzles.is_empty()
+}
+
+/// The settings to re-check with: the release's recorded ones, else
+/// `--config`'s `[verify]`, else the defaults; the flags over them.
+fn settings(args: &VerifyArgs, release: Option<&Path>) -> Result<(VerifyConfig, String)> {
+    let recorded = match release.filter(|_| args.config.is_none()) {
+        Some(dir) => {
+            let path = dir.join("manifest.json");
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let manifest: Value = serde_json::from_str(&text)
+                .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
+            manifest
+                .pointer("/settings/verify")
+                .cloned()
+                .map(|v| (v, path))
+        }
+        None => None,
+    };
+    let (base, from) = match (recorded, &args.config) {
+        (Some((value, path)), _) => (
+            serde_json::from_value::<VerifyConfig>(value)
+                .map_err(|e| bad_input(format!("{}: settings.verify: {e}", path.display())))?,
+            format!("{} settings.verify", path.display()),
+        ),
+        (None, Some(config)) => (
+            crate::core::settings::load_section::<VerifyConfig>(Some(config), "verify")?,
+            format!("{} [verify]", config.display()),
+        ),
+        (None, None) => (VerifyConfig::default(), "verify's defaults".to_string()),
+    };
+    let mut config = crate::core::settings::flags_over(&base, args)?;
+    crate::stages::verify::second_engine_flags(args, &mut config);
+    Ok((config, from))
+}
+
+/// Runs the re-check.
+pub fn run_recheck(args: &VerifyArgs) -> Result<Summary> {
+    let (files, release) = puzzle_files(&args.input)?.ok_or_else(|| {
+        bad_input(format!(
+            "{}: neither a release folder nor a puzzle file (CSV with a PuzzleId header, or JSON Lines)",
+            args.input.display()
+        ))
+    })?;
+    let (config, from) = settings(args, release.as_deref())?;
+    let selected = read_selected(&files, &args.puzzles)?;
+    // A puzzle puzzleforge did not mine has no Nodes to search from.
+    let (checkable, skipped): (Vec<_>, Vec<_>) = selected.into_iter().partition(|(_, p)| {
+        config.nodes.is_some() || p.get(Column::Nodes).is_some_and(|n| !n.trim().is_empty())
+    });
+    let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
+    pool_config.workers = pool_config.workers.min(checkable.len().max(1));
+    pool_config.progress = Some("puzzles".to_string());
+    let pool = EnginePool::new(spec, pool_config)?;
+    let second = match &config.second_engine {
+        Some(second) => Some(second.pool(&pool)?),
+        None => None,
+    };
+    let puzzles: Vec<Puzzle> = checkable.iter().map(|(_, p)| p.clone()).collect();
+    let verdicts = verify_puzzles(&config, &pool, second.as_ref(), &puzzles)?;
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut differing = Vec::new();
+    for ((file, recorded), verdict) in checkable.iter().zip(&verdicts) {
+        let mut now = recorded.clone();
+        verdict.mark(&mut now);
+        let cell = |p: &Puzzle, c: Column| p.get(c).unwrap_or_default().trim().to_string();
+        let differs: Vec<&str> = COMPARED
+            .iter()
+            .filter(|&&c| !same_cell(c, &cell(recorded, c), &cell(&now, c)))
+            .map(|c| c.name())
+            .collect();
+        let columns = |p: &Puzzle| {
+            COMPARED
+                .iter()
+                .map(|&c| (c.name().to_string(), json!(cell(p, c))))
+                .collect::<serde_json::Map<_, _>>()
+        };
+        let mut recorded_json = columns(recorded);
+        for c in [Column::BestScore, Column::SecondScore, Column::Nodes] {
+            recorded_json.insert(c.name().to_string(), json!(cell(recorded, c)));
+        }
+        let mut now_json = columns(&now);
+        now_json.insert("best_move".into(), json!(verdict.best_move));
+        now_json.insert("best_score".into(), json!(verdict.best_score));
+        now_json.insert("second_score".into(), json!(verdict.second_score));
+        now_json.insert("nodes".into(), json!(verdict.nodes));
+        now_json.insert("error".into(), json!(verdict.error));
+        let agrees = differs.is_empty();
+        if !agrees {
+            differing.push(recorded.id.clone());
+        }
+        let line = json!({
+            "PuzzleId": recorded.id,
+            "file": file.display().to_string(),
+            "expected_move": verdict.expected_move,
+            "recorded": recorded_json,
+            "now": now_json,
+            "differs": differs,
+            "agrees": agrees,
+        });
+        writeln!(out, "{line}").context("cannot write to stdout")?;
+    }
+    for (file, puzzle) in &skipped {
+        let line = json!({"PuzzleId": puzzle.id, "file": file.display().to_string(),
+            "skipped": "no Nodes column (not a puzzle puzzleforge mined): give --nodes N to search it"});
+        writeln!(out, "{line}").context("cannot write to stdout")?;
+    }
+    out.flush().context("cannot write to stdout")?;
+    let agree = verdicts.len() - differing.len();
+    let human = format!(
+        "verify: re-checked {} puzzles of {} with {from} (factor {}, second engine {}): {agree} agree with what was recorded, {} differ{}{}; engine {}",
+        verdicts.len(),
+        args.input.display(),
+        config.factor,
+        config
+            .second_engine
+            .as_ref()
+            .map_or("none".to_string(), |s| format!(
+                "{} depth {}",
+                second.as_ref().map_or("?", |p| p.engine_id()),
+                s.depth
+            )),
+        differing.len(),
+        if differing.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", differing.join(", "))
+        },
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; {} skipped (no Nodes)", skipped.len())
+        },
+        pool.engine_id(),
+    );
+    let mut summary = Summary::new(
+        human,
+        json!({
+            "command": "verify",
+            "recheck": true,
+            "input": args.input.display().to_string(),
+            "settings_from": from,
+            "settings": config,
+            "puzzles": verdicts.len(),
+            "agree": agree,
+            "differ": differing,
+            "skipped": skipped.len(),
+            "engine": pool.engine_id(),
+            "second_engine": second.as_ref().map(|p| p.engine_id().to_string()),
+        }),
+    );
+    if !differing.is_empty() {
+        summary.shortfall = Some(format!(
+            "verify: {} of {} puzzles differ from what {} recorded: {}",
+            differing.len(),
+            verdicts.len(),
+            args.input.display(),
+            differing.join(", ")
+        ));
+    }
+    Ok(summary)
+}
+
+/// Two cells of `column` say the same: margins as numbers, verdicts as
+/// their booleans (`pass` in older files is `True`).
+fn same_cell(column: Column, recorded: &str, now: &str) -> bool {
+    if column == Column::Margin {
+        return match (recorded.parse::<f64>(), now.parse::<f64>()) {
+            (Ok(a), Ok(b)) => (a - b).abs() < 1e-6,
+            _ => recorded == now,
+        };
+    }
+    let kind = column.kind();
+    kind.json_value(recorded).ok() == kind.json_value(now).ok()
+}
