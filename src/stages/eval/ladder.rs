@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::BASELINE_TEMPLATE;
 use super::human::{NetFile, Policies};
 use super::metrics::{self, Breakdowns, CellMetrics};
 use super::players::Answer;
+use super::prompt::BASELINE_TEMPLATE;
 use super::prompt::Template;
 use super::task::{Job, PositionTask};
 use crate::chess::record::Puzzle;
@@ -85,7 +85,7 @@ pub(crate) fn ladder(
                         repeat: 0,
                         task: i,
                     };
-                    super::record_of(puzzles, task, &template, &job, &answer)
+                    super::scoring::record_of(puzzles, task, &template, &job, &answer)
                 })
                 .collect();
             let all: Vec<_> = records.iter().collect();

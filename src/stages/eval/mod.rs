@@ -16,6 +16,7 @@ pub mod parse;
 pub(crate) mod players;
 pub(crate) mod prompt;
 pub(crate) mod report;
+pub(crate) mod scoring;
 pub mod rollout;
 pub(crate) mod sample;
 pub mod task;
@@ -36,11 +37,11 @@ use client::{ChatClient, Endpoint, default_cache_dir};
 use config::{EvalConfig, EvalEngine};
 use human::Policies;
 use metrics::{PositionRecord, Verdict};
-use parse::{Parsed, parse_reply};
 use players::{Answer, ModelSpec, Tally, ask_model, random_move, request_seed, run_parallel};
 use prompt::{PromptSpec, Template};
 use report::RunOutput;
-use task::{Job, PositionTask, PositionView, is_correct, puzzle_tasks};
+pub use scoring::classify;
+use task::{Job, PositionTask, PositionView, puzzle_tasks};
 
 /// `puzzleforge eval`. The flags that set a key of `[eval]` override it
 /// ([`crate::core::settings::flags_over`]); the engine flags override
@@ -159,25 +160,6 @@ pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> 
         Ok((set.to_path_buf(), sha256_file(set)?))
     } else {
         Err(bad_input(format!("puzzle set {} not found", set.display())))
-    }
-}
-
-/// Judges an answer.
-pub fn classify(task: &PositionTask, answer: &Answer) -> (Verdict, Option<String>, Option<String>) {
-    let Some(reply) = &answer.reply else {
-        return (Verdict::NoAnswer, None, None);
-    };
-    match parse_reply(reply, &task.position) {
-        Parsed::Legal { uci, text, .. } => {
-            let verdict = if is_correct(task, &uci) {
-                Verdict::Correct
-            } else {
-                Verdict::Wrong
-            };
-            (verdict, Some(text), Some(uci))
-        }
-        Parsed::Illegal { text, .. } => (Verdict::Illegal, Some(text), None),
-        Parsed::Unparseable => (Verdict::Unparseable, None, None),
     }
 }
 
@@ -387,7 +369,7 @@ pub(crate) fn run_eval_with(
         .iter()
         .zip(&answers)
         .map(|(job, answer)| {
-            record_of(
+            scoring::record_of(
                 &puzzles,
                 &tasks[job.task],
                 &templates[job.template],
@@ -581,8 +563,7 @@ fn load_puzzles(args: &EvalArgs, config: &EvalConfig) -> Result<(Vec<Puzzle>, St
     Ok((puzzles, set_sha256))
 }
 
-/// The template name of a baseline player's answers (it reads no prompt).
-pub(crate) const BASELINE_TEMPLATE: &str = "none";
+pub(crate) use prompt::BASELINE_TEMPLATE;
 
 /// The prompt templates: the configured ones for a model (default
 /// paper-json), none for a baseline player.
@@ -665,36 +646,6 @@ fn compute_regret(
     let pool = engine_ops::start_pool(config, engine)?;
     engine_ops::compute_regret(&pool, config, records)?;
     Ok(Some(pool.engine_id().to_string()))
-}
-
-fn record_of(
-    puzzles: &[Puzzle],
-    task: &PositionTask,
-    template: &Template,
-    job: &Job,
-    answer: &Answer,
-) -> PositionRecord {
-    let puzzle = &puzzles[task.puzzle_index];
-    let (verdict, text, played) = classify(task, answer);
-    PositionRecord {
-        puzzle_id: puzzle.id.clone(),
-        puzzle_index: task.puzzle_index,
-        template: template.name().to_string(),
-        repeat: job.repeat,
-        move_index: task.move_index,
-        solver_moves: puzzle.solver_moves(),
-        rating: puzzle.rating,
-        themes: puzzle.themes.clone(),
-        fen: task::fen_of(&task.position),
-        expected: task.expected.clone(),
-        answer: text,
-        played,
-        verdict,
-        regret_cp: None,
-        score_loss: None,
-        prompt_tokens: answer.call.as_ref().and_then(|c| c.prompt_tokens),
-        completion_tokens: answer.call.as_ref().and_then(|c| c.completion_tokens),
-    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::task::{PositionView, position_from_fen};
+
+/// The template name of a baseline player's answers (it reads no prompt).
+pub(crate) const BASELINE_TEMPLATE: &str = "none";
 use crate::core::error::bad_input;
 
 /// One chat message.

@@ -15,13 +15,17 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::config::*;
 use super::features::FORMAT_2_FEATURES;
+use super::features::{Features, feature_names};
+use super::fit::*;
 use super::model::{BAND_WIDTH, Estimator, FitRows, band_weights};
-use super::*;
+use crate::chess::columns::Column;
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 use crate::core::seed::{self, Domain, Key};
 use crate::engine::pool::EnginePool;
+use crate::maia::{DEFAULT_MODELS_DIR, MaiaNets};
 
 /// Held-out figures of one group of calibration rows.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -32,116 +32,32 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use nalgebra::{DMatrix, DVector};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
-use crate::chess::line::PuzzleLine;
-use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, for_each_row};
+use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of};
 use crate::core::error::bad_input;
-use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, load_section_or_bare, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
 use crate::engine::settings::{EngineArgs, EngineConfig};
-use crate::engine::weaken;
-use crate::maia::{DEFAULT_MODELS_DIR, MAIA_RATINGS, MaiaNets, weight_file_name};
+use crate::maia::{DEFAULT_MODELS_DIR, MaiaNets};
 
 mod calibrate;
+mod config;
 mod features;
+mod fit;
 mod human;
 mod model;
 mod signals;
 pub use calibrate::{BandFigures, CalibrationReport, HeldOut, calibrate};
+pub use config::*;
 pub use features::{Features, feature_names};
+pub use fit::*;
 pub use model::{DeviationTable, Estimator, Recalibration, TreeConfig, TreeNode, Trees};
-
-/// Lowest and highest rating the model may give (Lichess's puzzle range).
-const RATING_FLOOR: f64 = 400.0;
-const RATING_CEILING: f64 = 3300.0;
-/// Version of the model file format.
-const MODEL_FORMAT: u32 = 3;
-
-/// Settings of the `[rate]` section of pipeline.toml; CLI flags override.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct RateConfig {
-    /// Seed for the ladder's random picks and the calibration folds.
-    pub seed: u64,
-    /// A fitted model to rate with (written by `--save-model`).
-    pub model: Option<PathBuf>,
-    /// Folds for the held-out figures of a calibration.
-    pub folds: u32,
-    /// Ridge penalty of the format-2 reference model the calibration
-    /// compares with (standardized features).
-    pub ridge: f64,
-    /// Use at most this many calibration rows (a seeded sample); 0 = all.
-    pub calibrate_max_rows: usize,
-    /// Also measure the plain ladder baseline (skill levels 0-14) when
-    /// calibrating. Costly: deep MultiPV searches.
-    pub baseline: bool,
-    /// Calibrate also on the single-move version of every multi-move
-    /// puzzle (its position and first solver move, the whole puzzle's
-    /// rating as the target). Generated puzzles are mostly single-move and
-    /// not mates, a shape the Lichess file holds few of.
-    pub proxies: bool,
-    /// What the engine computes per puzzle.
-    pub signals: SignalConfig,
-    /// The folder of the human-move nets (`maia-1100.pb.gz` ...). Unset:
-    /// `maia/` beside the model file when rating with one and it is there,
-    /// else `models/maia`. A model checks they are the nets it was fitted
-    /// with (sha256).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub maia: Option<PathBuf>,
-    /// The trees a calibration fits.
-    pub trees: TreeConfig,
-}
-
-impl Default for RateConfig {
-    fn default() -> Self {
-        Self {
-            seed: 1,
-            model: None,
-            folds: 5,
-            ridge: 20.0,
-            calibrate_max_rows: 0,
-            baseline: false,
-            proxies: true,
-            signals: SignalConfig::default(),
-            maia: None,
-            trees: TreeConfig::default(),
-        }
-    }
-}
-
-/// Engine budgets of the signals. Stored in the model: a model is only
-/// valid with the signals it was fitted on.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct SignalConfig {
-    /// Strengths of the weakened player (UCI_Elo scale, 1350-2850).
-    pub ladder_elos: Vec<i32>,
-    /// Attempts per strength.
-    pub ladder_attempts: u32,
-    /// Node budget of the probe search (found-and-kept depth, score gap).
-    pub probe_nodes: u64,
-    /// Depth of the wide scan that scores every legal move.
-    pub wide_depth: u32,
-}
-
-impl Default for SignalConfig {
-    fn default() -> Self {
-        Self {
-            ladder_elos: vec![1350, 1500, 1650, 1800, 2000, 2200],
-            ladder_attempts: 5,
-            probe_nodes: 8_000,
-            wide_depth: 1,
-        }
-    }
-}
 
 /// `puzzleforge rate` flags. `--model`, `--seed`, `--folds`,
 /// `--calibrate-max-rows` and `--baseline` override the `[rate]` keys of
@@ -357,56 +273,6 @@ fn rating_model(
     )))
 }
 
-/// The folder of the nets, beside a model file.
-const NETS_BESIDE_THE_MODEL: &str = "maia";
-
-/// The human-move nets a model was fitted with: their ratings and the
-/// sha256 of each weight file.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct MaiaSpec {
-    pub ratings: Vec<u32>,
-    pub sha256: Vec<String>,
-}
-
-impl MaiaSpec {
-    /// The nine nets' files in `dir`.
-    fn of_dir(dir: &Path) -> Result<Self> {
-        let sha256 = MAIA_RATINGS
-            .iter()
-            .map(|&rating| {
-                let path = dir.join(weight_file_name(rating));
-                crate::core::fileio::sha256_file(&path).map_err(|e| {
-                    bad_input(format!(
-                        "rate: the human-move net {} cannot be read ({e:#}); the nets are \
-                         in models/maia (--maia DIR, or [rate] maia)",
-                        path.display()
-                    ))
-                })
-            })
-            .collect::<Result<_>>()?;
-        Ok(Self {
-            ratings: MAIA_RATINGS.to_vec(),
-            sha256,
-        })
-    }
-}
-
-/// Loads the nine nets from `dir`; with `expected`, checks they are the
-/// files the model was fitted with.
-fn load_nets(dir: &Path, expected: Option<&MaiaSpec>) -> Result<MaiaNets> {
-    let found = MaiaSpec::of_dir(dir)?;
-    if let Some(expected) = expected
-        && *expected != found
-    {
-        return Err(bad_input(format!(
-            "rate: the human-move nets in {} are not those the model was fitted with \
-             (sha256 differ); give the model's nets (--maia DIR) or calibrate again",
-            dir.display()
-        )));
-    }
-    MaiaNets::load(dir).with_context(|| format!("loading the human-move nets in {}", dir.display()))
-}
-
 /// Computes the signals of the puzzles at `needs_estimate` and sets their
 /// rating and deviation from the model.
 fn estimate_ratings(
@@ -437,288 +303,6 @@ fn estimate_ratings(
         rated[index].rating_deviation = Some(deviation);
     }
     Ok(())
-}
-
-fn validate_signals(signals: &SignalConfig) -> Result<()> {
-    for &elo in &signals.ladder_elos {
-        weaken::check_elo(elo, "rate.signals.ladder_elos: the")?;
-    }
-    if signals.ladder_attempts == 0 || signals.probe_nodes == 0 || signals.wide_depth == 0 {
-        return Err(bad_input(
-            "rate.signals: ladder_attempts, probe_nodes and wide_depth must be positive",
-        ));
-    }
-    Ok(())
-}
-
-/// A puzzle that already carries a rating from human plays on Lichess.
-pub fn has_lichess_rating(puzzle: &Puzzle) -> bool {
-    puzzle.rating.is_some() && puzzle.nb_plays.is_some_and(|n| n > 0)
-}
-
-/// Reads a puzzle file, keeping the puzzles whose moves replay legally from
-/// their FEN; every other row is reported (file, line, reason) and skipped.
-fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<String>)> {
-    let mut puzzles = Vec::new();
-    let mut rejected = Vec::new();
-    for_each_row(path, |(line, row)| {
-        match row {
-            Ok(puzzle) => match PuzzleLine::of_puzzle(&puzzle) {
-                Ok(_) => puzzles.push(puzzle),
-                Err(e) => rejected.push(
-                    e.at(format_args!(
-                        "{} line {line}: puzzle {}",
-                        path.display(),
-                        puzzle.id
-                    ))
-                    .to_string(),
-                ),
-            },
-            Err(e) => rejected.push(format!("{} line {line}: {e}", path.display())),
-        }
-        Ok(())
-    })?;
-    Ok((puzzles, rejected))
-}
-
-// ---------------------------------------------------------------------------
-// Statistics.
-
-/// Ranks of `values` (1-based), ties sharing their average rank.
-pub fn average_ranks(values: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..values.len()).collect();
-    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
-    let mut ranks = vec![0.0; values.len()];
-    let mut start = 0;
-    while start < order.len() {
-        let mut end = start + 1;
-        while end < order.len() && values[order[end]] == values[order[start]] {
-            end += 1;
-        }
-        let rank = (start + end + 1) as f64 / 2.0;
-        for &i in &order[start..end] {
-            ranks[i] = rank;
-        }
-        start = end;
-    }
-    ranks
-}
-
-/// Spearman's rank correlation (Pearson on average ranks). `None` when
-/// fewer than two pairs or either side is constant.
-pub fn spearman(xs: &[f64], ys: &[f64]) -> Option<f64> {
-    if xs.len() != ys.len() || xs.len() < 2 {
-        return None;
-    }
-    pearson(&average_ranks(xs), &average_ranks(ys))
-}
-
-fn pearson(xs: &[f64], ys: &[f64]) -> Option<f64> {
-    let n = xs.len() as f64;
-    let mx = xs.iter().sum::<f64>() / n;
-    let my = ys.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (x, y) in xs.iter().zip(ys) {
-        sxy += (x - mx) * (y - my);
-        sxx += (x - mx) * (x - mx);
-        syy += (y - my) * (y - my);
-    }
-    if sxx <= 0.0 || syy <= 0.0 {
-        return None;
-    }
-    Some(sxy / (sxx * syy).sqrt())
-}
-
-/// A ridge regression on standardized features.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct RidgeFit {
-    pub means: Vec<f64>,
-    pub scales: Vec<f64>,
-    pub weights: Vec<f64>,
-    pub intercept: f64,
-}
-
-impl RidgeFit {
-    /// Fits `ys ~ xs`; features constant over the rows get weight 0.
-    pub fn fit(xs: &[Vec<f64>], ys: &[f64], ridge: f64) -> Option<Self> {
-        let rows = xs.len();
-        let width = xs.first()?.len();
-        let mut means = vec![0.0; width];
-        let mut scales = vec![1.0; width];
-        for j in 0..width {
-            let mean = xs.iter().map(|x| x[j]).sum::<f64>() / rows as f64;
-            let var = xs.iter().map(|x| (x[j] - mean).powi(2)).sum::<f64>() / rows as f64;
-            means[j] = mean;
-            scales[j] = if var > 1e-12 { var.sqrt() } else { 0.0 };
-        }
-        let intercept = ys.iter().sum::<f64>() / rows as f64;
-        let design = DMatrix::from_fn(rows, width, |i, j| {
-            if scales[j] > 0.0 {
-                (xs[i][j] - means[j]) / scales[j]
-            } else {
-                0.0
-            }
-        });
-        let target = DVector::from_iterator(rows, ys.iter().map(|y| y - intercept));
-        let gram = design.transpose() * &design + DMatrix::identity(width, width) * ridge.max(1e-9);
-        let weights = gram.cholesky()?.solve(&(design.transpose() * target));
-        Some(Self {
-            means,
-            scales,
-            weights: weights.iter().copied().collect(),
-            intercept,
-        })
-    }
-
-    pub(crate) fn predict(&self, x: &[f64]) -> f64 {
-        self.intercept
-            + x.iter()
-                .zip(&self.means)
-                .zip(&self.scales)
-                .zip(&self.weights)
-                .map(|(((x, m), s), w)| if *s > 0.0 { (x - m) / s * w } else { 0.0 })
-                .sum::<f64>()
-    }
-}
-
-/// The features of the given puzzles, in order: the nets' signals of
-/// every position at once (batched over all puzzles), then the engine's
-/// puzzle by puzzle over the pool.
-pub(crate) fn compute_features(
-    pool: &EnginePool,
-    nets: &MaiaNets,
-    targets: &[&Puzzle],
-    signals: &SignalConfig,
-    seed: u64,
-    baseline: bool,
-) -> Result<Vec<Features>> {
-    let human = human::human_signals(nets, targets)?;
-    let bar = crate::core::progress::items(targets.len() as u64, "rate");
-    let engine = pool.map(targets, |session, _, puzzle| {
-        // Keyed by the puzzle's id, not its row: a puzzle's draws (and so its
-        // rating) must not depend on which worker served it, nor on which
-        // file or row it sits in, so that `run --shard` slices rate to the
-        // same bytes as a whole run. The baseline draws from its own domain
-        // so that measuring it does not change the model's signals.
-        let key = Key::Name(&puzzle.id);
-        let mut rng = seed::rng(seed, Domain::RatePuzzle, key);
-        let baseline_rng = baseline.then(|| seed::rng(seed, Domain::RateBaseline, key));
-        let result = signals::engine_signals(session, puzzle, signals, &mut rng, baseline_rng);
-        bar.inc(1);
-        result
-    });
-    bar.finish_and_clear();
-    let engine = engine?;
-    Ok(targets
-        .iter()
-        .zip(engine.iter().zip(&human))
-        .map(|(puzzle, (engine, human))| {
-            // The line was checked when the file was read.
-            let line = PuzzleLine::of_puzzle(puzzle).unwrap_or_default();
-            Features {
-                values: features::feature_values(&features::Signals {
-                    line: &line,
-                    engine,
-                    human,
-                }),
-                baseline_solve_rate: engine.baseline_solve_rate,
-            }
-        })
-        .collect())
-}
-
-/// Solver-length groups of the figures.
-pub(crate) const LENGTH_GROUPS: [(&str, usize, usize); 3] =
-    [("1", 1, 1), ("2", 2, 2), ("3+", 3, usize::MAX)];
-
-fn group_of(solver_moves: usize) -> usize {
-    LENGTH_GROUPS
-        .iter()
-        .position(|(_, lo, hi)| (*lo..=*hi).contains(&solver_moves))
-        .unwrap_or(0)
-}
-
-/// The model's groups, each with its own deviations (and, in the format-2
-/// reference, its own fit): the length groups, with the single-move mates
-/// apart. Lichess's single-move puzzles are mostly mates in one, the
-/// generator's mostly not.
-pub(crate) const MODEL_GROUPS: [&str; 4] = ["1 mate", "1", "2", "3+"];
-
-fn model_group(solver_moves: usize, mates: bool) -> usize {
-    if solver_moves == 1 && mates {
-        0
-    } else {
-        1 + group_of(solver_moves)
-    }
-}
-
-fn mates(features: &Features) -> bool {
-    features.get("ends_in_mate").is_some_and(|v| v > 0.0)
-}
-
-/// The fitted rating model, as stored in a release.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct RatingModel {
-    pub format: u32,
-    pub engine: String,
-    pub seed: u64,
-    pub signals: SignalConfig,
-    /// The human-move nets the features were computed with.
-    pub maia: MaiaSpec,
-    pub trees_config: TreeConfig,
-    /// Calibration rows (puzzles and proxies) the model was fitted on.
-    pub rows: usize,
-    pub features: Vec<String>,
-    /// The deviation groups ([`MODEL_GROUPS`]).
-    pub groups: Vec<String>,
-    pub estimator: Estimator,
-}
-
-impl RatingModel {
-    pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the rating model {}", path.display()))?;
-        let format = serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
-        if let Some(format) = format.filter(|f| *f != u64::from(MODEL_FORMAT)) {
-            return Err(bad_input(format!(
-                "{}: rating model format {format} (this puzzleforge reads {MODEL_FORMAT}); \
-                 calibrate again",
-                path.display()
-            )));
-        }
-        let model: RatingModel = serde_json::from_str(&text)
-            .map_err(|e| bad_input(format!("{}: not a rating model: {e}", path.display())))?;
-        if model.features != feature_names() {
-            return Err(bad_input(format!(
-                "{}: the model's features differ from this puzzleforge's; calibrate again",
-                path.display()
-            )));
-        }
-        if model.groups != MODEL_GROUPS
-            || model.estimator.deviations.deviations.len() != MODEL_GROUPS.len()
-        {
-            return Err(bad_input(format!(
-                "{}: the model needs deviations for the groups {}",
-                path.display(),
-                MODEL_GROUPS.join(", ")
-            )));
-        }
-        Ok(model)
-    }
-
-    /// Rating and deviation for a puzzle of `solver_moves` with `features`.
-    pub fn rate(&self, solver_moves: usize, features: &Features) -> (i32, i32) {
-        let estimate = self
-            .estimator
-            .estimate(&features.values)
-            .clamp(RATING_FLOOR, RATING_CEILING);
-        let group = model_group(solver_moves, mates(features));
-        let deviation = self.estimator.deviations.deviation(group, estimate);
-        (estimate.round() as i32, deviation.round() as i32)
-    }
 }
 
 #[cfg(test)]

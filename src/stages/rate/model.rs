@@ -91,7 +91,7 @@ pub struct Trees {
 
 /// Trees written as JSON strings, each one tree's compact node list.
 mod one_line_per_tree {
-    use super::TreeNode;
+    use crate::stages::rate::model::TreeNode;
     use serde::de::Error;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 

@@ -6,7 +6,7 @@
 use rand_chacha::ChaCha8Rng;
 use shakmaty::{Chess, Color, Move, Position, Role};
 
-use super::SignalConfig;
+use super::config::SignalConfig;
 use crate::chess::line::{PuzzleLine, parse_move};
 use crate::chess::record::Puzzle;
 use crate::engine::pool::Session;

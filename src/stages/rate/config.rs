@@ -1,0 +1,146 @@
+//! The `[rate]` settings, the rating range, and the human-move nets a
+//! model reads: what every part of rating (the stage, calibration, the
+//! model) shares, kept apart from the stage so that none imports it.
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+use crate::core::error::bad_input;
+use crate::maia::{MAIA_RATINGS, MaiaNets, weight_file_name};
+
+use super::model::TreeConfig;
+
+/// Lowest and highest rating the model may give (Lichess's puzzle range).
+pub(crate) const RATING_FLOOR: f64 = 400.0;
+pub(crate) const RATING_CEILING: f64 = 3300.0;
+/// Version of the model file format.
+pub(crate) const MODEL_FORMAT: u32 = 3;
+
+/// Settings of the `[rate]` section of pipeline.toml; CLI flags override.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RateConfig {
+    /// Seed for the ladder's random picks and the calibration folds.
+    pub seed: u64,
+    /// A fitted model to rate with (written by `--save-model`).
+    pub model: Option<PathBuf>,
+    /// Folds for the held-out figures of a calibration.
+    pub folds: u32,
+    /// Ridge penalty of the format-2 reference model the calibration
+    /// compares with (standardized features).
+    pub ridge: f64,
+    /// Use at most this many calibration rows (a seeded sample); 0 = all.
+    pub calibrate_max_rows: usize,
+    /// Also measure the plain ladder baseline (skill levels 0-14) when
+    /// calibrating. Costly: deep MultiPV searches.
+    pub baseline: bool,
+    /// Calibrate also on the single-move version of every multi-move
+    /// puzzle (its position and first solver move, the whole puzzle's
+    /// rating as the target). Generated puzzles are mostly single-move and
+    /// not mates, a shape the Lichess file holds few of.
+    pub proxies: bool,
+    /// What the engine computes per puzzle.
+    pub signals: SignalConfig,
+    /// The folder of the human-move nets (`maia-1100.pb.gz` ...). Unset:
+    /// `maia/` beside the model file when rating with one and it is there,
+    /// else `models/maia`. A model checks they are the nets it was fitted
+    /// with (sha256).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maia: Option<PathBuf>,
+    /// The trees a calibration fits.
+    pub trees: TreeConfig,
+}
+
+impl Default for RateConfig {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            model: None,
+            folds: 5,
+            ridge: 20.0,
+            calibrate_max_rows: 0,
+            baseline: false,
+            proxies: true,
+            signals: SignalConfig::default(),
+            maia: None,
+            trees: TreeConfig::default(),
+        }
+    }
+}
+
+/// Engine budgets of the signals. Stored in the model: a model is only
+/// valid with the signals it was fitted on.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SignalConfig {
+    /// Strengths of the weakened player (UCI_Elo scale, 1350-2850).
+    pub ladder_elos: Vec<i32>,
+    /// Attempts per strength.
+    pub ladder_attempts: u32,
+    /// Node budget of the probe search (found-and-kept depth, score gap).
+    pub probe_nodes: u64,
+    /// Depth of the wide scan that scores every legal move.
+    pub wide_depth: u32,
+}
+
+impl Default for SignalConfig {
+    fn default() -> Self {
+        Self {
+            ladder_elos: vec![1350, 1500, 1650, 1800, 2000, 2200],
+            ladder_attempts: 5,
+            probe_nodes: 8_000,
+            wide_depth: 1,
+        }
+    }
+}
+
+/// The folder of the nets, beside a model file.
+pub(crate) const NETS_BESIDE_THE_MODEL: &str = "maia";
+
+/// The human-move nets a model was fitted with: their ratings and the
+/// sha256 of each weight file.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MaiaSpec {
+    pub ratings: Vec<u32>,
+    pub sha256: Vec<String>,
+}
+
+impl MaiaSpec {
+    /// The nine nets' files in `dir`.
+    pub(crate) fn of_dir(dir: &Path) -> Result<Self> {
+        let sha256 = MAIA_RATINGS
+            .iter()
+            .map(|&rating| {
+                let path = dir.join(weight_file_name(rating));
+                crate::core::fileio::sha256_file(&path).map_err(|e| {
+                    bad_input(format!(
+                        "rate: the human-move net {} cannot be read ({e:#}); the nets are \
+                         in models/maia (--maia DIR, or [rate] maia)",
+                        path.display()
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            ratings: MAIA_RATINGS.to_vec(),
+            sha256,
+        })
+    }
+}
+
+/// Loads the nine nets from `dir`; with `expected`, checks they are the
+/// files the model was fitted with.
+pub(crate) fn load_nets(dir: &Path, expected: Option<&MaiaSpec>) -> Result<MaiaNets> {
+    let found = MaiaSpec::of_dir(dir)?;
+    if let Some(expected) = expected
+        && *expected != found
+    {
+        return Err(bad_input(format!(
+            "rate: the human-move nets in {} are not those the model was fitted with \
+             (sha256 differ); give the model's nets (--maia DIR) or calibrate again",
+            dir.display()
+        )));
+    }
+    MaiaNets::load(dir).with_context(|| format!("loading the human-move nets in {}", dir.display()))
+}

@@ -1,0 +1,303 @@
+//! The rating model a file holds and what fitting and applying it share:
+//! the rateable rows, the features of a puzzle, the length groups, rank
+//! statistics and the ridge fit of format 2.
+
+use anyhow::{Context, Result};
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+use crate::chess::line::PuzzleLine;
+use crate::chess::record::{Puzzle, for_each_row};
+use crate::core::error::bad_input;
+use crate::core::seed::{self, Domain, Key};
+use crate::engine::pool::EnginePool;
+use crate::engine::weaken;
+use crate::maia::MaiaNets;
+
+use super::config::*;
+use super::features::{self, Features, feature_names};
+use super::human;
+use super::model::*;
+use super::signals;
+pub(crate) fn validate_signals(signals: &SignalConfig) -> Result<()> {
+    for &elo in &signals.ladder_elos {
+        weaken::check_elo(elo, "rate.signals.ladder_elos: the")?;
+    }
+    if signals.ladder_attempts == 0 || signals.probe_nodes == 0 || signals.wide_depth == 0 {
+        return Err(bad_input(
+            "rate.signals: ladder_attempts, probe_nodes and wide_depth must be positive",
+        ));
+    }
+    Ok(())
+}
+
+/// A puzzle that already carries a rating from human plays on Lichess.
+pub fn has_lichess_rating(puzzle: &Puzzle) -> bool {
+    puzzle.rating.is_some() && puzzle.nb_plays.is_some_and(|n| n > 0)
+}
+
+/// Reads a puzzle file, keeping the puzzles whose moves replay legally from
+/// their FEN; every other row is reported (file, line, reason) and skipped.
+pub(crate) fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<String>)> {
+    let mut puzzles = Vec::new();
+    let mut rejected = Vec::new();
+    for_each_row(path, |(line, row)| {
+        match row {
+            Ok(puzzle) => match PuzzleLine::of_puzzle(&puzzle) {
+                Ok(_) => puzzles.push(puzzle),
+                Err(e) => rejected.push(
+                    e.at(format_args!(
+                        "{} line {line}: puzzle {}",
+                        path.display(),
+                        puzzle.id
+                    ))
+                    .to_string(),
+                ),
+            },
+            Err(e) => rejected.push(format!("{} line {line}: {e}", path.display())),
+        }
+        Ok(())
+    })?;
+    Ok((puzzles, rejected))
+}
+
+// ---------------------------------------------------------------------------
+// Statistics.
+
+/// Ranks of `values` (1-based), ties sharing their average rank.
+pub fn average_ranks(values: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        while end < order.len() && values[order[end]] == values[order[start]] {
+            end += 1;
+        }
+        let rank = (start + end + 1) as f64 / 2.0;
+        for &i in &order[start..end] {
+            ranks[i] = rank;
+        }
+        start = end;
+    }
+    ranks
+}
+
+/// Spearman's rank correlation (Pearson on average ranks). `None` when
+/// fewer than two pairs or either side is constant.
+pub fn spearman(xs: &[f64], ys: &[f64]) -> Option<f64> {
+    if xs.len() != ys.len() || xs.len() < 2 {
+        return None;
+    }
+    pearson(&average_ranks(xs), &average_ranks(ys))
+}
+
+pub(crate) fn pearson(xs: &[f64], ys: &[f64]) -> Option<f64> {
+    let n = xs.len() as f64;
+    let mx = xs.iter().sum::<f64>() / n;
+    let my = ys.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (x, y) in xs.iter().zip(ys) {
+        sxy += (x - mx) * (y - my);
+        sxx += (x - mx) * (x - mx);
+        syy += (y - my) * (y - my);
+    }
+    if sxx <= 0.0 || syy <= 0.0 {
+        return None;
+    }
+    Some(sxy / (sxx * syy).sqrt())
+}
+
+/// A ridge regression on standardized features.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RidgeFit {
+    pub means: Vec<f64>,
+    pub scales: Vec<f64>,
+    pub weights: Vec<f64>,
+    pub intercept: f64,
+}
+
+impl RidgeFit {
+    /// Fits `ys ~ xs`; features constant over the rows get weight 0.
+    pub fn fit(xs: &[Vec<f64>], ys: &[f64], ridge: f64) -> Option<Self> {
+        let rows = xs.len();
+        let width = xs.first()?.len();
+        let mut means = vec![0.0; width];
+        let mut scales = vec![1.0; width];
+        for j in 0..width {
+            let mean = xs.iter().map(|x| x[j]).sum::<f64>() / rows as f64;
+            let var = xs.iter().map(|x| (x[j] - mean).powi(2)).sum::<f64>() / rows as f64;
+            means[j] = mean;
+            scales[j] = if var > 1e-12 { var.sqrt() } else { 0.0 };
+        }
+        let intercept = ys.iter().sum::<f64>() / rows as f64;
+        let design = DMatrix::from_fn(rows, width, |i, j| {
+            if scales[j] > 0.0 {
+                (xs[i][j] - means[j]) / scales[j]
+            } else {
+                0.0
+            }
+        });
+        let target = DVector::from_iterator(rows, ys.iter().map(|y| y - intercept));
+        let gram = design.transpose() * &design + DMatrix::identity(width, width) * ridge.max(1e-9);
+        let weights = gram.cholesky()?.solve(&(design.transpose() * target));
+        Some(Self {
+            means,
+            scales,
+            weights: weights.iter().copied().collect(),
+            intercept,
+        })
+    }
+
+    pub(crate) fn predict(&self, x: &[f64]) -> f64 {
+        self.intercept
+            + x.iter()
+                .zip(&self.means)
+                .zip(&self.scales)
+                .zip(&self.weights)
+                .map(|(((x, m), s), w)| if *s > 0.0 { (x - m) / s * w } else { 0.0 })
+                .sum::<f64>()
+    }
+}
+
+/// The features of the given puzzles, in order: the nets' signals of
+/// every position at once (batched over all puzzles), then the engine's
+/// puzzle by puzzle over the pool.
+pub(crate) fn compute_features(
+    pool: &EnginePool,
+    nets: &MaiaNets,
+    targets: &[&Puzzle],
+    signals: &SignalConfig,
+    seed: u64,
+    baseline: bool,
+) -> Result<Vec<Features>> {
+    let human = human::human_signals(nets, targets)?;
+    let bar = crate::core::progress::items(targets.len() as u64, "rate");
+    let engine = pool.map(targets, |session, _, puzzle| {
+        // Keyed by the puzzle's id, not its row: a puzzle's draws (and so its
+        // rating) must not depend on which worker served it, nor on which
+        // file or row it sits in, so that `run --shard` slices rate to the
+        // same bytes as a whole run. The baseline draws from its own domain
+        // so that measuring it does not change the model's signals.
+        let key = Key::Name(&puzzle.id);
+        let mut rng = seed::rng(seed, Domain::RatePuzzle, key);
+        let baseline_rng = baseline.then(|| seed::rng(seed, Domain::RateBaseline, key));
+        let result = signals::engine_signals(session, puzzle, signals, &mut rng, baseline_rng);
+        bar.inc(1);
+        result
+    });
+    bar.finish_and_clear();
+    let engine = engine?;
+    Ok(targets
+        .iter()
+        .zip(engine.iter().zip(&human))
+        .map(|(puzzle, (engine, human))| {
+            // The line was checked when the file was read.
+            let line = PuzzleLine::of_puzzle(puzzle).unwrap_or_default();
+            Features {
+                values: features::feature_values(&features::Signals {
+                    line: &line,
+                    engine,
+                    human,
+                }),
+                baseline_solve_rate: engine.baseline_solve_rate,
+            }
+        })
+        .collect())
+}
+
+/// Solver-length groups of the figures.
+pub(crate) const LENGTH_GROUPS: [(&str, usize, usize); 3] =
+    [("1", 1, 1), ("2", 2, 2), ("3+", 3, usize::MAX)];
+
+pub(crate) fn group_of(solver_moves: usize) -> usize {
+    LENGTH_GROUPS
+        .iter()
+        .position(|(_, lo, hi)| (*lo..=*hi).contains(&solver_moves))
+        .unwrap_or(0)
+}
+
+/// The model's groups, each with its own deviations (and, in the format-2
+/// reference, its own fit): the length groups, with the single-move mates
+/// apart. Lichess's single-move puzzles are mostly mates in one, the
+/// generator's mostly not.
+pub(crate) const MODEL_GROUPS: [&str; 4] = ["1 mate", "1", "2", "3+"];
+
+pub(crate) fn model_group(solver_moves: usize, mates: bool) -> usize {
+    if solver_moves == 1 && mates {
+        0
+    } else {
+        1 + group_of(solver_moves)
+    }
+}
+
+pub(crate) fn mates(features: &Features) -> bool {
+    features.get("ends_in_mate").is_some_and(|v| v > 0.0)
+}
+
+/// The fitted rating model, as stored in a release.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RatingModel {
+    pub format: u32,
+    pub engine: String,
+    pub seed: u64,
+    pub signals: SignalConfig,
+    /// The human-move nets the features were computed with.
+    pub maia: MaiaSpec,
+    pub trees_config: TreeConfig,
+    /// Calibration rows (puzzles and proxies) the model was fitted on.
+    pub rows: usize,
+    pub features: Vec<String>,
+    /// The deviation groups ([`MODEL_GROUPS`]).
+    pub groups: Vec<String>,
+    pub estimator: Estimator,
+}
+
+impl RatingModel {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the rating model {}", path.display()))?;
+        let format = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
+        if let Some(format) = format.filter(|f| *f != u64::from(MODEL_FORMAT)) {
+            return Err(bad_input(format!(
+                "{}: rating model format {format} (this puzzleforge reads {MODEL_FORMAT}); \
+                 calibrate again",
+                path.display()
+            )));
+        }
+        let model: RatingModel = serde_json::from_str(&text)
+            .map_err(|e| bad_input(format!("{}: not a rating model: {e}", path.display())))?;
+        if model.features != feature_names() {
+            return Err(bad_input(format!(
+                "{}: the model's features differ from this puzzleforge's; calibrate again",
+                path.display()
+            )));
+        }
+        if model.groups != MODEL_GROUPS
+            || model.estimator.deviations.deviations.len() != MODEL_GROUPS.len()
+        {
+            return Err(bad_input(format!(
+                "{}: the model needs deviations for the groups {}",
+                path.display(),
+                MODEL_GROUPS.join(", ")
+            )));
+        }
+        Ok(model)
+    }
+
+    /// Rating and deviation for a puzzle of `solver_moves` with `features`.
+    pub fn rate(&self, solver_moves: usize, features: &Features) -> (i32, i32) {
+        let estimate = self
+            .estimator
+            .estimate(&features.values)
+            .clamp(RATING_FLOOR, RATING_CEILING);
+        let group = model_group(solver_moves, mates(features));
+        let deviation = self.estimator.deviations.deviation(group, estimate);
+        (estimate.round() as i32, deviation.round() as i32)
+    }
+}
