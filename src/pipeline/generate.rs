@@ -169,7 +169,10 @@ fn overlay<T: Serialize + serde::de::DeserializeOwned>(
 /// and the profile's name ([`Domain::GenerateProfileSeed`]).
 fn profile_seed(run_seed: u64, name: &str) -> u64 {
     use rand::RngCore;
+    // 63 bits: the seed is released in the `Seed` column, an int64 in the
+    // card and the JSON Lines files (a run seed is a user's, and fits).
     crate::core::seed::rng(run_seed, Domain::GenerateProfileSeed, Key::Name(name)).next_u64()
+        & (i64::MAX as u64)
 }
 
 impl Default for GenerateConfig {
@@ -1608,7 +1611,7 @@ impl Generated {
             let path = segment.batch.dir.join("games.pgn");
             let all = std::fs::read_to_string(&path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            for game in split_games(&all) {
+            for game in crate::stages::selfplay::split_games(&all) {
                 let round = game
                     .lines()
                     .find_map(|l| l.strip_prefix("[Round \""))
@@ -1759,17 +1762,6 @@ impl Generated {
         let samples: Vec<StreamSample> = self.streams.iter().map(|s| s.sample.clone()).collect();
         Some(crate::pipeline::cost::unfilled(&samples, self.seed, budget))
     }
-}
-
-/// The games of a PGN file written by `selfplay`, each with its text.
-fn split_games(text: &str) -> Vec<&str> {
-    let mut starts: Vec<usize> = text
-        .match_indices("[Event \"")
-        .map(|(at, _)| at)
-        .filter(|&at| at == 0 || text.as_bytes()[at - 1] == b'\n')
-        .collect();
-    starts.push(text.len());
-    starts.windows(2).map(|w| &text[w[0]..w[1]]).collect()
 }
 
 /// For `run --plan` ([`crate::pipeline::plan`]): each stream's first

@@ -549,3 +549,15 @@ pub(crate) fn play_game(
         ending: ending.to_string(),
     })
 }
+
+/// The games of a PGN file written by `selfplay`, each with its text (a
+/// game starts at an `[Event "` line: `selfplay` writes every game so).
+pub(crate) fn split_games(text: &str) -> Vec<&str> {
+    let mut starts: Vec<usize> = text
+        .match_indices("[Event \"")
+        .map(|(at, _)| at)
+        .filter(|&at| at == 0 || text.as_bytes()[at - 1] == b'\n')
+        .collect();
+    starts.push(text.len());
+    starts.windows(2).map(|w| &text[w[0]..w[1]]).collect()
+}

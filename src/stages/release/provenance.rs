@@ -48,7 +48,7 @@ pub(crate) fn released_games(
     for path in pgns {
         let all = std::fs::read_to_string(path)
             .with_context(|| format!("reading the games {}", path.display()))?;
-        for game in split_games(&all) {
+        for game in crate::stages::selfplay::split_games(&all) {
             let id = format!("selfplay-{}-{}", tag(game, "Seed"), tag(game, "Round"));
             if wanted.contains(&id) && found.insert(id) {
                 text.push_str(game);
@@ -78,15 +78,4 @@ fn tag<'a>(game: &'a str, name: &str) -> &'a str {
         .find_map(|line| line.strip_prefix(prefix.as_str()))
         .and_then(|rest| rest.strip_suffix("\"]"))
         .unwrap_or_default()
-}
-
-/// The games of a PGN file `selfplay` wrote, each with its text.
-fn split_games(text: &str) -> Vec<&str> {
-    let mut starts: Vec<usize> = text
-        .match_indices("[Event \"")
-        .map(|(at, _)| at)
-        .filter(|&at| at == 0 || text.as_bytes()[at - 1] == b'\n')
-        .collect();
-    starts.push(text.len());
-    starts.windows(2).map(|w| &text[w[0]..w[1]]).collect()
 }
