@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::common;
 use crate::common::{puzzleforge as run, summary};
 
-use crate::common::data;
+use crate::common::{data, puzzle_slice};
 
 /// A small pipeline over the bundled Lichess sample, in `dir`.
 fn write_config(dir: &Path, extra_ingest: &str) -> PathBuf {
@@ -614,15 +614,6 @@ fn strict_exits_2_after_writing_a_release_with_unfilled_cells() {
     assert!(!dir.path().join("out/r3/ingest_puzzles").exists());
     let sharded = run(dir.path(), &["run", "--strict", "--shard", "0/2"]);
     assert_eq!(sharded.status.code(), Some(2));
-}
-
-/// The first `rows` rows of the bundled Lichess sample, as a source file.
-fn puzzle_slice(dir: &Path, rows: usize) -> PathBuf {
-    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
-    let slice: Vec<&str> = text.lines().take(rows + 1).collect();
-    let path = dir.join("puzzles.csv");
-    std::fs::write(&path, slice.join("\n") + "\n").unwrap();
-    path
 }
 
 /// The puzzle ids and FENs of a release's train and test files.

@@ -9,16 +9,7 @@ use crate::common::{puzzleforge, summary};
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 
-use crate::common::data;
-
-/// The first `rows` rows of the bundled Lichess sample, as a source file.
-fn puzzle_slice(dir: &Path, rows: usize) -> PathBuf {
-    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
-    let slice: Vec<&str> = text.lines().take(rows + 1).collect();
-    let path = dir.join("puzzles.csv");
-    std::fs::write(&path, slice.join("\n") + "\n").unwrap();
-    path
-}
+use crate::common::{data, puzzle_slice};
 
 /// The bundled real Lichess game twice (the copy under another game id),
 /// without its `[%eval]` comments so that `ingest_games` passes every

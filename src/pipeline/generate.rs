@@ -436,7 +436,7 @@ pub(crate) fn prepare(
     excluded_releases: &[PathBuf],
 ) -> Result<Generated> {
     let target = Target::of(config, tier, excluded_releases)?;
-    let plan = stream_cells(config, &target)?;
+    let plan = stream_cells(config, &target.quotas)?;
     let settings: Vec<Settings> = plan
         .iter()
         .map(|(profile, _)| Settings::of(config, tier, profile.as_deref()))
@@ -537,7 +537,7 @@ type StreamCells = (Option<String>, BTreeMap<Cell, Quota>);
 /// The target's cells by the profile that plays for them: generation's
 /// own first (`None`, the cells no band holds), then each named profile in
 /// name order. A profile that holds no cell plays nothing.
-fn stream_cells(config: &Sections<'_>, target: &Target) -> Result<Vec<StreamCells>> {
+fn stream_cells(config: &Sections<'_>, quotas: &BTreeMap<Cell, Quota>) -> Result<Vec<StreamCells>> {
     let generate = config.generate;
     for band in &generate.bands {
         if !generate.profiles.contains_key(&band.profile) {
@@ -548,7 +548,7 @@ fn stream_cells(config: &Sections<'_>, target: &Target) -> Result<Vec<StreamCell
         }
     }
     let mut by_profile: BTreeMap<Option<String>, BTreeMap<Cell, Quota>> = BTreeMap::new();
-    for (cell, quota) in &target.quotas {
+    for (cell, quota) in quotas {
         let profile = generate
             .bands
             .iter()
@@ -721,10 +721,9 @@ pub(crate) fn store_key(
     engine: Engine,
     tier: Option<&str>,
 ) -> Result<String> {
-    // The quotas (not the exclusions) decide which profiles play, so the
-    // target is read without the earlier releases.
-    let target = Target::of(config, tier, &[])?;
-    let keys = stream_cells(config, &target)?
+    // The quotas decide which profiles play: no exclude file is read.
+    let (_, quotas) = target_quotas(config, tier)?;
+    let keys = stream_cells(config, &quotas)?
         .iter()
         .map(|(profile, _)| {
             Ok(Settings::of(config, tier, profile.as_deref())?
@@ -1186,21 +1185,31 @@ struct Target {
     dedup: bool,
 }
 
+/// The target's tier (`generate.tier` first) and its cells' quotas: what
+/// decides which profiles play, read without the exclude files.
+fn target_quotas(
+    config: &Sections<'_>,
+    tier: Option<&str>,
+) -> Result<(Option<Tier>, BTreeMap<Cell, Quota>)> {
+    let name = config.generate.tier.as_deref().or(tier);
+    let tier = match name {
+        Some(name) => Some(config.split.tiers.get(name).cloned().ok_or_else(|| {
+            bad_input(format!(
+                "generate.tier {name:?} is not a tier of [split.tiers]"
+            ))
+        })?),
+        None => None,
+    };
+    let quotas = config.split.quota_table(tier.as_ref())?;
+    if quotas.is_empty() {
+        return Err(bad_input("[generate]: the target has no cell with a quota"));
+    }
+    Ok((tier, quotas))
+}
+
 impl Target {
     fn of(config: &Sections<'_>, tier: Option<&str>, releases: &[PathBuf]) -> Result<Target> {
-        let name = config.generate.tier.as_deref().or(tier);
-        let tier = match name {
-            Some(name) => Some(config.split.tiers.get(name).cloned().ok_or_else(|| {
-                bad_input(format!(
-                    "generate.tier {name:?} is not a tier of [split.tiers]"
-                ))
-            })?),
-            None => None,
-        };
-        let quotas = config.split.quota_table(tier.as_ref())?;
-        if quotas.is_empty() {
-            return Err(bad_input("[generate]: the target has no cell with a quota"));
-        }
+        let (tier, quotas) = target_quotas(config, tier)?;
         let mut excluded = HashSet::new();
         let mut files = config.generate.exclude.clone();
         if config.generate.exclude_earlier_releases {
@@ -1779,7 +1788,7 @@ pub(crate) fn sample(
     cpu_hours: Option<f64>,
 ) -> Result<Vec<StreamSample>> {
     let target = Target::of(config, tier, excluded_releases)?;
-    let streams = stream_cells(config, &target)?;
+    let streams = stream_cells(config, &target.quotas)?;
     let batch = config.generate.batch_games.max(1);
     let last = games
         .max(1)

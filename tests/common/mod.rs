@@ -78,3 +78,12 @@ pub fn data(name: &str) -> std::path::PathBuf {
         .join("tests/data")
         .join(name)
 }
+
+/// The first `rows` rows of the bundled Lichess sample, as a source file.
+pub fn puzzle_slice(dir: &Path, rows: usize) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let slice: Vec<&str> = text.lines().take(rows + 1).collect();
+    let path = dir.join("puzzles.csv");
+    std::fs::write(&path, slice.join("\n") + "\n").unwrap();
+    path
+}
