@@ -446,6 +446,23 @@ fn a_tier_profile_sets_the_players_and_the_lines_of_its_target() {
     .unwrap();
     let out = fails(root, &["run", "--config", "c.toml", "--release", "c"]);
     assert!(out.contains("generate.tiers.lnog"), "{out}");
+    // A key no section has is an error even where this run does not play
+    // the table: a tier not asked for, a profile no band names.
+    for (bad, named) in [
+        (
+            "[generate.tiers.long.mine]\nmin_solver_mvoes = 2\n",
+            "generate.tiers.long.mine",
+        ),
+        (
+            "[generate.profiles.spare.mine]\nratings = [400, 800]\n",
+            "generate.profiles.spare.mine",
+        ),
+    ] {
+        let config = text.replace("[generate.tiers.long.mine]\nmin_solver_moves = 2\n", bad);
+        std::fs::write(root.join("d.toml"), config).unwrap();
+        let out = fails(root, &["run", "--config", "d.toml", "--release", "d"]);
+        assert!(out.contains(named), "{bad}: {out}");
+    }
 }
 
 #[test]

@@ -227,3 +227,43 @@ fn weakened_choices_follow_the_engines_own_limit() {
         );
     }
 }
+
+/// Maia players: the same bytes with any number of workers, each side's
+/// net named in the tags, every move legal, a rating that is not one of the
+/// nine nets refused.
+#[test]
+fn maia_players_repeat_byte_for_byte_and_name_their_nets() {
+    use puzzleforge::stages::selfplay::MaiaPlayers;
+    let dir = tempfile::tempdir().unwrap();
+    let config = SelfplayConfig {
+        maia: Some(MaiaPlayers {
+            white: [1100, 1100],
+            black: [1900, 1900],
+            models_dir: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/maia"),
+        }),
+        max_plies: 60,
+        ..small_config(Mode::Chaos)
+    };
+    let first = play(&config, 1, dir.path(), "a.pgn");
+    let parallel = play(&config, 2, dir.path(), "b.pgn");
+    assert_eq!(first, parallel, "1 and 2 workers differ");
+    let text = String::from_utf8(first).unwrap();
+    assert_eq!(text.matches("[White \"Maia-1 1100\"]").count(), 3, "{text}");
+    assert_eq!(text.matches("[Black \"Maia-1 1900\"]").count(), 3, "{text}");
+    assert_eq!(text.matches("[Weakening \"maia-sample\"]").count(), 3);
+    // Not the engine's games of the same seed.
+    let engine = play(&small_config(Mode::Chaos), 1, dir.path(), "c.pgn");
+    assert_ne!(engine, text.as_bytes());
+    let loaded = puzzleforge::stages::mine::load_input(&dir.path().join("a.pgn")).unwrap();
+    assert_eq!(loaded.units.len(), 3);
+    assert!(loaded.skipped.is_empty(), "{:?}", loaded.skipped);
+    let bad = SelfplayConfig {
+        maia: Some(MaiaPlayers {
+            white: [1100, 1150],
+            ..MaiaPlayers::default()
+        }),
+        ..SelfplayConfig::default()
+    };
+    let error = format!("{:#}", bad.validate().unwrap_err());
+    assert!(error.contains("1150"), "{error}");
+}

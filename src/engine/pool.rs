@@ -52,7 +52,8 @@ pub struct EngineStats {
     /// Searches answered.
     pub requests: u64,
     pub nodes: u64,
-    /// Engine CPU seconds spent in searches (from /proc, per process).
+    /// Engine CPU seconds spent in searches (from /proc, per process), plus
+    /// what [`Session::charge_cpu_seconds`] counted.
     pub cpu_seconds: f64,
     /// All CPU seconds of this slot's engine processes so far, start-up,
     /// `ucinewgame` and idle polling included.
@@ -108,6 +109,13 @@ impl Session<'_> {
         self.stats.requests += 1;
         self.stats.nodes += result.nodes;
         Ok(result)
+    }
+
+    /// Counts CPU seconds spent in this process on the unit's behalf in
+    /// place of a search (a Maia player's moves), so that CPU figures and
+    /// budgets see them beside the engine's.
+    pub fn charge_cpu_seconds(&mut self, seconds: f64) {
+        self.stats.cpu_seconds += seconds.max(0.0);
     }
 
     /// Sets a UCI option for the rest of this unit; it is undone before the

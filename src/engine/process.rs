@@ -567,6 +567,16 @@ pub(crate) fn process_cpu_seconds(pid: u32) -> Option<f64> {
     Some((utime + stime) as f64 / clock_ticks_per_second())
 }
 
+/// CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+pub(crate) fn thread_cpu_seconds() -> f64 {
+    // SAFETY: clock_gettime writes into the zeroed struct we own.
+    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return 0.0;
+    }
+    now.tv_sec as f64 + now.tv_nsec as f64 / 1e9
+}
+
 /// CPU seconds of this process plus its reaped children (getrusage).
 pub(crate) fn process_tree_cpu_seconds() -> f64 {
     fn seconds(who: libc::c_int) -> f64 {

@@ -129,6 +129,15 @@ impl MaiaNets {
             .collect()
     }
 
+    /// [`Self::evaluate`] for one position, on the calling thread (no
+    /// rayon hand-off: a self-play move is one position, and its CPU time is
+    /// the caller's to count). The same bits as `evaluate`.
+    pub fn evaluate_one(&self, position: &History) -> MoveProbabilities {
+        self.evaluate_batch(std::slice::from_ref(position))
+            .pop()
+            .unwrap_or_else(|| unreachable!("a batch of one position gives one result"))
+    }
+
     fn evaluate_batch(&self, positions: &[History]) -> Vec<MoveProbabilities> {
         let boards = positions.len();
         let mut input = vec![0.0f32; boards * 64 * INPUT_PLANES];

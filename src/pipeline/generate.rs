@@ -342,6 +342,32 @@ impl Settings {
                 )));
             }
         }
+        // Every tier's and profile's tables must hold keys of their
+        // sections, used by this run or not: a misspelt key (or a band's
+        // keys under a profile's header) would otherwise wait silently for
+        // the run that plays that profile.
+        let tables = generate
+            .tiers
+            .iter()
+            .map(|(name, p)| (format!("generate.tiers.{name}"), p))
+            .chain(
+                generate
+                    .profiles
+                    .iter()
+                    .map(|(name, p)| (format!("generate.profiles.{name}"), p)),
+            );
+        for (name, table) in tables {
+            overlay(
+                config.selfplay,
+                &[(format!("{name}.selfplay"), &table.selfplay)],
+                &SELFPLAY_OWN_KEYS,
+            )?;
+            overlay(
+                config.mine,
+                &[(format!("{name}.mine"), &table.mine)],
+                &MINE_OWN_KEYS,
+            )?;
+        }
         let tier = generate.tier.as_deref().or(tier);
         let tier_profile = tier.and_then(|name| Some((name, generate.tiers.get(name)?)));
         let mut selfplay_layers = vec![("generate.selfplay".to_string(), &generate.selfplay)];
@@ -406,9 +432,17 @@ impl Settings {
         if let Some(second) = verify.get_mut("second_engine").filter(|v| v.is_object()) {
             second["path"] = json!(second_sha);
         }
+        // Maia players by their nets' bytes, not the folder's path.
+        let mut selfplay = serde_json::to_value(&self.selfplay)?;
+        if let Some(maia) = &self.selfplay.maia
+            && let Some(table) = selfplay.get_mut("maia").and_then(Value::as_object_mut)
+        {
+            table.remove("models_dir");
+            table.insert("nets".to_string(), json!(maia.fingerprint()?));
+        }
         let settings = json!({
             "tool_version": env!("CARGO_PKG_VERSION"),
-            "selfplay": self.selfplay,
+            "selfplay": selfplay,
             "mine": self.mine,
             "rate": rate,
             "verify": verify,

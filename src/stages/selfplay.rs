@@ -22,6 +22,8 @@
 
 use anyhow::{Context, Result};
 use rand::Rng;
+use rand::distr::Distribution;
+use rand::distr::weighted::WeightedIndex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use shakmaty::fen::Fen;
@@ -37,9 +39,10 @@ use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, switch_on};
 use crate::core::summary::Summary;
 use crate::engine::pool::{EnginePool, Session};
-use crate::engine::process::{EngineError, Limit, SearchRequest};
+use crate::engine::process::{EngineError, Limit, SearchRequest, thread_cpu_seconds};
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::engine::weaken::{self, weakened_move};
+use crate::maia::{History, MaiaNets};
 
 /// How the first plies of a game are chosen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -97,6 +100,110 @@ pub struct SelfplayConfig {
     pub site: String,
     /// PGN Date tag: fixed, never the wall clock, so runs are byte-identical.
     pub date: String,
+    /// Human players after the opening instead of the weakened engine: a
+    /// Maia-1 net per side, each move drawn from the net's probabilities
+    /// (`[selfplay.maia]`; absent: Stockfish plays).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maia: Option<MaiaPlayers>,
+}
+
+/// `[selfplay.maia]`: which Maia-1 nets play the moves after the opening.
+///
+/// Why a human model: our copy of Stockfish's strength limit searches a
+/// MultiPV 4 at depth >= 1 and keeps a mate it sees (a mate in one is
+/// 32,000 internal units above any other move, far beyond the random push),
+/// so a weakened Stockfish practically never misses a mate in one, and the
+/// easy puzzles of the bottom rating bins (mates in one, a piece left
+/// hanging) are exactly what it never leaves. A Maia net, drawn from at
+/// temperature 1, plays a move with the probability a Lichess player of
+/// its rating plays it: it misses what such players miss.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MaiaPlayers {
+    /// Inclusive range White's net is drawn from, per game (hundreds,
+    /// 1100..=1900: the nine Maia-1 nets).
+    pub white: [u32; 2],
+    /// Inclusive range Black's net is drawn from, per game.
+    pub black: [u32; 2],
+    /// The folder holding `maia-RATING.pb.gz`.
+    pub models_dir: PathBuf,
+}
+
+impl Default for MaiaPlayers {
+    fn default() -> Self {
+        Self {
+            white: [1100, 1900],
+            black: [1100, 1900],
+            models_dir: PathBuf::from(crate::maia::DEFAULT_MODELS_DIR),
+        }
+    }
+}
+
+impl MaiaPlayers {
+    fn validate(&self) -> Result<()> {
+        for (range, side) in [(self.white, "white"), (self.black, "black")] {
+            for rating in range {
+                if !crate::maia::MAIA_RATINGS.contains(&rating) {
+                    crate::bail_input!(
+                        "selfplay.maia.{side} rating {rating} is not a Maia-1 net (1100, 1200, \
+                         ..., 1900)"
+                    );
+                }
+            }
+            if range[0] > range[1] {
+                crate::bail_input!("selfplay.maia.{side} range {range:?} is empty");
+            }
+        }
+        Ok(())
+    }
+
+    /// Every rating either side may draw, lowest first.
+    pub(crate) fn ratings(&self) -> Vec<u32> {
+        crate::maia::MAIA_RATINGS
+            .iter()
+            .copied()
+            .filter(|r| {
+                (self.white[0]..=self.white[1]).contains(r)
+                    || (self.black[0]..=self.black[1]).contains(r)
+            })
+            .collect()
+    }
+
+    /// The sha256 of every net either side may draw, rating by rating: what
+    /// a store key hashes instead of the folder's path.
+    pub(crate) fn fingerprint(&self) -> Result<Vec<(u32, String)>> {
+        self.ratings()
+            .into_iter()
+            .map(|rating| {
+                let path = self.models_dir.join(crate::maia::weight_file_name(rating));
+                Ok((rating, crate::core::fileio::sha256_file(&path)?))
+            })
+            .collect()
+    }
+}
+
+/// The loaded nets of [`MaiaPlayers`], one [`MaiaNets`] per rating.
+pub(crate) struct MaiaBench {
+    nets: Vec<(u32, MaiaNets)>,
+}
+
+impl MaiaBench {
+    pub(crate) fn load(players: &MaiaPlayers) -> Result<MaiaBench> {
+        let nets = players
+            .ratings()
+            .into_iter()
+            .map(|rating| {
+                let nets = MaiaNets::load_ratings(&players.models_dir, &[rating])
+                    .with_context(|| format!("selfplay.maia: the net of rating {rating}"))?;
+                Ok((rating, nets))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MaiaBench { nets })
+    }
+
+    fn net(&self, rating: u32) -> Option<&MaiaNets> {
+        self.nets.iter().find(|(r, _)| *r == rating).map(|(_, n)| n)
+    }
 }
 
 impl Default for SelfplayConfig {
@@ -119,6 +226,7 @@ impl Default for SelfplayConfig {
             event: "puzzleforge selfplay".to_string(),
             site: "puzzleforge".to_string(),
             date: "????.??.??".to_string(),
+            maia: None,
         }
     }
 }
@@ -149,6 +257,14 @@ impl SelfplayConfig {
         }
         if self.max_plies == 0 {
             crate::bail_input!("max_plies must be at least 1");
+        }
+        if let Some(maia) = &self.maia {
+            maia.validate()?;
+            if self.engine_limit {
+                crate::bail_input!(
+                    "selfplay.maia and engine_limit both choose the players: set one"
+                );
+            }
         }
         for (name, value) in [
             ("event", &self.event),
@@ -194,6 +310,11 @@ pub struct SelfplayArgs {
     /// PGN Date tag.
     #[arg(long)]
     pub date: Option<String>,
+    /// Maia-1 nets play after the opening instead of the weakened engine:
+    /// `1100-1500` draws each side's net from that range per game, `1500`
+    /// fixes it (nets from models/maia; `[selfplay.maia]` sets more).
+    #[arg(long, value_name = "RATINGS", value_parser = parse_maia_players)]
+    pub maia: Option<MaiaPlayers>,
     /// Weaken with Stockfish's own UCI_LimitStrength (NOT reproducible).
     #[arg(long)]
     #[serde(serialize_with = "switch_on")]
@@ -205,6 +326,26 @@ pub struct SelfplayArgs {
     #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,
+}
+
+/// `--maia 1100-1500` or `--maia 1500`: both sides' range.
+fn parse_maia_players(text: &str) -> Result<MaiaPlayers, String> {
+    let rating = |part: &str| {
+        part.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("{part:?} is not a rating (1100, 1200, ..., 1900)"))
+    };
+    let range = match text.split_once('-') {
+        Some((lo, hi)) => [rating(lo)?, rating(hi)?],
+        None => [rating(text)?; 2],
+    };
+    let players = MaiaPlayers {
+        white: range,
+        black: range,
+        ..MaiaPlayers::default()
+    };
+    players.validate().map_err(|e| format!("{e:#}"))?;
+    Ok(players)
 }
 
 pub fn run_selfplay(args: &SelfplayArgs) -> Result<Summary> {
@@ -237,8 +378,9 @@ pub(crate) fn run_selfplay_range(
 ) -> Result<Summary> {
     config.validate()?;
     let indices: Vec<u64> = indices.collect();
+    let maia = config.maia.as_ref().map(MaiaBench::load).transpose()?;
     let games = pool.map(&indices, |session, _, &index| {
-        play_game(session, config, index)
+        play_game(session, config, maia.as_ref(), index)
     })?;
     let mut file = AtomicFile::create(output)?;
     let engine_name = pool.engine_id().to_string();
@@ -253,9 +395,10 @@ pub(crate) fn run_selfplay_range(
         .filter(|g| g.result == "1-0" || g.result == "0-1")
         .count();
     let human = format!(
-        "selfplay: {} games ({} mode, seed {}), {} plies, {} decisive -> {}{}",
+        "selfplay: {} games ({} mode, {}, seed {}), {} plies, {} decisive -> {}{}",
         games.len(),
         config.mode.name(),
+        players_of(config),
         config.seed,
         plies,
         decisive,
@@ -272,6 +415,7 @@ pub(crate) fn run_selfplay_range(
         "plies": plies,
         "decisive": decisive,
         "mode": config.mode.name(),
+        "players": players_of(config),
         "seed": config.seed,
         "reproducible": !config.engine_limit,
         "output": output.display().to_string(),
@@ -279,11 +423,23 @@ pub(crate) fn run_selfplay_range(
     Ok(Summary::new(human, json))
 }
 
+/// Who plays after the opening, in words.
+fn players_of(config: &SelfplayConfig) -> String {
+    match &config.maia {
+        Some(maia) => format!(
+            "Maia-1 players, White {}-{}, Black {}-{}",
+            maia.white[0], maia.white[1], maia.black[0], maia.black[1]
+        ),
+        None => "weakened Stockfish players".to_string(),
+    }
+}
+
 /// Plays the games (indices 1..=games) across the pool, in index order.
 pub(crate) fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<Vec<Game>> {
     let indices: Vec<u64> = (1..=config.games).collect();
+    let maia = config.maia.as_ref().map(MaiaBench::load).transpose()?;
     pool.map(&indices, |session, _, &index| {
-        play_game(session, config, index)
+        play_game(session, config, maia.as_ref(), index)
     })
 }
 
@@ -305,10 +461,16 @@ pub struct Game {
 impl Game {
     /// The game as PGN text, ending with a blank line.
     pub(crate) fn to_pgn(&self, config: &SelfplayConfig, engine_name: &str) -> String {
-        let weakening = if config.engine_limit {
+        let weakening = if config.maia.is_some() {
+            "maia-sample"
+        } else if config.engine_limit {
             "engine-limit"
         } else {
             "puzzleforge-skill"
+        };
+        let player = |rating: i32| match config.maia {
+            Some(_) => format!("Maia-1 {rating}"),
+            None => format!("{engine_name} Elo {rating}"),
         };
         let mut text = String::new();
         let mut tag = |name: &str, value: &str| {
@@ -318,8 +480,8 @@ impl Game {
         tag("Site", &config.site);
         tag("Date", &config.date);
         tag("Round", &self.index.to_string());
-        tag("White", &format!("{engine_name} Elo {}", self.white_elo));
-        tag("Black", &format!("{engine_name} Elo {}", self.black_elo));
+        tag("White", &player(self.white_elo));
+        tag("Black", &player(self.black_elo));
         tag("Result", &self.result);
         tag("WhiteElo", &self.white_elo.to_string());
         tag("BlackElo", &self.black_elo.to_string());
@@ -458,6 +620,7 @@ fn zobrist(position: &Chess) -> u64 {
 pub(crate) fn play_game(
     session: &mut Session,
     config: &SelfplayConfig,
+    maia: Option<&MaiaBench>,
     index: u64,
 ) -> Result<Game, EngineError> {
     let mut rng = seed::rng(config.seed, Domain::SelfplayGame, Key::Index(index));
@@ -505,6 +668,12 @@ pub(crate) fn play_game(
             }
         }
     }
+    if let (Some(players), Some(bench)) = (&config.maia, maia) {
+        let start = thread_cpu_seconds();
+        let game = play_maia_game(board, players, bench, &mut rng, cap, index);
+        session.charge_cpu_seconds(thread_cpu_seconds() - start);
+        return game;
+    }
     let (white_elo, black_elo) = match config.mode {
         Mode::Chaos => (
             rng.random_range(config.chaos_white_elo[0]..=config.chaos_white_elo[1]),
@@ -543,6 +712,57 @@ pub(crate) fn play_game(
         index,
         white_elo,
         black_elo,
+        sans: board.sans,
+        ucis: board.ucis,
+        result: result.to_string(),
+        ending: ending.to_string(),
+    })
+}
+
+/// The rest of game `index` after its opening, each side's move drawn from
+/// its Maia net's probabilities (temperature 1) with the game's generator.
+fn play_maia_game(
+    mut board: Board,
+    players: &MaiaPlayers,
+    bench: &MaiaBench,
+    rng: &mut rand_chacha::ChaCha8Rng,
+    cap: usize,
+    index: u64,
+) -> Result<Game, EngineError> {
+    let mut draw_rating = |range: [u32; 2]| rng.random_range(range[0] / 100..=range[1] / 100) * 100;
+    let (white_rating, black_rating) = (draw_rating(players.white), draw_rating(players.black));
+    let net_of = |rating: u32| {
+        bench
+            .net(rating)
+            .ok_or_else(|| EngineError::Fatal(format!("no Maia net of rating {rating} loaded")))
+    };
+    let (white_net, black_net) = (net_of(white_rating)?, net_of(black_rating)?);
+    let mut history = History::startpos();
+    for uci in &board.ucis {
+        history
+            .push_uci(uci)
+            .map_err(|e| EngineError::Fatal(format!("replaying the opening: {e:#}")))?;
+    }
+    while board.ending().is_none() && board.sans.len() < cap {
+        let net = if board.position.turn() == Color::White {
+            white_net
+        } else {
+            black_net
+        };
+        let probabilities = net.evaluate_one(&history);
+        // A net's probabilities are finite and sum to 1 over the legal
+        // moves; a position without one has ended above.
+        let weights = WeightedIndex::new(probabilities.at_net(0))
+            .map_err(|e| EngineError::Fatal(format!("Maia probabilities: {e}")))?;
+        let m = probabilities.moves()[weights.sample(rng)];
+        history.push(m);
+        board.play(m);
+    }
+    let (result, ending) = board.ending().unwrap_or(("*", "ply limit"));
+    Ok(Game {
+        index,
+        white_elo: white_rating as i32,
+        black_elo: black_rating as i32,
         sans: board.sans,
         ucis: board.ucis,
         result: result.to_string(),
