@@ -139,8 +139,7 @@ fn settings(args: &VerifyArgs, release: Option<&Path>) -> Result<(VerifyConfig, 
         ),
         (None, None) => (VerifyConfig::default(), "verify's defaults".to_string()),
     };
-    let mut config = crate::core::settings::flags_over(&base, args)?;
-    crate::stages::verify::second_engine_flags(args, &mut config);
+    let config = crate::core::settings::flags_over(&base, args)?;
     Ok((config, from))
 }
 
