@@ -1168,70 +1168,90 @@ fn start_reader(
     sender: mpsc::SyncSender<BatchResult>,
     recycled: mpsc::Receiver<Batch>,
 ) -> Result<(RowLayout, Box<dyn FnOnce() + Send>)> {
-    let layout_error = |e: String| bad_input(format!("{}: {e}", input.display()));
     match crate::core::fileio::first_content_byte(&mut reader, input)? {
         None => Err(bad_input(format!("{}: the file is empty", input.display()))),
-        Some(b'{') => {
-            // Peek the first object for its extra columns.
-            let mut first_line = Vec::new();
-            let (_, cut) = read_line_bounded(reader.as_mut(), &mut first_line, MAX_ROW_BYTES)
-                .map_err(|e| bad_input(format!("{}: cannot read: {e}", input.display())))?;
-            if cut {
-                bail_input_header(
-                    input,
-                    &format!("line 1 is longer than {MAX_ROW_BYTES} bytes"),
-                )?;
-            }
-            let value: Value = serde_json::from_slice(&first_line).map_err(|e| {
-                bad_input(format!(
-                    "{} line 1: not a JSON object: {e}",
-                    input.display()
-                ))
-            })?;
-            let object = value.as_object().ok_or_else(|| {
-                bad_input(format!("{} line 1: not a JSON object", input.display()))
-            })?;
-            let names: Vec<String> = LICHESS_COLUMNS
-                .iter()
-                .map(|c| c.to_string())
-                .chain(
-                    object
-                        .keys()
-                        .filter(|k| !LICHESS_COLUMNS.contains(&k.as_str()))
-                        .cloned(),
-                )
-                .collect();
-            let layout = RowLayout::new(names.clone(), false).map_err(layout_error)?;
-            let rest: Box<dyn BufRead + Send> =
-                Box::new(std::io::Cursor::new(first_line).chain(reader));
-            Ok((
-                layout,
-                Box::new(move || read_jsonl_batches(rest, names, sender, recycled)),
-            ))
-        }
-        Some(_) => {
-            let mut csv_reader = RecordReader::new(reader);
-            let mut record = Row::new();
-            match csv_reader.read(&mut record) {
-                Ok(Some(_)) if record.too_long => bail_input_header(
-                    input,
-                    &format!("the header is longer than {MAX_ROW_BYTES} bytes"),
-                )?,
-                Ok(Some(_)) => {}
-                Ok(None) => bail_input_header(input, "no header")?,
-                Err(e) => bail_input_header(input, &e)?,
-            }
-            let names = record
-                .iter()
-                .map(|c| String::from_utf8_lossy(c).into_owned())
-                .collect();
-            let layout = RowLayout::new(names, true).map_err(layout_error)?;
-            Ok((
-                layout,
-                Box::new(move || read_csv_batches(csv_reader, sender, recycled)),
-            ))
-        }
+        Some(b'{') => start_jsonl_reader(input, reader, sender, recycled),
+        Some(_) => start_csv_reader(input, reader, sender, recycled),
     }
+}
+
+/// [`start_reader`] for JSON Lines: the layout is the Lichess columns and
+/// then the first object's other keys.
+fn start_jsonl_reader(
+    input: &Path,
+    mut reader: Box<dyn BufRead + Send>,
+    sender: mpsc::SyncSender<BatchResult>,
+    recycled: mpsc::Receiver<Batch>,
+) -> Result<(RowLayout, Box<dyn FnOnce() + Send>)> {
+    // Peek the first object for its extra columns.
+    let mut first_line = Vec::new();
+    let (_, cut) = read_line_bounded(reader.as_mut(), &mut first_line, MAX_ROW_BYTES)
+        .map_err(|e| bad_input(format!("{}: cannot read: {e}", input.display())))?;
+    if cut {
+        bail_input_header(
+            input,
+            &format!("line 1 is longer than {MAX_ROW_BYTES} bytes"),
+        )?;
+    }
+    let value: Value = serde_json::from_slice(&first_line).map_err(|e| {
+        bad_input(format!(
+            "{} line 1: not a JSON object: {e}",
+            input.display()
+        ))
+    })?;
+    let object = value
+        .as_object()
+        .ok_or_else(|| bad_input(format!("{} line 1: not a JSON object", input.display())))?;
+    let names: Vec<String> = LICHESS_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .chain(
+            object
+                .keys()
+                .filter(|k| !LICHESS_COLUMNS.contains(&k.as_str()))
+                .cloned(),
+        )
+        .collect();
+    let layout = RowLayout::new(names.clone(), false).map_err(|e| layout_error(input, e))?;
+    let rest: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(first_line).chain(reader));
+    Ok((
+        layout,
+        Box::new(move || read_jsonl_batches(rest, names, sender, recycled)),
+    ))
+}
+
+/// [`start_reader`] for CSV: the layout is the header's.
+fn start_csv_reader(
+    input: &Path,
+    reader: Box<dyn BufRead + Send>,
+    sender: mpsc::SyncSender<BatchResult>,
+    recycled: mpsc::Receiver<Batch>,
+) -> Result<(RowLayout, Box<dyn FnOnce() + Send>)> {
+    let mut csv_reader = RecordReader::new(reader);
+    let mut record = Row::new();
+    match csv_reader.read(&mut record) {
+        Ok(Some(_)) if record.too_long => bail_input_header(
+            input,
+            &format!("the header is longer than {MAX_ROW_BYTES} bytes"),
+        )?,
+        Ok(Some(_)) => {}
+        Ok(None) => bail_input_header(input, "no header")?,
+        Err(e) => bail_input_header(input, &e)?,
+    }
+    let names = record
+        .iter()
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect();
+    let layout = RowLayout::new(names, true).map_err(|e| layout_error(input, e))?;
+    Ok((
+        layout,
+        Box::new(move || read_csv_batches(csv_reader, sender, recycled)),
+    ))
+}
+
+/// A header that makes no row layout.
+fn layout_error(input: &Path, why: String) -> anyhow::Error {
+    bad_input(format!("{}: {why}", input.display()))
 }
 
 /// Creates the output file and, for CSV, writes its header.
