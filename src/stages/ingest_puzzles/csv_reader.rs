@@ -99,10 +99,13 @@ impl Row {
         self.cells.iter().map(|range| &self.bytes[range.clone()])
     }
 
-    /// True when no cell holds a delimiter, a quote or a line break, the
-    /// bytes csv quotes for: nearly every row, settled by one scan.
+    /// True when no cell holds a delimiter, a quote or a line break (`\n`
+    /// or a lone `\r`), the bytes csv quotes for: nearly every row, settled
+    /// by one scan (a row read as a plain line holds none of them).
     pub(super) fn is_plain(&self) -> bool {
-        self.plain || memchr::memchr3(b',', b'"', b'\n', &self.bytes).is_none()
+        self.plain
+            || (memchr::memchr3(b',', b'"', b'\n', &self.bytes).is_none()
+                && memchr::memchr(b'\r', &self.bytes).is_none())
     }
 }
 
@@ -466,5 +469,19 @@ mod tests {
         assert!(!row.too_long);
         assert_eq!(row.get(0), Some(&b"next"[..]));
         assert_eq!(reader.read(&mut row).unwrap(), None);
+    }
+
+    #[test]
+    fn a_row_with_any_byte_csv_quotes_for_is_not_plain() {
+        for cell in ["a,b", "a\"b", "a\nb", "a\rb"] {
+            let mut row = Row::new();
+            row.push_field(b"id");
+            row.push_field(cell.as_bytes());
+            assert!(!row.is_plain(), "{cell:?}");
+        }
+        let mut row = Row::new();
+        row.push_field(b"id");
+        row.push_field(b"a b");
+        assert!(row.is_plain());
     }
 }
