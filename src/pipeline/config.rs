@@ -465,6 +465,56 @@ pub(crate) fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
+    /// `[verify]` is the stage's `VerifyConfig`: a release records it (and a
+    /// run fingerprints it) with the keys a release has always recorded,
+    /// while generation's store key serializes every key, as it always has.
+    #[test]
+    fn verify_is_recorded_with_the_keys_releases_have_always_recorded() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline.toml");
+        let config = PipelineConfig::load(&path).unwrap();
+        let keys = |value: &serde_json::Value| -> Vec<String> {
+            value.as_object().unwrap().keys().cloned().collect()
+        };
+        let recorded = config.verify.recorded();
+        assert_eq!(
+            keys(&recorded),
+            [
+                "factor",
+                "policy",
+                "min_margin_cp",
+                "min_margin_win_chance",
+                "second_engine"
+            ]
+        );
+        assert_eq!(
+            keys(&recorded["second_engine"]),
+            ["path", "depth", "min_gap_cp", "options"]
+        );
+        let whole = serde_json::to_value(&config.verify).unwrap();
+        assert_eq!(
+            keys(&whole),
+            [
+                "factor",
+                "nodes",
+                "nodes_override",
+                "criterion",
+                "policy",
+                "min_margin_cp",
+                "min_margin_win_chance",
+                "second_engine"
+            ]
+        );
+        let set = crate::stages::verify::VerifyConfig {
+            nodes: Some(500),
+            ..config.verify.clone()
+        };
+        assert_eq!(set.recorded()["nodes"], 500);
+        // Unknown keys are still refused, naming the key.
+        let error =
+            PipelineConfig::parse("[verify]\nfactr = 2\n", Path::new("p.toml")).unwrap_err();
+        assert!(format!("{error:#}").contains("factr"), "{error:#}");
+    }
+
     #[test]
     fn unknown_key_is_named_with_the_file() {
         let error = PipelineConfig::parse("[pipeline]\nseed = 3\nsede = 4\n", Path::new("my.toml"))
