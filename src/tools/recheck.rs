@@ -205,8 +205,8 @@ fn write_lines(
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut differing = Vec::new();
     for ((file, recorded), verdict) in checkable.iter().zip(verdicts) {
-        let line = compare_line(file, recorded, verdict);
-        if line["agrees"] == false {
+        let (line, agrees) = compare_line(file, recorded, verdict);
+        if !agrees {
             differing.push(recorded.id.clone());
         }
         writeln!(out, "{line}").context("cannot write to stdout")?;
@@ -221,8 +221,8 @@ fn write_lines(
 }
 
 /// One re-checked puzzle's line: its verdict columns as recorded and as
-/// `verdict` marks them now, and those that differ (`agrees`: none).
-fn compare_line(file: &Path, recorded: &Puzzle, verdict: &Verdict) -> Value {
+/// `verdict` marks them now, and those that differ; whether none does.
+fn compare_line(file: &Path, recorded: &Puzzle, verdict: &Verdict) -> (Value, bool) {
     let mut now = recorded.clone();
     verdict.mark(&mut now);
     let cell = |p: &Puzzle, c: Column| p.get(c).unwrap_or_default().trim().to_string();
@@ -248,7 +248,7 @@ fn compare_line(file: &Path, recorded: &Puzzle, verdict: &Verdict) -> Value {
     now_json.insert("nodes".into(), json!(verdict.nodes));
     now_json.insert("error".into(), json!(verdict.error));
     let agrees = differs.is_empty();
-    json!({
+    let line = json!({
         "PuzzleId": recorded.id,
         "file": file.display().to_string(),
         "expected_move": verdict.expected_move,
@@ -256,7 +256,8 @@ fn compare_line(file: &Path, recorded: &Puzzle, verdict: &Verdict) -> Value {
         "now": now_json,
         "differs": differs,
         "agrees": agrees,
-    })
+    });
+    (line, agrees)
 }
 
 /// The re-check's summary; a shortfall when any puzzle differs.
