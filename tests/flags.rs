@@ -122,6 +122,34 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
 }
 
 #[test]
+fn second_engine_flags_set_the_nested_table_from_its_defaults_or_the_config() {
+    use puzzleforge::stages::verify::SecondEngineConfig;
+    let verify: VerifyArgs = parse(&["in.csv", "--second-engine", "e", "--second-depth", "7"]);
+    let config = flags_over(&VerifyConfig::default(), &verify).unwrap();
+    let second = config.second_engine.unwrap();
+    assert_eq!(second.path, std::path::Path::new("e"));
+    assert_eq!(second.depth, 7);
+    assert_eq!(second.min_gap_cp, SecondEngineConfig::default().min_gap_cp);
+
+    let configured = VerifyConfig {
+        second_engine: Some(SecondEngineConfig {
+            depth: 3,
+            min_gap_cp: 50,
+            ..SecondEngineConfig::default()
+        }),
+        ..VerifyConfig::default()
+    };
+    let verify: VerifyArgs = parse(&["in.csv", "--second-engine", "e", "--second-min-gap-cp", "9"]);
+    let second = flags_over(&configured, &verify)
+        .unwrap()
+        .second_engine
+        .unwrap();
+    assert_eq!((second.depth, second.min_gap_cp), (3, 9));
+    let left_out = flags_over(&configured, &parse::<VerifyArgs>(&["in.csv"])).unwrap();
+    assert_eq!(left_out, configured);
+}
+
+#[test]
 fn a_number_flag_must_be_finite() {
     for bad in ["nan", "inf"] {
         let parsed = Command::<EngineArgs>::try_parse_from(["puzzleforge", "--deadline", bad]);

@@ -448,23 +448,41 @@ fn a_truncated_zstd_dump_fails_with_exit_2_and_no_output() {
     assert_eq!(leftovers.len(), 1, "{leftovers:?}");
 }
 
-fn read_everything(bytes: &[u8]) -> usize {
+/// Reads every game of `bytes`: each item's game number, in order, and
+/// whether it was read as a game, with its Site (else its reason).
+fn read_everything(bytes: &[u8]) -> Vec<(u64, Result<Option<String>, &'static str>)> {
     PgnGames::new(bytes)
         .map(|item| match item.unwrap() {
-            GameItem::Game(game) => game.plies().count(),
-            _ => 0,
+            GameItem::Game(game) => {
+                let _ = game.plies().count();
+                (game.number, Ok(game.tags.get("Site").map(str::to_string)))
+            }
+            GameItem::Filtered { number, reason } => (number, Err(reason)),
+            GameItem::Invalid(invalid) => {
+                assert!(!invalid.detail.is_empty(), "{invalid}");
+                (invalid.number, Err(invalid.reason))
+            }
         })
-        .sum()
+        .collect()
+}
+
+/// The items are games 1, 2, 3, ... in order: none skipped or counted twice.
+fn numbered_in_order(items: &[(u64, Result<Option<String>, &'static str>)]) -> bool {
+    items
+        .iter()
+        .enumerate()
+        .all(|(i, (number, _))| *number == i as u64 + 1)
 }
 
 proptest! {
     #[test]
-    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
-        read_everything(&bytes);
+    fn arbitrary_bytes_are_read_as_numbered_games(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+        let items = read_everything(&bytes);
+        prop_assert!(numbered_in_order(&items), "{:?}", items);
     }
 
     #[test]
-    fn pgn_shaped_noise_never_panics(
+    fn pgn_shaped_noise_is_read_as_numbered_games(
         tokens in proptest::collection::vec(
             prop_oneof![
                 Just("[Event \"Rated\"]\n".to_string()),
@@ -484,7 +502,41 @@ proptest! {
             0..40,
         )
     ) {
-        read_everything(tokens.concat().as_bytes());
+        let items = read_everything(tokens.concat().as_bytes());
+        prop_assert!(numbered_in_order(&items), "{:?}", items);
+    }
+
+    /// Real games, some broken in one known way (an illegal move, a bad
+    /// eval comment, a move after the result): every good game is read
+    /// with its Site, and every broken one is turned down as invalid under
+    /// its own number, with the reason its break gives.
+    #[test]
+    fn every_good_game_is_read_and_every_broken_one_rejected_by_number(
+        kinds in proptest::collection::vec(0usize..4, 1..8)
+    ) {
+        let game = real_game();
+        let breaks: [(&str, &str, &str); 3] = [
+            ("2. Bc4 ", "2. Bh6 ", "illegal_san"),
+            ("[%eval 0.24]", "[%eval zz]", "bad_eval"),
+            ("time. } 1-0", "time. } 1-0 e4", "moves_after_result"),
+        ];
+        let mut text = String::new();
+        let mut expected = Vec::new();
+        for (i, &kind) in kinds.iter().enumerate() {
+            let site = format!("game{i:04}");
+            let mut pgn = with_site(&game, &site);
+            match kind.checked_sub(1) {
+                None => expected.push((i as u64 + 1, Ok(Some(format!("https://lichess.org/{site}"))))),
+                Some(broken) => {
+                    let (from, to, reason) = breaks[broken];
+                    prop_assert!(pgn.contains(from), "{}", from);
+                    pgn = pgn.replacen(from, to, 1);
+                    expected.push((i as u64 + 1, Err(reason)));
+                }
+            }
+            text.push_str(&pgn);
+        }
+        prop_assert_eq!(read_everything(text.as_bytes()), expected);
     }
 }
 
@@ -509,7 +561,8 @@ proptest! {
         if edits.len() % 3 == 0 {
             bytes.truncate(keep);
         }
-        read_everything(&bytes);
+        let items = read_everything(&bytes);
+        prop_assert!(numbered_in_order(&items), "{:?}", items);
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("mutated.pgn");
         std::fs::write(&input, &bytes).unwrap();

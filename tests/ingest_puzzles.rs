@@ -524,25 +524,90 @@ fn lichess_layout() -> RowLayout {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
+    /// Arbitrary cells: a row of the wrong width is refused as such, and
+    /// any other refusal names a reason and says why.
     #[test]
-    fn row_validator_never_panics_on_arbitrary_cells(
+    fn row_validator_refuses_a_wrong_width_and_explains_every_refusal(
         cells in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 0..14)
     ) {
         let layout = lichess_layout();
+        let width = sample_lines().0.split(',').count();
         let refs: Vec<&[u8]> = cells.iter().map(Vec::as_slice).collect();
-        let _ = check_row(&layout, &refs);
+        let checked = check_row(&layout, &refs);
+        if cells.len() != width {
+            prop_assert_eq!(checked.as_ref().err().map(|e| e.reason), Some("wrong_column_count"));
+        }
+        if let Err(error) = checked {
+            prop_assert!(!error.reason.is_empty() && !error.detail.is_empty(), "{:?}", error);
+        }
     }
+}
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Real rows with some cells (not the PuzzleId) replaced by arbitrary
+    /// text, quoted as CSV needs, ingested: every row the validator accepts
+    /// is written, in order, and every row it refuses is in the rejects
+    /// file on the line the row starts on, with the validator's reason.
     #[test]
-    fn row_validator_never_panics_on_mutated_real_rows(
-        row in 0usize..1499, column in 0usize..11, text in ".{0,60}"
+    fn every_good_row_is_kept_and_every_bad_row_rejected_on_its_line(
+        first in 0usize..1480,
+        edits in prop::collection::vec((0usize..16, 1usize..10, ".{0,40}"), 0..6),
     ) {
         let layout = lichess_layout();
-        let (_, rows) = sample_lines();
-        let mut cells: Vec<Vec<u8>> = rows[row].split(',').map(|c| c.as_bytes().to_vec()).collect();
-        cells[column] = text.into_bytes();
-        let refs: Vec<&[u8]> = cells.iter().map(Vec::as_slice).collect();
-        let _ = check_row(&layout, &refs);
+        let (header, rows) = sample_lines();
+        let mut rows: Vec<Vec<String>> = rows[first..first + 16]
+            .iter()
+            .map(|row| row.split(',').map(str::to_string).collect())
+            .collect();
+        for (row, column, text) in &edits {
+            rows[*row][*column] = text.clone();
+        }
+        let mut writer = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        writer.write_record(header.split(',')).unwrap();
+        writer.flush().unwrap();
+        // Where each row starts: one line past the line ends before it.
+        let mut starts = Vec::new();
+        for row in &rows {
+            let written = writer.get_ref();
+            starts.push(1 + written.iter().filter(|&&b| b == b'\n').count());
+            writer.write_record(row).unwrap();
+            writer.flush().unwrap();
+        }
+        let text = writer.into_inner().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("edited.csv");
+        std::fs::write(&input, &text).unwrap();
+        let out = dir.path().join("out.csv");
+        let stats = ingest_puzzles(&IngestPuzzlesConfig::default(), &input, &out, None).unwrap();
+
+        let mut kept = Vec::new();
+        let mut refused = Vec::new();
+        for (row, line) in rows.iter().zip(&starts) {
+            let cells: Vec<&[u8]> = row.iter().map(|c| c.as_bytes()).collect();
+            match check_row(&layout, &cells) {
+                Ok(_) => kept.push(row[0].clone()),
+                Err(error) => {
+                    refused.push((line.to_string(), row[0].clone(), error.reason.to_string()))
+                }
+            }
+        }
+        let written: Vec<String> = read_puzzles(&out).unwrap().into_iter().map(|p| p.id).collect();
+        prop_assert_eq!(&written, &kept);
+        prop_assert_eq!(stats.rows_read, rows.len() as u64);
+        prop_assert_eq!(stats.rejected, refused.len() as u64);
+        let found: Vec<(String, String, String)> = csv::Reader::from_path(&stats.rejects)
+            .unwrap()
+            .records()
+            .map(|r| {
+                let r = r.unwrap();
+                (r[0].to_string(), r[1].to_string(), r[2].to_string())
+            })
+            .collect();
+        prop_assert_eq!(found, refused);
     }
 }
 

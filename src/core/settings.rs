@@ -72,7 +72,9 @@ fn section_of<T: DeserializeOwned>(value: toml::Value, path: &Path, section: &st
 /// `flags` serializes each flag under its key's name: serde's `rename` where
 /// the flag's name differs (`--from` sets `date_from`), a dotted name for a
 /// key of a sub-table (`client.workers`), `skip` for a flag that is not a
-/// setting (input and output files). A flag that was not given serializes
+/// setting (input and output files). A given flag of an optional sub-table
+/// that is not set (`second_engine.depth` without a second engine) sets
+/// the table, its other keys at their defaults. A flag that was not given serializes
 /// as null or an empty list and leaves its key alone; a switch serializes
 /// through [`switch_on`] or [`switch_off`], so that leaving it off never
 /// overrides the key.
@@ -89,16 +91,28 @@ where
     let Value::Object(flags) = serde_json::to_value(flags).context("serializing flags")? else {
         return Err(anyhow!("command-line flags must serialize to a map"));
     };
+    if open_optional_tables(&mut merged, &flags) {
+        // Each opened table is `{}`: read back through the section, it
+        // holds its type's defaults under every key, for the flags to set.
+        let opened: S = serde_json::from_value(merged)
+            .map_err(|e| bad_input(format!("command-line flags: {e}")))?;
+        merged = serde_json::to_value(opened).context("serializing a config section")?;
+    }
     for (name, value) in flags {
+        let no_key = || anyhow!("the flag for {name:?} names no key of its config section");
         let (table_path, leaf) = name.rsplit_once('.').unwrap_or(("", &name));
-        let table = table_path
-            .split('.')
-            .filter(|key| !key.is_empty())
-            .try_fold(&mut merged, |table, key| {
-                table.as_object_mut()?.get_mut(key)
-            })
-            .and_then(Value::as_object_mut)
-            .ok_or_else(|| anyhow!("the flag for {name:?} names no key of its config section"))?;
+        let mut table = &mut merged;
+        for key in table_path.split('.').filter(|key| !key.is_empty()) {
+            table = table
+                .as_object_mut()
+                .and_then(|t| t.get_mut(key))
+                .ok_or_else(no_key)?;
+        }
+        if table.is_null() {
+            // An optional table left unset, and no flag of it given.
+            continue;
+        }
+        let table = table.as_object_mut().ok_or_else(no_key)?;
         // A key the section writes out only when set away from its default
         // (so that fingerprints of the default read as before) is missing
         // from `merged`: it is still a field of the section.
@@ -111,14 +125,34 @@ where
                     table.insert(leaf.to_string(), value);
                 }
             }
-            None => {
-                return Err(anyhow!(
-                    "the flag for {name:?} names no key of its config section"
-                ));
-            }
+            None => return Err(no_key()),
         }
     }
     serde_json::from_value(merged).map_err(|e| bad_input(format!("command-line flags: {e}")))
+}
+
+/// Sets each optional table that a given flag of a dotted name reaches
+/// (`second_engine.path` while `second_engine` is unset) to `{}`; whether
+/// any was.
+fn open_optional_tables(merged: &mut Value, flags: &serde_json::Map<String, Value>) -> bool {
+    let mut opened = false;
+    for name in flags.keys().filter(|name| is_given(&flags[name.as_str()])) {
+        let Some((table_path, _)) = name.rsplit_once('.') else {
+            continue;
+        };
+        let mut table = &mut *merged;
+        for key in table_path.split('.') {
+            let Some(entry) = table.as_object_mut().and_then(|t| t.get_mut(key)) else {
+                break;
+            };
+            if entry.is_null() {
+                *entry = Value::Object(serde_json::Map::new());
+                opened = true;
+            }
+            table = entry;
+        }
+    }
+    opened
 }
 
 /// Parses a number flag that must be finite (the clap value parser of the
@@ -246,6 +280,76 @@ mod tests {
         let error = flags_over(&section(), &Stray { dept: None }).unwrap_err();
         assert!(format!("{error}").contains("dept"), "{error}");
         assert_eq!(crate::core::error::exit_code(&error), 1);
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+    #[serde(deny_unknown_fields, default)]
+    struct Spare {
+        path: String,
+        depth: u32,
+    }
+
+    impl Default for Spare {
+        fn default() -> Self {
+            Self {
+                path: "spare".into(),
+                depth: 12,
+            }
+        }
+    }
+
+    #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+    #[serde(deny_unknown_fields, default)]
+    struct WithSpare {
+        factor: u32,
+        spare: Option<Spare>,
+    }
+
+    #[derive(Serialize, Default)]
+    struct SpareFlags {
+        #[serde(rename = "spare.path")]
+        spare: Option<String>,
+        #[serde(rename = "spare.depth")]
+        spare_depth: Option<u32>,
+    }
+
+    #[test]
+    fn a_flag_of_an_optional_table_sets_it_from_its_defaults() {
+        let unset = WithSpare::default();
+        assert_eq!(flags_over(&unset, &SpareFlags::default()).unwrap(), unset);
+        let flags = SpareFlags {
+            spare: Some("other".into()),
+            ..SpareFlags::default()
+        };
+        let merged = flags_over(&unset, &flags).unwrap();
+        let spare = Spare {
+            path: "other".into(),
+            depth: 12,
+        };
+        assert_eq!(merged.spare, Some(spare));
+        let set = WithSpare {
+            factor: 3,
+            spare: Some(Spare {
+                path: "mine".into(),
+                depth: 5,
+            }),
+        };
+        let flags = SpareFlags {
+            spare_depth: Some(8),
+            ..SpareFlags::default()
+        };
+        let merged = flags_over(&set, &flags).unwrap();
+        let spare = Spare {
+            path: "mine".into(),
+            depth: 8,
+        };
+        assert_eq!(
+            merged,
+            WithSpare {
+                factor: 3,
+                spare: Some(spare)
+            }
+        );
     }
 
     #[test]

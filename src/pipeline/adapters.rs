@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
-use crate::pipeline::config::{ExportSection, PipelineConfig, VerifySection};
+use crate::pipeline::config::{ExportSection, PipelineConfig};
 use crate::pipeline::generate::{Generated, Part};
 use crate::pipeline::stage::{RunContext, Stage, StageFolder, StageName};
 use crate::stages::eval::config::EvalConfig;
@@ -25,6 +25,7 @@ use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
 use crate::stages::release::cells::SplitConfig;
 use crate::stages::selfplay::SelfplayConfig;
+use crate::stages::verify::VerifyConfig;
 
 /// The stages of `pipeline.stages`, in its order, each holding its own
 /// section of `config` (loaded from `config_path`, which errors name).
@@ -459,7 +460,7 @@ impl Stage for Rate {
 /// the release manifest.
 struct Verify {
     /// `[verify]`.
-    section: VerifySection,
+    section: VerifyConfig,
 }
 
 impl Verify {
@@ -487,17 +488,6 @@ impl Verify {
             stage_files(ctx, StageName::Mine, ".puzzles.csv")
         } else {
             rated
-        }
-    }
-
-    fn config(&self) -> crate::stages::verify::VerifyConfig {
-        crate::stages::verify::VerifyConfig {
-            factor: self.section.factor,
-            policy: self.section.policy,
-            min_margin_cp: self.section.min_margin_cp,
-            min_margin_win_chance: self.section.min_margin_win_chance,
-            second_engine: self.section.second_engine.clone(),
-            ..Default::default()
         }
     }
 
@@ -558,9 +548,9 @@ impl Stage for Verify {
 
     fn config_section(&self, ctx: &RunContext) -> Value {
         match &ctx.generated {
-            Some(generated) => json!({"verify": self.section,
+            Some(generated) => json!({"verify": self.section.recorded(),
                 "generate": generated.fingerprint_json()}),
-            None => json!(self.section),
+            None => self.section.recorded(),
         }
     }
 
@@ -578,7 +568,7 @@ impl Stage for Verify {
 
     fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
         let pool = ctx.engine_pool()?;
-        let config = self.config();
+        let config = &self.section;
         let second = match &config.second_engine {
             Some(second) => Some(second.pool(&pool)?),
             None => None,
@@ -599,9 +589,9 @@ impl Stage for Verify {
                 puzzles_out: Some(&folder.scratch_path(&puzzles)),
             };
             let summary = match ctx.generated.as_ref().filter(|_| is_selfplay_file(&input)) {
-                Some(generated) => Self::from_store(&config, generated, &files_here)?,
+                Some(generated) => Self::from_store(config, generated, &files_here)?,
                 None => crate::stages::verify::run_verify_with(
-                    &config,
+                    config,
                     &pool,
                     second.as_ref(),
                     &files_here,
@@ -657,7 +647,7 @@ struct Provenance {
     selfplay: Option<SelfplayConfig>,
     mine: Option<MineConfig>,
     rate: Option<RateConfig>,
-    verify: Option<VerifySection>,
+    verify: Option<VerifyConfig>,
 }
 
 impl Provenance {
@@ -768,7 +758,7 @@ impl Provenance {
             settings.insert("rate".into(), value);
         }
         if let Some(verify) = &self.verify {
-            let mut value = json!(verify);
+            let mut value = verify.recorded();
             if let Some(second) = &verify.second_engine {
                 value["second_engine"]["path"] = json!(name(&second.path));
             }

@@ -28,7 +28,10 @@ pub struct PipelineConfig {
     pub selfplay: crate::stages::selfplay::SelfplayConfig,
     pub mine: crate::stages::mine::MineConfig,
     pub rate: crate::stages::rate::RateConfig,
-    pub verify: VerifySection,
+    /// Settings of the `verify` stage: every mined puzzle searched again at
+    /// `factor` times the nodes that found it, and by a second engine when
+    /// `second_engine` is set.
+    pub verify: crate::stages::verify::VerifyConfig,
     pub split: crate::stages::release::cells::SplitConfig,
     pub export: ExportSection,
     pub eval: crate::stages::eval::config::EvalConfig,
@@ -58,32 +61,6 @@ pub struct SourcesSection {
 pub struct IngestSection {
     pub puzzles: crate::stages::ingest_puzzles::IngestPuzzlesConfig,
     pub games: crate::stages::ingest_games::IngestGamesConfig,
-}
-
-/// Settings of the `verify` stage: every mined puzzle searched again at
-/// `factor` times the nodes that found it, and by a second engine when
-/// `second_engine` is set ([`crate::stages::verify`]).
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct VerifySection {
-    pub factor: u64,
-    pub policy: crate::stages::verify::Policy,
-    pub min_margin_cp: i32,
-    pub min_margin_win_chance: f64,
-    pub second_engine: Option<crate::stages::verify::SecondEngineConfig>,
-}
-
-impl Default for VerifySection {
-    fn default() -> Self {
-        let defaults = crate::stages::verify::VerifyConfig::default();
-        Self {
-            factor: defaults.factor,
-            policy: defaults.policy,
-            min_margin_cp: defaults.min_margin_cp,
-            min_margin_win_chance: defaults.min_margin_win_chance,
-            second_engine: defaults.second_engine,
-        }
-    }
 }
 
 /// Settings of the `export` stage.
@@ -155,7 +132,6 @@ impl Default for PipelineSection {
 impl PipelineConfig {
     /// The sections `[generate]` plays, mines, rates and verifies with.
     pub(crate) fn generate_sections(&self) -> crate::pipeline::generate::Sections<'_> {
-        let verify = &self.verify;
         crate::pipeline::generate::Sections {
             generate: &self.generate,
             seed: self.pipeline.seed,
@@ -163,14 +139,7 @@ impl PipelineConfig {
             selfplay: &self.selfplay,
             mine: &self.mine,
             rate: &self.rate,
-            verify: crate::stages::verify::VerifyConfig {
-                factor: verify.factor,
-                policy: verify.policy,
-                min_margin_cp: verify.min_margin_cp,
-                min_margin_win_chance: verify.min_margin_win_chance,
-                second_engine: verify.second_engine.clone(),
-                ..Default::default()
-            },
+            verify: self.verify.clone(),
             split: &self.split,
         }
     }
@@ -495,6 +464,56 @@ pub(crate) fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[verify]` is the stage's `VerifyConfig`: a release records it (and a
+    /// run fingerprints it) with the keys a release has always recorded,
+    /// while generation's store key serializes every key, as it always has.
+    #[test]
+    fn verify_is_recorded_with_the_keys_releases_have_always_recorded() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline.toml");
+        let config = PipelineConfig::load(&path).unwrap();
+        let keys = |value: &serde_json::Value| -> Vec<String> {
+            value.as_object().unwrap().keys().cloned().collect()
+        };
+        let recorded = config.verify.recorded();
+        assert_eq!(
+            keys(&recorded),
+            [
+                "factor",
+                "policy",
+                "min_margin_cp",
+                "min_margin_win_chance",
+                "second_engine"
+            ]
+        );
+        assert_eq!(
+            keys(&recorded["second_engine"]),
+            ["path", "depth", "min_gap_cp", "options"]
+        );
+        let whole = serde_json::to_value(&config.verify).unwrap();
+        assert_eq!(
+            keys(&whole),
+            [
+                "factor",
+                "nodes",
+                "nodes_override",
+                "criterion",
+                "policy",
+                "min_margin_cp",
+                "min_margin_win_chance",
+                "second_engine"
+            ]
+        );
+        let set = crate::stages::verify::VerifyConfig {
+            nodes: Some(500),
+            ..config.verify.clone()
+        };
+        assert_eq!(set.recorded()["nodes"], 500);
+        // Unknown keys are still refused, naming the key.
+        let error =
+            PipelineConfig::parse("[verify]\nfactr = 2\n", Path::new("p.toml")).unwrap_err();
+        assert!(format!("{error:#}").contains("factr"), "{error:#}");
+    }
 
     #[test]
     fn unknown_key_is_named_with_the_file() {

@@ -19,7 +19,8 @@
 //! model, unverified: Epoch verifies nothing) times its kept puzzles.
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -122,12 +123,9 @@ pub fn run_bench_generate(args: &BenchGenerateArgs) -> Result<Summary> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let measured = measured?;
-    Ok(summary(
-        args,
-        &config,
-        count_tier_name.as_deref(),
-        &measured,
-    ))
+    let report = Report::new(args, &config, count_tier_name.as_deref(), &measured);
+    let json = serde_json::to_value(&report).context("serializing the bench report")?;
+    Ok(Summary::new(report.human(), json))
 }
 
 /// What one run measures.
@@ -145,6 +143,15 @@ struct Measured {
     mined_in_tier: usize,
     verified_in_tier: usize,
     sample: Sample,
+}
+
+impl Measured {
+    /// The engine CPU seconds of one step of the funnel's batch.
+    fn step_seconds(&self, name: &str) -> f64 {
+        (self.steps.iter())
+            .find(|(step, _)| step == name)
+            .map_or(0.0, |(_, seconds)| *seconds)
+    }
 }
 
 /// Epoch's exhaustive search and the funnel on the sampled games.
@@ -217,6 +224,15 @@ fn sample(
     })
 }
 
+/// `x` per analysed position of the exhaustive search (0 without any).
+fn per_position(x: f64, positions: u64) -> f64 {
+    if positions > 0 {
+        x / positions as f64
+    } else {
+        0.0
+    }
+}
+
 /// Per engine CPU-hour: `count` over `seconds`.
 fn per_hour(count: f64, seconds: f64) -> f64 {
     if seconds > 0.0 {
@@ -246,169 +262,272 @@ fn mix(puzzles: &[Puzzle]) -> BTreeMap<String, usize> {
     mix
 }
 
-fn summary(
-    args: &BenchGenerateArgs,
-    config: &PipelineConfig,
-    tier: Option<&str>,
-    m: &Measured,
-) -> Summary {
-    let step = |name: &str| {
-        m.steps
-            .iter()
-            .find(|(k, _)| k == name)
-            .map_or(0.0, |(_, v)| *v)
-    };
-    let (selfplay, mine_cpu) = (step("selfplay"), step("mine"));
-    let total: f64 = m.steps.iter().map(|(_, v)| v).sum();
-    let s = &m.sample;
-    let check = &s.check;
-    let (exhaustive, funnel) = (check.exhaustive.stats(), check.funnel.stats());
-    let games = m.games as f64;
-    let sample_games = s.games.max(1) as f64;
-    // Epoch's mining, modelled: the sample's cost per analysed position
-    // times the positions of every game.
-    let per_position = |x: f64| {
-        if exhaustive.positions > 0 {
-            x / exhaustive.positions as f64
-        } else {
-            0.0
+/// What `bench generate` reports: the JSON summary as it serializes, and
+/// the figures its text shows besides (`serde(skip)`).
+#[derive(Serialize)]
+struct Report<'a> {
+    command: &'static str,
+    games: u64,
+    seed: u64,
+    profile_tier: Option<&'a str>,
+    count_tier: Option<&'a str>,
+    settings: &'a Value,
+    positions: u64,
+    puzzleforge: OursFigures,
+    epoch_modelled: EpochFigures,
+    sample: SampleFigures,
+    ratio_per_cpu_hour: Option<f64>,
+    ratio_in_tier_per_cpu_hour: Option<f64>,
+    /// The first fullmove mined.
+    #[serde(skip)]
+    min_fullmove: u32,
+    /// The full search's limit, as "N nodes" or "depth D".
+    #[serde(skip)]
+    search_limit: String,
+}
+
+/// puzzleforge's funnel on every game.
+#[derive(Serialize)]
+struct OursFigures {
+    cpu_seconds: f64,
+    /// Engine CPU seconds by step, in step order.
+    #[serde(serialize_with = "ordered_map")]
+    cpu_seconds_by_step: Vec<(String, f64)>,
+    mined: usize,
+    verified: usize,
+    mined_in_tier: usize,
+    verified_in_tier: usize,
+    verified_per_cpu_hour: f64,
+    verified_in_tier_per_cpu_hour: f64,
+    mined_per_cpu_hour_without_rate_verify: f64,
+    mined_per_game: f64,
+    verified_per_game: f64,
+    verified_mix: BTreeMap<String, usize>,
+    verified_ratings: Vec<i32>,
+    /// Self-play and mine CPU seconds: the cost of the mined puzzles.
+    #[serde(skip)]
+    mined_cpu_seconds: f64,
+    #[serde(skip)]
+    mined_in_tier_per_cpu_hour: f64,
+}
+
+/// Epoch's exhaustive procedure, modelled from the sample.
+#[derive(Serialize)]
+struct EpochFigures {
+    sample_games: usize,
+    sample_positions: u64,
+    exhaustive_cpu_seconds_sample: f64,
+    exhaustive_nodes_sample: u64,
+    mine_cpu_seconds: f64,
+    mine_nodes: f64,
+    cpu_seconds: f64,
+    kept: f64,
+    kept_in_tier: f64,
+    kept_per_game: f64,
+    kept_per_cpu_hour: f64,
+    kept_in_tier_per_cpu_hour: f64,
+    #[serde(skip)]
+    cpu_seconds_per_position: f64,
+    #[serde(skip)]
+    nodes_per_position: f64,
+}
+
+/// The exhaustive search and the funnel on the sampled games.
+#[derive(Serialize)]
+struct SampleFigures {
+    exhaustive_candidates: usize,
+    exhaustive_puzzles: usize,
+    funnel_candidates: usize,
+    found: usize,
+    recall: f64,
+    funnel_cpu_seconds: f64,
+    funnel_nodes: u64,
+    nodes_ratio: Option<f64>,
+    #[serde(skip)]
+    funnel_nodes_per_position: f64,
+}
+
+/// `(key, value)` pairs as a map, in their order.
+fn ordered_map<S: serde::Serializer>(pairs: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(pairs.iter().map(|(key, value)| (key, value)))
+}
+
+impl<'a> Report<'a> {
+    fn new(
+        args: &'a BenchGenerateArgs,
+        config: &PipelineConfig,
+        tier: Option<&'a str>,
+        m: &'a Measured,
+    ) -> Self {
+        let games = m.games as f64;
+        let ours = OursFigures::new(m, games);
+        let epoch = EpochFigures::new(m, games);
+        let funnel = m.sample.check.funnel.stats();
+        let check = &m.sample.check;
+        let sample = SampleFigures {
+            exhaustive_candidates: check.exhaustive_candidates,
+            exhaustive_puzzles: check.exhaustive_puzzles,
+            funnel_candidates: check.funnel_candidates,
+            found: check.found,
+            recall: check.recall(),
+            funnel_cpu_seconds: check.funnel_cpu_seconds,
+            funnel_nodes: funnel.nodes,
+            nodes_ratio: check.nodes_ratio(),
+            funnel_nodes_per_position: per_position(
+                funnel.nodes as f64,
+                check.exhaustive.stats().positions,
+            ),
+        };
+        Self {
+            command: "bench generate",
+            games: m.games,
+            seed: config.pipeline.seed,
+            profile_tier: args.tier.as_deref(),
+            count_tier: tier,
+            settings: &m.settings,
+            positions: m.positions,
+            ratio_per_cpu_hour: ratio(ours.verified_per_cpu_hour, epoch.kept_per_cpu_hour),
+            ratio_in_tier_per_cpu_hour: ratio(
+                ours.verified_in_tier_per_cpu_hour,
+                epoch.kept_in_tier_per_cpu_hour,
+            ),
+            puzzleforge: ours,
+            epoch_modelled: epoch,
+            sample,
+            min_fullmove: m.mine.min_fullmove,
+            search_limit: match m.mine.nodes {
+                Some(nodes) => format!("{nodes} nodes"),
+                None => format!("depth {}", m.mine.depth),
+            },
         }
-    };
-    let epoch_mine_cpu = per_position(check.exhaustive_cpu_seconds) * m.positions as f64;
-    let epoch_nodes = per_position(exhaustive.nodes as f64) * m.positions as f64;
-    let funnel_nodes_per_position = per_position(funnel.nodes as f64);
-    let epoch_cpu = selfplay + epoch_mine_cpu;
-    let epoch_kept = check.exhaustive_puzzles as f64 / sample_games * games;
-    let mined = m.mined.len() as f64;
-    let hard_share = if m.mined.is_empty() {
-        0.0
-    } else {
-        m.mined_in_tier as f64 / mined
-    };
-    let epoch_tier = epoch_kept * hard_share;
-    let recall = check.recall();
-    let verified = m.verified.len() as f64;
-    let ours_rate = per_hour(verified, total);
-    let ours_tier_rate = per_hour(m.verified_in_tier as f64, total);
-    let ours_mined_rate = per_hour(mined, selfplay + mine_cpu);
-    let epoch_rate = per_hour(epoch_kept, epoch_cpu);
-    let epoch_tier_rate = per_hour(epoch_tier, epoch_cpu);
-    let tier_name = tier.unwrap_or("-");
-    let human = format!(
-        "bench generate: {games} games (seed {seed}{profile}), {positions} positions from fullmove {fullmove}, full search {limit}\n\
-         {:<34} {:>9} {:>9} {:>10} {:>12} {:>12}\n\
-         {:<34} {:>9} {:>9} {:>10.0} {:>12.1} {:>12.1}\n\
-         {:<34} {:>9} {:>9} {:>10.0} {:>12.1} {:>12.1}\n\
-         {:<34} {:>9.1} {:>9.1} {:>10.0} {:>12.1} {:>12.1}\n\
-         puzzleforge, engine CPU s by step: {steps}\n\
-         Epoch's mining modelled from {sg} sampled games ({sp} positions): {cpp:.3} CPU s and {npp:.0} nodes per position (funnel: {fnpp:.0}); nodes ratio {nr}\n\
-         recall of the funnel on the sample: {found}/{ec} = {rc:.1}%\n\
-         puzzles per CPU-hour, puzzleforge (verified) / Epoch (kept): {r1}; {tier_name}: {r2}\n\
-         verified mix (solver moves): {mix:?}",
-        "procedure",
-        "puzzles",
-        tier_name,
-        "CPU s",
-        "puzzles/CPU-h",
-        "tier/CPU-h",
-        "puzzleforge, verified",
-        m.verified.len(),
-        m.verified_in_tier,
-        total,
-        ours_rate,
-        ours_tier_rate,
-        "puzzleforge, mined (no rate/verify)",
-        m.mined.len(),
-        m.mined_in_tier,
-        selfplay + mine_cpu,
-        ours_mined_rate,
-        per_hour(m.mined_in_tier as f64, selfplay + mine_cpu),
-        "Epoch exhaustive (modelled)",
-        epoch_kept,
-        epoch_tier,
-        epoch_cpu,
-        epoch_rate,
-        epoch_tier_rate,
-        seed = config.pipeline.seed,
-        profile = args
-            .tier
-            .as_deref()
+    }
+
+    /// The text: a table of the procedures, then the sample's figures.
+    fn human(&self) -> String {
+        let (ours, epoch, sample) = (&self.puzzleforge, &self.epoch_modelled, &self.sample);
+        let tier_name = self.count_tier.unwrap_or("-");
+        let profile = (self.profile_tier)
             .map(|t| format!(", tier {t}'s profile"))
-            .unwrap_or_default(),
-        positions = m.positions,
-        fullmove = m.mine.min_fullmove,
-        limit = match m.mine.nodes {
-            Some(nodes) => format!("{nodes} nodes"),
-            None => format!("depth {}", m.mine.depth),
-        },
-        steps = m
-            .steps
-            .iter()
+            .unwrap_or_default();
+        let steps = (ours.cpu_seconds_by_step.iter())
             .map(|(k, v)| format!("{k} {v:.0}"))
             .collect::<Vec<_>>()
-            .join(", "),
-        sg = s.games,
-        sp = exhaustive.positions,
-        cpp = per_position(check.exhaustive_cpu_seconds),
-        npp = per_position(exhaustive.nodes as f64),
-        fnpp = funnel_nodes_per_position,
-        nr = show(check.nodes_ratio()),
-        found = check.found,
-        ec = check.exhaustive_candidates,
-        rc = recall * 100.0,
-        r1 = show(ratio(ours_rate, epoch_rate)),
-        r2 = show(ratio(ours_tier_rate, epoch_tier_rate)),
-        mix = mix(&m.verified),
-    );
-    let json = json!({
-        "command": "bench generate",
-        "games": m.games,
-        "seed": config.pipeline.seed,
-        "profile_tier": args.tier,
-        "count_tier": tier,
-        "settings": m.settings,
-        "positions": m.positions,
-        "puzzleforge": {
-            "cpu_seconds": total,
-            "cpu_seconds_by_step": m.steps.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-            "mined": m.mined.len(),
-            "verified": m.verified.len(),
-            "mined_in_tier": m.mined_in_tier,
-            "verified_in_tier": m.verified_in_tier,
-            "verified_per_cpu_hour": ours_rate,
-            "verified_in_tier_per_cpu_hour": ours_tier_rate,
-            "mined_per_cpu_hour_without_rate_verify": ours_mined_rate,
-            "mined_per_game": mined / games,
-            "verified_per_game": verified / games,
-            "verified_mix": mix(&m.verified),
-            "verified_ratings": m.verified.iter().filter_map(|p| p.rating).collect::<Vec<_>>(),
-        },
-        "epoch_modelled": {
-            "sample_games": s.games,
-            "sample_positions": exhaustive.positions,
-            "exhaustive_cpu_seconds_sample": check.exhaustive_cpu_seconds,
-            "exhaustive_nodes_sample": exhaustive.nodes,
-            "mine_cpu_seconds": epoch_mine_cpu,
-            "mine_nodes": epoch_nodes,
-            "cpu_seconds": epoch_cpu,
-            "kept": epoch_kept,
-            "kept_in_tier": epoch_tier,
-            "kept_per_game": epoch_kept / games,
-            "kept_per_cpu_hour": epoch_rate,
-            "kept_in_tier_per_cpu_hour": epoch_tier_rate,
-        },
-        "sample": {
-            "exhaustive_candidates": check.exhaustive_candidates,
-            "exhaustive_puzzles": check.exhaustive_puzzles,
-            "funnel_candidates": check.funnel_candidates,
-            "found": check.found,
-            "recall": recall,
-            "funnel_cpu_seconds": check.funnel_cpu_seconds,
-            "funnel_nodes": funnel.nodes,
-            "nodes_ratio": check.nodes_ratio(),
-        },
-        "ratio_per_cpu_hour": ratio(ours_rate, epoch_rate),
-        "ratio_in_tier_per_cpu_hour": ratio(ours_tier_rate, epoch_tier_rate),
-    });
-    Summary::new(human, json)
+            .join(", ");
+        format!(
+            "bench generate: {} games (seed {}{profile}), {} positions from fullmove {}, full search {}\n\
+             {:<34} {:>9} {:>9} {:>10} {:>12} {:>12}\n\
+             {:<34} {:>9} {:>9} {:>10.0} {:>12.1} {:>12.1}\n\
+             {:<34} {:>9} {:>9} {:>10.0} {:>12.1} {:>12.1}\n\
+             {:<34} {:>9.1} {:>9.1} {:>10.0} {:>12.1} {:>12.1}\n\
+             puzzleforge, engine CPU s by step: {steps}\n\
+             Epoch's mining modelled from {} sampled games ({} positions): {:.3} CPU s and {:.0} nodes per position (funnel: {:.0}); nodes ratio {}\n\
+             recall of the funnel on the sample: {}/{} = {:.1}%\n\
+             puzzles per CPU-hour, puzzleforge (verified) / Epoch (kept): {}; {tier_name}: {}\n\
+             verified mix (solver moves): {:?}",
+            self.games,
+            self.seed,
+            self.positions,
+            self.min_fullmove,
+            self.search_limit,
+            "procedure",
+            "puzzles",
+            tier_name,
+            "CPU s",
+            "puzzles/CPU-h",
+            "tier/CPU-h",
+            "puzzleforge, verified",
+            ours.verified,
+            ours.verified_in_tier,
+            ours.cpu_seconds,
+            ours.verified_per_cpu_hour,
+            ours.verified_in_tier_per_cpu_hour,
+            "puzzleforge, mined (no rate/verify)",
+            ours.mined,
+            ours.mined_in_tier,
+            ours.mined_cpu_seconds,
+            ours.mined_per_cpu_hour_without_rate_verify,
+            ours.mined_in_tier_per_cpu_hour,
+            "Epoch exhaustive (modelled)",
+            epoch.kept,
+            epoch.kept_in_tier,
+            epoch.cpu_seconds,
+            epoch.kept_per_cpu_hour,
+            epoch.kept_in_tier_per_cpu_hour,
+            epoch.sample_games,
+            epoch.sample_positions,
+            epoch.cpu_seconds_per_position,
+            epoch.nodes_per_position,
+            sample.funnel_nodes_per_position,
+            show(sample.nodes_ratio),
+            sample.found,
+            sample.exhaustive_candidates,
+            sample.recall * 100.0,
+            show(self.ratio_per_cpu_hour),
+            show(self.ratio_in_tier_per_cpu_hour),
+            ours.verified_mix,
+        )
+    }
+}
+
+impl OursFigures {
+    fn new(m: &Measured, games: f64) -> Self {
+        let mined_cpu_seconds = m.step_seconds("selfplay") + m.step_seconds("mine");
+        let total: f64 = m.steps.iter().map(|(_, v)| v).sum();
+        let (mined, verified) = (m.mined.len() as f64, m.verified.len() as f64);
+        Self {
+            cpu_seconds: total,
+            cpu_seconds_by_step: m.steps.clone(),
+            mined: m.mined.len(),
+            verified: m.verified.len(),
+            mined_in_tier: m.mined_in_tier,
+            verified_in_tier: m.verified_in_tier,
+            verified_per_cpu_hour: per_hour(verified, total),
+            verified_in_tier_per_cpu_hour: per_hour(m.verified_in_tier as f64, total),
+            mined_per_cpu_hour_without_rate_verify: per_hour(mined, mined_cpu_seconds),
+            mined_per_game: mined / games,
+            verified_per_game: verified / games,
+            verified_mix: mix(&m.verified),
+            verified_ratings: m.verified.iter().filter_map(|p| p.rating).collect(),
+            mined_cpu_seconds,
+            mined_in_tier_per_cpu_hour: per_hour(m.mined_in_tier as f64, mined_cpu_seconds),
+        }
+    }
+}
+
+impl EpochFigures {
+    /// Epoch's mining, modelled: the sample's cost per analysed position
+    /// times the positions of every game; its tier puzzles, the mined
+    /// puzzles' tier share of its kept ones.
+    fn new(m: &Measured, games: f64) -> Self {
+        let check = &m.sample.check;
+        let exhaustive = check.exhaustive.stats();
+        let cpu_seconds_per_position =
+            per_position(check.exhaustive_cpu_seconds, exhaustive.positions);
+        let nodes_per_position = per_position(exhaustive.nodes as f64, exhaustive.positions);
+        let mine_cpu_seconds = cpu_seconds_per_position * m.positions as f64;
+        let cpu_seconds = m.step_seconds("selfplay") + mine_cpu_seconds;
+        let kept = check.exhaustive_puzzles as f64 / m.sample.games.max(1) as f64 * games;
+        let tier_share = if m.mined.is_empty() {
+            0.0
+        } else {
+            m.mined_in_tier as f64 / m.mined.len() as f64
+        };
+        let kept_in_tier = kept * tier_share;
+        Self {
+            sample_games: m.sample.games,
+            sample_positions: exhaustive.positions,
+            exhaustive_cpu_seconds_sample: check.exhaustive_cpu_seconds,
+            exhaustive_nodes_sample: exhaustive.nodes,
+            mine_cpu_seconds,
+            mine_nodes: nodes_per_position * m.positions as f64,
+            cpu_seconds,
+            kept,
+            kept_in_tier,
+            kept_per_game: kept / games,
+            kept_per_cpu_hour: per_hour(kept, cpu_seconds),
+            kept_in_tier_per_cpu_hour: per_hour(kept_in_tier, cpu_seconds),
+            cpu_seconds_per_position,
+            nodes_per_position,
+        }
+    }
 }

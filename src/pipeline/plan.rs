@@ -53,17 +53,7 @@ pub(crate) fn run_plan(
     ctx: &RunContext,
     tier: Option<&str>,
 ) -> Result<Summary> {
-    if !config.generate.enabled {
-        return Err(bad_input(format!(
-            "run --plan projects what [generate]'s target costs, but [generate] is off in {}: set `[generate] enabled = true`",
-            config_path.display()
-        )));
-    }
-    if let Some(hours) = args.plan_cpu_hours.filter(|h| !(h.is_finite() && *h > 0.0)) {
-        return Err(bad_input(format!(
-            "--plan-cpu-hours must be a positive number of hours, not {hours}"
-        )));
-    }
+    check_can_plan(args, config, config_path)?;
     let generate = &config.generate;
     let games = match (args.plan_games, args.plan_cpu_hours) {
         (Some(games), _) => games,
@@ -122,26 +112,9 @@ pub(crate) fn run_plan(
     });
     let budget = Budget::of(config, &projection);
     plan["budget"] = budget.to_json();
-    let never: Vec<_> = projected["per_cell"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c["never_reached"] == true)
-        .cloned()
-        .collect();
-    plan["never_reached"] = json!(never);
+    plan["never_reached"] = never_reached(&projected);
 
-    let path = ctx
-        .release_dir
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_default()
-        .join(format!("{release}.plan.json"));
-    write_atomic(
-        &path,
-        format!("{}\n", serde_json::to_string_pretty(&plan)?).as_bytes(),
-    )
-    .with_context(|| format!("writing the plan {}", path.display()))?;
+    let path = write_plan(ctx, &release, &plan)?;
 
     let mut human = projection.human_table(&samples);
     human.push_str(&headline(
@@ -163,6 +136,54 @@ pub(crate) fn run_plan(
         human,
         json!({"command": "run --plan", "release": release, "plan_file": path, "plan": plan}),
     ))
+}
+
+/// A plan needs `[generate]` on and a positive `--plan-cpu-hours`.
+fn check_can_plan(
+    args: &PlanArgs,
+    config: &PipelineConfig,
+    config_path: &std::path::Path,
+) -> Result<()> {
+    if !config.generate.enabled {
+        return Err(bad_input(format!(
+            "run --plan projects what [generate]'s target costs, but [generate] is off in {}: set `[generate] enabled = true`",
+            config_path.display()
+        )));
+    }
+    if let Some(hours) = args.plan_cpu_hours.filter(|h| !(h.is_finite() && *h > 0.0)) {
+        return Err(bad_input(format!(
+            "--plan-cpu-hours must be a positive number of hours, not {hours}"
+        )));
+    }
+    Ok(())
+}
+
+/// The projected cells the sample never reached.
+fn never_reached(projected: &Value) -> Value {
+    let never: Vec<_> = projected["per_cell"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["never_reached"] == true)
+        .cloned()
+        .collect();
+    json!(never)
+}
+
+/// Writes the plan beside the release's folder, as `RELEASE.plan.json`.
+fn write_plan(ctx: &RunContext, release: &str, plan: &Value) -> Result<std::path::PathBuf> {
+    let path = ctx
+        .release_dir
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default()
+        .join(format!("{release}.plan.json"));
+    write_atomic(
+        &path,
+        format!("{}\n", serde_json::to_string_pretty(plan)?).as_bytes(),
+    )
+    .with_context(|| format!("writing the plan {}", path.display()))?;
+    Ok(path)
 }
 
 /// The lines that answer "what will it cost?".

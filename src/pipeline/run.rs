@@ -95,17 +95,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         None => config.pipeline.output_dir.join(&release),
     };
     if args.plan.plan {
-        let ctx = RunContext {
-            release_dir,
-            engine: resolve_engine(&config.engine, args.engine.clone(), &stages)?,
-            tier: config.generate.release_tier(args.tier.as_deref()),
-            shard: None,
-            config_dir: config_dir(&args.config),
-            generated: None,
-            excluded_releases: None,
-        };
-        let tier = args.tier.as_deref();
-        return crate::pipeline::plan::run_plan(&args.plan, &config, &args.config, &ctx, tier);
+        return run_plan(args, &config, &stages, release_dir);
     }
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
@@ -169,24 +159,50 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         json["generate"] = generated.summary_json();
     }
     if let Some(shard) = &args.shard {
-        human.push_str(&format!(
-            "  shard {}/{}: {} left for `puzzleforge merge`\n",
-            shard.index,
-            shard.count,
-            if left_for_merge.is_empty() {
-                "no stage".to_string()
-            } else {
-                StageName::list(left_for_merge.iter().copied())
-            }
-        ));
-        json["shard"] = json!(shard);
-        json["left_for_merge"] = json!(left_for_merge);
+        report_shard(shard, &left_for_merge, &mut human, &mut json);
     }
     let mut summary = Summary::new(human, json);
     if args.strict {
         summary.shortfall = strict_shortfall(&ctx, &mut summary.json)?;
     }
     Ok(summary)
+}
+
+/// `run --plan`: samples and projects instead of running the stages (no
+/// release folder is written).
+fn run_plan(
+    args: &RunArgs,
+    config: &PipelineConfig,
+    stages: &[Box<dyn Stage>],
+    release_dir: PathBuf,
+) -> Result<Summary> {
+    let ctx = RunContext {
+        release_dir,
+        engine: resolve_engine(&config.engine, args.engine.clone(), stages)?,
+        tier: config.generate.release_tier(args.tier.as_deref()),
+        shard: None,
+        config_dir: config_dir(&args.config),
+        generated: None,
+        excluded_releases: None,
+    };
+    let tier = args.tier.as_deref();
+    crate::pipeline::plan::run_plan(&args.plan, config, &args.config, &ctx, tier)
+}
+
+/// A shard's line of the summary: the stages it leaves for `merge`.
+fn report_shard(shard: &Shard, left_for_merge: &[StageName], human: &mut String, json: &mut Value) {
+    human.push_str(&format!(
+        "  shard {}/{}: {} left for `puzzleforge merge`\n",
+        shard.index,
+        shard.count,
+        if left_for_merge.is_empty() {
+            "no stage".to_string()
+        } else {
+            StageName::list(left_for_merge.iter().copied())
+        }
+    ));
+    json["shard"] = json!(shard);
+    json["left_for_merge"] = json!(left_for_merge);
 }
 
 /// `run --strict`: the target's cells and its unfilled ones, recorded in

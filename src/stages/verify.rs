@@ -86,16 +86,16 @@ pub struct VerifyArgs {
     /// Second engine executable (e.g. /usr/games/ethereal-chess): checks
     /// every solver move at --second-depth.
     #[arg(long, value_name = "PATH")]
-    #[serde(skip)]
+    #[serde(rename = "second_engine.path")]
     pub second_engine: Option<PathBuf>,
     /// Depth of the second engine's searches.
     #[arg(long, requires = "second_engine")]
-    #[serde(skip)]
+    #[serde(rename = "second_engine.depth")]
     pub second_depth: Option<u32>,
     /// The second engine's best move must lead its second by this many of
     /// its own cp.
     #[arg(long, requires = "second_engine")]
-    #[serde(skip)]
+    #[serde(rename = "second_engine.min_gap_cp")]
     pub second_min_gap_cp: Option<i32>,
     /// Per-puzzle report (JSON Lines). Default: INPUT with `.verify.jsonl`.
     #[arg(short = 'o', long = "output")]
@@ -122,19 +122,6 @@ pub struct VerifyArgs {
     #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,
-}
-
-/// The `--second-engine` flags over `config`'s second engine.
-pub fn second_engine_flags(args: &VerifyArgs, config: &mut VerifyConfig) {
-    if let Some(path) = &args.second_engine {
-        let defaults = config.second_engine.clone().unwrap_or_default();
-        config.second_engine = Some(SecondEngineConfig {
-            path: path.clone(),
-            depth: args.second_depth.unwrap_or(defaults.depth),
-            min_gap_cp: args.second_min_gap_cp.unwrap_or(defaults.min_gap_cp),
-            ..defaults
-        });
-    }
 }
 
 /// What happens to a puzzle that fails a check.
@@ -205,7 +192,8 @@ impl SecondEngineConfig {
     }
 }
 
-/// Settings of one verification run.
+/// Settings of one verification run: `[verify]` of `pipeline.toml`, the
+/// `verify` command's flags over it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct VerifyConfig {
@@ -229,6 +217,28 @@ pub struct VerifyConfig {
     pub second_engine: Option<SecondEngineConfig>,
 }
 
+impl VerifyConfig {
+    /// The keys a pipeline run leaves at their defaults (each puzzle's own
+    /// `Nodes` and `Criterion` columns decide).
+    const PER_PUZZLE_KEYS: [&str; 3] = ["nodes", "nodes_override", "criterion"];
+
+    /// The settings as a release records them (`settings.verify`) and a
+    /// run's stage fingerprints them: [`Self::PER_PUZZLE_KEYS`] only where
+    /// set, so that a release made without them reads as it always has.
+    pub fn recorded(&self) -> Value {
+        let mut value = json!(self);
+        let defaults = json!(Self::default());
+        if let Some(map) = value.as_object_mut() {
+            for key in Self::PER_PUZZLE_KEYS {
+                if map.get(key) == defaults.get(key) {
+                    map.shift_remove(key);
+                }
+            }
+        }
+        value
+    }
+}
+
 impl Default for VerifyConfig {
     fn default() -> Self {
         Self {
@@ -245,8 +255,7 @@ impl Default for VerifyConfig {
 }
 
 pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
-    let mut config = flags_over(&VerifyConfig::default(), args)?;
-    second_engine_flags(args, &mut config);
+    let config = flags_over(&VerifyConfig::default(), args)?;
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("puzzles".to_string());
     let pool = EnginePool::new(spec, pool_config)?;

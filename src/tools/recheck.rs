@@ -30,7 +30,7 @@ use crate::core::summary::Summary;
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineConfig;
 use crate::stages::release::card::{check_release_files, is_release_dir, split_files};
-use crate::stages::verify::{VerifyArgs, VerifyConfig, verify_puzzles};
+use crate::stages::verify::{Verdict, VerifyArgs, VerifyConfig, verify_puzzles};
 
 /// The verdict columns a re-check compares.
 const COMPARED: [Column; 4] = [
@@ -139,8 +139,7 @@ fn settings(args: &VerifyArgs, release: Option<&Path>) -> Result<(VerifyConfig, 
         ),
         (None, None) => (VerifyConfig::default(), "verify's defaults".to_string()),
     };
-    let mut config = crate::core::settings::flags_over(&base, args)?;
-    crate::stages::verify::second_engine_flags(args, &mut config);
+    let config = crate::core::settings::flags_over(&base, args)?;
     Ok((config, from))
 }
 
@@ -169,59 +168,115 @@ pub fn run_recheck(args: &VerifyArgs) -> Result<Summary> {
     let puzzles: Vec<Puzzle> = checkable.iter().map(|(_, p)| p.clone()).collect();
     let verdicts = verify_puzzles(&config, &pool, second.as_ref(), &puzzles)?;
 
+    let differing = write_lines(&checkable, &skipped, &verdicts)?;
+    let outcome = Outcome {
+        checked: verdicts.len(),
+        differing,
+        skipped: skipped.len(),
+    };
+    Ok(recheck_summary(
+        args,
+        &config,
+        &from,
+        &outcome,
+        &pool,
+        second.as_ref(),
+    ))
+}
+
+/// What a re-check found.
+struct Outcome {
+    checked: usize,
+    /// The ids of the puzzles whose verdict differs from the recorded one.
+    differing: Vec<String>,
+    /// Puzzles without a Nodes column to search from.
+    skipped: usize,
+}
+
+/// Writes one JSON line per puzzle to stdout: each checked puzzle's
+/// recorded and current verdict columns, then each skipped puzzle. Returns
+/// the ids of the puzzles that differ.
+fn write_lines(
+    checkable: &[(PathBuf, Puzzle)],
+    skipped: &[(PathBuf, Puzzle)],
+    verdicts: &[Verdict],
+) -> Result<Vec<String>> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut differing = Vec::new();
-    for ((file, recorded), verdict) in checkable.iter().zip(&verdicts) {
-        let mut now = recorded.clone();
-        verdict.mark(&mut now);
-        let cell = |p: &Puzzle, c: Column| p.get(c).unwrap_or_default().trim().to_string();
-        let differs: Vec<&str> = COMPARED
-            .iter()
-            .filter(|&&c| !same_cell(c, &cell(recorded, c), &cell(&now, c)))
-            .map(|c| c.name())
-            .collect();
-        let columns = |p: &Puzzle| {
-            COMPARED
-                .iter()
-                .map(|&c| (c.name().to_string(), json!(cell(p, c))))
-                .collect::<serde_json::Map<_, _>>()
-        };
-        let mut recorded_json = columns(recorded);
-        for c in [Column::BestScore, Column::SecondScore, Column::Nodes] {
-            recorded_json.insert(c.name().to_string(), json!(cell(recorded, c)));
-        }
-        let mut now_json = columns(&now);
-        now_json.insert("best_move".into(), json!(verdict.best_move));
-        now_json.insert("best_score".into(), json!(verdict.best_score));
-        now_json.insert("second_score".into(), json!(verdict.second_score));
-        now_json.insert("nodes".into(), json!(verdict.nodes));
-        now_json.insert("error".into(), json!(verdict.error));
-        let agrees = differs.is_empty();
+    for ((file, recorded), verdict) in checkable.iter().zip(verdicts) {
+        let (line, agrees) = compare_line(file, recorded, verdict);
         if !agrees {
             differing.push(recorded.id.clone());
         }
-        let line = json!({
-            "PuzzleId": recorded.id,
-            "file": file.display().to_string(),
-            "expected_move": verdict.expected_move,
-            "recorded": recorded_json,
-            "now": now_json,
-            "differs": differs,
-            "agrees": agrees,
-        });
         writeln!(out, "{line}").context("cannot write to stdout")?;
     }
-    for (file, puzzle) in &skipped {
+    for (file, puzzle) in skipped {
         let line = json!({"PuzzleId": puzzle.id, "file": file.display().to_string(),
             "skipped": "no Nodes column (not a puzzle puzzleforge mined): give --nodes N to search it"});
         writeln!(out, "{line}").context("cannot write to stdout")?;
     }
     out.flush().context("cannot write to stdout")?;
-    let agree = verdicts.len() - differing.len();
+    Ok(differing)
+}
+
+/// One re-checked puzzle's line: its verdict columns as recorded and as
+/// `verdict` marks them now, and those that differ; whether none does.
+fn compare_line(file: &Path, recorded: &Puzzle, verdict: &Verdict) -> (Value, bool) {
+    let mut now = recorded.clone();
+    verdict.mark(&mut now);
+    let cell = |p: &Puzzle, c: Column| p.get(c).unwrap_or_default().trim().to_string();
+    let differs: Vec<&str> = COMPARED
+        .iter()
+        .filter(|&&c| !same_cell(c, &cell(recorded, c), &cell(&now, c)))
+        .map(|c| c.name())
+        .collect();
+    let columns = |p: &Puzzle| {
+        COMPARED
+            .iter()
+            .map(|&c| (c.name().to_string(), json!(cell(p, c))))
+            .collect::<serde_json::Map<_, _>>()
+    };
+    let mut recorded_json = columns(recorded);
+    for c in [Column::BestScore, Column::SecondScore, Column::Nodes] {
+        recorded_json.insert(c.name().to_string(), json!(cell(recorded, c)));
+    }
+    let mut now_json = columns(&now);
+    now_json.insert("best_move".into(), json!(verdict.best_move));
+    now_json.insert("best_score".into(), json!(verdict.best_score));
+    now_json.insert("second_score".into(), json!(verdict.second_score));
+    now_json.insert("nodes".into(), json!(verdict.nodes));
+    now_json.insert("error".into(), json!(verdict.error));
+    let agrees = differs.is_empty();
+    let line = json!({
+        "PuzzleId": recorded.id,
+        "file": file.display().to_string(),
+        "expected_move": verdict.expected_move,
+        "recorded": recorded_json,
+        "now": now_json,
+        "differs": differs,
+        "agrees": agrees,
+    });
+    (line, agrees)
+}
+
+/// The re-check's summary; a shortfall when any puzzle differs.
+fn recheck_summary(
+    args: &VerifyArgs,
+    config: &VerifyConfig,
+    from: &str,
+    outcome: &Outcome,
+    pool: &EnginePool,
+    second: Option<&EnginePool>,
+) -> Summary {
+    let Outcome {
+        checked,
+        differing,
+        skipped,
+    } = outcome;
+    let agree = checked - differing.len();
     let human = format!(
-        "verify: re-checked {} puzzles of {} with {from} (factor {}, second engine {}): {agree} agree with what was recorded, {} differ{}{}; engine {}",
-        verdicts.len(),
+        "verify: re-checked {checked} puzzles of {} with {from} (factor {}, second engine {}): {agree} agree with what was recorded, {} differ{}{}; engine {}",
         args.input.display(),
         config.factor,
         config
@@ -229,7 +284,7 @@ pub fn run_recheck(args: &VerifyArgs) -> Result<Summary> {
             .as_ref()
             .map_or("none".to_string(), |s| format!(
                 "{} depth {}",
-                second.as_ref().map_or("?", |p| p.engine_id()),
+                second.map_or("?", |p| p.engine_id()),
                 s.depth
             )),
         differing.len(),
@@ -238,10 +293,10 @@ pub fn run_recheck(args: &VerifyArgs) -> Result<Summary> {
         } else {
             format!(" ({})", differing.join(", "))
         },
-        if skipped.is_empty() {
+        if *skipped == 0 {
             String::new()
         } else {
-            format!("; {} skipped (no Nodes)", skipped.len())
+            format!("; {skipped} skipped (no Nodes)")
         },
         pool.engine_id(),
     );
@@ -253,24 +308,23 @@ pub fn run_recheck(args: &VerifyArgs) -> Result<Summary> {
             "input": args.input.display().to_string(),
             "settings_from": from,
             "settings": config,
-            "puzzles": verdicts.len(),
+            "puzzles": checked,
             "agree": agree,
             "differ": differing,
-            "skipped": skipped.len(),
+            "skipped": skipped,
             "engine": pool.engine_id(),
-            "second_engine": second.as_ref().map(|p| p.engine_id().to_string()),
+            "second_engine": second.map(|p| p.engine_id().to_string()),
         }),
     );
     if !differing.is_empty() {
         summary.shortfall = Some(format!(
-            "verify: {} of {} puzzles differ from what {} recorded: {}",
+            "verify: {} of {checked} puzzles differ from what {} recorded: {}",
             differing.len(),
-            verdicts.len(),
             args.input.display(),
             differing.join(", ")
         ));
     }
-    Ok(summary)
+    summary
 }
 
 /// Two cells of `column` say the same: margins as numbers, verdicts as

@@ -320,17 +320,15 @@ pub(crate) fn run_eval_with(
     engine: &EvalEngine,
 ) -> Result<Summary> {
     let started = Instant::now();
-    let model = player_of(&config)?;
-    let (puzzles, set_sha256) = load_puzzles(args, &config)?;
-    let mut tasks = Vec::new();
-    for (i, puzzle) in puzzles.iter().enumerate() {
-        tasks.extend(puzzle_tasks(i, puzzle)?);
-    }
-    let prompt = match &args.prompt {
-        Some(path) => PromptSpec::load(path)?,
-        None => PromptSpec::default(),
-    };
-    let templates = templates_of(&model, &config)?;
+    let inputs = EvalInputs::load(args, &config)?;
+    let EvalInputs {
+        model,
+        puzzles,
+        tasks,
+        prompt,
+        templates,
+        ..
+    } = &inputs;
     let jobs = jobs_of(templates.len(), config.repeats, tasks.len());
     std::fs::create_dir_all(&args.output)
         .with_context(|| format!("creating run folder {}", args.output.display()))?;
@@ -340,44 +338,32 @@ pub(crate) fn run_eval_with(
         .cache_dir
         .clone()
         .unwrap_or_else(|| default_cache_dir(&args.output));
-    let ladder_policies = ladder_policies(&config, &puzzles, &tasks, &cache, &mut notes);
+    let ladder_policies = ladder_policies(&config, puzzles, tasks, &cache, &mut notes);
     // A Maia player reads its net among the ladder's nine when they ran.
     let own_policies = match &model {
         ModelSpec::Maia { rating, .. } if ladder_policies.is_none() => Some(human::policies(
             &config.maia.models_dir,
             &[*rating],
-            &puzzles,
-            &tasks,
+            puzzles,
+            tasks,
             Some(&cache),
             config.client.workers,
         )?),
         _ => None,
     };
     let (answers, http_requests, mut engine_id) = answer_jobs(
-        &model,
+        model,
         &config,
         args,
         engine,
-        &templates,
-        &prompt,
-        &tasks,
+        templates,
+        prompt,
+        tasks,
         &jobs,
         own_policies.as_ref().or(ladder_policies.as_ref()),
         &mut notes,
     )?;
-    let mut records: Vec<PositionRecord> = jobs
-        .iter()
-        .zip(&answers)
-        .map(|(job, answer)| {
-            scoring::record_of(
-                &puzzles,
-                &tasks[job.task],
-                &templates[job.template],
-                job,
-                answer,
-            )
-        })
-        .collect();
+    let mut records = inputs.position_records(&jobs, &answers);
     if config.regret.enabled {
         // Regret needs Stockfish: without one the run still reports accuracy.
         match compute_regret(&config, engine, &mut records) {
@@ -393,8 +379,8 @@ pub(crate) fn run_eval_with(
         ladder::ladder(
             &policies,
             &config.maia.models_dir,
-            &puzzles,
-            &tasks,
+            puzzles,
+            tasks,
             config.rating_bin_width,
         )
     });
@@ -408,29 +394,87 @@ pub(crate) fn run_eval_with(
         ladder,
         maia_positions,
     };
-    let run = report::RunInfo {
-        model: model.label(),
-        set: args.set.display().to_string(),
-        split: args.split.clone(),
-        set_sha256,
-        templates: templates.iter().map(|t| t.name().to_string()).collect(),
-        template_fingerprints: templates.iter().map(Template::fingerprint).collect(),
-        prompt: args
-            .prompt
-            .as_ref()
-            .map(|_| serde_json::to_value(&prompt))
-            .transpose()?,
-        puzzles: puzzles.len(),
-        positions: tasks.len(),
-        config: recorded_config(&config, &model),
-    };
-    let summary = report::write_run(&args.output, &run, &output, &tasks, started.elapsed())?;
+    let run = inputs.run_info(args, &config)?;
+    let summary = report::write_run(&args.output, &run, &output, tasks, started.elapsed())?;
     check_failed_calls(
         &output.answers,
         config.client.max_failed_share,
         &args.output,
     )?;
     Ok(summary)
+}
+
+/// What an eval asks: the player, the puzzles and their positions, the
+/// prompt and its templates.
+struct EvalInputs {
+    model: ModelSpec,
+    puzzles: Vec<Puzzle>,
+    /// The sha256 of the puzzle set's file.
+    set_sha256: String,
+    tasks: Vec<PositionTask>,
+    prompt: PromptSpec,
+    templates: Vec<Template>,
+}
+
+impl EvalInputs {
+    fn load(args: &EvalArgs, config: &EvalConfig) -> Result<Self> {
+        let model = player_of(config)?;
+        let (puzzles, set_sha256) = load_puzzles(args, config)?;
+        let mut tasks = Vec::new();
+        for (i, puzzle) in puzzles.iter().enumerate() {
+            tasks.extend(puzzle_tasks(i, puzzle)?);
+        }
+        let prompt = match &args.prompt {
+            Some(path) => PromptSpec::load(path)?,
+            None => PromptSpec::default(),
+        };
+        let templates = templates_of(&model, config)?;
+        Ok(Self {
+            model,
+            puzzles,
+            set_sha256,
+            tasks,
+            prompt,
+            templates,
+        })
+    }
+
+    /// Each job's answer scored.
+    fn position_records(&self, jobs: &[Job], answers: &[Answer]) -> Vec<PositionRecord> {
+        jobs.iter()
+            .zip(answers)
+            .map(|(job, answer)| {
+                scoring::record_of(
+                    &self.puzzles,
+                    &self.tasks[job.task],
+                    &self.templates[job.template],
+                    job,
+                    answer,
+                )
+            })
+            .collect()
+    }
+
+    /// What the run's report records of them.
+    fn run_info(&self, args: &EvalArgs, config: &EvalConfig) -> Result<report::RunInfo> {
+        let templates = &self.templates;
+        Ok(report::RunInfo {
+            model: self.model.label(),
+            set: args.set.display().to_string(),
+            split: args.split.clone(),
+            set_sha256: self.set_sha256.clone(),
+            templates: templates.iter().map(|t| t.name().to_string()).collect(),
+            template_fingerprints: templates.iter().map(Template::fingerprint).collect(),
+            prompt: args
+                .prompt
+                .as_ref()
+                .map(|_| serde_json::to_value(&self.prompt))
+                .transpose()?,
+            puzzles: self.puzzles.len(),
+            positions: self.tasks.len(),
+            config: recorded_config(config, &self.model),
+        })
+    }
 }
 
 /// The nine Maia nets' probabilities on every task, for the human ladder:

@@ -2,7 +2,9 @@
 //! same run, reported as ratios. Benchmarks, not tests.
 //!
 //! `bench generate` measures a pipeline setting (generation's profiles), so
-//! it lives beside generation: [`crate::pipeline::generate_bench`].
+//! it lives beside generation: [`crate::pipeline::generate_bench`]. It plays
+//! its batch through `pipeline::generate`, and `tools` and `pipeline` are
+//! one layer that may not use each other (tests/layout.rs).
 
 pub mod ingest;
 pub mod maia;
