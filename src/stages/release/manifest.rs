@@ -288,3 +288,153 @@ impl ReleaseManifest {
             .is_some_and(|k| k.kind.as_deref() == Some(MANIFEST_KIND))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stages::release::{SplitArgs, run_split};
+    use clap::Parser;
+    use serde_json::json;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        split: SplitArgs,
+    }
+
+    fn split(args: &[&str]) {
+        let cli = Cli::try_parse_from(std::iter::once("split").chain(args.iter().copied()))
+            .expect("split flags");
+        run_split(&cli.split).expect("split");
+    }
+
+    /// Read back and written again, a manifest `split` wrote is the same
+    /// bytes: every key is typed or kept, in its order, with its numbers.
+    #[test]
+    fn a_written_manifest_reads_back_to_the_same_bytes() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let pool = data.join("lichess_db_puzzle_subset_1499.csv");
+        let generated = data.join("generated_rated_puzzles.csv");
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("first");
+        let second = dir.path().join("second");
+        let figures = dir.path().join("verify.json");
+        std::fs::write(&figures, r#"{"checked": 3, "rate": 0.25, "cpu": 1e-3}"#).unwrap();
+        let s = |p: &Path| p.display().to_string();
+        split(&[&s(&pool), "-o", &s(&first), "--seed", "7"]);
+        split(&[
+            &s(&pool),
+            &s(&generated),
+            "-o",
+            &s(&second),
+            "--seed",
+            "9",
+            "--exclude",
+            &s(&first),
+            "--engine-id",
+            "Stockfish 15.1",
+            "--engine-option",
+            "Hash=16",
+            "--verify",
+            &s(&figures),
+        ]);
+        for release in [&first, &second] {
+            let text = std::fs::read_to_string(release.join(MANIFEST_FILE)).unwrap();
+            let manifest = ReleaseManifest::load(release).unwrap().unwrap();
+            assert_eq!(manifest.to_text().unwrap(), text, "{}", release.display());
+            assert!(manifest.outputs.as_ref().is_some_and(|o| o.len() > 4));
+        }
+        let second = ReleaseManifest::load(&second).unwrap().unwrap();
+        assert_eq!(second.engine["id"], json!("Stockfish 15.1"));
+        assert!(second.exclusions.removed > 0);
+        assert_eq!(second.exclusions.files.len(), 2);
+        assert_eq!(second.verify.unwrap().figures["rate"], json!(0.25));
+        assert!(second.generate.is_none() && second.sources.is_none());
+    }
+
+    /// What only some releases carry (`generate`, `run`'s provenance, a
+    /// null second engine) is kept, after `verify`, in the order written.
+    #[test]
+    fn a_run_release_keeps_its_optional_keys_in_order() {
+        let cell = |train| UnfilledCell {
+            rating_bin: "(400, 500]".into(),
+            length: 1,
+            mate: false,
+            wanted: 10,
+            found: 3,
+            train,
+            test: 0,
+        };
+        let mut manifest = ReleaseManifest {
+            kind: MANIFEST_KIND.into(),
+            tool: Tool::this(),
+            tier: None,
+            seed: 1,
+            config: json!({"bin_width": 100, "ratio": 0.1}),
+            method: json!({"cells": "x"}),
+            engine: json!({"id": null, "options": {}}),
+            inputs: vec![],
+            skipped: BTreeMap::from([("no_rating".to_string(), 2)]),
+            exclusions: Exclusions {
+                by: ExcludeBy::default(),
+                removed: 0,
+                files: vec![],
+            },
+            counts: Counts {
+                admitted: 3,
+                outside_quota: 0,
+                cells: 1,
+                unfilled_cells: 1,
+                train: 3,
+                test: 0,
+            },
+            cells: vec![],
+            unfilled: vec![cell(3)],
+            verify: None,
+            generate: Some(Embedded {
+                path: "../selfplay/generate.json".into(),
+                sha256: "ab".into(),
+                figures: json!({"first_game": 1, "funnel": {"kept": 3}, "hours": 0.75}),
+            }),
+            sources: None,
+            second_engine: None,
+            settings: None,
+            outputs: None,
+        };
+        manifest.set_provenance(&RunProvenance {
+            sources: vec![Source {
+                key: "lichess".into(),
+                path: "data/p.csv".into(),
+                sha256: "cd".into(),
+            }],
+            engine: json!({"id": "Stockfish 15.1", "version": "15.1", "sha256": "ef"}),
+            second_engine: Value::Null,
+            settings: Settings {
+                mine: Some(json!({"nodes": 300000, "margin": 1.5})),
+                verify: Some(json!({"nodes": 1000})),
+                ..Settings::default()
+            },
+        });
+        manifest.outputs = Some(BTreeMap::from([(
+            "train.csv".to_string(),
+            "01".to_string(),
+        )]));
+        let text = manifest.to_text().unwrap();
+        let read: ReleaseManifest = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, manifest);
+        assert_eq!(read.to_text().unwrap(), text);
+        assert_eq!(read.mine_nodes(), Some(json!(300000)));
+        let keys: Vec<String> = serde_json::from_str::<serde_json::Map<String, Value>>(&text)
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(
+            keys.join(" "),
+            "kind tool tier seed config method engine inputs skipped exclusions counts cells \
+             unfilled verify generate sources second_engine settings outputs"
+        );
+        assert!(text.contains("\"second_engine\": null,"));
+        assert!(text.contains("\"verify\": null,"));
+    }
+}
