@@ -6,6 +6,7 @@
 //! inputs and seed give the same bytes.
 
 use anyhow::Result;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -356,8 +357,8 @@ fn generated_paragraph(train: &[Puzzle], test: &[Puzzle], figures: &Value) -> St
         .filter(|p| p.get(Column::Source) == Some("selfplay"))
         .count();
     let total = train.len() + test.len();
-    let funnel = &figures["funnel"];
-    let count = |key: &str| funnel[key].as_u64().unwrap_or(0);
+    let figures = GenerateFigures::of(figures);
+    let funnel = &figures.funnel;
     let mut text = String::from("## Generated to order\n\n");
     if generated == total {
         text.push_str(&format!(
@@ -374,21 +375,49 @@ fn generated_paragraph(train: &[Puzzle], test: &[Puzzle], figures: &Value) -> St
          {} dropped because their position is in an excluded puzzle file or an earlier release, \
          {} dropped as repeated positions, {} kept, {} verified. `manifest.json` (`generate`) \
          has the funnel and the counts per cell.\n\n",
-        figures["first_game"],
-        figures["last_game"],
-        figures["stop"]
-            .as_str()
-            .unwrap_or_default()
-            .replace('_', " "),
-        count("positions"),
-        count("candidates"),
-        count("mined"),
-        count("excluded"),
-        count("repeated_position"),
-        count("kept"),
-        count("verified"),
+        figures.first_game,
+        figures.last_game,
+        figures.stop.unwrap_or_default().replace('_', " "),
+        funnel.positions,
+        funnel.candidates,
+        funnel.mined,
+        funnel.excluded,
+        funnel.repeated_position,
+        funnel.kept,
+        funnel.verified,
     ));
     text
+}
+
+/// What the card reads of the generation funnel (`generate.figures`, as
+/// the pipeline's generation writes it); a figure missing reads as null
+/// or 0.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct GenerateFigures {
+    first_game: Value,
+    last_game: Value,
+    stop: Option<String>,
+    funnel: Funnel,
+}
+
+/// The funnel's counts the card names.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Funnel {
+    positions: u64,
+    candidates: u64,
+    mined: u64,
+    excluded: u64,
+    repeated_position: u64,
+    kept: u64,
+    verified: u64,
+}
+
+impl GenerateFigures {
+    fn of(figures: &Value) -> GenerateFigures {
+        serde_json::from_value(figures.clone()).unwrap_or_default()
+    }
 }
 
 /// What made the release, when `run` recorded it: the engines and the
@@ -481,4 +510,38 @@ fn recheck_section(train: &[Puzzle], test: &[Puzzle], manifest: &ReleaseManifest
          `docs/recheck.md` in puzzleforge's repository explains both.\n\n",
     );
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The card's funnel sentence names each figure `generate` records,
+    /// and reads a missing one as 0.
+    #[test]
+    fn the_generated_paragraph_reads_the_funnel() {
+        let figures = json!({
+            "stop": "target_met",
+            "first_game": 1,
+            "last_game": 40,
+            "funnel": {"positions": 900, "candidates": 80, "mined": 30, "excluded": 2,
+                "repeated_position": 3, "kept": 25, "verified": 20},
+        });
+        let text = generated_paragraph(&[], &[], &figures);
+        assert!(
+            text.contains(
+                "Games 1-40 were played (target met); 900 positions analysed, 80 candidates, \
+                 30 puzzles mined, 2 dropped"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("3 dropped as repeated positions, 25 kept, 20 verified"));
+        let text = generated_paragraph(&[], &[], &json!({"funnel": {"kept": 5}}));
+        assert!(
+            text.contains("Games null-null were played (); 0 positions"),
+            "{text}"
+        );
+        assert!(text.contains("5 kept, 0 verified"), "{text}");
+    }
 }
