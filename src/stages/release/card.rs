@@ -17,7 +17,7 @@ use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
 use crate::stages::release::cells::Cell;
 use crate::stages::release::draw::CellOutcome;
-use crate::stages::release::manifest::{EngineName, ReleaseManifest};
+use crate::stages::release::manifest::{EngineName, ReleaseManifest, ReleaseOutputs};
 use crate::stages::release::plots;
 
 /// What a puzzle that never was on Lichess (one puzzleforge mined) holds in
@@ -114,7 +114,7 @@ pub(crate) fn is_release_dir(dir: &Path) -> bool {
 /// `manifest.json` is not a puzzleforge release and is not checked.
 pub(crate) fn check_release_files(dir: &Path) -> Result<()> {
     let manifest_path = dir.join(crate::stages::release::manifest::MANIFEST_FILE);
-    let Some(manifest) = ReleaseManifest::load(dir)? else {
+    let Some(manifest) = ReleaseManifest::load_as::<ReleaseOutputs>(dir)? else {
         return Ok(());
     };
     let Some(outputs) = &manifest.outputs else {
@@ -543,5 +543,24 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("5 kept, 0 verified"), "{text}");
+    }
+
+    /// A release's files are checked against its `outputs` whatever else
+    /// its manifest holds (an earlier version's keys).
+    #[test]
+    fn files_are_checked_against_any_release_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("test.csv"), "PuzzleId\n").unwrap();
+        let sha = sha256_file(&dir.path().join("test.csv")).unwrap();
+        let manifest = |sha: &str| {
+            json!({"kind": crate::stages::release::manifest::MANIFEST_KIND, "seed": 1,
+                "outputs": {"test.csv": sha}})
+            .to_string()
+        };
+        std::fs::write(dir.path().join("manifest.json"), manifest(&sha)).unwrap();
+        check_release_files(dir.path()).unwrap();
+        std::fs::write(dir.path().join("manifest.json"), manifest("00")).unwrap();
+        let error = check_release_files(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("the release is damaged"), "{error}");
     }
 }

@@ -227,6 +227,15 @@ struct KindOnly {
     kind: Option<String>,
 }
 
+/// What checking a release's files needs of its manifest: its `outputs`,
+/// read from a manifest of any puzzleforge version (an earlier release
+/// whose other keys differ is still checked, then excluded).
+#[derive(Deserialize)]
+pub(crate) struct ReleaseOutputs {
+    #[serde(default)]
+    pub outputs: Option<BTreeMap<String, String>>,
+}
+
 impl ReleaseManifest {
     /// Records what `run` made the release with.
     pub(crate) fn set_provenance(&mut self, provenance: &RunProvenance) {
@@ -252,6 +261,11 @@ impl ReleaseManifest {
     /// `kind` is another's; a file that is not JSON, or a release manifest
     /// that does not read, is an error naming it.
     pub(crate) fn load(dir: &Path) -> Result<Option<ReleaseManifest>> {
+        Self::load_as(dir)
+    }
+
+    /// [`ReleaseManifest::load`] into `T`, a part of the manifest.
+    pub(crate) fn load_as<T: serde::de::DeserializeOwned>(dir: &Path) -> Result<Option<T>> {
         let path = dir.join(MANIFEST_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
