@@ -24,6 +24,7 @@ use crate::stages::ingest_puzzles::IngestPuzzlesConfig;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
 use crate::stages::release::cells::SplitConfig;
+use crate::stages::release::manifest::{ReleaseManifest, RunProvenance, Settings, Source};
 use crate::stages::selfplay::SelfplayConfig;
 use crate::stages::verify::VerifyConfig;
 
@@ -706,7 +707,7 @@ impl Provenance {
     /// Files are named relative to the config's folder and identified by
     /// sha256, engines by `id name` and sha256 (never by where they are on
     /// this machine), so shards merged elsewhere record the same.
-    fn json(&self, ctx: &RunContext) -> Result<Value> {
+    fn record(&self, ctx: &RunContext) -> Result<RunProvenance> {
         let name = |path: &Path| {
             path.strip_prefix(&ctx.config_dir)
                 .unwrap_or(path)
@@ -720,7 +721,13 @@ impl Provenance {
         let sources = self
             .files
             .iter()
-            .map(|(key, path)| Ok(json!({"key": key, "path": name(path), "sha256": sha(path)?})))
+            .map(|(key, path)| {
+                Ok(Source {
+                    key: key.to_string(),
+                    path: name(path),
+                    sha256: sha(path)?,
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         let engine = match &ctx.engine {
             Some(engine) => engine_identity(&engine.spec, &engine.pool)?,
@@ -741,33 +748,35 @@ impl Provenance {
             }
             None => Value::Null,
         };
-        let mut settings = serde_json::Map::new();
+        let mut settings = Settings::default();
         // Under `[generate]` each profile's own selfplay and mine settings
         // are in `generate.figures.settings`.
         if let Some(selfplay) = &self.selfplay {
-            settings.insert("selfplay".into(), json!(selfplay));
+            settings.selfplay = Some(json!(selfplay));
         }
         if let Some(mine) = &self.mine {
-            settings.insert("mine".into(), json!(mine));
+            settings.mine = Some(json!(mine));
         }
         if let Some(rate) = &self.rate {
             let mut value = json!(rate);
             if let Some(model) = &rate.model {
                 value["model"] = json!({"path": name(model), "sha256": sha(model)?});
             }
-            settings.insert("rate".into(), value);
+            settings.rate = Some(value);
         }
         if let Some(verify) = &self.verify {
             let mut value = verify.recorded();
             if let Some(second) = &verify.second_engine {
                 value["second_engine"]["path"] = json!(name(&second.path));
             }
-            settings.insert("verify".into(), value);
+            settings.verify = Some(value);
         }
-        Ok(
-            json!({"sources": sources, "engine": engine, "second_engine": second,
-            "settings": settings}),
-        )
+        Ok(RunProvenance {
+            sources,
+            engine,
+            second_engine: second,
+            settings,
+        })
     }
 }
 
@@ -892,24 +901,12 @@ impl Release {
 /// them (its `exclusions.files`, relative to the release folder); `None`
 /// when `release` holds no finished release.
 fn recorded_exclusions(release: &Path) -> Result<Option<Vec<PathBuf>>> {
-    let path = release.join("manifest.json");
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Some(manifest) = ReleaseManifest::load(release)? else {
         return Ok(None);
     };
-    let manifest: Value = serde_json::from_str(&text)
-        .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
-    let files = manifest["exclusions"]["files"]
-        .as_array()
-        .ok_or_else(|| bad_input(format!("{}: no exclusions.files", path.display())))?;
     let mut folders: Vec<PathBuf> = Vec::new();
-    for file in files {
-        let Some(name) = file["path"].as_str() else {
-            return Err(bad_input(format!(
-                "{}: an exclusions.files entry without a path",
-                path.display()
-            )));
-        };
-        if let Some(folder) = lexically_normal(&release.join(name)).parent()
+    for file in &manifest.exclusions.files {
+        if let Some(folder) = lexically_normal(&release.join(&file.path)).parent()
             && !folders.iter().any(|f| f == folder)
         {
             folders.push(folder.to_path_buf());
@@ -985,7 +982,7 @@ impl Stage for Release {
             drop_unverified: self.verifies && self.drops_unverified,
             generate: Self::generate_summary(ctx),
             games: stage_files(ctx, StageName::Selfplay, ".pgn"),
-            provenance: Some(self.provenance.json(ctx)?),
+            provenance: Some(self.provenance.record(ctx)?),
         };
         let config = SplitConfig {
             seed: self.seed,

@@ -26,6 +26,7 @@ use crate::pipeline::manifest::{
     output_hashes,
 };
 use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder, StageName};
+use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
 
 /// Arguments of `puzzleforge run`.
 #[derive(clap::Args, Debug)]
@@ -218,14 +219,16 @@ fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>
             "generated",
         ),
         None => {
-            let path = ctx.stage_dir(StageName::Release).join("manifest.json");
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("run --strict: reading {}", path.display()))?;
-            let manifest: Value = serde_json::from_str(&text)
-                .with_context(|| format!("run --strict: {} is not JSON", path.display()))?;
+            let dir = ctx.stage_dir(StageName::Release);
+            let manifest = ReleaseManifest::load(&dir)?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "run --strict: {} holds no release manifest",
+                    dir.join(MANIFEST_FILE).display()
+                )
+            })?;
             (
-                manifest["counts"]["cells"].clone(),
-                manifest["unfilled"].clone(),
+                json!(manifest.counts.cells),
+                serde_json::to_value(&manifest.unfilled)?,
                 "found",
             )
         }

@@ -30,6 +30,7 @@ use crate::core::summary::Summary;
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineConfig;
 use crate::stages::release::card::{check_release_files, is_release_dir, split_files};
+use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
 use crate::stages::verify::{Verdict, VerifyArgs, VerifyConfig, verify_puzzles};
 
 /// The verdict columns a re-check compares.
@@ -115,14 +116,9 @@ pub fn is_recheck(args: &VerifyArgs) -> bool {
 fn settings(args: &VerifyArgs, release: Option<&Path>) -> Result<(VerifyConfig, String)> {
     let recorded = match release.filter(|_| args.config.is_none()) {
         Some(dir) => {
-            let path = dir.join("manifest.json");
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let manifest: Value = serde_json::from_str(&text)
-                .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
-            manifest
-                .pointer("/settings/verify")
-                .cloned()
+            let path = dir.join(MANIFEST_FILE);
+            ReleaseManifest::load(dir)?
+                .and_then(|manifest| manifest.settings?.verify)
                 .map(|v| (v, path))
         }
         None => None,

@@ -6,7 +6,8 @@
 //! inputs and seed give the same bytes.
 
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -16,11 +17,8 @@ use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
 use crate::stages::release::cells::Cell;
 use crate::stages::release::draw::CellOutcome;
+use crate::stages::release::manifest::{EngineName, ReleaseManifest, ReleaseOutputs};
 use crate::stages::release::plots;
-
-/// The `kind` every release manifest carries; how earlier releases are
-/// recognised.
-pub(crate) const MANIFEST_KIND: &str = "puzzleforge-release";
 
 /// What a puzzle that never was on Lichess (one puzzleforge mined) holds in
 /// the Lichess columns Lichess always fills. The Lichess format, and
@@ -107,12 +105,7 @@ pub(crate) fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option
 
 /// True when `dir` holds a puzzleforge release manifest.
 pub(crate) fn is_release_dir(dir: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(dir.join("manifest.json")) else {
-        return false;
-    };
-    serde_json::from_str::<Value>(&text)
-        .ok()
-        .is_some_and(|v| v.get("kind").and_then(Value::as_str) == Some(MANIFEST_KIND))
+    ReleaseManifest::is_in(dir)
 }
 
 /// Checks every file the release manifest of `dir` lists against its
@@ -120,18 +113,11 @@ pub(crate) fn is_release_dir(dir: &Path) -> bool {
 /// (exit 2, naming the file) before anything reads it. A folder without a
 /// `manifest.json` is not a puzzleforge release and is not checked.
 pub(crate) fn check_release_files(dir: &Path) -> Result<()> {
-    let manifest_path = dir.join("manifest.json");
-    if !manifest_path.is_file() {
+    let manifest_path = dir.join(crate::stages::release::manifest::MANIFEST_FILE);
+    let Some(manifest) = ReleaseManifest::load_as::<ReleaseOutputs>(dir)? else {
         return Ok(());
-    }
-    let text = std::fs::read_to_string(&manifest_path)
-        .map_err(|e| bad_input(format!("cannot read {}: {e}", manifest_path.display())))?;
-    let manifest: Value = serde_json::from_str(&text)
-        .map_err(|e| bad_input(format!("{}: not JSON: {e}", manifest_path.display())))?;
-    if manifest.get("kind").and_then(Value::as_str) != Some(MANIFEST_KIND) {
-        return Ok(());
-    }
-    let Some(outputs) = manifest.get("outputs").and_then(Value::as_object) else {
+    };
+    let Some(outputs) = &manifest.outputs else {
         return Err(bad_input(format!(
             "{}: a release manifest without \"outputs\"",
             manifest_path.display()
@@ -146,11 +132,10 @@ pub(crate) fn check_release_files(dir: &Path) -> Result<()> {
                 manifest_path.display()
             ))
         })?;
-        if Some(actual.as_str()) != expected.as_str() {
+        if &actual != expected {
             return Err(bad_input(format!(
-                "{}: its sha256 {actual} is not the {} that {} records: the release is damaged (restore it, or write it again)",
+                "{}: its sha256 {actual} is not the {expected} that {} records: the release is damaged (restore it, or write it again)",
                 path.display(),
-                expected.as_str().unwrap_or("?"),
                 manifest_path.display()
             )));
         }
@@ -181,7 +166,7 @@ pub(crate) fn write_release(
     train: &[Puzzle],
     test: &[Puzzle],
     cells: &[CellOutcome],
-    mut manifest: Value,
+    mut manifest: ReleaseManifest,
     games: Option<&str>,
 ) -> Result<BTreeMap<String, String>> {
     std::fs::create_dir_all(dir)
@@ -213,10 +198,8 @@ pub(crate) fn write_release(
     for name in names {
         outputs.insert(name.clone(), sha256_file(&dir.join(&name))?);
     }
-    manifest["outputs"] = json!(outputs);
-    let mut text = serde_json::to_string_pretty(&manifest)?;
-    text.push('\n');
-    write_atomic(&dir.join("manifest.json"), text.as_bytes())?;
+    manifest.outputs = Some(outputs.clone());
+    manifest.write(dir)?;
     Ok(outputs)
 }
 
@@ -281,7 +264,7 @@ fn dataset_card(
     train: &[Puzzle],
     test: &[Puzzle],
     cells: &[CellOutcome],
-    manifest: &Value,
+    manifest: &ReleaseManifest,
     columns: &[String],
     has_games: bool,
 ) -> String {
@@ -311,11 +294,11 @@ fn dataset_card(
         test.len(),
         env!("CARGO_PKG_VERSION")
     ));
-    if let Some(tier) = manifest.get("tier").and_then(Value::as_str) {
+    if let Some(tier) = &manifest.tier {
         card.push_str(&format!("Tier: `{tier}`.\n\n"));
     }
-    if let Some(figures) = manifest.pointer("/generate/figures") {
-        card.push_str(&generated_paragraph(train, test, figures));
+    if let Some(generate) = &manifest.generate {
+        card.push_str(&generated_paragraph(train, test, &generate.figures));
     }
     card.push_str("## Format\n\n");
     card.push_str(
@@ -346,11 +329,8 @@ fn dataset_card(
          releases were removed ({} this time). {} of {} cells could not be filled; \
          `manifest.json` lists them with the counts wanted and found, the configuration, and the \
          sha256 of every input and output.\n\n",
-        manifest.get("seed").cloned().unwrap_or(Value::Null),
-        manifest
-            .pointer("/exclusions/removed")
-            .cloned()
-            .unwrap_or(Value::from(0)),
+        manifest.seed,
+        manifest.exclusions.removed,
         unfilled,
         cells.len()
     ));
@@ -377,8 +357,8 @@ fn generated_paragraph(train: &[Puzzle], test: &[Puzzle], figures: &Value) -> St
         .filter(|p| p.get(Column::Source) == Some("selfplay"))
         .count();
     let total = train.len() + test.len();
-    let funnel = &figures["funnel"];
-    let count = |key: &str| funnel[key].as_u64().unwrap_or(0);
+    let figures = GenerateFigures::of(figures);
+    let funnel = &figures.funnel;
     let mut text = String::from("## Generated to order\n\n");
     if generated == total {
         text.push_str(&format!(
@@ -395,50 +375,75 @@ fn generated_paragraph(train: &[Puzzle], test: &[Puzzle], figures: &Value) -> St
          {} dropped because their position is in an excluded puzzle file or an earlier release, \
          {} dropped as repeated positions, {} kept, {} verified. `manifest.json` (`generate`) \
          has the funnel and the counts per cell.\n\n",
-        figures["first_game"],
-        figures["last_game"],
-        figures["stop"]
-            .as_str()
-            .unwrap_or_default()
-            .replace('_', " "),
-        count("positions"),
-        count("candidates"),
-        count("mined"),
-        count("excluded"),
-        count("repeated_position"),
-        count("kept"),
-        count("verified"),
+        figures.first_game,
+        figures.last_game,
+        figures.stop.unwrap_or_default().replace('_', " "),
+        funnel.positions,
+        funnel.candidates,
+        funnel.mined,
+        funnel.excluded,
+        funnel.repeated_position,
+        funnel.kept,
+        funnel.verified,
     ));
     text
 }
 
+/// What the card reads of the generation funnel (`generate.figures`, as
+/// the pipeline's generation writes it); a figure missing reads as null
+/// or 0.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct GenerateFigures {
+    first_game: Value,
+    last_game: Value,
+    stop: Option<String>,
+    funnel: Funnel,
+}
+
+/// The funnel's counts the card names.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Funnel {
+    positions: u64,
+    candidates: u64,
+    mined: u64,
+    excluded: u64,
+    repeated_position: u64,
+    kept: u64,
+    verified: u64,
+}
+
+impl GenerateFigures {
+    fn of(figures: &Value) -> GenerateFigures {
+        serde_json::from_value(figures.clone()).unwrap_or_default()
+    }
+}
+
 /// What made the release, when `run` recorded it: the engines and the
 /// input files with their sha256.
-fn provenance_section(manifest: &Value, has_games: bool) -> String {
-    let Some(sources) = manifest.get("sources").and_then(Value::as_array) else {
+fn provenance_section(manifest: &ReleaseManifest, has_games: bool) -> String {
+    let Some(sources) = &manifest.sources else {
         return String::new();
     };
     let mut text = String::from("## Provenance\n\n");
-    for key in ["engine", "second_engine"] {
-        if let Some(engine) = manifest.get(key).filter(|e| e.is_object()) {
+    let engines = [
+        ("Engine", Some(&manifest.engine)),
+        ("Second engine", manifest.second_engine.as_ref()),
+    ];
+    for (label, identity) in engines {
+        if let Some(engine) = identity.and_then(EngineName::of) {
             text.push_str(&format!(
-                "- {}: {} (binary sha256 `{}`)\n",
-                if key == "engine" {
-                    "Engine"
-                } else {
-                    "Second engine"
-                },
-                engine["id"].as_str().unwrap_or("?"),
-                engine["sha256"].as_str().unwrap_or("?")
+                "- {label}: {} (binary sha256 `{}`)\n",
+                engine.id.as_deref().unwrap_or("?"),
+                engine.sha256.as_deref().unwrap_or("?")
             ));
         }
     }
     for source in sources {
         text.push_str(&format!(
             "- `{}`: `{}` (sha256 `{}`)\n",
-            source["key"].as_str().unwrap_or("?"),
-            source["path"].as_str().unwrap_or("?"),
-            source["sha256"].as_str().unwrap_or("?")
+            source.key, source.path, source.sha256
         ));
     }
     text.push_str(
@@ -474,7 +479,7 @@ fn example_puzzle<'a>(
 
 /// "Re-check one puzzle": the commands that search one of the release's
 /// puzzles again with the settings the release records.
-fn recheck_section(train: &[Puzzle], test: &[Puzzle], manifest: &Value) -> String {
+fn recheck_section(train: &[Puzzle], test: &[Puzzle], manifest: &ReleaseManifest) -> String {
     let Some((puzzle, split)) = example_puzzle(train, test) else {
         return String::new();
     };
@@ -482,11 +487,7 @@ fn recheck_section(train: &[Puzzle], test: &[Puzzle], manifest: &Value) -> Strin
         .get(Column::Nodes)
         .filter(|n| !n.trim().is_empty())
         .map(str::to_string)
-        .or_else(|| {
-            manifest
-                .pointer("/settings/mine/nodes")
-                .map(Value::to_string)
-        })
+        .or_else(|| manifest.mine_nodes().map(|n| n.to_string()))
         .unwrap_or_else(|| "300000".to_string());
     let id = &puzzle.id;
     let mut text = String::from("## Re-check one puzzle\n\n");
@@ -509,4 +510,57 @@ fn recheck_section(train: &[Puzzle], test: &[Puzzle], manifest: &Value) -> Strin
          `docs/recheck.md` in puzzleforge's repository explains both.\n\n",
     );
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The card's funnel sentence names each figure `generate` records,
+    /// and reads a missing one as 0.
+    #[test]
+    fn the_generated_paragraph_reads_the_funnel() {
+        let figures = json!({
+            "stop": "target_met",
+            "first_game": 1,
+            "last_game": 40,
+            "funnel": {"positions": 900, "candidates": 80, "mined": 30, "excluded": 2,
+                "repeated_position": 3, "kept": 25, "verified": 20},
+        });
+        let text = generated_paragraph(&[], &[], &figures);
+        assert!(
+            text.contains(
+                "Games 1-40 were played (target met); 900 positions analysed, 80 candidates, \
+                 30 puzzles mined, 2 dropped"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("3 dropped as repeated positions, 25 kept, 20 verified"));
+        let text = generated_paragraph(&[], &[], &json!({"funnel": {"kept": 5}}));
+        assert!(
+            text.contains("Games null-null were played (); 0 positions"),
+            "{text}"
+        );
+        assert!(text.contains("5 kept, 0 verified"), "{text}");
+    }
+
+    /// A release's files are checked against its `outputs` whatever else
+    /// its manifest holds (an earlier version's keys).
+    #[test]
+    fn files_are_checked_against_any_release_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("test.csv"), "PuzzleId\n").unwrap();
+        let sha = sha256_file(&dir.path().join("test.csv")).unwrap();
+        let manifest = |sha: &str| {
+            json!({"kind": crate::stages::release::manifest::MANIFEST_KIND, "seed": 1,
+                "outputs": {"test.csv": sha}})
+            .to_string()
+        };
+        std::fs::write(dir.path().join("manifest.json"), manifest(&sha)).unwrap();
+        check_release_files(dir.path()).unwrap();
+        std::fs::write(dir.path().join("manifest.json"), manifest("00")).unwrap();
+        let error = check_release_files(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("the release is damaged"), "{error}");
+    }
 }

@@ -26,6 +26,7 @@ pub(crate) mod card;
 pub mod plots;
 pub mod cells;
 pub(crate) mod draw;
+pub(crate) mod manifest;
 pub(crate) mod provenance;
 
 use anyhow::{Context, Result};
@@ -45,6 +46,10 @@ use crate::core::settings::{flags_over, load_section};
 use crate::core::summary::Summary;
 use cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, game_id, is_mate, position_key};
 use draw::{Candidate, CellOutcome, Draw, draw};
+use manifest::{
+    CellRecord, Counts, Embedded, ExcludedFile, PoolFile, ReleaseManifest, RunProvenance, Tool,
+    UnfilledCell,
+};
 
 /// Command-line arguments of `puzzleforge split`. The flags that share a
 /// name with a key of `[split]` override it
@@ -136,7 +141,7 @@ pub struct SplitArgs {
     /// `second_engine`, `settings`.
     #[arg(skip)]
     #[serde(skip)]
-    pub provenance: Option<Value>,
+    pub(crate) provenance: Option<RunProvenance>,
 }
 
 /// Release folders under `root` (up to three levels down), sorted, skipping
@@ -214,22 +219,17 @@ fn manifest_path(path: &Path, release: &Path) -> String {
     relative.display().to_string()
 }
 
-/// Rewrites the `path` of each entry with [`manifest_path`].
-fn paths_relative_to(mut entries: Vec<Value>, release: &Path) -> Vec<Value> {
-    for entry in &mut entries {
-        if let Some(path) = entry.get("path").and_then(Value::as_str) {
-            let relative = manifest_path(Path::new(path), release);
-            entry["path"] = Value::from(relative);
-        }
-    }
-    entries
+/// A path as read (relative to where `split` runs) rewritten with
+/// [`manifest_path`].
+fn relative_to(path: &str, release: &Path) -> String {
+    manifest_path(Path::new(path), release)
 }
 
 /// Contamination keys from excluded files.
 struct Exclusions {
     ids: HashMap<String, usize>,
     positions: HashMap<String, usize>,
-    files: Vec<Value>,
+    files: Vec<ExcludedFile>,
     removed: Vec<usize>,
 }
 
@@ -262,12 +262,13 @@ fn load_exclusions(files: &[PathBuf], by: ExcludeBy) -> Result<Exclusions> {
             Ok(())
         })
         .with_context(|| format!("reading excluded file {}", path.display()))?;
-        exclusions.files.push(json!({
-            "path": path.display().to_string(),
-            "sha256": sha256_file(path)?,
-            "rows": rows,
-            "unreadable_rows": unreadable,
-        }));
+        exclusions.files.push(ExcludedFile {
+            path: path.display().to_string(),
+            sha256: sha256_file(path)?,
+            rows,
+            unreadable_rows: unreadable,
+            removed: 0,
+        });
     }
     Ok(exclusions)
 }
@@ -279,7 +280,7 @@ struct PoolRead {
     outside_quota: u64,
     skipped: BTreeMap<String, u64>,
     examples: Vec<String>,
-    inputs: Vec<Value>,
+    inputs: Vec<PoolFile>,
 }
 
 fn read_pool(
@@ -345,12 +346,12 @@ fn read_pool(
         })
         .with_context(|| format!("reading pool {}", path.display()))?;
         bar.finish_and_clear();
-        read.inputs.push(json!({
-            "path": path.display().to_string(),
-            "sha256": sha256_file(path)?,
-            "rows": rows,
-            "admitted": kept,
-        }));
+        read.inputs.push(PoolFile {
+            path: path.display().to_string(),
+            sha256: sha256_file(path)?,
+            rows,
+            admitted: kept,
+        });
     }
     Ok(read)
 }
@@ -692,43 +693,52 @@ fn engine_json(args: &SplitArgs) -> Result<Value> {
 }
 
 /// The verification figures to embed (`--verify FILE`), or null.
-fn verify_json(args: &SplitArgs) -> Result<Value> {
-    let Some(path) = &args.verify else {
-        return Ok(Value::Null);
-    };
+fn verify_json(args: &SplitArgs) -> Result<Option<Embedded>> {
+    args.verify
+        .as_deref()
+        .map(|path| embedded(path, &args.output))
+        .transpose()
+}
+
+/// A JSON file of figures as the manifest embeds it.
+fn embedded(path: &Path, release: &Path) -> Result<Embedded> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
     let figures: Value = serde_json::from_str(&text)
         .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
-    Ok(
-        json!({"path": manifest_path(path, &args.output), "sha256": sha256_file(path)?, "figures": figures}),
-    )
+    Ok(Embedded {
+        path: manifest_path(path, release),
+        sha256: sha256_file(path)?,
+        figures,
+    })
 }
 
 /// The cells' quotas and outcomes, and the unfilled ones, for the manifest.
-fn cells_json(drawn: &Draw, unfilled: &[&CellOutcome]) -> (Vec<Value>, Vec<Value>) {
+fn cells_json(drawn: &Draw, unfilled: &[&CellOutcome]) -> (Vec<CellRecord>, Vec<UnfilledCell>) {
     let cells = drawn
         .cells
         .iter()
-        .map(|c| {
-            let mut v = c.cell.to_json();
-            v["wanted_train"] = c.wanted.train.into();
-            v["wanted_test"] = c.wanted.test.into();
-            v["available"] = c.available.into();
-            v["train"] = c.train.into();
-            v["test"] = c.test.into();
-            v
+        .map(|c| CellRecord {
+            rating_bin: c.cell.bin_label(),
+            length: c.cell.length,
+            mate: c.cell.mate,
+            wanted_train: c.wanted.train,
+            wanted_test: c.wanted.test,
+            available: c.available,
+            train: c.train,
+            test: c.test,
         })
         .collect();
     let unfilled = unfilled
         .iter()
-        .map(|c| {
-            let mut v = c.cell.to_json();
-            v["wanted"] = (c.wanted.train + c.wanted.test).into();
-            v["found"] = c.available.into();
-            v["train"] = c.train.into();
-            v["test"] = c.test.into();
-            v
+        .map(|c| UnfilledCell {
+            rating_bin: c.cell.bin_label(),
+            length: c.cell.length,
+            mate: c.cell.mate,
+            wanted: c.wanted.train + c.wanted.test,
+            found: c.available,
+            train: c.train,
+            test: c.test,
         })
         .collect();
     (cells, unfilled)
@@ -744,62 +754,66 @@ fn release_manifest(
     admitted: u64,
     drawn: &Draw,
     unfilled: &[&CellOutcome],
-) -> Result<Value> {
-    let engine = engine_json(args)?;
-    let verify = verify_json(args)?;
+) -> Result<ReleaseManifest> {
     let removed_total: usize = exclusions.removed.iter().sum();
     let mut exclusion_files = exclusions.files.clone();
     for (entry, removed) in exclusion_files.iter_mut().zip(&exclusions.removed) {
-        entry["removed"] = Value::from(*removed);
+        entry.removed = *removed;
+        entry.path = relative_to(&entry.path, &args.output);
     }
-    let (cells_json, unfilled_json) = cells_json(drawn, unfilled);
-    Ok(json!({
-        "kind": card::MANIFEST_KIND,
-        "tool": {"name": env!("CARGO_PKG_NAME"), "version": env!("CARGO_PKG_VERSION")},
-        "tier": args.tier,
-        "seed": config.seed,
-        "config": config,
-        "method": {
+    let mut inputs = pool.inputs.clone();
+    for input in &mut inputs {
+        input.path = relative_to(&input.path, &args.output);
+    }
+    let (cells, unfilled_cells) = cells_json(drawn, unfilled);
+    let mut manifest = ReleaseManifest {
+        kind: manifest::MANIFEST_KIND.to_string(),
+        tool: Tool::this(),
+        tier: args.tier.clone(),
+        seed: config.seed,
+        config: serde_json::to_value(config)?,
+        method: json!({
             "cells": "rating bin (lo, hi] x solver moves x mate",
             "draw": "per cell, ChaCha8Rng seeded from sha256(\"puzzleforge-split|<seed>|<cell key>\"), candidates sorted by PuzzleId then shuffled",
             "grouping": "greedy over cells, scarcest first: a game's side is fixed by its first selected puzzle; later cells use fixed games only on their side and give free games to the side needing more",
+        }),
+        engine: engine_json(args)?,
+        inputs,
+        skipped: pool.skipped.clone(),
+        exclusions: manifest::Exclusions {
+            by: config.exclude_by,
+            removed: removed_total,
+            files: exclusion_files,
         },
-        "engine": engine,
-        "inputs": paths_relative_to(pool.inputs.clone(), &args.output),
-        "skipped": pool.skipped,
-        "exclusions": {"match": config.exclude_by, "removed": removed_total, "files": paths_relative_to(exclusion_files, &args.output)},
-        "counts": {
-            "admitted": admitted,
-            "outside_quota": pool.outside_quota,
-            "cells": drawn.cells.len(),
-            "unfilled_cells": unfilled.len(),
-            "train": drawn.train.len(),
-            "test": drawn.test.len(),
+        counts: Counts {
+            admitted,
+            outside_quota: pool.outside_quota,
+            cells: drawn.cells.len(),
+            unfilled_cells: unfilled.len(),
+            train: drawn.train.len(),
+            test: drawn.test.len(),
         },
-        "cells": cells_json,
-        "unfilled": unfilled_json,
-        "verify": verify,
-    }))
-    .and_then(|mut manifest: Value| {
+        cells,
+        unfilled: unfilled_cells,
+        verify: verify_json(args)?,
         // Only a generated release has the key, so that every other
         // manifest reads as before.
-        if let Some(path) = &args.generate {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
-            let figures: Value = serde_json::from_str(&text)
-                .map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))?;
-            manifest["generate"] = json!({"path": manifest_path(path, &args.output),
-                "sha256": sha256_file(path)?, "figures": figures});
-        }
-        // A release `run` writes names what made it (a `split` release
-        // keeps its `--engine-id`).
-        if let Some(Value::Object(provenance)) = &args.provenance {
-            for (key, value) in provenance {
-                manifest[key] = value.clone();
-            }
-        }
-        Ok(manifest)
-    })
+        generate: args
+            .generate
+            .as_deref()
+            .map(|path| embedded(path, &args.output))
+            .transpose()?,
+        sources: None,
+        second_engine: None,
+        settings: None,
+        outputs: None,
+    };
+    // A release `run` writes names what made it (a `split` release keeps
+    // its `--engine-id`).
+    if let Some(provenance) = &args.provenance {
+        manifest.set_provenance(provenance);
+    }
+    Ok(manifest)
 }
 
 /// The human summary: what was written, the unfilled cells, exclusions and
@@ -844,4 +858,67 @@ fn split_report(
         human.push_str(&format!("  {example}\n"));
     }
     human
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use manifest::MANIFEST_FILE;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        split: SplitArgs,
+    }
+
+    fn split(args: &[&str]) {
+        let cli = Cli::try_parse_from(std::iter::once("split").chain(args.iter().copied()))
+            .expect("split flags");
+        run_split(&cli.split).expect("split");
+    }
+
+    /// Read back and written again, a manifest `split` wrote is the same
+    /// bytes: every key is typed or kept, in its order, with its numbers.
+    #[test]
+    fn a_written_manifest_reads_back_to_the_same_bytes() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let pool = data.join("lichess_db_puzzle_subset_1499.csv");
+        let generated = data.join("generated_rated_puzzles.csv");
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("first");
+        let second = dir.path().join("second");
+        let figures = dir.path().join("verify.json");
+        std::fs::write(&figures, r#"{"checked": 3, "rate": 0.25, "cpu": 1e-3}"#).unwrap();
+        let s = |p: &Path| p.display().to_string();
+        split(&[&s(&pool), "-o", &s(&first), "--seed", "7"]);
+        split(&[
+            &s(&pool),
+            &s(&generated),
+            "-o",
+            &s(&second),
+            "--seed",
+            "9",
+            "--exclude",
+            &s(&first),
+            "--engine-id",
+            "Stockfish 15.1",
+            "--engine-option",
+            "Hash=16",
+            "--verify",
+            &s(&figures),
+        ]);
+        for release in [&first, &second] {
+            let text = std::fs::read_to_string(release.join(MANIFEST_FILE)).unwrap();
+            let manifest = ReleaseManifest::load(release).unwrap().unwrap();
+            assert_eq!(manifest.to_text().unwrap(), text, "{}", release.display());
+            assert!(manifest.outputs.as_ref().is_some_and(|o| o.len() > 4));
+        }
+        let second = ReleaseManifest::load(&second).unwrap().unwrap();
+        assert_eq!(second.engine["id"], json!("Stockfish 15.1"));
+        assert!(second.exclusions.removed > 0);
+        assert_eq!(second.exclusions.files.len(), 2);
+        assert_eq!(second.verify.unwrap().figures["rate"], json!(0.25));
+        assert!(second.generate.is_none() && second.sources.is_none());
+    }
 }
