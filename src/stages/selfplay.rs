@@ -184,6 +184,7 @@ impl MaiaPlayers {
 
 /// The loaded nets of [`MaiaPlayers`], one [`MaiaNets`] per rating.
 pub(crate) struct MaiaBench {
+    players: MaiaPlayers,
     nets: Vec<(u32, MaiaNets)>,
 }
 
@@ -198,7 +199,10 @@ impl MaiaBench {
                 Ok((rating, nets))
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(MaiaBench { nets })
+        Ok(MaiaBench {
+            players: players.clone(),
+            nets,
+        })
     }
 
     fn net(&self, rating: u32) -> Option<&MaiaNets> {
@@ -378,10 +382,7 @@ pub(crate) fn run_selfplay_range(
 ) -> Result<Summary> {
     config.validate()?;
     let indices: Vec<u64> = indices.collect();
-    let maia = config.maia.as_ref().map(MaiaBench::load).transpose()?;
-    let games = pool.map(&indices, |session, _, &index| {
-        play_game(session, config, maia.as_ref(), index)
-    })?;
+    let games = play_indices(config, pool, &indices)?;
     let mut file = AtomicFile::create(output)?;
     let engine_name = pool.engine_id().to_string();
     for game in &games {
@@ -437,8 +438,14 @@ fn players_of(config: &SelfplayConfig) -> String {
 /// Plays the games (indices 1..=games) across the pool, in index order.
 pub(crate) fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<Vec<Game>> {
     let indices: Vec<u64> = (1..=config.games).collect();
+    play_indices(config, pool, &indices)
+}
+
+/// Plays the games numbered `indices` across the pool, in that order; the
+/// Maia nets, when humans play, are loaded once for all of them.
+fn play_indices(config: &SelfplayConfig, pool: &EnginePool, indices: &[u64]) -> Result<Vec<Game>> {
     let maia = config.maia.as_ref().map(MaiaBench::load).transpose()?;
-    pool.map(&indices, |session, _, &index| {
+    pool.map(indices, |session, _, &index| {
         play_game(session, config, maia.as_ref(), index)
     })
 }
@@ -616,8 +623,10 @@ fn zobrist(position: &Chess) -> u64 {
     hash.0
 }
 
-/// Plays game `index` (1-based) on one engine.
-pub(crate) fn play_game(
+/// Plays game `index` (1-based) on one engine: after the opening the nets
+/// of `maia` (loaded from `config.maia`) when given, else the weakened
+/// engine.
+fn play_game(
     session: &mut Session,
     config: &SelfplayConfig,
     maia: Option<&MaiaBench>,
@@ -668,9 +677,9 @@ pub(crate) fn play_game(
             }
         }
     }
-    if let (Some(players), Some(bench)) = (&config.maia, maia) {
+    if let Some(bench) = maia {
         let start = thread_cpu_seconds();
-        let game = play_maia_game(board, players, bench, &mut rng, cap, index);
+        let game = play_maia_game(board, bench, &mut rng, cap, index);
         session.charge_cpu_seconds(thread_cpu_seconds() - start);
         return game;
     }
@@ -723,13 +732,13 @@ pub(crate) fn play_game(
 /// its Maia net's probabilities (temperature 1) with the game's generator.
 fn play_maia_game(
     mut board: Board,
-    players: &MaiaPlayers,
     bench: &MaiaBench,
     rng: &mut rand_chacha::ChaCha8Rng,
     cap: usize,
     index: u64,
 ) -> Result<Game, EngineError> {
     let mut draw_rating = |range: [u32; 2]| rng.random_range(range[0] / 100..=range[1] / 100) * 100;
+    let players = &bench.players;
     let (white_rating, black_rating) = (draw_rating(players.white), draw_rating(players.black));
     let net_of = |rating: u32| {
         bench
