@@ -7,8 +7,9 @@
 //! so a stage reads only its own settings and the committed outputs of the
 //! stages before it.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::ValueEnum;
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::{Component, Path, PathBuf};
 
@@ -26,7 +27,7 @@ use crate::stages::rate::RateConfig;
 use crate::stages::release::cells::SplitConfig;
 use crate::stages::release::manifest::{ReleaseManifest, RunProvenance, Settings, Source};
 use crate::stages::selfplay::SelfplayConfig;
-use crate::stages::verify::VerifyConfig;
+use crate::stages::verify::{VerifyConfig, VerifyCounts};
 
 /// The stages of `pipeline.stages`, in its order, each holding its own
 /// section of `config` (loaded from `config_path`, which errors name).
@@ -467,20 +468,6 @@ struct Verify {
 impl Verify {
     /// The stage's totals, which the release manifest records.
     const SUMMARY: &'static str = "verify.json";
-    /// The figures summed over the mined files.
-    const TOTALS: [&'static str; 10] = [
-        "puzzles",
-        "checked",
-        "best_holds",
-        "best_and_criterion_hold",
-        "not_checkable",
-        "margin_fails",
-        "second_engine_pass",
-        "second_engine_fail",
-        "verified",
-        "failed",
-    ];
-
     /// The puzzles to verify: the rated mined puzzles (what the release
     /// draws from), else the mined ones when the pipeline does not rate.
     fn puzzle_files(ctx: &RunContext) -> Vec<PathBuf> {
@@ -489,28 +476,6 @@ impl Verify {
             stage_files(ctx, StageName::Mine, ".puzzles.csv")
         } else {
             rated
-        }
-    }
-
-    /// Adds one file's counts and margin table into the run's totals.
-    fn add_up(totals: &mut Value, counts: &Value) {
-        for key in Self::TOTALS {
-            let sum = totals[key].as_u64().unwrap_or(0) + counts[key].as_u64().unwrap_or(0);
-            totals[key] = json!(sum);
-        }
-        let Some(rows) = counts["margins"].as_array() else {
-            return;
-        };
-        if totals["margins"].is_null() {
-            totals["margins"] = json!(rows);
-            return;
-        }
-        for (i, row) in rows.iter().enumerate() {
-            for key in ["kept", "second_confirms"] {
-                let sum = totals["margins"][i][key].as_u64().unwrap_or(0)
-                    + row[key].as_u64().unwrap_or(0);
-                totals["margins"][i][key] = json!(sum);
-            }
         }
     }
 }
@@ -575,12 +540,7 @@ impl Stage for Verify {
             None => None,
         };
         let mut files = Vec::new();
-        let mut totals = json!({"factor": config.factor, "policy": config.policy,
-            "second_engine": second.as_ref().map(|p| p.engine_id().to_string()),
-            "second_engine_settings": config.second_engine});
-        for key in Self::TOTALS {
-            totals[key] = json!(0);
-        }
+        let mut counts = VerifyCounts::default();
         for input in Self::puzzle_files(ctx) {
             let report = output_name(&input, ".verify.jsonl");
             let puzzles = output_name(&input, ".csv");
@@ -598,26 +558,48 @@ impl Stage for Verify {
                     &files_here,
                 )?,
             };
-            Self::add_up(&mut totals, &summary.json);
+            let file_counts: VerifyCounts = serde_json::from_value(summary.json.clone())
+                .context("verify's summary does not hold its counts")?;
+            counts += &file_counts;
             // Names, not paths: the release manifest embeds this file, and
             // its bytes must not depend on where the release folder is.
-            let mut counts = summary.json;
-            if let Some(map) = counts.as_object_mut() {
+            let mut recorded = summary.json;
+            if let Some(map) = recorded.as_object_mut() {
                 map.remove("report");
             }
             files.push(json!({
                 "input": puzzles,
                 "report": report,
-                "counts": counts,
+                "counts": recorded,
             }));
         }
-        totals["files"] = json!(files);
+        let totals = serde_json::to_value(VerifyTotals {
+            factor: config.factor,
+            policy: config.policy,
+            second_engine: second.as_ref().map(|p| p.engine_id().to_string()),
+            second_engine_settings: config.second_engine.as_ref(),
+            counts,
+            files,
+        })?;
         crate::core::fileio::write_atomic(
             &folder.scratch_path(Self::SUMMARY),
             format!("{}\n", serde_json::to_string_pretty(&totals)?).as_bytes(),
         )?;
         Ok(totals)
     }
+}
+
+/// The `verify` stage's `verify.json`: its settings, the counts summed
+/// over its files, and each file's own summary.
+#[derive(Serialize)]
+struct VerifyTotals<'a> {
+    factor: u64,
+    policy: crate::stages::verify::Policy,
+    second_engine: Option<String>,
+    second_engine_settings: Option<&'a crate::stages::verify::SecondEngineConfig>,
+    #[serde(flatten)]
+    counts: VerifyCounts,
+    files: Vec<Value>,
 }
 
 /// The earlier releases a run's release excludes (see
