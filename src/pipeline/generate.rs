@@ -483,13 +483,7 @@ pub(crate) fn prepare(
         .iter()
         .map(|(_, quotas)| target.restricted_to(quotas.clone()))
         .collect();
-    let (first, last) = match mode {
-        Mode::Shard(shard) => {
-            let range = shard.range(config.generate.max_games);
-            (range.start + 1, range.end)
-        }
-        _ => (1, config.generate.max_games),
-    };
+    let (first, last) = game_range(config, mode);
     let mut walks = Vec::new();
     for (((settings, (store, _)), target), (profile, _)) in
         settings.iter().zip(&stores).zip(&targets).zip(&plan)
@@ -517,25 +511,68 @@ pub(crate) fn prepare(
     }
     let progress = BatchProgress::new(config.generate.max_cpu_hours);
     let stops = take_turns(&mut walks, mode, config.generate.max_cpu_hours, &progress)?;
+    let seconds_by_stage = wall_seconds_by_stage(&walks);
+    let played = played_settings(&settings, &stores, &plan, engine)?;
+    let (streams, reports) = stream_parts(walks, stops, &stores, plan, first);
+    let mut generated = Generated::assemble(&target, config.seed, first, streams, reports)?;
+    generated.report["settings"] = json!(played);
+    generated.seconds_by_stage = seconds_by_stage;
+    Ok(generated)
+}
+
+/// The games this process may play: a shard's own range, else all of
+/// `1..=max_games`.
+fn game_range(config: &Sections<'_>, mode: Mode) -> (u64, u64) {
+    match mode {
+        Mode::Shard(shard) => {
+            let range = shard.range(config.generate.max_games);
+            (range.start + 1, range.end)
+        }
+        _ => (1, config.generate.max_games),
+    }
+}
+
+/// The wall seconds of every stream's batches, added up by stage.
+fn wall_seconds_by_stage(walks: &[Walk<'_>]) -> BTreeMap<&'static str, f64> {
     let mut seconds_by_stage: BTreeMap<&'static str, f64> = BTreeMap::new();
-    for walk in &walks {
+    for walk in walks {
         for (stage, seconds) in &walk.player.wall_seconds {
             *seconds_by_stage.entry(stage).or_default() += seconds;
         }
     }
-    // The settings each profile's games were played with (after the
-    // overlays), as their store key hashes them: machine-independent.
-    let played = settings
+    seconds_by_stage
+}
+
+/// The settings each profile's games were played with (after the
+/// overlays), as their store key hashes them: machine-independent.
+fn played_settings(
+    settings: &[Settings],
+    stores: &[(PathBuf, String)],
+    plan: &[StreamCells],
+    engine: Engine,
+) -> Result<Vec<Value>> {
+    settings
         .iter()
-        .zip(&stores)
-        .zip(&plan)
+        .zip(stores)
+        .zip(plan)
         .map(|((settings, (_, key)), (profile, _))| {
             let (_, mut described) = settings.key(engine)?;
             described["profile"] = json!(profile);
             described["store"] = json!(key);
             Ok(described)
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// Each stream's part of the release (its games up to its stop) and its
+/// report, in stream order.
+fn stream_parts(
+    walks: Vec<Walk<'_>>,
+    stops: Vec<Stop>,
+    stores: &[(PathBuf, String)],
+    plan: Vec<StreamCells>,
+    first: u64,
+) -> (Vec<StreamPart>, Vec<Value>) {
     let mut streams = Vec::new();
     let mut reports = Vec::new();
     for (((walk, stop), (store, key)), (profile, _)) in walks
@@ -559,10 +596,7 @@ pub(crate) fn prepare(
             sample,
         });
     }
-    let mut generated = Generated::assemble(&target, config.seed, first, streams, reports)?;
-    generated.report["settings"] = json!(played);
-    generated.seconds_by_stage = seconds_by_stage;
-    Ok(generated)
+    (streams, reports)
 }
 
 /// A profile (`None`: generation's own) and the target cells it plays for.
@@ -1077,6 +1111,8 @@ fn pools_cpu(pool: &EnginePool, second: &Option<EnginePool>) -> f64 {
 }
 
 impl Player<'_> {
+    /// Batch `first..=last`: taken from the store when there, else played
+    /// into a scratch folder and stored under its name.
     fn play(&mut self, first: u64, last: u64) -> Result<Batch> {
         let name = batch_name(first, last);
         let dir = self.store.join(&name);
@@ -1089,6 +1125,16 @@ impl Player<'_> {
         if dir.is_dir() {
             return Batch::stored(dir, first, last);
         }
+        self.start_pools()?;
+        let scratch = self.store.join(scratch_name(&name));
+        crate::core::fileio::create_scratch_dir(&scratch)?;
+        let cpu_seconds = self.play_steps(&scratch, first, last)?;
+        store_played_batch(&scratch, dir, first, last, cpu_seconds)
+    }
+
+    /// Starts the engine pools, once: a run whose batches are all stored
+    /// never starts an engine.
+    fn start_pools(&mut self) -> Result<()> {
         if self.pools.is_none() {
             let pool = EnginePool::new(self.engine.spec.clone(), self.engine.pool.clone())?;
             let second = match &self.settings.verify.second_engine {
@@ -1097,12 +1143,17 @@ impl Player<'_> {
             };
             self.pools = Some((pool, second));
         }
+        Ok(())
+    }
+
+    /// Plays, mines, rates and verifies games `first..=last` into
+    /// `scratch`, ending with its `batch.json`; gives the engine CPU
+    /// seconds spent.
+    fn play_steps(&mut self, scratch: &Path, first: u64, last: u64) -> Result<f64> {
         let Some((pool, second)) = self.pools.as_mut() else {
-            unreachable!("the pools were just started")
+            unreachable!("the pools are started before a batch is played")
         };
         let wall = &mut self.wall_seconds;
-        let scratch = self.store.join(scratch_name(&name));
-        crate::core::fileio::create_scratch_dir(&scratch)?;
         let before = pools_cpu(pool, second);
         let mut clock = StepClock::new(before);
         let settings = self.settings;
@@ -1124,32 +1175,8 @@ impl Player<'_> {
         let mine = mine.json;
         pool.set_progress(Some("verify"));
         clock.lap("mine", pools_cpu(pool, second), 0.0, wall);
-        // Each game's funnel, so that a release's counts never depend on
-        // where the batches begin and end.
-        let per_game: Vec<Value> = (first..=last)
-            .zip(&per_unit)
-            .map(|(game, [positions, full, candidates])| {
-                json!({"game": game, "positions": positions, "full_searches": full,
-                    "candidates": candidates})
-            })
-            .collect();
-        let engine = self.engine;
         let rated = scratch.join("rated.csv");
-        let rate_before = crate::engine::process::process_tree_cpu_seconds();
-        crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
-            input: &mined,
-            output: &rated,
-            calibrate: &[],
-            save_model: None,
-            features_out: None,
-            config: &settings.rate,
-            engine: engine.spec.clone(),
-            // The rating draws its own bar.
-            pool: engine.pool.clone(),
-        })?;
-        // The rating runs its own pool, whose engines are reaped when it
-        // ends: their CPU time is this process's children's.
-        let rate_cpu = crate::engine::process::process_tree_cpu_seconds() - rate_before;
+        let rate_cpu = rate_batch(settings, self.engine, &mined, &rated)?;
         clock.lap("rate", pools_cpu(pool, second), rate_cpu, wall);
         let verify = crate::stages::verify::run_verify_with(
             &settings.verify,
@@ -1164,7 +1191,6 @@ impl Player<'_> {
         .json;
         clock.lap("verify", pools_cpu(pool, second), 0.0, wall);
         let cpu_seconds = pools_cpu(pool, second) - before + rate_cpu;
-        let steps = clock.cpu;
         let summary = json!({
             "first": first,
             "last": last,
@@ -1175,35 +1201,82 @@ impl Player<'_> {
             "mined": mine["puzzles"],
             "verified": verify["verified"],
             "engine_cpu_seconds": cpu_seconds,
-            "engine_cpu_seconds_by_step": steps,
-            "per_game": per_game,
-            "files": BATCH_FILES
-                .iter()
-                .map(|name| Ok((name.to_string(), json!(sha256_file(&scratch.join(name))?))))
-                .collect::<Result<serde_json::Map<_, _>>>()?,
+            "engine_cpu_seconds_by_step": clock.cpu,
+            "per_game": per_game_funnels(first, last, &per_unit),
+            "files": batch_files_sha256(scratch)?,
         });
         write_atomic(
             &scratch.join("batch.json"),
             format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes(),
         )?;
-        if let Err(error) = std::fs::rename(&scratch, &dir) {
-            // Stored meanwhile by a process the lock does not reach (a
-            // shard on another machine): its batch has the same games.
-            if dir.join("batch.json").is_file() {
-                std::fs::remove_dir_all(&scratch)
-                    .with_context(|| format!("removing {}", scratch.display()))?;
-                return Batch::stored(dir, first, last);
-            }
-            return Err(error)
-                .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()));
-        }
-        Ok(Batch {
-            first,
-            last,
-            dir,
-            cpu_seconds,
-        })
+        Ok(cpu_seconds)
     }
+}
+
+/// Rates the batch's mined puzzles into `rated`; gives the rating's engine
+/// CPU seconds. The rating runs its own pool (with its own bar), whose
+/// engines are reaped when it ends: their CPU time is this process's
+/// children's, which the pools' counters do not see.
+fn rate_batch(settings: &Settings, engine: Engine<'_>, mined: &Path, rated: &Path) -> Result<f64> {
+    let rate_before = crate::engine::process::process_tree_cpu_seconds();
+    crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
+        input: mined,
+        output: rated,
+        calibrate: &[],
+        save_model: None,
+        features_out: None,
+        config: &settings.rate,
+        engine: engine.spec.clone(),
+        pool: engine.pool.clone(),
+    })?;
+    Ok(crate::engine::process::process_tree_cpu_seconds() - rate_before)
+}
+
+/// Each game's funnel (positions, full searches, candidates), so that a
+/// release's counts never depend on where the batches begin and end.
+fn per_game_funnels(first: u64, last: u64, per_unit: &[[u64; 3]]) -> Vec<Value> {
+    (first..=last)
+        .zip(per_unit)
+        .map(|(game, [positions, full, candidates])| {
+            json!({"game": game, "positions": positions, "full_searches": full,
+                "candidates": candidates})
+        })
+        .collect()
+}
+
+/// The sha256 of each of a batch's files, by name.
+fn batch_files_sha256(scratch: &Path) -> Result<serde_json::Map<String, Value>> {
+    BATCH_FILES
+        .iter()
+        .map(|name| Ok((name.to_string(), json!(sha256_file(&scratch.join(name))?))))
+        .collect()
+}
+
+/// Moves a played batch from `scratch` to its place `dir` in the store.
+fn store_played_batch(
+    scratch: &Path,
+    dir: PathBuf,
+    first: u64,
+    last: u64,
+    cpu_seconds: f64,
+) -> Result<Batch> {
+    if let Err(error) = std::fs::rename(scratch, &dir) {
+        // Stored meanwhile by a process the lock does not reach (a
+        // shard on another machine): its batch has the same games.
+        if dir.join("batch.json").is_file() {
+            std::fs::remove_dir_all(scratch)
+                .with_context(|| format!("removing {}", scratch.display()))?;
+            return Batch::stored(dir, first, last);
+        }
+        return Err(error)
+            .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()));
+    }
+    Ok(Batch {
+        first,
+        last,
+        dir,
+        cpu_seconds,
+    })
 }
 
 /// What to fill: the quota table and which puzzles may count.
