@@ -287,7 +287,7 @@ pub struct Generated {
     /// Row keys of the kept puzzles (after dedup and exclusion), by stream.
     kept: HashSet<(usize, RowKey)>,
     /// The funnel and the cells, for `generate.json` and the summary.
-    pub(crate) report: Value,
+    pub(crate) report: GenerateReport,
     /// Engine CPU seconds of the batches the games come from, as recorded
     /// when they were played (kept out of every output file: it varies).
     pub(crate) cpu_seconds: f64,
@@ -300,6 +300,114 @@ pub struct Generated {
 }
 
 type RowKey = (String, String, String);
+
+/// `generate.json`: the union of the streams' games (the funnel and the
+/// cells), each stream's own when there is more than one or a named
+/// profile, and the settings each profile's games were played with.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct GenerateReport {
+    #[serde(flatten)]
+    pub counts: TargetReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<Vec<StreamReport>>,
+    /// As each store key hashes them ([`Settings::key`]), with the profile
+    /// and the store key.
+    pub settings: Vec<Value>,
+}
+
+/// Where a set of games stands against the target: why and where it
+/// stopped, the funnel, and the cells.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct TargetReport {
+    pub stop: Stop,
+    pub first_game: u64,
+    pub last_game: u64,
+    /// Puzzles (and games) at each step, by step name.
+    pub funnel: BTreeMap<&'static str, u64>,
+    pub cells: usize,
+    pub cells_filled: usize,
+    /// The cells with a generated puzzle.
+    pub per_cell: Vec<CellReport>,
+    pub unfilled: Vec<CellReport>,
+}
+
+/// One stream's own [`TargetReport`], with its profile and store.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StreamReport {
+    #[serde(flatten)]
+    pub counts: TargetReport,
+    pub profile: Option<String>,
+    pub store: String,
+}
+
+/// One target cell: what it wanted, what was generated in it, and what
+/// the draw put in train and test.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct CellReport {
+    pub rating_bin: String,
+    pub length: usize,
+    pub mate: bool,
+    pub wanted: Quota,
+    pub generated: usize,
+    pub train: usize,
+    pub test: usize,
+}
+
+impl CellReport {
+    fn of(c: &crate::stages::release::draw::CellOutcome) -> CellReport {
+        CellReport {
+            rating_bin: c.cell.bin_label(),
+            length: c.cell.length,
+            mate: c.cell.mate,
+            wanted: c.wanted,
+            generated: c.available,
+            train: c.train,
+            test: c.test,
+        }
+    }
+}
+
+/// What the stages' fingerprints record of the generation.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum GenerationFingerprint<'a> {
+    /// Generation's own stream alone (as it always was).
+    OneStream {
+        store: &'a str,
+        first_game: u64,
+        last_game: u64,
+        stop: Stop,
+        kept: usize,
+    },
+    /// Several streams, or a named profile: the joined store keys and each
+    /// stream's games.
+    Streams {
+        store: String,
+        streams: Vec<StreamFingerprint<'a>>,
+        kept: usize,
+    },
+}
+
+impl GenerationFingerprint<'_> {
+    /// The store key the games were played into (joined by `+` for
+    /// several streams).
+    pub(crate) fn store(&self) -> &str {
+        match self {
+            GenerationFingerprint::OneStream { store, .. } => store,
+            GenerationFingerprint::Streams { store, .. } => store,
+        }
+    }
+}
+
+/// One stream's store, games and stop.
+#[derive(Serialize)]
+pub(crate) struct StreamFingerprint<'a> {
+    profile: &'a Option<String>,
+    store: &'a str,
+    first_game: u64,
+    last_game: u64,
+    stop: Stop,
+}
 
 fn row_key(puzzle: &Puzzle) -> RowKey {
     (
@@ -515,7 +623,7 @@ pub(crate) fn prepare(
     let played = played_settings(&settings, &stores, &plan, engine)?;
     let (streams, reports) = stream_parts(walks, stops, &stores, plan, first);
     let mut generated = Generated::assemble(&target, config.seed, first, streams, reports)?;
-    generated.report["settings"] = json!(played);
+    generated.report.settings = played;
     generated.seconds_by_stage = seconds_by_stage;
     Ok(generated)
 }
@@ -572,7 +680,7 @@ fn stream_parts(
     stores: &[(PathBuf, String)],
     plan: Vec<StreamCells>,
     first: u64,
-) -> (Vec<StreamPart>, Vec<Value>) {
+) -> (Vec<StreamPart>, Vec<TargetReport>) {
     let mut streams = Vec::new();
     let mut reports = Vec::new();
     for (((walk, stop), (store, key)), (profile, _)) in walks
@@ -1514,31 +1622,32 @@ impl<'a> Counter<'a> {
     }
 
     /// The funnel and per-cell counts, with the unfilled cells.
-    fn report(&self, stop: Stop, first: u64, last: u64) -> Value {
+    fn report(&self, stop: Stop, first: u64, last: u64) -> TargetReport {
         let draw = crate::stages::release::draw::draw(
             self.candidates.clone(),
             &self.target.quotas,
             self.seed,
         );
-        let cell_json = |c: &crate::stages::release::draw::CellOutcome| {
-            let mut cell = c.cell.to_json();
-            cell["wanted"] = json!(c.wanted);
-            cell["generated"] = json!(c.available);
-            cell["train"] = json!(c.train);
-            cell["test"] = json!(c.test);
-            cell
-        };
-        let filled = draw.cells.iter().filter(|c| c.filled()).count();
-        json!({
-            "stop": stop,
-            "first_game": first,
-            "last_game": last,
-            "funnel": self.funnel,
-            "cells": draw.cells.len(),
-            "cells_filled": filled,
-            "per_cell": draw.cells.iter().filter(|c| c.available > 0).map(cell_json).collect::<Vec<_>>(),
-            "unfilled": draw.cells.iter().filter(|c| !c.filled()).map(cell_json).collect::<Vec<_>>(),
-        })
+        TargetReport {
+            stop,
+            first_game: first,
+            last_game: last,
+            funnel: self.funnel.clone(),
+            cells: draw.cells.len(),
+            cells_filled: draw.cells.iter().filter(|c| c.filled()).count(),
+            per_cell: draw
+                .cells
+                .iter()
+                .filter(|c| c.available > 0)
+                .map(CellReport::of)
+                .collect(),
+            unfilled: draw
+                .cells
+                .iter()
+                .filter(|c| !c.filled())
+                .map(CellReport::of)
+                .collect(),
+        }
     }
 }
 
@@ -1584,7 +1693,7 @@ impl Generated {
         seed: u64,
         first: u64,
         streams: Vec<StreamPart>,
-        stream_reports: Vec<Value>,
+        stream_reports: Vec<TargetReport>,
     ) -> Result<Generated> {
         let mut union = Counter::new(target, seed, 0);
         for (index, stream) in streams.iter().enumerate() {
@@ -1603,20 +1712,24 @@ impl Generated {
                 .unwrap_or(Stop::QuotasMet)
         };
         let last = streams.iter().map(|s| s.last).max().unwrap_or(first - 1);
-        let mut report = union.report(stop, first, last);
-        if streams.len() > 1 || streams.iter().any(|s| s.profile.is_some()) {
-            report["profiles"] = json!(
+        let profiles =
+            (streams.len() > 1 || streams.iter().any(|s| s.profile.is_some())).then(|| {
                 streams
                     .iter()
                     .zip(stream_reports)
-                    .map(|(stream, mut own)| {
-                        own["profile"] = json!(stream.profile);
-                        own["store"] = json!(stream.key);
-                        own
+                    .map(|(stream, counts)| StreamReport {
+                        counts,
+                        profile: stream.profile.clone(),
+                        store: stream.key.clone(),
                     })
-                    .collect::<Vec<_>>()
-            );
-        }
+                    .collect()
+            });
+        // The settings are the caller's to fill in (`prepare`).
+        let report = GenerateReport {
+            counts: union.report(stop, first, last),
+            profiles,
+            settings: Vec::new(),
+        };
         Ok(Generated {
             first,
             last,
@@ -1632,29 +1745,39 @@ impl Generated {
 
     /// What the stages' fingerprints record of the generation: the store,
     /// games and stop of each stream (one stream: as it always was).
-    pub(crate) fn fingerprint_json(&self) -> Value {
+    pub(crate) fn fingerprint(&self) -> GenerationFingerprint<'_> {
         match self.streams.as_slice() {
-            [one] if one.profile.is_none() => {
-                json!({"store": one.key, "first_game": one.first, "last_game": one.last,
-                    "stop": one.stop, "kept": self.kept.len()})
-            }
-            streams => json!({
-                "store": self.store_keys(),
-                "streams": streams.iter().map(|s| json!({"profile": s.profile, "store": s.key,
-                    "first_game": s.first, "last_game": s.last, "stop": s.stop}))
-                    .collect::<Vec<_>>(),
-                "kept": self.kept.len(),
-            }),
+            [one] if one.profile.is_none() => GenerationFingerprint::OneStream {
+                store: &one.key,
+                first_game: one.first,
+                last_game: one.last,
+                stop: one.stop,
+                kept: self.kept.len(),
+            },
+            streams => GenerationFingerprint::Streams {
+                store: self.store_keys(),
+                streams: streams
+                    .iter()
+                    .map(|s| StreamFingerprint {
+                        profile: &s.profile,
+                        store: &s.key,
+                        first_game: s.first,
+                        last_game: s.last,
+                        stop: s.stop,
+                    })
+                    .collect(),
+                kept: self.kept.len(),
+            },
         }
     }
 
     /// The `section` (`selfplay`, `mine`) of the settings the games were
     /// played with: one profile's, or a list with each profile's.
     pub(crate) fn played_settings(&self, section: &str) -> Value {
-        let all: Vec<Value> = self.report["settings"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        let all: Vec<Value> = self
+            .report
+            .settings
+            .iter()
             .map(|s| s[section].clone())
             .collect();
         match <[Value; 1]>::try_from(all) {
@@ -1666,7 +1789,7 @@ impl Generated {
     /// The report with the engine CPU the games cost, overall and per
     /// profile, for a command's summary (never for a file: it varies).
     pub(crate) fn summary_json(&self) -> Value {
-        let mut summary = self.report.clone();
+        let mut summary = json!(self.report);
         summary["engine_cpu_hours"] = json!(self.cpu_seconds / 3600.0);
         if let Some((_, cost)) = self.cost_of_unfilled() {
             summary["cost_of_unfilled"] = cost;
@@ -1815,7 +1938,7 @@ impl Generated {
 
     /// The human line of the run summary.
     pub(crate) fn human(&self) -> String {
-        let report = &self.report;
+        let report = &self.report.counts;
         let stop_name = |stop: Stop| {
             serde_json::to_value(stop)
                 .ok()
@@ -1827,8 +1950,8 @@ impl Generated {
             self.first,
             self.last,
             stop_name(self.stop),
-            report["cells_filled"],
-            report["cells"],
+            report.cells_filled,
+            report.cells,
             self.cpu_seconds / 3600.0,
             self.stores_display()
         );
@@ -1844,20 +1967,17 @@ impl Generated {
                 ));
             }
         }
-        if let Some(unfilled) = report["unfilled"].as_array()
-            && self.stop != Stop::QuotasMet
-            && self.stop != Stop::ShardSlice
-        {
-            for cell in unfilled.iter().take(20) {
+        if self.stop != Stop::QuotasMet && self.stop != Stop::ShardSlice {
+            for cell in report.unfilled.iter().take(20) {
                 line.push_str(&format!(
                     "    unfilled {} length {} mate {}: {} + {} of {} + {}\n",
-                    cell["rating_bin"].as_str().unwrap_or_default(),
-                    cell["length"],
-                    cell["mate"],
-                    cell["train"],
-                    cell["test"],
-                    cell["wanted"]["train"],
-                    cell["wanted"]["test"]
+                    cell.rating_bin,
+                    cell.length,
+                    cell.mate,
+                    cell.train,
+                    cell.test,
+                    cell.wanted.train,
+                    cell.wanted.test
                 ));
             }
         }

@@ -559,7 +559,7 @@ fn merge_sliced(
 /// Under `[generate]`: every shard played into the store this merge reads
 /// (its self-play stage records the store's key).
 fn check_same_store(generated: &Generated, shards: &[ShardDir]) -> Result<()> {
-    let ours = generated.fingerprint_json()["store"].clone();
+    let ours = json!(generated.fingerprint().store());
     for shard in shards {
         let theirs = &shard.manifest(StageName::Selfplay)?.fingerprint.config["generate"]["store"];
         if *theirs != ours {
