@@ -7,7 +7,9 @@
 //! results that do not depend on batching or threads, and clear errors.
 
 use puzzleforge::core::error::exit_code;
-use puzzleforge::maia::{History, MAIA_RATINGS, MaiaNets, MoveProbabilities, move_policy_index};
+use puzzleforge::maia::{
+    History, MAIA_RATINGS, MaiaNets, MoveProbabilities, move_policy_index, net_files,
+};
 use serde_json::Value;
 use shakmaty::CastlingMode;
 use std::collections::BTreeMap;
@@ -257,6 +259,52 @@ fn a_subset_of_ratings_gives_the_same_probabilities() {
     let alone = &one.evaluate(std::slice::from_ref(&position))[0];
     let all = &nets().evaluate(&[position])[0];
     assert_eq!(alone.at_net(0), all.at_net(4));
+}
+
+/// The one fingerprint of the nets (what store keys and manifests record):
+/// each file's sha256 as `models/maia/SOURCE.md` lists it, in the order of
+/// the ratings asked for; a missing file or a rating with no net is a
+/// bad-input error naming the folder, the rating, the file and the reason.
+#[test]
+fn net_files_fingerprint_the_committed_nets_and_name_what_is_missing() {
+    let source = std::fs::read_to_string(repo("models/maia/SOURCE.md")).expect("SOURCE.md");
+    let listed = |file: &str| -> String {
+        let row = source
+            .lines()
+            .find(|line| line.starts_with(&format!("| `{file}`")))
+            .unwrap_or_else(|| panic!("{file} listed in SOURCE.md"));
+        row.rsplit('`').nth(1).expect("a sha256 column").to_string()
+    };
+    let files = net_files(&repo("models/maia"), &[1900, 1100, 1500]).expect("the committed nets");
+    assert_eq!(
+        files.iter().map(|f| f.rating).collect::<Vec<_>>(),
+        vec![1900, 1100, 1500]
+    );
+    for file in &files {
+        assert_eq!(file.file, format!("maia-{}.pb.gz", file.rating));
+        assert_eq!(file.sha256, listed(&file.file), "{}", file.file);
+    }
+
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let missing = net_files(dir.path(), &[1100, 1200]).expect_err("no files");
+    let message = format!("{missing:#}");
+    for named in [
+        "rating 1100",
+        "maia-1100.pb.gz",
+        &dir.path().display().to_string(),
+        "No such file",
+    ] {
+        assert!(message.contains(named), "{named}: {message}");
+    }
+    assert_eq!(exit_code(&missing), 2);
+
+    let no_net = net_files(&repo("models/maia"), &[1550]).expect_err("no such rating");
+    let message = format!("{no_net:#}");
+    assert!(
+        message.contains("rating 1550") && message.contains("1100, 1200, ..., 1900"),
+        "{message}"
+    );
+    assert_eq!(exit_code(&no_net), 2);
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! This module owns reading lc0's weight files (`weights`), lc0's input
 //! encoding of a position with its history (`encode`), lc0's policy move
 //! index (`policy`), the nets' forward pass on the CPU (`forward`) and the
-//! batch call over positions and nets (`nets`). It matches lc0 0.32 (the
+//! batch call over positions and nets (`nets`), and the one fingerprint of
+//! the weight files (name and sha256) that runs record (`files`). It matches lc0 0.32 (the
 //! engine these nets were made for) within 1e-3 on every move
 //! (`tests/maia.rs`, against `tests/data/maia_reference.jsonl` from
 //! `scripts/maia_reference.py`). The weights are the committed upstream
@@ -32,11 +33,13 @@
 //! ```
 
 mod encode;
+mod files;
 mod forward;
 mod nets;
 mod policy;
 mod weights;
 
 pub use encode::{History, INPUT_PLANES, InputPlanes, move_policy_index};
+pub use files::{NetFile, net_files};
 pub use nets::{DEFAULT_MODELS_DIR, MAIA_RATINGS, MaiaNets, MoveProbabilities, weight_file_name};
 pub use policy::POLICY_SIZE;

@@ -233,7 +233,7 @@ impl Stage for Selfplay {
             // The games were played with generation's profile, not
             // `[selfplay]`'s values: record those played.
             Some(generated) => json!({"selfplay": generated.played_settings("selfplay"),
-                "generate": generated.fingerprint_json()}),
+                "generate": generated.fingerprint()}),
             None => json!(self.section),
         }
     }
@@ -261,7 +261,7 @@ impl Stage for Selfplay {
                 format!("{}\n", serde_json::to_string_pretty(&generated.report)?).as_bytes(),
             )?;
             summary["output"] = folder.committed_path(output);
-            summary["generate"] = generated.report.clone();
+            summary["generate"] = json!(generated.report);
             summary["engine_cpu_hours"] = json!(generated.cpu_seconds / 3600.0);
             return Ok(summary);
         }
@@ -335,7 +335,7 @@ impl Stage for Mine {
             // games were mined with generation's profile.
             Some(generated) => json!({"mine": self.section,
                 "generated_with": generated.played_settings("mine"),
-                "generate": generated.fingerprint_json()}),
+                "generate": generated.fingerprint()}),
             None => json!(self.section),
         }
     }
@@ -407,7 +407,7 @@ impl Stage for Rate {
     fn config_section(&self, ctx: &RunContext) -> Value {
         match &ctx.generated {
             Some(generated) => json!({"rate": self.section,
-                "generate": generated.fingerprint_json()}),
+                "generate": generated.fingerprint()}),
             None => json!(self.section),
         }
     }
@@ -515,7 +515,7 @@ impl Stage for Verify {
     fn config_section(&self, ctx: &RunContext) -> Value {
         match &ctx.generated {
             Some(generated) => json!({"verify": self.section.recorded(),
-                "generate": generated.fingerprint_json()}),
+                "generate": generated.fingerprint()}),
             None => self.section.recorded(),
         }
     }

@@ -287,7 +287,7 @@ pub struct Generated {
     /// Row keys of the kept puzzles (after dedup and exclusion), by stream.
     kept: HashSet<(usize, RowKey)>,
     /// The funnel and the cells, for `generate.json` and the summary.
-    pub(crate) report: Value,
+    pub(crate) report: GenerateReport,
     /// Engine CPU seconds of the batches the games come from, as recorded
     /// when they were played (kept out of every output file: it varies).
     pub(crate) cpu_seconds: f64,
@@ -300,6 +300,114 @@ pub struct Generated {
 }
 
 type RowKey = (String, String, String);
+
+/// `generate.json`: the union of the streams' games (the funnel and the
+/// cells), each stream's own when there is more than one or a named
+/// profile, and the settings each profile's games were played with.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct GenerateReport {
+    #[serde(flatten)]
+    pub counts: TargetReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<Vec<StreamReport>>,
+    /// As each store key hashes them ([`Settings::key`]), with the profile
+    /// and the store key.
+    pub settings: Vec<Value>,
+}
+
+/// Where a set of games stands against the target: why and where it
+/// stopped, the funnel, and the cells.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct TargetReport {
+    pub stop: Stop,
+    pub first_game: u64,
+    pub last_game: u64,
+    /// Puzzles (and games) at each step, by step name.
+    pub funnel: BTreeMap<&'static str, u64>,
+    pub cells: usize,
+    pub cells_filled: usize,
+    /// The cells with a generated puzzle.
+    pub per_cell: Vec<CellReport>,
+    pub unfilled: Vec<CellReport>,
+}
+
+/// One stream's own [`TargetReport`], with its profile and store.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StreamReport {
+    #[serde(flatten)]
+    pub counts: TargetReport,
+    pub profile: Option<String>,
+    pub store: String,
+}
+
+/// One target cell: what it wanted, what was generated in it, and what
+/// the draw put in train and test.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct CellReport {
+    pub rating_bin: String,
+    pub length: usize,
+    pub mate: bool,
+    pub wanted: Quota,
+    pub generated: usize,
+    pub train: usize,
+    pub test: usize,
+}
+
+impl CellReport {
+    fn of(c: &crate::stages::release::draw::CellOutcome) -> CellReport {
+        CellReport {
+            rating_bin: c.cell.bin_label(),
+            length: c.cell.length,
+            mate: c.cell.mate,
+            wanted: c.wanted,
+            generated: c.available,
+            train: c.train,
+            test: c.test,
+        }
+    }
+}
+
+/// What the stages' fingerprints record of the generation.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum GenerationFingerprint<'a> {
+    /// Generation's own stream alone (as it always was).
+    OneStream {
+        store: &'a str,
+        first_game: u64,
+        last_game: u64,
+        stop: Stop,
+        kept: usize,
+    },
+    /// Several streams, or a named profile: the joined store keys and each
+    /// stream's games.
+    Streams {
+        store: String,
+        streams: Vec<StreamFingerprint<'a>>,
+        kept: usize,
+    },
+}
+
+impl GenerationFingerprint<'_> {
+    /// The store key the games were played into (joined by `+` for
+    /// several streams).
+    pub(crate) fn store(&self) -> &str {
+        match self {
+            GenerationFingerprint::OneStream { store, .. } => store,
+            GenerationFingerprint::Streams { store, .. } => store,
+        }
+    }
+}
+
+/// One stream's store, games and stop.
+#[derive(Serialize)]
+pub(crate) struct StreamFingerprint<'a> {
+    profile: &'a Option<String>,
+    store: &'a str,
+    first_game: u64,
+    last_game: u64,
+    stop: Stop,
+}
 
 fn row_key(puzzle: &Puzzle) -> RowKey {
     (
@@ -483,13 +591,7 @@ pub(crate) fn prepare(
         .iter()
         .map(|(_, quotas)| target.restricted_to(quotas.clone()))
         .collect();
-    let (first, last) = match mode {
-        Mode::Shard(shard) => {
-            let range = shard.range(config.generate.max_games);
-            (range.start + 1, range.end)
-        }
-        _ => (1, config.generate.max_games),
-    };
+    let (first, last) = game_range(config, mode);
     let mut walks = Vec::new();
     for (((settings, (store, _)), target), (profile, _)) in
         settings.iter().zip(&stores).zip(&targets).zip(&plan)
@@ -517,25 +619,68 @@ pub(crate) fn prepare(
     }
     let progress = BatchProgress::new(config.generate.max_cpu_hours);
     let stops = take_turns(&mut walks, mode, config.generate.max_cpu_hours, &progress)?;
+    let seconds_by_stage = wall_seconds_by_stage(&walks);
+    let played = played_settings(&settings, &stores, &plan, engine)?;
+    let (streams, reports) = stream_parts(walks, stops, &stores, plan, first);
+    let mut generated = Generated::assemble(&target, config.seed, first, streams, reports)?;
+    generated.report.settings = played;
+    generated.seconds_by_stage = seconds_by_stage;
+    Ok(generated)
+}
+
+/// The games this process may play: a shard's own range, else all of
+/// `1..=max_games`.
+fn game_range(config: &Sections<'_>, mode: Mode) -> (u64, u64) {
+    match mode {
+        Mode::Shard(shard) => {
+            let range = shard.range(config.generate.max_games);
+            (range.start + 1, range.end)
+        }
+        _ => (1, config.generate.max_games),
+    }
+}
+
+/// The wall seconds of every stream's batches, added up by stage.
+fn wall_seconds_by_stage(walks: &[Walk<'_>]) -> BTreeMap<&'static str, f64> {
     let mut seconds_by_stage: BTreeMap<&'static str, f64> = BTreeMap::new();
-    for walk in &walks {
+    for walk in walks {
         for (stage, seconds) in &walk.player.wall_seconds {
             *seconds_by_stage.entry(stage).or_default() += seconds;
         }
     }
-    // The settings each profile's games were played with (after the
-    // overlays), as their store key hashes them: machine-independent.
-    let played = settings
+    seconds_by_stage
+}
+
+/// The settings each profile's games were played with (after the
+/// overlays), as their store key hashes them: machine-independent.
+fn played_settings(
+    settings: &[Settings],
+    stores: &[(PathBuf, String)],
+    plan: &[StreamCells],
+    engine: Engine,
+) -> Result<Vec<Value>> {
+    settings
         .iter()
-        .zip(&stores)
-        .zip(&plan)
+        .zip(stores)
+        .zip(plan)
         .map(|((settings, (_, key)), (profile, _))| {
             let (_, mut described) = settings.key(engine)?;
             described["profile"] = json!(profile);
             described["store"] = json!(key);
             Ok(described)
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// Each stream's part of the release (its games up to its stop) and its
+/// report, in stream order.
+fn stream_parts(
+    walks: Vec<Walk<'_>>,
+    stops: Vec<Stop>,
+    stores: &[(PathBuf, String)],
+    plan: Vec<StreamCells>,
+    first: u64,
+) -> (Vec<StreamPart>, Vec<TargetReport>) {
     let mut streams = Vec::new();
     let mut reports = Vec::new();
     for (((walk, stop), (store, key)), (profile, _)) in walks
@@ -559,10 +704,7 @@ pub(crate) fn prepare(
             sample,
         });
     }
-    let mut generated = Generated::assemble(&target, config.seed, first, streams, reports)?;
-    generated.report["settings"] = json!(played);
-    generated.seconds_by_stage = seconds_by_stage;
-    Ok(generated)
+    (streams, reports)
 }
 
 /// A profile (`None`: generation's own) and the target cells it plays for.
@@ -1077,6 +1219,8 @@ fn pools_cpu(pool: &EnginePool, second: &Option<EnginePool>) -> f64 {
 }
 
 impl Player<'_> {
+    /// Batch `first..=last`: taken from the store when there, else played
+    /// into a scratch folder and stored under its name.
     fn play(&mut self, first: u64, last: u64) -> Result<Batch> {
         let name = batch_name(first, last);
         let dir = self.store.join(&name);
@@ -1089,6 +1233,16 @@ impl Player<'_> {
         if dir.is_dir() {
             return Batch::stored(dir, first, last);
         }
+        self.start_pools()?;
+        let scratch = self.store.join(scratch_name(&name));
+        crate::core::fileio::create_scratch_dir(&scratch)?;
+        let cpu_seconds = self.play_steps(&scratch, first, last)?;
+        store_played_batch(&scratch, dir, first, last, cpu_seconds)
+    }
+
+    /// Starts the engine pools, once: a run whose batches are all stored
+    /// never starts an engine.
+    fn start_pools(&mut self) -> Result<()> {
         if self.pools.is_none() {
             let pool = EnginePool::new(self.engine.spec.clone(), self.engine.pool.clone())?;
             let second = match &self.settings.verify.second_engine {
@@ -1097,12 +1251,17 @@ impl Player<'_> {
             };
             self.pools = Some((pool, second));
         }
+        Ok(())
+    }
+
+    /// Plays, mines, rates and verifies games `first..=last` into
+    /// `scratch`, ending with its `batch.json`; gives the engine CPU
+    /// seconds spent.
+    fn play_steps(&mut self, scratch: &Path, first: u64, last: u64) -> Result<f64> {
         let Some((pool, second)) = self.pools.as_mut() else {
-            unreachable!("the pools were just started")
+            unreachable!("the pools are started before a batch is played")
         };
         let wall = &mut self.wall_seconds;
-        let scratch = self.store.join(scratch_name(&name));
-        crate::core::fileio::create_scratch_dir(&scratch)?;
         let before = pools_cpu(pool, second);
         let mut clock = StepClock::new(before);
         let settings = self.settings;
@@ -1124,32 +1283,8 @@ impl Player<'_> {
         let mine = mine.json;
         pool.set_progress(Some("verify"));
         clock.lap("mine", pools_cpu(pool, second), 0.0, wall);
-        // Each game's funnel, so that a release's counts never depend on
-        // where the batches begin and end.
-        let per_game: Vec<Value> = (first..=last)
-            .zip(&per_unit)
-            .map(|(game, [positions, full, candidates])| {
-                json!({"game": game, "positions": positions, "full_searches": full,
-                    "candidates": candidates})
-            })
-            .collect();
-        let engine = self.engine;
         let rated = scratch.join("rated.csv");
-        let rate_before = crate::engine::process::process_tree_cpu_seconds();
-        crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
-            input: &mined,
-            output: &rated,
-            calibrate: &[],
-            save_model: None,
-            features_out: None,
-            config: &settings.rate,
-            engine: engine.spec.clone(),
-            // The rating draws its own bar.
-            pool: engine.pool.clone(),
-        })?;
-        // The rating runs its own pool, whose engines are reaped when it
-        // ends: their CPU time is this process's children's.
-        let rate_cpu = crate::engine::process::process_tree_cpu_seconds() - rate_before;
+        let rate_cpu = rate_batch(settings, self.engine, &mined, &rated)?;
         clock.lap("rate", pools_cpu(pool, second), rate_cpu, wall);
         let verify = crate::stages::verify::run_verify_with(
             &settings.verify,
@@ -1164,7 +1299,6 @@ impl Player<'_> {
         .json;
         clock.lap("verify", pools_cpu(pool, second), 0.0, wall);
         let cpu_seconds = pools_cpu(pool, second) - before + rate_cpu;
-        let steps = clock.cpu;
         let summary = json!({
             "first": first,
             "last": last,
@@ -1175,35 +1309,82 @@ impl Player<'_> {
             "mined": mine["puzzles"],
             "verified": verify["verified"],
             "engine_cpu_seconds": cpu_seconds,
-            "engine_cpu_seconds_by_step": steps,
-            "per_game": per_game,
-            "files": BATCH_FILES
-                .iter()
-                .map(|name| Ok((name.to_string(), json!(sha256_file(&scratch.join(name))?))))
-                .collect::<Result<serde_json::Map<_, _>>>()?,
+            "engine_cpu_seconds_by_step": clock.cpu,
+            "per_game": per_game_funnels(first, last, &per_unit),
+            "files": batch_files_sha256(scratch)?,
         });
         write_atomic(
             &scratch.join("batch.json"),
             format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes(),
         )?;
-        if let Err(error) = std::fs::rename(&scratch, &dir) {
-            // Stored meanwhile by a process the lock does not reach (a
-            // shard on another machine): its batch has the same games.
-            if dir.join("batch.json").is_file() {
-                std::fs::remove_dir_all(&scratch)
-                    .with_context(|| format!("removing {}", scratch.display()))?;
-                return Batch::stored(dir, first, last);
-            }
-            return Err(error)
-                .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()));
-        }
-        Ok(Batch {
-            first,
-            last,
-            dir,
-            cpu_seconds,
-        })
+        Ok(cpu_seconds)
     }
+}
+
+/// Rates the batch's mined puzzles into `rated`; gives the rating's engine
+/// CPU seconds. The rating runs its own pool (with its own bar), whose
+/// engines are reaped when it ends: their CPU time is this process's
+/// children's, which the pools' counters do not see.
+fn rate_batch(settings: &Settings, engine: Engine<'_>, mined: &Path, rated: &Path) -> Result<f64> {
+    let rate_before = crate::engine::process::process_tree_cpu_seconds();
+    crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
+        input: mined,
+        output: rated,
+        calibrate: &[],
+        save_model: None,
+        features_out: None,
+        config: &settings.rate,
+        engine: engine.spec.clone(),
+        pool: engine.pool.clone(),
+    })?;
+    Ok(crate::engine::process::process_tree_cpu_seconds() - rate_before)
+}
+
+/// Each game's funnel (positions, full searches, candidates), so that a
+/// release's counts never depend on where the batches begin and end.
+fn per_game_funnels(first: u64, last: u64, per_unit: &[[u64; 3]]) -> Vec<Value> {
+    (first..=last)
+        .zip(per_unit)
+        .map(|(game, [positions, full, candidates])| {
+            json!({"game": game, "positions": positions, "full_searches": full,
+                "candidates": candidates})
+        })
+        .collect()
+}
+
+/// The sha256 of each of a batch's files, by name.
+fn batch_files_sha256(scratch: &Path) -> Result<serde_json::Map<String, Value>> {
+    BATCH_FILES
+        .iter()
+        .map(|name| Ok((name.to_string(), json!(sha256_file(&scratch.join(name))?))))
+        .collect()
+}
+
+/// Moves a played batch from `scratch` to its place `dir` in the store.
+fn store_played_batch(
+    scratch: &Path,
+    dir: PathBuf,
+    first: u64,
+    last: u64,
+    cpu_seconds: f64,
+) -> Result<Batch> {
+    if let Err(error) = std::fs::rename(scratch, &dir) {
+        // Stored meanwhile by a process the lock does not reach (a
+        // shard on another machine): its batch has the same games.
+        if dir.join("batch.json").is_file() {
+            std::fs::remove_dir_all(scratch)
+                .with_context(|| format!("removing {}", scratch.display()))?;
+            return Batch::stored(dir, first, last);
+        }
+        return Err(error)
+            .with_context(|| format!("renaming {} to {}", scratch.display(), dir.display()));
+    }
+    Ok(Batch {
+        first,
+        last,
+        dir,
+        cpu_seconds,
+    })
 }
 
 /// What to fill: the quota table and which puzzles may count.
@@ -1441,31 +1622,32 @@ impl<'a> Counter<'a> {
     }
 
     /// The funnel and per-cell counts, with the unfilled cells.
-    fn report(&self, stop: Stop, first: u64, last: u64) -> Value {
+    fn report(&self, stop: Stop, first: u64, last: u64) -> TargetReport {
         let draw = crate::stages::release::draw::draw(
             self.candidates.clone(),
             &self.target.quotas,
             self.seed,
         );
-        let cell_json = |c: &crate::stages::release::draw::CellOutcome| {
-            let mut cell = c.cell.to_json();
-            cell["wanted"] = json!(c.wanted);
-            cell["generated"] = json!(c.available);
-            cell["train"] = json!(c.train);
-            cell["test"] = json!(c.test);
-            cell
-        };
-        let filled = draw.cells.iter().filter(|c| c.filled()).count();
-        json!({
-            "stop": stop,
-            "first_game": first,
-            "last_game": last,
-            "funnel": self.funnel,
-            "cells": draw.cells.len(),
-            "cells_filled": filled,
-            "per_cell": draw.cells.iter().filter(|c| c.available > 0).map(cell_json).collect::<Vec<_>>(),
-            "unfilled": draw.cells.iter().filter(|c| !c.filled()).map(cell_json).collect::<Vec<_>>(),
-        })
+        TargetReport {
+            stop,
+            first_game: first,
+            last_game: last,
+            funnel: self.funnel.clone(),
+            cells: draw.cells.len(),
+            cells_filled: draw.cells.iter().filter(|c| c.filled()).count(),
+            per_cell: draw
+                .cells
+                .iter()
+                .filter(|c| c.available > 0)
+                .map(CellReport::of)
+                .collect(),
+            unfilled: draw
+                .cells
+                .iter()
+                .filter(|c| !c.filled())
+                .map(CellReport::of)
+                .collect(),
+        }
     }
 }
 
@@ -1511,7 +1693,7 @@ impl Generated {
         seed: u64,
         first: u64,
         streams: Vec<StreamPart>,
-        stream_reports: Vec<Value>,
+        stream_reports: Vec<TargetReport>,
     ) -> Result<Generated> {
         let mut union = Counter::new(target, seed, 0);
         for (index, stream) in streams.iter().enumerate() {
@@ -1530,20 +1712,24 @@ impl Generated {
                 .unwrap_or(Stop::QuotasMet)
         };
         let last = streams.iter().map(|s| s.last).max().unwrap_or(first - 1);
-        let mut report = union.report(stop, first, last);
-        if streams.len() > 1 || streams.iter().any(|s| s.profile.is_some()) {
-            report["profiles"] = json!(
+        let profiles =
+            (streams.len() > 1 || streams.iter().any(|s| s.profile.is_some())).then(|| {
                 streams
                     .iter()
                     .zip(stream_reports)
-                    .map(|(stream, mut own)| {
-                        own["profile"] = json!(stream.profile);
-                        own["store"] = json!(stream.key);
-                        own
+                    .map(|(stream, counts)| StreamReport {
+                        counts,
+                        profile: stream.profile.clone(),
+                        store: stream.key.clone(),
                     })
-                    .collect::<Vec<_>>()
-            );
-        }
+                    .collect()
+            });
+        // The settings are the caller's to fill in (`prepare`).
+        let report = GenerateReport {
+            counts: union.report(stop, first, last),
+            profiles,
+            settings: Vec::new(),
+        };
         Ok(Generated {
             first,
             last,
@@ -1559,29 +1745,39 @@ impl Generated {
 
     /// What the stages' fingerprints record of the generation: the store,
     /// games and stop of each stream (one stream: as it always was).
-    pub(crate) fn fingerprint_json(&self) -> Value {
+    pub(crate) fn fingerprint(&self) -> GenerationFingerprint<'_> {
         match self.streams.as_slice() {
-            [one] if one.profile.is_none() => {
-                json!({"store": one.key, "first_game": one.first, "last_game": one.last,
-                    "stop": one.stop, "kept": self.kept.len()})
-            }
-            streams => json!({
-                "store": self.store_keys(),
-                "streams": streams.iter().map(|s| json!({"profile": s.profile, "store": s.key,
-                    "first_game": s.first, "last_game": s.last, "stop": s.stop}))
-                    .collect::<Vec<_>>(),
-                "kept": self.kept.len(),
-            }),
+            [one] if one.profile.is_none() => GenerationFingerprint::OneStream {
+                store: &one.key,
+                first_game: one.first,
+                last_game: one.last,
+                stop: one.stop,
+                kept: self.kept.len(),
+            },
+            streams => GenerationFingerprint::Streams {
+                store: self.store_keys(),
+                streams: streams
+                    .iter()
+                    .map(|s| StreamFingerprint {
+                        profile: &s.profile,
+                        store: &s.key,
+                        first_game: s.first,
+                        last_game: s.last,
+                        stop: s.stop,
+                    })
+                    .collect(),
+                kept: self.kept.len(),
+            },
         }
     }
 
     /// The `section` (`selfplay`, `mine`) of the settings the games were
     /// played with: one profile's, or a list with each profile's.
     pub(crate) fn played_settings(&self, section: &str) -> Value {
-        let all: Vec<Value> = self.report["settings"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        let all: Vec<Value> = self
+            .report
+            .settings
+            .iter()
             .map(|s| s[section].clone())
             .collect();
         match <[Value; 1]>::try_from(all) {
@@ -1593,7 +1789,7 @@ impl Generated {
     /// The report with the engine CPU the games cost, overall and per
     /// profile, for a command's summary (never for a file: it varies).
     pub(crate) fn summary_json(&self) -> Value {
-        let mut summary = self.report.clone();
+        let mut summary = json!(self.report);
         summary["engine_cpu_hours"] = json!(self.cpu_seconds / 3600.0);
         if let Some((_, cost)) = self.cost_of_unfilled() {
             summary["cost_of_unfilled"] = cost;
@@ -1742,7 +1938,7 @@ impl Generated {
 
     /// The human line of the run summary.
     pub(crate) fn human(&self) -> String {
-        let report = &self.report;
+        let report = &self.report.counts;
         let stop_name = |stop: Stop| {
             serde_json::to_value(stop)
                 .ok()
@@ -1754,8 +1950,8 @@ impl Generated {
             self.first,
             self.last,
             stop_name(self.stop),
-            report["cells_filled"],
-            report["cells"],
+            report.cells_filled,
+            report.cells,
             self.cpu_seconds / 3600.0,
             self.stores_display()
         );
@@ -1771,20 +1967,17 @@ impl Generated {
                 ));
             }
         }
-        if let Some(unfilled) = report["unfilled"].as_array()
-            && self.stop != Stop::QuotasMet
-            && self.stop != Stop::ShardSlice
-        {
-            for cell in unfilled.iter().take(20) {
+        if self.stop != Stop::QuotasMet && self.stop != Stop::ShardSlice {
+            for cell in report.unfilled.iter().take(20) {
                 line.push_str(&format!(
                     "    unfilled {} length {} mate {}: {} + {} of {} + {}\n",
-                    cell["rating_bin"].as_str().unwrap_or_default(),
-                    cell["length"],
-                    cell["mate"],
-                    cell["train"],
-                    cell["test"],
-                    cell["wanted"]["train"],
-                    cell["wanted"]["test"]
+                    cell.rating_bin,
+                    cell.length,
+                    cell.mate,
+                    cell.train,
+                    cell.test,
+                    cell.wanted.train,
+                    cell.wanted.test
                 ));
             }
         }

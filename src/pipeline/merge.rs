@@ -456,24 +456,15 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         generated: None,
         excluded_releases: None,
     };
-    // Under [generate] the shards played their slices into the batch
-    // store; the self-play, mine and rate stages are assembled from it by
-    // the stopping rule, as a single run assembles them.
     let (sliced, rest) = if config.generate.enabled {
-        let earlier = crate::pipeline::adapters::earlier_releases(&ctx)?;
-        let generated = prepare(
-            &config.generate_sections(),
-            ctx.generate_engine()?,
-            Mode::Merge,
+        assemble_generated(
+            &config,
+            &mut ctx,
             args.tier.as_deref(),
-            &earlier,
-        )?;
-        check_same_store(&generated, &shards)?;
-        ctx.generated = Some(generated);
-        let (ingest, generated_stages): (Stages, Stages) = sliced
-            .into_iter()
-            .partition(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
-        (ingest, generated_stages.into_iter().chain(rest).collect())
+            &shards,
+            sliced,
+            rest,
+        )?
     } else {
         (sliced, rest)
     };
@@ -483,18 +474,8 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         shards.len(),
         release_dir.display()
     );
-    let mut report = Vec::new();
-    let mut kept = KeptRows::new();
-    for stage in &sliced {
-        let merged = merge_into_release(stage.as_ref(), &ctx, &shards, &mut kept, args.force)?;
-        human.push_str(&format!(
-            "  {:<16} {:<8}\n",
-            stage.name(),
-            if merged.skipped { "skipped" } else { "merged" }
-        ));
-        report.push(json!({"stage": stage.name(), "merged": !merged.skipped,
-            "skipped": merged.skipped, "counts": merged.counts}));
-    }
+    let (merged_human, mut report) = merge_sliced(&sliced, &ctx, &shards, args.force)?;
+    human.push_str(&merged_human);
     let (rest_human, rest_report) = run_stages(
         &mut ctx,
         &rest,
@@ -523,10 +504,62 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
     ))
 }
 
+/// Under `[generate]` the shards played their slices into the batch
+/// store; the self-play, mine and rate stages are assembled from it by the
+/// stopping rule, as a single run assembles them. Gives the stages still
+/// merged from the shards (the ingests) and those run on the release.
+fn assemble_generated(
+    config: &PipelineConfig,
+    ctx: &mut RunContext,
+    tier: Option<&str>,
+    shards: &[ShardDir],
+    sliced: Stages,
+    rest: Stages,
+) -> Result<(Stages, Stages)> {
+    let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
+    let generated = prepare(
+        &config.generate_sections(),
+        ctx.generate_engine()?,
+        Mode::Merge,
+        tier,
+        &earlier,
+    )?;
+    check_same_store(&generated, shards)?;
+    ctx.generated = Some(generated);
+    let (ingest, generated_stages): (Stages, Stages) = sliced
+        .into_iter()
+        .partition(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
+    Ok((ingest, generated_stages.into_iter().chain(rest).collect()))
+}
+
+/// Merges each sliced stage's shard outputs into the release, in stage
+/// order: a line each for the summary and its report entries.
+fn merge_sliced(
+    sliced: &Stages,
+    ctx: &RunContext,
+    shards: &[ShardDir],
+    force: bool,
+) -> Result<(String, Vec<Value>)> {
+    let mut human = String::new();
+    let mut report = Vec::new();
+    let mut kept = KeptRows::new();
+    for stage in sliced {
+        let merged = merge_into_release(stage.as_ref(), ctx, shards, &mut kept, force)?;
+        human.push_str(&format!(
+            "  {:<16} {:<8}\n",
+            stage.name(),
+            if merged.skipped { "skipped" } else { "merged" }
+        ));
+        report.push(json!({"stage": stage.name(), "merged": !merged.skipped,
+            "skipped": merged.skipped, "counts": merged.counts}));
+    }
+    Ok((human, report))
+}
+
 /// Under `[generate]`: every shard played into the store this merge reads
 /// (its self-play stage records the store's key).
 fn check_same_store(generated: &Generated, shards: &[ShardDir]) -> Result<()> {
-    let ours = generated.fingerprint_json()["store"].clone();
+    let ours = json!(generated.fingerprint().store());
     for shard in shards {
         let theirs = &shard.manifest(StageName::Selfplay)?.fingerprint.config["generate"]["store"];
         if *theirs != ours {

@@ -214,8 +214,8 @@ fn report_shard(shard: &Shard, left_for_merge: &[StageName], human: &mut String,
 fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>> {
     let (cells, unfilled, found_key) = match &ctx.generated {
         Some(generated) => (
-            generated.report["cells"].clone(),
-            generated.report["unfilled"].clone(),
+            json!(generated.report.counts.cells),
+            json!(generated.report.counts.unfilled),
             "generated",
         ),
         None => {

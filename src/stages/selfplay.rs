@@ -172,13 +172,9 @@ impl MaiaPlayers {
     /// The sha256 of every net either side may draw, rating by rating: what
     /// a store key hashes instead of the folder's path.
     pub(crate) fn fingerprint(&self) -> Result<Vec<(u32, String)>> {
-        self.ratings()
-            .into_iter()
-            .map(|rating| {
-                let path = self.models_dir.join(crate::maia::weight_file_name(rating));
-                Ok((rating, crate::core::fileio::sha256_file(&path)?))
-            })
-            .collect()
+        let files = crate::maia::net_files(&self.models_dir, &self.ratings())
+            .context("selfplay.maia.models_dir")?;
+        Ok(files.into_iter().map(|f| (f.rating, f.sha256)).collect())
     }
 }
 

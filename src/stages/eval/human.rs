@@ -23,21 +23,12 @@ use std::path::{Path, PathBuf};
 
 use super::task::PositionTask;
 use crate::chess::record::Puzzle;
-use crate::core::error::bad_input;
-use crate::core::fileio::{sha256_bytes, sha256_file, write_atomic};
-use crate::maia::{History, MaiaNets, weight_file_name};
+use crate::core::fileio::{sha256_bytes, write_atomic};
+use crate::maia::{History, MaiaNets, NetFile, net_files};
 
 /// Positions handed to the nets per call: the progress bar moves between
 /// calls (the results do not depend on the grouping).
 const CHUNK: usize = 64;
-
-/// One net file as a report names it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub(crate) struct NetFile {
-    pub rating: u32,
-    pub file: String,
-    pub sha256: String,
-}
 
 /// The move probabilities of one position under each net.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -109,29 +100,6 @@ fn played_before<'a>(puzzle: &'a Puzzle, task: &PositionTask) -> &'a [String] {
     &puzzle.moves[..2 * task.move_index + 1]
 }
 
-/// The sha256 and file name of each net, or an error naming a missing or
-/// unreadable file.
-pub(crate) fn net_files(dir: &Path, ratings: &[u32]) -> Result<Vec<NetFile>> {
-    ratings
-        .iter()
-        .map(|&rating| {
-            let file = weight_file_name(rating);
-            let path = dir.join(&file);
-            let sha256 = sha256_file(&path).map_err(|e| {
-                bad_input(format!(
-                    "Maia net {} (eval.maia.models_dir): {e:#}",
-                    path.display()
-                ))
-            })?;
-            Ok(NetFile {
-                rating,
-                file,
-                sha256,
-            })
-        })
-        .collect()
-}
-
 /// The probabilities of every task's legal moves under the nets of
 /// `ratings` in `dir`: from `cache_dir` where it holds them, else from the
 /// nets (loaded only when some position is missing), run on `threads`
@@ -144,7 +112,7 @@ pub(crate) fn policies(
     cache_dir: Option<&Path>,
     threads: usize,
 ) -> Result<Policies> {
-    let nets = net_files(dir, ratings)?;
+    let nets = net_files(dir, ratings).context("eval.maia.models_dir")?;
     let nets_key: String = nets
         .iter()
         .map(|n| format!("{}:{}", n.rating, n.sha256))

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::human::{NetFile, Policies};
+use super::human::Policies;
 use super::metrics::{self, Breakdowns, CellMetrics};
 use super::players::Answer;
 use super::prompt::BASELINE_TEMPLATE;
@@ -20,6 +20,7 @@ use super::prompt::Template;
 use super::task::{Job, PositionTask};
 use crate::chess::record::Puzzle;
 use crate::core::fileio::write_atomic;
+use crate::maia::NetFile;
 
 /// How the ladder's nets choose, and what the rating means, for the report.
 pub(crate) const HUMAN_EQUIVALENT_NOTE: &str = "Each Maia net plays its most likely move (a \

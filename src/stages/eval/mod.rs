@@ -163,7 +163,8 @@ pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> 
     }
 }
 
-/// Asks the player every job.
+/// Asks the player every job: its answers, the HTTP requests made and,
+/// for an engine, its name.
 #[allow(clippy::too_many_arguments)]
 fn answer_jobs(
     model: &ModelSpec,
@@ -185,99 +186,142 @@ fn answer_jobs(
         bar.inc(1);
     };
     let result = match model {
-        ModelSpec::Random => {
-            let answers = jobs
-                .iter()
-                .map(|job| {
-                    let task = &tasks[job.task];
-                    let key = Key::Pair(u64::from(job.repeat), job.task as u64);
-                    let mut rng = seed::rng(config.seed, Domain::EvalRandomMove, key);
-                    let answer = Answer {
-                        reply: random_move(&task.position, &mut rng),
-                        ..Default::default()
-                    };
-                    progress(task, &answer);
-                    answer
-                })
-                .collect();
-            (answers, 0, None)
-        }
+        ModelSpec::Random => (random_answers(config, tasks, jobs, &progress), 0, None),
         ModelSpec::OpenAi { model, base_url } => {
-            let cache = config
-                .cache_dir
-                .clone()
-                .unwrap_or_else(|| default_cache_dir(&args.output));
-            let client = ChatClient::new(
-                Endpoint {
-                    model: model.clone(),
-                    base_url: base_url.clone(),
-                },
-                config.client.clone(),
-                Some(cache),
+            let endpoint = Endpoint {
+                model: model.clone(),
+                base_url: base_url.clone(),
+            };
+            let (answers, requests) = model_answers(
+                endpoint, config, args, templates, prompt, tasks, jobs, &progress,
             )?;
-            let answers = run_parallel(
-                jobs,
-                config.client.workers,
-                |i, job| {
-                    let task = &tasks[job.task];
-                    let view = PositionView::new(&task.position, &task.history_san);
-                    let repeat = Key::Index(u64::from(job.repeat));
-                    ask_model(
-                        &client,
-                        &templates[job.template],
-                        prompt,
-                        &view,
-                        request_seed(config.seed, Domain::EvalRequestSeed, repeat),
-                        seed::value(config.seed, Domain::EvalRetryJitter, Key::Index(i as u64)),
-                    )
-                },
-                |_| {},
-            )?;
-            for (job, answer) in jobs.iter().zip(&answers) {
-                progress(&tasks[job.task], answer);
-            }
-            (answers, client.http_requests(), None)
+            (answers, requests, None)
         }
         ModelSpec::Engine { .. } => engine_answers(model, config, engine, tasks, jobs, notes)?,
         ModelSpec::Maia { rating, sample } => {
             let policies = policies.ok_or_else(|| anyhow::anyhow!("no Maia probabilities"))?;
-            let net = policies
-                .net_of(*rating)
-                .ok_or_else(|| anyhow::anyhow!("no Maia net of rating {rating}"))?;
-            notes.push(match sample {
-                false => format!(
-                    "maia:{rating} plays the net's most likely move: what a typical player rated \
-                     {rating} on Lichess plays (deterministic)"
-                ),
-                true => format!(
-                    "maia:{rating}?sample=1 plays a move drawn from the net's probabilities at \
-                     temperature 1, seeded by the run (each repeat draws its own)"
-                ),
-            });
-            let answers = jobs
-                .iter()
-                .map(|job| {
-                    let policy = &policies.positions[job.task];
-                    let reply = if *sample {
-                        let key = Key::Pair(u64::from(job.repeat), job.task as u64);
-                        let mut rng = seed::rng(config.seed, Domain::EvalMaiaMove, key);
-                        policy.sampled_move(net, &mut rng)
-                    } else {
-                        policy.top_move(net)
-                    };
-                    let answer = Answer {
-                        reply: reply.map(str::to_string),
-                        ..Default::default()
-                    };
-                    progress(&tasks[job.task], &answer);
-                    answer
-                })
-                .collect();
+            let answers = maia_answers(
+                *rating, *sample, policies, config, tasks, jobs, notes, &progress,
+            )?;
             (answers, 0, None)
         }
     };
     bar.finish_and_clear();
     Ok(result)
+}
+
+/// `random`: a legal move drawn for each job, seeded by the run, the
+/// repeat and the task.
+fn random_answers(
+    config: &EvalConfig,
+    tasks: &[PositionTask],
+    jobs: &[Job],
+    progress: &dyn Fn(&PositionTask, &Answer),
+) -> Vec<Answer> {
+    jobs.iter()
+        .map(|job| {
+            let task = &tasks[job.task];
+            let key = Key::Pair(u64::from(job.repeat), job.task as u64);
+            let mut rng = seed::rng(config.seed, Domain::EvalRandomMove, key);
+            let answer = Answer {
+                reply: random_move(&task.position, &mut rng),
+                ..Default::default()
+            };
+            progress(task, &answer);
+            answer
+        })
+        .collect()
+}
+
+/// A model behind an HTTP endpoint: every job asked on the client's
+/// workers (answers cached on disk); gives the answers in job order and
+/// the HTTP requests made.
+#[allow(clippy::too_many_arguments)]
+fn model_answers(
+    endpoint: Endpoint,
+    config: &EvalConfig,
+    args: &EvalArgs,
+    templates: &[Template],
+    prompt: &PromptSpec,
+    tasks: &[PositionTask],
+    jobs: &[Job],
+    progress: &dyn Fn(&PositionTask, &Answer),
+) -> Result<(Vec<Answer>, u64)> {
+    let cache = config
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| default_cache_dir(&args.output));
+    let client = ChatClient::new(endpoint, config.client.clone(), Some(cache))?;
+    let answers = run_parallel(
+        jobs,
+        config.client.workers,
+        |i, job| {
+            let task = &tasks[job.task];
+            let view = PositionView::new(&task.position, &task.history_san);
+            let repeat = Key::Index(u64::from(job.repeat));
+            ask_model(
+                &client,
+                &templates[job.template],
+                prompt,
+                &view,
+                request_seed(config.seed, Domain::EvalRequestSeed, repeat),
+                seed::value(config.seed, Domain::EvalRetryJitter, Key::Index(i as u64)),
+            )
+        },
+        |_| {},
+    )?;
+    for (job, answer) in jobs.iter().zip(&answers) {
+        progress(&tasks[job.task], answer);
+    }
+    Ok((answers, client.http_requests()))
+}
+
+/// `maia:RATING`: the net's most likely move, or with `sample` a move
+/// drawn from its probabilities (seeded by the run, the repeat and the
+/// task); notes which.
+#[allow(clippy::too_many_arguments)]
+fn maia_answers(
+    rating: u32,
+    sample: bool,
+    policies: &Policies,
+    config: &EvalConfig,
+    tasks: &[PositionTask],
+    jobs: &[Job],
+    notes: &mut Vec<String>,
+    progress: &dyn Fn(&PositionTask, &Answer),
+) -> Result<Vec<Answer>> {
+    let net = policies
+        .net_of(rating)
+        .ok_or_else(|| anyhow::anyhow!("no Maia net of rating {rating}"))?;
+    notes.push(match sample {
+        false => format!(
+            "maia:{rating} plays the net's most likely move: what a typical player rated \
+             {rating} on Lichess plays (deterministic)"
+        ),
+        true => format!(
+            "maia:{rating}?sample=1 plays a move drawn from the net's probabilities at \
+             temperature 1, seeded by the run (each repeat draws its own)"
+        ),
+    });
+    Ok(jobs
+        .iter()
+        .map(|job| {
+            let policy = &policies.positions[job.task];
+            let reply = if sample {
+                let key = Key::Pair(u64::from(job.repeat), job.task as u64);
+                let mut rng = seed::rng(config.seed, Domain::EvalMaiaMove, key);
+                policy.sampled_move(net, &mut rng)
+            } else {
+                policy.top_move(net)
+            };
+            let answer = Answer {
+                reply: reply.map(str::to_string),
+                ..Default::default()
+            };
+            progress(&tasks[job.task], &answer);
+            answer
+        })
+        .collect())
 }
 
 fn engine_answers(

@@ -320,6 +320,8 @@ fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, b: &Breakdowns
     Summary::new(human, json)
 }
 
+/// The run's `report.md`: the headline table, the verdicts and notes, the
+/// pictures (the ladder's with its section), then one table per breakdown.
 fn markdown(
     run: &RunInfo,
     output: &RunOutput,
@@ -328,12 +330,6 @@ fn markdown(
     usage: &Usage,
     pictures: &[(&str, &str)],
 ) -> String {
-    let notes = &output.notes;
-    let Usage {
-        prompt_tokens,
-        completion_tokens,
-        cost,
-    } = usage;
     let mut md = String::new();
     let o = &b.overall;
     let _ = writeln!(md, "# Eval: {}\n", run.model);
@@ -348,6 +344,46 @@ fn markdown(
         run.positions,
         run.config.repeats
     );
+    headline_table(&mut md, output, o, usage);
+    let _ = writeln!(md, "\nVerdicts: {}\n", {
+        let parts: Vec<String> = verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        parts.join(", ")
+    });
+    if o.regret_positions > 0 {
+        md.push_str(SCORE_LOSS_NOTE);
+    }
+    for note in &output.notes {
+        let _ = writeln!(md, "> {note}\n");
+    }
+    // The ladder's picture goes with its section.
+    let top: Vec<&(&str, &str)> = pictures
+        .iter()
+        .filter(|(_, file)| *file != LADDER_PICTURE)
+        .collect();
+    if !top.is_empty() {
+        for (title, file) in top {
+            let _ = writeln!(md, "![{title}]({file})");
+        }
+        md.push('\n');
+    }
+    if let Some(l) = &output.ladder {
+        let picture = pictures
+            .iter()
+            .any(|(_, file)| *file == LADDER_PICTURE)
+            .then_some(LADDER_PICTURE);
+        ladder::ladder_markdown(&mut md, l, &run.model, b, picture);
+    }
+    breakdown_tables(&mut md, b);
+    md
+}
+
+/// The overall metrics as a two-column table, with the tokens and cost.
+fn headline_table(md: &mut String, output: &RunOutput, o: &CellMetrics, usage: &Usage) {
+    let Usage {
+        prompt_tokens,
+        completion_tokens,
+        cost,
+    } = usage;
     let _ = writeln!(md, "| metric | value |\n|---|---|");
     let _ = writeln!(
         md,
@@ -382,34 +418,11 @@ fn markdown(
         "| cost (USD) | {} |",
         cost.map_or_else(|| "-".into(), |c| format!("{c:.4}"))
     );
-    let _ = writeln!(md, "\nVerdicts: {}\n", {
-        let parts: Vec<String> = verdicts.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        parts.join(", ")
-    });
-    if o.regret_positions > 0 {
-        md.push_str(SCORE_LOSS_NOTE);
-    }
-    for note in notes {
-        let _ = writeln!(md, "> {note}\n");
-    }
-    // The ladder's picture goes with its section.
-    let top: Vec<&(&str, &str)> = pictures
-        .iter()
-        .filter(|(_, file)| *file != LADDER_PICTURE)
-        .collect();
-    if !top.is_empty() {
-        for (title, file) in top {
-            let _ = writeln!(md, "![{title}]({file})");
-        }
-        md.push('\n');
-    }
-    if let Some(l) = &output.ladder {
-        let picture = pictures
-            .iter()
-            .any(|(_, file)| *file == LADDER_PICTURE)
-            .then_some(LADDER_PICTURE);
-        ladder::ladder_markdown(&mut md, l, &run.model, b, picture);
-    }
+}
+
+/// One table per breakdown dimension (`## By ...`), its cells in the
+/// dimension's order.
+fn breakdown_tables(md: &mut String, b: &Breakdowns) {
     for (dimension, cells) in &b.by {
         let _ = writeln!(md, "## By {}\n", dimension.replace('_', " "));
         let _ = writeln!(
@@ -434,7 +447,6 @@ fn markdown(
         }
         md.push('\n');
     }
-    md
 }
 
 /// Regret histogram bins (upper bounds, cp) and labels.

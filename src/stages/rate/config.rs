@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
-use crate::maia::{MAIA_RATINGS, MaiaNets, weight_file_name};
+use crate::maia::{MAIA_RATINGS, MaiaNets};
 
 use super::model::TreeConfig;
 
@@ -109,22 +109,11 @@ pub struct MaiaSpec {
 impl MaiaSpec {
     /// The nine nets' files in `dir`.
     pub(crate) fn of_dir(dir: &Path) -> Result<Self> {
-        let sha256 = MAIA_RATINGS
-            .iter()
-            .map(|&rating| {
-                let path = dir.join(weight_file_name(rating));
-                crate::core::fileio::sha256_file(&path).map_err(|e| {
-                    bad_input(format!(
-                        "rate: the human-move net {} cannot be read ({e:#}); the nets are \
-                         in models/maia (--maia DIR, or [rate] maia)",
-                        path.display()
-                    ))
-                })
-            })
-            .collect::<Result<_>>()?;
+        let files = crate::maia::net_files(dir, &MAIA_RATINGS)
+            .context("rate: the human-move nets (--maia DIR, or [rate] maia)")?;
         Ok(Self {
-            ratings: MAIA_RATINGS.to_vec(),
-            sha256,
+            ratings: files.iter().map(|f| f.rating).collect(),
+            sha256: files.into_iter().map(|f| f.sha256).collect(),
         })
     }
 }

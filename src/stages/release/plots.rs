@@ -119,119 +119,196 @@ fn rating_histogram(train: &[Puzzle], test: &[Puzzle]) -> Result<String> {
 /// its column or row: bin labels stand vertically under their columns,
 /// legible however many bins there are.
 fn cell_heatmap(cells: &[CellOutcome]) -> Result<String> {
-    let mut bins: Vec<(i32, i32)> = cells
-        .iter()
-        .map(|c| (c.cell.bin_lo, c.cell.bin_hi))
-        .collect();
-    bins.sort();
-    bins.dedup();
-    let mut rows: Vec<(usize, bool)> = cells.iter().map(|c| (c.cell.length, c.cell.mate)).collect();
-    rows.sort();
-    rows.dedup();
-    let count =
-        |c: &CellOutcome| format!("{}/{}", c.train + c.test, c.wanted.train + c.wanted.test);
-    // Wide enough for the longest count at the cell font (about 7 px a
-    // character).
-    let widest = cells.iter().map(|c| count(c).len()).max().unwrap_or(3) as i32;
-    let cell_w = (7 * widest + 12).max(42);
-    let cell_h = 28;
-    let (left, top, bottom, right) = (130, 56, 104, 20);
-    let grid_w = cell_w * bins.len().max(1) as i32;
-    let grid_h = cell_h * rows.len().max(1) as i32;
-    let size = (
-        (left + grid_w + right) as u32,
-        (top + grid_h + bottom) as u32,
-    );
+    let grid = HeatmapGrid::of(cells);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, grid.size()).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;
-        let centred = |size: u32| {
-            TextStyle::from(("sans-serif", size).into_font())
-                .pos(Pos::new(HPos::Center, VPos::Center))
-        };
-        root.draw(&Text::new(
-            "Puzzles per cell: drawn / wanted, train + test (blue: filled, red: short)",
-            (size.0 as i32 / 2, 18),
-            centred(18),
-        ))
-        .map_err(plot_error)?;
-        root.draw(&Text::new(
-            "Rating bin",
-            (left + grid_w / 2, top + grid_h + bottom - 12),
-            centred(15),
-        ))
-        .map_err(plot_error)?;
-        root.draw(&Text::new(
-            "Solver moves, mate",
-            (left / 2 + 4, 42),
-            centred(15),
-        ))
-        .map_err(plot_error)?;
-        // The grid's frame, so that empty places (no quota) read as cells.
-        for y in 0..rows.len() as i32 {
-            for x in 0..bins.len() as i32 {
-                let (x0, y0) = (left + x * cell_w, top + y * cell_h);
-                root.draw(&Rectangle::new(
-                    [(x0, y0), (x0 + cell_w, y0 + cell_h)],
-                    RGBColor(225, 225, 225).stroke_width(1),
-                ))
-                .map_err(plot_error)?;
-            }
-        }
-        for c in cells {
-            let (Ok(x), Ok(y)) = (
-                bins.binary_search(&(c.cell.bin_lo, c.cell.bin_hi)),
-                rows.binary_search(&(c.cell.length, c.cell.mate)),
-            ) else {
-                continue;
-            };
-            let (x0, y0) = (left + x as i32 * cell_w, top + y as i32 * cell_h);
-            let wanted = (c.wanted.train + c.wanted.test).max(1) as f64;
-            let share = ((c.train + c.test) as f64 / wanted).min(1.0);
-            let shade = (235.0 - 185.0 * share) as u8;
-            let color = if c.filled() {
-                RGBColor(shade, shade, 255)
-            } else {
-                RGBColor(255, shade, shade)
-            };
-            root.draw(&Rectangle::new(
-                [(x0 + 1, y0 + 1), (x0 + cell_w - 1, y0 + cell_h - 1)],
-                color.filled(),
-            ))
-            .map_err(plot_error)?;
-            let ink = if shade < 120 { WHITE } else { BLACK };
-            root.draw(&Text::new(
-                count(c),
-                (x0 + cell_w / 2, y0 + cell_h / 2),
-                centred(14).color(&ink),
-            ))
-            .map_err(plot_error)?;
-        }
-        let right_aligned = TextStyle::from(("sans-serif", 14).into_font())
-            .pos(Pos::new(HPos::Right, VPos::Center));
-        for (y, (length, mate)) in rows.iter().enumerate() {
-            let label = format!("{length}, {}", if *mate { "mate" } else { "no mate" });
-            root.draw(&Text::new(
-                label,
-                (left - 8, top + y as i32 * cell_h + cell_h / 2),
-                right_aligned.clone(),
-            ))
-            .map_err(plot_error)?;
-        }
-        // Read from the bottom up, ending just under their column.
-        let vertical = right_aligned.transform(FontTransform::Rotate270);
-        for (x, (lo, hi)) in bins.iter().enumerate() {
-            root.draw(&Text::new(
-                format!("({lo}, {hi}]"),
-                (left + x as i32 * cell_w + cell_w / 2, top + grid_h + 6),
-                vertical.clone(),
-            ))
-            .map_err(plot_error)?;
-        }
+        draw_heatmap_titles(&root, &grid)?;
+        draw_heatmap_cells(&root, &grid, cells)?;
+        draw_heatmap_labels(&root, &grid)?;
         root.present().map_err(plot_error)?;
     }
     Ok(svg)
+}
+
+/// The SVG drawing area the heatmap is drawn on.
+type SvgArea<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// Where the heatmap's parts sit, in pixels: its columns (rating bins,
+/// lowest first), its rows ((solver moves, mate), shortest first) and the
+/// margins around the grid.
+struct HeatmapGrid {
+    bins: Vec<(i32, i32)>,
+    rows: Vec<(usize, bool)>,
+    cell_w: i32,
+    cell_h: i32,
+    left: i32,
+    top: i32,
+    bottom: i32,
+    right: i32,
+}
+
+impl HeatmapGrid {
+    fn of(cells: &[CellOutcome]) -> HeatmapGrid {
+        let mut bins: Vec<(i32, i32)> = cells
+            .iter()
+            .map(|c| (c.cell.bin_lo, c.cell.bin_hi))
+            .collect();
+        bins.sort();
+        bins.dedup();
+        let mut rows: Vec<(usize, bool)> =
+            cells.iter().map(|c| (c.cell.length, c.cell.mate)).collect();
+        rows.sort();
+        rows.dedup();
+        // Wide enough for the longest count at the cell font (about 7 px a
+        // character).
+        let widest = cells
+            .iter()
+            .map(|c| heatmap_count(c).len())
+            .max()
+            .unwrap_or(3) as i32;
+        HeatmapGrid {
+            bins,
+            rows,
+            cell_w: (7 * widest + 12).max(42),
+            cell_h: 28,
+            left: 130,
+            top: 56,
+            bottom: 104,
+            right: 20,
+        }
+    }
+
+    fn grid_w(&self) -> i32 {
+        self.cell_w * self.bins.len().max(1) as i32
+    }
+
+    fn grid_h(&self) -> i32 {
+        self.cell_h * self.rows.len().max(1) as i32
+    }
+
+    /// The picture's size: the grid and its margins.
+    fn size(&self) -> (u32, u32) {
+        (
+            (self.left + self.grid_w() + self.right) as u32,
+            (self.top + self.grid_h() + self.bottom) as u32,
+        )
+    }
+}
+
+/// A cell's label: drawn / wanted, train and test together.
+fn heatmap_count(c: &CellOutcome) -> String {
+    format!("{}/{}", c.train + c.test, c.wanted.train + c.wanted.test)
+}
+
+/// Text of `size` pixels centred on its position.
+fn centred_text(size: u32) -> TextStyle<'static> {
+    TextStyle::from(("sans-serif", size).into_font()).pos(Pos::new(HPos::Center, VPos::Center))
+}
+
+/// The picture's title and the two axes' titles.
+fn draw_heatmap_titles(root: &SvgArea<'_>, grid: &HeatmapGrid) -> Result<()> {
+    let (width, _) = grid.size();
+    root.draw(&Text::new(
+        "Puzzles per cell: drawn / wanted, train + test (blue: filled, red: short)",
+        (width as i32 / 2, 18),
+        centred_text(18),
+    ))
+    .map_err(plot_error)?;
+    root.draw(&Text::new(
+        "Rating bin",
+        (
+            grid.left + grid.grid_w() / 2,
+            grid.top + grid.grid_h() + grid.bottom - 12,
+        ),
+        centred_text(15),
+    ))
+    .map_err(plot_error)?;
+    root.draw(&Text::new(
+        "Solver moves, mate",
+        (grid.left / 2 + 4, 42),
+        centred_text(15),
+    ))
+    .map_err(plot_error)?;
+    Ok(())
+}
+
+/// The grid's frame, then each target cell coloured by how full it is and
+/// labelled with its count.
+fn draw_heatmap_cells(root: &SvgArea<'_>, grid: &HeatmapGrid, cells: &[CellOutcome]) -> Result<()> {
+    let (left, top, cell_w, cell_h) = (grid.left, grid.top, grid.cell_w, grid.cell_h);
+    // The frame, so that empty places (no quota) read as cells.
+    for y in 0..grid.rows.len() as i32 {
+        for x in 0..grid.bins.len() as i32 {
+            let (x0, y0) = (left + x * cell_w, top + y * cell_h);
+            root.draw(&Rectangle::new(
+                [(x0, y0), (x0 + cell_w, y0 + cell_h)],
+                RGBColor(225, 225, 225).stroke_width(1),
+            ))
+            .map_err(plot_error)?;
+        }
+    }
+    for c in cells {
+        let (Ok(x), Ok(y)) = (
+            grid.bins.binary_search(&(c.cell.bin_lo, c.cell.bin_hi)),
+            grid.rows.binary_search(&(c.cell.length, c.cell.mate)),
+        ) else {
+            continue;
+        };
+        let (x0, y0) = (left + x as i32 * cell_w, top + y as i32 * cell_h);
+        let wanted = (c.wanted.train + c.wanted.test).max(1) as f64;
+        let share = ((c.train + c.test) as f64 / wanted).min(1.0);
+        let shade = (235.0 - 185.0 * share) as u8;
+        let color = if c.filled() {
+            RGBColor(shade, shade, 255)
+        } else {
+            RGBColor(255, shade, shade)
+        };
+        root.draw(&Rectangle::new(
+            [(x0 + 1, y0 + 1), (x0 + cell_w - 1, y0 + cell_h - 1)],
+            color.filled(),
+        ))
+        .map_err(plot_error)?;
+        let ink = if shade < 120 { WHITE } else { BLACK };
+        root.draw(&Text::new(
+            heatmap_count(c),
+            (x0 + cell_w / 2, y0 + cell_h / 2),
+            centred_text(14).color(&ink),
+        ))
+        .map_err(plot_error)?;
+    }
+    Ok(())
+}
+
+/// Each row's label at its left, each column's bin under it.
+fn draw_heatmap_labels(root: &SvgArea<'_>, grid: &HeatmapGrid) -> Result<()> {
+    let (left, top, cell_w, cell_h) = (grid.left, grid.top, grid.cell_w, grid.cell_h);
+    let right_aligned =
+        TextStyle::from(("sans-serif", 14).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+    for (y, (length, mate)) in grid.rows.iter().enumerate() {
+        let label = format!("{length}, {}", if *mate { "mate" } else { "no mate" });
+        root.draw(&Text::new(
+            label,
+            (left - 8, top + y as i32 * cell_h + cell_h / 2),
+            right_aligned.clone(),
+        ))
+        .map_err(plot_error)?;
+    }
+    // Read from the bottom up, ending just under their column.
+    let vertical = right_aligned.transform(FontTransform::Rotate270);
+    for (x, (lo, hi)) in grid.bins.iter().enumerate() {
+        root.draw(&Text::new(
+            format!("({lo}, {hi}]"),
+            (
+                left + x as i32 * cell_w + cell_w / 2,
+                top + grid.grid_h() + 6,
+            ),
+            vertical.clone(),
+        ))
+        .map_err(plot_error)?;
+    }
+    Ok(())
 }
 
 /// Side-by-side bars for train and test over integer categories.
