@@ -265,3 +265,50 @@ fn a_puzzle_only_stockfish_accepts_is_dropped_by_default_and_marked_under_mark()
         "{manifest}"
     );
 }
+
+/// A generated mate in 3 (self-play seed 7700502, game 42, ply 17): Stockfish
+/// sees the mate; Ethereal 12 finds it at depth 12 with one line, but under
+/// MultiPV 2 it scores its two lines +10.02 and +14.55, out of order. The
+/// second engine asks a mate puzzle with one line, so the puzzle is
+/// confirmed on each solver move; judged by the gap rule (Epoch's
+/// criterion) the same engine rejects it at once.
+#[test]
+fn a_mate_puzzle_is_confirmed_by_the_second_engine_with_one_line() {
+    engines_present();
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("mate.csv");
+    std::fs::write(
+        &csv,
+        "PuzzleId,FEN,Moves,Rating,Themes,Criterion\n\
+         pfe9e055d1ea,3qkbr1/1ppb2p1/4p1Q1/B2p1n1P/3P4/P2pP2P/1PP5/R4RK1 b - - 1 21,\
+         e8e7 a5b4 c7c5 b4c5 f5d6 g6f7,2312,check long mate mateIn3,mate\n",
+    )
+    .unwrap();
+    let puzzles = read_puzzles(&csv).unwrap();
+    let pool = stockfish(1);
+    let second_engine = SecondEngineConfig {
+        depth: 12,
+        ..ethereal(180)
+    };
+    let mate = VerifyConfig {
+        nodes: Some(300_000),
+        ..config(second_engine)
+    };
+    let second = mate.second_engine.as_ref().unwrap().pool(&pool).unwrap();
+    let verdicts = verify_puzzles(&mate, &pool, Some(&second), &puzzles).unwrap();
+    let verdict = &verdicts[0];
+    assert_eq!(verdict.criterion, "mate");
+    assert!(verdict.deeper_holds(), "{verdict:?}");
+    assert_eq!(verdict.second_holds, Some(true), "{verdict:?}");
+    assert_eq!(verdict.second_moves.len(), 3);
+    assert!(verdict.second_moves.iter().all(|m| m.gap_cp.is_none()));
+    assert!(verdict.verified());
+    let as_epoch = VerifyConfig {
+        criterion: Some(puzzleforge::engine::criterion::Criterion::Epoch),
+        ..mate
+    };
+    let verdicts = verify_puzzles(&as_epoch, &pool, Some(&second), &puzzles).unwrap();
+    let first = &verdicts[0].second_moves[0];
+    assert_eq!(verdicts[0].second_holds, Some(false), "{:?}", verdicts[0]);
+    assert!(first.gap_cp.is_some_and(|gap| gap < 0), "{first:?}");
+}

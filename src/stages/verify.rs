@@ -297,7 +297,7 @@ pub struct SecondMove {
     pub expected_move: String,
     pub best_move: Option<String>,
     /// Best minus second score, in the second engine's cp; `None` with one
-    /// legal move.
+    /// legal move, and on a mate puzzle (asked with one line).
     pub gap_cp: Option<i32>,
     pub holds: bool,
 }
@@ -408,7 +408,8 @@ fn verify_items(
     let mut verdicts = pool.map(items, |session, _, item| check(session, item, config))?;
     if let (Some(second_config), Some(second)) = (&config.second_engine, second) {
         let opinions = second.map(items, |session, _, item| {
-            second_opinion(session, item.puzzle, second_config)
+            let mate = criterion_of(item.puzzle, config) == Criterion::Mate;
+            second_opinion(session, item.puzzle, second_config, mate)
         })?;
         for (verdict, moves) in verdicts.iter_mut().zip(opinions) {
             verdict.second_holds = Some(!moves.is_empty() && moves.iter().all(|m| m.holds));
@@ -790,10 +791,19 @@ fn check(
 /// forced later move and never a forced first one). On a move that mates
 /// at once, any mating move is accepted and no gap is asked: the puzzle
 /// accepts every mate there. Empty when the line cannot be replayed.
+///
+/// A mate puzzle (`mate`: held to the mate rule) is asked with one line
+/// instead: the second engine's best move must be an accepted answer and
+/// its score a forced mate; that no second move mates as fast is the
+/// deeper search's verdict. Ethereal 12 under MultiPV 2 loses mates it
+/// finds with one line, reports its two lines out of score order, and
+/// ignores UCI `searchmoves` (docs/mining.md shows a position), so no
+/// second line it gives a mate can be trusted.
 fn second_opinion(
     session: &mut Session,
     puzzle: &Puzzle,
     config: &SecondEngineConfig,
+    mate: bool,
 ) -> Result<Vec<SecondMove>, EngineError> {
     let Ok(line) = PuzzleLine::of_puzzle(puzzle) else {
         return Ok(Vec::new());
@@ -815,6 +825,18 @@ fn second_opinion(
             // Nothing to search: the one verdict on a lone move.
             let decision = criterion::decide(rule, turn, &Scores::new(Score::Cp(0), None));
             (None, None, decision.unique)
+        } else if mate {
+            let one_line = SearchRequest {
+                multipv: 1,
+                ..request
+            };
+            let searched = session.search(&one_line)?;
+            let best = searched.lines.first();
+            (
+                best.and_then(|line| line.pv.first().cloned()),
+                None,
+                best.is_some_and(|line| matches!(line.score, Score::Mate(n) if n > 0)),
+            )
         } else {
             let (judged, _) = criterion::judge(session, &request, position, rule, turn)?;
             let gap = judged
