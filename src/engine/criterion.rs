@@ -387,8 +387,9 @@ pub fn may_pass(rule: Rule, scores: &Scores, slack: Slack) -> bool {
                 || win_chances(best) > win_chances(second) + LICHESS_MIN_GAP - slack.win_chance
         }
         // A mate the shallow search already sees, and no second move that
-        // already mates as fast.
-        Rule::Mate => mates(best) && (best == Score::Mate(1) || !mates_as_fast(best, second)),
+        // already mates as fast: the rule itself, which has no threshold
+        // to give slack on.
+        Rule::Mate => decide(rule, Turn::First, scores).unique,
     }
 }
 
