@@ -477,6 +477,7 @@ impl Calibration<'_> {
             y,
             group: index.iter().map(|&i| self.groups[i]).collect(),
             fold: index.iter().map(|&i| self.rows.inner_key(i)).collect(),
+            proxy,
         }
     }
 
@@ -500,7 +501,7 @@ impl Calibration<'_> {
                     .iter()
                     .map(|&i| {
                         let estimate = estimator
-                            .estimate(&self.features[i].values)
+                            .estimate(&self.features[i].values, self.groups[i])
                             .clamp(RATING_FLOOR, RATING_CEILING);
                         let deviation = estimator.deviations.deviation(self.groups[i], estimate);
                         (estimate, deviation)

@@ -292,11 +292,11 @@ impl RatingModel {
 
     /// Rating and deviation for a puzzle of `solver_moves` with `features`.
     pub fn rate(&self, solver_moves: usize, features: &Features) -> (i32, i32) {
+        let group = model_group(solver_moves, mates(features));
         let estimate = self
             .estimator
-            .estimate(&features.values)
+            .estimate(&features.values, group)
             .clamp(RATING_FLOOR, RATING_CEILING);
-        let group = model_group(solver_moves, mates(features));
         let deviation = self.estimator.deviations.deviation(group, estimate);
         (estimate.round() as i32, deviation.round() as i32)
     }

@@ -1,11 +1,19 @@
-//! The rating model of format 3: gradient-boosted trees over the feature
+//! The rating model of format 4: gradient-boosted trees over the feature
 //! table (fitted with `forust-ml`, stored here as plain split/leaf arrays),
 //! an isotonic recalibration of the trees' output (`pav_regression`) fitted
 //! on out-of-fold predictions so that, read by the estimate, the mean true
-//! rating matches it across the whole range, and a deviation table: per
-//! solver-length group and 400-point band of the estimate, the 68.3rd
+//! rating matches it across the whole range, a shift per model group that
+//! removes what bias the group keeps after that map, and a deviation
+//! table: per model group and 400-point band of the estimate, the 68.3rd
 //! percentile of the out-of-fold misses, so that about 68% of true ratings
 //! fall within one deviation.
+//!
+//! The single-move proxies (the first move of a longer puzzle, rated as
+//! the whole puzzle) teach the trees, but a release rates only whole
+//! puzzles: the group shifts and the deviations are read from whole
+//! puzzles alone. Without that, the rare genuine single-move non-mate is
+//! rated like the proxies around it, about 350 points too high
+//! (docs/results.md), and that is the shape of most generated puzzles.
 //!
 //! Everything is deterministic: the trees are grown single-threaded with no
 //! row or column sampling, and the out-of-fold fits run in parallel with
@@ -68,6 +76,10 @@ const ONE_SIGMA_SHARE: f64 = 0.6827;
 /// Fewest rows for a band's own deviation; a sparser band takes its
 /// group's.
 const MIN_BAND_ROWS: usize = 30;
+/// A group's shift is its whole puzzles' mean miss, shrunk toward no shift
+/// as if this many more rows had missed by nothing: a group of a handful of
+/// rows moves little, one of hundreds by nearly its mean.
+const SHIFT_PRIOR_ROWS: f64 = 10.0;
 
 /// A tree node: a split (`[feature, threshold, left, right]`: rows with a
 /// value below the threshold go left) or a leaf's value.
@@ -169,14 +181,16 @@ impl Trees {
     }
 }
 
-/// Rows to fit on: features, true ratings, weights, and each row's
-/// deviation group and source game (for the inner folds).
+/// Rows to fit on: features, true ratings, weights, each row's model
+/// group and source game (for the inner folds), and whether it is a
+/// single-move proxy rather than a whole puzzle.
 pub(crate) struct FitRows<'a> {
     pub x: Vec<&'a [f64]>,
     pub y: Vec<f64>,
     pub weight: Vec<f64>,
     pub group: Vec<usize>,
     pub fold: Vec<usize>,
+    pub proxy: Vec<bool>,
 }
 
 /// Grows the trees on `rows`.
@@ -363,11 +377,46 @@ impl DeviationTable {
     }
 }
 
-/// The fitted estimator: trees, recalibration, deviations.
+/// Per model group, the points added to the recalibrated estimate.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GroupShifts {
+    /// `[group]`: the shift in rating points.
+    pub shifts: Vec<f64>,
+    /// `[group]`: the whole puzzles it was read from.
+    pub rows: Vec<usize>,
+}
+
+impl GroupShifts {
+    /// Fits the shifts on out-of-fold estimates of whole puzzles: each
+    /// group's mean of (truth - estimate), shrunk by [`SHIFT_PRIOR_ROWS`].
+    pub(crate) fn fit(estimate: &[f64], truth: &[f64], group: &[usize], groups: usize) -> Self {
+        let mut sums = vec![0.0; groups];
+        let mut rows = vec![0usize; groups];
+        for ((e, t), g) in estimate.iter().zip(truth).zip(group) {
+            if let (Some(sum), Some(count)) = (sums.get_mut(*g), rows.get_mut(*g)) {
+                *sum += t - e;
+                *count += 1;
+            }
+        }
+        let shifts = sums
+            .iter()
+            .zip(&rows)
+            .map(|(sum, count)| sum / (*count as f64 + SHIFT_PRIOR_ROWS))
+            .collect();
+        Self { shifts, rows }
+    }
+
+    pub fn shift(&self, group: usize) -> f64 {
+        self.shifts.get(group).copied().unwrap_or(0.0)
+    }
+}
+
+/// The fitted estimator: trees, recalibration, group shifts, deviations.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Estimator {
     pub trees: Trees,
     pub recalibration: Recalibration,
+    pub shifts: GroupShifts,
     pub deviations: DeviationTable,
 }
 
@@ -400,20 +449,42 @@ impl Estimator {
             }
         }
         let recalibration = Recalibration::fit(&output, &rows.y, &rows.weight)?;
-        let estimate = recalibration.apply_all(&output);
-        let deviations = DeviationTable::fit(&estimate, &rows.y, &rows.group, groups);
+        let whole = rows.whole_puzzles();
+        let mapped = recalibration.apply_all(&output);
+        let shifts = GroupShifts::fit(
+            &pick(&mapped, &whole),
+            &pick(&rows.y, &whole),
+            &pick(&rows.group, &whole),
+            groups,
+        );
+        let estimate: Vec<f64> = whole
+            .iter()
+            .map(|&i| mapped[i] + shifts.shift(rows.group[i]))
+            .collect();
+        let deviations = DeviationTable::fit(
+            &estimate,
+            &pick(&rows.y, &whole),
+            &pick(&rows.group, &whole),
+            groups,
+        );
         let trees = fit_trees(rows, config)?;
         Ok(Self {
             trees,
             recalibration,
+            shifts,
             deviations,
         })
     }
 
-    /// The recalibrated estimate (not yet clamped to the rating range).
-    pub fn estimate(&self, x: &[f64]) -> f64 {
-        self.recalibration.apply(self.trees.predict(x))
+    /// The estimate of a puzzle of model `group` (not yet clamped to the
+    /// rating range).
+    pub fn estimate(&self, x: &[f64], group: usize) -> f64 {
+        self.recalibration.apply(self.trees.predict(x)) + self.shifts.shift(group)
     }
+}
+
+fn pick<T: Copy>(values: &[T], index: &[usize]) -> Vec<T> {
+    index.iter().map(|&i| values[i]).collect()
 }
 
 impl FitRows<'_> {
@@ -425,7 +496,13 @@ impl FitRows<'_> {
             weight: index.iter().map(|&i| self.weight[i]).collect(),
             group: index.iter().map(|&i| self.group[i]).collect(),
             fold: index.iter().map(|&i| self.fold[i]).collect(),
+            proxy: index.iter().map(|&i| self.proxy[i]).collect(),
         }
+    }
+
+    /// The rows that are whole puzzles, not proxies.
+    fn whole_puzzles(&self) -> Vec<usize> {
+        (0..self.y.len()).filter(|&i| !self.proxy[i]).collect()
     }
 }
 
@@ -448,6 +525,7 @@ mod tests {
             weight: vec![1.0; 200],
             group: vec![0; 200],
             fold: (0..200).collect(),
+            proxy: vec![false; 200],
         };
         let config = TreeConfig {
             iterations: 30,
@@ -516,6 +594,59 @@ mod tests {
         assert!((map.apply(50.0) - 200.0).abs() < 1e-9);
         let mapped = map.apply_all(&[-10.0, 10.0, 90.0, 120.0]);
         assert!(mapped.windows(2).all(|w| w[0] < w[1]), "{mapped:?}");
+    }
+
+    #[test]
+    fn group_shifts_are_read_from_whole_puzzles_alone() {
+        // Group 1 holds proxies and a smaller number of whole puzzles with
+        // the same features rated 400 lower; group 0 holds whole puzzles
+        // rated like the proxies. The trees cannot tell the groups apart
+        // and land 100 below the common rating (a quarter of the rows are
+        // 400 lower): each group's shift takes its whole puzzles' miss,
+        // about +100 and -300, shrunk by 10 of 160 rows.
+        let features: Vec<Vec<f64>> = (0..600).map(|i| vec![f64::from(i % 20)]).collect();
+        let proxy: Vec<bool> = (0..600).map(|i| i % 3 != 0 && i < 450).collect();
+        let group: Vec<usize> = (0..600).map(|i| usize::from(i < 450)).collect();
+        let y: Vec<f64> = (0..600)
+            .map(|i| {
+                let base = 1000.0 + 50.0 * features[i][0];
+                if group[i] == 1 && !proxy[i] {
+                    base - 400.0
+                } else {
+                    base
+                }
+            })
+            .collect();
+        let rows = FitRows {
+            x: features.iter().map(Vec::as_slice).collect(),
+            weight: vec![1.0; 600],
+            y,
+            group,
+            fold: (0..600).collect(),
+            proxy,
+        };
+        let config = TreeConfig {
+            iterations: 60,
+            min_leaf_weight: 1.0,
+            ..TreeConfig::default()
+        };
+        let estimator = Estimator::fit(&rows, 2, &config).expect("fits");
+        assert_eq!(estimator.shifts.rows, vec![150, 150]);
+        let (plain, whole) = (estimator.shifts.shift(0), estimator.shifts.shift(1));
+        assert!((70.0..110.0).contains(&plain), "group 0 shift {plain}");
+        assert!((-310.0..-250.0).contains(&whole), "group 1 shift {whole}");
+        let x = [10.0];
+        let gap = estimator.estimate(&x, 0) - estimator.estimate(&x, 1);
+        assert!((gap - (plain - whole)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn group_shifts_shrink_toward_none() {
+        let shifts = GroupShifts::fit(&[1500.0; 30], &[1200.0; 30], &[1; 30], 3);
+        assert_eq!(shifts.rows, vec![0, 30, 0]);
+        assert_eq!(shifts.shift(0), 0.0);
+        assert!((shifts.shift(1) - (-300.0 * 30.0 / 40.0)).abs() < 1e-9);
+        assert_eq!(shifts.shift(7), 0.0);
     }
 
     #[test]
