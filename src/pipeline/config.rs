@@ -178,6 +178,18 @@ impl PipelineConfig {
         resolve(&mut self.eval.maia.models_dir);
         (self.verify.second_engine.iter_mut()).for_each(|second| resolve(&mut second.path));
         self.generate.exclude.iter_mut().for_each(resolve);
+        if let Some(maia) = self.selfplay.maia.as_mut() {
+            resolve(&mut maia.models_dir);
+        }
+        let generate = &mut self.generate;
+        let layers = std::iter::once(&mut generate.selfplay).chain(
+            (generate.tiers.values_mut())
+                .chain(generate.profiles.values_mut())
+                .map(|profile| &mut profile.selfplay),
+        );
+        for layer in layers {
+            resolve_maia_folder(layer, config_path);
+        }
     }
 
     /// `run` draws every random number from `pipeline.seed`. The stage
@@ -450,6 +462,28 @@ fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
     None
 }
 
+/// Resolves the Maia nets' folder of a generation layer's `maia` table.
+/// A layer's `maia` replaces the one below it whole, so a table without
+/// `models_dir` means the default folder (`models/maia`), which is
+/// resolved too: the nets are found wherever `run` is started from. (The
+/// store key names the nets by their bytes, not by this folder.) A value
+/// that is not a string is left for the section's own check to report.
+fn resolve_maia_folder(layer: &mut toml::Table, config_path: &Path) {
+    let Some(toml::Value::Table(maia)) = layer.get_mut("maia") else {
+        return;
+    };
+    let folder = match maia.get("models_dir") {
+        None => crate::maia::DEFAULT_MODELS_DIR,
+        Some(toml::Value::String(folder)) => folder.as_str(),
+        Some(_) => return,
+    };
+    let resolved = relative_to(config_path, Path::new(folder));
+    maia.insert(
+        "models_dir".to_string(),
+        toml::Value::String(resolved.to_string_lossy().into_owned()),
+    );
+}
+
 /// Resolves a path from the config relative to the config file's folder.
 pub(crate) fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
     if path.is_absolute() {
@@ -548,6 +582,46 @@ mod tests {
         )
         .unwrap();
         assert_eq!(config.pipeline.stages, [StageName::Mine, StageName::Eval]);
+    }
+
+    /// The Maia players' nets are found from the config's folder, like
+    /// every other path it names, in `[selfplay]` and in every generation
+    /// layer, the default folder included; a layer without `maia` gains
+    /// none.
+    #[test]
+    fn maia_folders_resolve_against_the_config_folder() {
+        let text = r#"
+[selfplay]
+maia = { white = [1100, 1100], black = [1100, 1100], models_dir = "nets" }
+[generate.selfplay]
+maia = { white = [1200, 1200], black = [1200, 1200] }
+[generate.tiers.hard.selfplay]
+chaos_plies = 4
+[generate.profiles.easy.selfplay]
+maia = { white = [1100, 1100], black = [1100, 1100], models_dir = "/abs/nets" }
+"#;
+        let origin = Path::new("/srv/cron/pipeline.toml");
+        let mut config = PipelineConfig::parse(text, origin).unwrap();
+        config.resolve_paths(origin);
+        let maia = config.selfplay.maia.as_ref().expect("maia players");
+        assert_eq!(maia.models_dir, Path::new("/srv/cron/nets"));
+        let folder = |layer: &toml::Table| {
+            layer
+                .get("maia")
+                .and_then(|m| m.get("models_dir"))
+                .and_then(toml::Value::as_str)
+                .map(str::to_string)
+        };
+        let generate = &config.generate;
+        assert_eq!(
+            folder(&generate.selfplay).as_deref(),
+            Some("/srv/cron/models/maia")
+        );
+        assert_eq!(folder(&generate.tiers["hard"].selfplay), None);
+        assert_eq!(
+            folder(&generate.profiles["easy"].selfplay).as_deref(),
+            Some("/abs/nets")
+        );
     }
 
     #[test]
