@@ -10,7 +10,7 @@ use puzzleforge::engine::pool::{EnginePool, PoolConfig};
 use puzzleforge::engine::process::EngineSpec;
 use puzzleforge::stages::verify::{SecondEngineConfig, VerifyConfig, verify_puzzles};
 
-use crate::common::{puzzleforge, summary};
+use crate::common::{puzzleforge, puzzleforge_here, summary};
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 const ETHEREAL: &str = "/usr/games/ethereal-chess";
@@ -311,4 +311,41 @@ fn a_mate_puzzle_is_confirmed_by_the_second_engine_with_one_line() {
     let first = &verdicts[0].second_moves[0];
     assert_eq!(verdicts[0].second_holds, Some(false), "{:?}", verdicts[0]);
     assert!(first.gap_cp.is_some_and(|gap| gap < 0), "{first:?}");
+}
+
+/// `verify FILE --config C` verifies with C's `[verify]`: its factor, its
+/// nodes and its second engine, whose relative path is found from C's
+/// folder (as `run` finds it), wherever the command is started.
+#[test]
+fn verify_with_a_config_uses_its_verify_section_and_second_engine() {
+    engines_present();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("engines")).unwrap();
+    std::os::unix::fs::symlink(ETHEREAL, dir.path().join("engines/second")).unwrap();
+    let config = dir.path().join("pipeline.toml");
+    std::fs::write(
+        &config,
+        "[verify]\nfactor = 1\nnodes = 20000\nnodes_override = true\n\n\
+         [verify.second_engine]\npath = \"engines/second\"\ndepth = 6\nmin_gap_cp = 0\n",
+    )
+    .unwrap();
+    let puzzles = dir.path().join("puzzles.csv");
+    puzzleforge::chess::record::write_puzzles(&puzzles, &lichess_puzzles(2)).unwrap();
+    let output = puzzleforge_here(&[
+        "verify",
+        puzzles.to_str().unwrap(),
+        "--config",
+        config.to_str().unwrap(),
+        "--engine",
+        STOCKFISH,
+        "--workers",
+        "1",
+        "--json",
+    ]);
+    let counts = summary(&output);
+    assert_eq!(counts["factor"], 1, "{counts}");
+    assert_eq!(counts["checked"], 2, "{counts}");
+    let second = counts["second_engine_pass"].as_u64().unwrap()
+        + counts["second_engine_fail"].as_u64().unwrap();
+    assert_eq!(second, 2, "the config's second engine saw both: {counts}");
 }

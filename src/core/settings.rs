@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::{Serialize, Serializer};
 use serde_aux::serde_introspection::serde_introspect;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 
@@ -51,6 +51,17 @@ pub(crate) fn load_section_or_bare<T: DeserializeOwned + Default>(
                 path.display()
             ))
         }),
+    }
+}
+
+/// Resolves a path from the config relative to the config file's folder.
+pub(crate) fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    match config_path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(path),
+        _ => path.to_path_buf(),
     }
 }
 

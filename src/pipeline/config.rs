@@ -12,6 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
+use crate::core::settings::relative_to;
 use crate::pipeline::stage::StageName;
 
 /// The default config file, relative to the working directory.
@@ -482,17 +483,6 @@ fn resolve_maia_folder(layer: &mut toml::Table, config_path: &Path) {
         "models_dir".to_string(),
         toml::Value::String(resolved.to_string_lossy().into_owned()),
     );
-}
-
-/// Resolves a path from the config relative to the config file's folder.
-pub(crate) fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        return path.to_path_buf();
-    }
-    match config_path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.join(path),
-        _ => path.to_path_buf(),
-    }
 }
 
 #[cfg(test)]

@@ -114,7 +114,8 @@ pub struct VerifyArgs {
     #[arg(long)]
     #[serde(skip)]
     pub recheck: bool,
-    /// Re-check with this pipeline config's `[verify]` instead of the
+    /// Verify with this pipeline config's `[verify]` (its second engine
+    /// included; the flags over it); a re-check uses it instead of the
     /// settings the release records.
     #[arg(long, value_name = "PIPELINE_TOML")]
     #[serde(skip)]
@@ -255,7 +256,11 @@ impl Default for VerifyConfig {
 }
 
 pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
-    let config = flags_over(&VerifyConfig::default(), args)?;
+    let base = match &args.config {
+        Some(path) => load_verify_section(path)?,
+        None => VerifyConfig::default(),
+    };
+    let config = flags_over(&base, args)?;
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("puzzles".to_string());
     let pool = EnginePool::new(spec, pool_config)?;
@@ -273,6 +278,17 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
         puzzles_out: args.puzzles_out.as_deref(),
     };
     run_verify_with(&config, &pool, second.as_ref(), &files)
+}
+
+/// A pipeline config's `[verify]`, its second engine's path resolved
+/// against the config's folder as `run` resolves it.
+pub fn load_verify_section(config_path: &Path) -> Result<VerifyConfig> {
+    let mut section: VerifyConfig =
+        crate::core::settings::load_section(Some(config_path), "verify")?;
+    if let Some(second) = section.second_engine.as_mut() {
+        second.path = crate::core::settings::relative_to(config_path, &second.path);
+    }
+    Ok(section)
 }
 
 /// `puzzles.csv` -> `puzzles.verify.jsonl`, next to the input.

@@ -130,7 +130,7 @@ fn settings(args: &VerifyArgs, release: Option<&Path>) -> Result<(VerifyConfig, 
             format!("{} settings.verify", path.display()),
         ),
         (None, Some(config)) => (
-            crate::core::settings::load_section::<VerifyConfig>(Some(config), "verify")?,
+            crate::stages::verify::load_verify_section(config)?,
             format!("{} [verify]", config.display()),
         ),
         (None, None) => (VerifyConfig::default(), "verify's defaults".to_string()),
