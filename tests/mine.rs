@@ -57,8 +57,8 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
             let mut after = position(&puzzle.fen);
             play(&mut after, &puzzle.moves[0]);
             let request = SearchRequest {
-                fen: puzzle.fen.clone(),
-                moves: vec![puzzle.moves[0].clone()],
+                fen: puzzle.fen.parse().unwrap(),
+                moves: vec![puzzle.moves[0].parse().unwrap()],
                 limit: Limit::Depth(10),
                 multipv: 2,
             };

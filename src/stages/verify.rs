@@ -40,7 +40,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
-use crate::chess::line::{PuzzleLine, parse_move};
+use crate::chess::line::{PuzzleLine, parse_move, puzzle_ucis};
 use crate::chess::record::Puzzle;
 use crate::core::fileio::AtomicFile;
 use crate::core::settings::{flags_over, switch_on};
@@ -750,9 +750,10 @@ fn check(
         second_moves: Vec::new(),
     };
     let setup = PuzzleLine::of_puzzle(puzzle)
+        .and_then(|line| Ok((line, puzzle_ucis(puzzle)?)))
         .map_err(|e| e.to_string())
-        .and_then(|line| Ok((line, deeper_nodes(puzzle, config)?)));
-    let (line, nodes) = match setup {
+        .and_then(|(line, read)| Ok((line, read, deeper_nodes(puzzle, config)?)));
+    let (line, (fen, moves), nodes) = match setup {
         Ok(setup) => setup,
         Err(error) => {
             verdict.error = Some(error);
@@ -760,8 +761,8 @@ fn check(
         }
     };
     let request = SearchRequest {
-        fen: puzzle.fen.clone(),
-        moves: vec![puzzle.moves[0].clone()],
+        fen,
+        moves: moves[..1].to_vec(),
         limit: Limit::Nodes(nodes),
         multipv: 2,
     };
@@ -806,7 +807,9 @@ fn second_opinion(
     config: &SecondEngineConfig,
     mate: bool,
 ) -> Result<Vec<SecondMove>, EngineError> {
-    let Ok(line) = PuzzleLine::of_puzzle(puzzle) else {
+    let Ok((line, (fen, played))) =
+        PuzzleLine::of_puzzle(puzzle).and_then(|line| Ok((line, puzzle_ucis(puzzle)?)))
+    else {
         return Ok(Vec::new());
     };
     let rule = Rule::Gap {
@@ -816,8 +819,8 @@ fn second_opinion(
     for (ply, position, _) in line.solver_turns() {
         let turn = if ply == 1 { Turn::First } else { Turn::Later };
         let request = SearchRequest {
-            fen: puzzle.fen.clone(),
-            moves: puzzle.moves[..ply].to_vec(),
+            fen: fen.clone(),
+            moves: played[..ply].to_vec(),
             limit: Limit::Depth(config.depth),
             multipv: 2,
         };
@@ -833,7 +836,11 @@ fn second_opinion(
             };
             let searched = session.search(&one_line)?;
             let best = searched.lines.first();
-            (best.and_then(|line| line.pv.first().cloned()), None, true)
+            (
+                best.and_then(|line| line.pv.first().map(ToString::to_string)),
+                None,
+                true,
+            )
         } else {
             let (judged, _) = criterion::judge(session, &request, position, rule, turn)?;
             let gap = judged
