@@ -126,8 +126,9 @@ pub enum Limit {
 
 /// One search: the position (FEN plus moves played from it), the limit and
 /// the number of principal variations. Typed, so the text sent to the
-/// engine was checked where it entered the program: `Fen` and `UciMove`
-/// print as they were read (castling as the king's move, `e1g1`).
+/// engine was checked where it entered the program; both print back as
+/// they were read (see [`crate::chess::line::read_fen`]), castling as the
+/// king's move (`e1g1`), as Stockfish reads it in standard chess.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchRequest {
     pub fen: Fen,

@@ -4,7 +4,8 @@
 //! `bestmove` without a move are errors) and tolerant elsewhere: an unknown
 //! token inside an `info` line is skipped on its own, so the known fields
 //! after it are still read; `bestmove (none)` (mated or stalemated position)
-//! and blank lines are ordinary lines.
+//! and blank lines are ordinary lines. A `pv` runs to the end of its line
+//! and every token of it must read as a UCI move.
 
 use serde::{Deserialize, Serialize};
 use shakmaty::uci::UciMove;
@@ -248,9 +249,9 @@ fn parse_info<'a>(line: &str, tokens: impl Iterator<Item = &'a str>) -> Result<I
                 // search keeps that rank's last line with moves. A token
                 // that is not a move is garbage, never dropped.
                 for token in tokens.by_ref() {
-                    let mv = token
-                        .parse::<UciMove>()
-                        .map_err(|_| error(line, format!("`pv` move {token:?} is not a UCI move")))?;
+                    let mv = token.parse::<UciMove>().map_err(|_| {
+                        error(line, format!("`pv` move {token:?} is not a UCI move"))
+                    })?;
                     info.pv.push(mv);
                 }
             }

@@ -526,7 +526,8 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             skipped.push(e.at(place).to_string());
             return Ok(());
         }
-        // Both read already above: as text kept, so printed back the same.
+        // Both were read above, so this cannot fail; kept as read, they
+        // print back as the file wrote them.
         let read = read_fen(&puzzle.fen)
             .and_then(|fen| Ok((fen, read_ucis(std::slice::from_ref(blunder))?)));
         let (start_fen, moves) = match read {

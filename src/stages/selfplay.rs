@@ -532,7 +532,6 @@ impl Game {
     }
 }
 
-
 /// A game in progress: position, moves so far and repetition history.
 struct Board {
     position: Chess,
