@@ -269,8 +269,10 @@ fn verify_rechecks_mined_puzzles() {
         report: &report,
         puzzles_out: None,
     };
-    let summary =
+    let (summary, counts) =
         puzzleforge::stages::verify::run_verify_with(&config, &pool(2), None, &files).unwrap();
+    assert_eq!(counts.puzzles, count as u64);
+    assert_eq!(counts.checked, count as u64);
     assert_eq!(summary.json["puzzles"], count);
     assert_eq!(summary.json["checked"], count);
     let lines = std::fs::read_to_string(&report).unwrap();

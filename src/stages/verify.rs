@@ -272,7 +272,7 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
         report: &output,
         puzzles_out: args.puzzles_out.as_deref(),
     };
-    run_verify_with(&config, &pool, second.as_ref(), &files)
+    run_verify_with(&config, &pool, second.as_ref(), &files).map(|(summary, _)| summary)
 }
 
 /// `puzzles.csv` -> `puzzles.verify.jsonl`, next to the input.
@@ -421,12 +421,14 @@ fn verify_items(
     Ok(verdicts)
 }
 
+/// Verifies one file: its summary, and beside it the counts the summary
+/// shows, typed, for a caller that adds up several files.
 pub fn run_verify_with(
     config: &VerifyConfig,
     pool: &EnginePool,
     second: Option<&EnginePool>,
     files: &VerifyFiles,
-) -> Result<Summary> {
+) -> Result<(Summary, VerifyCounts)> {
     let mut puzzles = Vec::new();
     let mut unreadable = Vec::new();
     let input = files.input;
@@ -546,14 +548,14 @@ impl std::ops::AddAssign<&VerifyCounts> for VerifyCounts {
     }
 }
 
-/// The summary of one verify run: the human lines, and the JSON whose
-/// counts [`VerifyCounts`] reads back.
+/// The summary of one verify run (the human lines and the JSON), and the
+/// counts it shows, typed.
 pub(crate) fn summarize(
     config: &VerifyConfig,
     verdicts: &[Verdict],
     unreadable: &[String],
     report: &Path,
-) -> Summary {
+) -> (Summary, VerifyCounts) {
     let counts = VerifyCounts::of(verdicts);
     let mut human = format!(
         "verify: {} puzzles, {} checked at {}x nodes: best move holds {}, best move and criterion hold {}; {} not checkable, {} unreadable rows -> {}",
@@ -609,7 +611,7 @@ pub(crate) fn summarize(
         "margins": counts.margins,
         "report": report.display().to_string(),
     });
-    Summary::new(human, json)
+    (Summary::new(human, json), counts)
 }
 
 /// Of the Epoch puzzles that pass the deeper check: how many keep each of
