@@ -31,8 +31,8 @@ fn requests(count: usize, nodes: u64) -> Vec<SearchRequest> {
         .into_iter()
         .take(count)
         .map(|puzzle| SearchRequest {
-            fen: puzzle.fen,
-            moves: puzzle.moves[..1].to_vec(),
+            fen: puzzle.fen.parse().expect("a sample FEN"),
+            moves: vec![puzzle.moves[0].parse().expect("a sample move")],
             limit: Limit::Nodes(nodes),
             multipv: 2,
         })
@@ -87,8 +87,8 @@ fn results_are_in_input_order_and_independent_of_worker_count() {
         assert_eq!(result.lines.len(), 2);
         assert_eq!(result.lines[0].multipv, 1);
         assert_eq!(
-            result.best_move.as_deref(),
-            result.lines[0].pv.first().map(String::as_str)
+            result.best_move,
+            result.lines[0].pv.first().map(ToString::to_string)
         );
         assert!(!result.best_by_depth.is_empty());
     }
@@ -96,14 +96,14 @@ fn results_are_in_input_order_and_independent_of_worker_count() {
     let mates: Vec<_> = one[1]
         .lines
         .iter()
-        .map(|line| (line.pv[0].as_str(), line.score))
+        .map(|line| (line.pv[0].to_string(), line.score))
         .collect();
     assert!(
-        mates.contains(&("f1f8", puzzleforge::engine::uci::Score::Mate(1))),
+        mates.contains(&("f1f8".to_string(), puzzleforge::engine::uci::Score::Mate(1))),
         "{mates:?}"
     );
     assert!(
-        mates.contains(&("d1d8", puzzleforge::engine::uci::Score::Mate(1))),
+        mates.contains(&("d1d8".to_string(), puzzleforge::engine::uci::Score::Mate(1))),
         "{mates:?}"
     );
 }
@@ -227,7 +227,9 @@ fn mated_position_has_no_best_move() {
     engine.new_game().expect("ucinewgame");
     let result = engine
         .search(&SearchRequest {
-            fen: "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3".into(),
+            fen: "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3"
+                .parse()
+                .unwrap(),
             moves: vec![],
             limit: Limit::Depth(5),
             multipv: 2,
@@ -243,7 +245,7 @@ fn depth_limited_search_reports_each_depth() {
     let mut engine = Engine::start(&stockfish(), Duration::from_secs(20)).expect("engine");
     let result = engine
         .search(&SearchRequest {
-            fen: "6k1/5ppp/8/8/8/8/5PPP/3RR1K1 w - - 0 1".into(),
+            fen: "6k1/5ppp/8/8/8/8/5PPP/3RR1K1 w - - 0 1".parse().unwrap(),
             moves: vec![],
             limit: Limit::Depth(6),
             multipv: 1,
@@ -360,4 +362,25 @@ fn a_program_that_is_not_an_engine_is_a_usage_error() {
             "names the program: {stderr}"
         );
     }
+}
+
+/// Garbage in a search is a fault whose message names the engine and
+/// quotes the line (the FAKE engine prints one bad `info` line when the
+/// search starts, after the handshake's four commands).
+#[test]
+fn garbage_names_the_engine_and_the_line() {
+    let mut engine =
+        Engine::start(&fault_spec("garbage", 5, None, 1), Duration::from_secs(20)).expect("engine");
+    let error = engine
+        .search(&SearchRequest {
+            fen: shakmaty::fen::Fen::default(),
+            moves: vec!["e2e4".parse().expect("a move")],
+            limit: Limit::Depth(3),
+            multipv: 1,
+        })
+        .expect_err("the fault engine's garbage");
+    let message = error.to_string();
+    assert!(matches!(error, EngineError::Garbage(_)), "{message}");
+    assert!(message.contains("Stockfish 15.1: "), "{message}");
+    assert!(message.contains("from the fault engine"), "{message}");
 }

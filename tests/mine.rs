@@ -57,8 +57,8 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
             let mut after = position(&puzzle.fen);
             play(&mut after, &puzzle.moves[0]);
             let request = SearchRequest {
-                fen: puzzle.fen.clone(),
-                moves: vec![puzzle.moves[0].clone()],
+                fen: puzzle.fen.parse().unwrap(),
+                moves: vec![puzzle.moves[0].parse().unwrap()],
                 limit: Limit::Depth(10),
                 multipv: 2,
             };
@@ -269,8 +269,10 @@ fn verify_rechecks_mined_puzzles() {
         report: &report,
         puzzles_out: None,
     };
-    let summary =
+    let (summary, counts) =
         puzzleforge::stages::verify::run_verify_with(&config, &pool(2), None, &files).unwrap();
+    assert_eq!(counts.puzzles, count as u64);
+    assert_eq!(counts.checked, count as u64);
     assert_eq!(summary.json["puzzles"], count);
     assert_eq!(summary.json["checked"], count);
     let lines = std::fs::read_to_string(&report).unwrap();

@@ -118,19 +118,18 @@ fn elo_outside_the_engine_range_is_a_config_error() {
 
 /// Game positions: the FENs of the first `n` Lichess sample puzzles (the
 /// position before the opponent's move) with at least four legal moves.
-fn sample_positions(n: usize) -> Vec<String> {
+fn sample_positions(n: usize) -> Vec<Fen> {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lichess_db_puzzle_subset_1499.csv");
     let puzzles = puzzleforge::chess::record::read_puzzles(&path).unwrap();
     puzzles
         .iter()
-        .filter(|p| {
-            let fen: Fen = p.fen.parse().unwrap();
-            let position: Chess = fen.into_position(CastlingMode::Standard).unwrap();
+        .map(|p| p.fen.parse::<Fen>().unwrap())
+        .filter(|fen| {
+            let position: Chess = fen.clone().into_position(CastlingMode::Standard).unwrap();
             position.legal_moves().len() >= 4
         })
         .take(n)
-        .map(|p| p.fen.clone())
         .collect()
 }
 
@@ -166,7 +165,7 @@ fn weakened_choices_follow_the_engines_own_limit() {
                 let lines: Vec<String> = result
                     .lines
                     .iter()
-                    .filter_map(|l| l.pv.first().cloned())
+                    .filter_map(|l| l.pv.first().map(ToString::to_string))
                     .collect();
                 let scores: Vec<i64> = result
                     .lines

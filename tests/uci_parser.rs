@@ -17,6 +17,11 @@ fn capture(name: &str) -> Vec<EngineLine> {
         .collect()
 }
 
+/// A line's moves as text.
+fn pv(info: &Info) -> Vec<String> {
+    info.pv.iter().map(ToString::to_string).collect()
+}
+
 fn infos(lines: &[EngineLine]) -> Vec<&Info> {
     lines
         .iter()
@@ -129,7 +134,7 @@ fn multipv2_lines() {
     assert!(last.nodes.is_some_and(|n| n >= 100_000));
     assert!(last.nps.is_some() && last.time_ms.is_some() && last.hashfull.is_some());
     assert_eq!(last.tbhits, Some(0));
-    assert!(last.pv.iter().all(|mv| is_uci_move(mv)));
+    assert!(pv(last).iter().all(|mv| is_uci_move(mv)));
     assert!(bestmove(&lines).0.is_some());
 }
 
@@ -145,7 +150,7 @@ fn multipv3_with_wdl() {
     assert_eq!(first.score, Some(Score::Cp(23)));
     assert_eq!(first.wdl, Some([28, 969, 3]));
     assert_eq!(first.nodes, Some(89));
-    assert_eq!(first.pv, vec!["d2d4".to_string()]);
+    assert_eq!(pv(first), ["d2d4"]);
     for rank in 1..=3 {
         assert!(infos.iter().any(|info| info.multipv == Some(rank)));
     }
@@ -170,7 +175,7 @@ fn mate_scores() {
         .find(|info| info.multipv == Some(1))
         .expect("multipv 1");
     assert_eq!(mate.score, Some(Score::Mate(3)));
-    assert_eq!(mate.pv, ["e6e1", "d1e1", "e7e1", "g1f2", "h3f1"]);
+    assert_eq!(pv(mate), ["e6e1", "d1e1", "e7e1", "g1f2", "h3f1"]);
     assert_eq!(Score::Mate(3).to_cp(), 9997);
     // The second line ends as an upper bound: the node limit stopped it.
     let second = infos.last().expect("last info");
@@ -217,7 +222,7 @@ fn bounds_with_wdl() {
     assert_eq!(lower.score, Some(Score::Cp(-21)));
     assert_eq!(lower.wdl, Some([1, 986, 13]));
     assert_eq!(lower.nodes, Some(200047));
-    assert_eq!(lower.pv, ["d2d4"]);
+    assert_eq!(pv(lower), ["d2d4"]);
     // info depth 19 ... score cp 280 wdl 1000 0 0 upperbound ... pv b3e6 g5e7
     let upper = bounded
         .iter()
@@ -225,7 +230,7 @@ fn bounds_with_wdl() {
         .expect("upperbound");
     assert_eq!((upper.depth, upper.score), (Some(19), Some(Score::Cp(280))));
     assert_eq!(upper.wdl, Some([1000, 0, 0]));
-    assert_eq!(upper.pv, ["b3e6", "g5e7"]);
+    assert_eq!(pv(upper), ["b3e6", "g5e7"]);
 }
 
 #[test]
@@ -241,7 +246,7 @@ fn unknown_info_tokens_are_skipped_one_by_one() {
         (Some(Score::Cp(-15)), Bound::Upper)
     );
     assert_eq!(info.nodes, Some(4000));
-    assert_eq!(info.pv, ["e2e4", "e7e5"]);
+    assert_eq!(pv(&info), ["e2e4", "e7e5"]);
 }
 
 #[test]
@@ -314,6 +319,8 @@ fn broken_lines_are_errors() {
         "info wdl 1 2",
         "info pv e2e9",
         "info depth 3 pv garbage",
+        "info depth 3 pv e2e4 garbage",
+        "info depth 3 pv e2e4 e7e5 z9z9",
         "info depth ?? score cp garbage from the fault engine",
         "bestmove",
         "bestmove e2e9",
@@ -322,4 +329,20 @@ fn broken_lines_are_errors() {
     ] {
         assert!(parse_line(line).is_err(), "{line:?} should be an error");
     }
+}
+
+/// A pv reads as UCI moves that print back as the engine wrote them
+/// (castling as the king's move, `e1g1`); a token in it that is not a
+/// move is an error that quotes the line, never dropped.
+#[test]
+fn a_pv_is_moves_and_a_bad_token_names_the_line() {
+    let line = "info depth 9 multipv 1 score cp 30 pv e1g1 e8c8 e7e8q";
+    let Ok(EngineLine::Info(info)) = parse_line(line) else {
+        panic!("{line:?} should parse");
+    };
+    assert_eq!(pv(&info), ["e1g1", "e8c8", "e7e8q"]);
+    let bad = "info depth 9 score cp 30 pv e2e4 e7e5x";
+    let error = parse_line(bad).expect_err("a bad pv token");
+    assert_eq!(error.line, bad);
+    assert!(error.to_string().contains("\"e7e5x\""), "{error}");
 }

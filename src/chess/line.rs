@@ -142,6 +142,44 @@ fn parse_position_ascii(fen: &[u8]) -> Result<Chess, LineError> {
     }
 }
 
+/// Reads a FEN's text (surrounding whitespace ignored) as shakmaty's
+/// [`Fen`], without asking that it be a legal position: the form the
+/// engine layer carries. It prints back as it was read for any FEN whose
+/// castling rights name rooks that are there (Lichess's and ours).
+pub fn read_fen(fen: &str) -> Result<Fen, LineError> {
+    let text = fen.trim().as_bytes();
+    Fen::from_ascii(text).map_err(|e| bad_fen(LineReason::BadFen, &e, text))
+}
+
+/// Reads UCI moves' text as shakmaty's [`UciMove`]s (syntax only, not
+/// legality); the error names the first bad move by its number (1-based).
+/// A move prints back as it was read (castling stays `e1g1`).
+pub fn read_ucis<S: AsRef<str>>(moves: &[S]) -> Result<Vec<UciMove>, LineError> {
+    moves
+        .iter()
+        .enumerate()
+        .map(|(index, text)| {
+            let text = text.as_ref().as_bytes();
+            UciMove::from_ascii(text).map_err(|_| not_uci(text, Some(index + 1)))
+        })
+        .collect()
+}
+
+/// A puzzle's FEN and moves as shakmaty's types, read once where a stage
+/// takes the puzzle's text ([`read_fen`], [`read_ucis`]); the error names
+/// the puzzle.
+pub fn puzzle_ucis(puzzle: &Puzzle) -> Result<(Fen, Vec<UciMove>), LineError> {
+    read_fen(&puzzle.fen)
+        .and_then(|fen| Ok((fen, read_ucis(&puzzle.moves)?)))
+        .map_err(|e| e.at(format!("puzzle {}", puzzle.id)))
+}
+
+/// The UCI form of a move in standard chess (castling as the king's
+/// move, `e1g1`, as Stockfish reads it).
+pub fn uci_of(m: Move) -> UciMove {
+    m.to_uci(CastlingMode::Standard)
+}
+
 /// Parses a UCI move and checks that it is legal in `position`.
 pub(crate) fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError> {
     read_move(position, uci.as_bytes(), None)
@@ -278,6 +316,32 @@ impl PuzzleLine {
     /// it was when it is not.
     pub(crate) fn play_uci(&mut self, uci: &str) -> Result<Move, LineError> {
         self.play_ascii(uci.as_bytes())
+    }
+
+    /// [`PuzzleLine::play_uci`] of a move already read as UCI.
+    pub(crate) fn play_move(&mut self, uci: UciMove) -> Result<Move, LineError> {
+        let before = self.last_position();
+        let m = uci
+            .to_move(before)
+            .map_err(|_| illegal_move(&uci, Some(self.moves.len() + 1)))?;
+        let mut after = before.clone();
+        after.play_unchecked(m);
+        self.positions.push(after);
+        self.moves.push(m);
+        Ok(m)
+    }
+
+    /// The line of no moves from an already read FEN.
+    pub(crate) fn from_read_fen(fen: &Fen) -> Result<Self, LineError> {
+        fen.clone()
+            .into_position(CastlingMode::Standard)
+            .map(Self::from_position)
+            .map_err(|e| {
+                LineError::new(
+                    LineReason::IllegalPosition,
+                    format!("{e}: {:?}", fen.to_string()),
+                )
+            })
     }
 
     #[inline]

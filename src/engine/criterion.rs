@@ -528,7 +528,10 @@ pub fn judge_result(
                 legal.len()
             ))
         })?;
-        Ok((line.pv.first().cloned().unwrap_or_default(), line.score))
+        Ok((
+            line.pv.first().map(ToString::to_string).unwrap_or_default(),
+            line.score,
+        ))
     };
     let (best_move, best_score) = line(0)?;
     let second = if legal.len() >= 2 {

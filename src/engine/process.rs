@@ -11,6 +11,8 @@
 use crate::engine::uci::{self, EngineLine, Score};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -123,23 +125,26 @@ pub enum Limit {
 }
 
 /// One search: the position (FEN plus moves played from it), the limit and
-/// the number of principal variations.
+/// the number of principal variations. Typed, so the text sent to the
+/// engine was checked where it entered the program; both print back as
+/// they were read (see [`crate::chess::line::read_fen`]), castling as the
+/// king's move (`e1g1`), as Stockfish reads it in standard chess.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchRequest {
-    pub fen: String,
-    pub moves: Vec<String>,
+    pub fen: Fen,
+    pub moves: Vec<UciMove>,
     pub limit: Limit,
     pub multipv: u32,
 }
 
 /// The final report for one principal variation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PvLine {
     pub multipv: u32,
     pub score: Score,
     pub bound: uci::Bound,
     pub depth: u32,
-    pub pv: Vec<String>,
+    pub pv: Vec<UciMove>,
     pub wdl: Option<[u32; 3]>,
 }
 
@@ -155,7 +160,7 @@ pub struct SearchResult {
     /// Nodes searched (from the last info line that reports them).
     pub nodes: u64,
     /// Multipv-1 first move and score at each completed depth, ascending.
-    pub best_by_depth: Vec<(u32, String, Score)>,
+    pub best_by_depth: Vec<(u32, UciMove, Score)>,
 }
 
 /// Why talking to an engine failed.
@@ -403,10 +408,10 @@ impl Engine {
         if multipv != self.multipv {
             self.set_option("MultiPV", &multipv.to_string())?;
         }
-        let mut position = format!("position fen {}", request.fen.trim());
-        if !request.moves.is_empty() {
-            position.push_str(" moves ");
-            position.push_str(&request.moves.join(" "));
+        let mut position = format!("position fen {}", request.fen);
+        for (index, mv) in request.moves.iter().enumerate() {
+            position.push_str(if index == 0 { " moves " } else { " " });
+            mv.append_to_string(&mut position);
         }
         self.send(&position)?;
         self.send(&match request.limit {
@@ -415,7 +420,7 @@ impl Engine {
         })?;
         let until = Instant::now() + self.deadline;
         let mut by_rank: BTreeMap<u32, PvLine> = BTreeMap::new();
-        let mut by_depth: BTreeMap<u32, (String, Score)> = BTreeMap::new();
+        let mut by_depth: BTreeMap<u32, (UciMove, Score)> = BTreeMap::new();
         let mut nodes = 0;
         loop {
             match self.next_line(until, "bestmove")? {
@@ -440,7 +445,7 @@ impl Engine {
                     let rank = info.multipv.unwrap_or(1);
                     let depth = info.depth.unwrap_or(0);
                     if rank == 1 {
-                        by_depth.insert(depth, (first.clone(), score));
+                        by_depth.insert(depth, (*first, score));
                     }
                     by_rank.insert(
                         rank,
@@ -482,9 +487,14 @@ impl Engine {
     fn next_line(&mut self, until: Instant, waiting_for: &str) -> Result<EngineLine, EngineError> {
         let remaining = until.saturating_duration_since(Instant::now());
         match self.lines.recv_timeout(remaining) {
-            Ok(ReaderEvent::Line(line)) => {
-                uci::parse_line(&line).map_err(|error| EngineError::Garbage(error.to_string()))
-            }
+            Ok(ReaderEvent::Line(line)) => uci::parse_line(&line).map_err(|error| {
+                // The engine's name once the handshake has given it.
+                EngineError::Garbage(if self.id_name.is_empty() {
+                    error.to_string()
+                } else {
+                    format!("{}: {error}", self.id_name)
+                })
+            }),
             Ok(ReaderEvent::NotUtf8(line)) => {
                 Err(EngineError::Garbage(format!("line is not UTF-8: {line:?}")))
             }

@@ -4,9 +4,11 @@
 //! `bestmove` without a move are errors) and tolerant elsewhere: an unknown
 //! token inside an `info` line is skipped on its own, so the known fields
 //! after it are still read; `bestmove (none)` (mated or stalemated position)
-//! and blank lines are ordinary lines.
+//! and blank lines are ordinary lines. A `pv` runs to the end of its line
+//! and every token of it must read as a UCI move.
 
 use serde::{Deserialize, Serialize};
+use shakmaty::uci::UciMove;
 use std::fmt;
 
 /// An evaluation from the side to move's point of view.
@@ -68,7 +70,7 @@ pub struct Info {
     pub time_ms: Option<u64>,
     pub hashfull: Option<u32>,
     pub tbhits: Option<u64>,
-    pub pv: Vec<String>,
+    pub pv: Vec<UciMove>,
     pub wdl: Option<[u32; 3]>,
     pub currmove: Option<String>,
     pub currmovenumber: Option<u32>,
@@ -240,18 +242,17 @@ fn parse_info<'a>(line: &str, tokens: impl Iterator<Item = &'a str>) -> Result<I
                 info.currmove = Some(token.to_string());
             }
             "pv" => {
-                while let Some(token) = tokens.next_if(|token| is_uci_move(token)) {
-                    info.pv.push(token.to_string());
-                }
-                // Stockfish 15.1 ends a MultiPV line with an empty `pv` when
-                // that move's search failed low before it had a line
-                // ("... multipv 2 score cp 16 upperbound ... pv "): legal,
-                // and the search keeps that rank's last line with moves. A
-                // `pv` followed by something that is not a move is garbage.
-                if info.pv.is_empty()
-                    && let Some(token) = tokens.peek()
-                {
-                    return Err(error(line, format!("`pv` followed by {token:?}")));
+                // The line runs to the end, every token a move. Stockfish
+                // 15.1 ends a MultiPV line with an empty `pv` when that
+                // move's search failed low before it had a line ("...
+                // multipv 2 score cp 16 upperbound ... pv "): legal, and the
+                // search keeps that rank's last line with moves. A token
+                // that is not a move is garbage, never dropped.
+                for token in tokens.by_ref() {
+                    let mv = token.parse::<UciMove>().map_err(|_| {
+                        error(line, format!("`pv` move {token:?} is not a UCI move"))
+                    })?;
+                    info.pv.push(mv);
                 }
             }
             "refutation" | "currline" => {

@@ -41,6 +41,8 @@ use crate::core::error::bad_input;
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit, PvLine, SearchRequest};
 use crate::engine::uci::Score;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
 
 /// The lowest `UCI_Elo` Stockfish 15.1 accepts.
 pub(crate) const MIN_ELO: i32 = 1350;
@@ -134,12 +136,12 @@ pub fn internal_score(score: Score) -> i64 {
 /// MultiPV 4 search to depth `1 + int(level)`, with our RNG.
 pub(crate) fn weakened_move(
     session: &mut Session,
-    request_base: (&str, &[String]),
+    request_base: (&Fen, &[UciMove]),
     level: f64,
     rng: &mut ChaCha8Rng,
 ) -> Result<Option<String>, EngineError> {
     let request = SearchRequest {
-        fen: request_base.0.to_string(),
+        fen: request_base.0.clone(),
         moves: request_base.1.to_vec(),
         limit: Limit::Depth(pick_depth(level)),
         multipv: SKILL_MULTIPV,
@@ -156,7 +158,7 @@ pub(crate) fn weakened_move(
         .collect();
     Ok(pick_best(&scores, level, rng)
         .and_then(|i| lines.get(i))
-        .and_then(|line| line.pv.first().cloned())
+        .and_then(|line| line.pv.first().map(ToString::to_string))
         .or(result.best_move))
 }
 

@@ -7,7 +7,7 @@
 //! so a stage reads only its own settings and the committed outputs of the
 //! stages before it.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -487,7 +487,7 @@ impl Verify {
         config: &crate::stages::verify::VerifyConfig,
         generated: &Generated,
         files: &crate::stages::verify::VerifyFiles,
-    ) -> Result<crate::core::summary::Summary> {
+    ) -> Result<(crate::core::summary::Summary, VerifyCounts)> {
         let verdicts = generated.verdicts()?;
         let mut text = String::new();
         for verdict in &verdicts {
@@ -549,17 +549,16 @@ impl Stage for Verify {
                 report: &folder.scratch_path(&report),
                 puzzles_out: Some(&folder.scratch_path(&puzzles)),
             };
-            let summary = match ctx.generated.as_ref().filter(|_| is_selfplay_file(&input)) {
-                Some(generated) => Self::from_store(config, generated, &files_here)?,
-                None => crate::stages::verify::run_verify_with(
-                    config,
-                    &pool,
-                    second.as_ref(),
-                    &files_here,
-                )?,
-            };
-            let file_counts: VerifyCounts = serde_json::from_value(summary.json.clone())
-                .context("verify's summary does not hold its counts")?;
+            let (summary, file_counts) =
+                match ctx.generated.as_ref().filter(|_| is_selfplay_file(&input)) {
+                    Some(generated) => Self::from_store(config, generated, &files_here)?,
+                    None => crate::stages::verify::run_verify_with(
+                        config,
+                        &pool,
+                        second.as_ref(),
+                        &files_here,
+                    )?,
+                };
             counts += &file_counts;
             // Names, not paths: the release manifest embeds this file, and
             // its bytes must not depend on where the release folder is.

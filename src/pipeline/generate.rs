@@ -1296,6 +1296,7 @@ impl Player<'_> {
                 puzzles_out: Some(&scratch.join("verified.csv")),
             },
         )?
+        .0
         .json;
         clock.lap("verify", pools_cpu(pool, second), 0.0, wall);
         let cpu_seconds = pools_cpu(pool, second) - before + rate_cpu;

@@ -39,8 +39,10 @@ use crate::chess::pgn::GameItem;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
 use shakmaty::zobrist::Zobrist64;
-use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
+use shakmaty::{Chess, EnPassantMode, Move, Position};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
@@ -48,7 +50,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chess::capture::is_trivial_capture;
 use crate::chess::columns::{self, Column};
-use crate::chess::line::{PuzzleLine, fen_of, parse_move};
+use crate::chess::line::{PuzzleLine, fen_of, parse_move, read_fen, read_ucis, uci_of};
 use crate::chess::record::{Puzzle, PuzzleWriter};
 use crate::chess::themes::cheap_themes;
 use crate::core::error::bad_input;
@@ -401,9 +403,9 @@ pub struct MineUnit {
     /// The id to keep (candidate records), else one is derived.
     pub keep_id: Option<String>,
     /// FEN the moves start from.
-    pub start_fen: String,
+    pub start_fen: Fen,
     /// UCI moves from `start_fen`.
-    pub moves: Vec<String>,
+    pub moves: Vec<UciMove>,
     /// Positions to analyse: after `k` moves, with the move then played.
     pub targets: Vec<Target>,
 }
@@ -413,7 +415,7 @@ pub struct Target {
     /// Moves from the start (>= 1: the puzzle needs the move leading here).
     pub after: usize,
     /// The move played from here in the game, if known.
-    pub played: Option<String>,
+    pub played: Option<UciMove>,
 }
 
 /// What the input gave: units and the reasons some games were skipped.
@@ -436,12 +438,12 @@ pub fn load_input(path: &Path) -> Result<Loaded> {
 /// Epoch's analysis positions of a game: after each move, from
 /// `min_fullmove` on, where a further move was played. `line` is the game
 /// played from its start as far as its moves are legal.
-pub(crate) fn game_targets(line: &PuzzleLine, moves: &[String], min_fullmove: u32) -> Vec<Target> {
+pub(crate) fn game_targets(line: &PuzzleLine, moves: &[UciMove], min_fullmove: u32) -> Vec<Target> {
     (1..moves.len().min(line.plies() + 1))
         .filter(|&after| line.positions()[after].fullmoves().get() >= min_fullmove)
         .map(|after| Target {
             after,
-            played: Some(moves[after].clone()),
+            played: Some(moves[after]),
         })
         .collect()
 }
@@ -489,12 +491,8 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
             // Ply numbers count from the game's start (a FEN tag may start late).
             first_ply: (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1,
             keep_id: None,
-            start_fen: fen_of(start),
-            moves: game
-                .moves
-                .iter()
-                .map(|m| m.mv.to_uci(CastlingMode::Standard).to_string())
-                .collect(),
+            start_fen: Fen::from_position(start, EnPassantMode::Legal),
+            moves: game.moves.iter().map(|m| uci_of(m.mv)).collect(),
             targets: Vec::new(),
         });
     }
@@ -528,6 +526,17 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             skipped.push(e.at(place).to_string());
             return Ok(());
         }
+        // Both were read above, so this cannot fail; kept as read, they
+        // print back as the file wrote them.
+        let read = read_fen(&puzzle.fen)
+            .and_then(|fen| Ok((fen, read_ucis(std::slice::from_ref(blunder))?)));
+        let (start_fen, moves) = match read {
+            Ok(read) => read,
+            Err(e) => {
+                skipped.push(e.at(place).to_string());
+                return Ok(());
+            }
+        };
         let start = played.start();
         let (url_id, url_ply) = puzzle.game_id_and_ply().unwrap_or_default();
         let game_id = puzzle
@@ -551,8 +560,8 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             black_elo: puzzle.get(Column::BlackElo).unwrap_or_default().to_string(),
             first_ply,
             keep_id: Some(puzzle.id.clone()).filter(|id| !id.is_empty()),
-            start_fen: puzzle.fen.clone(),
-            moves: vec![blunder.clone()],
+            start_fen,
+            moves,
             targets: vec![Target {
                 after: 1,
                 played: None,
@@ -757,9 +766,9 @@ pub(crate) fn mine_unit(
 /// The unit's moves played from its FEN, up to the first illegal one;
 /// `None` when the FEN is not a legal position.
 fn unit_line(unit: &MineUnit) -> Option<PuzzleLine> {
-    let mut line = PuzzleLine::from_fen(&unit.start_fen).ok()?;
+    let mut line = PuzzleLine::from_read_fen(&unit.start_fen).ok()?;
     for uci in &unit.moves {
-        if line.play_uci(uci).is_err() {
+        if line.play_move(*uci).is_err() {
             break;
         }
     }
@@ -767,7 +776,7 @@ fn unit_line(unit: &MineUnit) -> Option<PuzzleLine> {
 }
 
 /// A search of the position after `moves` from the unit's FEN.
-fn search_request(unit: &MineUnit, moves: &[String], limit: Limit, multipv: u32) -> SearchRequest {
+fn search_request(unit: &MineUnit, moves: &[UciMove], limit: Limit, multipv: u32) -> SearchRequest {
     SearchRequest {
         fen: unit.start_fen.clone(),
         moves: moves.to_vec(),
@@ -852,7 +861,7 @@ fn shallow_pass(
 fn shallow_line_may_reach(
     session: &mut Session,
     unit: &MineUnit,
-    history: &[String],
+    history: &[UciMove],
     position: &Chess,
     shallow: &SearchResult,
     config: &MineConfig,
@@ -869,13 +878,13 @@ fn shallow_line_may_reach(
     let limit = Limit::Depth(config.shallow_depth);
     let mut moves = history.to_vec();
     let mut pos = position.clone();
-    let mut next = first.clone();
+    let mut next = *first;
     for _ in 1..config.min_solver_moves {
-        let Ok(solver_move) = parse_move(&pos, &next) else {
+        let Ok(solver_move) = next.to_move(&pos) else {
             return Ok(false);
         };
         pos.play_unchecked(solver_move);
-        moves.push(next.clone());
+        moves.push(next);
         if pos.is_game_over() {
             return Ok(false);
         }
@@ -888,7 +897,7 @@ fn shallow_line_may_reach(
             return Ok(false);
         };
         pos.play_unchecked(reply_move);
-        moves.push(reply_uci);
+        moves.push(uci_of(reply_move));
         if pos.is_game_over() {
             return Ok(false);
         }
@@ -909,7 +918,7 @@ fn shallow_line_may_reach(
         let Some(uci) = best.pv.first() else {
             return Ok(false);
         };
-        next = uci.clone();
+        next = *uci;
     }
     Ok(true)
 }
@@ -996,7 +1005,7 @@ fn full_search(
             "best move {best_move} is not legal"
         )));
     };
-    if config.missed_only && played_an_accepted_move(position, target, &best_move, best_score) {
+    if config.missed_only && played_an_accepted_move(position, target, best, best_score) {
         return Ok(None);
     }
     if !config.trivial_captures && is_trivial_capture(position, best) {
@@ -1027,19 +1036,18 @@ fn full_search(
 /// Did the game's player find the move (Epoch keeps only positions where
 /// the player missed it)? The best move, or on a mate in 1 any mating move,
 /// which the puzzle accepts as well.
-fn played_an_accepted_move(position: &Chess, target: &Target, best: &str, score: Score) -> bool {
-    let Some(played) = target.played.as_deref() else {
+fn played_an_accepted_move(position: &Chess, target: &Target, best: Move, score: Score) -> bool {
+    let Some(played) = target.played else {
         return false;
     };
-    if played == best {
-        return true;
-    }
-    score == Score::Mate(1)
-        && parse_move(position, played).is_ok_and(|m| {
-            let mut after = position.clone();
-            after.play_unchecked(m);
-            after.is_checkmate()
-        })
+    played.to_move(position).is_ok_and(|m| {
+        m == best
+            || (score == Score::Mate(1) && {
+                let mut after = position.clone();
+                after.play_unchecked(m);
+                after.is_checkmate()
+            })
+    })
 }
 
 /// A score from the other side's point of view.
@@ -1085,25 +1093,25 @@ fn shallow_may_pass(shallow: &SearchResult, position: &Chess, config: &MineConfi
 fn extend_line(
     session: &mut Session,
     unit: &MineUnit,
-    history: &[String],
+    history: &[UciMove],
     position: &Chess,
     best: Move,
     rule: Rule,
     config: &MineConfig,
 ) -> Result<Option<(Vec<String>, u64)>, EngineError> {
     let mut nodes = 0;
-    let mut moves: Vec<String> = history.to_vec();
-    let mut line = vec![best.to_uci(CastlingMode::Standard).to_string()];
+    let mut moves: Vec<UciMove> = history.to_vec();
+    let mut line = vec![uci_of(best).to_string()];
     // Per solver move: was it the only legal move?
     let mut forced = vec![false];
-    moves.push(line[0].clone());
+    moves.push(uci_of(best));
     let mut pos = position.clone();
     pos.play_unchecked(best);
     while line.len().div_ceil(2) < config.max_solver_moves {
         if pos.is_game_over() {
             break;
         }
-        let request = |moves: &[String], multipv: u32| SearchRequest {
+        let request = |moves: &[UciMove], multipv: u32| SearchRequest {
             fen: unit.start_fen.clone(),
             moves: moves.to_vec(),
             limit: config.limit(),
@@ -1127,7 +1135,7 @@ fn extend_line(
             break;
         }
         let mut next_moves = moves.clone();
-        next_moves.push(reply_uci.clone());
+        next_moves.push(uci_of(reply_move));
         let (judged, searched) = criterion::judge(
             session,
             &request(&next_moves, 2),
@@ -1151,7 +1159,7 @@ fn extend_line(
         };
         after_reply.play_unchecked(next_move);
         pos = after_reply;
-        next_moves.push(next_best.clone());
+        next_moves.push(uci_of(next_move));
         moves = next_moves;
         line.push(reply_uci);
         line.push(next_best);
@@ -1231,12 +1239,15 @@ pub(crate) fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
 
 fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
     // The game up to the puzzle's position, then the puzzle's line.
-    let mut line = PuzzleLine::from_fen(&unit.start_fen).ok()?;
-    for uci in unit.moves[..found.after].iter().chain(&found.line) {
+    let mut line = PuzzleLine::from_read_fen(&unit.start_fen).ok()?;
+    for uci in &unit.moves[..found.after] {
+        line.play_move(*uci).ok()?;
+    }
+    for uci in &found.line {
         line.play_uci(uci).ok()?;
     }
     let fen = fen_of(line.position_after(found.after - 1)?);
-    let leading = unit.moves[found.after - 1].clone();
+    let leading = unit.moves[found.after - 1].to_string();
     let themes = cheap_themes(
         line.position_after(found.after)?,
         &line.moves()[found.after..],

@@ -454,7 +454,7 @@ pub struct Game {
     pub white_elo: i32,
     pub black_elo: i32,
     pub sans: Vec<String>,
-    pub ucis: Vec<String>,
+    pub ucis: Vec<UciMove>,
     /// `1-0`, `0-1`, `1/2-1/2` or `*` (ply cap reached).
     pub result: String,
     /// Why it ended: checkmate, stalemate, ...
@@ -532,13 +532,10 @@ impl Game {
     }
 }
 
-/// The standard starting position's FEN.
-pub(crate) const START_FEN: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
-
 /// A game in progress: position, moves so far and repetition history.
 struct Board {
     position: Chess,
-    ucis: Vec<String>,
+    ucis: Vec<UciMove>,
     sans: Vec<String>,
     hashes: Vec<u64>,
 }
@@ -556,7 +553,7 @@ impl Board {
     }
 
     fn play(&mut self, m: Move) {
-        self.ucis.push(m.to_uci(CastlingMode::Standard).to_string());
+        self.ucis.push(m.to_uci(CastlingMode::Standard));
         let san = SanPlus::from_move_and_play_unchecked(&mut self.position, m);
         self.sans.push(san.to_string());
         self.hashes.push(zobrist(&self.position));
@@ -593,7 +590,7 @@ impl Board {
 
     fn request(&self, limit: Limit, multipv: u32) -> SearchRequest {
         SearchRequest {
-            fen: START_FEN.to_string(),
+            fen: Fen::default(),
             moves: self.ucis.clone(),
             limit,
             multipv,
@@ -603,14 +600,19 @@ impl Board {
     /// Parses an engine move, which must be legal here.
     fn engine_move(&self, uci: &str) -> Result<Move, EngineError> {
         uci.parse::<UciMove>()
-            .ok()
-            .and_then(|m| m.to_move(&self.position).ok())
-            .ok_or_else(|| {
-                EngineError::Garbage(format!(
-                    "move {uci:?} is not legal in {}",
-                    Fen::from_position(&self.position, EnPassantMode::Legal)
-                ))
-            })
+            .map_err(|_| EngineError::Garbage(format!("move {uci:?} is not UCI")))
+            .and_then(|m| self.legal_move(m))
+    }
+
+    /// An engine move read as UCI, which must be legal here.
+    fn legal_move(&self, uci: UciMove) -> Result<Move, EngineError> {
+        uci.to_move(&self.position).map_err(|_| {
+            EngineError::Garbage(format!(
+                "move {:?} is not legal in {}",
+                uci.to_string(),
+                Fen::from_position(&self.position, EnPassantMode::Legal)
+            ))
+        })
     }
 }
 
@@ -659,7 +661,7 @@ fn play_game(
                         if let (Some(best), Some(first)) = (best, line.pv.first())
                             && line.score.to_cp() >= best - config.opening_window_cp
                         {
-                            candidates.push(board.engine_move(first)?);
+                            candidates.push(board.legal_move(*first)?);
                         }
                     }
                     if candidates.is_empty() {
@@ -706,7 +708,7 @@ fn play_game(
             let request = board.request(Limit::Depth(weaken::pick_depth(level)), 1);
             session.search(&request)?.best_move
         } else {
-            weakened_move(session, (START_FEN, &board.ucis), level, &mut rng)?
+            weakened_move(session, (&Fen::default(), &board.ucis), level, &mut rng)?
         };
         let Some(uci) = uci else { break };
         let m = board.engine_move(&uci)?;
@@ -745,7 +747,7 @@ fn play_maia_game(
     let mut history = History::startpos();
     for uci in &board.ucis {
         history
-            .push_uci(uci)
+            .push_uci(&uci.to_string())
             .map_err(|e| EngineError::Fatal(format!("replaying the opening: {e:#}")))?;
     }
     while board.ending().is_none() && board.sans.len() < cap {

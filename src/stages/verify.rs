@@ -40,7 +40,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
-use crate::chess::line::{PuzzleLine, parse_move};
+use crate::chess::line::{PuzzleLine, parse_move, puzzle_ucis};
 use crate::chess::record::Puzzle;
 use crate::core::fileio::AtomicFile;
 use crate::core::settings::{flags_over, switch_on};
@@ -277,7 +277,7 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
         report: &output,
         puzzles_out: args.puzzles_out.as_deref(),
     };
-    run_verify_with(&config, &pool, second.as_ref(), &files)
+    run_verify_with(&config, &pool, second.as_ref(), &files).map(|(summary, _)| summary)
 }
 
 /// A pipeline config's `[verify]`, its second engine's path resolved
@@ -437,12 +437,14 @@ fn verify_items(
     Ok(verdicts)
 }
 
+/// Verifies one file: its summary, and beside it the counts the summary
+/// shows, typed, for a caller that adds up several files.
 pub fn run_verify_with(
     config: &VerifyConfig,
     pool: &EnginePool,
     second: Option<&EnginePool>,
     files: &VerifyFiles,
-) -> Result<Summary> {
+) -> Result<(Summary, VerifyCounts)> {
     let mut puzzles = Vec::new();
     let mut unreadable = Vec::new();
     let input = files.input;
@@ -562,14 +564,14 @@ impl std::ops::AddAssign<&VerifyCounts> for VerifyCounts {
     }
 }
 
-/// The summary of one verify run: the human lines, and the JSON whose
-/// counts [`VerifyCounts`] reads back.
+/// The summary of one verify run (the human lines and the JSON), and the
+/// counts it shows, typed.
 pub(crate) fn summarize(
     config: &VerifyConfig,
     verdicts: &[Verdict],
     unreadable: &[String],
     report: &Path,
-) -> Summary {
+) -> (Summary, VerifyCounts) {
     let counts = VerifyCounts::of(verdicts);
     let mut human = format!(
         "verify: {} puzzles, {} checked at {}x nodes: best move holds {}, best move and criterion hold {}; {} not checkable, {} unreadable rows -> {}",
@@ -625,7 +627,7 @@ pub(crate) fn summarize(
         "margins": counts.margins,
         "report": report.display().to_string(),
     });
-    Summary::new(human, json)
+    (Summary::new(human, json), counts)
 }
 
 /// Of the Epoch puzzles that pass the deeper check: how many keep each of
@@ -766,9 +768,10 @@ fn check(
         second_moves: Vec::new(),
     };
     let setup = PuzzleLine::of_puzzle(puzzle)
+        .and_then(|line| Ok((line, puzzle_ucis(puzzle)?)))
         .map_err(|e| e.to_string())
-        .and_then(|line| Ok((line, deeper_nodes(puzzle, config)?)));
-    let (line, nodes) = match setup {
+        .and_then(|(line, read)| Ok((line, read, deeper_nodes(puzzle, config)?)));
+    let (line, (fen, moves), nodes) = match setup {
         Ok(setup) => setup,
         Err(error) => {
             verdict.error = Some(error);
@@ -776,8 +779,8 @@ fn check(
         }
     };
     let request = SearchRequest {
-        fen: puzzle.fen.clone(),
-        moves: vec![puzzle.moves[0].clone()],
+        fen,
+        moves: moves[..1].to_vec(),
         limit: Limit::Nodes(nodes),
         multipv: 2,
     };
@@ -822,7 +825,9 @@ fn second_opinion(
     config: &SecondEngineConfig,
     mate: bool,
 ) -> Result<Vec<SecondMove>, EngineError> {
-    let Ok(line) = PuzzleLine::of_puzzle(puzzle) else {
+    let Ok((line, (fen, played))) =
+        PuzzleLine::of_puzzle(puzzle).and_then(|line| Ok((line, puzzle_ucis(puzzle)?)))
+    else {
         return Ok(Vec::new());
     };
     let rule = Rule::Gap {
@@ -832,8 +837,8 @@ fn second_opinion(
     for (ply, position, _) in line.solver_turns() {
         let turn = if ply == 1 { Turn::First } else { Turn::Later };
         let request = SearchRequest {
-            fen: puzzle.fen.clone(),
-            moves: puzzle.moves[..ply].to_vec(),
+            fen: fen.clone(),
+            moves: played[..ply].to_vec(),
             limit: Limit::Depth(config.depth),
             multipv: 2,
         };
@@ -849,7 +854,11 @@ fn second_opinion(
             };
             let searched = session.search(&one_line)?;
             let best = searched.lines.first();
-            (best.and_then(|line| line.pv.first().cloned()), None, true)
+            (
+                best.and_then(|line| line.pv.first().map(ToString::to_string)),
+                None,
+                true,
+            )
         } else {
             let (judged, _) = criterion::judge(session, &request, position, rule, turn)?;
             let gap = judged

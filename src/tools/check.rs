@@ -4,7 +4,7 @@
 //! across the engine pool (one position = one unit) and prints one JSON
 //! object per position on stdout, in input order.
 
-use crate::chess::line::{parse_move, parse_position};
+use crate::chess::line::{parse_move, parse_position, read_fen};
 use crate::core::summary::Summary;
 use crate::engine::criterion::{self, Criterion, Turn};
 use crate::engine::pool::EnginePool;
@@ -13,8 +13,9 @@ use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::engine::uci::Score;
 use anyhow::Context;
 use serde_json::{Value, json};
+use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
-use shakmaty::{CastlingMode, Chess};
+use shakmaty::{CastlingMode, Chess, EnPassantMode};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
@@ -58,7 +59,10 @@ struct CheckItem {
     line: usize,
     /// The puzzle's id, for a puzzle file.
     id: Option<String>,
+    /// The FEN as given (a puzzle's: of its solver position), for the report.
     fen: String,
+    /// The same, read: what the engine is sent.
+    read_fen: Fen,
     position: Chess,
     /// The given move, normalized to standard UCI.
     given_move: Option<String>,
@@ -104,6 +108,7 @@ fn puzzle_items(args: &CheckArgs) -> anyhow::Result<Option<Vec<CheckItem>>> {
             line: index + 1,
             id: Some(puzzle.id.clone()),
             fen: crate::chess::line::fen_of(position),
+            read_fen: Fen::from_position(position, EnPassantMode::Legal),
             position: position.clone(),
             given_move: Some(UciMove::from_move(*solver_move, CastlingMode::Standard).to_string()),
         });
@@ -139,6 +144,7 @@ fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
             )
         };
         let position = parse_position(fen).map_err(bad_line)?;
+        let read_fen = read_fen(fen).map_err(bad_line)?;
         let given_move = match given {
             None => None,
             Some(text) => {
@@ -150,6 +156,7 @@ fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
             line: number,
             id: None,
             fen: fen.to_string(),
+            read_fen,
             position,
             given_move,
         });
@@ -173,7 +180,7 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
     let verdicts = pool
         .map(&items, |session, _, item| {
             let request = SearchRequest {
-                fen: item.fen.clone(),
+                fen: item.read_fen.clone(),
                 moves: Vec::new(),
                 limit,
                 multipv: 2,

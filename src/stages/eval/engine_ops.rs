@@ -22,6 +22,7 @@ use super::metrics::{
 use super::players::Answer;
 use super::task::Job;
 use super::task::{PositionTask, fen_of, legal_uci_move, position_from_fen};
+use crate::chess::line::{read_fen, read_ucis};
 use crate::core::seed::{self, Domain, Key};
 use crate::engine::criterion::win_chances;
 use crate::engine::pool::{EnginePool, Session};
@@ -46,15 +47,21 @@ pub(crate) fn limit_of(nodes: Option<u64>, depth: Option<u32>, default_nodes: u6
     }
 }
 
-/// One search of `fen` after `moves`, single line.
+/// One search of `fen` after `moves`, single line. The eval's records
+/// hold positions and legal moves as text; they are read here, once per
+/// search, and one that does not read is a bug worth stopping for (not an
+/// engine fault to retry).
 pub(crate) fn search(
     session: &mut Session,
     fen: &str,
     moves: Vec<String>,
     limit: Limit,
 ) -> Result<SearchResult, EngineError> {
+    let (fen, moves) = read_fen(fen)
+        .and_then(|fen| Ok((fen, read_ucis(&moves)?)))
+        .map_err(|e| EngineError::Fatal(format!("cannot search {fen:?} {moves:?}: {e}")))?;
     session.search(&SearchRequest {
-        fen: fen.to_string(),
+        fen,
         moves,
         limit,
         multipv: 1,
@@ -89,6 +96,7 @@ pub(crate) fn engine_answers(
             Some(level) => {
                 let key = Key::Pair(u64::from(job.repeat), job.task as u64);
                 let mut rng = seed::rng(seed, Domain::EvalEngineMove, key);
+                let fen = read_fen(&fen).map_err(|e| EngineError::Fatal(e.to_string()))?;
                 crate::engine::weaken::weakened_move(session, (&fen, &[]), level, &mut rng)?
             }
             None => search(session, &fen, Vec::new(), limit)?.best_move,

@@ -4,10 +4,12 @@
 //! ([`super::features`]) are computed from them.
 
 use rand_chacha::ChaCha8Rng;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
 use shakmaty::{Chess, Color, Move, Position, Role};
 
 use super::config::SignalConfig;
-use crate::chess::line::{PuzzleLine, parse_move};
+use crate::chess::line::{PuzzleLine, puzzle_ucis};
 use crate::chess::record::Puzzle;
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit, PvLine, SearchRequest};
@@ -38,7 +40,7 @@ pub(crate) struct EngineSignals {
 /// The weakened player's move from a MultiPV search
 /// ([`weaken::SKILL_MULTIPV`] lines to depth [`weaken::pick_depth`]):
 /// Stockfish 15.1's `Skill::pick_best` with our seeded RNG.
-fn weakened_pick<'a>(lines: &'a [PvLine], level: f64, rng: &mut ChaCha8Rng) -> Option<&'a str> {
+fn weakened_pick(lines: &[PvLine], level: f64, rng: &mut ChaCha8Rng) -> Option<UciMove> {
     let scores: Vec<i64> = lines
         .iter()
         .map(|line| match line.score {
@@ -47,7 +49,7 @@ fn weakened_pick<'a>(lines: &'a [PvLine], level: f64, rng: &mut ChaCha8Rng) -> O
         })
         .collect();
     let chosen = weaken::pick_best(&scores, level, rng)?;
-    lines[chosen].pv.first().map(String::as_str)
+    lines[chosen].pv.first().copied()
 }
 
 // ---------------------------------------------------------------------------
@@ -225,14 +227,14 @@ fn clear_hash(session: &mut Session) -> std::result::Result<(), EngineError> {
 
 /// A solver move is correct when it is the solution, or when it mates on
 /// the puzzle's last move (Lichess accepts any mate there).
-fn is_correct(position: &Chess, candidate: &str, solution: &str, last: bool) -> bool {
+fn is_correct(position: &Chess, candidate: UciMove, solution: UciMove, last: bool) -> bool {
     if candidate == solution {
         return true;
     }
     if !last {
         return false;
     }
-    parse_move(position, candidate).is_ok_and(|m| {
+    candidate.to_move(position).is_ok_and(|m| {
         let mut after = position.clone();
         after.play_unchecked(m);
         after.is_checkmate()
@@ -251,8 +253,12 @@ pub(crate) fn engine_signals(
     rng: &mut ChaCha8Rng,
     mut baseline_rng: Option<ChaCha8Rng>,
 ) -> std::result::Result<EngineSignals, EngineError> {
-    // The line was checked when the file was read.
-    let line = PuzzleLine::of_puzzle(puzzle).unwrap_or_default();
+    // The line was checked when the file was read (a line that does not
+    // read has no solver turn, so nothing is searched).
+    let read = PuzzleLine::of_puzzle(puzzle)
+        .and_then(|line| Ok((line, puzzle_ucis(puzzle)?)))
+        .unwrap_or_default();
+    let (line, (fen, moves)) = read;
     // Elos were checked when the configuration was read.
     let levels: Vec<f64> = signals
         .ladder_elos
@@ -268,7 +274,8 @@ pub(crate) fn engine_signals(
     let mut board = Vec::new();
     for (turn, (ply, position, solution_move)) in line.solver_turns().enumerate() {
         let turn = SolverTurn {
-            puzzle,
+            fen: &fen,
+            moves: &moves,
             ply,
             position,
             last: turn + 1 == turns,
@@ -298,7 +305,9 @@ pub(crate) fn engine_signals(
 
 /// One solver move of a puzzle, as the signals see it.
 struct SolverTurn<'a> {
-    puzzle: &'a Puzzle,
+    /// The puzzle's FEN and moves, read once.
+    fen: &'a Fen,
+    moves: &'a [UciMove],
     /// Index of the solver's move in the puzzle's moves.
     ply: usize,
     /// The position the solver faces.
@@ -311,21 +320,16 @@ impl SolverTurn<'_> {
     /// A search of the position, given as the puzzle's FEN and moves.
     fn request(&self, limit: Limit, multipv: u32) -> SearchRequest {
         SearchRequest {
-            fen: self.puzzle.fen.clone(),
-            moves: self.puzzle.moves[..self.ply].to_vec(),
+            fen: self.fen.clone(),
+            moves: self.moves[..self.ply].to_vec(),
             limit,
             multipv,
         }
     }
 
-    /// Whether `candidate` (UCI) solves this turn.
-    fn is_correct(&self, candidate: &str) -> bool {
-        is_correct(
-            self.position,
-            candidate,
-            &self.puzzle.moves[self.ply],
-            self.last,
-        )
+    /// Whether `candidate` solves this turn.
+    fn is_correct(&self, candidate: UciMove) -> bool {
+        is_correct(self.position, candidate, self.moves[self.ply], self.last)
     }
 }
 
@@ -342,7 +346,7 @@ fn probe_and_scan(
     let last_depth = probe.best_by_depth.last().map(|(d, _, _)| *d).unwrap_or(0);
     let mut found_depth = f64::from(last_depth + 1);
     for (depth, best, _) in probe.best_by_depth.iter().rev() {
-        if turn.is_correct(best) {
+        if turn.is_correct(*best) {
             found_depth = f64::from(*depth);
         } else {
             break;
@@ -363,7 +367,7 @@ fn probe_and_scan(
     let solution_line = wide
         .lines
         .iter()
-        .position(|l| l.pv.first().is_some_and(|m| turn.is_correct(m)));
+        .position(|l| l.pv.first().is_some_and(|m| turn.is_correct(*m)));
     let (wide_rank, wide_deficit) = match solution_line {
         Some(i) => (
             (i + 1) as f64,
@@ -399,7 +403,7 @@ fn probe_and_scan(
         wide_scores: wide
             .lines
             .iter()
-            .filter_map(|l| Some((l.pv.first()?.clone(), capped_cp(l.score))))
+            .filter_map(|l| Some((l.pv.first()?.to_string(), capped_cp(l.score))))
             .collect(),
     })
 }

@@ -94,7 +94,7 @@ fn bench_units(args: &BenchMineArgs, pool: &EnginePool) -> Result<Vec<MineUnit>>
             black_elo: game.black_elo.to_string(),
             first_ply: 1,
             keep_id: None,
-            start_fen: selfplay::START_FEN.to_string(),
+            start_fen: shakmaty::fen::Fen::default(),
             moves: game.ucis,
             targets: Vec::new(),
         })
