@@ -19,7 +19,7 @@ use super::config::*;
 use super::features::FORMAT_2_FEATURES;
 use super::features::{Features, feature_names};
 use super::fit::*;
-use super::model::{BAND_WIDTH, Estimator, FitRows, band_weights};
+use super::model::{BAND_WIDTH, Estimator, FitRows, band_weights, pick};
 use crate::chess::columns::Column;
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
@@ -768,10 +768,6 @@ fn report_groups(calibration: &Calibration) -> Vec<ReportGroup> {
     groups.push(select("1 proxy", &|i| rows.proxy[i]));
     groups.retain(|g| !g.members.is_empty());
     groups
-}
-
-fn pick(values: &[f64], members: &[usize]) -> Vec<f64> {
-    members.iter().map(|&i| values[i]).collect()
 }
 
 fn rmse(predicted: &[f64], truth: &[f64]) -> f64 {

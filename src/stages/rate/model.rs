@@ -483,7 +483,8 @@ impl Estimator {
     }
 }
 
-fn pick<T: Copy>(values: &[T], index: &[usize]) -> Vec<T> {
+/// The values at `index`, in that order.
+pub(crate) fn pick<T: Copy>(values: &[T], index: &[usize]) -> Vec<T> {
     index.iter().map(|&i| values[i]).collect()
 }
 
@@ -491,12 +492,12 @@ impl FitRows<'_> {
     /// The rows at `index`, in that order.
     pub(crate) fn subset(&self, index: &[usize]) -> Self {
         Self {
-            x: index.iter().map(|&i| self.x[i]).collect(),
-            y: index.iter().map(|&i| self.y[i]).collect(),
-            weight: index.iter().map(|&i| self.weight[i]).collect(),
-            group: index.iter().map(|&i| self.group[i]).collect(),
-            fold: index.iter().map(|&i| self.fold[i]).collect(),
-            proxy: index.iter().map(|&i| self.proxy[i]).collect(),
+            x: pick(&self.x, index),
+            y: pick(&self.y, index),
+            weight: pick(&self.weight, index),
+            group: pick(&self.group, index),
+            fold: pick(&self.fold, index),
+            proxy: pick(&self.proxy, index),
         }
     }
 
