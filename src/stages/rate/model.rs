@@ -449,24 +449,17 @@ impl Estimator {
             }
         }
         let recalibration = Recalibration::fit(&output, &rows.y, &rows.weight)?;
+        // The shifts and the deviations: whole puzzles only.
         let whole = rows.whole_puzzles();
-        let mapped = recalibration.apply_all(&output);
-        let shifts = GroupShifts::fit(
-            &pick(&mapped, &whole),
-            &pick(&rows.y, &whole),
-            &pick(&rows.group, &whole),
-            groups,
-        );
-        let estimate: Vec<f64> = whole
+        let (truth, group) = (pick(&rows.y, &whole), pick(&rows.group, &whole));
+        let mapped = pick(&recalibration.apply_all(&output), &whole);
+        let shifts = GroupShifts::fit(&mapped, &truth, &group, groups);
+        let estimate: Vec<f64> = mapped
             .iter()
-            .map(|&i| mapped[i] + shifts.shift(rows.group[i]))
+            .zip(&group)
+            .map(|(m, g)| m + shifts.shift(*g))
             .collect();
-        let deviations = DeviationTable::fit(
-            &estimate,
-            &pick(&rows.y, &whole),
-            &pick(&rows.group, &whole),
-            groups,
-        );
+        let deviations = DeviationTable::fit(&estimate, &truth, &group, groups);
         let trees = fit_trees(rows, config)?;
         Ok(Self {
             trees,
