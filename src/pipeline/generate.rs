@@ -795,14 +795,17 @@ impl BatchProgress {
         }
         let line = self.line(walks, index);
         if human {
-            eprintln!("{}", Self::human(&line));
+            eprintln!("{}", line.human());
         } else {
-            eprintln!("{line}");
+            match serde_json::to_string(&line) {
+                Ok(json) => eprintln!("{json}"),
+                Err(error) => eprintln!("puzzleforge: progress line: {error}"),
+            }
         }
     }
 
-    /// The batch's progress as JSON.
-    fn line(&self, walks: &[Walk<'_>], index: usize) -> Value {
+    /// The batch's progress.
+    fn line(&self, walks: &[Walk<'_>], index: usize) -> BatchLine {
         let walk = &walks[index];
         let segment = walk.segments.last();
         let sum = |f: &dyn Fn(&Walk<'_>) -> f64| walks.iter().map(f).sum::<f64>();
@@ -835,57 +838,77 @@ impl BatchProgress {
         if let Some(hours) = self.max_cpu_hours.filter(|_| played_cpu > 0.0) {
             etas.push(elapsed / played_cpu * (hours * 3600.0 - cpu_seconds).max(0.0));
         }
-        let eta = etas.into_iter().reduce(f64::min);
-        json!({
-            "event": "batch",
-            "profile": walk.profile,
-            "first_game": segment.map(|s| s.first),
-            "last_game": segment.map(|s| s.last),
-            "played": walk.played.last_batch,
-            "games": games,
-            "max_games": max_games,
-            "engine_cpu_hours": cpu_seconds / 3600.0,
-            "max_cpu_hours": self.max_cpu_hours,
-            "verified": verified,
-            "cells_filled": cells_filled,
-            "cells": cells,
-            "puzzles_drawn": drawn,
-            "puzzles_wanted": wanted,
-            "elapsed_seconds": elapsed,
-            "eta_seconds": eta,
-        })
+        BatchLine {
+            event: "batch",
+            profile: walk.profile.clone(),
+            first_game: segment.map(|s| s.first),
+            last_game: segment.map(|s| s.last),
+            played: walk.played.last_batch,
+            games,
+            max_games,
+            engine_cpu_hours: cpu_seconds / 3600.0,
+            max_cpu_hours: self.max_cpu_hours,
+            verified,
+            cells_filled,
+            cells,
+            puzzles_drawn: drawn,
+            puzzles_wanted: wanted,
+            elapsed_seconds: elapsed,
+            eta_seconds: etas.into_iter().reduce(f64::min),
+        }
     }
+}
 
-    fn human(line: &Value) -> String {
+/// One batch's progress line (`{"event": "batch", ...}` under `--json`).
+#[derive(Serialize)]
+struct BatchLine {
+    event: &'static str,
+    profile: Option<String>,
+    first_game: Option<u64>,
+    last_game: Option<u64>,
+    /// Played by this process (else taken from the store).
+    played: bool,
+    games: u64,
+    max_games: u64,
+    engine_cpu_hours: f64,
+    max_cpu_hours: Option<f64>,
+    verified: u64,
+    cells_filled: u64,
+    cells: u64,
+    puzzles_drawn: u64,
+    puzzles_wanted: u64,
+    elapsed_seconds: f64,
+    eta_seconds: Option<f64>,
+}
+
+impl BatchLine {
+    fn human(&self) -> String {
         let clock = |seconds: f64| {
             let s = seconds.round() as u64;
             format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
         };
-        let budget = line["max_cpu_hours"]
-            .as_f64()
-            .map_or(String::new(), |h| format!("/{h:.2}"));
+        let game = |game: Option<u64>| game.map_or("?".to_string(), |g| g.to_string());
+        let budget = (self.max_cpu_hours).map_or(String::new(), |h| format!("/{h:.2}"));
         format!(
             "generate{}: games {}-{} {} | {}/{} games | engine CPU {:.3}{budget} h | {} verified | cells {}/{} ({}/{} puzzles) | {} elapsed, eta {}",
-            line["profile"]
-                .as_str()
-                .map_or(String::new(), |p| format!(" [{p}]")),
-            line["first_game"],
-            line["last_game"],
-            if line["played"] == true {
+            (self.profile.as_deref()).map_or(String::new(), |p| format!(" [{p}]")),
+            game(self.first_game),
+            game(self.last_game),
+            if self.played {
                 "played"
             } else {
                 "from the store"
             },
-            line["games"],
-            line["max_games"],
-            line["engine_cpu_hours"].as_f64().unwrap_or(0.0),
-            line["verified"],
-            line["cells_filled"],
-            line["cells"],
-            line["puzzles_drawn"],
-            line["puzzles_wanted"],
-            clock(line["elapsed_seconds"].as_f64().unwrap_or(0.0)),
-            line["eta_seconds"].as_f64().map_or("?".to_string(), clock),
+            self.games,
+            self.max_games,
+            self.engine_cpu_hours,
+            self.verified,
+            self.cells_filled,
+            self.cells,
+            self.puzzles_drawn,
+            self.puzzles_wanted,
+            clock(self.elapsed_seconds),
+            self.eta_seconds.map_or("?".to_string(), clock),
         )
     }
 }
@@ -1085,8 +1108,7 @@ fn stored_batches(store: &Path) -> Result<BTreeMap<u64, Batch>> {
 
 impl Batch {
     fn stored(dir: PathBuf, first: u64, last: u64) -> Result<Batch> {
-        let summary = read_batch_summary(&dir)?;
-        let cpu_seconds = summary["engine_cpu_seconds"].as_f64().unwrap_or(0.0);
+        let cpu_seconds = read_batch_record(&dir)?.engine_cpu_seconds;
         Ok(Batch {
             first,
             last,
@@ -1096,34 +1118,75 @@ impl Batch {
     }
 }
 
-/// The files of a batch, each recorded with its sha256 in `batch.json`.
-const BATCH_FILES: [&str; 5] = [
-    "games.pgn",
-    "mined.csv",
-    "rated.csv",
-    "verify.jsonl",
-    "verified.csv",
-];
+/// The sha256 of each of a batch's files, as `batch.json` records them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct BatchFiles {
+    #[serde(rename = "games.pgn")]
+    games: String,
+    #[serde(rename = "mined.csv")]
+    mined: String,
+    #[serde(rename = "rated.csv")]
+    rated: String,
+    #[serde(rename = "verify.jsonl")]
+    verify_report: String,
+    #[serde(rename = "verified.csv")]
+    verified: String,
+}
+
+impl BatchFiles {
+    /// The files of a batch, in the order `batch.json` records them (the
+    /// names the fields are serialized under).
+    const NAMES: [&'static str; 5] = [
+        "games.pgn",
+        "mined.csv",
+        "rated.csv",
+        "verify.jsonl",
+        "verified.csv",
+    ];
+
+    /// The sha256 of each file in `dir`.
+    fn of(dir: &Path) -> Result<BatchFiles> {
+        let [games, mined, rated, verify_report, verified] =
+            Self::NAMES.map(|name| sha256_file(&dir.join(name)));
+        Ok(BatchFiles {
+            games: games?,
+            mined: mined?,
+            rated: rated?,
+            verify_report: verify_report?,
+            verified: verified?,
+        })
+    }
+
+    /// Each file's name and recorded sha256.
+    fn named(&self) -> [(&'static str, &str); 5] {
+        let [games, mined, rated, verify_report, verified] = Self::NAMES;
+        [
+            (games, &self.games),
+            (mined, &self.mined),
+            (rated, &self.rated),
+            (verify_report, &self.verify_report),
+            (verified, &self.verified),
+        ]
+    }
+}
 
 /// A stored batch proves its bytes: each of its files has the sha256
 /// `batch.json` records; else an error (exit 2) naming the file and how
 /// to play the batch again.
 fn check_batch(dir: &Path) -> Result<()> {
-    let summary = read_batch_summary(dir)?;
+    let record = read_batch_record(dir)?;
     let again = format!(
         "remove {} and rerun (`puzzleforge run`, or the `run --shard I/N` that played those games) to play its games again",
         dir.display()
     );
-    let recorded = summary["files"].as_object();
-    for name in BATCH_FILES {
+    let Some(files) = record.files else {
+        return Err(bad_input(format!(
+            "{}: records no sha256 of the batch's files (an older puzzleforge wrote the batch); {again}",
+            dir.join("batch.json").display()
+        )));
+    };
+    for (name, sha) in files.named() {
         let path = dir.join(name);
-        let Some(sha) = recorded.and_then(|files| files.get(name)?.as_str()) else {
-            return Err(bad_input(format!(
-                "{}: {} records no sha256 of it (an older puzzleforge wrote the batch); {again}",
-                path.display(),
-                dir.join("batch.json").display()
-            )));
-        };
         if sha256_file(&path).ok().as_deref() != Some(sha) {
             return Err(bad_input(format!(
                 "{}: changed or missing since the batch was stored ({} records its sha256); {again}",
@@ -1135,13 +1198,17 @@ fn check_batch(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A stored batch's `batch.json`: its funnel counts, per game, and the
-/// engine CPU it recorded.
-pub(crate) fn read_batch_summary(dir: &Path) -> Result<Value> {
+/// A stored batch's `batch.json`.
+pub(crate) fn read_batch_record(dir: &Path) -> Result<BatchRecord> {
     let path = dir.join("batch.json");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| bad_input(format!("{}: not JSON: {e}", path.display())))
+    serde_json::from_str(&text).map_err(|e| {
+        bad_input(format!(
+            "{}: not a batch record: {e}; remove the batch folder and rerun to play its games again",
+            path.display()
+        ))
+    })
 }
 
 /// The scratch folder name of a batch being written by this process: the
@@ -1182,8 +1249,6 @@ struct Player<'a> {
 
 /// Engine CPU and wall time of a batch's steps.
 struct StepClock {
-    /// Engine CPU seconds by step, for `batch.json`.
-    cpu: serde_json::Map<String, Value>,
     cpu_mark: f64,
     wall_mark: std::time::Instant,
 }
@@ -1191,26 +1256,80 @@ struct StepClock {
 impl StepClock {
     fn new(cpu_now: f64) -> StepClock {
         StepClock {
-            cpu: serde_json::Map::new(),
             cpu_mark: cpu_now,
             wall_mark: std::time::Instant::now(),
         }
     }
 
-    /// Ends step `name` (`extra`: CPU seconds the pools do not count).
+    /// Ends step `name` (`extra`: CPU seconds the pools do not count);
+    /// gives the step's engine CPU seconds.
     fn lap(
         &mut self,
         name: &'static str,
         cpu_now: f64,
         extra: f64,
         wall: &mut BTreeMap<&'static str, f64>,
-    ) {
-        self.cpu
-            .insert(name.to_string(), json!(cpu_now - self.cpu_mark + extra));
+    ) -> f64 {
+        let cpu = cpu_now - self.cpu_mark + extra;
         self.cpu_mark = cpu_now;
         *wall.entry(name).or_default() += self.wall_mark.elapsed().as_secs_f64();
         self.wall_mark = std::time::Instant::now();
+        cpu
     }
+}
+
+/// A stored batch's record, `batch.json`: its games' funnel, in total and
+/// per game, the engine CPU it cost, and the sha256 of each of its files.
+/// Written once, when the batch is played; read by every run that takes
+/// the batch from the store.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct BatchRecord {
+    pub first: u64,
+    pub last: u64,
+    pub games: u64,
+    pub positions: u64,
+    pub full_searches: u64,
+    pub candidates: u64,
+    pub mined: u64,
+    pub verified: u64,
+    pub engine_cpu_seconds: f64,
+    pub engine_cpu_seconds_by_step: StepSeconds,
+    pub per_game: Vec<GameFunnel>,
+    /// `None` in a batch an older puzzleforge wrote, which [`check_batch`]
+    /// then names.
+    #[serde(default)]
+    pub files: Option<BatchFiles>,
+}
+
+/// A batch's engine CPU seconds by step (the rating's own engines
+/// included in `rate`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct StepSeconds {
+    pub selfplay: f64,
+    pub mine: f64,
+    pub rate: f64,
+    pub verify: f64,
+}
+
+impl StepSeconds {
+    /// The steps by name, in the order a batch runs them.
+    pub fn named(&self) -> [(&'static str, f64); 4] {
+        [
+            ("selfplay", self.selfplay),
+            ("mine", self.mine),
+            ("rate", self.rate),
+            ("verify", self.verify),
+        ]
+    }
+}
+
+/// One game's funnel in a batch, so that a release's counts never depend
+/// on where the batches begin and end.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub(crate) struct GameFunnel {
+    pub game: u64,
+    #[serde(flatten)]
+    pub funnel: crate::stages::mine::UnitFunnel,
 }
 
 /// The engine CPU seconds of the pools' searches.
@@ -1268,25 +1387,24 @@ impl Player<'_> {
         let games = scratch.join("games.pgn");
         // Bars on a terminal (quiet without one, or under --json).
         pool.set_progress(Some("selfplay"));
-        let selfplay = crate::stages::selfplay::run_selfplay_range(
+        crate::stages::selfplay::run_selfplay_range(
             &settings.selfplay,
             pool,
             &games,
             first..=last,
         )?;
-        clock.lap("selfplay", pools_cpu(pool, second), 0.0, wall);
+        let selfplay_cpu = clock.lap("selfplay", pools_cpu(pool, second), 0.0, wall);
         let loaded = crate::stages::mine::load_input(&games)?;
         let mined = scratch.join("mined.csv");
         pool.set_progress(Some("mine"));
-        let (mine, per_unit) =
+        let mine =
             crate::stages::mine::mine_loaded_per_unit(&settings.mine, pool, &loaded, &mined)?;
-        let mine = mine.json;
         pool.set_progress(Some("verify"));
-        clock.lap("mine", pools_cpu(pool, second), 0.0, wall);
+        let mine_cpu = clock.lap("mine", pools_cpu(pool, second), 0.0, wall);
         let rated = scratch.join("rated.csv");
         let rate_cpu = rate_batch(settings, self.engine, &mined, &rated)?;
-        clock.lap("rate", pools_cpu(pool, second), rate_cpu, wall);
-        let verify = crate::stages::verify::run_verify_with(
+        let rate_step_cpu = clock.lap("rate", pools_cpu(pool, second), rate_cpu, wall);
+        let (_, verify) = crate::stages::verify::run_verify_with(
             &settings.verify,
             pool,
             second.as_ref(),
@@ -1295,28 +1413,41 @@ impl Player<'_> {
                 report: &scratch.join("verify.jsonl"),
                 puzzles_out: Some(&scratch.join("verified.csv")),
             },
-        )?
-        .0
-        .json;
-        clock.lap("verify", pools_cpu(pool, second), 0.0, wall);
+        )?;
+        let verify_cpu = clock.lap("verify", pools_cpu(pool, second), 0.0, wall);
         let cpu_seconds = pools_cpu(pool, second) - before + rate_cpu;
-        let summary = json!({
-            "first": first,
-            "last": last,
-            "games": selfplay.json["games"],
-            "positions": mine["positions_analysed"],
-            "full_searches": mine["full_searches"],
-            "candidates": mine["candidates"],
-            "mined": mine["puzzles"],
-            "verified": verify["verified"],
-            "engine_cpu_seconds": cpu_seconds,
-            "engine_cpu_seconds_by_step": clock.cpu,
-            "per_game": per_game_funnels(first, last, &per_unit),
-            "files": batch_files_sha256(scratch)?,
-        });
+        let per_game: Vec<GameFunnel> = (first..=last)
+            .zip(&mine.per_unit)
+            .map(|(game, funnel)| GameFunnel {
+                game,
+                funnel: *funnel,
+            })
+            .collect();
+        let total = |count: fn(&crate::stages::mine::UnitFunnel) -> u64| {
+            mine.per_unit.iter().map(count).sum::<u64>()
+        };
+        let record = BatchRecord {
+            first,
+            last,
+            games: loaded.units.len() as u64,
+            positions: total(|f| f.positions),
+            full_searches: total(|f| f.full_searches),
+            candidates: total(|f| f.candidates),
+            mined: mine.puzzles,
+            verified: verify.verified,
+            engine_cpu_seconds: cpu_seconds,
+            engine_cpu_seconds_by_step: StepSeconds {
+                selfplay: selfplay_cpu,
+                mine: mine_cpu,
+                rate: rate_step_cpu,
+                verify: verify_cpu,
+            },
+            per_game,
+            files: Some(BatchFiles::of(scratch)?),
+        };
         write_atomic(
             &scratch.join("batch.json"),
-            format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes(),
+            format!("{}\n", serde_json::to_string_pretty(&record)?).as_bytes(),
         )?;
         Ok(cpu_seconds)
     }
@@ -1339,26 +1470,6 @@ fn rate_batch(settings: &Settings, engine: Engine<'_>, mined: &Path, rated: &Pat
         pool: engine.pool.clone(),
     })?;
     Ok(crate::engine::process::process_tree_cpu_seconds() - rate_before)
-}
-
-/// Each game's funnel (positions, full searches, candidates), so that a
-/// release's counts never depend on where the batches begin and end.
-fn per_game_funnels(first: u64, last: u64, per_unit: &[[u64; 3]]) -> Vec<Value> {
-    (first..=last)
-        .zip(per_unit)
-        .map(|(game, [positions, full, candidates])| {
-            json!({"game": game, "positions": positions, "full_searches": full,
-                "candidates": candidates})
-        })
-        .collect()
-}
-
-/// The sha256 of each of a batch's files, by name.
-fn batch_files_sha256(scratch: &Path) -> Result<serde_json::Map<String, Value>> {
-    BATCH_FILES
-        .iter()
-        .map(|name| Ok((name.to_string(), json!(sha256_file(&scratch.join(name))?))))
-        .collect()
 }
 
 /// Moves a played batch from `scratch` to its place `dir` in the store.
@@ -1515,13 +1626,9 @@ impl<'a> Counter<'a> {
     /// it are not counted).
     fn add_segment(&mut self, segment: &Segment, stop: bool) -> Result<Option<u64>> {
         let dir = &segment.batch.dir;
-        let summary = read_batch_summary(dir)?;
-        let per_game: BTreeMap<u64, &Value> = summary["per_game"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|g| Some((g["game"].as_u64()?, g)))
-            .collect();
+        let record = read_batch_record(dir)?;
+        let per_game: BTreeMap<u64, crate::stages::mine::UnitFunnel> =
+            record.per_game.iter().map(|g| (g.game, g.funnel)).collect();
         let mut by_game: BTreeMap<u64, Vec<Puzzle>> = BTreeMap::new();
         for puzzle in read_puzzles(&dir.join("verified.csv"))? {
             by_game
@@ -1531,9 +1638,13 @@ impl<'a> Counter<'a> {
         }
         for game in segment.first..=segment.last {
             *self.funnel.entry("games").or_default() += 1;
-            for key in ["positions", "full_searches", "candidates"] {
-                let value = per_game.get(&game).and_then(|g| g[key].as_u64());
-                *self.funnel.entry(key).or_default() += value.unwrap_or(0);
+            let funnel = per_game.get(&game).copied().unwrap_or_default();
+            for (key, value) in [
+                ("positions", funnel.positions),
+                ("full_searches", funnel.full_searches),
+                ("candidates", funnel.candidates),
+            ] {
+                *self.funnel.entry(key).or_default() += value;
             }
             let puzzles = by_game.remove(&game).unwrap_or_default();
             let added = puzzles.iter().filter(|p| self.add(p, game)).count();
@@ -2105,5 +2216,78 @@ impl Counter<'_> {
                 filled: c.filled(),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `batch.json` as the stores already on users' disks hold it (this
+    /// one's figures from a real batch, two of its games kept): the typed
+    /// record reads it, and writes it back key for key, in the same order.
+    #[test]
+    fn a_stored_batch_record_reads_and_writes_back_unchanged() {
+        let stored = r#"{
+  "first": 1,
+  "last": 2,
+  "games": 2,
+  "positions": 206,
+  "full_searches": 37,
+  "candidates": 11,
+  "mined": 11,
+  "verified": 9,
+  "engine_cpu_seconds": 61.466570084999994,
+  "engine_cpu_seconds_by_step": {
+    "selfplay": 2.104326085,
+    "mine": 40.14,
+    "rate": 3.302244,
+    "verify": 15.92
+  },
+  "per_game": [
+    {
+      "game": 1,
+      "positions": 79,
+      "full_searches": 8,
+      "candidates": 3
+    },
+    {
+      "game": 2,
+      "positions": 127,
+      "full_searches": 29,
+      "candidates": 8
+    }
+  ],
+  "files": {
+    "games.pgn": "aa",
+    "mined.csv": "bb",
+    "rated.csv": "cc",
+    "verify.jsonl": "dd",
+    "verified.csv": "ee"
+  }
+}"#;
+        let record: BatchRecord = serde_json::from_str(stored).unwrap();
+        assert_eq!(record.per_game[1].game, 2);
+        assert_eq!(record.per_game[1].funnel.full_searches, 29);
+        assert_eq!(record.engine_cpu_seconds_by_step.verify, 15.92);
+        let files = record.files.as_ref().unwrap();
+        assert_eq!(files.named()[3], ("verify.jsonl", "dd"));
+        assert_eq!(serde_json::to_string_pretty(&record).unwrap(), stored);
+    }
+
+    /// A record an older puzzleforge wrote, without file hashes, still
+    /// reads, so that `check_batch` can name what to do about it.
+    #[test]
+    fn a_batch_record_without_file_hashes_reads() {
+        let mut record: serde_json::Value = serde_json::json!({
+            "first": 1, "last": 1, "games": 1, "positions": 0, "full_searches": 0,
+            "candidates": 0, "mined": 0, "verified": 0, "engine_cpu_seconds": 1.5,
+            "engine_cpu_seconds_by_step": {"selfplay": 1.5, "mine": 0.0, "rate": 0.0, "verify": 0.0},
+            "per_game": [{"game": 1, "positions": 0, "full_searches": 0, "candidates": 0}],
+        });
+        let read: BatchRecord = serde_json::from_value(record.clone()).unwrap();
+        assert!(read.files.is_none());
+        record["per_game"] = serde_json::json!("not a list");
+        assert!(serde_json::from_value::<BatchRecord>(record).is_err());
     }
 }

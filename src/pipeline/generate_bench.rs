@@ -32,6 +32,7 @@ use crate::core::summary::Summary;
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineArgs;
 use crate::pipeline::config::PipelineConfig;
+use crate::pipeline::generate::StepSeconds;
 use crate::stages::mine::{self, FunnelCheck, MineConfig};
 use crate::stages::release::cells::{Tier, is_mate};
 
@@ -136,22 +137,13 @@ struct Measured {
     settings: Value,
     games: u64,
     positions: u64,
-    /// Engine CPU seconds by step of the funnel's batch, in step order.
-    steps: Vec<(String, f64)>,
+    /// Engine CPU seconds by step of the funnel's batch.
+    steps: StepSeconds,
     mined: Vec<Puzzle>,
     verified: Vec<Puzzle>,
     mined_in_tier: usize,
     verified_in_tier: usize,
     sample: Sample,
-}
-
-impl Measured {
-    /// The engine CPU seconds of one step of the funnel's batch.
-    fn step_seconds(&self, name: &str) -> f64 {
-        (self.steps.iter())
-            .find(|(step, _)| step == name)
-            .map_or(0.0, |(_, seconds)| *seconds)
-    }
 }
 
 /// Epoch's exhaustive search and the funnel on the sampled games.
@@ -175,13 +167,8 @@ fn measure(
         args.games,
         dir,
     )?;
-    let batch_summary = crate::pipeline::generate::read_batch_summary(&batch)?;
-    let steps = batch_summary["engine_cpu_seconds_by_step"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(0.0)))
-        .collect();
+    let record = crate::pipeline::generate::read_batch_record(&batch)?;
+    let steps = record.engine_cpu_seconds_by_step;
     let mined = read_puzzles(&batch.join("rated.csv"))?;
     let verified: Vec<Puzzle> = read_puzzles(&batch.join("verified.csv"))?
         .into_iter()
@@ -193,8 +180,8 @@ fn measure(
     Ok(Measured {
         mine: mine_config,
         settings,
-        games: batch_summary["games"].as_u64().unwrap_or(args.games),
-        positions: batch_summary["positions"].as_u64().unwrap_or(0),
+        games: record.games,
+        positions: record.positions,
         steps,
         mined_in_tier: in_tier(&mined),
         verified_in_tier: in_tier(&verified),
@@ -471,12 +458,14 @@ impl<'a> Report<'a> {
 
 impl OursFigures {
     fn new(m: &Measured, games: f64) -> Self {
-        let mined_cpu_seconds = m.step_seconds("selfplay") + m.step_seconds("mine");
-        let total: f64 = m.steps.iter().map(|(_, v)| v).sum();
+        let mined_cpu_seconds = m.steps.selfplay + m.steps.mine;
+        let total: f64 = m.steps.named().iter().map(|(_, v)| v).sum();
         let (mined, verified) = (m.mined.len() as f64, m.verified.len() as f64);
         Self {
             cpu_seconds: total,
-            cpu_seconds_by_step: m.steps.clone(),
+            cpu_seconds_by_step: (m.steps.named().iter())
+                .map(|(step, seconds)| (step.to_string(), *seconds))
+                .collect(),
             mined: m.mined.len(),
             verified: m.verified.len(),
             mined_in_tier: m.mined_in_tier,
@@ -505,7 +494,7 @@ impl EpochFigures {
             per_position(check.exhaustive_cpu_seconds, exhaustive.positions);
         let nodes_per_position = per_position(exhaustive.nodes as f64, exhaustive.positions);
         let mine_cpu_seconds = cpu_seconds_per_position * m.positions as f64;
-        let cpu_seconds = m.step_seconds("selfplay") + mine_cpu_seconds;
+        let cpu_seconds = m.steps.selfplay + mine_cpu_seconds;
         let kept = check.exhaustive_puzzles as f64 / m.sample.games.max(1) as f64 * games;
         let tier_share = if m.mined.is_empty() {
             0.0

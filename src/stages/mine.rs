@@ -292,24 +292,46 @@ pub(crate) fn run_mine_loaded(
     loaded: &Loaded,
     output: &Path,
 ) -> Result<Summary> {
-    Ok(mine_loaded_per_unit(config, pool, loaded, output)?.0)
+    Ok(mine_loaded_per_unit(config, pool, loaded, output)?.summary)
 }
 
-/// [`run_mine_loaded`], also returning each unit's funnel: positions
-/// analysed, full searches and candidates (before the cap and the dedup).
+/// One unit's (game's) funnel: positions analysed, full searches and
+/// candidates (before the cap and the dedup).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitFunnel {
+    pub positions: u64,
+    pub full_searches: u64,
+    pub candidates: u64,
+}
+
+/// What [`mine_loaded_per_unit`] gives back beside the files it writes.
+pub(crate) struct MinedUnits {
+    pub summary: Summary,
+    /// One funnel per unit, in the units' order.
+    pub per_unit: Vec<UnitFunnel>,
+    /// Puzzles written: after the per-game cap and the dedup.
+    pub puzzles: u64,
+}
+
+/// [`run_mine_loaded`], also returning each unit's funnel and the count of
+/// puzzles written.
 pub(crate) fn mine_loaded_per_unit(
     config: &MineConfig,
     pool: &EnginePool,
     loaded: &Loaded,
     output: &Path,
-) -> Result<(Summary, Vec<[u64; 3]>)> {
+) -> Result<MinedUnits> {
     config.validate()?;
     let cpu_before = pool.search_cpu_seconds();
     let run = mine_units(&loaded.units, config, pool)?;
     let per_unit = run
         .results
         .iter()
-        .map(|r| [r.positions, r.full_searches, r.found.len() as u64])
+        .map(|r| UnitFunnel {
+            positions: r.positions,
+            full_searches: r.full_searches,
+            candidates: r.found.len() as u64,
+        })
         .collect();
     let cpu_seconds = pool.search_cpu_seconds() - cpu_before;
     let puzzles = select_puzzles(&loaded.units, &run, config);
@@ -368,7 +390,11 @@ pub(crate) fn mine_loaded_per_unit(
         "exhaustive": config.exhaustive,
         "output": output.display().to_string(),
     });
-    Ok((Summary::new(human, json), per_unit))
+    Ok(MinedUnits {
+        summary: Summary::new(human, json),
+        per_unit,
+        puzzles: puzzles.len() as u64,
+    })
 }
 
 /// Where a game came from.

@@ -746,9 +746,11 @@ fn play_maia_game(
     let (white_net, black_net) = (net_of(white_rating)?, net_of(black_rating)?);
     let mut history = History::startpos();
     for uci in &board.ucis {
-        history
-            .push_uci(&uci.to_string())
-            .map_err(|e| EngineError::Fatal(format!("replaying the opening: {e:#}")))?;
+        // The board played these moves: each is legal where it was played.
+        let m = uci
+            .to_move(history.position())
+            .map_err(|e| EngineError::Fatal(format!("replaying the opening's move {uci}: {e}")))?;
+        history.push(m);
     }
     while board.ending().is_none() && board.sans.len() < cap {
         let net = if board.position.turn() == Color::White {
