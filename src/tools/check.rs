@@ -90,7 +90,7 @@ fn puzzle_items(args: &CheckArgs) -> anyhow::Result<Option<Vec<CheckItem>>> {
         .into_iter()
         .enumerate()
     {
-        let line = crate::chess::line::PuzzleLine::of_puzzle(&puzzle).map_err(|e| {
+        let line = puzzle.line().map_err(|e| {
             crate::core::error::bad_input(
                 e.at(format_args!("{} puzzle {}", file.display(), puzzle.id))
                     .to_string(),
