@@ -26,14 +26,12 @@ fn puzzles() -> Vec<Puzzle> {
 
 /// The puzzle position with the solver to move: the FEN after Moves[0].
 fn solver_fen(puzzle: &Puzzle) -> String {
-    let fen = Fen::from_ascii(puzzle.fen.as_bytes()).expect("sample FEN");
-    let mut position: Chess = fen
+    let mut position: Chess = puzzle
+        .fen
+        .clone()
         .into_position(CastlingMode::Standard)
         .expect("legal position");
-    let mv = UciMove::from_ascii(puzzle.moves[0].as_bytes())
-        .expect("UCI move")
-        .to_move(&position)
-        .expect("legal move");
+    let mv = puzzle.moves[0].to_move(&position).expect("legal move");
     position.play_unchecked(mv);
     Fen::from_position(&position, EnPassantMode::Legal).to_string()
 }
@@ -169,11 +167,11 @@ fn finds_the_solution_of_one_move_puzzles() {
     for (puzzle, line) in puzzles.iter().zip(json_lines(&output)) {
         assert_eq!(
             line["best_move"],
-            puzzle.moves[1].as_str(),
+            puzzle.moves[1].to_string(),
             "{}: {line}",
             puzzle.id
         );
-        assert_eq!(line["move"], puzzle.moves[1].as_str());
+        assert_eq!(line["move"], puzzle.moves[1].to_string());
         assert_eq!(line["move_is_best"], true);
         assert_eq!(line["criterion"], "lichess");
         // Mate in 1 and no other move wins: unique under the Lichess rule.
@@ -251,38 +249,38 @@ fn bad_input_names_the_line() {
 /// lines where only one move is legal.
 fn one_verdict_puzzles() -> Vec<Puzzle> {
     let sample = puzzles();
-    let two_moves = |fen: String, opponent: &str, solution: &str, id: String| Puzzle {
+    let two_moves = |fen: Fen, opponent: UciMove, solution: UciMove, id: String| Puzzle {
         id,
         fen,
-        moves: vec![opponent.to_string(), solution.to_string()],
+        moves: vec![opponent, solution],
         ..Puzzle::default()
     };
     // The positions along a sample puzzle's line: [k] after k moves.
     let positions = |puzzle: &Puzzle| -> Vec<Chess> {
-        let fen = Fen::from_ascii(puzzle.fen.as_bytes()).expect("sample FEN");
-        let mut position: Chess = fen.into_position(CastlingMode::Standard).expect("legal");
+        let mut position: Chess = puzzle
+            .fen
+            .clone()
+            .into_position(CastlingMode::Standard)
+            .expect("legal");
         let mut all = vec![position.clone()];
         for uci in &puzzle.moves {
-            let mv = UciMove::from_ascii(uci.as_bytes())
-                .expect("UCI")
-                .to_move(&position)
-                .expect("legal move");
+            let mv = uci.to_move(&position).expect("legal move");
             position.play_unchecked(mv);
             all.push(position.clone());
         }
         all
     };
-    let fen_of = |position: &Chess| Fen::from_position(position, EnPassantMode::Legal).to_string();
+    let fen_of = |position: &Chess| Fen::from_position(position, EnPassantMode::Legal);
     let mut chosen: Vec<Puzzle> = sample
         .iter()
         .take(15)
-        .map(|p| two_moves(p.fen.clone(), &p.moves[0], &p.moves[1], p.id.clone()))
+        .map(|p| two_moves(p.fen.clone(), p.moves[0], p.moves[1], p.id.clone()))
         .collect();
     // No puzzle: Black after 1.e4 has many moves as good as the best.
     chosen.push(two_moves(
-        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".to_string(),
-        "e2e4",
-        "c7c5",
+        Fen::default(),
+        "e2e4".parse().unwrap(),
+        "c7c5".parse().unwrap(),
         "after-e4".to_string(),
     ));
     let mates_in_one = |position: &Chess| {
@@ -299,7 +297,7 @@ fn one_verdict_puzzles() -> Vec<Puzzle> {
             .iter()
             .filter(|(_, line)| mates_in_one(&line[1]) >= 2)
             .take(2)
-            .map(|(p, _)| two_moves(p.fen.clone(), &p.moves[0], &p.moves[1], p.id.clone())),
+            .map(|(p, _)| two_moves(p.fen.clone(), p.moves[0], p.moves[1], p.id.clone())),
     );
     let forced = lines.iter().flat_map(|(p, line)| {
         (3..p.moves.len())
@@ -308,8 +306,8 @@ fn one_verdict_puzzles() -> Vec<Puzzle> {
             .map(|ply| {
                 two_moves(
                     fen_of(&line[ply - 1]),
-                    &p.moves[ply - 1],
-                    &p.moves[ply],
+                    p.moves[ply - 1],
+                    p.moves[ply],
                     format!("{}-{ply}", p.id),
                 )
             })

@@ -31,8 +31,8 @@ fn requests(count: usize, nodes: u64) -> Vec<SearchRequest> {
         .into_iter()
         .take(count)
         .map(|puzzle| SearchRequest {
-            fen: puzzle.fen.parse().expect("a sample FEN"),
-            moves: vec![puzzle.moves[0].parse().expect("a sample move")],
+            fen: puzzle.fen,
+            moves: vec![puzzle.moves[0]],
             limit: Limit::Nodes(nodes),
             multipv: 2,
         })

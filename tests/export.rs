@@ -177,7 +177,7 @@ fn mate_in_one_accepts_every_mating_move() {
             .all(|w| w[0].side_to_move == w[1].side_to_move)
     );
     for (i, position) in positions.iter().enumerate() {
-        assert_eq!(position.expected, long.moves[1 + 2 * i]);
+        assert_eq!(position.expected, long.moves[1 + 2 * i].to_string());
         assert!(position.legal_moves.contains(&position.expected));
     }
 }

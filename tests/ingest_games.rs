@@ -179,10 +179,10 @@ fn the_real_games_blunders_are_candidates() {
     let first = &puzzles[0];
     assert_eq!(first.id, "ZlCTzfMG_37");
     assert_eq!(
-        first.fen,
+        first.fen.to_string(),
         "3r1rk1/ppb2ppp/2p2n2/4p1B1/2q5/2P2b2/PPB2PPP/RQ2R1K1 w - - 0 19"
     );
-    assert_eq!(first.moves, vec!["g5f6"]);
+    assert_eq!(first.moves_text(), "g5f6");
     assert_eq!(first.game_url, "https://lichess.org/ZlCTzfMG#37");
     assert_eq!(
         first.game_id_and_ply(),
@@ -206,7 +206,7 @@ fn the_real_games_blunders_are_candidates() {
         assert_eq!(first.get(column), Some(value), "{column}");
     }
     let second = &puzzles[1];
-    assert_eq!(second.moves, vec!["h3g4"]);
+    assert_eq!(second.moves_text(), "h3g4");
     assert_eq!(second.game_url, "https://lichess.org/ZlCTzfMG#77");
     assert_eq!(second.get("EvalBefore"), Some("0"));
     assert_eq!(second.get("EvalAfter"), Some("#-3"));
@@ -232,9 +232,9 @@ fn black_blunders_get_black_urls_and_jsonl_zst_output_works() {
     assert_eq!(summary["candidates"], 1, "{summary}");
     let puzzle = &puzzles[0];
     assert_eq!(puzzle.game_url, "https://lichess.org/fool0001/black#4");
-    assert_eq!(puzzle.moves, vec!["g7g5"]);
+    assert_eq!(puzzle.moves_text(), "g7g5");
     assert_eq!(
-        puzzle.fen,
+        puzzle.fen.to_string(),
         "rnbqkbnr/ppppp1pp/5p2/8/3PP3/8/PPP2PPP/RNBQKBNR b KQkq - 0 2"
     );
     assert_eq!(puzzle.get("EvalAfter"), Some("#1"));
@@ -305,9 +305,9 @@ fn all_positions_passes_unanalysed_games_through() {
     assert_eq!(puzzles.len(), 5 * 2 + 117);
     let first = unanalysed[0];
     assert_eq!(first.id, "noeval01_1");
-    assert_eq!(first.moves, vec!["e2e4"]);
+    assert_eq!(first.moves_text(), "e2e4");
     assert_eq!(
-        first.fen,
+        first.fen.to_string(),
         "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
     );
     assert_eq!(first.get("EvalBefore"), Some(""));

@@ -22,22 +22,17 @@ fn lichess_sample() -> Vec<Puzzle> {
     read_puzzles(&path).unwrap()
 }
 
-fn position(fen: &str) -> Chess {
-    let fen: Fen = fen.parse().unwrap();
-    fen.into_position(CastlingMode::Standard).unwrap()
+fn position(fen: &Fen) -> Chess {
+    fen.clone().into_position(CastlingMode::Standard).unwrap()
 }
 
-fn play(position: &mut Chess, uci: &str) {
-    let m = uci
-        .parse::<UciMove>()
-        .unwrap()
-        .to_move(position)
-        .unwrap_or_else(|_| {
-            panic!(
-                "{uci} is illegal in {}",
-                Fen::from_position(position, EnPassantMode::Legal)
-            )
-        });
+fn play(position: &mut Chess, uci: &UciMove) {
+    let m = uci.to_move(position).unwrap_or_else(|_| {
+        panic!(
+            "{uci} is illegal in {}",
+            Fen::from_position(position, EnPassantMode::Legal)
+        )
+    });
     position.play_unchecked(m);
 }
 
@@ -57,8 +52,8 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
             let mut after = position(&puzzle.fen);
             play(&mut after, &puzzle.moves[0]);
             let request = SearchRequest {
-                fen: puzzle.fen.parse().unwrap(),
-                moves: vec![puzzle.moves[0].parse().unwrap()],
+                fen: puzzle.fen.clone(),
+                moves: vec![puzzle.moves[0]],
                 limit: Limit::Depth(10),
                 multipv: 2,
             };
@@ -79,12 +74,13 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
         let mates = |uci: &str| {
             let mut after = position(&puzzle.fen);
             play(&mut after, &puzzle.moves[0]);
-            play(&mut after, uci);
+            play(&mut after, &uci.parse().unwrap());
             after.is_checkmate()
         };
+        let solution = puzzle.moves[1].to_string();
         match verdict {
-            Some((best, _, _)) if *best == puzzle.moves[1] => agree += 1,
-            Some((best, _, _)) if mates(best) && mates(&puzzle.moves[1]) => agree += 1,
+            Some((best, _, _)) if *best == solution => agree += 1,
+            Some((best, _, _)) if mates(best) && mates(&solution) => agree += 1,
             Some((best, _, _)) => panic!(
                 "{}: unique best {best}, solution {}",
                 puzzle.id, puzzle.moves[1]

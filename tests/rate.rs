@@ -247,7 +247,7 @@ fn committed_model_rates_and_bad_rows_are_reported_not_fatal() {
     puzzles.truncate(2);
     let mut broken = puzzles[0].clone();
     broken.id = "broken".into();
-    broken.moves[1] = "a1a8".into();
+    broken.moves[1] = "a1a8".parse().unwrap();
     puzzles.insert(1, broken);
     write_puzzles(&input, &puzzles).expect("write input");
     let out = dir.path().join("rated.jsonl");

@@ -621,7 +621,7 @@ fn release_puzzles(release: &Path) -> std::collections::BTreeSet<(String, String
     ["train.csv", "test.csv"]
         .iter()
         .flat_map(|file| puzzleforge::chess::record::read_puzzles(&release.join(file)).unwrap())
-        .map(|p| (p.id, p.fen))
+        .map(|p| (p.id, p.fen.to_string()))
         .collect()
 }
 

@@ -124,7 +124,7 @@ fn sample_positions(n: usize) -> Vec<Fen> {
     let puzzles = puzzleforge::chess::record::read_puzzles(&path).unwrap();
     puzzles
         .iter()
-        .map(|p| p.fen.parse::<Fen>().unwrap())
+        .map(|p| p.fen.clone())
         .filter(|fen| {
             let position: Chess = fen.clone().into_position(CastlingMode::Standard).unwrap();
             position.legal_moves().len() >= 4

@@ -17,8 +17,6 @@ use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Move, Position};
 
-use crate::chess::record::{Puzzle, RowError};
-
 /// What is wrong with a line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LineReason {
@@ -115,14 +113,6 @@ impl fmt::Display for LineError {
 
 impl std::error::Error for LineError {}
 
-/// A bad line is a bad row: same reason code and detail (the row's file
-/// and line are the reader's to add).
-impl From<LineError> for RowError {
-    fn from(error: LineError) -> Self {
-        RowError::new(error.reason.code(), error.detail)
-    }
-}
-
 /// Parses a FEN (standard chess, standard castling; surrounding whitespace
 /// ignored) into a legal position.
 pub(crate) fn parse_position(fen: &str) -> Result<Chess, LineError> {
@@ -142,6 +132,18 @@ fn parse_position_ascii(fen: &[u8]) -> Result<Chess, LineError> {
     }
 }
 
+/// The legal position of an already read FEN (standard castling).
+pub(crate) fn read_position(fen: &Fen) -> Result<Chess, LineError> {
+    fen.clone()
+        .into_position(CastlingMode::Standard)
+        .map_err(|e| {
+            LineError::new(
+                LineReason::IllegalPosition,
+                format!("{e}: {:?}", fen.to_string()),
+            )
+        })
+}
+
 /// Reads a FEN's text (surrounding whitespace ignored) as shakmaty's
 /// [`Fen`], without asking that it be a legal position: the form the
 /// engine layer carries. It prints back as it was read for any FEN whose
@@ -154,9 +156,11 @@ pub fn read_fen(fen: &str) -> Result<Fen, LineError> {
 /// Reads UCI moves' text as shakmaty's [`UciMove`]s (syntax only, not
 /// legality); the error names the first bad move by its number (1-based).
 /// A move prints back as it was read (castling stays `e1g1`).
-pub fn read_ucis<S: AsRef<str>>(moves: &[S]) -> Result<Vec<UciMove>, LineError> {
+pub fn read_ucis<S: AsRef<str>>(
+    moves: impl IntoIterator<Item = S>,
+) -> Result<Vec<UciMove>, LineError> {
     moves
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(index, text)| {
             let text = text.as_ref().as_bytes();
@@ -165,13 +169,17 @@ pub fn read_ucis<S: AsRef<str>>(moves: &[S]) -> Result<Vec<UciMove>, LineError> 
         .collect()
 }
 
-/// A puzzle's FEN and moves as shakmaty's types, read once where a stage
-/// takes the puzzle's text ([`read_fen`], [`read_ucis`]); the error names
-/// the puzzle.
-pub fn puzzle_ucis(puzzle: &Puzzle) -> Result<(Fen, Vec<UciMove>), LineError> {
-    read_fen(&puzzle.fen)
-        .and_then(|fen| Ok((fen, read_ucis(&puzzle.moves)?)))
-        .map_err(|e| e.at(format!("puzzle {}", puzzle.id)))
+/// UCI moves as text, separated by single spaces (the `Moves` column's
+/// spelling).
+pub fn ucis_text(moves: &[UciMove]) -> String {
+    let mut text = String::with_capacity(moves.len() * 5);
+    for (i, uci) in moves.iter().enumerate() {
+        if i > 0 {
+            text.push(' ');
+        }
+        uci.append_to_string(&mut text);
+    }
+    text
 }
 
 /// The UCI form of a move in standard chess (castling as the king's
@@ -183,6 +191,20 @@ pub fn uci_of(m: Move) -> UciMove {
 /// Parses a UCI move and checks that it is legal in `position`.
 pub(crate) fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError> {
     read_move(position, uci.as_bytes(), None)
+}
+
+/// [`parse_move`], also giving the move as read: it prints as `uci` spelled
+/// it (an engine's reply kept in the engine's spelling).
+pub(crate) fn parse_move_as_read(
+    position: &Chess,
+    uci: &str,
+) -> Result<(UciMove, Move), LineError> {
+    let text = uci.as_bytes();
+    let read = UciMove::from_ascii(text).map_err(|_| not_uci(text, None))?;
+    let m = read
+        .to_move(position)
+        .map_err(|_| illegal_move(&read, None))?;
+    Ok((read, m))
 }
 
 /// [`parse_move`] for the `number`-th move of a line (1-based), which the
@@ -241,7 +263,7 @@ fn illegal_move(uci: &UciMove, number: Option<usize>) -> LineError {
 ///
 /// [`PuzzleLine::parse`] reads a puzzle's line (and checks the puzzle's
 /// shape: at least two moves, an even number); a line built move by move
-/// ([`PuzzleLine::from_fen`] then [`PuzzleLine::play_uci`]) may be any
+/// ([`PuzzleLine::from_read_fen`] then [`PuzzleLine::play_move`]) may be any
 /// sequence of legal moves, such as a game's.
 #[derive(Clone, Debug)]
 pub struct PuzzleLine {
@@ -287,10 +309,18 @@ impl PuzzleLine {
         Ok(line)
     }
 
-    /// The line of a puzzle record ([`PuzzleLine::parse`] of its FEN and
-    /// moves).
-    pub(crate) fn of_puzzle(puzzle: &Puzzle) -> Result<Self, LineError> {
-        Self::parse(&puzzle.fen, &puzzle.moves)
+    /// A puzzle's line from its FEN and moves as read (a puzzle record's,
+    /// see `Puzzle::line`): the position must be legal, every move legal
+    /// where it is played, and the line a puzzle's shape.
+    pub(crate) fn of_read(fen: &Fen, moves: &[UciMove]) -> Result<Self, LineError> {
+        let mut line = Self::from_read_fen(fen)?;
+        line.positions.reserve(moves.len());
+        line.moves.reserve(moves.len());
+        for &uci in moves {
+            line.play_move(uci)?;
+        }
+        line.check_puzzle_shape()?;
+        Ok(line)
     }
 
     /// [`PuzzleLine::parse`] of a file's raw cells, the moves separated by
@@ -314,11 +344,6 @@ impl PuzzleLine {
 
     /// Plays one more move, checking that it is legal; the line is left as
     /// it was when it is not.
-    pub(crate) fn play_uci(&mut self, uci: &str) -> Result<Move, LineError> {
-        self.play_ascii(uci.as_bytes())
-    }
-
-    /// [`PuzzleLine::play_uci`] of a move already read as UCI.
     pub(crate) fn play_move(&mut self, uci: UciMove) -> Result<Move, LineError> {
         let before = self.last_position();
         let m = uci
@@ -333,15 +358,7 @@ impl PuzzleLine {
 
     /// The line of no moves from an already read FEN.
     pub(crate) fn from_read_fen(fen: &Fen) -> Result<Self, LineError> {
-        fen.clone()
-            .into_position(CastlingMode::Standard)
-            .map(Self::from_position)
-            .map_err(|e| {
-                LineError::new(
-                    LineReason::IllegalPosition,
-                    format!("{e}: {:?}", fen.to_string()),
-                )
-            })
+        read_position(fen).map(Self::from_position)
     }
 
     #[inline]
@@ -495,8 +512,6 @@ mod tests {
             error.to_string(),
             "p.csv line 3: puzzle x1: bad move (illegal_move): move 3 g1g3 is illegal in the position"
         );
-        let row = RowError::from(error);
-        assert_eq!(row.reason, "illegal_move");
     }
 
     #[test]
@@ -524,8 +539,9 @@ mod tests {
     #[test]
     fn a_line_built_move_by_move_keeps_its_legal_prefix() {
         let mut line = PuzzleLine::from_fen(START).unwrap();
-        line.play_uci("e2e4").unwrap();
-        let error = line.play_uci("e2e4").unwrap_err();
+        let e2e4 = UciMove::from_ascii(b"e2e4").unwrap();
+        line.play_move(e2e4).unwrap();
+        let error = line.play_move(e2e4).unwrap_err();
         assert_eq!(error.code(), "illegal_move");
         assert_eq!(line.plies(), 1);
         assert!(line.check_puzzle_shape().is_err());

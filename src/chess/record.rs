@@ -19,7 +19,11 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+
 use crate::chess::columns::{self, Column, ColumnType};
+use crate::chess::line::{LineError, PuzzleLine, read_fen, read_ucis, ucis_text};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input};
 
@@ -30,10 +34,14 @@ pub const LICHESS_COLUMNS: [&str; 10] = columns::names(columns::LICHESS);
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Puzzle {
     pub id: String,
-    /// Position before the opponent's first move.
-    pub fen: String,
-    /// UCI moves: opponent, solver, opponent, ..., solver.
-    pub moves: Vec<String>,
+    /// Position before the opponent's first move, read once where the
+    /// text entered (a file's row, a mined position) and printed back by
+    /// the writers; it prints as it was read for every FEN Lichess and we
+    /// write (the round-trip test below holds the test data to that).
+    pub fen: Fen,
+    /// UCI moves: opponent, solver, opponent, ..., solver (syntax checked
+    /// where read, legality by [`crate::chess::line::PuzzleLine`]).
+    pub moves: Vec<UciMove>,
     /// Lichess Glicko rating; `None` until a puzzle is rated.
     pub rating: Option<i32>,
     pub rating_deviation: Option<i32>,
@@ -47,6 +55,18 @@ pub struct Puzzle {
 }
 
 impl Puzzle {
+    /// The moves as the `Moves` column spells them: UCI, single spaces.
+    pub fn moves_text(&self) -> String {
+        ucis_text(&self.moves)
+    }
+
+    /// The puzzle's line played on the board: the FEN must be a legal
+    /// position, every move legal where it is played, and the line a
+    /// puzzle's shape ([`PuzzleLine::of_read`]).
+    pub(crate) fn line(&self) -> Result<PuzzleLine, LineError> {
+        PuzzleLine::of_read(&self.fen, &self.moves)
+    }
+
     /// Number of solver moves (the solver plays every second move).
     pub fn solver_moves(&self) -> usize {
         self.moves.len() / 2
@@ -108,8 +128,8 @@ impl Puzzle {
         let int = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();
         Some(match column {
             Column::PuzzleId => self.id.clone(),
-            Column::Fen => self.fen.clone(),
-            Column::Moves => self.moves.join(" "),
+            Column::Fen => self.fen.to_string(),
+            Column::Moves => self.moves_text(),
             Column::Rating => int(self.rating),
             Column::RatingDeviation => int(self.rating_deviation),
             Column::Popularity => int(self.popularity),
@@ -214,6 +234,14 @@ impl RowError {
     }
 }
 
+/// A bad line is a bad row: same reason code and detail (the row's file
+/// and line are the reader's to add).
+impl From<LineError> for RowError {
+    fn from(error: LineError) -> Self {
+        RowError::new(error.code(), error.detail)
+    }
+}
+
 impl std::fmt::Display for RowError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.reason, self.detail)
@@ -288,7 +316,9 @@ impl Header {
 
 /// A puzzle from its Lichess cells as the CSV spells them (`cell` gives an
 /// absent column as empty) and its other columns: integers parse, lists
-/// split at whitespace. One rule for CSV rows and JSON Lines objects.
+/// split at whitespace, the FEN and the moves are read as shakmaty's types
+/// (syntax only; `bad_fen`, `bad_move`). One rule for CSV rows and JSON
+/// Lines objects.
 fn puzzle_from_cells<'a>(
     cell: impl Fn(Column) -> Cow<'a, str>,
     extra: Vec<(String, String)>,
@@ -309,14 +339,20 @@ fn puzzle_from_cells<'a>(
             .map(str::to_string)
             .collect()
     };
+    let rating = int(Column::Rating)?;
+    let rating_deviation = int(Column::RatingDeviation)?;
+    let popularity = int(Column::Popularity)?;
+    let nb_plays = int(Column::NbPlays)?;
+    let fen = read_fen(&cell(Column::Fen))?;
+    let moves = read_ucis(cell(Column::Moves).split_whitespace())?;
     Ok(Puzzle {
         id: cell(Column::PuzzleId).trim().to_string(),
-        fen: cell(Column::Fen).trim().to_string(),
-        moves: words(Column::Moves),
-        rating: int(Column::Rating)?,
-        rating_deviation: int(Column::RatingDeviation)?,
-        popularity: int(Column::Popularity)?,
-        nb_plays: int(Column::NbPlays)?,
+        fen,
+        moves,
+        rating,
+        rating_deviation,
+        popularity,
+        nb_plays,
         themes: words(Column::Themes),
         game_url: cell(Column::GameUrl).trim().to_string(),
         opening_tags: words(Column::OpeningTags),
@@ -620,11 +656,10 @@ mod tests {
     fn sample() -> Puzzle {
         Puzzle {
             id: "00008".into(),
-            fen: "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24".into(),
-            moves: "f2g3 e6e7 b2b1 b3c1 b1c1 h6c1"
-                .split(' ')
-                .map(String::from)
-                .collect(),
+            fen: "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24"
+                .parse()
+                .unwrap(),
+            moves: read_ucis("f2g3 e6e7 b2b1 b3c1 b1c1 h6c1".split(' ')).unwrap(),
             rating: Some(1913),
             rating_deviation: Some(75),
             popularity: Some(94),
@@ -671,5 +706,103 @@ mod tests {
         let error = read_puzzles(&path).unwrap_err().to_string();
         assert!(error.contains("line 2"), "{error}");
         assert!(error.contains("Rating"), "{error}");
+    }
+
+    #[test]
+    fn a_bad_fen_or_move_is_an_error_naming_its_row_and_the_good_rows_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.csv");
+        let good = "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24";
+        std::fs::write(
+            &path,
+            format!(
+                "PuzzleId,FEN,Moves\n\
+                 a,{good},f2g3 e6e7\n\
+                 b,r6k/pp2r2p/9/8/8/8/8/7K b - - 0 24,f2g3 e6e7\n\
+                 c,{good},f2g3 e6\n\
+                 d,{good},f2g3 e6e7\n"
+            ),
+        )
+        .unwrap();
+        let mut rows = Vec::new();
+        for_each_row(&path, |(line, row)| {
+            rows.push((line, row.map(|p| p.id).map_err(|e| e.to_string())));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[0], (2, Ok("a".to_string())));
+        let (line, bad_fen) = &rows[1];
+        assert_eq!(*line, 3);
+        assert!(
+            bad_fen.as_ref().is_err_and(|e| e.starts_with("bad_fen: ")),
+            "{bad_fen:?}"
+        );
+        assert_eq!(
+            rows[2],
+            (4, Err("bad_move: move 2 is not UCI: \"e6\"".to_string()))
+        );
+        assert_eq!(rows[3], (5, Ok("d".to_string())));
+        let error = read_puzzles(&path).unwrap_err().to_string();
+        assert!(error.contains("p.csv line 3: bad_fen"), "{error}");
+    }
+
+    /// The bytes guard: every FEN and move in the puzzle files of
+    /// tests/data (Lichess's dump, the APO benchmark's, ours) prints back
+    /// from shakmaty's types exactly as the file spells it, so a file read
+    /// into [`Puzzle`]s and written again keeps its lines.
+    #[test]
+    fn test_data_fens_and_moves_print_back_as_read() {
+        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let copies = tempfile::tempdir().unwrap();
+        let mut csvs: Vec<_> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "csv"))
+            .collect();
+        csvs.sort();
+        let (mut fens, mut moves) = (0, 0);
+        for path in &csvs {
+            let mut reader = csv::Reader::from_path(path).unwrap();
+            let header = reader.headers().unwrap().clone();
+            let column = |name| header.iter().position(|c| c == name).unwrap();
+            let (fen_at, moves_at) = (column("FEN"), column("Moves"));
+            for row in reader.records() {
+                let row = row.unwrap();
+                let text = &row[fen_at];
+                assert_eq!(
+                    read_fen(text).unwrap().to_string(),
+                    text,
+                    "{}",
+                    path.display()
+                );
+                fens += 1;
+                for word in row[moves_at].split(' ') {
+                    let uci = read_ucis([word]).unwrap();
+                    assert_eq!(uci[0].to_string(), word, "{}", path.display());
+                    moves += 1;
+                }
+            }
+            let copy = copies.path().join(path.file_name().unwrap());
+            write_puzzles(&copy, &read_puzzles(path).unwrap()).unwrap();
+            let (written, original) = (
+                std::fs::read_to_string(&copy).unwrap(),
+                std::fs::read_to_string(path).unwrap(),
+            );
+            for (number, (a, b)) in written.lines().zip(original.lines()).enumerate() {
+                assert_eq!(a, b, "{} line {}", path.display(), number + 1);
+            }
+            // Line by line: the APO file ends its lines with CRLF, ours LF.
+            assert_eq!(
+                written.lines().count(),
+                original.lines().count(),
+                "{}",
+                path.display()
+            );
+        }
+        assert!(
+            csvs.len() >= 4 && fens >= 6000 && moves >= 30_000,
+            "{fens} {moves}"
+        );
     }
 }

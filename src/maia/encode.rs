@@ -91,11 +91,33 @@ impl History {
     pub fn from_fen(fen: &str) -> Result<History> {
         let parsed = Fen::from_ascii(fen.trim().as_bytes())
             .map_err(|e| bad_input(format!("bad FEN {fen:?}: {e}")))?;
-        let ep_square = parsed.as_setup().ep_square;
-        let position: Chess = parsed
+        History::from_read_fen(&parsed)
+    }
+
+    /// The position of an already read FEN, no moves played.
+    pub fn from_read_fen(fen: &Fen) -> Result<History> {
+        let ep_square = fen.as_setup().ep_square;
+        let position: Chess = fen
+            .clone()
             .into_position(CastlingMode::Standard)
-            .map_err(|e| bad_input(format!("bad position {fen:?}: {e}")))?;
+            .map_err(|e| bad_input(format!("bad position {:?}: {e}", fen.to_string())))?;
         Ok(History::from_position(position, ep_square))
+    }
+
+    /// [`History::from_fen_and_moves`] of a FEN and moves already read
+    /// (a puzzle record's).
+    pub fn from_read_line(fen: &Fen, moves: &[UciMove]) -> Result<History> {
+        let mut history = History::from_read_fen(fen)?;
+        for (i, &uci) in moves.iter().enumerate() {
+            history.push_read_uci(uci).map_err(|e| {
+                bad_input(format!(
+                    "{:?}, move {} ({uci}): {e:#}",
+                    fen.to_string(),
+                    i + 1
+                ))
+            })?;
+        }
+        Ok(history)
     }
 
     /// The position of `fen` after the UCI moves `moves` (for a Lichess
@@ -138,7 +160,12 @@ impl History {
     pub fn push_uci(&mut self, uci: &str) -> Result<()> {
         let parsed = UciMove::from_ascii(uci.as_bytes())
             .map_err(|e| bad_input(format!("{uci:?} is not a UCI move: {e}")))?;
-        let m = parsed.to_move(self.position()).map_err(|_| {
+        self.push_read_uci(parsed)
+    }
+
+    /// [`History::push_uci`] of a move already read as UCI.
+    pub fn push_read_uci(&mut self, uci: UciMove) -> Result<()> {
+        let m = uci.to_move(self.position()).map_err(|_| {
             bad_input(format!(
                 "{uci} is not legal in {}",
                 Fen::from_position(self.position(), EnPassantMode::Legal)

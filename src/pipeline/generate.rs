@@ -412,8 +412,8 @@ pub(crate) struct StreamFingerprint<'a> {
 fn row_key(puzzle: &Puzzle) -> RowKey {
     (
         puzzle.id.clone(),
-        puzzle.fen.clone(),
-        puzzle.moves.join(" "),
+        puzzle.fen.to_string(),
+        puzzle.moves_text(),
     )
 }
 

@@ -24,6 +24,8 @@
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -271,17 +273,16 @@ fn check_same_run(stage: StageName, expected: &Fingerprint, shards: &[ShardDir])
 
 /// Identifies a puzzle row within one shard's file (mine keeps no position
 /// twice within a file, so no two rows share it).
-fn row_key(puzzle: &Puzzle) -> (String, String, String) {
-    (
-        puzzle.id.clone(),
-        puzzle.fen.clone(),
-        puzzle.moves.join(" "),
-    )
+fn row_key(puzzle: &Puzzle) -> RowKey {
+    (puzzle.id.clone(), puzzle.fen.clone(), puzzle.moves.clone())
 }
+
+/// A puzzle row's id, FEN and moves.
+type RowKey = (String, Fen, Vec<UciMove>);
 
 /// Per mined file name, per shard (in shard order), the rows the mine merge
 /// kept; the rate merge keeps the same puzzles.
-type KeptRows = BTreeMap<String, Vec<HashSet<(String, String, String)>>>;
+type KeptRows = BTreeMap<String, Vec<HashSet<RowKey>>>;
 
 fn same_output_names(stage: StageName, shards: &[ShardDir]) -> Result<Vec<String>> {
     let names: Vec<String> = shards[0].outputs(stage)?.keys().cloned().collect();

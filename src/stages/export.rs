@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::bail_input;
 use crate::chess::columns::{self, Column};
-use crate::chess::line::{LineError, PuzzleLine, fen_of};
+use crate::chess::line::{LineError, fen_of};
 use crate::chess::record::{LICHESS_COLUMNS, Puzzle, for_each_row};
 use crate::core::fileio::{AtomicFile, write_atomic};
 use crate::core::summary::Summary;
@@ -73,13 +73,13 @@ pub struct SolverPosition {
 
 /// The solver positions of a puzzle, in order.
 pub fn solver_positions(puzzle: &Puzzle) -> std::result::Result<Vec<SolverPosition>, LineError> {
-    let line = PuzzleLine::of_puzzle(puzzle)?;
+    let line = puzzle.line()?;
     let positions = line
         .solver_turns()
         .enumerate()
         .map(|(index, (ply, position, solution))| {
             // The puzzle's own spelling of the move, as the release has it.
-            let expected = puzzle.moves[ply].clone();
+            let expected = puzzle.moves[ply].to_string();
             let legal = position.legal_moves();
             let mut legal_moves: Vec<String> = legal
                 .iter()

@@ -494,8 +494,8 @@ pub(crate) fn game_candidates(
         };
         let mut puzzle = Puzzle {
             id: format!("{}_{}", meta.game_id, ply.ply),
-            fen: Fen::from_position(&ply.before, EnPassantMode::Legal).to_string(),
-            moves: vec![ply.played.mv.to_uci(CastlingMode::Standard).to_string()],
+            fen: Fen::from_position(&ply.before, EnPassantMode::Legal),
+            moves: vec![ply.played.mv.to_uci(CastlingMode::Standard)],
             game_url: format!(
                 "https://lichess.org/{}{color_path}#{}",
                 meta.game_id, ply.ply

@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chess::capture::is_trivial_capture;
 use crate::chess::columns::{self, Column};
-use crate::chess::line::{PuzzleLine, fen_of, parse_move, read_fen, read_ucis, uci_of};
+use crate::chess::line::{PuzzleLine, parse_move, parse_move_as_read, uci_of, ucis_text};
 use crate::chess::record::{Puzzle, PuzzleWriter};
 use crate::chess::themes::cheap_themes;
 use crate::core::error::bad_input;
@@ -537,32 +537,21 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             }
         };
         let place = format!("{} line {line}", path.display());
-        let mut played = match PuzzleLine::from_fen(&puzzle.fen) {
+        let mut played = match PuzzleLine::from_read_fen(&puzzle.fen) {
             Ok(played) => played,
             Err(e) => {
                 skipped.push(e.at(place).to_string());
                 return Ok(());
             }
         };
-        let Some(blunder) = puzzle.moves.first() else {
+        let Some(&blunder) = puzzle.moves.first() else {
             skipped.push(format!("{place}: no move"));
             return Ok(());
         };
-        if let Err(e) = played.play_uci(blunder) {
+        if let Err(e) = played.play_move(blunder) {
             skipped.push(e.at(place).to_string());
             return Ok(());
         }
-        // Both were read above, so this cannot fail; kept as read, they
-        // print back as the file wrote them.
-        let read = read_fen(&puzzle.fen)
-            .and_then(|fen| Ok((fen, read_ucis(std::slice::from_ref(blunder))?)));
-        let (start_fen, moves) = match read {
-            Ok(read) => read,
-            Err(e) => {
-                skipped.push(e.at(place).to_string());
-                return Ok(());
-            }
-        };
         let start = played.start();
         let (url_id, url_ply) = puzzle.game_id_and_ply().unwrap_or_default();
         let game_id = puzzle
@@ -586,8 +575,8 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
             black_elo: puzzle.get(Column::BlackElo).unwrap_or_default().to_string(),
             first_ply,
             keep_id: Some(puzzle.id.clone()).filter(|id| !id.is_empty()),
-            start_fen,
-            moves,
+            start_fen: puzzle.fen.clone(),
+            moves: vec![blunder],
             targets: vec![Target {
                 after: 1,
                 played: None,
@@ -608,8 +597,9 @@ pub(crate) struct Found {
     pub second_score: Option<Score>,
     /// Nodes of the full search at the puzzle position.
     pub nodes: u64,
-    /// Solver first, ends on a solver move.
-    pub line: Vec<String>,
+    /// Solver first, ends on a solver move; the engine's replies and best
+    /// moves as it spelled them.
+    pub line: Vec<UciMove>,
     pub zobrist: u64,
     /// The rule the puzzle passed: the criterion's, or `mate`.
     pub criterion: Criterion,
@@ -1124,10 +1114,10 @@ fn extend_line(
     best: Move,
     rule: Rule,
     config: &MineConfig,
-) -> Result<Option<(Vec<String>, u64)>, EngineError> {
+) -> Result<Option<(Vec<UciMove>, u64)>, EngineError> {
     let mut nodes = 0;
     let mut moves: Vec<UciMove> = history.to_vec();
-    let mut line = vec![uci_of(best).to_string()];
+    let mut line = vec![uci_of(best)];
     // Per solver move: was it the only legal move?
     let mut forced = vec![false];
     moves.push(uci_of(best));
@@ -1150,7 +1140,7 @@ fn extend_line(
         let Some(reply_uci) = reply.best_move else {
             break;
         };
-        let Ok(reply_move) = parse_move(&pos, &reply_uci) else {
+        let Ok((reply_read, reply_move)) = parse_move_as_read(&pos, &reply_uci) else {
             return Err(EngineError::Garbage(format!(
                 "reply {reply_uci} is not legal"
             )));
@@ -1178,7 +1168,7 @@ fn extend_line(
         if score.to_cp() < config.winning_cp {
             break;
         }
-        let Ok(next_move) = parse_move(&after_reply, &next_best) else {
+        let Ok((next_read, next_move)) = parse_move_as_read(&after_reply, &next_best) else {
             return Err(EngineError::Garbage(format!(
                 "best move {next_best} is not legal"
             )));
@@ -1187,8 +1177,8 @@ fn extend_line(
         pos = after_reply;
         next_moves.push(uci_of(next_move));
         moves = next_moves;
-        line.push(reply_uci);
-        line.push(next_best);
+        line.push(reply_read);
+        line.push(next_read);
         forced.push(judged.decision.why == Why::Forced);
     }
     let keep = criterion::ends_on_a_choice(&forced);
@@ -1203,10 +1193,10 @@ fn extend_line(
 }
 
 /// The position after `line` from `start`, when every move is legal.
-fn pos_after(start: &Chess, line: &[String]) -> Option<Chess> {
+fn pos_after(start: &Chess, line: &[UciMove]) -> Option<Chess> {
     let mut position = start.clone();
     for uci in line {
-        let m = parse_move(&position, uci).ok()?;
+        let m = uci.to_move(&position).ok()?;
         position.play_unchecked(m);
     }
     Some(position)
@@ -1244,8 +1234,8 @@ pub(crate) fn select_puzzles(
 /// move), the key `select_puzzles` deduplicates by; `None` when the FEN or
 /// the first move does not replay.
 pub(crate) fn puzzle_zobrist(puzzle: &Puzzle) -> Option<u64> {
-    let mut line = PuzzleLine::from_fen(&puzzle.fen).ok()?;
-    line.play_uci(puzzle.moves.first()?).ok()?;
+    let mut line = PuzzleLine::from_read_fen(&puzzle.fen).ok()?;
+    line.play_move(*puzzle.moves.first()?).ok()?;
     let zobrist: Zobrist64 = line.last_position().zobrist_hash(EnPassantMode::Legal);
     Some(zobrist.0)
 }
@@ -1270,10 +1260,10 @@ fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
         line.play_move(*uci).ok()?;
     }
     for uci in &found.line {
-        line.play_uci(uci).ok()?;
+        line.play_move(*uci).ok()?;
     }
-    let fen = fen_of(line.position_after(found.after - 1)?);
-    let leading = unit.moves[found.after - 1].to_string();
+    let fen = Fen::from_position(line.position_after(found.after - 1)?, EnPassantMode::Legal);
+    let leading = unit.moves[found.after - 1];
     let themes = cheap_themes(
         line.position_after(found.after)?,
         &line.moves()[found.after..],
@@ -1284,8 +1274,9 @@ fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
     let id = match &unit.keep_id {
         Some(id) => id.clone(),
         None => {
-            let digest =
-                crate::core::fileio::sha256_bytes(format!("{fen} {}", moves.join(" ")).as_bytes());
+            let digest = crate::core::fileio::sha256_bytes(
+                format!("{fen} {}", ucis_text(&moves)).as_bytes(),
+            );
             format!("pf{}", &digest[..10])
         }
     };

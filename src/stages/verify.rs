@@ -40,7 +40,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
-use crate::chess::line::{PuzzleLine, parse_move, puzzle_ucis};
+use crate::chess::line::parse_move;
 use crate::chess::record::Puzzle;
 use crate::core::fileio::AtomicFile;
 use crate::core::settings::{flags_over, switch_on};
@@ -754,7 +754,11 @@ fn check(
         line: item.line,
         error: None,
         nodes: 0,
-        expected_move: puzzle.moves.get(1).cloned().unwrap_or_default(),
+        expected_move: puzzle
+            .moves
+            .get(1)
+            .map(ToString::to_string)
+            .unwrap_or_default(),
         best_move: None,
         best_score: None,
         second_score: None,
@@ -767,11 +771,11 @@ fn check(
         second_holds: None,
         second_moves: Vec::new(),
     };
-    let setup = PuzzleLine::of_puzzle(puzzle)
-        .and_then(|line| Ok((line, puzzle_ucis(puzzle)?)))
+    let setup = puzzle
+        .line()
         .map_err(|e| e.to_string())
-        .and_then(|(line, read)| Ok((line, read, deeper_nodes(puzzle, config)?)));
-    let (line, (fen, moves), nodes) = match setup {
+        .and_then(|line| Ok((line, deeper_nodes(puzzle, config)?)));
+    let (line, nodes) = match setup {
         Ok(setup) => setup,
         Err(error) => {
             verdict.error = Some(error);
@@ -779,8 +783,8 @@ fn check(
         }
     };
     let request = SearchRequest {
-        fen,
-        moves: moves[..1].to_vec(),
+        fen: puzzle.fen.clone(),
+        moves: puzzle.moves[..1].to_vec(),
         limit: Limit::Nodes(nodes),
         multipv: 2,
     };
@@ -825,11 +829,10 @@ fn second_opinion(
     config: &SecondEngineConfig,
     mate: bool,
 ) -> Result<Vec<SecondMove>, EngineError> {
-    let Ok((line, (fen, played))) =
-        PuzzleLine::of_puzzle(puzzle).and_then(|line| Ok((line, puzzle_ucis(puzzle)?)))
-    else {
+    let Ok(line) = puzzle.line() else {
         return Ok(Vec::new());
     };
+    let (fen, played) = (&puzzle.fen, &puzzle.moves);
     let rule = Rule::Gap {
         min_cp: config.min_gap_cp,
     };
@@ -879,7 +882,7 @@ fn second_opinion(
                 .is_some_and(|best| line.accepts(ply, best));
         let seen = SecondMove {
             ply,
-            expected_move: puzzle.moves[ply].clone(),
+            expected_move: puzzle.moves[ply].to_string(),
             best_move,
             gap_cp,
             holds: agrees && unique,

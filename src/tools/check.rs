@@ -4,7 +4,7 @@
 //! across the engine pool (one position = one unit) and prints one JSON
 //! object per position on stdout, in input order.
 
-use crate::chess::line::{parse_move, parse_position, read_fen};
+use crate::chess::line::{parse_move, read_fen, read_position};
 use crate::core::summary::Summary;
 use crate::engine::criterion::{self, Criterion, Turn};
 use crate::engine::pool::EnginePool;
@@ -59,10 +59,10 @@ struct CheckItem {
     line: usize,
     /// The puzzle's id, for a puzzle file.
     id: Option<String>,
-    /// The FEN as given (a puzzle's: of its solver position), for the report.
-    fen: String,
-    /// The same, read: what the engine is sent.
-    read_fen: Fen,
+    /// The position as read (a puzzle's: its solver position): what the
+    /// engine is sent and the report names.
+    fen: Fen,
+    /// The same position, to judge the engine's answer in.
     position: Chess,
     /// The given move, normalized to standard UCI.
     given_move: Option<String>,
@@ -90,7 +90,7 @@ fn puzzle_items(args: &CheckArgs) -> anyhow::Result<Option<Vec<CheckItem>>> {
         .into_iter()
         .enumerate()
     {
-        let line = crate::chess::line::PuzzleLine::of_puzzle(&puzzle).map_err(|e| {
+        let line = puzzle.line().map_err(|e| {
             crate::core::error::bad_input(
                 e.at(format_args!("{} puzzle {}", file.display(), puzzle.id))
                     .to_string(),
@@ -107,8 +107,7 @@ fn puzzle_items(args: &CheckArgs) -> anyhow::Result<Option<Vec<CheckItem>>> {
         items.push(CheckItem {
             line: index + 1,
             id: Some(puzzle.id.clone()),
-            fen: crate::chess::line::fen_of(position),
-            read_fen: Fen::from_position(position, EnPassantMode::Legal),
+            fen: Fen::from_position(position, EnPassantMode::Legal),
             position: position.clone(),
             given_move: Some(UciMove::from_move(*solver_move, CastlingMode::Standard).to_string()),
         });
@@ -143,8 +142,8 @@ fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
                 error.at(format_args!("{name} line {number}")).to_string(),
             )
         };
-        let position = parse_position(fen).map_err(bad_line)?;
-        let read_fen = read_fen(fen).map_err(bad_line)?;
+        let fen = read_fen(fen).map_err(bad_line)?;
+        let position = read_position(&fen).map_err(bad_line)?;
         let given_move = match given {
             None => None,
             Some(text) => {
@@ -155,8 +154,7 @@ fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
         items.push(CheckItem {
             line: number,
             id: None,
-            fen: fen.to_string(),
-            read_fen,
+            fen,
             position,
             given_move,
         });
@@ -180,7 +178,7 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
     let verdicts = pool
         .map(&items, |session, _, item| {
             let request = SearchRequest {
-                fen: item.read_fen.clone(),
+                fen: item.fen.clone(),
                 moves: Vec::new(),
                 limit,
                 multipv: 2,
@@ -210,7 +208,7 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
     let (mut unique_count, mut best_matches, mut with_move) = (0u64, 0u64, 0u64);
     for (item, verdict) in items.iter().zip(&verdicts) {
         let mut object = json!({
-            "fen": item.fen,
+            "fen": item.fen.to_string(),
             "best_move": verdict.best_move,
             "best_score": score_json(verdict.best_score),
             "second_move": verdict.second_move,

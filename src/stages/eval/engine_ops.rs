@@ -12,7 +12,9 @@
 //! worth (at most 1), not 100,000 cp, so one mate cannot decide a mean.
 
 use anyhow::Result;
-use shakmaty::Position;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::{EnPassantMode, Position};
 use std::collections::BTreeMap;
 
 use super::config::{EvalConfig, EvalEngine};
@@ -21,7 +23,7 @@ use super::metrics::{
 };
 use super::players::Answer;
 use super::task::Job;
-use super::task::{PositionTask, fen_of, legal_uci_move, position_from_fen};
+use super::task::{PositionTask, legal_uci_move, position_from_fen};
 use crate::chess::line::{read_fen, read_ucis};
 use crate::core::seed::{self, Domain, Key};
 use crate::engine::criterion::win_chances;
@@ -60,6 +62,16 @@ pub(crate) fn search(
     let (fen, moves) = read_fen(fen)
         .and_then(|fen| Ok((fen, read_ucis(&moves)?)))
         .map_err(|e| EngineError::Fatal(format!("cannot search {fen:?} {moves:?}: {e}")))?;
+    search_read(session, fen, moves, limit)
+}
+
+/// [`search`] of a position the caller holds as shakmaty's types.
+pub(crate) fn search_read(
+    session: &mut Session,
+    fen: Fen,
+    moves: Vec<UciMove>,
+    limit: Limit,
+) -> Result<SearchResult, EngineError> {
     session.search(&SearchRequest {
         fen,
         moves,
@@ -91,15 +103,14 @@ pub(crate) fn engine_answers(
         None => None,
     };
     pool.map(jobs, |session, _, job| {
-        let fen = fen_of(&tasks[job.task].position);
+        let fen = Fen::from_position(&tasks[job.task].position, EnPassantMode::Legal);
         let reply = match level {
             Some(level) => {
                 let key = Key::Pair(u64::from(job.repeat), job.task as u64);
                 let mut rng = seed::rng(seed, Domain::EvalEngineMove, key);
-                let fen = read_fen(&fen).map_err(|e| EngineError::Fatal(e.to_string()))?;
                 crate::engine::weaken::weakened_move(session, (&fen, &[]), level, &mut rng)?
             }
-            None => search(session, &fen, Vec::new(), limit)?.best_move,
+            None => search_read(session, fen, Vec::new(), limit)?.best_move,
         };
         Ok(Answer {
             reply,

@@ -19,9 +19,11 @@ use rand::distr::weighted::WeightedIndex;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use shakmaty::CastlingMode;
+use shakmaty::uci::UciMove;
 use std::path::{Path, PathBuf};
 
 use super::task::PositionTask;
+use crate::chess::line::ucis_text;
 use crate::chess::record::Puzzle;
 use crate::core::fileio::{sha256_bytes, write_atomic};
 use crate::maia::{History, MaiaNets, NetFile, net_files};
@@ -96,7 +98,7 @@ struct CacheEntry {
 
 /// The history a net sees at `task`: the puzzle's FEN and the moves up to
 /// the solver's turn (its FEN and moves as written in the puzzle).
-fn played_before<'a>(puzzle: &'a Puzzle, task: &PositionTask) -> &'a [String] {
+fn played_before<'a>(puzzle: &'a Puzzle, task: &PositionTask) -> &'a [UciMove] {
     &puzzle.moves[..2 * task.move_index + 1]
 }
 
@@ -122,19 +124,15 @@ pub(crate) fn policies(
     let mut positions: Vec<Option<PositionPolicy>> = Vec::with_capacity(tasks.len());
     for task in tasks {
         let puzzle = &puzzles[task.puzzle_index];
+        let fen = puzzle.fen.to_string();
         let played = played_before(puzzle, task);
         let key = sha256_bytes(
-            format!(
-                "puzzleforge-maia|{nets_key}|{}|{}",
-                puzzle.fen.trim(),
-                played.join(" ")
-            )
-            .as_bytes(),
+            format!("puzzleforge-maia|{nets_key}|{fen}|{}", ucis_text(played)).as_bytes(),
         );
         let path = cache_dir.map(|dir| cache_path(dir, &key));
         positions.push(
             path.as_deref()
-                .and_then(|p| cache_get(p, &puzzle.fen, played, nets.len())),
+                .and_then(|p| cache_get(p, &fen, played, nets.len())),
         );
         keys.push(path);
     }
@@ -149,11 +147,8 @@ pub(crate) fn policies(
             .map(|&i| {
                 let task = &tasks[i];
                 let puzzle = &puzzles[task.puzzle_index];
-                History::from_fen_and_moves(
-                    &puzzle.fen,
-                    played_before(puzzle, task).iter().map(String::as_str),
-                )
-                .with_context(|| format!("puzzle {}", puzzle.id))
+                History::from_read_line(&puzzle.fen, played_before(puzzle, task))
+                    .with_context(|| format!("puzzle {}", puzzle.id))
             })
             .collect::<Result<Vec<_>>>()?;
         let pool = rayon::ThreadPoolBuilder::new()
@@ -175,7 +170,8 @@ pub(crate) fn policies(
                 };
                 if let Some(path) = &keys[i] {
                     let puzzle = &puzzles[tasks[i].puzzle_index];
-                    cache_put(path, &puzzle.fen, played_before(puzzle, &tasks[i]), &policy)?;
+                    let played = played_before(puzzle, &tasks[i]);
+                    cache_put(path, &puzzle.fen.to_string(), played, &policy)?;
                 }
                 positions[i] = Some(policy);
             }
@@ -194,20 +190,26 @@ fn cache_path(dir: &Path, key: &str) -> PathBuf {
     dir.join("maia").join(&key[..2]).join(format!("{key}.json"))
 }
 
-fn cache_get(path: &Path, fen: &str, played: &[String], nets: usize) -> Option<PositionPolicy> {
+fn cache_get(path: &Path, fen: &str, played: &[UciMove], nets: usize) -> Option<PositionPolicy> {
     let text = std::fs::read_to_string(path).ok()?;
     let entry: CacheEntry = serde_json::from_str(&text).ok()?;
-    (entry.fen == fen && entry.played == played && entry.policy.fits(nets)).then_some(entry.policy)
+    let same_played = entry.played.len() == played.len()
+        && entry
+            .played
+            .iter()
+            .zip(played)
+            .all(|(a, b)| *a == b.to_string());
+    (entry.fen == fen && same_played && entry.policy.fits(nets)).then_some(entry.policy)
 }
 
-fn cache_put(path: &Path, fen: &str, played: &[String], policy: &PositionPolicy) -> Result<()> {
+fn cache_put(path: &Path, fen: &str, played: &[UciMove], policy: &PositionPolicy) -> Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating cache folder {}", dir.display()))?;
     }
     let entry = CacheEntry {
         fen: fen.to_string(),
-        played: played.to_vec(),
+        played: played.iter().map(UciMove::to_string).collect(),
         policy: policy.clone(),
     };
     write_atomic(path, serde_json::to_string(&entry)?.as_bytes())
@@ -254,7 +256,7 @@ mod tests {
     fn a_damaged_or_foreign_cache_file_is_a_miss() {
         let dir = tempfile::tempdir().unwrap();
         let path = cache_path(dir.path(), "abcdef");
-        let played = vec!["e2e4".to_string()];
+        let played = [UciMove::from_ascii(b"e2e4").unwrap()];
         cache_put(&path, "fen", &played, &policy()).unwrap();
         assert_eq!(cache_get(&path, "fen", &played, 2), Some(policy()));
         assert_eq!(cache_get(&path, "other", &played, 2), None);

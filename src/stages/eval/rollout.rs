@@ -7,14 +7,15 @@
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
-use shakmaty::{Chess, Position};
+use shakmaty::{Chess, EnPassantMode, Position};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::client::{ChatClient, Endpoint, default_cache_dir};
 use super::config::{EvalConfig, EvalEngine};
-use super::engine_ops::{self, game_over_after, limit_of, regret_of, search};
+use super::engine_ops::{self, game_over_after, limit_of, regret_of, search, search_read};
 use super::metrics::{INVALID_PENALTY_CP, Verdict, mean, median};
 use super::parse::{Parsed, parse_reply};
 use super::players::{ModelSpec, ask_model, random_move, request_seed};
@@ -280,7 +281,8 @@ fn play_game(
 
 /// The engine's reply: its best move within `limit`, if it has one.
 fn engine_move(session: &mut Session, board: &mut Board, limit: Limit) -> Result<(), EngineError> {
-    let result = search(session, &fen_of(&board.position), Vec::new(), limit)?;
+    let fen = Fen::from_position(&board.position, EnPassantMode::Legal);
+    let result = search_read(session, fen, Vec::new(), limit)?;
     match result.best_move {
         Some(best) => board.play(&best, "engine move"),
         None => Ok(()),

@@ -92,7 +92,7 @@ mod tests {
         let mut p = Puzzle {
             id: format!("p{id}"),
             rating: Some(rating),
-            moves: vec!["e2e4".into(), "e7e5".into()],
+            moves: crate::chess::line::read_ucis(["e2e4", "e7e5"]).unwrap(),
             ..Puzzle::default()
         };
         p.set("Mate", if mate { "True" } else { "False" });

@@ -9,7 +9,7 @@ use shakmaty::san::SanPlus;
 use shakmaty::{CastlingMode, Chess, Color, Move, Position};
 
 pub use crate::chess::line::fen_of;
-use crate::chess::line::{LineError, PuzzleLine, parse_move, parse_position};
+use crate::chess::line::{LineError, parse_move, parse_position};
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 
@@ -94,7 +94,7 @@ pub(crate) fn legal_uci_move(position: &Chess, uci: &str, what: &str) -> Result<
 /// The solver positions of one puzzle.
 pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<PositionTask>> {
     let what = format!("puzzle {} (#{})", puzzle.id, puzzle_index + 1);
-    let line = PuzzleLine::of_puzzle(puzzle).map_err(|e| bad_line(e, &what))?;
+    let line = puzzle.line().map_err(|e| bad_line(e, &what))?;
     let solver_moves = line.solver_moves();
     let mate_in_one = puzzle.has_theme("mateIn1");
     // SAN of the moves leading to each position.
@@ -114,7 +114,7 @@ pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<Position
                 is_last: move_index + 1 == solver_moves,
                 mate_in_one,
                 position: position.clone(),
-                expected: puzzle.moves[ply].clone(),
+                expected: puzzle.moves[ply].to_string(),
                 history_san: history[..ply].to_vec(),
             }
         })

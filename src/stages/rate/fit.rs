@@ -7,7 +7,6 @@ use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use crate::chess::line::PuzzleLine;
 use crate::chess::record::{Puzzle, for_each_row};
 use crate::core::error::bad_input;
 use crate::core::seed::{self, Domain, Key};
@@ -44,7 +43,7 @@ pub(crate) fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<String>)> {
     let mut rejected = Vec::new();
     for_each_row(path, |(line, row)| {
         match row {
-            Ok(puzzle) => match PuzzleLine::of_puzzle(&puzzle) {
+            Ok(puzzle) => match puzzle.line() {
                 Ok(_) => puzzles.push(puzzle),
                 Err(e) => rejected.push(
                     e.at(format_args!(
@@ -195,7 +194,7 @@ pub(crate) fn compute_features(
         .zip(engine.iter().zip(&human))
         .map(|(puzzle, (engine, human))| {
             // The line was checked when the file was read.
-            let line = PuzzleLine::of_puzzle(puzzle).unwrap_or_default();
+            let line = puzzle.line().unwrap_or_default();
             Features {
                 values: features::feature_values(&features::Signals {
                     line: &line,

@@ -13,7 +13,7 @@ use shakmaty::{CastlingMode, Move};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
-use crate::chess::line::PuzzleLine;
+use crate::chess::line::ucis_text;
 use crate::chess::record::Puzzle;
 use crate::maia::{History, MaiaNets, MoveProbabilities};
 
@@ -55,12 +55,12 @@ pub(crate) struct HumanSignals {
 
 /// The position before line move `ply` of `puzzle`, as a history.
 fn history_before(puzzle: &Puzzle, ply: usize) -> Result<History> {
-    History::from_fen_and_moves(&puzzle.fen, puzzle.moves[..ply].iter().map(String::as_str))
+    History::from_read_line(&puzzle.fen, &puzzle.moves[..ply])
 }
 
 /// The key of a position with its history: FEN and the moves before.
 fn position_key(puzzle: &Puzzle, ply: usize) -> String {
-    format!("{} {}", puzzle.fen, puzzle.moves[..ply].join(" "))
+    format!("{} {}", puzzle.fen, ucis_text(&puzzle.moves[..ply]))
 }
 
 /// The nets' signals of every puzzle, in order. Lines must replay legally
@@ -89,8 +89,9 @@ pub(crate) fn human_signals(nets: &MaiaNets, puzzles: &[&Puzzle]) -> Result<Vec<
     puzzles
         .iter()
         .map(|puzzle| {
-            let line =
-                PuzzleLine::of_puzzle(puzzle).map_err(|e| anyhow!("puzzle {}: {e}", puzzle.id))?;
+            let line = puzzle
+                .line()
+                .map_err(|e| anyhow!("puzzle {}: {e}", puzzle.id))?;
             let mut signals = HumanSignals {
                 ratings: ratings.clone(),
                 ..HumanSignals::default()
@@ -177,8 +178,10 @@ mod tests {
     #[test]
     fn position_keys_share_a_prefix_between_a_puzzle_and_its_proxy() {
         let puzzle = Puzzle {
-            fen: "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24".into(),
-            moves: vec!["f2g3".into(), "e6e7".into(), "b2b1".into(), "b3c1".into()],
+            fen: "r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24"
+                .parse()
+                .unwrap(),
+            moves: crate::chess::line::read_ucis(["f2g3", "e6e7", "b2b1", "b3c1"]).unwrap(),
             ..Puzzle::default()
         };
         let mut proxy = puzzle.clone();

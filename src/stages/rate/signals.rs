@@ -9,7 +9,6 @@ use shakmaty::uci::UciMove;
 use shakmaty::{Chess, Color, Move, Position, Role};
 
 use super::config::SignalConfig;
-use crate::chess::line::{PuzzleLine, puzzle_ucis};
 use crate::chess::record::Puzzle;
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit, PvLine, SearchRequest};
@@ -255,10 +254,7 @@ pub(crate) fn engine_signals(
 ) -> std::result::Result<EngineSignals, EngineError> {
     // The line was checked when the file was read (a line that does not
     // read has no solver turn, so nothing is searched).
-    let read = PuzzleLine::of_puzzle(puzzle)
-        .and_then(|line| Ok((line, puzzle_ucis(puzzle)?)))
-        .unwrap_or_default();
-    let (line, (fen, moves)) = read;
+    let line = puzzle.line().unwrap_or_default();
     // Elos were checked when the configuration was read.
     let levels: Vec<f64> = signals
         .ladder_elos
@@ -274,8 +270,8 @@ pub(crate) fn engine_signals(
     let mut board = Vec::new();
     for (turn, (ply, position, solution_move)) in line.solver_turns().enumerate() {
         let turn = SolverTurn {
-            fen: &fen,
-            moves: &moves,
+            fen: &puzzle.fen,
+            moves: &puzzle.moves,
             ply,
             position,
             last: turn + 1 == turns,

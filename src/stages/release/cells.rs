@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::bail_input;
 use crate::chess::columns::Column;
 use crate::chess::derive::{mate_from_themes, rating_bin_edges, rating_bin_label};
-use crate::chess::line::{LineError, PuzzleLine, normalized_fen};
+use crate::chess::line::{LineError, normalized_fen, ucis_text};
 use crate::chess::record::{Puzzle, parse_game_url};
 
 /// Which mate cells a band or tier covers.
@@ -346,10 +346,10 @@ pub(crate) fn position_key(
     puzzle: &Puzzle,
     by: ExcludeBy,
 ) -> std::result::Result<String, LineError> {
-    let line = PuzzleLine::of_puzzle(puzzle)?;
+    let line = puzzle.line()?;
     let fen = normalized_fen(line.first_solver_position());
     Ok(match by {
         ExcludeBy::Position => fen,
-        ExcludeBy::PositionAndSolution => format!("{fen}|{}", puzzle.moves[1..].join(" ")),
+        ExcludeBy::PositionAndSolution => format!("{fen}|{}", ucis_text(&puzzle.moves[1..])),
     })
 }

@@ -42,18 +42,13 @@ pub fn run_bench_pool(args: &BenchPoolArgs) -> anyhow::Result<Summary> {
     let sources: Vec<SearchRequest> = puzzles
         .iter()
         .filter(|puzzle| !puzzle.moves.is_empty())
-        .map(|puzzle| {
-            let (fen, moves) = crate::chess::line::puzzle_ucis(puzzle).map_err(|e| {
-                crate::core::error::bad_input(e.at(args.puzzles.display()).to_string())
-            })?;
-            Ok(SearchRequest {
-                fen,
-                moves: moves[..1].to_vec(),
-                limit: Limit::Nodes(args.nodes),
-                multipv: args.multipv,
-            })
+        .map(|puzzle| SearchRequest {
+            fen: puzzle.fen.clone(),
+            moves: puzzle.moves[..1].to_vec(),
+            limit: Limit::Nodes(args.nodes),
+            multipv: args.multipv,
         })
-        .collect::<anyhow::Result<_>>()?;
+        .collect();
     if sources.is_empty() {
         crate::bail_input!("{} has no puzzles with moves", args.puzzles.display());
     }
