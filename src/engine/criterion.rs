@@ -408,15 +408,17 @@ pub fn may_pass_later(rule: Rule, scores: &Scores, slack: Slack) -> bool {
 /// Can a second-best move worth `second` (or more) still leave the first
 /// solver move unique under `rule`, within `slack`? Epoch: at most 80 cp;
 /// Lichess: a win chance of at most 0.6 (the mate-in-1 exception's bound,
-/// looser than the gap's 0.3); a gap rule sets no bound. Mate: the second
-/// move (the move played, for the played-move bound) does not mate: a
-/// player whose move still mates, however slowly, missed no mate, which
-/// is what a mate puzzle of a game keeps ([`played_loses_enough`]).
+/// looser than the gap's 0.3); a gap rule sets no bound. Mate: anything
+/// but a mate in 1. A second move that mates more slowly than
+/// [`decide`] allows still passes beside a faster mate, and beside a mate
+/// in 1 any second move passes; only a mate in 1 played is a mate found.
+/// The screen must never be stricter than the verdict it screens for
+/// (`screens_are_never_stricter_than_the_verdict`).
 pub fn second_may_pass(rule: Rule, second: Score, slack: Slack) -> bool {
     match rule {
         Rule::Epoch => second.to_cp() <= EPOCH_MAX_SECOND_CP + slack.cp,
         Rule::Lichess => win_chances(second) <= LICHESS_NON_MATE_WIN_THRESHOLD + slack.win_chance,
-        Rule::Mate => !mates(second),
+        Rule::Mate => second != Score::Mate(1),
         Rule::Gap { .. } => true,
     }
 }
@@ -429,8 +431,15 @@ pub fn played_loses_enough(rule: Rule, best: Score, played: Score, slack: Slack)
     match rule {
         Rule::Epoch => best.to_cp() - played.to_cp() >= EPOCH_MIN_GAP_CP - slack.cp,
         Rule::Gap { min_cp } => best.to_cp() - played.to_cp() >= min_cp - slack.cp,
-        // The player missed the mate: the move played mates no more.
-        Rule::Mate => mates(best) && !mates(played),
+        // The player missed the puzzle's mate: the move played is no
+        // solution [`decide`] would have to share the puzzle with (it mates
+        // more slowly, or not at all), and not itself a mate in 1, which
+        // the puzzle accepts beside its own.
+        Rule::Mate => {
+            mates(best)
+                && played != Score::Mate(1)
+                && (best == Score::Mate(1) || !mates_as_fast(best, played))
+        }
         Rule::Lichess => {
             // A mate in 1 passes when the second move stays at or below
             // 0.6: the played move must lose at least 1 - 0.6 then.
@@ -584,6 +593,43 @@ mod tests {
     use super::*;
     use Score::{Cp, Mate};
 
+    /// The funnel's played-move screens against the verdict they screen
+    /// for, under the mate rule: wherever [`decide`] finds the best move
+    /// unique with the move played as the second, and the full search
+    /// would call that move missed (not the best, not a mate in 1), both
+    /// screens let the position through. Before 2026-12-02 they rejected
+    /// any played move that still mated, however slowly, which the
+    /// verdict accepts: the funnel dropped mate puzzles it should have kept.
+    #[test]
+    fn screens_are_never_stricter_than_the_verdict() {
+        let slack = Slack {
+            cp: 0,
+            win_chance: 0.0,
+        };
+        let mut values: Vec<Score> = (1..=12).map(Mate).collect();
+        values.extend((1..=12).map(|n| Mate(-n)));
+        values.extend([-900, -100, 0, 80, 200, 600, 1500].map(Cp));
+        let mut checked = 0;
+        for &best in &values {
+            for &played in &values {
+                let verdict = decide(Rule::Mate, Turn::First, &scores(best, Some(played)));
+                let below_best = played.to_cp() < best.to_cp();
+                if verdict.unique && below_best && played != Mate(1) {
+                    checked += 1;
+                    assert!(
+                        played_loses_enough(Rule::Mate, best, played, slack),
+                        "best {best:?}, played {played:?}"
+                    );
+                    assert!(
+                        second_may_pass(Rule::Mate, played, slack),
+                        "played {played:?}"
+                    );
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
     fn scores(best: Score, second: Option<Score>) -> Scores {
         Scores::new(best, second)
     }
@@ -719,10 +765,14 @@ mod tests {
         assert!(!played_loses_enough(Rule::Epoch, Cp(300), Cp(290), slack));
         assert!(!played_loses_enough(Rule::Mate, Mate(1), Mate(1), slack));
         assert!(played_loses_enough(Rule::Mate, Mate(2), Cp(100), slack));
+        assert!(played_loses_enough(Rule::Mate, Mate(2), Mate(4), slack));
+        assert!(!played_loses_enough(Rule::Mate, Mate(2), Mate(3), slack));
+        assert!(played_loses_enough(Rule::Mate, Mate(1), Mate(2), slack));
         assert!(second_may_pass(Rule::Epoch, Cp(230), slack));
         assert!(!second_may_pass(Rule::Epoch, Cp(231), slack));
         assert!(second_may_pass(Rule::Mate, Cp(600), slack));
-        assert!(!second_may_pass(Rule::Mate, Mate(3), slack));
+        assert!(second_may_pass(Rule::Mate, Mate(3), slack));
+        assert!(!second_may_pass(Rule::Mate, Mate(1), slack));
         assert!(may_pass_later(
             Rule::Epoch,
             &scores(Cp(900), Some(Cp(800))),
