@@ -1429,7 +1429,8 @@ impl Player<'_> {
         let record = BatchRecord {
             first,
             last,
-            games: loaded.units.len() as u64,
+            // Self-play plays every game of the range: the count its summary gives.
+            games: last - first + 1,
             positions: total(|f| f.positions),
             full_searches: total(|f| f.full_searches),
             candidates: total(|f| f.candidates),
