@@ -86,10 +86,7 @@ fn results_are_in_input_order_and_independent_of_worker_count() {
     for result in &one {
         assert_eq!(result.lines.len(), 2);
         assert_eq!(result.lines[0].multipv, 1);
-        assert_eq!(
-            result.best_move,
-            result.lines[0].pv.first().map(ToString::to_string)
-        );
+        assert_eq!(result.best_move, result.lines[0].pv.first().copied());
         assert!(!result.best_by_depth.is_empty());
     }
     // Puzzle 001KR: after h8g8 both f1f8 and d1d8 mate.

@@ -61,7 +61,7 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
                 criterion::judge(session, &request, &after, Rule::Lichess, Turn::First)?;
             Ok(judged.decision.unique.then(|| {
                 (
-                    judged.best_move.unwrap_or_default(),
+                    judged.best_move.expect("a unique verdict has a best move"),
                     judged.best_score,
                     judged.second_score,
                 )
@@ -71,13 +71,13 @@ fn criterion_finds_the_solution_of_lichess_one_move_puzzles() {
     let mut agree = 0;
     for (puzzle, verdict) in puzzles.iter().zip(&verdicts) {
         // Lichess accepts any mate in one as the last move of a puzzle.
-        let mates = |uci: &str| {
+        let mates = |uci: &UciMove| {
             let mut after = position(&puzzle.fen);
             play(&mut after, &puzzle.moves[0]);
-            play(&mut after, &uci.parse().unwrap());
+            play(&mut after, uci);
             after.is_checkmate()
         };
-        let solution = puzzle.moves[1].to_string();
+        let solution = puzzle.moves[1];
         match verdict {
             Some((best, _, _)) if *best == solution => agree += 1,
             Some((best, _, _)) if mates(best) && mates(&solution) => agree += 1,

@@ -186,8 +186,11 @@ fn weakened_choices_follow_the_engines_own_limit() {
                         multipv: 1,
                         ..request.clone()
                     };
-                    let best = session.search(&limited)?.best_move.unwrap_or_default();
-                    theirs.push(rank(&lines, &best));
+                    let best = session
+                        .search(&limited)?
+                        .best_move
+                        .map(|uci| uci.to_string());
+                    theirs.push(best.map_or(4, |best| rank(&lines, &best)));
                 }
                 Ok((ours, theirs))
             })

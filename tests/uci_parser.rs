@@ -36,7 +36,9 @@ fn bestmove(lines: &[EngineLine]) -> (Option<String>, Option<String>) {
     lines
         .iter()
         .find_map(|line| match line {
-            EngineLine::BestMove { best, ponder } => Some((best.clone(), ponder.clone())),
+            EngineLine::BestMove { best, ponder } => {
+                Some((best.map(|m| m.to_string()), ponder.map(|m| m.to_string())))
+            }
             _ => None,
         })
         .expect("a bestmove line")

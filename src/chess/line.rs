@@ -193,36 +193,15 @@ pub(crate) fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError>
     read_move(position, uci.as_bytes(), None)
 }
 
-/// [`parse_move`], also giving the move as read: it prints as `uci` spelled
-/// it (an engine's reply kept in the engine's spelling).
-pub(crate) fn parse_move_as_read(
-    position: &Chess,
-    uci: &str,
-) -> Result<(UciMove, Move), LineError> {
-    read_move_as_read(position, uci.as_bytes(), None)
-}
-
 /// [`parse_move`] for the `number`-th move of a line (1-based), which the
 /// detail names.
 #[inline]
 fn read_move(position: &Chess, text: &[u8], number: Option<usize>) -> Result<Move, LineError> {
-    read_move_as_read(position, text, number).map(|(_, m)| m)
-}
-
-/// [`read_move`], also giving the move as read.
-#[inline]
-fn read_move_as_read(
-    position: &Chess,
-    text: &[u8],
-    number: Option<usize>,
-) -> Result<(UciMove, Move), LineError> {
     let Ok(uci) = UciMove::from_ascii(text) else {
         return Err(not_uci(text, number));
     };
-    match uci.to_move(position) {
-        Ok(m) => Ok((uci, m)),
-        Err(_) => Err(illegal_move(&uci, number)),
-    }
+    uci.to_move(position)
+        .map_err(|_| illegal_move(&uci, number))
 }
 
 // The errors are built apart from the checks (and marked cold) so that the

@@ -54,6 +54,7 @@ use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, SearchRequest, SearchResult};
 use crate::engine::uci::Score;
 use serde::{Deserialize, Serialize};
+use shakmaty::uci::UciMove;
 use shakmaty::{Chess, Position};
 
 /// The uniqueness rule a puzzle is mined and checked with (`--criterion`,
@@ -465,11 +466,12 @@ pub fn ends_on_a_choice(forced: &[bool]) -> usize {
 /// One judged position: the search's two best moves and the verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Judged {
-    /// `None` when the side to move has no legal move.
-    pub best_move: Option<String>,
+    /// `None` when the side to move has no legal move (or the engine's
+    /// line had no move).
+    pub best_move: Option<UciMove>,
     pub best_score: Option<Score>,
-    /// `None` when there is no second legal move.
-    pub second_move: Option<String>,
+    /// `None` when there is no second legal move (or its line had none).
+    pub second_move: Option<UciMove>,
     pub second_score: Option<Score>,
     pub decision: Decision,
     /// Nodes of the searches this verdict took beyond the MultiPV 2 one
@@ -529,7 +531,7 @@ pub fn judge_result(
             extra_nodes: 0,
         });
     }
-    let line = |rank: usize| -> Result<(String, Score), EngineError> {
+    let line = |rank: usize| -> Result<(Option<UciMove>, Score), EngineError> {
         let line = result.lines.get(rank).ok_or_else(|| {
             EngineError::Garbage(format!(
                 "MultiPV search reported {} line(s) for a position with {} legal moves",
@@ -537,10 +539,7 @@ pub fn judge_result(
                 legal.len()
             ))
         })?;
-        Ok((
-            line.pv.first().map(ToString::to_string).unwrap_or_default(),
-            line.score,
-        ))
+        Ok((line.pv.first().cloned(), line.score))
     };
     let (best_move, best_score) = line(0)?;
     let second = if legal.len() >= 2 {
@@ -566,9 +565,9 @@ pub fn judge_result(
     let decision = decide(rule, turn, &scores);
     let (second_move, second_score) = second.unzip();
     Ok(Judged {
-        best_move: Some(best_move),
+        second_move: second_move.flatten(),
+        best_move,
         best_score: Some(best_score),
-        second_move,
         second_score,
         decision,
         extra_nodes,

@@ -156,7 +156,7 @@ pub struct SearchResult {
     /// rank may be a bound; `PvLine::bound` says so.
     pub lines: Vec<PvLine>,
     /// `None` for `bestmove (none)` (mated or stalemated position).
-    pub best_move: Option<String>,
+    pub best_move: Option<UciMove>,
     /// Nodes searched (from the last info line that reports them).
     pub nodes: u64,
     /// Multipv-1 first move and score at each completed depth, ascending.

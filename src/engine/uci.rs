@@ -94,8 +94,8 @@ pub enum EngineLine {
     Info(Info),
     /// `best` is `None` for `bestmove (none)` or `bestmove 0000`.
     BestMove {
-        best: Option<String>,
-        ponder: Option<String>,
+        best: Option<UciMove>,
+        ponder: Option<UciMove>,
     },
     Blank,
     /// A line that is no UCI message (e.g. Stockfish's start-up banner).
@@ -169,16 +169,23 @@ fn parse_bestmove<'a>(
 ) -> Result<EngineLine, UciError> {
     let best = match tokens.next() {
         None => return Err(error(line, "`bestmove` without a move")),
-        Some("(none)") | Some("0000") => None,
-        Some(token) if is_uci_move(token) => Some(token.to_string()),
-        Some(token) => return Err(error(line, format!("bad best move {token:?}"))),
+        Some("(none)") => None,
+        Some(token) => match token.parse::<UciMove>() {
+            Ok(UciMove::Null) => None,
+            Ok(mv) if is_uci_move(token) => Some(mv),
+            _ => return Err(error(line, format!("bad best move {token:?}"))),
+        },
     };
     let ponder = match tokens.next() {
         None => None,
         Some("ponder") => match tokens.next() {
-            Some("(none)") | Some("0000") => None,
-            Some(token) if is_uci_move(token) => Some(token.to_string()),
-            other => return Err(error(line, format!("bad ponder move {other:?}"))),
+            Some("(none)") => None,
+            Some(token) => match token.parse::<UciMove>() {
+                Ok(UciMove::Null) => None,
+                Ok(mv) if is_uci_move(token) => Some(mv),
+                _ => return Err(error(line, format!("bad ponder move {token:?}"))),
+            },
+            None => return Err(error(line, "`ponder` without a move")),
         },
         Some(token) => return Err(error(line, format!("unexpected {token:?} after best move"))),
     };

@@ -139,7 +139,7 @@ pub(crate) fn weakened_move(
     request_base: (&Fen, &[UciMove]),
     level: f64,
     rng: &mut ChaCha8Rng,
-) -> Result<Option<String>, EngineError> {
+) -> Result<Option<UciMove>, EngineError> {
     let request = SearchRequest {
         fen: request_base.0.clone(),
         moves: request_base.1.to_vec(),
@@ -158,7 +158,7 @@ pub(crate) fn weakened_move(
         .collect();
     Ok(pick_best(&scores, level, rng)
         .and_then(|i| lines.get(i))
-        .and_then(|line| line.pv.first().map(ToString::to_string))
+        .and_then(|line| line.pv.first().cloned())
         .or(result.best_move))
 }
 

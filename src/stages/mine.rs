@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chess::capture::is_trivial_capture;
 use crate::chess::columns::{self, Column};
-use crate::chess::line::{PuzzleLine, parse_move, parse_move_as_read, uci_of, ucis_text};
+use crate::chess::line::{PuzzleLine, uci_of, ucis_text};
 use crate::chess::record::{Puzzle, PuzzleWriter};
 use crate::chess::themes::cheap_themes;
 use crate::core::error::bad_input;
@@ -592,7 +592,7 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
 pub(crate) struct Found {
     /// Moves from the unit's start to the puzzle position.
     pub after: usize,
-    pub best_move: String,
+    pub best_move: UciMove,
     pub best_score: Score,
     pub second_score: Option<Score>,
     /// Nodes of the full search at the puzzle position.
@@ -641,15 +641,11 @@ impl MineRun {
 
     /// The candidates found, as (unit index, ply, best move): what two
     /// runs over the same units are compared by.
-    pub fn candidate_keys(&self) -> HashSet<(usize, usize, String)> {
+    pub fn candidate_keys(&self) -> HashSet<(usize, usize, UciMove)> {
         self.results
             .iter()
             .enumerate()
-            .flat_map(|(i, r)| {
-                r.found
-                    .iter()
-                    .map(move |f| (i, f.after, f.best_move.clone()))
-            })
+            .flat_map(|(i, r)| r.found.iter().map(move |f| (i, f.after, f.best_move)))
             .collect()
     }
 }
@@ -909,7 +905,7 @@ fn shallow_line_may_reach(
         let Some(reply_uci) = reply.best_move else {
             return Ok(false);
         };
-        let Ok(reply_move) = parse_move(&pos, &reply_uci) else {
+        let Ok(reply_move) = reply_uci.to_move(&pos) else {
             return Ok(false);
         };
         pos.play_unchecked(reply_move);
@@ -1016,7 +1012,7 @@ fn full_search(
     else {
         return Ok(None);
     };
-    let Ok(best) = parse_move(position, &best_move) else {
+    let Ok(best) = best_move.to_move(position) else {
         return Err(EngineError::Garbage(format!(
             "best move {best_move} is not legal"
         )));
@@ -1140,7 +1136,7 @@ fn extend_line(
         let Some(reply_uci) = reply.best_move else {
             break;
         };
-        let Ok((reply_read, reply_move)) = parse_move_as_read(&pos, &reply_uci) else {
+        let Ok(reply_move) = reply_uci.to_move(&pos) else {
             return Err(EngineError::Garbage(format!(
                 "reply {reply_uci} is not legal"
             )));
@@ -1168,7 +1164,7 @@ fn extend_line(
         if score.to_cp() < config.winning_cp {
             break;
         }
-        let Ok((next_read, next_move)) = parse_move_as_read(&after_reply, &next_best) else {
+        let Ok(next_move) = next_best.to_move(&after_reply) else {
             return Err(EngineError::Garbage(format!(
                 "best move {next_best} is not legal"
             )));
@@ -1177,8 +1173,8 @@ fn extend_line(
         pos = after_reply;
         next_moves.push(uci_of(next_move));
         moves = next_moves;
-        line.push(reply_read);
-        line.push(next_read);
+        line.push(reply_uci);
+        line.push(next_best);
         forced.push(judged.decision.why == Why::Forced);
     }
     let keep = criterion::ends_on_a_choice(&forced);

@@ -711,7 +711,7 @@ fn play_game(
             weakened_move(session, (&Fen::default(), &board.ucis), level, &mut rng)?
         };
         let Some(uci) = uci else { break };
-        let m = board.engine_move(&uci)?;
+        let m = board.legal_move(uci)?;
         board.play(m);
     }
     let (result, ending) = board.ending().unwrap_or(("*", "ply limit"));

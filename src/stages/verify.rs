@@ -40,7 +40,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
-use crate::chess::line::parse_move;
 use crate::chess::record::Puzzle;
 use crate::core::fileio::AtomicFile;
 use crate::core::settings::{flags_over, switch_on};
@@ -50,6 +49,7 @@ use crate::engine::pool::{EnginePool, PoolConfig, Session};
 use crate::engine::process::{EngineError, EngineSpec, Limit, SearchRequest};
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::engine::uci::Score;
+use shakmaty::uci::UciMove;
 
 /// `puzzleforge verify`. The search flags set the [`VerifyConfig`] keys of
 /// their names ([`crate::core::settings::flags_over`]).
@@ -311,7 +311,7 @@ pub struct SecondMove {
     /// Index of the move in the puzzle's Moves.
     pub ply: usize,
     pub expected_move: String,
-    pub best_move: Option<String>,
+    pub best_move: Option<UciMove>,
     /// Best minus second score, in the second engine's cp; `None` with one
     /// legal move, and on a mate puzzle (asked with one line).
     pub gap_cp: Option<i32>,
@@ -328,7 +328,7 @@ pub struct Verdict {
     pub error: Option<String>,
     pub nodes: u64,
     pub expected_move: String,
-    pub best_move: Option<String>,
+    pub best_move: Option<UciMove>,
     pub best_score: Option<i32>,
     pub second_score: Option<i32>,
     pub criterion: String,
@@ -792,13 +792,12 @@ fn check(
     let rule = Rule::from(which);
     let (judged, result) = criterion::judge(session, &request, position, rule, Turn::First)?;
     verdict.nodes = result.nodes + judged.extra_nodes;
-    verdict.best_move = judged.best_move.clone();
+    verdict.best_move = judged.best_move;
     verdict.best_score = judged.best_score.map(Score::to_cp);
     verdict.second_score = judged.second_score.map(Score::to_cp);
     verdict.best_holds = judged
         .best_move
-        .as_deref()
-        .and_then(|uci| parse_move(position, uci).ok())
+        .and_then(|uci| uci.to_move(position).ok())
         .is_some_and(|best| line.accepts(1, best));
     verdict.criterion_holds = judged.decision.unique;
     let deeper = judged
@@ -857,11 +856,7 @@ fn second_opinion(
             };
             let searched = session.search(&one_line)?;
             let best = searched.lines.first();
-            (
-                best.and_then(|line| line.pv.first().map(ToString::to_string)),
-                None,
-                true,
-            )
+            (best.and_then(|line| line.pv.first().cloned()), None, true)
         } else {
             let (judged, _) = criterion::judge(session, &request, position, rule, turn)?;
             let gap = judged
@@ -877,8 +872,7 @@ fn second_opinion(
         };
         let agrees = forced
             || best_move
-                .as_deref()
-                .and_then(|uci| parse_move(position, uci).ok())
+                .and_then(|uci| uci.to_move(position).ok())
                 .is_some_and(|best| line.accepts(ply, best));
         let seen = SecondMove {
             ply,

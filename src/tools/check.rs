@@ -65,7 +65,7 @@ struct CheckItem {
     /// The same position, to judge the engine's answer in.
     position: Chess,
     /// The given move, normalized to standard UCI.
-    given_move: Option<String>,
+    given_move: Option<UciMove>,
 }
 
 fn score_json(score: Option<Score>) -> Value {
@@ -109,7 +109,7 @@ fn puzzle_items(args: &CheckArgs) -> anyhow::Result<Option<Vec<CheckItem>>> {
             id: Some(puzzle.id.clone()),
             fen: Fen::from_position(position, EnPassantMode::Legal),
             position: position.clone(),
-            given_move: Some(UciMove::from_move(*solver_move, CastlingMode::Standard).to_string()),
+            given_move: Some(UciMove::from_move(*solver_move, CastlingMode::Standard)),
         });
     }
     Ok(Some(items))
@@ -148,7 +148,7 @@ fn read_items(args: &CheckArgs) -> anyhow::Result<Vec<CheckItem>> {
             None => None,
             Some(text) => {
                 let mv = parse_move(&position, text).map_err(bad_line)?;
-                Some(UciMove::from_move(mv, CastlingMode::Standard).to_string())
+                Some(UciMove::from_move(mv, CastlingMode::Standard))
             }
         };
         items.push(CheckItem {
@@ -222,7 +222,7 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
         }
         unique_count += u64::from(verdict.unique());
         if let Some(given) = &item.given_move {
-            let is_best = verdict.best_move.as_deref() == Some(given.as_str());
+            let is_best = verdict.best_move.as_ref() == Some(given);
             with_move += 1;
             best_matches += u64::from(is_best);
             object["move"] = json!(given);

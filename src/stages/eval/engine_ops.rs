@@ -111,7 +111,8 @@ pub(crate) fn engine_answers(
                 crate::engine::weaken::weakened_move(session, (&fen, &[]), level, &mut rng)?
             }
             None => search_read(session, fen, Vec::new(), limit)?.best_move,
-        };
+        }
+        .map(|uci| uci.to_string());
         Ok(Answer {
             reply,
             ..Default::default()

@@ -284,7 +284,7 @@ fn engine_move(session: &mut Session, board: &mut Board, limit: Limit) -> Result
     let fen = Fen::from_position(&board.position, EnPassantMode::Legal);
     let result = search_read(session, fen, Vec::new(), limit)?;
     match result.best_move {
-        Some(best) => board.play(&best, "engine move"),
+        Some(best) => board.play(&best.to_string(), "engine move"),
         None => Ok(()),
     }
 }
@@ -397,7 +397,7 @@ fn regret_of_move(
         .lines
         .first()
         .map(|l| regret_of(l.score, after, over == Some(true)));
-    Ok((best.best_move, regret))
+    Ok((best.best_move.map(|uci| uci.to_string()), regret))
 }
 
 /// `puzzleforge rollout`.
