@@ -42,6 +42,7 @@ use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
 use crate::pipeline::cost::{CellSample, StreamSample};
 use crate::stages::release::cells::{Cell, ExcludeBy, MateRule, Quota, Tier, position_key};
+use crate::stages::release::funnel::GenerationFunnel;
 use crate::stages::verify::Verdict;
 
 /// `[generate]` in pipeline.toml.
@@ -322,8 +323,8 @@ pub(crate) struct TargetReport {
     pub stop: Stop,
     pub first_game: u64,
     pub last_game: u64,
-    /// Puzzles (and games) at each step, by step name.
-    pub funnel: BTreeMap<&'static str, u64>,
+    /// Games and puzzles at each step.
+    pub funnel: GenerationFunnel,
     pub cells: usize,
     pub cells_filled: usize,
     /// The cells with a generated puzzle.
@@ -811,10 +812,7 @@ impl BatchProgress {
         let sum = |f: &dyn Fn(&Walk<'_>) -> f64| walks.iter().map(f).sum::<f64>();
         let games = sum(&|w| (w.next - w.first) as f64) as u64;
         let max_games = sum(&|w| (w.last + 1 - w.first) as f64) as u64;
-        let verified = walks
-            .iter()
-            .map(|w| w.counter.funnel.get("verified").copied().unwrap_or(0))
-            .sum::<u64>();
+        let verified = walks.iter().map(|w| w.counter.funnel.verified).sum::<u64>();
         let mut fill = [0u64; 4];
         for w in walks {
             for (total, part) in fill.iter_mut().zip(w.counter.fill()) {
@@ -1606,7 +1604,7 @@ struct Counter<'a> {
     seen: HashSet<String>,
     kept: HashSet<(usize, RowKey)>,
     candidates: Vec<crate::stages::release::draw::Candidate>,
-    funnel: BTreeMap<&'static str, u64>,
+    funnel: GenerationFunnel,
 }
 
 impl<'a> Counter<'a> {
@@ -1618,7 +1616,7 @@ impl<'a> Counter<'a> {
             seen: HashSet::new(),
             kept: HashSet::new(),
             candidates: Vec::new(),
-            funnel: BTreeMap::new(),
+            funnel: GenerationFunnel::default(),
         }
     }
 
@@ -1638,15 +1636,8 @@ impl<'a> Counter<'a> {
                 .push(puzzle);
         }
         for game in segment.first..=segment.last {
-            *self.funnel.entry("games").or_default() += 1;
-            let funnel = per_game.get(&game).copied().unwrap_or_default();
-            for (key, value) in [
-                ("positions", funnel.positions),
-                ("full_searches", funnel.full_searches),
-                ("candidates", funnel.candidates),
-            ] {
-                *self.funnel.entry(key).or_default() += value;
-            }
+            self.funnel
+                .add_game(per_game.get(&game).copied().unwrap_or_default());
             let puzzles = by_game.remove(&game).unwrap_or_default();
             let added = puzzles.iter().filter(|p| self.add(p, game)).count();
             if stop && added > 0 && self.all_filled() {
@@ -1658,27 +1649,25 @@ impl<'a> Counter<'a> {
 
     /// Counts one puzzle; true when it is a candidate of a cell.
     fn add(&mut self, puzzle: &Puzzle, game: u64) -> bool {
-        let count = |funnel: &mut BTreeMap<&'static str, u64>, key| {
-            *funnel.entry(key).or_default() += 1;
-        };
-        count(&mut self.funnel, "mined");
+        let funnel = &mut self.funnel;
+        funnel.mined += 1;
         let Ok(position) = position_key(puzzle, ExcludeBy::Position) else {
-            count(&mut self.funnel, "unreadable");
+            funnel.unreadable += 1;
             return false;
         };
         if self.target.excluded.contains(&position) {
-            count(&mut self.funnel, "excluded");
+            funnel.excluded += 1;
             return false;
         }
         if !self.seen.insert(position) && self.target.dedup {
-            count(&mut self.funnel, "repeated_position");
+            funnel.repeated_position += 1;
             return false;
         }
         self.kept.insert((self.stream, row_key(puzzle)));
-        count(&mut self.funnel, "kept");
+        funnel.kept += 1;
         let verified = puzzle.check(crate::chess::columns::Column::Verified) == Some(true);
         if verified {
-            count(&mut self.funnel, "verified");
+            funnel.verified += 1;
         }
         if self.target.verified_only && !verified {
             return false;
@@ -1689,7 +1678,7 @@ impl<'a> Counter<'a> {
         else {
             return false;
         };
-        count(&mut self.funnel, "in_target_cells");
+        self.funnel.in_target_cells += 1;
         self.candidates
             .push(crate::stages::release::draw::Candidate {
                 id: puzzle.id.clone(),
@@ -1745,7 +1734,7 @@ impl<'a> Counter<'a> {
             stop,
             first_game: first,
             last_game: last,
-            funnel: self.funnel.clone(),
+            funnel: self.funnel,
             cells: draw.cells.len(),
             cells_filled: draw.cells.iter().filter(|c| c.filled()).count(),
             per_cell: draw

@@ -17,6 +17,7 @@ use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
 use crate::stages::release::cells::Cell;
 use crate::stages::release::draw::CellOutcome;
+use crate::stages::release::funnel::GenerationFunnel;
 use crate::stages::release::manifest::{EngineName, ReleaseManifest, ReleaseOutputs};
 use crate::stages::release::plots;
 
@@ -398,20 +399,7 @@ struct GenerateFigures {
     first_game: Value,
     last_game: Value,
     stop: Option<String>,
-    funnel: Funnel,
-}
-
-/// The funnel's counts the card names.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Funnel {
-    positions: u64,
-    candidates: u64,
-    mined: u64,
-    excluded: u64,
-    repeated_position: u64,
-    kept: u64,
-    verified: u64,
+    funnel: GenerationFunnel,
 }
 
 impl GenerateFigures {

@@ -26,6 +26,7 @@ pub(crate) mod card;
 pub mod plots;
 pub mod cells;
 pub(crate) mod draw;
+pub(crate) mod funnel;
 pub(crate) mod manifest;
 pub(crate) mod provenance;
 

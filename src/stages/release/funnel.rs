@@ -1,0 +1,118 @@
+//! The generation funnel: how many games, positions and puzzles each step
+//! of a release generated to order passed. `run` under `[generate]` adds it
+//! up (`pipeline::generate`), writes it into `generate.json` and the
+//! manifest's `generate.figures`, and the card reads it back from there:
+//! one type for the writer and the reader.
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::stages::mine::UnitFunnel;
+
+/// The funnel's counts, in the order of the steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub(crate) struct GenerationFunnel {
+    /// Games played (or read from the store).
+    pub games: u64,
+    /// Positions mining analysed.
+    pub positions: u64,
+    /// Positions the full search looked at.
+    pub full_searches: u64,
+    /// Positions that passed the verdict, before the per-game cap and the
+    /// dedup.
+    pub candidates: u64,
+    /// Puzzles mined (after the cap and the dedup).
+    pub mined: u64,
+    /// Puzzles whose position could not be read back.
+    pub unreadable: u64,
+    /// Puzzles whose position is in an excluded file or an earlier release.
+    pub excluded: u64,
+    /// Puzzles whose position an earlier puzzle has.
+    pub repeated_position: u64,
+    pub kept: u64,
+    pub verified: u64,
+    /// Kept puzzles that fall in a cell of the target.
+    pub in_target_cells: u64,
+}
+
+impl GenerationFunnel {
+    /// Counts one game, with mining's funnel on it.
+    pub fn add_game(&mut self, game: UnitFunnel) {
+        self.games += 1;
+        self.positions += game.positions;
+        self.full_searches += game.full_searches;
+        self.candidates += game.candidates;
+    }
+
+    /// The counts by the names the JSON gives them, in the JSON's order
+    /// (alphabetical), each with whether the JSON has it: the game counts
+    /// once a game was counted, a puzzle step once a puzzle reached it.
+    /// (The files have always been written that way.)
+    fn named(&self) -> [(&'static str, u64, bool); 11] {
+        let played = self.games > 0;
+        let reached = |count: u64| (count, count > 0);
+        let entries = [
+            ("candidates", (self.candidates, played)),
+            ("excluded", reached(self.excluded)),
+            ("full_searches", (self.full_searches, played)),
+            ("games", (self.games, played)),
+            ("in_target_cells", reached(self.in_target_cells)),
+            ("kept", reached(self.kept)),
+            ("mined", reached(self.mined)),
+            ("positions", (self.positions, played)),
+            ("repeated_position", reached(self.repeated_position)),
+            ("unreadable", reached(self.unreadable)),
+            ("verified", reached(self.verified)),
+        ];
+        entries.map(|(name, (count, present))| (name, count, present))
+    }
+}
+
+impl Serialize for GenerationFunnel {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let present = self.named().into_iter().filter(|(_, _, present)| *present);
+        let mut map = serializer.serialize_map(None)?;
+        for (name, count, _) in present {
+            map.serialize_entry(name, &count)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The JSON names a count once it was counted, in alphabetical order,
+    /// and reads back as the same counts.
+    #[test]
+    fn a_funnel_writes_what_was_counted_and_reads_back() {
+        assert_eq!(
+            serde_json::to_value(GenerationFunnel::default()).unwrap(),
+            json!({})
+        );
+        let mut funnel = GenerationFunnel::default();
+        funnel.add_game(UnitFunnel {
+            positions: 60,
+            full_searches: 0,
+            candidates: 0,
+        });
+        funnel.add_game(UnitFunnel {
+            positions: 40,
+            full_searches: 7,
+            candidates: 2,
+        });
+        funnel.mined = 2;
+        funnel.kept = 1;
+        funnel.repeated_position = 1;
+        let text = serde_json::to_string(&funnel).unwrap();
+        assert_eq!(
+            text,
+            r#"{"candidates":2,"full_searches":7,"games":2,"kept":1,"mined":2,"positions":100,"repeated_position":1}"#
+        );
+        let back: GenerationFunnel = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, funnel);
+    }
+}
