@@ -531,8 +531,22 @@ fn each_band_is_filled_by_its_own_profile_and_shards_merge_to_the_same_release()
             );
         std::fs::write(&path, text).unwrap();
     }
-    let single = run(root, &["run", "--config", "a.toml"]);
+    let output = puzzleforge(root, &["run", "--config", "a.toml", "--json"]);
+    let single = summary(&output);
     let generated = &single["generate"];
+    // The last progress line counts the cells as the release fills them,
+    // every profile's puzzles in every cell.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let last: Value = stderr
+        .lines()
+        .rfind(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .unwrap_or_else(|| panic!("no progress line: {stderr}"));
+    assert_eq!(last["cells"], generated["cells"], "{last} {generated:#}");
+    assert_eq!(
+        last["cells_filled"], generated["cells_filled"],
+        "{last} {generated:#}"
+    );
     let profiles = generated["profiles"]
         .as_array()
         .expect("a report per profile");

@@ -619,7 +619,13 @@ pub(crate) fn prepare(
         });
     }
     let progress = BatchProgress::new(config.generate.max_cpu_hours);
-    let stops = take_turns(&mut walks, mode, config.generate.max_cpu_hours, &progress)?;
+    let stops = take_turns(
+        &mut walks,
+        mode,
+        config.generate.max_cpu_hours,
+        (&target, config.seed),
+        &progress,
+    )?;
     let seconds_by_stage = wall_seconds_by_stage(&walks);
     let played = played_settings(&settings, &stores, &plan, engine)?;
     let (streams, reports) = stream_parts(walks, stops, &stores, plan, first);
@@ -754,14 +760,23 @@ fn take_turns(
     walks: &mut [Walk<'_>],
     mode: Mode,
     max_cpu_hours: Option<f64>,
+    (target, seed): (&Target, u64),
     progress: &BatchProgress,
 ) -> Result<Vec<Stop>> {
     let mut stops: Vec<Option<Stop>> = vec![None; walks.len()];
+    // Every stream's puzzles in every cell, as the release draws them (the
+    // streams' own counters hold their own cells only); kept for the
+    // progress lines alone.
+    let mut all_streams = Counter::new(target, seed, 0);
     while let Some(index) = next_turn(walks, &stops) {
         let taken = walks[index].segments.len();
         stops[index] = walks[index].step()?;
-        if walks[index].segments.len() > taken {
-            progress.batch(walks, index);
+        if walks[index].segments.len() > taken && progress.shown() {
+            if let Some(segment) = walks[index].segments.last() {
+                all_streams.stream = index;
+                all_streams.add_segment(segment, false)?;
+            }
+            progress.batch(walks, index, all_streams.fill());
         }
         let spent: f64 = walks.iter().map(|w| w.cpu_seconds).sum();
         if stops[index].is_none()
@@ -820,13 +835,19 @@ impl BatchProgress {
         }
     }
 
-    /// Reports the batch walk `index` just took.
-    fn batch(&self, walks: &[Walk<'_>], index: usize) {
-        let human = crate::core::progress::enabled();
-        if !human && !crate::core::progress::json_lines() {
+    /// Whether progress lines are shown at all.
+    fn shown(&self) -> bool {
+        crate::core::progress::enabled() || crate::core::progress::json_lines()
+    }
+
+    /// Reports the batch walk `index` just took; `fill` is every stream's
+    /// [`Counter::fill`] over the whole target.
+    fn batch(&self, walks: &[Walk<'_>], index: usize, fill: [u64; 4]) {
+        if !self.shown() {
             return;
         }
-        let line = self.line(walks, index);
+        let human = crate::core::progress::enabled();
+        let line = self.line(walks, index, fill);
         if human {
             eprintln!("{}", line.human());
         } else {
@@ -837,20 +858,17 @@ impl BatchProgress {
         }
     }
 
-    /// The batch's progress.
-    fn line(&self, walks: &[Walk<'_>], index: usize) -> BatchLine {
+    /// The batch's progress. The cells are those of every stream's puzzles
+    /// taken so far, over the whole target, as the release draws them but
+    /// deduplicated in the order the batches were taken (the release
+    /// dedups in stream order, so it may differ by a repeated position).
+    fn line(&self, walks: &[Walk<'_>], index: usize, fill: [u64; 4]) -> BatchLine {
         let walk = &walks[index];
         let segment = walk.segments.last();
         let sum = |f: &dyn Fn(&Walk<'_>) -> f64| walks.iter().map(f).sum::<f64>();
         let games = sum(&|w| (w.next - w.first) as f64) as u64;
         let max_games = sum(&|w| (w.last + 1 - w.first) as f64) as u64;
         let verified = walks.iter().map(|w| w.counter.funnel.verified).sum::<u64>();
-        let mut fill = [0u64; 4];
-        for w in walks {
-            for (total, part) in fill.iter_mut().zip(w.counter.fill()) {
-                *total += part;
-            }
-        }
         let [cells_filled, cells, drawn, wanted] = fill;
         let cpu_seconds = sum(&|w| w.cpu_seconds);
         let elapsed = self.started.elapsed().as_secs_f64();
