@@ -742,20 +742,15 @@ fn stream_cells(config: &Sections<'_>, quotas: &BTreeMap<Cell, Quota>) -> Result
     Ok(by_profile.into_iter().collect())
 }
 
-/// Plays the streams in turns, a batch at a time, until each stops; a CPU
+/// Plays the streams in turns, a batch each, until each stops; a CPU
 /// budget (`run` only) stops every stream still playing after the batch
 /// that spent it. Returns each stream's stop.
 ///
-/// The next batch goes to the playing stream that has spent the least
-/// engine CPU per puzzle its cells still want ([`next_turn`]), so under a
-/// budget the CPU goes where cells are missing: a band whose cells fill
-/// from a few games stops taking it, a band of rare cells gets the rest.
-/// Taking turns in lock-step instead gave the bands the same games: an
-/// APO-shaped run spent a twelfth of its CPU on the band with the most
-/// cells to fill, and filled 27 cells where turns by need filled 35 for
-/// the same CPU (docs/results.md). The order never changes a stream's own
-/// stop; only where a CPU budget cuts depends on it, and that already
-/// rests on the CPU seconds each batch recorded in the store.
+/// Lock-step turns, not turns by need: giving the next batch to the stream
+/// with the least CPU per puzzle it still wanted sent the CPU to the hard
+/// band, which turns it into cells slowest, and filled 35 of the APO
+/// shape's cells for 0.85 engine CPU-hours where lock-step filled 43
+/// (docs/results.md).
 fn take_turns(
     walks: &mut [Walk<'_>],
     mode: Mode,
@@ -768,53 +763,32 @@ fn take_turns(
     // streams' own counters hold their own cells only); kept for the
     // progress lines alone.
     let mut all_streams = Counter::new(target, seed, 0);
-    while let Some(index) = next_turn(walks, &stops) {
-        let taken = walks[index].segments.len();
-        stops[index] = walks[index].step()?;
-        if walks[index].segments.len() > taken && progress.shown() {
-            if let Some(segment) = walks[index].segments.last() {
-                all_streams.stream = index;
-                all_streams.add_segment(segment, false)?;
+    while stops.iter().any(Option::is_none) {
+        for index in 0..walks.len() {
+            if stops[index].is_some() {
+                continue;
             }
-            progress.batch(walks, index, all_streams.fill());
-        }
-        let spent: f64 = walks.iter().map(|w| w.cpu_seconds).sum();
-        if stops[index].is_none()
-            && mode == Mode::Run
-            && max_cpu_hours.is_some_and(|h| spent >= h * 3600.0)
-        {
-            for stop in stops.iter_mut().filter(|s| s.is_none()) {
-                *stop = Some(Stop::MaxCpuHours);
+            let taken = walks[index].segments.len();
+            stops[index] = walks[index].step()?;
+            if walks[index].segments.len() > taken && progress.shown() {
+                if let Some(segment) = walks[index].segments.last() {
+                    all_streams.stream = index;
+                    all_streams.add_segment(segment, false)?;
+                }
+                progress.batch(walks, index, all_streams.fill());
+            }
+            let spent: f64 = walks.iter().map(|w| w.cpu_seconds).sum();
+            if stops[index].is_none()
+                && mode == Mode::Run
+                && max_cpu_hours.is_some_and(|h| spent >= h * 3600.0)
+            {
+                for stop in stops.iter_mut().filter(|s| s.is_none()) {
+                    *stop = Some(Stop::MaxCpuHours);
+                }
             }
         }
     }
     Ok(stops.into_iter().flatten().collect())
-}
-
-/// The stream to take the next batch: [`least_cpu_per_wanted`] of those
-/// still playing.
-fn next_turn(walks: &[Walk<'_>], stops: &[Option<Stop>]) -> Option<usize> {
-    let playing = walks.iter().zip(stops).map(|(walk, stop)| {
-        stop.is_none().then(|| {
-            let [_, _, drawn, wanted] = walk.counter.fill();
-            (walk.cpu_seconds, wanted.saturating_sub(drawn))
-        })
-    });
-    least_cpu_per_wanted(playing)
-}
-
-/// Of the streams given as (CPU seconds spent, puzzles still wanted), `None`
-/// for one that has stopped: the index of the one with the least CPU per
-/// puzzle still wanted (at least 1), the earlier on a tie. At the start
-/// every stream has spent nothing, so each takes one batch in order first.
-fn least_cpu_per_wanted(streams: impl Iterator<Item = Option<(f64, u64)>>) -> Option<usize> {
-    streams
-        .enumerate()
-        .filter_map(|(index, stream)| {
-            stream.map(|(spent, wanted)| (index, spent / wanted.max(1) as f64))
-        })
-        .min_by(|(_, a), (_, b)| a.total_cmp(b))
-        .map(|(index, _)| index)
 }
 
 /// One line per batch taken while generating: on a terminal a human line
@@ -2317,22 +2291,6 @@ mod tests {
 
     /// A record an older puzzleforge wrote, without file hashes, still
     /// reads, so that `check_batch` can name what to do about it.
-    /// Turns go to the stream with the least CPU per puzzle it still
-    /// wants: in order at the start, then by that cost; a stopped stream
-    /// never takes one.
-    #[test]
-    fn the_next_batch_goes_to_the_least_cpu_per_wanted_puzzle() {
-        let pick = |streams: &[Option<(f64, u64)>]| least_cpu_per_wanted(streams.iter().copied());
-        assert_eq!(pick(&[Some((0.0, 4)), Some((0.0, 96))]), Some(0));
-        assert_eq!(pick(&[Some((10.0, 4)), Some((0.0, 96))]), Some(1));
-        // 10 s for 4 wanted is 2.5 s each; 200 s for 96 is about 2.1 s.
-        assert_eq!(pick(&[Some((10.0, 4)), Some((200.0, 96))]), Some(1));
-        assert_eq!(pick(&[Some((10.0, 4)), Some((300.0, 96))]), Some(0));
-        assert_eq!(pick(&[None, Some((300.0, 96))]), Some(1));
-        assert_eq!(pick(&[Some((5.0, 0)), Some((300.0, 96))]), Some(1));
-        assert_eq!(pick(&[None, None]), None);
-    }
-
     #[test]
     fn a_batch_record_without_file_hashes_reads() {
         let mut record: serde_json::Value = serde_json::json!({
