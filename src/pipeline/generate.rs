@@ -748,9 +748,8 @@ fn stream_cells(config: &Sections<'_>, quotas: &BTreeMap<Cell, Quota>) -> Result
 ///
 /// Lock-step turns, not turns by need: giving the next batch to the stream
 /// with the least CPU per puzzle it still wanted sent the CPU to the hard
-/// band, which turns it into cells slowest, and filled 35 of the APO
-/// shape's cells for 0.85 engine CPU-hours where lock-step filled 43
-/// (docs/results.md).
+/// band, which turns it into cells slowest, and filled fewer of the APO
+/// shape's cells for the same CPU (docs/results.md, "turns by need").
 fn take_turns(
     walks: &mut [Walk<'_>],
     mode: Mode,
