@@ -565,9 +565,9 @@ pub fn judge_result(
     let decision = decide(rule, turn, &scores);
     let (second_move, second_score) = second.unzip();
     Ok(Judged {
-        second_move: second_move.flatten(),
         best_move,
         best_score: Some(best_score),
+        second_move: second_move.flatten(),
         second_score,
         decision,
         extra_nodes,

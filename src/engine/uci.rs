@@ -169,22 +169,15 @@ fn parse_bestmove<'a>(
 ) -> Result<EngineLine, UciError> {
     let best = match tokens.next() {
         None => return Err(error(line, "`bestmove` without a move")),
-        Some("(none)") => None,
-        Some(token) => match token.parse::<UciMove>() {
-            Ok(UciMove::Null) => None,
-            Ok(mv) if is_uci_move(token) => Some(mv),
-            _ => return Err(error(line, format!("bad best move {token:?}"))),
-        },
+        Some(token) => {
+            bestmove_token(token).ok_or_else(|| error(line, format!("bad best move {token:?}")))?
+        }
     };
     let ponder = match tokens.next() {
         None => None,
         Some("ponder") => match tokens.next() {
-            Some("(none)") => None,
-            Some(token) => match token.parse::<UciMove>() {
-                Ok(UciMove::Null) => None,
-                Ok(mv) if is_uci_move(token) => Some(mv),
-                _ => return Err(error(line, format!("bad ponder move {token:?}"))),
-            },
+            Some(token) => bestmove_token(token)
+                .ok_or_else(|| error(line, format!("bad ponder move {token:?}")))?,
             None => return Err(error(line, "`ponder` without a move")),
         },
         Some(token) => return Err(error(line, format!("unexpected {token:?} after best move"))),
@@ -196,6 +189,19 @@ fn parse_bestmove<'a>(
         ));
     }
     Ok(EngineLine::BestMove { best, ponder })
+}
+
+/// A move of a `bestmove` line: `Some(None)` for no move (`(none)`,
+/// `0000`), `None` for a token that is not a UCI move.
+fn bestmove_token(token: &str) -> Option<Option<UciMove>> {
+    match token {
+        "(none)" => Some(None),
+        _ if is_uci_move(token) => match token.parse::<UciMove>().ok()? {
+            UciMove::Null => Some(None),
+            mv => Some(Some(mv)),
+        },
+        _ => None,
+    }
 }
 
 fn number<T: std::str::FromStr>(line: &str, key: &str, token: Option<&str>) -> Result<T, UciError> {

@@ -51,21 +51,27 @@ impl GenerationFunnel {
     /// (The files have always been written that way.)
     fn named(&self) -> [(&'static str, u64, bool); 11] {
         let played = self.games > 0;
-        let reached = |count: u64| (count, count > 0);
-        let entries = [
-            ("candidates", (self.candidates, played)),
-            ("excluded", reached(self.excluded)),
-            ("full_searches", (self.full_searches, played)),
-            ("games", (self.games, played)),
-            ("in_target_cells", reached(self.in_target_cells)),
-            ("kept", reached(self.kept)),
-            ("mined", reached(self.mined)),
-            ("positions", (self.positions, played)),
-            ("repeated_position", reached(self.repeated_position)),
-            ("unreadable", reached(self.unreadable)),
-            ("verified", reached(self.verified)),
-        ];
-        entries.map(|(name, (count, present))| (name, count, present))
+        [
+            ("candidates", self.candidates, played),
+            ("excluded", self.excluded, self.excluded > 0),
+            ("full_searches", self.full_searches, played),
+            ("games", self.games, played),
+            (
+                "in_target_cells",
+                self.in_target_cells,
+                self.in_target_cells > 0,
+            ),
+            ("kept", self.kept, self.kept > 0),
+            ("mined", self.mined, self.mined > 0),
+            ("positions", self.positions, played),
+            (
+                "repeated_position",
+                self.repeated_position,
+                self.repeated_position > 0,
+            ),
+            ("unreadable", self.unreadable, self.unreadable > 0),
+            ("verified", self.verified, self.verified > 0),
+        ]
     }
 }
 
