@@ -248,7 +248,7 @@ fn set_with(
     let mut faults = HashMap::new();
     for (i, puzzle) in puzzles.iter().enumerate() {
         let task = &puzzle_tasks(i, puzzle).unwrap()[0];
-        faults.insert(fen_of(&task.position), (fault, task.expected.clone()));
+        faults.insert(fen_of(&task.position), (fault, task.expected.to_string()));
     }
     (set, faults)
 }
@@ -306,7 +306,7 @@ fn faults_are_recorded_and_a_rerun_asks_only_the_failed_calls() {
     let mut faults = HashMap::new();
     for (i, (puzzle, fault)) in puzzles.iter().zip(order).enumerate() {
         let task = &puzzle_tasks(i, puzzle).unwrap()[0];
-        faults.insert(fen_of(&task.position), (fault, task.expected.clone()));
+        faults.insert(fen_of(&task.position), (fault, task.expected.to_string()));
     }
     let fake = start_fake(faults);
     let config = dir.path().join("pipeline.toml");
@@ -546,7 +546,7 @@ fn a_run_whose_eval_failed_asks_only_the_failed_calls_on_rerun() {
         } else {
             Fault::Healthy
         };
-        faults.insert(fen_of(&task.position), (fault, task.expected.clone()));
+        faults.insert(fen_of(&task.position), (fault, task.expected.to_string()));
     }
     let fake = start_fake(faults);
     let config = dir.path().join("pipeline.toml");

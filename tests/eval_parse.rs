@@ -70,7 +70,7 @@ fn replies_table() {
         let got = parse_reply(reply, &position);
         match (want, &got) {
             (Legal(uci), Parsed::Legal { uci: got_uci, .. }) => {
-                assert_eq!(got_uci, uci, "reply {reply:?}")
+                assert_eq!(got_uci.to_string(), *uci, "reply {reply:?}")
             }
             (Illegal, Parsed::Illegal { .. }) | (Unparseable, Parsed::Unparseable) => {}
             _ => panic!("reply {reply:?}: got {got:?}"),

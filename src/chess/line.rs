@@ -193,6 +193,11 @@ pub(crate) fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError>
     read_move(position, uci.as_bytes(), None)
 }
 
+/// Checks that an already read UCI move is legal in `position`.
+pub(crate) fn legal_move(position: &Chess, uci: &UciMove) -> Result<Move, LineError> {
+    uci.to_move(position).map_err(|_| illegal_move(uci, None))
+}
+
 /// [`parse_move`] for the `number`-th move of a line (1-based), which the
 /// detail names.
 #[inline]

@@ -280,6 +280,9 @@ fn illegal_rate_picture(
 mod tests {
     use super::*;
     use crate::stages::eval::metrics::{MATE_PENALTY_CP, Verdict};
+    use shakmaty::fen::Fen;
+    use shakmaty::uci::UciMove;
+    use shakmaty::{Chess, EnPassantMode};
 
     fn answered(index: usize, regret_cp: f64, score_loss: f64) -> PositionRecord {
         PositionRecord {
@@ -291,8 +294,8 @@ mod tests {
             solver_moves: 1,
             rating: Some(1500),
             themes: Vec::new(),
-            fen: String::new(),
-            expected: String::new(),
+            fen: Fen::from_position(&Chess::default(), EnPassantMode::Legal),
+            expected: UciMove::from_ascii(b"e2e4").unwrap(),
             answer: None,
             played: None,
             verdict: if regret_cp == 0.0 {

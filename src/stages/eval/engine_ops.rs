@@ -15,7 +15,7 @@ use anyhow::Result;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{EnPassantMode, Position};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 use super::config::{EvalConfig, EvalEngine};
 use super::metrics::{
@@ -23,8 +23,8 @@ use super::metrics::{
 };
 use super::players::Answer;
 use super::task::Job;
-use super::task::{PositionTask, legal_uci_move, position_from_fen};
-use crate::chess::line::{read_fen, read_ucis};
+use super::task::PositionTask;
+use crate::chess::line::{legal_move, read_position};
 use crate::core::seed::{self, Domain, Key};
 use crate::engine::criterion::win_chances;
 use crate::engine::pool::{EnginePool, Session};
@@ -49,24 +49,8 @@ pub(crate) fn limit_of(nodes: Option<u64>, depth: Option<u32>, default_nodes: u6
     }
 }
 
-/// One search of `fen` after `moves`, single line. The eval's records
-/// hold positions and legal moves as text; they are read here, once per
-/// search, and one that does not read is a bug worth stopping for (not an
-/// engine fault to retry).
+/// One search of `fen` after `moves`, single line.
 pub(crate) fn search(
-    session: &mut Session,
-    fen: &str,
-    moves: Vec<String>,
-    limit: Limit,
-) -> Result<SearchResult, EngineError> {
-    let (fen, moves) = read_fen(fen)
-        .and_then(|fen| Ok((fen, read_ucis(&moves)?)))
-        .map_err(|e| EngineError::Fatal(format!("cannot search {fen:?} {moves:?}: {e}")))?;
-    search_read(session, fen, moves, limit)
-}
-
-/// [`search`] of a position the caller holds as shakmaty's types.
-pub(crate) fn search_read(
     session: &mut Session,
     fen: Fen,
     moves: Vec<UciMove>,
@@ -110,7 +94,7 @@ pub(crate) fn engine_answers(
                 let mut rng = seed::rng(seed, Domain::EvalEngineMove, key);
                 crate::engine::weaken::weakened_move(session, (&fen, &[]), level, &mut rng)?
             }
-            None => search_read(session, fen, Vec::new(), limit)?.best_move,
+            None => search(session, fen, Vec::new(), limit)?.best_move,
         }
         .map(|uci| uci.to_string());
         Ok(Answer {
@@ -175,34 +159,41 @@ pub(crate) fn compute_regret(
     records: &mut [PositionRecord],
 ) -> Result<()> {
     let limit = limit_of(config.regret.nodes, config.regret.depth, 200_000);
-    let mut fens: BTreeMap<String, Option<Score>> = BTreeMap::new();
-    let mut pairs: BTreeMap<(String, String), (Option<Score>, bool)> = BTreeMap::new();
+    // Searched in the order the records first name them: every unit starts
+    // from `ucinewgame`, so the order does not change a score.
+    let mut fen_list: Vec<Fen> = Vec::new();
+    let mut pair_list: Vec<(Fen, UciMove)> = Vec::new();
+    let mut fens: HashMap<Fen, Option<Score>> = HashMap::new();
+    let mut pairs: HashMap<(Fen, UciMove), (Option<Score>, bool)> = HashMap::new();
     for r in records.iter() {
-        if let Some(played) = &r.played {
-            fens.insert(r.fen.clone(), None);
-            pairs.insert((r.fen.clone(), played.clone()), (None, false));
+        if let Some(played) = r.played {
+            if fens.insert(r.fen.clone(), None).is_none() {
+                fen_list.push(r.fen.clone());
+            }
+            let pair = (r.fen.clone(), played);
+            if pairs.insert(pair.clone(), (None, false)).is_none() {
+                pair_list.push(pair);
+            }
         }
     }
-    let fen_list: Vec<String> = fens.keys().cloned().collect();
     let best = pool.map(&fen_list, |session, _, fen| {
-        Ok(score_of(&search(session, fen, Vec::new(), limit)?))
+        Ok(score_of(&search(session, fen.clone(), Vec::new(), limit)?))
     })?;
-    for (fen, score) in fen_list.iter().zip(best) {
-        fens.insert(fen.clone(), score);
+    for (fen, score) in fen_list.into_iter().zip(best) {
+        fens.insert(fen, score);
     }
-    let pair_list: Vec<(String, String)> = pairs.keys().cloned().collect();
     let after = pool.map(&pair_list, |session, _, (fen, played)| {
         let over = game_over_after(fen, played);
         match over {
             Some(mated) => Ok((None, mated)),
             None => Ok((
-                score_of(&search(session, fen, vec![played.clone()], limit)?),
+                score_of(&search(session, fen.clone(), vec![*played], limit)?),
                 false,
             )),
         }
     })?;
-    for (pair, value) in pair_list.iter().zip(after) {
-        pairs.insert(pair.clone(), value);
+    for (pair, value) in pair_list.into_iter().zip(after) {
+        pairs.insert(pair, value);
     }
     for r in records.iter_mut() {
         (r.regret_cp, r.score_loss) = match r.verdict {
@@ -211,11 +202,10 @@ pub(crate) fn compute_regret(
                 (Some(INVALID_PENALTY_CP), Some(INVALID_SCORE_LOSS))
             }
             Verdict::Correct | Verdict::Wrong => {
-                let played = r.played.clone().unwrap_or_default();
                 let best = fens.get(&r.fen).copied().flatten();
-                let (after, mated) = pairs
-                    .get(&(r.fen.clone(), played))
-                    .copied()
+                let (after, mated) = r
+                    .played
+                    .and_then(|played| pairs.get(&(r.fen.clone(), played)).copied())
                     .unwrap_or((None, false));
                 match best {
                     Some(b) => (
@@ -231,9 +221,9 @@ pub(crate) fn compute_regret(
 }
 
 /// `Some(is_checkmate)` when `played` ends the game, else `None`.
-pub(crate) fn game_over_after(fen: &str, played: &str) -> Option<bool> {
-    let position = position_from_fen(fen, "regret").ok()?;
-    let m = legal_uci_move(&position, played, "regret").ok()?;
+pub(crate) fn game_over_after(fen: &Fen, played: &UciMove) -> Option<bool> {
+    let position = read_position(fen).ok()?;
+    let m = legal_move(&position, played).ok()?;
     let mut after = position;
     after.play_unchecked(m);
     if after.is_checkmate() {

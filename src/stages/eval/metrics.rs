@@ -1,6 +1,8 @@
 //! Per-position records and the metrics computed from them.
 
 use serde::{Deserialize, Serialize};
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
 use std::collections::BTreeMap;
 
 /// How an answer was judged.
@@ -48,12 +50,12 @@ pub struct PositionRecord {
     pub solver_moves: usize,
     pub rating: Option<i32>,
     pub themes: Vec<String>,
-    pub fen: String,
-    pub expected: String,
+    pub fen: Fen,
+    pub expected: UciMove,
     /// The answer as the model wrote it (the token read as a move).
     pub answer: Option<String>,
-    /// The legal move played, UCI.
-    pub played: Option<String>,
+    /// The legal move played.
+    pub played: Option<UciMove>,
     pub verdict: Verdict,
     /// Engine regret in centipawns; `None` without an engine or for no answer.
     pub regret_cp: Option<f64>,
@@ -290,6 +292,7 @@ pub(crate) fn breakdowns(records: &[PositionRecord], rating_bin_width: i32) -> B
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shakmaty::{Chess, EnPassantMode};
 
     fn record(puzzle: usize, move_index: usize, verdict: Verdict, regret: f64) -> PositionRecord {
         PositionRecord {
@@ -301,8 +304,8 @@ mod tests {
             solver_moves: 2,
             rating: Some(1450),
             themes: vec!["fork".into()],
-            fen: String::new(),
-            expected: String::new(),
+            fen: Fen::from_position(&Chess::default(), EnPassantMode::Legal),
+            expected: UciMove::from_ascii(b"e2e4").unwrap(),
             answer: None,
             played: None,
             verdict,

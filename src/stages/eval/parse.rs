@@ -25,7 +25,7 @@ pub enum AnswerSource {
 pub enum Parsed {
     /// A legal move; `text` is the token it was read from.
     Legal {
-        uci: String,
+        uci: UciMove,
         text: String,
         source: AnswerSource,
     },
@@ -108,7 +108,7 @@ fn as_played(position: &Chess, token: String, source: AnswerSource) -> Parsed {
 
 fn legal(found: Move, text: String, source: AnswerSource) -> Parsed {
     Parsed::Legal {
-        uci: found.to_uci(CastlingMode::Standard).to_string(),
+        uci: found.to_uci(CastlingMode::Standard),
         text,
         source,
     }
@@ -503,7 +503,7 @@ mod tests {
 
     fn legal_uci(reply: &str, fen: &str) -> Option<String> {
         match parse_reply(reply, &position(fen)) {
-            Parsed::Legal { uci, .. } => Some(uci),
+            Parsed::Legal { uci, .. } => Some(uci.to_string()),
             _ => None,
         }
     }

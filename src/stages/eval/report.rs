@@ -227,6 +227,10 @@ fn write_calls(dir: &Path, output: &RunOutput, tasks: &[PositionTask]) -> Result
         .zip(&output.records)
         .map(|((job, answer), record)| {
             let call = answer.call.clone().unwrap_or_default();
+            let parsed_move = record
+                .played
+                .map(|uci| uci.to_string())
+                .or_else(|| record.answer.clone());
             json!({
                 "puzzle_id": record.puzzle_id,
                 "move_index": tasks[job.task].move_index,
@@ -234,7 +238,7 @@ fn write_calls(dir: &Path, output: &RunOutput, tasks: &[PositionTask]) -> Result
                 "repeat": job.repeat,
                 "prompt_hash": answer.request_key,
                 "reply": answer.reply,
-                "parsed_move": record.played.clone().or_else(|| record.answer.clone()),
+                "parsed_move": parsed_move,
                 "verdict": record.verdict,
                 "prompt_tokens": call.prompt_tokens,
                 "completion_tokens": call.completion_tokens,

@@ -9,13 +9,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
+use shakmaty::uci::UciMove;
 use shakmaty::{Chess, EnPassantMode, Position};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::client::{ChatClient, Endpoint, default_cache_dir};
 use super::config::{EvalConfig, EvalEngine};
-use super::engine_ops::{self, game_over_after, limit_of, regret_of, search, search_read};
+use super::engine_ops::{self, game_over_after, limit_of, regret_of, search};
 use super::metrics::{INVALID_PENALTY_CP, Verdict, mean, median};
 use super::parse::{Parsed, parse_reply};
 use super::players::{ModelSpec, ask_model, random_move, request_seed};
@@ -155,9 +156,9 @@ pub struct RolloutArgs {
 pub(crate) struct RolloutMove {
     pub start: String,
     pub ply: usize,
-    pub fen: String,
+    pub fen: Fen,
     pub reply: Option<String>,
-    pub played: Option<String>,
+    pub played: Option<UciMove>,
     pub verdict: Verdict,
     pub regret_cp: Option<f64>,
 }
@@ -205,7 +206,7 @@ struct Board {
 
 impl Board {
     /// Plays `uci`, which `who` chose, after checking it is legal.
-    fn play(&mut self, uci: &str, who: &str) -> Result<(), EngineError> {
+    fn play(&mut self, uci: &UciMove, who: &str) -> Result<(), EngineError> {
         let m = legal_uci_move(&self.position, uci, who).map_err(fault)?;
         self.history
             .push(SanPlus::from_move(self.position.clone(), m).to_string());
@@ -282,9 +283,9 @@ fn play_game(
 /// The engine's reply: its best move within `limit`, if it has one.
 fn engine_move(session: &mut Session, board: &mut Board, limit: Limit) -> Result<(), EngineError> {
     let fen = Fen::from_position(&board.position, EnPassantMode::Legal);
-    let result = search_read(session, fen, Vec::new(), limit)?;
+    let result = search(session, fen, Vec::new(), limit)?;
     match result.best_move {
-        Some(best) => board.play(&best.to_string(), "engine move"),
+        Some(best) => board.play(&best, "engine move"),
         None => Ok(()),
     }
 }
@@ -302,9 +303,9 @@ fn model_turn(
 ) -> Result<(RolloutMove, Option<&'static str>), EngineError> {
     let turn = Key::Pair(game as u64, ply as u64);
     let view = PositionView::new(&board.position, &board.history);
-    let fen = view.fen.clone();
+    let fen = Fen::from_position(&board.position, EnPassantMode::Legal);
     let reply = ask(rules, &view, &board.position, turn)?;
-    let attempt = |played: Option<String>, verdict: Verdict, regret_cp: Option<f64>| RolloutMove {
+    let attempt = |played: Option<UciMove>, verdict: Verdict, regret_cp: Option<f64>| RolloutMove {
         start: start.name.clone(),
         ply,
         fen: fen.clone(),
@@ -328,9 +329,9 @@ fn model_turn(
             return Ok((invalid, Some(verdict.as_str())));
         }
     };
-    let (best_move, regret) = regret_of_move(session, &fen, &uci, rules.regret)?;
+    let (best_move, regret) = regret_of_move(session, &fen, uci, rules.regret)?;
     board.play(&uci, "model move")?;
-    let verdict = if best_move.as_deref() == Some(uci.as_str()) {
+    let verdict = if best_move == Some(uci) {
         Verdict::Correct
     } else {
         Verdict::Wrong
@@ -380,15 +381,15 @@ fn ask(
 /// `uci` (`None` when the search returned no line).
 fn regret_of_move(
     session: &mut Session,
-    fen: &str,
-    uci: &str,
+    fen: &Fen,
+    uci: UciMove,
     limit: Limit,
-) -> Result<(Option<String>, Option<f64>), EngineError> {
-    let best = search(session, fen, Vec::new(), limit)?;
-    let over = game_over_after(fen, uci);
+) -> Result<(Option<UciMove>, Option<f64>), EngineError> {
+    let best = search(session, fen.clone(), Vec::new(), limit)?;
+    let over = game_over_after(fen, &uci);
     let after = match over {
         Some(_) => None,
-        None => search(session, fen, vec![uci.to_string()], limit)?
+        None => search(session, fen.clone(), vec![uci], limit)?
             .lines
             .first()
             .map(|l| l.score),
@@ -397,7 +398,7 @@ fn regret_of_move(
         .lines
         .first()
         .map(|l| regret_of(l.score, after, over == Some(true)));
-    Ok((best.best_move.map(|uci| uci.to_string()), regret))
+    Ok((best.best_move, regret))
 }
 
 /// `puzzleforge rollout`.

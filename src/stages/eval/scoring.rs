@@ -3,15 +3,23 @@
 //! module so that the run (`mod.rs`) and the human ladder (`ladder.rs`)
 //! score alike without importing each other.
 
+use shakmaty::EnPassantMode;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+
 use super::metrics::{PositionRecord, Verdict};
 use super::parse::{Parsed, parse_reply};
 use super::players::Answer;
 use super::prompt::Template;
-use super::task::{self, Job, PositionTask, is_correct};
+use super::task::{Job, PositionTask, is_correct};
 use crate::chess::record::Puzzle;
 
-/// Judges an answer.
-pub fn classify(task: &PositionTask, answer: &Answer) -> (Verdict, Option<String>, Option<String>) {
+/// Judges an answer: its verdict, the answer's text as written and the
+/// legal move it was read as.
+pub fn classify(
+    task: &PositionTask,
+    answer: &Answer,
+) -> (Verdict, Option<String>, Option<UciMove>) {
     let Some(reply) = &answer.reply else {
         return (Verdict::NoAnswer, None, None);
     };
@@ -48,8 +56,8 @@ pub(crate) fn record_of(
         solver_moves: puzzle.solver_moves(),
         rating: puzzle.rating,
         themes: puzzle.themes.clone(),
-        fen: task::fen_of(&task.position),
-        expected: task.expected.clone(),
+        fen: Fen::from_position(&task.position, EnPassantMode::Legal),
+        expected: task.expected,
         answer: text,
         played,
         verdict,

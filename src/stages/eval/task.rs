@@ -6,10 +6,11 @@
 
 use anyhow::Result;
 use shakmaty::san::SanPlus;
+use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Color, Move, Position};
 
 pub use crate::chess::line::fen_of;
-use crate::chess::line::{LineError, parse_move, parse_position};
+use crate::chess::line::{LineError, legal_move, parse_position};
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 
@@ -25,8 +26,8 @@ pub struct PositionTask {
     /// Whether the puzzle is a mate in one (any mating move is right).
     pub mate_in_one: bool,
     pub position: Chess,
-    /// The reference answer, UCI.
-    pub expected: String,
+    /// The reference answer.
+    pub expected: UciMove,
     /// SAN of the moves from the puzzle's FEN to this position.
     pub history_san: Vec<String>,
 }
@@ -86,9 +87,9 @@ pub fn position_from_fen(fen: &str, what: &str) -> Result<Chess> {
     parse_position(fen).map_err(|e| bad_line(e, what))
 }
 
-/// Parses a UCI move and checks it is legal in `position`.
-pub(crate) fn legal_uci_move(position: &Chess, uci: &str, what: &str) -> Result<Move> {
-    parse_move(position, uci).map_err(|e| bad_line(e, what))
+/// Checks that a UCI move is legal in `position`.
+pub(crate) fn legal_uci_move(position: &Chess, uci: &UciMove, what: &str) -> Result<Move> {
+    legal_move(position, uci).map_err(|e| bad_line(e, what))
 }
 
 /// The solver positions of one puzzle.
@@ -114,7 +115,7 @@ pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<Position
                 is_last: move_index + 1 == solver_moves,
                 mate_in_one,
                 position: position.clone(),
-                expected: puzzle.moves[ply].to_string(),
+                expected: puzzle.moves[ply],
                 history_san: history[..ply].to_vec(),
             }
         })
@@ -122,10 +123,10 @@ pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<Position
     Ok(tasks)
 }
 
-/// Whether `played` (UCI, legal) answers the task correctly: the reference
+/// Whether `played` (legal) answers the task correctly: the reference
 /// move, or any mating move on a mate in one or on the puzzle's last move.
-pub(crate) fn is_correct(task: &PositionTask, played: &str) -> bool {
-    if played == task.expected {
+pub(crate) fn is_correct(task: &PositionTask, played: &UciMove) -> bool {
+    if *played == task.expected {
         return true;
     }
     if !(task.mate_in_one || task.is_last) {
