@@ -808,6 +808,28 @@ fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
         "the store's games reused"
     );
 
+    // Cells above the ratings the committed model gives 3-move lines
+    // without extrapolating (about 2600): named as beyond the model, not
+    // as merely not reached, and no budget is projected for them.
+    let top = std::fs::read_to_string(&one)
+        .unwrap()
+        .replace("bin_width = 3000", "bin_width = 100")
+        .replace(
+            "ratings = [0, 3000]\nlengths = [1, 1]\nmate = \"no_mate\"",
+            "ratings = [2700, 2800]\nlengths = [3, 3]\nmate = \"both\"",
+        );
+    std::fs::write(root.join("top.toml"), top).unwrap();
+    let beyond = run(
+        root,
+        &["run", "--config", "top.toml", "--plan", "--plan-games", "8"],
+    );
+    let plan = &beyond["plan"];
+    assert_eq!(plan["cells_beyond_model_range"], 2, "{beyond:#}");
+    assert_eq!(plan["beyond_model_range"].as_array().unwrap().len(), 2);
+    assert_eq!(plan["cells_never_reached"], 0, "{beyond:#}");
+    assert_eq!(plan["per_cell"][0]["beyond_model_range"], true);
+    assert_eq!(batches(&root.join("A")).len(), 2, "no game played");
+
     // A run after the plan plays none of the sample's games: its batches
     // are the plan's, their records untouched.
     let batch_json =

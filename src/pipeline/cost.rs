@@ -46,6 +46,9 @@ pub(crate) struct CellSample {
     pub found: usize,
     /// The draw over the counted puzzles fills the cell.
     pub filled: bool,
+    /// The rating model gives no puzzle of the cell's length a rating in
+    /// its bin without extrapolating ([`crate::stages::rate::ModelReach`]).
+    pub beyond_model: bool,
 }
 
 /// One stream (a profile's games) as its counted games saw it.
@@ -156,6 +159,9 @@ pub(crate) enum CellCost {
     /// No puzzle in the counted games: at least this many CPU-hours (none
     /// when the stream measured nothing).
     NeverReached(Option<f64>),
+    /// No puzzle in the counted games, and the rating model rates none
+    /// into the cell's bin without extrapolating: no budget is projected.
+    BeyondModel,
 }
 
 /// What one stream costs.
@@ -180,6 +186,9 @@ pub(crate) struct Projection {
     /// CPU-hours already spent (the counted games' batches).
     pub spent: f64,
     pub never_reached: usize,
+    /// Cells never reached that lie beyond the rating model's reach (not
+    /// in `never_reached`).
+    pub beyond_model: usize,
     /// The total's draws, sorted.
     total_draws: Vec<f64>,
 }
@@ -221,6 +230,7 @@ pub(crate) fn project(samples: &[StreamSample], seed: u64) -> Projection {
         total_draws.push(total);
     }
     let mut never_reached = 0;
+    let mut beyond_model = 0;
     let streams = samples
         .iter()
         .zip(cell_draws)
@@ -248,6 +258,9 @@ pub(crate) fn project(samples: &[StreamSample], seed: u64) -> Projection {
                 .map(|(cell, draws)| {
                     if cell.filled || stream.met {
                         CellCost::Filled
+                    } else if cell.found == 0 && cell.beyond_model {
+                        beyond_model += 1;
+                        CellCost::BeyondModel
                     } else if cell.found == 0 || !stream.measured() {
                         never_reached += 1;
                         CellCost::NeverReached(
@@ -273,6 +286,7 @@ pub(crate) fn project(samples: &[StreamSample], seed: u64) -> Projection {
         total: Interval::of(&mut total_draws),
         spent: samples.iter().map(StreamSample::spent_hours).sum(),
         never_reached,
+        beyond_model,
         total_draws,
     }
 }
@@ -428,6 +442,7 @@ impl Projection {
                     "cells": stream.cells.len(),
                     "cells_filled": count(|c| *c == CellCost::Filled),
                     "cells_never_reached": count(|c| matches!(c, CellCost::NeverReached(_))),
+                    "cells_beyond_model_range": count(|c| *c == CellCost::BeyondModel),
                     "projected_cpu_hours": cost.cpu_hours.to_json(),
                     "projected_games": cost.games.to_json(),
                 })
@@ -447,6 +462,7 @@ impl Projection {
                 );
                 row["filled_in_sample"] = json!(*cost == CellCost::Filled);
                 row["never_reached"] = json!(matches!(cost, CellCost::NeverReached(_)));
+                row["beyond_model_range"] = json!(*cost == CellCost::BeyondModel);
                 row["projected_cpu_hours"] = match cost {
                     CellCost::Projected(interval) => interval.to_json(),
                     _ => Value::Null,
@@ -464,7 +480,8 @@ impl Projection {
             "more_cpu_hours": self.total.minus(self.spent).to_json(),
             "cells": cells.len(),
             "cells_never_reached": self.never_reached,
-            "total_excludes_never_reached": self.never_reached > 0,
+            "cells_beyond_model_range": self.beyond_model,
+            "total_excludes_never_reached": self.never_reached + self.beyond_model > 0,
             "interval": "5th-95th percentile",
             "draws": DRAWS,
             "profiles": profiles,
@@ -501,6 +518,7 @@ impl Projection {
                     format!("never reached; more than {}", short(*hours))
                 }
                 CellCost::NeverReached(None) => "not sampled".to_string(),
+                CellCost::BeyondModel => "beyond the rating model's range".to_string(),
             };
             text.push_str(&format!(
                 "  {:<22}{} {:>7} {:>6} {:>10}  {fill}\n",
@@ -522,9 +540,10 @@ impl Projection {
         indent: &str,
         more: &str,
     ) -> String {
+        let mut text = self.human_beyond_model(samples, indent);
         let cells = self.never_reached_cells(samples);
         if cells.is_empty() {
-            return String::new();
+            return text;
         }
         let bounds: Vec<f64> = self
             .cell_rows(samples)
@@ -553,12 +572,37 @@ impl Projection {
         if cells.len() > NAMED {
             named.push(format!("... ({} more)", cells.len() - NAMED));
         }
-        format!(
+        text.push_str(&format!(
             "{indent}{} cell{} never reached, left out of the total{bound}: {}\n{indent}to reach them: {more}, or {}\n",
             cells.len(),
             if cells.len() == 1 { "" } else { "s" },
             named.join(", "),
             reach_advice(&cells)
+        ));
+        text
+    }
+
+    /// The cells beyond the rating model's reach, in a line.
+    fn human_beyond_model(&self, samples: &[StreamSample], indent: &str) -> String {
+        let cells: Vec<&Cell> = self
+            .cell_rows(samples)
+            .filter(|(_, _, cost)| **cost == CellCost::BeyondModel)
+            .map(|(_, cell, _)| &cell.cell)
+            .collect();
+        if cells.is_empty() {
+            return String::new();
+        }
+        const NAMED: usize = 6;
+        let mut named: Vec<String> = cells.iter().take(NAMED).map(|c| describe(c)).collect();
+        if cells.len() > NAMED {
+            named.push(format!("... ({} more)", cells.len() - NAMED));
+        }
+        format!(
+            "{indent}{} cell{} beyond the ratings the rating model gives without extrapolating, left out of the total (no budget is projected to fill {}): {}\n",
+            cells.len(),
+            if cells.len() == 1 { " lies" } else { "s lie" },
+            if cells.len() == 1 { "it" } else { "them" },
+            named.join(", "),
         )
     }
 }
@@ -635,6 +679,7 @@ mod tests {
             quota: Quota { train, test },
             found,
             filled: found >= train + test,
+            beyond_model: false,
         }
     }
 
@@ -731,6 +776,43 @@ mod tests {
         assert_eq!(json["cells_never_reached"], 1);
         assert_eq!(json["total_excludes_never_reached"], true);
         assert_eq!(json["per_cell"].as_array().map(Vec::len), Some(6));
+    }
+
+    /// A cell beyond the rating model's reach with no puzzle is named as
+    /// such, not as never reached, and left out of the total with no bound;
+    /// one that holds a puzzle (an extrapolated rating) is projected as any
+    /// other.
+    #[test]
+    fn cells_beyond_the_rating_model_are_named_apart() {
+        let beyond = |found| CellSample {
+            beyond_model: true,
+            ..cell(4, found, 1, 1)
+        };
+        let samples = [stream(
+            1.0,
+            10,
+            vec![cell(3, 1, 1, 1), cell(5, 0, 1, 1), beyond(0), beyond(1)],
+        )];
+        let plan = project(&samples, 5);
+        let cells = &plan.streams[0].cells;
+        assert!(matches!(cells[0], CellCost::Projected(_)), "{cells:?}");
+        assert!(
+            matches!(cells[1], CellCost::NeverReached(Some(_))),
+            "{cells:?}"
+        );
+        assert_eq!(cells[2], CellCost::BeyondModel);
+        assert!(matches!(cells[3], CellCost::Projected(_)), "{cells:?}");
+        assert_eq!((plan.never_reached, plan.beyond_model), (1, 1));
+        let json = plan.to_json(&samples);
+        assert_eq!(json["cells_beyond_model_range"], 1);
+        assert_eq!(json["per_cell"][2]["beyond_model_range"], true);
+        assert_eq!(json["per_cell"][2]["never_reached"], false);
+        let text = plan.human_never_reached(&samples, "", "more");
+        assert!(
+            text.starts_with("1 cell lies beyond the ratings the rating model gives")
+                && text.contains("1 cell never reached"),
+            "{text}"
+        );
     }
 
     #[test]

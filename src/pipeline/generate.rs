@@ -41,6 +41,7 @@ use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
 use crate::pipeline::cost::{CellSample, StreamSample};
+use crate::stages::rate::{ModelReach, RatingModel};
 use crate::stages::release::cells::{Cell, ExcludeBy, MateRule, Quota, Tier, position_key};
 use crate::stages::release::funnel::GenerationFunnel;
 use crate::stages::verify::Verdict;
@@ -1532,6 +1533,9 @@ struct Target {
     excluded: HashSet<String>,
     /// `generate.dedup_positions`.
     dedup: bool,
+    /// The ratings the rating model gives without extrapolating; `None`
+    /// without a model file (the rate stage then says why).
+    reach: Option<ModelReach>,
 }
 
 /// The target's tier (`generate.tier` first) and its cells' quotas: what
@@ -1599,6 +1603,14 @@ impl Target {
             verified_only: config.verify.policy == crate::stages::verify::Policy::Drop,
             excluded,
             dedup: config.generate.dedup_positions,
+            // A model that does not load is the rate stage's error to
+            // report, with its reason; here it only leaves the reach unknown.
+            reach: config
+                .rate
+                .model
+                .as_deref()
+                .and_then(|path| RatingModel::load(path).ok())
+                .and_then(|model| ModelReach::of(&model)),
         })
     }
 }
@@ -1613,6 +1625,7 @@ impl Target {
             verified_only: self.verified_only,
             excluded: self.excluded.clone(),
             dedup: self.dedup,
+            reach: self.reach.clone(),
         }
     }
 }
@@ -2227,6 +2240,9 @@ impl Counter<'_> {
                 quota: c.wanted,
                 found: c.available,
                 filled: c.filled(),
+                beyond_model: self.target.reach.as_ref().is_some_and(|reach| {
+                    !reach.reaches(c.cell.length, c.cell.mate, c.cell.bin_lo, c.cell.bin_hi)
+                }),
             })
             .collect()
     }

@@ -112,7 +112,8 @@ pub(crate) fn run_plan(
     });
     let budget = Budget::of(config, &projection);
     plan["budget"] = budget.to_json();
-    plan["never_reached"] = never_reached(&projected);
+    plan["never_reached"] = cells_where(&projected, "never_reached");
+    plan["beyond_model_range"] = cells_where(&projected, "beyond_model_range");
 
     let path = write_plan(ctx, &release, &plan)?;
 
@@ -158,16 +159,17 @@ fn check_can_plan(
     Ok(())
 }
 
-/// The projected cells the sample never reached.
-fn never_reached(projected: &Value) -> Value {
-    let never: Vec<_> = projected["per_cell"]
+/// The projected cells whose `flag` is set (`never_reached`,
+/// `beyond_model_range`).
+fn cells_where(projected: &Value, flag: &str) -> Value {
+    let cells: Vec<_> = projected["per_cell"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|c| c["never_reached"] == true)
+        .filter(|c| c[flag] == true)
         .cloned()
         .collect();
-    json!(never)
+    json!(cells)
 }
 
 /// Writes the plan beside the release's folder, as `RELEASE.plan.json`.
@@ -206,8 +208,9 @@ fn headline(
         },
         cost::short(projection.spent),
     );
-    let reached = if projection.never_reached > 0 {
-        let reached = cells - projection.never_reached;
+    let unreached = projection.never_reached + projection.beyond_model;
+    let reached = if unreached > 0 {
+        let reached = cells - unreached;
         format!(
             " to fill the {reached} cell{} the sample reached",
             if reached == 1 { "" } else { "s" }

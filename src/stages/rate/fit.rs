@@ -236,6 +236,52 @@ pub(crate) fn mates(features: &Features) -> bool {
     features.get("ends_in_mate").is_some_and(|v| v > 0.0)
 }
 
+/// The ratings a model gives without extrapolating, per model group: its
+/// recalibration map's ends moved by the group's shift, within the
+/// rating range.
+///
+/// Why it matters: the map holds, for each output of the trees, the mean
+/// true rating of the held-out puzzles that got it, so it tops out below
+/// the hardest puzzles' ratings (a noisy estimate regresses to the mean).
+/// A target cell above a group's top is not filled by puzzles rated as
+/// calibrated, whatever the budget; generation names such cells instead
+/// of counting them as merely not reached yet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelReach {
+    /// `[group]`: the lowest and highest rating, rounded as ratings are.
+    ranges: Vec<(i32, i32)>,
+}
+
+impl ModelReach {
+    pub fn of(model: &RatingModel) -> Option<Self> {
+        let (low, high) = model.estimator.recalibration.ends()?;
+        let ranges = (0..MODEL_GROUPS.len())
+            .map(|group| {
+                let shift = model.estimator.shifts.shift(group);
+                let rating =
+                    |r: f64| (r + shift).clamp(RATING_FLOOR, RATING_CEILING).round() as i32;
+                (rating(low), rating(high))
+            })
+            .collect();
+        Some(Self { ranges })
+    }
+
+    /// The lowest and highest calibrated rating of a puzzle of
+    /// `solver_moves` (a mate or not).
+    pub fn range(&self, solver_moves: usize, mate: bool) -> (i32, i32) {
+        self.ranges
+            .get(model_group(solver_moves, mate))
+            .copied()
+            .unwrap_or((RATING_FLOOR as i32, RATING_CEILING as i32))
+    }
+
+    /// Whether such a puzzle can be rated within the bin `(lo, hi]`.
+    pub fn reaches(&self, solver_moves: usize, mate: bool, lo: i32, hi: i32) -> bool {
+        let (low, high) = self.range(solver_moves, mate);
+        high > lo && low <= hi
+    }
+}
+
 /// The fitted rating model, as stored in a release.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

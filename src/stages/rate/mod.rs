@@ -347,4 +347,34 @@ mod tests {
         assert_eq!(model_group(2, true), 2);
         assert_eq!(model_group(5, false), 3);
     }
+
+    /// The committed model's calibrated reach: every rating bin of the
+    /// APO shape but its top ones. The test reads the file generation rates
+    /// with, so a model that reached further would fail it and the
+    /// generation docs' statement about the top bins with it.
+    #[test]
+    fn the_committed_model_reaches_up_to_about_2600() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json");
+        let model = RatingModel::load(&path).expect("the committed model loads");
+        let reach = ModelReach::of(&model).expect("a map with points");
+        let (low, high) = reach.range(4, false);
+        assert!((2550..2650).contains(&high), "3+ moves top out at {high}");
+        assert!(low <= 500, "3+ moves start at {low}");
+        assert!(reach.reaches(3, true, 2500, 2600));
+        assert!(!reach.reaches(3, true, 2700, 2800));
+        assert!(!reach.reaches(5, false, 2700, 2800));
+        // A bin is reached when any rating in (lo, hi] is: the top itself.
+        assert!(reach.reaches(3, false, high - 1, high + 99));
+        assert!(!reach.reaches(3, false, high, high + 100));
+        // The single-move non-mates sit about 300 lower.
+        let (one_low, one_high) = reach.range(1, false);
+        assert!(
+            one_high < high - 200 && one_low == 400,
+            "{one_low}-{one_high}"
+        );
+        // Every cell of the APO shape's 1-2 move band, 400-2000, is reached.
+        for (moves, mate) in [(1, true), (1, false), (2, true), (2, false)] {
+            assert!(reach.reaches(moves, mate, 400, 500) && reach.reaches(moves, mate, 1900, 2000));
+        }
+    }
 }

@@ -283,6 +283,12 @@ impl Recalibration {
             .unwrap_or(output)
     }
 
+    /// The ratings at the map's two ends: beyond them it only
+    /// extrapolates, past every held-out output it was fitted on.
+    pub fn ends(&self) -> Option<(f64, f64)> {
+        Some((self.points.first()?.1, self.points.last()?.1))
+    }
+
     /// The map for many outputs (builds the regression once).
     pub fn apply_all(&self, outputs: &[f64]) -> Vec<f64> {
         match self.regression() {
