@@ -598,11 +598,11 @@ impl Projection {
             named.push(format!("... ({} more)", cells.len() - NAMED));
         }
         format!(
-            "{indent}{} cell{} beyond the ratings the rating model gives without extrapolating, left out of the total (no budget is projected to fill {}): {}\n",
+            "{indent}{} cell{} beyond the ratings the rating model gives without extrapolating, left out of the total (no budget is projected to fill {them}): {}\n{indent}the run still waits for {them}: take {them} out of the target ([[split.cells]] with train = 0 and test = 0) or rate with a model that reaches {them}\n",
             cells.len(),
             if cells.len() == 1 { " lies" } else { "s lie" },
-            if cells.len() == 1 { "it" } else { "them" },
             named.join(", "),
+            them = if cells.len() == 1 { "it" } else { "them" },
         )
     }
 }
@@ -810,6 +810,7 @@ mod tests {
         let text = plan.human_never_reached(&samples, "", "more");
         assert!(
             text.starts_with("1 cell lies beyond the ratings the rating model gives")
+                && text.contains("take it out of the target ([[split.cells]]")
                 && text.contains("1 cell never reached"),
             "{text}"
         );
