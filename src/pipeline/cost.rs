@@ -375,6 +375,16 @@ pub(crate) fn describe(cell: &Cell) -> String {
     format!("{} {moves}", cell.bin_label())
 }
 
+/// The first few cells by name, then how many more.
+fn first_named(cells: &[&Cell]) -> String {
+    const NAMED: usize = 6;
+    let mut named: Vec<String> = cells.iter().take(NAMED).map(|c| describe(c)).collect();
+    if cells.len() > NAMED {
+        named.push(format!("... ({} more)", cells.len() - NAMED));
+    }
+    named.join(", ")
+}
+
 /// What a user can try for cells never reached, by the kinds among them.
 pub(crate) fn reach_advice(cells: &[&Cell]) -> String {
     let mut ways = Vec::new();
@@ -420,8 +430,17 @@ impl Projection {
 
     /// The cells never reached.
     fn never_reached_cells<'a>(&'a self, samples: &'a [StreamSample]) -> Vec<&'a Cell> {
+        self.cells_costing(samples, |cost| matches!(cost, CellCost::NeverReached(_)))
+    }
+
+    /// The cells whose cost is of the kind `kind` tells.
+    fn cells_costing<'a>(
+        &'a self,
+        samples: &'a [StreamSample],
+        kind: fn(&CellCost) -> bool,
+    ) -> Vec<&'a Cell> {
         self.cell_rows(samples)
-            .filter(|(_, _, cost)| matches!(cost, CellCost::NeverReached(_)))
+            .filter(|(_, _, cost)| kind(cost))
             .map(|(_, cell, _)| &cell.cell)
             .collect()
     }
@@ -567,16 +586,11 @@ impl Projection {
             ),
             _ => String::new(),
         };
-        const NAMED: usize = 6;
-        let mut named: Vec<String> = cells.iter().take(NAMED).map(|c| describe(c)).collect();
-        if cells.len() > NAMED {
-            named.push(format!("... ({} more)", cells.len() - NAMED));
-        }
         text.push_str(&format!(
             "{indent}{} cell{} never reached, left out of the total{bound}: {}\n{indent}to reach them: {more}, or {}\n",
             cells.len(),
             if cells.len() == 1 { "" } else { "s" },
-            named.join(", "),
+            first_named(&cells),
             reach_advice(&cells)
         ));
         text
@@ -584,24 +598,15 @@ impl Projection {
 
     /// The cells beyond the rating model's reach, in a line.
     fn human_beyond_model(&self, samples: &[StreamSample], indent: &str) -> String {
-        let cells: Vec<&Cell> = self
-            .cell_rows(samples)
-            .filter(|(_, _, cost)| **cost == CellCost::BeyondModel)
-            .map(|(_, cell, _)| &cell.cell)
-            .collect();
+        let cells = self.cells_costing(samples, |cost| *cost == CellCost::BeyondModel);
         if cells.is_empty() {
             return String::new();
-        }
-        const NAMED: usize = 6;
-        let mut named: Vec<String> = cells.iter().take(NAMED).map(|c| describe(c)).collect();
-        if cells.len() > NAMED {
-            named.push(format!("... ({} more)", cells.len() - NAMED));
         }
         format!(
             "{indent}{} cell{} beyond the ratings the rating model gives without extrapolating, left out of the total (no budget is projected to fill {them}): {}\n{indent}the run still waits for {them}: take {them} out of the target ([[split.cells]] with train = 0 and test = 0) or rate with a model that reaches {them}\n",
             cells.len(),
             if cells.len() == 1 { " lies" } else { "s lie" },
-            named.join(", "),
+            first_named(&cells),
             them = if cells.len() == 1 { "it" } else { "them" },
         )
     }
