@@ -195,7 +195,18 @@ pub(crate) fn parse_move(position: &Chess, uci: &str) -> Result<Move, LineError>
 
 /// Checks that an already read UCI move is legal in `position`.
 pub(crate) fn legal_move(position: &Chess, uci: &UciMove) -> Result<Move, LineError> {
-    uci.to_move(position).map_err(|_| illegal_move(uci, None))
+    legal_move_at(position, uci, None)
+}
+
+/// [`legal_move`] for the `number`-th move of a line (1-based), which the
+/// detail names.
+#[inline]
+fn legal_move_at(
+    position: &Chess,
+    uci: &UciMove,
+    number: Option<usize>,
+) -> Result<Move, LineError> {
+    uci.to_move(position).map_err(|_| illegal_move(uci, number))
 }
 
 /// [`parse_move`] for the `number`-th move of a line (1-based), which the
@@ -205,8 +216,7 @@ fn read_move(position: &Chess, text: &[u8], number: Option<usize>) -> Result<Mov
     let Ok(uci) = UciMove::from_ascii(text) else {
         return Err(not_uci(text, number));
     };
-    uci.to_move(position)
-        .map_err(|_| illegal_move(&uci, number))
+    legal_move_at(position, &uci, number)
 }
 
 // The errors are built apart from the checks (and marked cold) so that the
@@ -335,9 +345,7 @@ impl PuzzleLine {
     /// it was when it is not.
     pub(crate) fn play_move(&mut self, uci: UciMove) -> Result<Move, LineError> {
         let before = self.last_position();
-        let m = uci
-            .to_move(before)
-            .map_err(|_| illegal_move(&uci, Some(self.moves.len() + 1)))?;
+        let m = legal_move_at(before, &uci, Some(self.moves.len() + 1))?;
         let mut after = before.clone();
         after.play_unchecked(m);
         self.positions.push(after);
