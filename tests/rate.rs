@@ -398,6 +398,7 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
     let input = dir.path().join("mined.csv");
     write_puzzles(&input, &puzzles_to_rate()[..2]).expect("write input");
     let features = dir.path().join("features.csv");
+    let store = dir.path().join("store");
     let calibrate = |model: &Path, threads: &str| {
         let output = Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
             .env("RAYON_NUM_THREADS", threads)
@@ -419,6 +420,8 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
             .arg(data("apo_puzzle_train.csv"))
             .arg("--features-out")
             .arg(&features)
+            .arg("--features")
+            .arg(&store)
             .arg("--save-model")
             .arg(model)
             .args(["--engine", STOCKFISH, "--workers", "2", "--json"])
@@ -476,4 +479,102 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
         "the model's bytes depend on the thread count or on the cache"
     );
     RatingModel::load(&first_model).expect("the model loads");
+}
+
+/// The part files of the one feature version in a store.
+fn store_parts(store: &Path) -> Vec<PathBuf> {
+    let versions: Vec<PathBuf> = std::fs::read_dir(store)
+        .expect("the store")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    assert_eq!(versions.len(), 1, "one feature version: {versions:?}");
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(&versions[0])
+        .expect("the version folder")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".csv.zst"))
+        .collect();
+    parts.sort();
+    parts
+}
+
+/// The feature store: three shards fill one store; a fit on the stored
+/// rows computes nothing and writes the same model bytes as a fit that
+/// computed every row itself; a lost part is computed again, alone, to the
+/// same bytes.
+#[test]
+fn feature_store_is_shardable_resumable_and_rebuilds_the_same_model() {
+    require_stockfish();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &tiny_config());
+    let calibration = dir.path().join("lichess.csv");
+    write_puzzles(&calibration, &calibration_rows()).expect("write calibration rows");
+    let store = dir.path().join("store");
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "--calibrate",
+            calibration.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_slice(&rate(&args).stdout).expect("JSON summary")
+    };
+    let store_arg = store.to_str().unwrap();
+    let mut computed_by_shard = Vec::new();
+    for shard in ["0/3", "1/3", "2/3"] {
+        let summary = run(&["--features", store_arg, "--shard", shard]);
+        assert!(summary["calibration"].is_null(), "a shard fits nothing");
+        computed_by_shard.push(summary["features"]["computed"].as_u64().expect("computed"));
+    }
+    let rows = run(&["--features", store_arg, "--features-only"])["features"].clone();
+    assert_eq!(rows["computed"], 0, "the shards left nothing: {rows}");
+    assert_eq!(rows["missing"], 0);
+    let total = rows["rows"].as_u64().expect("rows");
+    assert_eq!(computed_by_shard.iter().sum::<u64>(), total);
+    assert!(total > 24, "the 24 puzzles and their proxies");
+    let parts = store_parts(&store);
+    assert_eq!(parts.len(), 3, "one part a shard");
+
+    let from_store = dir.path().join("from-store.json");
+    let refit = run(&[
+        "--features",
+        store_arg,
+        "--stored-only",
+        "--save-model",
+        from_store.to_str().unwrap(),
+    ]);
+    assert_eq!(refit["features"]["computed"], 0);
+    assert_eq!(refit["calibration"]["cached_rows"], total);
+
+    let fresh_store = dir.path().join("fresh");
+    let computed_now = dir.path().join("computed.json");
+    let fresh = run(&[
+        "--features",
+        fresh_store.to_str().unwrap(),
+        "--save-model",
+        computed_now.to_str().unwrap(),
+    ]);
+    assert_eq!(fresh["features"]["computed"], total);
+    let bytes = |p: &Path| std::fs::read(p).expect("read");
+    assert!(
+        bytes(&from_store) == bytes(&computed_now),
+        "the model rebuilt from the store differs from the one fitted as its rows were computed"
+    );
+
+    // A lost part (an interrupted copy): only its rows are computed again.
+    let lost = bytes(&parts[1]);
+    std::fs::remove_file(&parts[1]).expect("remove a part");
+    let resumed = run(&["--features", store_arg, "--features-only"]);
+    let again = resumed["features"]["computed"].as_u64().expect("computed");
+    assert!(
+        computed_by_shard.contains(&again) && again > 0,
+        "{again} rows computed again, the shards computed {computed_by_shard:?}"
+    );
+    let parts_after = store_parts(&store);
+    assert_eq!(
+        parts_after, parts,
+        "the part is written again under its name"
+    );
+    assert!(bytes(&parts[1]) == lost, "to the same bytes");
 }

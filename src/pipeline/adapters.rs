@@ -443,7 +443,7 @@ impl Stage for Rate {
                 output: &folder.scratch_path(&output),
                 calibrate: &[],
                 save_model: None,
-                features_out: None,
+                features: Default::default(),
                 config: &self.section,
                 engine: engine.spec.clone(),
                 pool: engine.pool.clone(),

@@ -1487,7 +1487,7 @@ fn rate_batch(settings: &Settings, engine: Engine<'_>, mined: &Path, rated: &Pat
         output: rated,
         calibrate: &[],
         save_model: None,
-        features_out: None,
+        features: Default::default(),
         config: &settings.rate,
         engine: engine.spec.clone(),
         pool: engine.pool.clone(),

@@ -18,6 +18,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use super::metrics::{self, PositionRecord, Samples, group, mean, variance};
+use super::puzzle_rating::PuzzleRating;
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
 use crate::core::summary::Summary;
@@ -163,6 +164,14 @@ fn rating_bin_width(run: &Path) -> i32 {
         .map_or(100, |w| w as i32)
 }
 
+/// A run's puzzle rating, as its `report.json` gives it (none for runs
+/// written before it was reported).
+fn puzzle_rating(run: &Path) -> Option<PuzzleRating> {
+    let text = std::fs::read_to_string(run.join("report.json")).ok()?;
+    let report: serde_json::Value = serde_json::from_str(&text).ok()?;
+    serde_json::from_value(report.get("puzzle_rating")?.clone()).ok()
+}
+
 fn fmt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.4}"))
 }
@@ -186,9 +195,11 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         }
         cells.insert(dimension.to_string(), by_cell);
     }
+    let (rating_a, rating_b) = (puzzle_rating(&args.run_a), puzzle_rating(&args.run_b));
     let json = json!({
         "run_a": args.run_a.display().to_string(),
         "run_b": args.run_b.display().to_string(),
+        "puzzle_rating": {"a": rating_a, "b": rating_b},
         "overall": overall,
         "cells": cells,
     });
@@ -214,6 +225,14 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         }
     };
     table(&mut md, &overall);
+    let label =
+        |r: &Option<PuzzleRating>| r.as_ref().map_or_else(|| "-".into(), PuzzleRating::label);
+    let rating_line = format!(
+        "\npuzzle rating (Lichess scale, 95% interval): A {}, B {}\n",
+        label(&rating_a),
+        label(&rating_b)
+    );
+    md.push_str(&rating_line);
     for (dimension, by_cell) in &cells {
         let _ = writeln!(md, "\n## By {}\n", dimension.replace('_', " "));
         for (cell, diffs) in metrics::ordered_cells(dimension, by_cell) {
@@ -232,6 +251,7 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
     }
     let mut human = String::new();
     table(&mut human, &overall);
+    human.push_str(&rating_line);
     Ok(Summary::new(human, json))
 }
 

@@ -15,6 +15,7 @@ pub(crate) mod metrics;
 pub mod parse;
 pub(crate) mod players;
 pub(crate) mod prompt;
+pub mod puzzle_rating;
 pub(crate) mod report;
 pub(crate) mod scoring;
 pub mod rollout;
@@ -428,7 +429,9 @@ pub(crate) fn run_eval_with(
             config.rating_bin_width,
         )
     });
+    let puzzle_rating = puzzle_rating::report(&records, puzzles);
     let output = RunOutput {
+        puzzle_rating,
         records,
         answers,
         jobs,

@@ -17,6 +17,7 @@ use super::config::EvalConfig;
 use super::ladder::{self, Ladder};
 use super::metrics::{self, Breakdowns, CellMetrics, PositionRecord, breakdowns};
 use super::players::Answer;
+use super::puzzle_rating::PuzzleRatingReport;
 use super::task::Job;
 use super::task::PositionTask;
 use crate::core::fileio::{AtomicFile, write_atomic};
@@ -35,6 +36,9 @@ pub(crate) struct RunOutput {
     /// Positions whose Maia probabilities came from the cache, and those
     /// the nets ran on (when any net was used).
     pub maia_positions: Option<(usize, usize)>,
+    /// The player's puzzle rating on the Lichess scale, when the puzzles
+    /// have ratings.
+    pub puzzle_rating: Option<PuzzleRatingReport>,
 }
 
 /// What was run, as recorded in `config.json` and `report.json`.
@@ -146,7 +150,14 @@ pub(crate) fn write_run(
     write_jsonl(&dir.join("positions.jsonl"), records)?;
     write_calls(dir, output, tasks)?;
     write_runtime(dir, output, wall)?;
-    let pictures = draw_pictures(dir, run, &b, records, output.ladder.as_ref())?;
+    let pictures = draw_pictures(
+        dir,
+        run,
+        &b,
+        records,
+        output.ladder.as_ref(),
+        output.puzzle_rating.as_ref(),
+    )?;
     let md = markdown(run, output, &b, &verdicts, &usage, &pictures);
     write_atomic(&dir.join("report.md"), md.as_bytes())?;
     Ok(command_summary(dir, run, output, &b))
@@ -203,6 +214,7 @@ fn report_json(
                 "cost_usd": usage.cost,
             }),
         );
+        map.insert("puzzle_rating".into(), json!(output.puzzle_rating));
         map.insert("engine".into(), json!(output.engine_id));
         map.insert("notes".into(), json!(output.notes));
         map.insert("breakdowns".into(), json!(b.by));
@@ -305,6 +317,13 @@ fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, b: &Breakdowns
         fmt_opt(o.median_regret),
         dir.join("report.md").display()
     );
+    if let Some(r) = &output.puzzle_rating {
+        let _ = write!(
+            human,
+            "\npuzzle rating (Lichess scale): {}",
+            r.overall.label()
+        );
+    }
     if let Some(e) = &equivalent {
         let _ = write!(
             human,
@@ -316,6 +335,7 @@ fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, b: &Breakdowns
     if let Value::Object(map) = &mut json {
         map.insert("run_dir".into(), json!(dir.display().to_string()));
         map.insert("http_requests".into(), json!(output.http_requests));
+        map.insert("puzzle_rating".into(), json!(output.puzzle_rating));
         map.insert(
             "human_equivalent_rating".into(),
             json!(equivalent.map(|e| json!({"label": e.label, "rating": e.rating}))),
@@ -396,6 +416,19 @@ fn headline_table(md: &mut String, output: &RunOutput, o: &CellMetrics, usage: &
         pct(o.puzzle_accuracy_se)
     );
     let _ = writeln!(md, "| position accuracy | {} |", pct(o.position_accuracy));
+    if let Some(r) = &output.puzzle_rating {
+        let lengths: Vec<String> = r
+            .by_length
+            .iter()
+            .map(|(length, rating)| format!("{length}: {}", rating.label()))
+            .collect();
+        let _ = writeln!(
+            md,
+            "| puzzle rating (Lichess scale, Glicko-2 fit) | {} |\n| puzzle rating by solver moves | {} |",
+            r.overall.label(),
+            lengths.join("; ")
+        );
+    }
     if let Some(l) = &output.ladder {
         let _ = writeln!(
             md,
@@ -477,6 +510,7 @@ fn draw_pictures(
     b: &Breakdowns,
     records: &[PositionRecord],
     human_ladder: Option<&Ladder>,
+    output_rating: Option<&PuzzleRatingReport>,
 ) -> Result<Vec<(&'static str, &'static str)>> {
     let mut drawn = Vec::new();
     let rating_cells = b.by.get("rating_bin").cloned().unwrap_or_default();
@@ -549,6 +583,11 @@ fn draw_pictures(
         )?;
         drawn.push((title, file));
     }
+    if let Some(r) = &output_rating
+        && puzzle_rating_chart(&dir.join(RATING_PICTURE), r, run.config.rating_bin_width)?
+    {
+        drawn.push(("Puzzle rating", RATING_PICTURE));
+    }
     if let Some(l) = human_ladder
         && ladder::draw_ladder(&dir.join(LADDER_PICTURE), l, &run.model, b)?
     {
@@ -572,9 +611,14 @@ fn draw_pictures(
 /// nets and the player; the human-equivalent rating).
 const LADDER_PICTURE: &str = "human_ladder.svg";
 
+/// The puzzle rating's picture: the solve rate by rating bin beside the
+/// fitted Glicko-2 curve.
+const RATING_PICTURE: &str = "puzzle_rating.svg";
+
 /// Every picture a report may hold.
-const PICTURES: [&str; 4] = [
+const PICTURES: [&str; 5] = [
     "accuracy_by_rating.svg",
+    RATING_PICTURE,
     "regret_distribution.svg",
     "illegal_rate_by_template.svg",
     LADDER_PICTURE,
@@ -651,6 +695,97 @@ pub(crate) fn bar_chart(
         root.present().map_err(plot_error)?;
     }
     write_atomic(path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The solve rate of the attempts in each rating bin (± 1 se), at the
+/// bin's mean puzzle rating, beside the fitted rating's Glicko-2 curve (at
+/// the attempts' median puzzle deviation). False when there is nothing to
+/// draw.
+fn puzzle_rating_chart(path: &Path, report: &PuzzleRatingReport, bin_width: i32) -> Result<bool> {
+    let width = f64::from(bin_width.max(1));
+    let mut bins: BTreeMap<i64, (f64, f64, f64)> = BTreeMap::new();
+    for a in &report.attempts {
+        let bin = bins.entry((a.rating / width).floor() as i64).or_default();
+        bin.0 += 1.0;
+        bin.1 += f64::from(u8::from(a.solved));
+        bin.2 += a.rating;
+    }
+    if bins.is_empty() {
+        return Ok(false);
+    }
+    let points: Vec<(f64, f64, f64)> = bins
+        .values()
+        .map(|(n, solved, sum)| {
+            let rate = solved / n;
+            (sum / n, rate, (rate * (1.0 - rate) / n).sqrt())
+        })
+        .collect();
+    let mut deviations: Vec<f64> = report.attempts.iter().map(|a| a.deviation).collect();
+    deviations.sort_by(f64::total_cmp);
+    let deviation = deviations[deviations.len() / 2];
+    let lowest = points.first().map_or(0.0, |p| p.0) - width;
+    let highest = points.last().map_or(0.0, |p| p.0) + width;
+    let rating = report.overall.rating;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                format!(
+                    "Solve rate by puzzle rating (± 1 se) and the fitted rating {}",
+                    report.overall.label()
+                ),
+                ("sans-serif", 18),
+            )
+            .margin(15)
+            .x_label_area_size(50)
+            .y_label_area_size(60)
+            .build_cartesian_2d(lowest..highest, 0f64..1.0)
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("puzzle rating")
+            .y_desc("solve rate")
+            .x_labels(10)
+            .draw()
+            .map_err(plot_error)?;
+        let steps = 200;
+        chart
+            .draw_series(LineSeries::new(
+                (0..=steps).map(|i| {
+                    let x = lowest + (highest - lowest) * f64::from(i) / f64::from(steps);
+                    (
+                        x,
+                        super::puzzle_rating::expected_score(rating, x, deviation),
+                    )
+                }),
+                RED.stroke_width(2),
+            ))
+            .map_err(plot_error)?;
+        chart
+            .draw_series(points.iter().map(|(x, rate, se)| {
+                ErrorBar::new_vertical(
+                    *x,
+                    (rate - se).max(0.0),
+                    *rate,
+                    (rate + se).min(1.0),
+                    BLUE.filled(),
+                    8,
+                )
+            }))
+            .map_err(plot_error)?;
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|(x, rate, _)| Circle::new((*x, *rate), 4, BLUE.filled())),
+            )
+            .map_err(plot_error)?;
+        root.present().map_err(plot_error)?;
+    }
+    write_atomic(path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(true)
 }
 
 fn plot_error(e: impl std::fmt::Display) -> anyhow::Error {

@@ -20,10 +20,12 @@ use super::features::FORMAT_2_FEATURES;
 use super::features::{Features, feature_names};
 use super::fit::*;
 use super::model::{BAND_WIDTH, Estimator, FitRows, band_weights, pick};
+use super::store::{FeatureSettings, FeatureStore, ROWS_PER_PART, row_key, stored};
 use crate::chess::columns::Column;
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 use crate::core::seed::{self, Domain, Key};
+use crate::core::shard::Shard;
 use crate::engine::pool::EnginePool;
 use crate::maia::{DEFAULT_MODELS_DIR, MaiaNets};
 
@@ -95,6 +97,66 @@ pub struct CalibrationReport {
     pub seed: u64,
     pub held_out: Vec<HeldOut>,
     pub bands: Vec<BandTable>,
+    pub reach: ReachFigures,
+}
+
+/// Held-out figures of one group of whole puzzles whose true rating lies
+/// in 400-2800 (the range releases draw from).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InRangeFigures {
+    pub group: String,
+    pub rows: usize,
+    pub spearman: Option<f64>,
+    pub rmse: f64,
+}
+
+/// The rows whose held-out estimate falls in one 200-point band.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReachBand {
+    /// Lower edge of the band of the estimate.
+    pub band: i32,
+    pub rows: usize,
+    pub mean_estimate: f64,
+    /// Mean true rating minus mean estimate.
+    pub miss: f64,
+}
+
+/// The estimates at one end of the scale.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EndFigures {
+    /// "above 2600" or "at or below 700".
+    pub end: String,
+    pub rows: usize,
+    /// Share of the group's estimates at this end.
+    pub share: f64,
+    /// Share of the group's true ratings at this end.
+    pub true_share: f64,
+    /// Mean true rating minus mean estimate of these rows.
+    pub miss: f64,
+}
+
+/// How far the held-out estimates reach and how well they hold there, for
+/// one group of whole puzzles.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct GroupReach {
+    pub group: String,
+    pub rows: usize,
+    pub lowest_estimate: f64,
+    pub highest_estimate: f64,
+    /// By 200-point band of the estimate.
+    pub bands: Vec<ReachBand>,
+    pub ends: Vec<EndFigures>,
+}
+
+/// The figures the model is held to: in-range ranking by solver length,
+/// and calibration by 200-point band out to both ends.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReachFigures {
+    /// Per length group (1, 2, 3-5, 6+ solver moves) and all.
+    pub in_range: Vec<InRangeFigures>,
+    /// Every whole puzzle, and the generated puzzles' shape (single-move
+    /// non-mates).
+    pub groups: Vec<GroupReach>,
 }
 
 fn fmt_option(v: Option<f64>) -> String {
@@ -135,6 +197,42 @@ impl CalibrationReport {
                 100.0 * h.reference_within_deviation,
                 fmt_option(h.length_spearman)
             ));
+        }
+        out.push_str("  true rating 400-2800: group  rows  spearman  rmse\n");
+        for f in &self.reach.in_range {
+            out.push_str(&format!(
+                "    {:<12} {:>5}  {:>8}  {:>4.0}\n",
+                f.group,
+                f.rows,
+                fmt_option(f.spearman),
+                f.rmse
+            ));
+        }
+        for g in &self.reach.groups {
+            out.push_str(&format!(
+                "  reach ({}, {} rows): estimates {:.0}-{:.0}; by 200-point band of the \
+                 estimate: band rows miss\n",
+                g.group, g.rows, g.lowest_estimate, g.highest_estimate
+            ));
+            for b in &g.bands {
+                out.push_str(&format!(
+                    "    {:>4}-{:<4} {:>5}  {:>+4.0}\n",
+                    b.band,
+                    b.band + REACH_BAND as i32,
+                    b.rows,
+                    b.miss
+                ));
+            }
+            for e in &g.ends {
+                out.push_str(&format!(
+                    "    estimates {}: {} rows, {:.1}% (true ratings there: {:.1}%), mean miss {:+.0}\n",
+                    e.end,
+                    e.rows,
+                    100.0 * e.share,
+                    100.0 * e.true_share,
+                    e.miss
+                ));
+            }
         }
         for table in &self.bands {
             out.push_str(&format!(
@@ -224,6 +322,37 @@ fn single_move_proxy(puzzle: &Puzzle) -> Option<Puzzle> {
     Some(proxy)
 }
 
+/// The calibration rows of rated puzzles: each puzzle, and after it the
+/// single-move proxy of a longer one when proxies are on and the proxy is
+/// among the `proxy_share` picked by its content hash (the same puzzles
+/// at every run, whatever the seed). Returns the rows and which are
+/// proxies.
+fn candidate_rows(lichess: Vec<Puzzle>, config: &RateConfig) -> (Vec<Puzzle>, Vec<bool>) {
+    let mut puzzles = Vec::new();
+    let mut proxy = Vec::new();
+    for puzzle in lichess {
+        let cut = config
+            .proxies
+            .then(|| single_move_proxy(&puzzle))
+            .flatten()
+            .filter(|cut| picked(cut, config.proxy_share));
+        puzzles.push(puzzle);
+        proxy.push(false);
+        if let Some(cut) = cut {
+            puzzles.push(cut);
+            proxy.push(true);
+        }
+    }
+    (puzzles, proxy)
+}
+
+/// Whether a row is among the `share` of rows picked by content hash.
+fn picked(puzzle: &Puzzle, share: f64) -> bool {
+    let (_, content) = row_key(puzzle);
+    let draw = u32::from_str_radix(&content[..8], 16).unwrap_or(0);
+    f64::from(draw) / 4_294_967_296.0 < share
+}
+
 /// The game a calibration row was cut from (its Lichess game id, else its
 /// puzzle id): puzzles of one game, and a puzzle and its proxy, look alike,
 /// so they must never sit on both sides of a fold.
@@ -252,18 +381,7 @@ struct CalibrationRows {
 }
 
 impl CalibrationRows {
-    fn new(lichess: Vec<Puzzle>, config: &RateConfig) -> Self {
-        let mut puzzles = Vec::new();
-        let mut proxy = Vec::new();
-        for puzzle in lichess {
-            let cut = config.proxies.then(|| single_move_proxy(&puzzle)).flatten();
-            puzzles.push(puzzle);
-            proxy.push(false);
-            if let Some(cut) = cut {
-                puzzles.push(cut);
-                proxy.push(true);
-            }
-        }
+    fn new(puzzles: Vec<Puzzle>, proxy: Vec<bool>, config: &RateConfig) -> Self {
         let keys: Vec<String> = puzzles.iter().map(source_game).collect();
         let mut games: Vec<&String> = keys.iter().collect();
         games.sort();
@@ -297,85 +415,18 @@ impl CalibrationRows {
     }
 }
 
-/// The settings features depend on, written beside a features file: a
-/// cache is reused only under the same ones.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-struct FeatureSettings {
-    engine: String,
-    seed: u64,
-    signals: SignalConfig,
-    maia: MaiaSpec,
-    features: Vec<String>,
-}
-
-fn settings_path(features: &Path) -> PathBuf {
-    let mut name = features.as_os_str().to_owned();
-    name.push(".json");
-    PathBuf::from(name)
-}
-
-/// The cached features of a features file written with `settings`, by
-/// row id; empty when there is no such file or it was written otherwise.
-fn read_cached_features(
-    path: &Path,
-    settings: &FeatureSettings,
-) -> Result<HashMap<String, Features>> {
-    let Ok(text) = std::fs::read_to_string(settings_path(path)) else {
-        return Ok(HashMap::new());
-    };
-    match serde_json::from_str::<FeatureSettings>(&text) {
-        Ok(found) if found == *settings => {}
-        _ => return Ok(HashMap::new()),
-    }
-    let mut reader = csv::Reader::from_path(path)
-        .with_context(|| format!("reading the features {}", path.display()))?;
-    let width = settings.features.len();
-    let mut cached = HashMap::new();
-    for (line, record) in reader.records().enumerate() {
-        let record = record.with_context(|| format!("reading the features {}", path.display()))?;
-        let bad = |what: &str| {
-            bad_input(format!(
-                "{} line {}: {what}; delete the file to compute the features again",
-                path.display(),
-                line + 2
-            ))
-        };
-        if record.len() != 6 + width {
-            return Err(bad(&format!("{} fields, not {}", record.len(), 6 + width)));
-        }
-        let values = (6..6 + width)
-            .map(|j| record[j].parse::<f64>())
-            .collect::<std::result::Result<Vec<f64>, _>>()
-            .map_err(|e| bad(&format!("a feature is not a number ({e})")))?;
-        let baseline_solve_rate = match &record[5] {
-            "" => None,
-            text => Some(
-                text.parse::<f64>()
-                    .map_err(|e| bad(&format!("baseline_solve_rate: {e}")))?,
-            ),
-        };
-        cached.insert(
-            record[0].to_string(),
-            Features {
-                values,
-                baseline_solve_rate,
-            },
-        );
-    }
-    Ok(cached)
-}
-
-/// Writes the calibration rows' features as CSV: id, solver moves, rating,
-/// whether the row is a proxy, its fold, the plain-ladder solve rate (empty
-/// unless measured), then the features; and the settings beside it.
+/// Writes the calibration rows' features as CSV (`--features-out`): id,
+/// solver moves, rating, whether the row is a proxy, its fold, the
+/// plain-ladder solve rate (empty unless measured), then the features.
+/// A table to read, not a cache: the store keeps rows for refits.
 fn write_features(
     path: &Path,
     rows: &CalibrationRows,
     features: &[Features],
-    settings: &FeatureSettings,
+    names: &[String],
 ) -> Result<()> {
     let mut text = String::from("PuzzleId,SolverMoves,Rating,proxy,fold,baseline_solve_rate");
-    for name in &settings.features {
+    for name in names {
         text.push(',');
         text.push_str(name);
     }
@@ -398,58 +449,173 @@ fn write_features(
         text.push('\n');
     }
     crate::core::fileio::write_atomic(path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-    let settings_text = serde_json::to_string_pretty(settings)?;
-    crate::core::fileio::write_atomic(
-        &settings_path(path),
-        format!("{settings_text}\n").as_bytes(),
-    )
-    .with_context(|| format!("writing {}", settings_path(path).display()))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
-/// The features of every calibration row: from the cache where it holds
-/// them, computed otherwise. Also returns how many came from the cache.
+/// Where a calibration's features come from and go.
+#[derive(Clone, Debug, Default)]
+pub struct FeatureJob<'a> {
+    /// The feature store (`--features DIR`): rows found there are not
+    /// computed again, rows computed are added in parts as they finish.
+    pub store: Option<&'a Path>,
+    /// Compute only this slice of the rows (in the store's order), and
+    /// fit nothing: shards on several machines fill one store.
+    pub shard: Option<Shard>,
+    /// Compute the missing features, fit nothing (`--features-only`).
+    pub features_only: bool,
+    /// Fit on the rows the store holds, computing none (`--stored-only`).
+    pub stored_only: bool,
+    /// Write the rows' features with their folds as a table here.
+    pub table: Option<&'a Path>,
+}
+
+/// What a feature extraction did.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExtractionReport {
+    /// The store's folder of this feature version.
+    pub store: String,
+    /// Calibration rows (whole puzzles and proxies) the files give.
+    pub rows: usize,
+    /// Of them, held by the store before this run.
+    pub stored_before: usize,
+    /// Computed by this run (this shard's missing rows).
+    pub computed: usize,
+    /// Still missing after this run (every shard's).
+    pub missing: usize,
+    /// Engine CPU-seconds per computed row, when any was computed.
+    pub engine_cpu_seconds_per_row: Option<f64>,
+    /// CPU-seconds per computed row, the engines' and this process's (the
+    /// nets, the board facts) together.
+    pub cpu_seconds_per_row: Option<f64>,
+}
+
+impl ExtractionReport {
+    pub fn human(&self) -> String {
+        format!(
+            "features: {} calibration rows, {} stored before, {} computed now{}, {} still missing \
+             (store {})\n",
+            self.rows,
+            self.stored_before,
+            self.computed,
+            self.cpu_seconds_per_row
+                .zip(self.engine_cpu_seconds_per_row)
+                .map(|(all, engine)| format!(
+                    " ({all:.2} CPU-s a row, {engine:.2} of it the engine's)"
+                ))
+                .unwrap_or_default(),
+            self.missing,
+            self.store
+        )
+    }
+}
+
+/// CPU seconds so far: the engines' (every process of the pool) and this
+/// process's own (the nets, the board facts).
+fn cpu_seconds(pool: &EnginePool) -> (f64, f64) {
+    let engines = pool.stats().iter().map(|s| s.process_cpu_seconds).sum();
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let own = if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0 {
+        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    } else {
+        0.0
+    };
+    (engines, own)
+}
+
+/// The features of every calibration row, from the store where it holds
+/// them and computed otherwise (batch by batch into the store, when there
+/// is one), as the store keeps them. Rows neither stored nor computed
+/// (`--stored-only`, or another shard's) are `None`.
 fn calibration_features(
     pool: &EnginePool,
     nets: &MaiaNets,
-    rows: &CalibrationRows,
+    candidates: &[Puzzle],
     config: &RateConfig,
-    cache: Option<(&Path, &FeatureSettings)>,
-) -> Result<(Vec<Features>, usize)> {
-    let mut cached = match cache {
-        Some((path, settings)) => read_cached_features(path, settings)?,
-        None => HashMap::new(),
+    settings: &FeatureSettings,
+    job: &FeatureJob,
+) -> Result<(Vec<Option<Features>>, ExtractionReport)> {
+    let mut store = job
+        .store
+        .map(|root| FeatureStore::open(root, settings))
+        .transpose()?;
+    let mut features: Vec<Option<Features>> = candidates
+        .iter()
+        .map(|p| store.as_ref().and_then(|s| s.get(p)).cloned())
+        .collect();
+    let stored_before = features.iter().filter(|f| f.is_some()).count();
+    // The store's order: by content hash, so that a store filled part of
+    // the way holds a sample of every file, band and length.
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by_cached_key(|&i| {
+        let (id, content) = row_key(&candidates[i]);
+        (content, id)
+    });
+    let slice = match job.shard {
+        Some(shard) => {
+            let range = shard.range(order.len() as u64);
+            order[range.start as usize..range.end as usize].to_vec()
+        }
+        None => order,
     };
-    let missing: Vec<&Puzzle> = rows
-        .puzzles
-        .iter()
-        .filter(|p| !cached.contains_key(&p.id))
-        .collect();
-    let computed = compute_features(
-        pool,
-        nets,
-        &missing,
-        &config.signals,
-        config.seed,
-        config.baseline,
-    )?;
-    let reused = rows.puzzles.len() - missing.len();
-    let mut computed: HashMap<&str, Features> = missing
-        .iter()
-        .map(|p| p.id.as_str())
-        .zip(computed)
-        .collect();
-    let features = rows
-        .puzzles
-        .iter()
-        .map(|p| {
-            computed
-                .remove(p.id.as_str())
-                .or_else(|| cached.remove(&p.id))
-                .ok_or_else(|| bad_input(format!("calibration row {} appears twice", p.id)))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((features, reused))
+    let todo: Vec<usize> = if job.stored_only {
+        Vec::new()
+    } else {
+        slice
+            .into_iter()
+            .filter(|&i| features[i].is_none())
+            .collect()
+    };
+    let bar = crate::core::progress::items(todo.len() as u64, "features");
+    let cpu_before = cpu_seconds(pool);
+    let batch = if store.is_some() {
+        ROWS_PER_PART
+    } else {
+        todo.len().max(1)
+    };
+    for chunk in todo.chunks(batch) {
+        let targets: Vec<&Puzzle> = chunk.iter().map(|&i| &candidates[i]).collect();
+        let computed = compute_features_with(
+            pool,
+            nets,
+            &targets,
+            &config.signals,
+            config.seed,
+            config.baseline,
+            &bar,
+        )?;
+        let computed: Vec<Features> = computed.into_iter().map(stored).collect();
+        if let Some(store) = store.as_mut() {
+            let rows: Vec<(&Puzzle, Features)> = targets
+                .iter()
+                .copied()
+                .zip(computed.iter().cloned())
+                .collect();
+            store.add_part(&rows)?;
+        }
+        for (&i, f) in chunk.iter().zip(computed) {
+            features[i] = Some(f);
+        }
+    }
+    bar.finish_and_clear();
+    let cpu_after = cpu_seconds(pool);
+    let engine_cpu = cpu_after.0 - cpu_before.0;
+    let all_cpu = engine_cpu + cpu_after.1 - cpu_before.1;
+    let per_row = |cpu: f64| (!todo.is_empty()).then(|| cpu / todo.len() as f64);
+    let report = ExtractionReport {
+        store: store
+            .as_ref()
+            .map(|s| s.folder().display().to_string())
+            .unwrap_or_default(),
+        rows: candidates.len(),
+        stored_before,
+        computed: todo.len(),
+        missing: features.iter().filter(|f| f.is_none()).count(),
+        engine_cpu_seconds_per_row: per_row(engine_cpu),
+        cpu_seconds_per_row: per_row(all_cpu),
+    };
+    Ok((features, report))
 }
 
 /// Everything the figures are computed from.
@@ -460,6 +626,8 @@ struct Calibration<'a> {
     /// Each row's model group ([`MODEL_GROUPS`]).
     groups: Vec<usize>,
     ratings: Vec<f64>,
+    /// Each row's weight for how certain its rating is.
+    certainty: Vec<f64>,
     config: &'a RateConfig,
 }
 
@@ -468,12 +636,17 @@ impl Calibration<'_> {
     fn fit_rows(&self, index: &[usize]) -> FitRows<'_> {
         let y: Vec<f64> = index.iter().map(|&i| self.ratings[i]).collect();
         let proxy: Vec<bool> = index.iter().map(|&i| self.rows.proxy[i]).collect();
+        let weight = band_weights(&y, &proxy, &self.config.trees)
+            .into_iter()
+            .zip(index)
+            .map(|(w, &i)| w * self.certainty[i])
+            .collect();
         FitRows {
             x: index
                 .iter()
                 .map(|&i| self.features[i].values.as_slice())
                 .collect(),
-            weight: band_weights(&y, &proxy, &self.config.trees),
+            weight,
             y,
             group: index.iter().map(|&i| self.groups[i]).collect(),
             fold: index.iter().map(|&i| self.rows.inner_key(i)).collect(),
@@ -635,18 +808,24 @@ impl ReferenceFit {
     }
 }
 
-/// Computes the features of the calibration rows, measures held-out
-/// figures, and fits the final model on every row.
+/// What a calibration made: the model with its held-out figures, or only
+/// features (`--features-only`, `--shard`).
+pub struct Calibrated {
+    pub model: Option<RatingModel>,
+    pub report: Option<CalibrationReport>,
+    pub extraction: ExtractionReport,
+}
+
+/// Computes (or reads from the store) the features of the calibration
+/// rows, measures held-out figures, and fits the final model on every row.
 pub fn calibrate(
     pool: &EnginePool,
     nets: &MaiaNets,
     files: &[PathBuf],
     config: &RateConfig,
-    features_out: Option<&Path>,
-) -> Result<(RatingModel, CalibrationReport)> {
+    job: &FeatureJob,
+) -> Result<Calibrated> {
     let (lichess, skipped) = read_calibration(files, config)?;
-    let lichess_rows = lichess.len();
-    let rows = CalibrationRows::new(lichess, config);
     let maia = MaiaSpec::of_dir_of(nets, config)?;
     let settings = FeatureSettings {
         engine: pool.engine_id().to_string(),
@@ -655,15 +834,41 @@ pub fn calibrate(
         maia: maia.clone(),
         features: feature_names().iter().map(|s| s.to_string()).collect(),
     };
-    let (features, cached_rows) = calibration_features(
-        pool,
-        nets,
-        &rows,
-        config,
-        features_out.map(|p| (p, &settings)),
-    )?;
-    if let Some(path) = features_out {
-        write_features(path, &rows, &features, &settings)?;
+    let (candidates, candidate_proxy) = candidate_rows(lichess, config);
+    let (features, extraction) =
+        calibration_features(pool, nets, &candidates, config, &settings, job)?;
+    if job.features_only || job.shard.is_some() {
+        return Ok(Calibrated {
+            model: None,
+            report: None,
+            extraction,
+        });
+    }
+    // The rows with features (all of them, unless `--stored-only`).
+    let mut puzzles = Vec::new();
+    let mut proxy = Vec::new();
+    let mut kept = Vec::new();
+    for ((puzzle, is_proxy), f) in candidates.into_iter().zip(candidate_proxy).zip(features) {
+        if let Some(f) = f {
+            puzzles.push(puzzle);
+            proxy.push(is_proxy);
+            kept.push(f);
+        }
+    }
+    let features = kept;
+    let lichess_rows = proxy.iter().filter(|p| !**p).count();
+    if lichess_rows < 2 * config.folds as usize {
+        return Err(bad_input(format!(
+            "calibration needs at least {} rated puzzles with features, {} have them \
+             ({} missing from the store)",
+            2 * config.folds,
+            lichess_rows,
+            extraction.missing
+        )));
+    }
+    let rows = CalibrationRows::new(puzzles, proxy, config);
+    if let Some(path) = job.table {
+        write_features(path, &rows, &features, &settings.features)?;
     }
     let lengths: Vec<usize> = rows.puzzles.iter().map(Puzzle::solver_moves).collect();
     let calibration = Calibration {
@@ -680,12 +885,18 @@ pub fn calibrate(
             .iter()
             .map(|p| f64::from(p.rating.unwrap_or_default()))
             .collect(),
+        certainty: rows
+            .puzzles
+            .iter()
+            .map(|p| certainty_weight(p.rating_deviation))
+            .collect(),
         config,
     };
     let model_rated = calibration.model_out_of_fold()?;
     let reference_rated = calibration.reference_out_of_fold()?;
     let held_out = held_out_figures(&calibration, &model_rated, &reference_rated);
     let bands = band_tables(&calibration, &model_rated.0, &reference_rated.0);
+    let reach = reach_figures(&calibration, &model_rated.0);
     let everything: Vec<usize> = (0..rows.puzzles.len()).collect();
     let estimator = Estimator::fit(
         &calibration.fit_rows(&everything),
@@ -710,14 +921,37 @@ pub fn calibrate(
         proxy_rows: rows.proxy.iter().filter(|p| **p).count(),
         games: rows.games,
         skipped,
-        cached_rows,
+        cached_rows: extraction.stored_before,
         folds: config.folds,
         seed: config.seed,
         held_out,
         bands,
+        reach,
     };
-    Ok((model, report))
+    Ok(Calibrated {
+        model: Some(model),
+        report: Some(report),
+        extraction,
+    })
 }
+
+/// The weight of a calibration row for how certain its rating is: a
+/// Lichess rating is the truth plus noise of its rating deviation (RD), so
+/// a row's miss has the model's own error and that noise in it, and the
+/// least-squares weight is the inverse of their summed variances, relative
+/// to a row of typical RD. Rows without an RD (snapshots that dropped the
+/// column kept only puzzles of RD at most 90) count as typical.
+pub(crate) fn certainty_weight(rating_deviation: Option<i32>) -> f64 {
+    let rd = rating_deviation.map_or(TYPICAL_RATING_DEVIATION, f64::from);
+    let model = MODEL_ERROR * MODEL_ERROR;
+    (model + TYPICAL_RATING_DEVIATION * TYPICAL_RATING_DEVIATION) / (model + rd * rd)
+}
+
+/// The model's typical miss (rating points) the certainty weight adds the
+/// rating's own noise to: about the held-out RMSE.
+const MODEL_ERROR: f64 = 250.0;
+/// The median rating deviation of rated Lichess puzzles.
+const TYPICAL_RATING_DEVIATION: f64 = 90.0;
 
 impl MaiaSpec {
     /// The spec of the nets a calibration loaded (from `[rate] maia`, else
@@ -873,4 +1107,103 @@ fn band_tables(calibration: &Calibration, estimate: &[f64], reference: &[f64]) -
             group: g.name,
         })
         .collect()
+}
+
+/// Width of the bands of the reach figures.
+const REACH_BAND: f64 = 200.0;
+/// The rating range releases draw from, where ranking is measured.
+const RELEASE_RANGE: (f64, f64) = (400.0, 2800.0);
+
+/// The figures the model is held to ([`ReachFigures`]).
+fn reach_figures(calibration: &Calibration, estimate: &[f64]) -> ReachFigures {
+    let rows = calibration.rows;
+    let ratings = &calibration.ratings;
+    let lengths = &calibration.lengths;
+    let whole: Vec<usize> = (0..ratings.len()).filter(|&i| !rows.proxy[i]).collect();
+    let in_range = |i: &usize| (RELEASE_RANGE.0..=RELEASE_RANGE.1).contains(&ratings[*i]);
+    let length_groups: [(&str, usize, usize); 5] = [
+        ("all", 1, usize::MAX),
+        ("1", 1, 1),
+        ("2", 2, 2),
+        ("3-5", 3, 5),
+        ("6+", 6, usize::MAX),
+    ];
+    let in_range = length_groups
+        .iter()
+        .map(|(name, lo, hi)| {
+            let members: Vec<usize> = whole
+                .iter()
+                .copied()
+                .filter(|i| in_range(i) && (*lo..=*hi).contains(&lengths[*i]))
+                .collect();
+            let (e, t) = (pick(estimate, &members), pick(ratings, &members));
+            InRangeFigures {
+                group: name.to_string(),
+                rows: members.len(),
+                spearman: spearman(&e, &t),
+                rmse: rmse(&e, &t),
+            }
+        })
+        .collect();
+    let generated_shape: Vec<usize> = whole
+        .iter()
+        .copied()
+        .filter(|&i| lengths[i] == 1 && !mates(&calibration.features[i]))
+        .collect();
+    let groups = [("all", whole), ("1 non-mate", generated_shape)]
+        .into_iter()
+        .filter(|(_, members)| !members.is_empty())
+        .map(|(name, members)| group_reach(name, &members, estimate, ratings))
+        .collect();
+    ReachFigures { in_range, groups }
+}
+
+fn group_reach(name: &str, members: &[usize], estimate: &[f64], ratings: &[f64]) -> GroupReach {
+    let mut by_band: std::collections::BTreeMap<i32, Vec<usize>> = Default::default();
+    for &i in members {
+        let band = ((estimate[i] / REACH_BAND).floor() * REACH_BAND) as i32;
+        by_band.entry(band).or_default().push(i);
+    }
+    let bands = by_band
+        .into_iter()
+        .map(|(band, rows)| {
+            let e = mean(&pick(estimate, &rows));
+            ReachBand {
+                band,
+                rows: rows.len(),
+                mean_estimate: e,
+                miss: mean(&pick(ratings, &rows)) - e,
+            }
+        })
+        .collect();
+    let ends = [
+        ("above 2600", (|r: f64| r > 2600.0) as fn(f64) -> bool),
+        ("at or below 700", |r: f64| r <= 700.0),
+    ]
+    .into_iter()
+    .map(|(end, at)| {
+        let rows: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| at(estimate[i]))
+            .collect();
+        let true_rows = members.iter().filter(|&&i| at(ratings[i])).count();
+        EndFigures {
+            end: end.to_string(),
+            rows: rows.len(),
+            share: rows.len() as f64 / members.len().max(1) as f64,
+            true_share: true_rows as f64 / members.len().max(1) as f64,
+            miss: mean(&pick(ratings, &rows)) - mean(&pick(estimate, &rows)),
+        }
+    })
+    .collect();
+    let values = pick(estimate, members);
+    GroupReach {
+        group: name.to_string(),
+        rows: members.len(),
+        lowest_estimate: values.iter().copied().fold(f64::INFINITY, f64::min),
+        highest_estimate: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        bands,
+        ends,
+    }
 }

@@ -40,6 +40,10 @@ pub struct RateConfig {
     /// rating as the target). Generated puzzles are mostly single-move and
     /// not mates, a shape the Lichess file holds few of.
     pub proxies: bool,
+    /// The share of the multi-move puzzles whose proxy is added (picked by
+    /// the puzzle's content hash, the same at every run): proxies cost
+    /// engine time, and past a few thousand they add little.
+    pub proxy_share: f64,
     /// What the engine computes per puzzle.
     pub signals: SignalConfig,
     /// The folder of the human-move nets (`maia-1100.pb.gz` ...). Unset:
@@ -62,6 +66,7 @@ impl Default for RateConfig {
             calibrate_max_rows: 0,
             baseline: false,
             proxies: true,
+            proxy_share: 1.0,
             signals: SignalConfig::default(),
             maia: None,
             trees: TreeConfig::default(),

@@ -161,9 +161,7 @@ impl RidgeFit {
     }
 }
 
-/// The features of the given puzzles, in order: the nets' signals of
-/// every position at once (batched over all puzzles), then the engine's
-/// puzzle by puzzle over the pool.
+/// Computes the features of `targets` with a progress bar of their own.
 pub(crate) fn compute_features(
     pool: &EnginePool,
     nets: &MaiaNets,
@@ -172,8 +170,25 @@ pub(crate) fn compute_features(
     seed: u64,
     baseline: bool,
 ) -> Result<Vec<Features>> {
-    let human = human::human_signals(nets, targets)?;
     let bar = crate::core::progress::items(targets.len() as u64, "rate");
+    let features = compute_features_with(pool, nets, targets, signals, seed, baseline, &bar);
+    bar.finish_and_clear();
+    features
+}
+
+/// The features of the given puzzles, in order: the nets' signals of
+/// every position at once (batched over all puzzles), then the engine's
+/// puzzle by puzzle over the pool, counted on `bar`.
+pub(crate) fn compute_features_with(
+    pool: &EnginePool,
+    nets: &MaiaNets,
+    targets: &[&Puzzle],
+    signals: &SignalConfig,
+    seed: u64,
+    baseline: bool,
+    bar: &indicatif::ProgressBar,
+) -> Result<Vec<Features>> {
+    let human = human::human_signals(nets, targets)?;
     let engine = pool.map(targets, |session, _, puzzle| {
         // Keyed by the puzzle's id, not its row: a puzzle's draws (and so its
         // rating) must not depend on which worker served it, nor on which
@@ -187,7 +202,6 @@ pub(crate) fn compute_features(
         bar.inc(1);
         result
     });
-    bar.finish_and_clear();
     let engine = engine?;
     Ok(targets
         .iter()

@@ -53,7 +53,11 @@ mod fit;
 mod human;
 mod model;
 mod signals;
-pub use calibrate::{BandFigures, CalibrationReport, HeldOut, calibrate};
+mod store;
+pub use calibrate::{
+    BandFigures, Calibrated, CalibrationReport, EndFigures, ExtractionReport, FeatureJob,
+    GroupReach, HeldOut, InRangeFigures, ReachBand, ReachFigures, calibrate,
+};
 pub use config::*;
 pub use features::{Features, feature_names};
 pub use fit::*;
@@ -64,13 +68,15 @@ pub use model::{DeviationTable, Estimator, Recalibration, TreeConfig, TreeNode, 
 /// their names ([`crate::core::settings::flags_over`]).
 #[derive(Args, Debug, Serialize)]
 pub struct RateArgs {
-    /// Puzzles to rate (CSV or JSON Lines, optionally .zst).
+    /// Puzzles to rate (CSV or JSON Lines, optionally .zst). Without it,
+    /// `rate` only calibrates (--calibrate) or computes features.
     #[serde(skip)]
-    pub input: PathBuf,
+    #[arg(required_unless_present = "calibrate", requires = "output")]
+    pub input: Option<PathBuf>,
     /// Rated puzzles (.csv/.jsonl[.zst]): every row gets Rating and RatingDeviation.
-    #[arg(short, long)]
+    #[arg(short, long, requires = "input")]
     #[serde(skip)]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
     /// Fit the rating model on these Lichess puzzles (repeatable).
     #[arg(long)]
     #[serde(skip)]
@@ -95,11 +101,30 @@ pub struct RateArgs {
     #[arg(long)]
     #[serde(serialize_with = "switch_on")]
     pub baseline: bool,
-    /// Write the calibration rows' features here (CSV, with a FILE.json
-    /// of the settings beside it). When FILE already holds features
-    /// computed with the same settings, engine and nets, its rows are
-    /// reused, not computed again: a cache for refitting.
-    #[arg(long)]
+    /// The feature store: a folder where the calibration rows' features
+    /// are kept by puzzle, content and feature version. Rows found there
+    /// are not computed again; rows computed are added batch by batch, so
+    /// an interrupted run resumes where it stopped.
+    #[arg(long, value_name = "DIR")]
+    #[serde(skip)]
+    pub features: Option<PathBuf>,
+    /// Only compute the calibration rows' missing features into the store
+    /// (--features); fit nothing.
+    #[arg(long, requires = "features")]
+    #[serde(skip)]
+    pub features_only: bool,
+    /// Compute this slice of the missing features only (0-based I of N;
+    /// implies --features-only): shards on several machines fill one store.
+    #[arg(long, value_name = "I/N", value_parser = crate::core::shard::Shard::parse, requires = "features")]
+    #[serde(skip)]
+    pub shard: Option<crate::core::shard::Shard>,
+    /// Fit on the rows whose features the store holds; compute none.
+    #[arg(long, requires = "features", conflicts_with = "features_only")]
+    #[serde(skip)]
+    pub stored_only: bool,
+    /// Write the calibration rows' features, with each row's fold, as one
+    /// CSV table here (to read; the store is the cache).
+    #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub features_out: Option<PathBuf>,
     /// The folder of the human-move nets (default: `maia/` beside the
@@ -123,16 +148,93 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
     let section: RateConfig = load_section_or_bare(args.config.as_deref(), "rate")?;
     let config = flags_over(&section, args)?;
     let (engine, pool) = args.engine.resolve(&EngineConfig::default())?;
-    run_rate_with(&RateJob {
-        input: &args.input,
-        output: &args.output,
-        calibrate: &args.calibrate,
-        save_model: args.save_model.as_deref(),
-        features_out: args.features_out.as_deref(),
-        config: &config,
-        engine,
-        pool,
-    })
+    let features = FeatureJob {
+        store: args.features.as_deref(),
+        shard: args.shard,
+        features_only: args.features_only,
+        stored_only: args.stored_only,
+        table: args.features_out.as_deref(),
+    };
+    match (&args.input, &args.output) {
+        (Some(input), Some(output)) => run_rate_with(&RateJob {
+            input,
+            output,
+            calibrate: &args.calibrate,
+            save_model: args.save_model.as_deref(),
+            features,
+            config: &config,
+            engine,
+            pool,
+        }),
+        _ => calibrate_only(&RateJob {
+            input: Path::new(""),
+            output: Path::new(""),
+            calibrate: &args.calibrate,
+            save_model: args.save_model.as_deref(),
+            features,
+            config: &config,
+            engine,
+            pool,
+        }),
+    }
+}
+
+/// `rate --calibrate ...` without puzzles to rate: computes the features
+/// (into the store) and, unless only features were asked for, fits and
+/// saves the model.
+fn calibrate_only(job: &RateJob) -> Result<Summary> {
+    check_settings(job.config)?;
+    let mut human = String::new();
+    let calibrated = calibrate_now(job, &mut human)?;
+    Ok(Summary::new(
+        human,
+        json!({
+            "command": "rate",
+            "features": calibrated.extraction,
+            "calibration": calibrated.report,
+            "model": job.save_model.map(|p| p.display().to_string()),
+        }),
+    ))
+}
+
+fn check_settings(config: &RateConfig) -> Result<()> {
+    if config.folds < 2 {
+        return Err(bad_input(format!(
+            "rate: folds must be at least 2, not {}",
+            config.folds
+        )));
+    }
+    if !(0.0..=1.0).contains(&config.proxy_share) {
+        return Err(bad_input(format!(
+            "rate: proxy_share must be within 0-1, not {}",
+            config.proxy_share
+        )));
+    }
+    validate_signals(&config.signals)
+}
+
+/// Calibrates on `job.calibrate` (features from and into the store), saves
+/// the model when asked, and says what it did.
+fn calibrate_now(job: &RateJob, human: &mut String) -> Result<Calibrated> {
+    let config = job.config;
+    let nets_dir = config
+        .maia
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_MODELS_DIR));
+    let nets = load_nets(&nets_dir, None)?;
+    let pool = engine_pool(job, "calibration")?;
+    let calibrated = calibrate(&pool, &nets, job.calibrate, config, &job.features)?;
+    human.push_str(&calibrated.extraction.human());
+    if let Some(report) = &calibrated.report {
+        human.push_str(&report.human());
+    }
+    if let (Some(path), Some(model)) = (job.save_model, &calibrated.model) {
+        let text = serde_json::to_string_pretty(model)?;
+        crate::core::fileio::write_atomic(path, format!("{text}\n").as_bytes())
+            .with_context(|| format!("writing the model {}", path.display()))?;
+        human.push_str(&format!("rate: model written to {}\n", path.display()));
+    }
+    Ok(calibrated)
 }
 
 /// Everything one rating run needs; the pipeline runner builds it from
@@ -144,9 +246,8 @@ pub(crate) struct RateJob<'a> {
     pub calibrate: &'a [PathBuf],
     /// Where to write the fitted model.
     pub save_model: Option<&'a Path>,
-    /// Where to write (and whence to reuse) the calibration rows' features
-    /// (CSV).
-    pub features_out: Option<&'a Path>,
+    /// Where the calibration rows' features come from and go.
+    pub features: FeatureJob<'a>,
     pub config: &'a RateConfig,
     pub engine: EngineSpec,
     pub pool: PoolConfig,
@@ -154,14 +255,13 @@ pub(crate) struct RateJob<'a> {
 
 /// Rates `job.input` into `job.output`, calibrating first when asked.
 pub(crate) fn run_rate_with(job: &RateJob) -> Result<Summary> {
-    let config = job.config;
-    if config.folds < 2 {
-        return Err(bad_input(format!(
-            "rate: folds must be at least 2, not {}",
-            config.folds
-        )));
+    check_settings(job.config)?;
+    if job.features.features_only || job.features.shard.is_some() {
+        return Err(bad_input(
+            "rate: --features-only and --shard compute features and rate nothing; \
+             leave out the puzzles to rate",
+        ));
     }
-    validate_signals(&config.signals)?;
     let (puzzles, rejected) = read_rateable(job.input)?;
     let needs_estimate: Vec<usize> = (0..puzzles.len())
         .filter(|&i| !has_lichess_rating(&puzzles[i]))
@@ -230,20 +330,14 @@ fn rating_model(
 ) -> Result<(Option<(RatingModel, MaiaNets)>, serde_json::Value)> {
     let config = job.config;
     if !job.calibrate.is_empty() {
+        let calibrated = calibrate_now(job, human)?;
         let nets_dir = config
             .maia
             .clone()
             .unwrap_or_else(|| PathBuf::from(DEFAULT_MODELS_DIR));
         let nets = load_nets(&nets_dir, None)?;
-        let pool = engine_pool(job, "calibration")?;
-        let (model, report) = calibrate(&pool, &nets, job.calibrate, config, job.features_out)?;
-        if let Some(path) = job.save_model {
-            let text = serde_json::to_string_pretty(&model)?;
-            crate::core::fileio::write_atomic(path, format!("{text}\n").as_bytes())
-                .with_context(|| format!("writing the model {}", path.display()))?;
-        }
-        human.push_str(&report.human());
-        return Ok((Some((model, nets)), serde_json::to_value(&report)?));
+        let report = serde_json::to_value(&calibrated.report)?;
+        return Ok((calibrated.model.map(|m| (m, nets)), report));
     }
     if let Some(path) = &config.model {
         let model = RatingModel::load(path)?;

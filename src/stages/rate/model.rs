@@ -69,8 +69,8 @@ impl Default for TreeConfig {
 
 /// Width of the rating bands the weights and the deviation table use.
 pub(crate) const BAND_WIDTH: f64 = 400.0;
-/// Bands of the deviation table: below 800, 800-1200, ..., 2400 and above.
-const DEVIATION_BANDS: usize = 6;
+/// Bands of the deviation table: below 800, 800-1200, ..., 2800 and above.
+const DEVIATION_BANDS: usize = 7;
 /// Share of misses within one deviation: a normal law's one-sigma share.
 const ONE_SIGMA_SHARE: f64 = 0.6827;
 /// Fewest rows for a band's own deviation; a sparser band takes its
@@ -375,9 +375,17 @@ impl DeviationTable {
     }
 
     pub fn deviation(&self, group: usize, estimate: f64) -> f64 {
+        // The table's own floors: a model fitted with fewer bands reads
+        // its last band above them.
+        let band = self
+            .band_floors
+            .iter()
+            .skip(1)
+            .take_while(|floor| estimate >= **floor)
+            .count();
         self.deviations
             .get(group)
-            .and_then(|bands| bands.get(deviation_band(estimate)))
+            .and_then(|bands| bands.get(band))
             .copied()
             .unwrap_or(500.0)
     }
@@ -663,6 +671,6 @@ mod tests {
         assert!((200..=210).contains(&within), "{within} within {d}");
         assert_eq!(deviation_band(100.0), 0);
         assert_eq!(deviation_band(1500.0), 2);
-        assert_eq!(deviation_band(3000.0), 5);
+        assert_eq!(deviation_band(3000.0), 6);
     }
 }
