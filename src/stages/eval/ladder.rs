@@ -17,10 +17,12 @@ use super::metrics::{self, Breakdowns, CellMetrics};
 use super::players::Answer;
 use super::prompt::BASELINE_TEMPLATE;
 use super::prompt::Template;
+use super::puzzle_rating::{self, Attempt, PuzzleRating};
 use super::task::{Job, PositionTask};
 use crate::chess::record::Puzzle;
 use crate::core::fileio::write_atomic;
 use crate::maia::NetFile;
+use shakmaty::uci::UciMove;
 
 /// How the ladder's nets choose, and what the rating means, for the report.
 pub(crate) const HUMAN_EQUIVALENT_NOTE: &str = "Each Maia net plays its most likely move (a \
@@ -39,6 +41,15 @@ pub(crate) struct LadderPlayer {
     pub rating: u32,
     pub overall: CellMetrics,
     pub by_rating_bin: BTreeMap<String, CellMetrics>,
+    /// The puzzle rating of its most likely moves' results.
+    pub puzzle_rating: Option<PuzzleRating>,
+    /// Its expected puzzle accuracy: the mean over the puzzles of the
+    /// product of the probabilities it puts on each solver position's
+    /// right moves (temperature 1), a typical player of its rating rather
+    /// than its single most likely move.
+    pub expected_solve_rate: f64,
+    /// The puzzle rating of those expected solves.
+    pub expected_rating: Option<PuzzleRating>,
 }
 
 /// The nine nets on the run's positions.
@@ -90,8 +101,24 @@ pub(crate) fn ladder(
                 })
                 .collect();
             let all: Vec<_> = records.iter().collect();
+            let chances = solve_chances(policies, net, puzzles, tasks);
+            let expected: Vec<Attempt> = chances
+                .iter()
+                .filter_map(|(index, chance)| {
+                    let puzzle = &puzzles[*index];
+                    Some(Attempt {
+                        rating: f64::from(puzzle.rating?),
+                        deviation: puzzle_rating::deviation_of(puzzle),
+                        score: *chance,
+                    })
+                })
+                .collect();
             LadderPlayer {
                 rating: file.rating,
+                puzzle_rating: puzzle_rating::report(&records, puzzles).map(|r| r.overall),
+                expected_solve_rate: chances.iter().map(|(_, c)| c).sum::<f64>()
+                    / chances.len().max(1) as f64,
+                expected_rating: PuzzleRating::fit(&expected),
                 overall: metrics::cell_metrics(&all),
                 by_rating_bin: metrics::group(&records, "rating_bin", rating_bin_width)
                     .into_iter()
@@ -105,6 +132,36 @@ pub(crate) fn ladder(
         nets: policies.nets.clone(),
         players,
     }
+}
+
+/// Net `net`'s chance of solving each puzzle of the run: the product over
+/// the puzzle's solver positions of the probability its policy puts on the
+/// moves judged right there (every mating move of a mate in one). By
+/// puzzle index, in index order.
+fn solve_chances(
+    policies: &Policies,
+    net: usize,
+    puzzles: &[Puzzle],
+    tasks: &[PositionTask],
+) -> Vec<(usize, f64)> {
+    let mut chances: BTreeMap<usize, f64> = BTreeMap::new();
+    for (task, policy) in tasks.iter().zip(&policies.positions) {
+        if task.puzzle_index >= puzzles.len() {
+            continue;
+        }
+        let right: f64 = policy
+            .moves
+            .iter()
+            .zip(&policy.probabilities[net])
+            .filter(|(uci, _)| {
+                uci.parse::<UciMove>()
+                    .is_ok_and(|uci| super::task::is_correct(task, &uci))
+            })
+            .map(|(_, p)| f64::from(*p))
+            .sum();
+        *chances.entry(task.puzzle_index).or_insert(1.0) *= right.clamp(0.0, 1.0);
+    }
+    chances.into_iter().collect()
 }
 
 /// Where an accuracy falls on the fitted ladder.
@@ -247,6 +304,36 @@ pub(crate) struct HumanEquivalent {
     pub method: &'static str,
 }
 
+/// How the nets' expected solve rates climb: the rise from the lowest net
+/// to the highest against the two standard errors of a difference that
+/// separating them needs.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct ExpectedLadder {
+    pub expected_solve_rates: Vec<f64>,
+    pub rise: f64,
+    pub rise_needed: f64,
+    pub separates: bool,
+}
+
+pub(crate) fn expected_ladder(ladder: &Ladder) -> ExpectedLadder {
+    let rates: Vec<f64> = ladder
+        .players
+        .iter()
+        .map(|p| p.expected_solve_rate)
+        .collect();
+    let fitted = isotonic(&rates);
+    let rise = fitted[fitted.len() - 1] - fitted[0];
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    let puzzles = ladder.players[0].overall.puzzles.max(1) as f64;
+    let needed = 2.0 * (2.0 * mean * (1.0 - mean) / puzzles).sqrt();
+    ExpectedLadder {
+        expected_solve_rates: rates,
+        rise,
+        rise_needed: needed,
+        separates: rise > 0.0 && rise >= needed,
+    }
+}
+
 /// Where a player with `overall` figures falls on `ladder`.
 pub(crate) fn human_equivalent(ladder: &Ladder, overall: &CellMetrics) -> HumanEquivalent {
     let ratings: Vec<f64> = ladder.players.iter().map(|p| f64::from(p.rating)).collect();
@@ -344,11 +431,15 @@ pub(crate) fn ladder_json(ladder: &Ladder, model: &str, b: &Breakdowns) -> Value
             .map(|p| {
                 let mut value = player_json(&p.name(), &p.overall, &p.by_rating_bin);
                 value["rating"] = json!(p.rating);
+                value["puzzle_rating"] = json!(p.puzzle_rating);
+                value["expected_solve_rate"] = json!(p.expected_solve_rate);
+                value["expected_puzzle_rating"] = json!(p.expected_rating);
                 value
             })
             .collect::<Vec<_>>(),
         "model": player_json(model, &b.overall, model_bins),
         "human_equivalent_rating": human_equivalent(ladder, &b.overall),
+        "expected_ladder": expected_ladder(ladder),
     })
 }
 
@@ -395,6 +486,43 @@ pub(crate) fn ladder_markdown(
         );
     }
     let _ = writeln!(md, "{HUMAN_EQUIVALENT_NOTE}\n");
+    let expected = expected_ladder(ladder);
+    let _ = writeln!(
+        md,
+        "Each net's puzzle rating (Lichess scale, 95% interval), from its most likely moves and \
+         from its expected solves (the product of the probabilities it puts on the right moves, \
+         temperature 1: a typical player of its rating). The expected solve rate rises {:.1} \
+         points from maia:{} to maia:{} ({:.1} needed to tell the nets apart){}\n",
+        100.0 * expected.rise,
+        ladder.players[0].rating,
+        ladder.players[ladder.players.len() - 1].rating,
+        100.0 * expected.rise_needed,
+        if expected.separates {
+            "."
+        } else {
+            ": still flat on these puzzles, so read the player's own puzzle rating, not its place \
+             among the nets."
+        }
+    );
+    let _ = writeln!(
+        md,
+        "| net | puzzle accuracy (most likely move) | its puzzle rating | expected solve rate | \
+         its puzzle rating |\n|---|---|---|---|---|"
+    );
+    let label =
+        |r: &Option<PuzzleRating>| r.as_ref().map_or_else(|| "-".into(), PuzzleRating::label);
+    for p in &ladder.players {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            p.name(),
+            pct(p.overall.puzzle_accuracy),
+            label(&p.puzzle_rating),
+            pct(p.expected_solve_rate),
+            label(&p.expected_rating)
+        );
+    }
+    md.push('\n');
     if let Some(file) = picture {
         let _ = writeln!(md, "![Human ladder]({file})\n");
     }
@@ -735,6 +863,9 @@ mod tests {
                     rating: rating as u32,
                     overall: cell(puzzles, accuracy),
                     by_rating_bin: BTreeMap::new(),
+                    puzzle_rating: None,
+                    expected_solve_rate: accuracy,
+                    expected_rating: None,
                 })
                 .collect(),
         }

@@ -33,13 +33,14 @@ const HALF_CHI2_95: f64 = 3.841_458_820_694_124 / 2.0;
 /// puzzle's).
 pub(crate) const TYPICAL_DEVIATION: f64 = 90.0;
 
-/// One puzzle attempt: the puzzle's rating and deviation, and whether the
-/// player solved it.
+/// One puzzle attempt: the puzzle's rating and deviation, and its score:
+/// 1 solved, 0 not, or between for a player whose chance of solving it is
+/// known (a Maia net's product of the solution's probabilities).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Attempt {
     pub rating: f64,
     pub deviation: f64,
-    pub solved: bool,
+    pub score: f64,
 }
 
 /// Glicko-2's `g`.
@@ -67,11 +68,7 @@ fn log_likelihood(attempts: &[Attempt], rating: f64) -> f64 {
         .map(|a| {
             let z = g(a.deviation) * (rating - a.rating) / GLICKO_SCALE;
             // ln E = -softplus(-z); ln (1 - E) = -softplus(z).
-            if a.solved {
-                -softplus(-z)
-            } else {
-                -softplus(z)
-            }
+            -a.score * softplus(-z) - (1.0 - a.score) * softplus(z)
         })
         .sum()
 }
@@ -83,7 +80,7 @@ fn slope(attempts: &[Attempt], rating: f64) -> f64 {
         .map(|a| {
             let k = g(a.deviation);
             let e = expected_score(rating, a.rating, a.deviation);
-            k * (f64::from(u8::from(a.solved)) - e)
+            k * (a.score - e)
         })
         .sum()
 }
@@ -111,7 +108,9 @@ pub struct PuzzleRating {
     /// Attempts the rating is read from (puzzles with a rating, times
     /// repeats and templates).
     pub attempts: usize,
-    pub solved: usize,
+    /// Attempts solved (expected solves for a player scored by its
+    /// chances).
+    pub solved: f64,
 }
 
 impl PuzzleRating {
@@ -148,7 +147,7 @@ impl PuzzleRating {
             low: low.round(),
             high: high.round(),
             attempts: attempts.len(),
-            solved: attempts.iter().filter(|a| a.solved).count(),
+            solved: attempts.iter().map(|a| a.score).sum(),
         })
     }
 
@@ -158,12 +157,12 @@ impl PuzzleRating {
         let (lo, hi) = RATING_RANGE;
         if self.rating >= hi {
             format!(
-                "at least {:.0} (solved {} of {})",
+                "at least {:.0} (solved {:.0} of {})",
                 self.low, self.solved, self.attempts
             )
         } else if self.rating <= lo {
             format!(
-                "at most {:.0} (solved {} of {})",
+                "at most {:.0} (solved {:.0} of {})",
                 self.high, self.solved, self.attempts
             )
         } else {
@@ -184,6 +183,14 @@ pub struct PuzzleRatingReport {
     pub attempts: Vec<Attempt>,
 }
 
+/// A puzzle's rating deviation, [`TYPICAL_DEVIATION`] where it has none.
+pub(crate) fn deviation_of(puzzle: &Puzzle) -> f64 {
+    puzzle
+        .rating_deviation
+        .filter(|d| *d > 0)
+        .map_or(TYPICAL_DEVIATION, f64::from)
+}
+
 /// Every puzzle attempt of a run (a template, a repeat, a puzzle): solved
 /// when every one of its positions was answered right, as the puzzle
 /// accuracy counts it. Puzzles without a rating take no part. Also gives
@@ -194,18 +201,18 @@ pub(crate) fn attempts(records: &[PositionRecord], puzzles: &[Puzzle]) -> Vec<(u
         let Some(rating) = r.rating else { continue };
         let deviation = puzzles
             .get(r.puzzle_index)
-            .and_then(|p| p.rating_deviation)
-            .filter(|d| *d > 0)
-            .map_or(TYPICAL_DEVIATION, f64::from);
+            .map_or(TYPICAL_DEVIATION, deviation_of);
         let entry = trials.entry(r.trial()).or_insert((
             r.solver_moves,
             Attempt {
                 rating: f64::from(rating),
                 deviation,
-                solved: true,
+                score: 1.0,
             },
         ));
-        entry.1.solved &= r.verdict == Verdict::Correct;
+        if r.verdict != Verdict::Correct {
+            entry.1.score = 0.0;
+        }
     }
     trials.into_values().collect()
 }
@@ -238,7 +245,7 @@ mod tests {
         Attempt {
             rating,
             deviation: 80.0,
-            solved,
+            score: f64::from(u8::from(solved)),
         }
     }
 
@@ -287,6 +294,24 @@ mod tests {
     }
 
     #[test]
+    fn chances_rate_as_their_expected_solves() {
+        // A player who solves each puzzle with the chance the curve gives a
+        // 1600 is rated 1600, from fractional scores alone.
+        let attempts: Vec<Attempt> = (0..100)
+            .map(|i| {
+                let rating = 1000.0 + 12.0 * f64::from(i);
+                Attempt {
+                    rating,
+                    deviation: 80.0,
+                    score: expected_score(1600.0, rating, 80.0),
+                }
+            })
+            .collect();
+        let fit = PuzzleRating::fit(&attempts).expect("a fit");
+        assert_eq!(fit.rating, 1600.0);
+    }
+
+    #[test]
     fn all_solved_is_a_lower_bound() {
         let attempts: Vec<Attempt> = (0..30)
             .map(|i| attempt(1000.0 + 30.0 * f64::from(i), true))
@@ -298,10 +323,7 @@ mod tests {
         assert!(fit.label().starts_with("at least"));
         let none: Vec<Attempt> = attempts
             .iter()
-            .map(|a| Attempt {
-                solved: false,
-                ..*a
-            })
+            .map(|a| Attempt { score: 0.0, ..*a })
             .collect();
         let fit = PuzzleRating::fit(&none).expect("a fit");
         assert_eq!(fit.rating, RATING_RANGE.0);

@@ -707,7 +707,7 @@ fn puzzle_rating_chart(path: &Path, report: &PuzzleRatingReport, bin_width: i32)
     for a in &report.attempts {
         let bin = bins.entry((a.rating / width).floor() as i64).or_default();
         bin.0 += 1.0;
-        bin.1 += f64::from(u8::from(a.solved));
+        bin.1 += a.score;
         bin.2 += a.rating;
     }
     if bins.is_empty() {
