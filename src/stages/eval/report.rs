@@ -748,6 +748,7 @@ fn puzzle_rating_chart(path: &Path, report: &PuzzleRatingReport, bin_width: i32)
             .x_desc("puzzle rating")
             .y_desc("solve rate")
             .x_labels(10)
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .draw()
             .map_err(plot_error)?;
         let steps = 200;
