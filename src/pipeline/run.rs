@@ -98,6 +98,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     if args.plan.plan {
         return run_plan(args, &config, &stages, release_dir);
     }
+    refuse_linked_release(&release_dir)?;
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;
@@ -296,6 +297,29 @@ pub(crate) fn remove_leftovers(release_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a release folder that is a symbolic link (a run would write
+/// through it, and later releases, which read no release through a link,
+/// would refuse it) or that holds a `split`'s release (no run writes into
+/// a finished release).
+pub(crate) fn refuse_linked_release(release_dir: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(release_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(bad_input(format!(
+            "{} is a symbolic link: a release folder must be a folder of the output folder \
+             (later releases read no release through a link). Remove the link, or move the \
+             folder it points at there in its place",
+            release_dir.display()
+        )));
+    }
+    if crate::core::finished::looks_like_release(release_dir) {
+        return Err(bad_input(format!(
+            "{} holds a finished release written by `split`; a finished release never changes. \
+             Make a new release with `puzzleforge run --release NEW`",
+            release_dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// The folder of the config file `path` (empty for one in the working
 /// directory).
 pub(crate) fn config_dir(path: &Path) -> PathBuf {
@@ -333,10 +357,7 @@ pub(crate) fn check_release_name(release: &str) -> Result<()> {
 /// Whether `release_dir` holds a finished release (its release stage
 /// committed).
 pub(crate) fn release_is_finished(release_dir: &Path) -> bool {
-    release_dir
-        .join(StageName::Release.as_str())
-        .join(crate::pipeline::manifest::MANIFEST)
-        .is_file()
+    crate::core::finished::run_release_is_finished(release_dir)
 }
 
 /// Starts every engine the run uses once (the `uci` handshake), before the

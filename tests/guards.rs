@@ -1,0 +1,375 @@
+//! What every command guards (issue 36): a finished release no standalone
+//! command writes into, exclusion that never silently degrades to nothing,
+//! and a config checked whole before any stage runs.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{data, files_under, puzzleforge as run, summary};
+
+/// A small engine-free pipeline (ingest, release, export) in `dir`,
+/// releasing into `out/`.
+fn write_config(dir: &Path, extra: &str) -> PathBuf {
+    let config = format!(
+        r#"
+[pipeline]
+seed = 7
+output_dir = "out"
+release = "r1"
+stages = ["ingest_puzzles", "ingest_games", "release", "export"]
+
+[sources]
+puzzles = ["{puzzles}"]
+games = ["{games}"]
+
+[split]
+train_per_cell = 1
+test_per_cell = 1
+
+[[split.bands]]
+ratings = [400, 2000]
+lengths = [1, 2]
+
+[export]
+formats = ["lichess"]
+split = "test"
+{extra}"#,
+        puzzles = data("lichess_db_puzzle_subset_1499.csv").display(),
+        games = data("lichess_game_export_ZlCTzfMG_eval_clk.pgn").display(),
+    );
+    let path = dir.join("pipeline.toml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+/// Every file under `dir` with its bytes.
+fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    files_under(dir, &[])
+        .into_iter()
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(&name)).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// Runs `args` in `dir`, expecting exit 2 with every one of `needles` in
+/// its stderr; returns the stderr.
+fn refused(dir: &Path, args: &[&str], needles: &[&str]) -> String {
+    let output = run(dir, args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: no {needle:?} in {stderr}"
+        );
+    }
+    stderr
+}
+
+/// The ids of a run release's puzzles.
+fn release_ids(release: &Path) -> std::collections::BTreeSet<String> {
+    ["train.csv", "test.csv"]
+        .iter()
+        .flat_map(|file| puzzleforge::chess::record::read_puzzles(&release.join(file)).unwrap())
+        .map(|p| p.id)
+        .collect()
+}
+
+/// `split -o`, `export -o`, `eval -o` (and a file command) pointed into a
+/// finished release, into a run's folder, or at a folder holding releases
+/// exit 2 naming the release and the commands that make a new one; not
+/// one byte of the release changes. A standalone `split`'s release is as
+/// immutable as a run's.
+#[test]
+fn no_standalone_command_writes_into_a_finished_release() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    let pool = pool.to_str().unwrap();
+    let before = folder_bytes(&dir.path().join("out"));
+    let new_one = "puzzleforge run --release NEW";
+    for (args, named) in [
+        (
+            vec!["split", pool, "-o", "out/r1/release"],
+            "out/r1/release",
+        ),
+        (
+            vec![
+                "export",
+                "out/r1/release",
+                "--format",
+                "lichess",
+                "-o",
+                "out/r1/release",
+            ],
+            "out/r1/release",
+        ),
+        (
+            vec![
+                "eval",
+                "out/r1/release",
+                "--model",
+                "random",
+                "--limit",
+                "1",
+                "-o",
+                "out/r1/release",
+            ],
+            "out/r1/release",
+        ),
+        (
+            vec![
+                "eval",
+                "out/r1/release",
+                "--model",
+                "random",
+                "--limit",
+                "1",
+                "-o",
+                "out/r1/eval-2",
+            ],
+            "out/r1",
+        ),
+        (vec!["split", pool, "-o", "out"], "out/r1/release"),
+        (
+            vec!["ingest", "puzzles", pool, "-o", "out/r1/release/test.csv"],
+            "out/r1/release",
+        ),
+    ] {
+        let stderr = refused(dir.path(), &args, &[named, new_one]);
+        assert!(stderr.contains("never changes"), "{stderr}");
+    }
+    assert!(
+        folder_bytes(&dir.path().join("out")) == before,
+        "a refused command wrote"
+    );
+
+    // A standalone split's release: written once, then refused.
+    summary(&run(dir.path(), &["split", "--json", pool, "-o", "mine"]));
+    let mine = folder_bytes(&dir.path().join("mine"));
+    refused(
+        dir.path(),
+        &["split", pool, "-o", "mine"],
+        &["mine", new_one],
+    );
+    refused(
+        dir.path(),
+        &[
+            "export",
+            "mine",
+            "--format",
+            "lichess",
+            "-o",
+            "mine/lichess",
+        ],
+        &["mine", new_one],
+    );
+    assert!(folder_bytes(&dir.path().join("mine")) == mine);
+    // Beside it is fine.
+    summary(&run(
+        dir.path(),
+        &[
+            "export",
+            "--json",
+            "mine",
+            "--format",
+            "lichess",
+            "-o",
+            "mine-lichess",
+        ],
+    ));
+}
+
+/// A folder under the output folder that looks like a release but cannot
+/// be read (manifest deleted, corrupt), or a symbolic link to a release,
+/// stops the next release (exit 2, naming it and the two ways out) instead
+/// of being skipped; a release folder that is a link is refused when
+/// written. Once the damage is undone, the release excludes it again.
+#[test]
+fn exclusion_never_degrades_to_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json", "--release", "first"]));
+    let manifest = dir.path().join("out/first/release/manifest.json");
+    let kept = std::fs::read(&manifest).unwrap();
+    let ways_out = ["out/first/release", "restore it", "move it out"];
+
+    std::fs::write(&manifest, "{").unwrap();
+    refused(dir.path(), &["run", "--release", "second"], &ways_out);
+    std::fs::remove_file(&manifest).unwrap();
+    let stderr = refused(dir.path(), &["run", "--release", "second"], &ways_out);
+    assert!(stderr.contains("missing"), "{stderr}");
+    assert!(!dir.path().join("out/second/release").exists());
+    std::fs::write(&manifest, &kept).unwrap();
+
+    // A release reached through a link is refused when read ...
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::rename(dir.path().join("out/first"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.path().join("out/first")).unwrap();
+    refused(
+        dir.path(),
+        &["run", "--release", "second"],
+        &["out/first", "symbolic link", "remove the link"],
+    );
+    // ... and when written.
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    std::os::unix::fs::symlink(&linked, dir.path().join("out/third")).unwrap();
+    refused(
+        dir.path(),
+        &["run", "--release", "third"],
+        &["out/third", "symbolic link"],
+    );
+    assert_eq!(std::fs::read_dir(&linked).unwrap().count(), 0);
+    std::fs::remove_file(dir.path().join("out/third")).unwrap();
+    std::fs::remove_file(dir.path().join("out/first")).unwrap();
+    std::fs::rename(&elsewhere, dir.path().join("out/first")).unwrap();
+
+    summary(&run(dir.path(), &["run", "--json", "--release", "second"]));
+    let (first, second) = (
+        release_ids(&dir.path().join("out/first/release")),
+        release_ids(&dir.path().join("out/second/release")),
+    );
+    assert!(!first.is_empty() && first.is_disjoint(&second));
+}
+
+/// `output_dir` must name a real folder: empty (which turned exclusion
+/// off) and the filesystem root are refused before anything is written.
+#[test]
+fn output_dir_empty_or_root_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    for bad in ["\"\"", "\"/\"", "\"/..\""] {
+        let line = format!("output_dir = {bad}");
+        std::fs::write(&config, text.replace("output_dir = \"out\"", &line)).unwrap();
+        refused(dir.path(), &["run"], &["pipeline.toml", "output_dir"]);
+    }
+    assert!(!dir.path().join("r1").exists());
+    assert!(!Path::new("/r1").exists());
+}
+
+/// Every range of the config has bounds, checked before any stage: a huge
+/// band (which hung at 10 GB), a huge length, a negative rating, two rows
+/// for one cell, zero or NaN deadlines and a NaN threshold are errors
+/// naming the file and key, and `[split]` is checked without `[generate]`
+/// before ingest runs.
+#[test]
+fn config_is_checked_whole_before_any_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let band = "ratings = [400, 2000]\nlengths = [1, 2]";
+    let cell =
+        "\n[[split.cells]]\nbin = [400, 500]\nlength = 1\nmate = false\ntrain = 1\ntest = 1\n";
+    let cases: Vec<(String, &[&str])> = vec![
+        (
+            text.replace(band, "ratings = [400, 2000000000]\nlengths = [1, 2]"),
+            &["split", "2000000000", "4000"],
+        ),
+        (
+            text.replace(band, "ratings = [400, 2000]\nlengths = [1, 1000000]"),
+            &["split", "1000000", "10"],
+        ),
+        (
+            text.replace(band, "ratings = [-4000, 2000]\nlengths = [1, 2]"),
+            &["split", "-4000"],
+        ),
+        (
+            text.replace("[split]\n", "[split]\nbin_width = 1\n")
+                .replace(band, "ratings = [0, 4000]\nlengths = [1, 10]"),
+            &["split", "10000 cells"],
+        ),
+        (format!("{text}{cell}{cell}"), &["split", "two cell rows"]),
+        (
+            format!("{text}\n[engine]\ndeadline_secs = 0\n"),
+            &["engine.deadline_secs"],
+        ),
+        (
+            format!("{text}\n[engine]\ndeadline_secs = nan\n"),
+            &["engine.deadline_secs", "NaN"],
+        ),
+        (
+            format!("{text}\n[ingest.games]\nmin_win_chance_gain = nan\n"),
+            &["ingest.games.min_win_chance_gain"],
+        ),
+        (
+            format!("{text}\n[ingest.puzzles]\nmin_rating = 2000\nmax_rating = 1000\n"),
+            &["ingest.puzzles.min_rating", "max_rating"],
+        ),
+        (
+            format!("{text}\n[split.tiers.hard]\nmin_rating = -5\n"),
+            &["split.tiers.hard.min_rating"],
+        ),
+    ];
+    for (bad, needles) in cases {
+        std::fs::write(&config, &bad).unwrap();
+        let mut all = vec!["pipeline.toml"];
+        all.extend_from_slice(needles);
+        refused(dir.path(), &["run"], &all);
+        assert!(
+            !dir.path().join("out/r1").exists(),
+            "{needles:?}: a stage ran"
+        );
+    }
+}
+
+/// An edited `rate_model.json` (a base score of 1e300, a tree child out of
+/// the tree) is refused when loaded, naming the file and what is wrong,
+/// where it was taken and rated with.
+#[test]
+fn an_edited_rating_model_is_refused_on_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json");
+    let model: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&committed).unwrap()).unwrap();
+    let puzzles = data("generated_rated_puzzles.csv");
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit, &str); 2] = [
+        (
+            "base.json",
+            |m| m["estimator"]["trees"]["base_score"] = serde_json::json!(1e300),
+            "base_score",
+        ),
+        (
+            "child.json",
+            |m| {
+                let tree = m["estimator"]["trees"]["trees"][0]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                let mut nodes: serde_json::Value = serde_json::from_str(&tree).unwrap();
+                let split = nodes
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .find(|n| n.is_array())
+                    .unwrap();
+                split[2] = serde_json::json!(99999);
+                m["estimator"]["trees"]["trees"][0] = serde_json::json!(nodes.to_string());
+            },
+            "child 99999",
+        ),
+    ];
+    for (name, edit, needle) in edits {
+        let mut edited = model.clone();
+        edit(&mut edited);
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::to_vec(&edited).unwrap()).unwrap();
+        refused(
+            dir.path(),
+            &[
+                "rate",
+                puzzles.to_str().unwrap(),
+                "--model",
+                path.to_str().unwrap(),
+                "-o",
+                "rated.csv",
+            ],
+            &[name, needle],
+        );
+        assert!(!dir.path().join("rated.csv").exists());
+    }
+}
