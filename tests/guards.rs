@@ -373,3 +373,94 @@ fn an_edited_rating_model_is_refused_on_load() {
         assert!(!dir.path().join("rated.csv").exists());
     }
 }
+
+/// Runs the binary in `dir` with its address space capped at `mib` MiB
+/// (`ulimit -v`; two malloc arenas, so that the cap bounds what is used,
+/// not what each thread's arena reserves).
+fn capped(dir: &Path, mib: u64, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {}; exec \"$0\" \"$@\"", mib * 1024))
+        .arg(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(args)
+        .current_dir(dir)
+        .env("MALLOC_ARENA_MAX", "2")
+        .env("RAYON_NUM_THREADS", "2")
+        .output()
+        .unwrap()
+}
+
+/// Writes `path` (zstd): the sample's header and first rows, then a row
+/// whose `Themes` cell is `filler` repeated `count` times, quoted when
+/// `quoted`, then the sample's next rows.
+fn puzzles_with_a_huge_row(path: &Path, filler: &[u8], count: usize, quoted: bool) {
+    use std::io::Write;
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = zstd::Encoder::new(std::fs::File::create(path).unwrap(), 1).unwrap();
+    for line in &lines[..21] {
+        writeln!(out, "{line}").unwrap();
+    }
+    out.write_all(b"HUGE01,8/8/8/8/8/8/8/K6k w - - 0 1,a1a2,1500,80,90,100,")
+        .unwrap();
+    if quoted {
+        out.write_all(b"\"").unwrap();
+    }
+    let chunk = filler.repeat((1 << 20) / filler.len());
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(chunk.len() / filler.len());
+        out.write_all(&chunk[..n * filler.len()]).unwrap();
+        left -= n;
+    }
+    if quoted {
+        out.write_all(b"\"").unwrap();
+    }
+    out.write_all(b",https://lichess.org/abcdefgh#1,\n")
+        .unwrap();
+    for line in &lines[21..41] {
+        writeln!(out, "{line}").unwrap();
+    }
+    out.finish().unwrap();
+}
+
+/// Every CSV goes through the one bounded reader: a quoted field of 256
+/// Mi line breaks (a row of 256 MiB) is rejected as too long by `ingest
+/// puzzles`, and an unquoted 512 MiB line by `split`, each under a 256 MiB
+/// address-space cap (they took 8 bytes per line break, and the whole
+/// line twice over), with the rows around it kept and numbered right.
+#[test]
+fn every_csv_reader_is_bounded_and_memory_stays_flat() {
+    let dir = tempfile::tempdir().unwrap();
+    let quoted = dir.path().join("quoted.csv.zst");
+    puzzles_with_a_huge_row(&quoted, b"\n", 256 << 20, true);
+    let output = capped(
+        dir.path(),
+        256,
+        &[
+            "ingest",
+            "puzzles",
+            "--json",
+            "quoted.csv.zst",
+            "-o",
+            "pool.csv",
+        ],
+    );
+    let ingest = summary(&output);
+    assert_eq!(ingest["rows_read"], 41, "{ingest}");
+    assert_eq!(ingest["written"], 40, "{ingest}");
+    let rejects = std::fs::read_to_string(dir.path().join("pool.csv.rejects.csv")).unwrap();
+    assert!(rejects.contains("row_too_long"), "{rejects}");
+    assert!(rejects.contains("HUGE01"), "{rejects}");
+
+    let unquoted = dir.path().join("unquoted.csv.zst");
+    puzzles_with_a_huge_row(&unquoted, b"x", 512 << 20, false);
+    let output = capped(
+        dir.path(),
+        256,
+        &["split", "--json", "unquoted.csv.zst", "-o", "release"],
+    );
+    summary(&output);
+    let train = std::fs::read_to_string(dir.path().join("release/train.csv")).unwrap();
+    assert!(!train.contains("HUGE01"));
+}

@@ -6,6 +6,7 @@
 //!
 //! May use: external crates only.
 
+pub(crate) mod csv_reader;
 pub mod error;
 pub mod fileio;
 pub mod finished;
