@@ -464,3 +464,79 @@ fn every_csv_reader_is_bounded_and_memory_stays_flat() {
     let train = std::fs::read_to_string(dir.path().join("release/train.csv")).unwrap();
     assert!(!train.contains("HUGE01"));
 }
+
+/// The Maia nets `eval --model maia:NNNN` plays with are held to the same
+/// published sha256 as `rate`'s: with the 1100 and 1900 nets swapped the
+/// eval exits 2 naming the file (the ladder's nets too); with the real
+/// nets its report records the net it played by sha256.
+#[test]
+fn eval_plays_only_the_pinned_maia_nets_and_records_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = crate::common::puzzle_slice(dir.path(), 3);
+    let set = set.to_str().unwrap();
+    let nets = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/maia");
+    let swapped = dir.path().join("swapped");
+    std::fs::create_dir(&swapped).unwrap();
+    for rating in (1100..=1900).step_by(100) {
+        let from = match rating {
+            1100 => 1900,
+            1900 => 1100,
+            other => other,
+        };
+        std::fs::copy(
+            nets.join(format!("maia-{from}.pb.gz")),
+            swapped.join(format!("maia-{rating}.pb.gz")),
+        )
+        .unwrap();
+    }
+    let eval = |models: &Path, ladder: bool, out: &str| {
+        let mut args = vec![
+            "eval",
+            "--json",
+            set,
+            "--model",
+            "maia:1100",
+            "--no-regret",
+            "--maia-models",
+            models.to_str().unwrap(),
+            "-o",
+            out,
+        ];
+        if !ladder {
+            args.push("--no-ladder");
+        }
+        run(dir.path(), &args)
+    };
+    for ladder in [false, true] {
+        let output = eval(&swapped, ladder, "swapped-run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "ladder {ladder}: {stderr}");
+        assert!(stderr.contains("maia-1100.pb.gz"), "{stderr}");
+        assert!(stderr.contains("not the Maia-1 1100 net's"), "{stderr}");
+    }
+    summary(&eval(&nets, false, "real-run"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("real-run/report.json")).unwrap())
+            .unwrap();
+    let recorded = report["maia_nets"].to_string();
+    assert!(
+        recorded.contains("e1cf1cd0c96b8a4fa6a275f4b9fd54ed1ffebf9fe44641b9fceded310e9619c4"),
+        "{recorded}"
+    );
+}
+
+/// The pins are the nets the committed rating model was fitted with: one
+/// set of nine hashes, whoever checks them.
+#[test]
+fn the_maia_pins_are_the_rating_models_nets() {
+    let model: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let pinned: Vec<serde_json::Value> = puzzleforge::maia::MAIA_SHA256
+        .iter()
+        .map(|(_, sha256)| serde_json::json!(sha256))
+        .collect();
+    assert_eq!(model["maia"]["sha256"], serde_json::json!(pinned));
+}

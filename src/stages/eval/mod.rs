@@ -382,7 +382,7 @@ pub(crate) fn run_eval_with(
         .cache_dir
         .clone()
         .unwrap_or_else(|| default_cache_dir(&args.output));
-    let ladder_policies = ladder_policies(&config, puzzles, tasks, &cache, &mut notes);
+    let ladder_policies = ladder_policies(&config, puzzles, tasks, &cache, &mut notes)?;
     // A Maia player reads its net among the ladder's nine when they ran.
     let own_policies = match &model {
         ModelSpec::Maia { rating, .. } if ladder_policies.is_none() => Some(human::policies(
@@ -419,6 +419,15 @@ pub(crate) fn run_eval_with(
         .as_ref()
         .or(ladder_policies.as_ref())
         .map(|p| (p.cached, p.positions.len() - p.cached));
+    // Every net the run read, by file and sha256, the player's first.
+    let mut nets: Vec<crate::maia::NetFile> = Vec::new();
+    for policies in own_policies.iter().chain(ladder_policies.iter()) {
+        for net in &policies.nets {
+            if !nets.contains(net) {
+                nets.push(net.clone());
+            }
+        }
+    }
     let ladder = ladder_policies.map(|policies| {
         ladder::ladder(
             &policies,
@@ -437,6 +446,7 @@ pub(crate) fn run_eval_with(
         engine_id,
         ladder,
         maia_positions,
+        nets,
     };
     let run = inputs.run_info(args, &config)?;
     let summary = report::write_run(&args.output, &run, &output, tasks, started.elapsed())?;
@@ -524,15 +534,17 @@ impl EvalInputs {
 /// The nine Maia nets' probabilities on every task, for the human ladder:
 /// `None` (and a note saying why) when the ladder is off, the nets' folder
 /// does not exist or the nets cannot run; the player is reported either way.
+/// A net that is not the published one (swapped, damaged) is an error, not
+/// a note: the ladder would put its moves under another rating.
 fn ladder_policies(
     config: &EvalConfig,
     puzzles: &[Puzzle],
     tasks: &[PositionTask],
     cache: &Path,
     notes: &mut Vec<String>,
-) -> Option<Policies> {
+) -> Result<Option<Policies>> {
     if !config.maia.ladder {
-        return None;
+        return Ok(None);
     }
     let dir = &config.maia.models_dir;
     if !dir.is_dir() {
@@ -540,7 +552,10 @@ fn ladder_policies(
             "human ladder not computed: no Maia nets folder {} (eval.maia.models_dir)",
             dir.display()
         ));
-        return None;
+        return Ok(None);
+    }
+    if let Ok(nets) = crate::maia::net_files(dir, &crate::maia::MAIA_RATINGS) {
+        crate::maia::check_pinned(dir, &nets)?;
     }
     let ratings = crate::maia::MAIA_RATINGS;
     match human::policies(
@@ -551,10 +566,10 @@ fn ladder_policies(
         Some(cache),
         config.client.workers,
     ) {
-        Ok(policies) => Some(policies),
+        Ok(policies) => Ok(Some(policies)),
         Err(e) => {
             notes.push(format!("human ladder not computed: {e:#}"));
-            None
+            Ok(None)
         }
     }
 }
