@@ -207,6 +207,10 @@ pub(crate) fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
         Ok(())
     }
     let mut found = Vec::new();
+    // An output folder not made yet (`run --plan`) holds no release.
+    if std::fs::symlink_metadata(root).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(found);
+    }
     walk(root, 3, own, &mut found)?;
     Ok(found)
 }
