@@ -374,6 +374,70 @@ fn an_edited_rating_model_is_refused_on_load() {
     }
 }
 
+/// Edits a rating in `release`'s `train.csv` (its first puzzle to 2999)
+/// and writes the file's new sha256 into `manifest.json`, as someone
+/// covering the edit would.
+fn edit_data_and_manifest(release: &Path) {
+    let train = release.join("train.csv");
+    let text = std::fs::read_to_string(&train).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    cells[3] = "2999".to_string();
+    lines[1] = cells.join(",");
+    std::fs::write(&train, lines.join("\n") + "\n").unwrap();
+    let path = release.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["outputs"]["train.csv"] =
+        serde_json::json!(puzzleforge::core::fileio::sha256_file(&train).unwrap());
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&manifest).unwrap() + "\n",
+    )
+    .unwrap();
+}
+
+/// A release's manifest has a root outside its folder: the registry of
+/// releases (`releases.sha256`) of the output folder, or of the folder a
+/// `split -o` wrote into. A rating edited in `train.csv` with its new
+/// sha256 written into `manifest.json` is refused by `verify` and
+/// `export` (exit 2, naming the registry), as `run` refuses it.
+#[test]
+fn an_edit_of_data_and_manifest_together_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    summary(&run(
+        dir.path(),
+        &["split", "--json", pool.to_str().unwrap(), "-o", "mine"],
+    ));
+    let registry = std::fs::read_to_string(dir.path().join("out/releases.sha256")).unwrap();
+    assert!(
+        registry.ends_with("  r1/release/manifest.json\n"),
+        "{registry}"
+    );
+    for release in ["out/r1/release", "mine"] {
+        // Untouched, both read.
+        summary(&run(
+            dir.path(),
+            &[
+                "export", "--json", release, "--format", "lichess", "-o", "before",
+            ],
+        ));
+        std::fs::remove_dir_all(dir.path().join("before")).unwrap();
+        edit_data_and_manifest(&dir.path().join(release));
+        let needles = [release, "releases.sha256", "changed after it was written"];
+        refused(
+            dir.path(),
+            &["export", release, "--format", "lichess", "-o", "after"],
+            &needles,
+        );
+        refused(dir.path(), &["verify", release], &needles);
+        assert!(!dir.path().join("after").exists());
+    }
+}
+
 /// Runs the binary in `dir` with its address space capped at `mib` MiB
 /// (`ulimit -v`; two malloc arenas, so that the cap bounds what is used,
 /// not what each thread's arena reserves).

@@ -25,6 +25,120 @@ pub(crate) const STAGE_RECORD: &str = "stage.json";
 /// The stage folder of a run that holds its release.
 pub(crate) const RELEASE_STAGE: &str = "release";
 
+/// The registry of the releases of a folder (a run's `output_dir`, the
+/// parent of a `split -o` folder): one `sha256  PATH` line per release
+/// manifest (PATH relative to the registry's folder, sorted), the format
+/// `sha256sum -c` reads. It is the manifests' root of trust outside their
+/// release folders: an edit of a release's files together with its
+/// manifest is caught by every command that reads the release.
+pub(crate) const RELEASES_REGISTRY: &str = "releases.sha256";
+
+/// Records the sha256 of `release_dir`'s manifest in the registry of
+/// `holder` (a folder above it), replacing the release's earlier line.
+/// Called with the output folder's releases lock held where releases are
+/// drawn side by side, so no two writers lose each other's line.
+pub(crate) fn register_release(holder: &Path, release_dir: &Path) -> Result<()> {
+    let manifest = release_dir.join(RELEASE_MANIFEST);
+    let sha256 = crate::core::fileio::sha256_file(&manifest)?;
+    let name = registry_name(holder, &manifest)?;
+    let registry = holder.join(RELEASES_REGISTRY);
+    let mut lines = registry_lines(&registry)?;
+    lines.retain(|(_, path)| *path != name);
+    lines.push((sha256, name));
+    lines.sort_by(|a, b| a.1.cmp(&b.1));
+    let text: String = lines
+        .iter()
+        .map(|(sha256, path)| format!("{sha256}  {path}\n"))
+        .collect();
+    crate::core::fileio::write_atomic(&registry, text.as_bytes())
+}
+
+/// Checks `release_dir`'s manifest against the registry of the folder
+/// above it (its parent, for a `split -o` folder; its run's parent, for a
+/// run's `release/`), where one records it: a manifest that differs is an
+/// error naming both files. A release no registry lists (copied out on its
+/// own, or written before registries existed) is not checked here.
+pub(crate) fn check_registered(release_dir: &Path) -> Result<()> {
+    let manifest = release_dir.join(RELEASE_MANIFEST);
+    let absolute = resolved(&manifest);
+    for holder in absolute.ancestors().skip(2).take(2) {
+        let registry = holder.join(RELEASES_REGISTRY);
+        let Ok(name) = registry_name(holder, &absolute) else {
+            continue;
+        };
+        let Some((expected, _)) = registry_lines(&registry)?
+            .into_iter()
+            .find(|(_, path)| *path == name)
+        else {
+            continue;
+        };
+        let actual = crate::core::fileio::sha256_file(&manifest)?;
+        if actual != expected {
+            return Err(bad_input(format!(
+                "{}: its sha256 {actual} is not the {expected} that {} records: the release \
+                 was changed after it was written (its files and its manifest together); \
+                 restore it from a copy, or write it again (`puzzleforge run --release NAME \
+                 --rewrite-release`)",
+                manifest.display(),
+                registry.display()
+            )));
+        }
+        return Ok(());
+    }
+    Ok(())
+}
+
+/// How the registry of `holder` names `manifest`: its path relative to
+/// `holder`, `/`-separated.
+fn registry_name(holder: &Path, manifest: &Path) -> Result<String> {
+    let holder = resolved(holder);
+    let manifest = resolved(manifest);
+    let relative = manifest.strip_prefix(&holder).map_err(|_| {
+        bad_input(format!(
+            "{} is not inside {}",
+            manifest.display(),
+            holder.display()
+        ))
+    })?;
+    Ok(relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/"))
+}
+
+/// The `(sha256, path)` lines of a registry (none when it does not exist).
+fn registry_lines(registry: &Path) -> Result<Vec<(String, String)>> {
+    let text = match std::fs::read_to_string(registry) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(bad_input(format!(
+                "cannot read the registry of releases {}: {e}",
+                registry.display()
+            )));
+        }
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            line.split_once("  ")
+                .filter(|(sha256, _)| {
+                    sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit())
+                })
+                .map(|(sha256, path)| (sha256.to_string(), path.to_string()))
+                .ok_or_else(|| {
+                    bad_input(format!(
+                        "{} line {}: not a `sha256  PATH` line",
+                        registry.display(),
+                        i + 1
+                    ))
+                })
+        })
+        .collect()
+}
+
 /// Whether `dir` looks like a release folder, readable or not: it holds a
 /// `manifest.json` (whatever is in it), it is a run's committed `release`
 /// stage, or it holds train and test puzzles beside a `report/` folder (a

@@ -581,6 +581,15 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         outputs: output_hashes(&folder.scratch)?,
     };
     commit_stage_dir(&folder.scratch, &folder.committed, &manifest)?;
+    if stage.name() == StageName::Release {
+        // Still under the output folder's lock: the manifest's sha256 goes
+        // into the output folder's registry of releases.
+        let output_dir = match ctx.release_dir.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        crate::core::finished::register_release(output_dir, &folder.committed)?;
+    }
     Ok(StageOutcome {
         skipped: false,
         seconds,

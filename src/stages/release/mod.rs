@@ -577,7 +577,15 @@ fn fetch_chosen(paths: &[PathBuf], drawn: &Draw) -> Result<(Vec<Puzzle>, Vec<Puz
 /// defaults) with the flags over it.
 pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     let section: SplitConfig = load_section(args.config.as_deref(), "split")?;
-    run_split_with(args, flags_over(&section, args)?)
+    let summary = run_split_with(args, flags_over(&section, args)?)?;
+    // The manifest's sha256 goes into the registry of the folder above the
+    // release, where the commands that read the release look for it.
+    let holder = match args.output.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    finished::register_release(holder, &args.output)?;
+    Ok(summary)
 }
 
 /// Draws a release from `args.pool` with the `[split]` settings `config`
