@@ -358,19 +358,21 @@ fn an_edited_rating_model_is_refused_on_load() {
         edit(&mut edited);
         let path = dir.path().join(name);
         std::fs::write(&path, serde_json::to_vec(&edited).unwrap()).unwrap();
+        let rated = dir.path().join("rated.csv");
+        // In the crate's folder, where the model's nets (models/maia) are.
         refused(
-            dir.path(),
+            Path::new(env!("CARGO_MANIFEST_DIR")),
             &[
                 "rate",
                 puzzles.to_str().unwrap(),
                 "--model",
                 path.to_str().unwrap(),
                 "-o",
-                "rated.csv",
+                rated.to_str().unwrap(),
             ],
             &[name, needle],
         );
-        assert!(!dir.path().join("rated.csv").exists());
+        assert!(!rated.exists());
     }
 }
 

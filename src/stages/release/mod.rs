@@ -241,7 +241,10 @@ fn unreadable_release_error(dir: &Path) -> anyhow::Error {
         Ok(_) => format!("{} is not a release manifest", manifest.display()),
     };
     bad_input(format!(
-        "{} looks like a release but cannot be read ({why}), so a new release could not          exclude its puzzles; nothing was drawn. Either restore it (its manifest.json from a          copy, or write it again with `puzzleforge run --release NAME --rewrite-release`),          or move it out of this output folder",
+        "{} looks like a release but cannot be read ({why}), so a new release could not \
+         exclude its puzzles; nothing was drawn. Either restore it (its manifest.json from a \
+         copy, or write it again with `puzzleforge run --release NAME --rewrite-release`), \
+         or move it out of this output folder",
         dir.display()
     ))
 }
@@ -249,7 +252,9 @@ fn unreadable_release_error(dir: &Path) -> anyhow::Error {
 /// The error of a symbolic link to a release among the releases.
 fn linked_release_error(link: &Path) -> anyhow::Error {
     bad_input(format!(
-        "{} is a symbolic link to a release folder: puzzleforge reads no release through a          link (another path may write it unseen); nothing was drawn. Either move the folder          itself here in place of the link, or remove the link",
+        "{} is a symbolic link to a release folder: puzzleforge reads no release through a \
+         link (another path may write it unseen); nothing was drawn. Either move the folder \
+         itself here in place of the link, or remove the link",
         link.display()
     ))
 }
