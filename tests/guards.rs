@@ -606,3 +606,35 @@ fn the_maia_pins_are_the_rating_models_nets() {
         .collect();
     assert_eq!(model["maia"]["sha256"], serde_json::json!(pinned));
 }
+
+/// Small gaps, each an error naming the value: a release name with a line
+/// break, a tab or a right-to-left override (it would read as another
+/// name), and `eval --limit 0` (which said "no puzzles" of the file).
+#[test]
+fn names_that_read_as_others_and_a_zero_limit_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    for name in ["a\nb", "a\tb", "ab\u{202E}lmx.exe"] {
+        refused(
+            dir.path(),
+            &["run", "--release", name],
+            &["release name", "U+"],
+        );
+    }
+    assert!(!dir.path().join("out").exists());
+    let set = crate::common::puzzle_slice(dir.path(), 3);
+    refused(
+        dir.path(),
+        &[
+            "eval",
+            set.to_str().unwrap(),
+            "--model",
+            "random",
+            "--limit",
+            "0",
+            "-o",
+            "ev",
+        ],
+        &["--limit 0"],
+    );
+}

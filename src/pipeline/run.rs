@@ -345,6 +345,20 @@ pub(crate) fn check_release_name(release: &str) -> Result<()> {
             "release name {release:?} must be a plain folder name"
         )));
     }
+    // A line break, a tab or a bidirectional override would make the name
+    // read as another in a listing, a log line or a manifest.
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    if let Some(c) = release.chars().find(|c| hidden(*c)) {
+        return Err(bad_input(format!(
+            "release name {release:?} holds the character {:?} (U+{:04X}), which would make it \
+             read as another name in listings and logs; use letters, digits, `-` and `_`",
+            c,
+            u32::from(c)
+        )));
+    }
     if crate::core::shard::is_shard_folder_name(release) || release == "target" {
         return Err(bad_input(format!(
             "release name {release:?} is refused: later releases would not exclude its puzzles \

@@ -655,6 +655,11 @@ fn player_of(config: &EvalConfig) -> Result<ModelSpec> {
 /// The puzzles of the set (at most `--limit`, a stratified sample:
 /// [`sample::stratified`]) and the sha256 naming the set.
 fn load_puzzles(args: &EvalArgs, config: &EvalConfig) -> Result<(Vec<Puzzle>, String)> {
+    if args.limit == Some(0) {
+        return Err(bad_input(
+            "--limit 0 asks for no puzzles: give at least 1, or leave --limit out for the whole set",
+        ));
+    }
     let (puzzle_path, set_sha256) = resolve_set(&args.set, &args.split)?;
     let mut puzzles = read_puzzles(&puzzle_path)?;
     if let Some(n) = args.limit {
