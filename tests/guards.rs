@@ -638,3 +638,35 @@ fn names_that_read_as_others_and_a_zero_limit_are_refused() {
         &["--limit 0"],
     );
 }
+
+/// One eval at a time per output folder: while another holds the folder's
+/// lock (here the test holds it, as a running eval does), a second exits 2
+/// naming the holder and writes nothing; once it is free, the eval runs.
+#[test]
+fn a_second_eval_into_one_folder_exits_naming_the_first() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let set = crate::common::puzzle_slice(dir.path(), 3);
+    let out = dir.path().join("ev");
+    std::fs::create_dir(&out).unwrap();
+    let mut held = std::fs::File::create(out.join(".lock")).unwrap();
+    held.lock().unwrap();
+    writeln!(held, "pid 4242 host here").unwrap();
+    let args = [
+        "eval",
+        "--json",
+        set.to_str().unwrap(),
+        "--model",
+        "random",
+        "--no-regret",
+        "--no-ladder",
+        "-o",
+        "ev",
+    ];
+    refused(dir.path(), &args, &["another eval", "pid 4242"]);
+    assert!(!out.join("report.json").exists());
+    drop(held);
+    summary(&run(dir.path(), &args));
+    assert!(out.join("report.json").exists());
+    assert!(!out.join(".lock").exists());
+}

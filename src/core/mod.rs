@@ -10,6 +10,7 @@ pub(crate) mod csv_reader;
 pub mod error;
 pub mod fileio;
 pub mod finished;
+pub(crate) mod lock;
 pub mod progress;
 pub(crate) mod seed;
 pub mod settings;

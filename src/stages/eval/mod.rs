@@ -351,7 +351,23 @@ fn engine_answers(
 /// defaults) with the flags over it.
 pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
     let section: EvalConfig = load_section(args.config.as_deref(), "eval")?;
-    run_eval_with(args, flags_over(&section, args)?, &args.engine_flags())
+    let config = flags_over(&section, args)?;
+    // One eval at a time per output folder: two would pay every call twice
+    // and the last to write would win. (Under `run`, the release lock
+    // already keeps a second run out of the stage's folder.)
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("creating run folder {}", args.output.display()))?;
+    let lock_path = args.output.join(".lock");
+    let Some(_lock) = crate::core::lock::FileLock::try_take(&lock_path)? else {
+        let owner = crate::core::lock::holder(&lock_path);
+        return Err(bad_input(format!(
+            "{} is being written by another eval (lock {}: {owner}); wait for it to finish, \
+             or give this one another -o",
+            args.output.display(),
+            lock_path.display()
+        )));
+    };
+    run_eval_with(args, config, &args.engine_flags())
 }
 
 /// Evaluates with the `[eval]` settings `config` and `engine` (the pipeline
