@@ -88,7 +88,31 @@ enum BenchCommand {
     Maia(puzzleforge::tools::bench::maia::BenchMaiaArgs),
 }
 
+/// Refuses, before a command starts, a path it would write inside a
+/// finished release, a run's folder or a folder holding releases
+/// (`run` and `merge` guard their own release folders).
+fn refuse_finished_targets(command: &Command) -> anyhow::Result<()> {
+    use puzzleforge::core::finished::{Target, refuse_finished_target as refuse};
+    match command {
+        Command::Ingest(IngestCommand::Puzzles(args)) => {
+            refuse(&args.output, Target::File, "ingest puzzles")
+        }
+        Command::Ingest(IngestCommand::Games(args)) => {
+            refuse(&args.output, Target::File, "ingest games")
+        }
+        Command::Selfplay(args) => refuse(&args.output, Target::File, "selfplay"),
+        Command::Mine(args) => refuse(&args.output, Target::File, "mine"),
+        Command::Rate(args) => refuse(&args.output, Target::File, "rate"),
+        Command::Split(args) => refuse(&args.output, Target::Folder, "split"),
+        Command::Export(args) => refuse(&args.output, Target::Folder, "export"),
+        Command::Eval(args) => refuse(&args.output, Target::Folder, "eval"),
+        Command::Rollout(args) => refuse(&args.output, Target::Folder, "rollout"),
+        _ => Ok(()),
+    }
+}
+
 fn dispatch(command: &Command) -> anyhow::Result<Summary> {
+    refuse_finished_targets(command)?;
     match command {
         Command::Run(args) => puzzleforge::pipeline::run::run_pipeline(args),
         Command::Merge(args) => puzzleforge::pipeline::merge::run_merge(args),

@@ -419,11 +419,14 @@ bands = [{ ratings = [400, 2800], lengths = [2, 3], mate = "mate" }]
     assert!(!test.is_empty());
     assert!(test.iter().all(|p| p.get("Mate") == Some("True")));
 
-    let unknown_tier = puzzleforge(&["split", APO, "-o", s(&mates), "--tier", "nope"]);
+    // Into a new folder: a finished release (`mates`) takes no second split.
+    let fresh = root.path().join("fresh");
+    let unknown_tier = puzzleforge(&["split", APO, "-o", s(&fresh), "--tier", "nope"]);
     assert_eq!(unknown_tier.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown_tier.stderr).contains("nope"));
 
     std::fs::write(&config, "[split]\nbin_wdth = 100\n").unwrap();
-    let typo = puzzleforge(&["split", APO, "-o", s(&mates), "--config", s(&config)]);
+    let typo = puzzleforge(&["split", APO, "-o", s(&fresh), "--config", s(&config)]);
     assert_eq!(typo.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&typo.stderr).contains("bin_wdth"));
 

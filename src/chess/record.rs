@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::Path;
 
 use shakmaty::fen::Fen;
@@ -24,6 +24,7 @@ use shakmaty::uci::UciMove;
 
 use crate::chess::columns::{self, Column, ColumnType};
 use crate::chess::line::{LineError, PuzzleLine, read_fen, read_ucis, ucis_text};
+use crate::core::csv_reader::{MAX_ROW_BYTES, RecordReader, Row, read_line_bounded};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input};
 
@@ -231,6 +232,17 @@ impl RowError {
             reason,
             detail: detail.into(),
         }
+    }
+
+    /// The reject of a row longer than the reader holds.
+    pub(crate) fn too_long() -> Self {
+        use crate::core::csv_reader::{MAX_ROW_BYTES, TOO_LONG_KEPT};
+        RowError::new(
+            "row_too_long",
+            format!(
+                "the row is longer than {MAX_ROW_BYTES} bytes; its first {TOO_LONG_KEPT} bytes are kept for this line"
+            ),
+        )
     }
 }
 
@@ -564,14 +576,26 @@ pub(crate) fn for_each_row(
     match first {
         None => Err(bad_input(format!("{}: the file is empty", path.display()))),
         Some(b'{') => {
-            for (index, line) in input.split(b'\n').enumerate() {
-                let line_number = index as u64 + 1;
-                let line = line.map_err(|e| {
-                    bad_input(format!(
-                        "{}: read failed at line {line_number}: {e}",
-                        path.display()
-                    ))
-                })?;
+            let mut line = Vec::new();
+            let mut line_number = 0u64;
+            loop {
+                line.clear();
+                let (passed, too_long) = read_line_bounded(&mut input, &mut line, MAX_ROW_BYTES)
+                    .map_err(|e| {
+                        bad_input(format!(
+                            "{}: read failed at line {}: {e}",
+                            path.display(),
+                            line_number + 1
+                        ))
+                    })?;
+                if passed == 0 {
+                    return Ok(());
+                }
+                line_number += 1;
+                if too_long {
+                    on_row((line_number, Err(RowError::too_long())))?;
+                    continue;
+                }
                 let text = match std::str::from_utf8(&line) {
                     Ok(t) => t.trim(),
                     Err(_) => {
@@ -587,32 +611,38 @@ pub(crate) fn for_each_row(
                     .and_then(|value| puzzle_from_json(&value));
                 on_row((line_number, row))?;
             }
-            Ok(())
         }
         Some(_) => {
-            let mut reader = csv::ReaderBuilder::new()
-                .flexible(true)
-                .has_headers(false)
-                .from_reader(input);
-            let mut record = csv::ByteRecord::new();
-            let header = match reader.read_byte_record(&mut record) {
-                Ok(true) => {
-                    let names = record
-                        .iter()
-                        .map(|c| String::from_utf8_lossy(c).into_owned())
-                        .collect();
-                    Header::new(names).map_err(|e| bad_input(format!("{}: {e}", path.display())))?
+            // Every CSV goes through the one bounded reader: no row is held
+            // beyond its bound, however long, and memory stays flat.
+            let mut reader = RecordReader::new(Box::new(input));
+            let mut record = Row::new();
+            match reader.read(&mut record) {
+                Ok(Some(_)) if record.too_long => {
+                    return Err(bad_input(format!(
+                        "{}: the header is longer than {MAX_ROW_BYTES} bytes",
+                        path.display()
+                    )));
                 }
-                Ok(false) => return Err(bad_input(format!("{}: no header", path.display()))),
+                Ok(Some(_)) => {}
+                Ok(None) => return Err(bad_input(format!("{}: no header", path.display()))),
                 Err(e) => {
                     return Err(bad_input(format!("{}: bad header: {e}", path.display())));
                 }
-            };
+            }
+            let names = record
+                .iter()
+                .map(|c| String::from_utf8_lossy(c).into_owned())
+                .collect();
+            let header =
+                Header::new(names).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
             loop {
-                match reader.read_byte_record(&mut record) {
-                    Ok(false) => break,
-                    Ok(true) => {
-                        let line = record.position().map(|p| p.line()).unwrap_or(0);
+                match reader.read(&mut record) {
+                    Ok(None) => return Ok(()),
+                    Ok(Some(line)) if record.too_long => {
+                        on_row((line, Err(RowError::too_long())))?;
+                    }
+                    Ok(Some(line)) => {
                         let cells: std::result::Result<Vec<&str>, _> =
                             record.iter().map(std::str::from_utf8).collect();
                         let row = match cells {
@@ -625,12 +655,11 @@ pub(crate) fn for_each_row(
                         return Err(bad_input(format!(
                             "{}: unreadable after line {}: {e}",
                             path.display(),
-                            record.position().map(|p| p.line()).unwrap_or(0)
+                            reader.line()
                         )));
                     }
                 }
             }
-            Ok(())
         }
     }
 }

@@ -1,12 +1,16 @@
 //! Plumbing every other folder uses and that knows nothing about chess,
 //! engines or stages: errors and exit codes, files (zstd, atomic writes,
-//! hashes), progress bars, command summaries, the slicing of work into
-//! shards and the one seed derivation every random draw comes from.
+//! hashes), finished releases known by their file names and where no
+//! command may write, progress bars, command summaries, the slicing of work
+//! into shards and the one seed derivation every random draw comes from.
 //!
 //! May use: external crates only.
 
+pub(crate) mod csv_reader;
 pub mod error;
 pub mod fileio;
+pub mod finished;
+pub(crate) mod lock;
 pub mod progress;
 pub(crate) mod seed;
 pub mod settings;

@@ -40,6 +40,6 @@ mod policy;
 mod weights;
 
 pub use encode::{History, INPUT_PLANES, InputPlanes, move_policy_index};
-pub use files::{NetFile, net_files};
+pub use files::{MAIA_SHA256, NetFile, check_pinned, net_files};
 pub use nets::{DEFAULT_MODELS_DIR, MAIA_RATINGS, MaiaNets, MoveProbabilities, weight_file_name};
 pub use policy::POLICY_SIZE;

@@ -163,6 +163,13 @@ impl PipelineConfig {
             .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
         let mut config = Self::parse(&text, path)?;
         config.check_seeds(path)?;
+        if config.pipeline.output_dir.as_os_str().is_empty() {
+            return Err(bad_input(format!(
+                "{}: pipeline.output_dir is empty: it must name the folder of the releases \
+                 (the releases of one folder exclude each other's puzzles; \"\" would turn that off)",
+                path.display()
+            )));
+        }
         config.resolve_paths(path);
         Ok(config)
     }
@@ -245,6 +252,7 @@ impl PipelineConfig {
                 "no stage to run (an empty or missing pipeline.stages does nothing)".into(),
             );
         }
+        self.validate_output_dir(&fail)?;
         if self.engine.max_attempts == 0 {
             return fail("engine", "max_attempts", "must be at least 1".into());
         }
@@ -269,6 +277,7 @@ impl PipelineConfig {
                 ),
             );
         }
+        self.validate_ranges(path, &fail)?;
         self.validate_generate(&fail, tier)?;
         if !is_pgn_date(&self.selfplay.date) {
             let date = &self.selfplay.date;
@@ -363,6 +372,123 @@ impl PipelineConfig {
                     ),
                 )?;
             }
+        }
+        Ok(())
+    }
+
+    /// Every number with a sane range, checked whole before any stage: the
+    /// engine's deadlines, the ingest filters, and `[split]` (its bands,
+    /// cells and tiers, with or without `[generate]`), so that a mistake
+    /// never hangs a run or surfaces hours later at the release stage.
+    fn validate_ranges(
+        &self,
+        path: &Path,
+        fail: &dyn Fn(&str, &str, String) -> Result<()>,
+    ) -> Result<()> {
+        use crate::stages::release::cells::{LENGTH_RANGE, RATING_RANGE};
+        let seconds = [
+            ("deadline_secs", self.engine.deadline_secs),
+            ("handshake_secs", self.engine.handshake_secs),
+        ];
+        for (key, value) in seconds {
+            if !(value.is_finite() && value > 0.0) {
+                fail(
+                    "engine",
+                    key,
+                    format!("must be a positive number of seconds, not {value}"),
+                )?;
+            }
+        }
+        let gain = self.ingest.games.min_win_chance_gain;
+        if !(gain.is_finite() && (0.0..2.0).contains(&gain)) {
+            fail(
+                "ingest.games",
+                "min_win_chance_gain",
+                format!("{gain} is outside 0..2 (winning chances run from -1 to 1)"),
+            )?;
+        }
+        let rating = |section: &str, key: &str, value: Option<i32>| match value {
+            Some(r) if !RATING_RANGE.contains(&r) => fail(
+                section,
+                key,
+                format!(
+                    "{r} is outside {}..={}",
+                    RATING_RANGE.start(),
+                    RATING_RANGE.end()
+                ),
+            ),
+            _ => Ok(()),
+        };
+        let length = |section: &str, key: &str, value: Option<usize>| match value {
+            Some(n) if !LENGTH_RANGE.contains(&n) => fail(
+                section,
+                key,
+                format!(
+                    "{n} is outside {}..={}",
+                    LENGTH_RANGE.start(),
+                    LENGTH_RANGE.end()
+                ),
+            ),
+            _ => Ok(()),
+        };
+        let puzzles = &self.ingest.puzzles;
+        rating("ingest.puzzles", "min_rating", puzzles.min_rating)?;
+        rating("ingest.puzzles", "max_rating", puzzles.max_rating)?;
+        if let (Some(lo), Some(hi)) = (puzzles.min_rating, puzzles.max_rating)
+            && lo > hi
+        {
+            fail(
+                "ingest.puzzles",
+                "min_rating",
+                format!("{lo} is above max_rating {hi}: no puzzle would pass"),
+            )?;
+        }
+        for n in &puzzles.solver_lengths {
+            length("ingest.puzzles", "solver_lengths", Some(*n))?;
+        }
+        for (name, tier) in &self.split.tiers {
+            let section = format!("split.tiers.{name}");
+            rating(&section, "min_rating", tier.min_rating)?;
+            rating(&section, "max_rating", tier.max_rating)?;
+            length(&section, "min_solver_moves", tier.min_solver_moves)?;
+            length(&section, "max_solver_moves", tier.max_solver_moves)?;
+        }
+        let quotas = std::iter::once((None, None))
+            .chain(self.split.tiers.iter().map(|(n, t)| (Some(n), Some(t))));
+        for (name, tier) in quotas {
+            if let Err(e) = self.split.quota_table(tier) {
+                let which = name.map(|n| format!(" (tier {n:?})")).unwrap_or_default();
+                return Err(bad_input(format!("{}: {e:#}{which}", path.display())));
+            }
+        }
+        Ok(())
+    }
+
+    /// `pipeline.output_dir`: a folder (or none yet), not the filesystem
+    /// root, where every release is written and read to be excluded.
+    fn validate_output_dir(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
+        let output_dir = &self.pipeline.output_dir;
+        let real = output_dir
+            .canonicalize()
+            .or_else(|_| std::path::absolute(output_dir))
+            .unwrap_or_else(|_| output_dir.clone());
+        if real.parent().is_none() {
+            return fail(
+                "pipeline",
+                "output_dir",
+                format!(
+                    "{} is the filesystem root: releases go into a folder of their own, which \
+                     every new release reads to exclude their puzzles",
+                    output_dir.display()
+                ),
+            );
+        }
+        if std::fs::metadata(output_dir).is_ok_and(|m| !m.is_dir()) {
+            return fail(
+                "pipeline",
+                "output_dir",
+                format!("{} is not a folder", output_dir.display()),
+            );
         }
         Ok(())
     }

@@ -420,6 +420,7 @@ fn merge_rated(name: &str, shards: &[ShardDir], target: &Path, kept: &KeptRows) 
 /// `puzzleforge merge`.
 pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
     let config = PipelineConfig::load(&args.config)?;
+    config.validate(&args.config, args.tier.as_deref())?;
     let (sliced, rest) = merge_plan(&config, &args.config)?;
     let release_dir = args.output.clone();
     check_release_dir(&release_dir, &config.pipeline.output_dir, &args.config)?;
@@ -444,6 +445,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         sliced.iter().chain(&rest),
     )?;
 
+    crate::pipeline::run::refuse_linked_release(&release_dir)?;
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;

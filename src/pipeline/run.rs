@@ -98,6 +98,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     if args.plan.plan {
         return run_plan(args, &config, &stages, release_dir);
     }
+    refuse_linked_release(&release_dir)?;
     std::fs::create_dir_all(&release_dir)
         .with_context(|| format!("creating {}", release_dir.display()))?;
     let _lock = ReleaseLock::acquire(&release_dir)?;
@@ -296,6 +297,29 @@ pub(crate) fn remove_leftovers(release_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a release folder that is a symbolic link (a run would write
+/// through it, and later releases, which read no release through a link,
+/// would refuse it) or that holds a `split`'s release (no run writes into
+/// a finished release).
+pub(crate) fn refuse_linked_release(release_dir: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(release_dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(bad_input(format!(
+            "{} is a symbolic link: a release folder must be a folder of the output folder \
+             (later releases read no release through a link). Remove the link, or move the \
+             folder it points at there in its place",
+            release_dir.display()
+        )));
+    }
+    if crate::core::finished::looks_like_release(release_dir) {
+        return Err(bad_input(format!(
+            "{} holds a finished release written by `split`; a finished release never changes. \
+             Make a new release with `puzzleforge run --release NEW`",
+            release_dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// The folder of the config file `path` (empty for one in the working
 /// directory).
 pub(crate) fn config_dir(path: &Path) -> PathBuf {
@@ -321,6 +345,20 @@ pub(crate) fn check_release_name(release: &str) -> Result<()> {
             "release name {release:?} must be a plain folder name"
         )));
     }
+    // A line break, a tab or a bidirectional override would make the name
+    // read as another in a listing, a log line or a manifest.
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    if let Some(c) = release.chars().find(|c| hidden(*c)) {
+        return Err(bad_input(format!(
+            "release name {release:?} holds the character {:?} (U+{:04X}), which would make it \
+             read as another name in listings and logs; use letters, digits, `-` and `_`",
+            c,
+            u32::from(c)
+        )));
+    }
     if crate::core::shard::is_shard_folder_name(release) || release == "target" {
         return Err(bad_input(format!(
             "release name {release:?} is refused: later releases would not exclude its puzzles \
@@ -333,10 +371,7 @@ pub(crate) fn check_release_name(release: &str) -> Result<()> {
 /// Whether `release_dir` holds a finished release (its release stage
 /// committed).
 pub(crate) fn release_is_finished(release_dir: &Path) -> bool {
-    release_dir
-        .join(StageName::Release.as_str())
-        .join(crate::pipeline::manifest::MANIFEST)
-        .is_file()
+    crate::core::finished::run_release_is_finished(release_dir)
 }
 
 /// Starts every engine the run uses once (the `uci` handshake), before the
@@ -560,6 +595,15 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         outputs: output_hashes(&folder.scratch)?,
     };
     commit_stage_dir(&folder.scratch, &folder.committed, &manifest)?;
+    if stage.name() == StageName::Release {
+        // Still under the output folder's lock: the manifest's sha256 goes
+        // into the output folder's registry of releases.
+        let output_dir = match ctx.release_dir.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        crate::core::finished::register_release(output_dir, &folder.committed)?;
+    }
     Ok(StageOutcome {
         skipped: false,
         seconds,

@@ -115,6 +115,9 @@ pub(crate) fn policies(
     threads: usize,
 ) -> Result<Policies> {
     let nets = net_files(dir, ratings).context("eval.maia.models_dir")?;
+    // The same pins `rate` holds its nets to: a swapped net would play
+    // (and be cached as) another rating.
+    crate::maia::check_pinned(dir, &nets)?;
     let nets_key: String = nets
         .iter()
         .map(|n| format!("{}:{}", n.rating, n.sha256))

@@ -352,7 +352,23 @@ fn engine_answers(
 /// defaults) with the flags over it.
 pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
     let section: EvalConfig = load_section(args.config.as_deref(), "eval")?;
-    run_eval_with(args, flags_over(&section, args)?, &args.engine_flags())
+    let config = flags_over(&section, args)?;
+    // One eval at a time per output folder: two would pay every call twice
+    // and the last to write would win. (Under `run`, the release lock
+    // already keeps a second run out of the stage's folder.)
+    std::fs::create_dir_all(&args.output)
+        .with_context(|| format!("creating run folder {}", args.output.display()))?;
+    let lock_path = args.output.join(".lock");
+    let Some(_lock) = crate::core::lock::FileLock::try_take(&lock_path)? else {
+        let owner = crate::core::lock::holder(&lock_path);
+        return Err(bad_input(format!(
+            "{} is being written by another eval (lock {}: {owner}); wait for it to finish, \
+             or give this one another -o",
+            args.output.display(),
+            lock_path.display()
+        )));
+    };
+    run_eval_with(args, config, &args.engine_flags())
 }
 
 /// Evaluates with the `[eval]` settings `config` and `engine` (the pipeline
@@ -383,7 +399,7 @@ pub(crate) fn run_eval_with(
         .cache_dir
         .clone()
         .unwrap_or_else(|| default_cache_dir(&args.output));
-    let ladder_policies = ladder_policies(&config, puzzles, tasks, &cache, &mut notes);
+    let ladder_policies = ladder_policies(&config, puzzles, tasks, &cache, &mut notes)?;
     // A Maia player reads its net among the ladder's nine when they ran.
     let own_policies = match &model {
         ModelSpec::Maia { rating, .. } if ladder_policies.is_none() => Some(human::policies(
@@ -420,6 +436,15 @@ pub(crate) fn run_eval_with(
         .as_ref()
         .or(ladder_policies.as_ref())
         .map(|p| (p.cached, p.positions.len() - p.cached));
+    // Every net the run read, by file and sha256, the player's first.
+    let mut nets: Vec<crate::maia::NetFile> = Vec::new();
+    for policies in own_policies.iter().chain(ladder_policies.iter()) {
+        for net in &policies.nets {
+            if !nets.contains(net) {
+                nets.push(net.clone());
+            }
+        }
+    }
     let ladder = ladder_policies.map(|policies| {
         ladder::ladder(
             &policies,
@@ -440,6 +465,7 @@ pub(crate) fn run_eval_with(
         engine_id,
         ladder,
         maia_positions,
+        nets,
     };
     let run = inputs.run_info(args, &config)?;
     let summary = report::write_run(&args.output, &run, &output, tasks, started.elapsed())?;
@@ -527,15 +553,17 @@ impl EvalInputs {
 /// The nine Maia nets' probabilities on every task, for the human ladder:
 /// `None` (and a note saying why) when the ladder is off, the nets' folder
 /// does not exist or the nets cannot run; the player is reported either way.
+/// A net that is not the published one (swapped, damaged) is an error, not
+/// a note: the ladder would put its moves under another rating.
 fn ladder_policies(
     config: &EvalConfig,
     puzzles: &[Puzzle],
     tasks: &[PositionTask],
     cache: &Path,
     notes: &mut Vec<String>,
-) -> Option<Policies> {
+) -> Result<Option<Policies>> {
     if !config.maia.ladder {
-        return None;
+        return Ok(None);
     }
     let dir = &config.maia.models_dir;
     if !dir.is_dir() {
@@ -543,7 +571,10 @@ fn ladder_policies(
             "human ladder not computed: no Maia nets folder {} (eval.maia.models_dir)",
             dir.display()
         ));
-        return None;
+        return Ok(None);
+    }
+    if let Ok(nets) = crate::maia::net_files(dir, &crate::maia::MAIA_RATINGS) {
+        crate::maia::check_pinned(dir, &nets)?;
     }
     let ratings = crate::maia::MAIA_RATINGS;
     match human::policies(
@@ -554,10 +585,10 @@ fn ladder_policies(
         Some(cache),
         config.client.workers,
     ) {
-        Ok(policies) => Some(policies),
+        Ok(policies) => Ok(Some(policies)),
         Err(e) => {
             notes.push(format!("human ladder not computed: {e:#}"));
-            None
+            Ok(None)
         }
     }
 }
@@ -643,6 +674,11 @@ fn player_of(config: &EvalConfig) -> Result<ModelSpec> {
 /// The puzzles of the set (at most `--limit`, a stratified sample:
 /// [`sample::stratified`]) and the sha256 naming the set.
 fn load_puzzles(args: &EvalArgs, config: &EvalConfig) -> Result<(Vec<Puzzle>, String)> {
+    if args.limit == Some(0) {
+        return Err(bad_input(
+            "--limit 0 asks for no puzzles: give at least 1, or leave --limit out for the whole set",
+        ));
+    }
     let (puzzle_path, set_sha256) = resolve_set(&args.set, &args.split)?;
     let mut puzzles = read_puzzles(&puzzle_path)?;
     if let Some(n) = args.limit {

@@ -39,6 +39,9 @@ pub(crate) struct RunOutput {
     /// The player's puzzle rating on the Lichess scale, when the puzzles
     /// have ratings.
     pub puzzle_rating: Option<PuzzleRatingReport>,
+    /// The Maia nets the run read (the player's, the ladder's), each by
+    /// file and sha256.
+    pub nets: Vec<crate::maia::NetFile>,
 }
 
 /// What was run, as recorded in `config.json` and `report.json`.
@@ -216,6 +219,11 @@ fn report_json(
         );
         map.insert("puzzle_rating".into(), json!(output.puzzle_rating));
         map.insert("engine".into(), json!(output.engine_id));
+        // The ladder records its nine nets (human_ladder.nets); a Maia
+        // player without it records its own net here.
+        if output.ladder.is_none() && !output.nets.is_empty() {
+            map.insert("maia_nets".into(), json!(output.nets));
+        }
         map.insert("notes".into(), json!(output.notes));
         map.insert("breakdowns".into(), json!(b.by));
         map.insert(

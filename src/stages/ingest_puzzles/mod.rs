@@ -33,8 +33,7 @@ use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::flags_over;
 use crate::core::summary::Summary;
 
-mod csv_reader;
-use csv_reader::{MAX_ROW_BYTES, RecordReader, Row, read_line_bounded};
+use crate::core::csv_reader::{MAX_ROW_BYTES, RecordReader, Row, read_line_bounded};
 
 /// Rows per batch handed from the reader thread to the validators.
 const BATCH_ROWS: usize = 8192;
@@ -783,7 +782,7 @@ fn read_csv_batches(
                 Ok(Some(line)) => {
                     let too_long = slot.too_long;
                     batch.lines.push(line);
-                    batch.prerejected.push(too_long.then(Row::too_long_error));
+                    batch.prerejected.push(too_long.then(RowError::too_long));
                     batch.len += 1;
                 }
                 Ok(None) => {
@@ -845,7 +844,7 @@ fn read_jsonl_batches(
                 continue;
             }
             let parsed = if too_long {
-                Err(Row::too_long_error())
+                Err(RowError::too_long())
             } else {
                 serde_json::from_slice::<Value>(&line)
                     .map_err(|e| RowError::new("bad_json", e.to_string()))

@@ -346,6 +346,12 @@ impl RatingModel {
                 MODEL_GROUPS.join(", ")
             )));
         }
+        if let Err(why) = model.estimator.check(model.features.len()) {
+            return Err(bad_input(format!(
+                "{}: not a usable rating model: {why}; restore it or calibrate again",
+                path.display()
+            )));
+        }
         Ok(model)
     }
 

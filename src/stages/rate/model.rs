@@ -126,7 +126,62 @@ mod one_line_per_tree {
     }
 }
 
+/// The largest magnitude a number of a rating model may have: ratings,
+/// shifts and deviations are in hundreds or thousands of points; anything
+/// near this is a damaged or edited file, not a fit.
+const MODEL_NUMBER_LIMIT: f64 = 1e6;
+
+/// `Ok` when `value` is finite and within [`MODEL_NUMBER_LIMIT`].
+fn check_number(what: &str, value: f64) -> std::result::Result<(), String> {
+    if value.is_finite() && value.abs() <= MODEL_NUMBER_LIMIT {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} is {value}, not a finite number within ±{MODEL_NUMBER_LIMIT}"
+        ))
+    }
+}
+
 impl Trees {
+    /// Checks the trees can be walked: finite numbers, every split's
+    /// feature below `features`, and every child inside its tree and after
+    /// its parent (so that no walk loops or leaves the tree).
+    pub(crate) fn check(&self, features: usize) -> std::result::Result<(), String> {
+        check_number("base_score", self.base_score)?;
+        for (t, tree) in self.trees.iter().enumerate() {
+            if tree.is_empty() {
+                return Err(format!("tree {t} has no node"));
+            }
+            for (n, node) in tree.iter().enumerate() {
+                match node {
+                    TreeNode::Leaf(value) => {
+                        check_number(&format!("tree {t} node {n}'s leaf"), f64::from(*value))?;
+                    }
+                    TreeNode::Split(feature, threshold, left, right) => {
+                        if *feature >= features {
+                            return Err(format!(
+                                "tree {t} node {n} splits on feature {feature}; the model has {features}"
+                            ));
+                        }
+                        if threshold.is_nan() {
+                            return Err(format!("tree {t} node {n}'s threshold is NaN"));
+                        }
+                        for child in [left, right] {
+                            if *child <= n || *child >= tree.len() {
+                                return Err(format!(
+                                    "tree {t} node {n} has child {child}: children follow their \
+                                     node inside the tree's {} nodes",
+                                    tree.len()
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn predict(&self, x: &[f64]) -> f64 {
         let mut total = self.base_score;
         for tree in &self.trees {
@@ -435,6 +490,26 @@ pub struct Estimator {
 }
 
 impl Estimator {
+    /// Checks every number of the estimator is finite and within reach,
+    /// and its trees can be walked (see [`Trees::check`]).
+    pub(crate) fn check(&self, features: usize) -> std::result::Result<(), String> {
+        self.trees.check(features)?;
+        for (i, (x, y, w)) in self.recalibration.points.iter().enumerate() {
+            check_number(&format!("recalibration point {i}'s output"), *x)?;
+            check_number(&format!("recalibration point {i}'s rating"), *y)?;
+            check_number(&format!("recalibration point {i}'s weight"), *w)?;
+        }
+        for (g, shift) in self.shifts.shifts.iter().enumerate() {
+            check_number(&format!("group {g}'s shift"), *shift)?;
+        }
+        for (g, bands) in self.deviations.deviations.iter().enumerate() {
+            for (b, deviation) in bands.iter().enumerate() {
+                check_number(&format!("group {g} band {b}'s deviation"), *deviation)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Fits the trees on every row, and the recalibration and deviations
     /// on out-of-fold predictions of trees fitted on the inner folds.
     pub(crate) fn fit(rows: &FitRows, groups: usize, config: &TreeConfig) -> Result<Self> {

@@ -114,6 +114,7 @@ pub(crate) fn is_release_dir(dir: &Path) -> bool {
 /// (exit 2, naming the file) before anything reads it. A folder without a
 /// `manifest.json` is not a puzzleforge release and is not checked.
 pub(crate) fn check_release_files(dir: &Path) -> Result<()> {
+    crate::core::finished::check_registered(dir)?;
     let manifest_path = dir.join(crate::stages::release::manifest::MANIFEST_FILE);
     let Some(manifest) = ReleaseManifest::load_as::<ReleaseOutputs>(dir)? else {
         return Ok(());

@@ -187,6 +187,16 @@ impl Default for SplitConfig {
     }
 }
 
+/// Ratings a band, a cell or a tier may name: Lichess puzzle ratings run
+/// from about 400 to 3300.
+pub(crate) const RATING_RANGE: std::ops::RangeInclusive<i32> = 0..=4000;
+/// Solver lengths a band, a cell or a tier may name: a Lichess puzzle has
+/// at most 8 solver moves.
+pub(crate) const LENGTH_RANGE: std::ops::RangeInclusive<usize> = 1..=10;
+/// The most cells a release may have (the APO release has 112): a table
+/// larger than this is a mistake in the bands, refused before it is built.
+pub(crate) const MAX_CELLS: usize = 10_000;
+
 /// Wanted puzzles per side for one cell.
 #[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quota {
@@ -210,16 +220,39 @@ impl SplitConfig {
         let bands = tier.and_then(|t| t.bands.as_ref()).unwrap_or(&self.bands);
         let cells = tier.and_then(|t| t.cells.as_ref()).unwrap_or(&self.cells);
         let mut table = BTreeMap::new();
+        let mut cell_count = 0usize;
         for band in bands {
             let [lo, hi] = band.ratings;
             let [short, long] = band.lengths;
+            if !RATING_RANGE.contains(&lo) || !RATING_RANGE.contains(&hi) {
+                bail_input!(
+                    "split: band ratings [{lo}, {hi}] must lie within {}..={}",
+                    RATING_RANGE.start(),
+                    RATING_RANGE.end()
+                );
+            }
             if lo >= hi || lo.rem_euclid(width) != 0 || hi.rem_euclid(width) != 0 {
                 bail_input!(
                     "split: band ratings [{lo}, {hi}] must be increasing multiples of bin_width {width}"
                 );
             }
-            if short == 0 || short > long {
-                bail_input!("split: band lengths [{short}, {long}] must be 1 <= min <= max");
+            if short == 0 || short > long || long > *LENGTH_RANGE.end() {
+                bail_input!(
+                    "split: band lengths [{short}, {long}] must be 1 <= min <= max <= {}",
+                    LENGTH_RANGE.end()
+                );
+            }
+            let mates = [false, true]
+                .iter()
+                .filter(|m| band.mate.admits(**m))
+                .count();
+            cell_count += ((hi - lo) / width) as usize * (long - short + 1) * mates;
+            if cell_count > MAX_CELLS {
+                bail_input!(
+                    "split: the bands make more than {MAX_CELLS} cells (band ratings [{lo}, {hi}] \
+                     lengths [{short}, {long}] at bin_width {width} among them): narrow the bands \
+                     or widen bin_width"
+                );
             }
             let quota = Quota {
                 train: band.train_per_cell.unwrap_or(train),
@@ -243,12 +276,27 @@ impl SplitConfig {
                 bin_lo += width;
             }
         }
+        if cells.len() > MAX_CELLS {
+            bail_input!(
+                "split: {} cell rows are more than the {MAX_CELLS} cells a release may have",
+                cells.len()
+            );
+        }
+        let mut rows_seen = std::collections::BTreeSet::new();
         for row in cells {
             let [lo, hi] = row.bin;
-            if hi - lo != width || lo.rem_euclid(width) != 0 || row.length == 0 {
+            let in_range = RATING_RANGE.contains(&lo)
+                && RATING_RANGE.contains(&hi)
+                && LENGTH_RANGE.contains(&row.length);
+            if !in_range || hi - lo != width || lo.rem_euclid(width) != 0 {
                 bail_input!(
-                    "split: cell bin [{lo}, {hi}] length {} is not a bin of width {width} with length >= 1",
-                    row.length
+                    "split: cell bin [{lo}, {hi}] length {} is not a bin of width {width} within \
+                     {}..={} with length {}..={}",
+                    row.length,
+                    RATING_RANGE.start(),
+                    RATING_RANGE.end(),
+                    LENGTH_RANGE.start(),
+                    LENGTH_RANGE.end()
                 );
             }
             let cell = Cell {
@@ -257,6 +305,14 @@ impl SplitConfig {
                 length: row.length,
                 mate: row.mate,
             };
+            if !rows_seen.insert(cell) {
+                bail_input!(
+                    "split: two cell rows name the cell bin [{lo}, {hi}] length {} mate {}: \
+                     keep one",
+                    row.length,
+                    row.mate
+                );
+            }
             table.insert(
                 cell,
                 Quota {

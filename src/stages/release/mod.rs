@@ -43,6 +43,7 @@ use crate::chess::derive::rating_bin_edges;
 use crate::chess::record::{Puzzle, for_each_row};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
+use crate::core::finished;
 use crate::core::settings::{flags_over, load_section};
 use crate::core::summary::Summary;
 use cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, game_id, is_mate, position_key};
@@ -147,41 +148,115 @@ pub struct SplitArgs {
 
 /// Release folders under `root` (up to three levels down), sorted, skipping
 /// `own` (the folder being written).
+///
+/// Exclusion never degrades to nothing: a folder that looks like a
+/// release but cannot be read as one (its `manifest.json` missing,
+/// corrupt or not a release's), and a symbolic link to a folder holding a
+/// release, are errors (exit 2) naming the folder and the two ways out,
+/// never skipped; so is a `root` that cannot be read.
 pub(crate) fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
-    fn walk(dir: &Path, depth: usize, own: &Path, found: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .filter(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                // Shard folders of `run --shard` hold no release.
-                !name.starts_with('.')
-                    && name != "target"
-                    && !crate::core::shard::is_shard_folder_name(&name)
-            })
-            .map(|e| e.path())
-            .collect();
+    fn walk(dir: &Path, depth: usize, own: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| bad_input(format!("cannot read the folder {}: {e}", dir.display())))?;
+        let mut dirs: Vec<(PathBuf, bool)> = Vec::new();
+        for entry in entries.filter_map(|e| e.ok()) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // Shard folders of `run --shard` hold no release.
+            if name.starts_with('.')
+                || name == "target"
+                || crate::core::shard::is_shard_folder_name(&name)
+            {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                dirs.push((path, false));
+            } else if kind.is_symlink() && path.is_dir() {
+                dirs.push((path, true));
+            }
+        }
         dirs.sort();
-        for sub in dirs {
+        for (sub, link) in dirs {
             let same = sub
                 .canonicalize()
                 .ok()
                 .zip(own.canonicalize().ok())
                 .is_some_and(|(a, b)| a == b);
-            if !same && card::is_release_dir(&sub) {
+            if same {
+                continue;
+            }
+            if link {
+                if holds_release(&sub, depth) {
+                    return Err(linked_release_error(&sub));
+                }
+                continue;
+            }
+            if finished::looks_like_release(&sub) {
+                if !card::is_release_dir(&sub) {
+                    return Err(unreadable_release_error(&sub));
+                }
                 found.push(sub.clone());
             }
             if depth > 1 {
-                walk(&sub, depth - 1, own, found);
+                walk(&sub, depth - 1, own, found)?;
             }
         }
+        Ok(())
     }
     let mut found = Vec::new();
-    walk(root, 3, own, &mut found);
+    // An output folder not made yet (`run --plan`) holds no release.
+    if std::fs::symlink_metadata(root).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(found);
+    }
+    walk(root, 3, own, &mut found)?;
     Ok(found)
+}
+
+/// Whether `dir` (a link followed) is or holds, `depth` levels down, a
+/// folder that looks like a release.
+fn holds_release(dir: &Path, depth: usize) -> bool {
+    if finished::looks_like_release(dir) {
+        return true;
+    }
+    depth > 1
+        && std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .any(|e| e.path().is_dir() && holds_release(&e.path(), depth - 1))
+        })
+}
+
+/// The error of a release folder whose manifest cannot be read: a
+/// release drawn now could not exclude its puzzles.
+fn unreadable_release_error(dir: &Path) -> anyhow::Error {
+    let manifest = dir.join(manifest::MANIFEST_FILE);
+    let why = match ReleaseManifest::load(dir) {
+        Err(e) => format!("{e:#}"),
+        Ok(_) if std::fs::symlink_metadata(&manifest).is_err() => {
+            format!("{} is missing", manifest.display())
+        }
+        Ok(_) => format!("{} is not a release manifest", manifest.display()),
+    };
+    bad_input(format!(
+        "{} looks like a release but cannot be read ({why}), so a new release could not \
+         exclude its puzzles; nothing was drawn. Either restore it (its manifest.json from a \
+         copy, or write it again with `puzzleforge run --release NAME --rewrite-release`), \
+         or move it out of this output folder",
+        dir.display()
+    ))
+}
+
+/// The error of a symbolic link to a release among the releases.
+fn linked_release_error(link: &Path) -> anyhow::Error {
+    bad_input(format!(
+        "{} is a symbolic link to a release folder: puzzleforge reads no release through a \
+         link (another path may write it unseen); nothing was drawn. Either move the folder \
+         itself here in place of the link, or remove the link",
+        link.display()
+    ))
 }
 
 /// How the manifest names a file: relative to the release folder (e.g.
@@ -507,7 +582,15 @@ fn fetch_chosen(paths: &[PathBuf], drawn: &Draw) -> Result<(Vec<Puzzle>, Vec<Puz
 /// defaults) with the flags over it.
 pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     let section: SplitConfig = load_section(args.config.as_deref(), "split")?;
-    run_split_with(args, flags_over(&section, args)?)
+    let summary = run_split_with(args, flags_over(&section, args)?)?;
+    // The manifest's sha256 goes into the registry of the folder above the
+    // release, where the commands that read the release look for it.
+    let holder = match args.output.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    finished::register_release(holder, &args.output)?;
+    Ok(summary)
 }
 
 /// Draws a release from `args.pool` with the `[split]` settings `config`

@@ -1,39 +1,41 @@
-//! The fast CSV reader of `ingest puzzles`: the puzzle file's records,
-//! each read into a recycled [`Row`] with the line it starts on.
+//! The one CSV reader of every CSV puzzleforge reads (puzzle files of
+//! `ingest`, `split`, `eval`, exclusion files, the batches `merge` takes):
+//! the file's records, each read into a recycled [`Row`] with the line it
+//! starts on.
 //!
 //! A quote-free line (every line of the Lichess dump) is split at its
 //! commas in place; from the first line with a quote or a carriage return
 //! on, `csv_core` reads the rest by the full csv grammar. No record is held
-//! beyond [`MAX_ROW_BYTES`], so memory never grows with the input's longest
-//! line.
+//! beyond [`MAX_ROW_BYTES`] (counting every byte of the record, the line
+//! breaks inside its quoted fields too), and its line number is counted,
+//! not looked up in a list of line ends, so memory stays flat whatever the
+//! input's longest record.
 
 use std::io::{BufRead, Read};
-
-use crate::chess::record::RowError;
 
 /// The longest row read (bytes, its line break left out): a longer one is
 /// rejected as `row_too_long` without being held whole, so memory never
 /// grows with the input's longest line.
-pub(super) const MAX_ROW_BYTES: usize = 1 << 20;
+pub(crate) const MAX_ROW_BYTES: usize = 1 << 20;
 /// How much of a too-long row is kept, for its reject line.
-const TOO_LONG_KEPT: usize = 64;
+pub(crate) const TOO_LONG_KEPT: usize = 64;
 
 /// One input row: its cells' bytes and where each cell lies in them.
 /// A quote-free CSV line is kept whole, commas included, with its cells
 /// as ranges between the commas: splitting it copies nothing cell by cell.
 #[derive(Clone, Debug)]
-pub(super) struct Row {
-    pub(super) bytes: Vec<u8>,
-    pub(super) cells: Vec<std::ops::Range<usize>>,
+pub(crate) struct Row {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) cells: Vec<std::ops::Range<usize>>,
     /// Known to hold none of the bytes csv quotes for.
-    pub(super) plain: bool,
+    pub(crate) plain: bool,
     /// Longer than [`MAX_ROW_BYTES`]: `bytes` holds its first
     /// [`TOO_LONG_KEPT`] bytes only.
-    pub(super) too_long: bool,
+    pub(crate) too_long: bool,
 }
 
 impl Row {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             bytes: Vec::with_capacity(256),
             cells: Vec::with_capacity(16),
@@ -42,7 +44,7 @@ impl Row {
         }
     }
 
-    pub(super) fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.cells.clear();
         self.plain = false;
@@ -51,24 +53,14 @@ impl Row {
 
     /// Makes the row a too-long one: its first bytes kept (split at their
     /// commas, for the PuzzleId of its reject line), the rest dropped.
-    pub(super) fn cut(&mut self) {
+    pub(crate) fn cut(&mut self) {
         self.bytes.truncate(TOO_LONG_KEPT);
         self.split_plain_line();
         self.too_long = true;
     }
 
-    /// The reject of a too-long row.
-    pub(super) fn too_long_error() -> RowError {
-        RowError::new(
-            "row_too_long",
-            format!(
-                "the row is longer than {MAX_ROW_BYTES} bytes; its first {TOO_LONG_KEPT} bytes are kept for this line"
-            ),
-        )
-    }
-
     /// Appends a cell (a row read by the csv crate, or built from JSON).
-    pub(super) fn push_field(&mut self, cell: &[u8]) {
+    pub(crate) fn push_field(&mut self, cell: &[u8]) {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(cell);
         self.cells.push(start..self.bytes.len());
@@ -76,7 +68,7 @@ impl Row {
 
     /// Makes the row a CSV line without quotes or line breaks (its bytes
     /// already in `bytes`): the cells are the text between its commas.
-    pub(super) fn split_plain_line(&mut self) {
+    pub(crate) fn split_plain_line(&mut self) {
         self.cells.clear();
         let mut start = 0;
         for comma in memchr::memchr_iter(b',', &self.bytes) {
@@ -87,22 +79,22 @@ impl Row {
         self.plain = true;
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.cells.len()
     }
 
-    pub(super) fn get(&self, i: usize) -> Option<&[u8]> {
+    pub(crate) fn get(&self, i: usize) -> Option<&[u8]> {
         self.cells.get(i).map(|range| &self.bytes[range.clone()])
     }
 
-    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> {
         self.cells.iter().map(|range| &self.bytes[range.clone()])
     }
 
     /// True when no cell holds a delimiter, a quote or a line break (`\n`
     /// or a lone `\r`), the bytes csv quotes for: nearly every row, settled
     /// by one scan (a row read as a plain line holds none of them).
-    pub(super) fn is_plain(&self) -> bool {
+    pub(crate) fn is_plain(&self) -> bool {
         self.plain
             || (memchr::memchr3(b',', b'"', b'\n', &self.bytes).is_none()
                 && memchr::memchr(b'\r', &self.bytes).is_none())
@@ -118,25 +110,22 @@ impl Row {
 /// either byte, everything left goes through the `csv` crate's reader, so
 /// quoting, multi-line fields and CRLF endings follow it exactly. Blank
 /// lines are skipped, as csv does. Line numbers are exact on both: on the
-/// csv reader's they come from [`LineEnds`], because csv's own count runs
-/// one short after a CRLF ending or a blank line.
-pub(super) struct RecordReader {
+/// csv reader's they are counted from the line breaks it consumed, because
+/// csv's own count runs one short after a CRLF ending or a blank line.
+pub(crate) struct RecordReader {
     /// The input until the switch to the csv reader.
     lines: Option<Box<dyn BufRead + Send>>,
     csv: Option<CsvRecords>,
-    /// Where the csv reader's input has its line ends.
-    line_ends: std::sync::Arc<std::sync::Mutex<LineEndOffsets>>,
     /// Lines read before the csv reader took over.
     lines_before_csv: u64,
     line: u64,
 }
 
 impl RecordReader {
-    pub(super) fn new(input: Box<dyn BufRead + Send>) -> Self {
+    pub(crate) fn new(input: Box<dyn BufRead + Send>) -> Self {
         Self {
             lines: Some(input),
             csv: None,
-            line_ends: Default::default(),
             lines_before_csv: 0,
             line: 0,
         }
@@ -145,7 +134,7 @@ impl RecordReader {
     /// Reads the next record into `row`; its line number, or `None` at the
     /// end of the input. A row longer than [`MAX_ROW_BYTES`] comes back cut
     /// ([`Row::too_long`]).
-    pub(super) fn read(&mut self, row: &mut Row) -> Result<Option<u64>, String> {
+    pub(crate) fn read(&mut self, row: &mut Row) -> Result<Option<u64>, String> {
         if let Some(input) = self.lines.as_mut() {
             loop {
                 row.clear();
@@ -180,11 +169,6 @@ impl RecordReader {
             line.push(b'\n');
             let chained: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(line).chain(rest));
             self.lines_before_csv = self.line - 1;
-            let chained = LineEnds {
-                inner: chained,
-                offset: 0,
-                ends: std::sync::Arc::clone(&self.line_ends),
-            };
             self.csv = Some(CsvRecords::new(chained));
         }
         let Some(csv) = self.csv.as_mut() else {
@@ -192,12 +176,8 @@ impl RecordReader {
         };
         row.clear();
         match csv.read(row).map_err(|e| e.to_string())? {
-            Some(start) => {
-                let mut ends = match self.line_ends.lock() {
-                    Ok(ends) => ends,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                self.line = self.lines_before_csv + ends.line_of(start);
+            Some(line) => {
+                self.line = self.lines_before_csv + line;
                 Ok(Some(self.line))
             }
             None => Ok(None),
@@ -205,7 +185,7 @@ impl RecordReader {
     }
 
     /// The last line read.
-    pub(super) fn line(&self) -> u64 {
+    pub(crate) fn line(&self) -> u64 {
         self.line
     }
 }
@@ -215,7 +195,7 @@ impl RecordReader {
 /// without holding it. Returns the bytes passed (0 at the end of the input)
 /// and whether the line was longer than `max` (then `buffer` holds its
 /// first `max` bytes).
-pub(super) fn read_line_bounded(
+pub(crate) fn read_line_bounded(
     input: &mut dyn BufRead,
     buffer: &mut Vec<u8>,
     max: usize,
@@ -252,34 +232,42 @@ pub(super) fn read_line_bounded(
 /// CSV records by the csv grammar (`csv_core`, as the `csv` crate reads
 /// them: `,` delimited, `"` quoted, any line end), a record's bytes kept
 /// only up to [`MAX_ROW_BYTES`]: the rest of a longer record is parsed
-/// through and dropped.
+/// through and dropped. Lines are counted as the bytes are consumed, so
+/// nothing grows with the line breaks inside a record.
 struct CsvRecords {
-    input: std::io::BufReader<LineEnds<Box<dyn BufRead + Send>>>,
+    input: Box<dyn BufRead + Send>,
     core: csv_core::Reader,
-    /// Bytes consumed so far: where the next record starts.
-    offset: u64,
+    /// `\n` bytes consumed so far.
+    newlines: u64,
     ends: Vec<usize>,
     /// Where a too-long record's dropped bytes go.
     spill: Vec<u8>,
 }
 
+/// Whether `byte` ends a line for csv.
+fn is_line_end(byte: &u8) -> bool {
+    matches!(byte, b'\n' | b'\r')
+}
+
 impl CsvRecords {
-    fn new(input: LineEnds<Box<dyn BufRead + Send>>) -> Self {
+    fn new(input: Box<dyn BufRead + Send>) -> Self {
         Self {
-            input: std::io::BufReader::with_capacity(1 << 16, input),
+            input,
             core: csv_core::Reader::new(),
-            offset: 0,
+            newlines: 0,
             ends: vec![0; 32],
             spill: vec![0; 1 << 16],
         }
     }
 
-    /// Reads the next record into `row`; the byte offset it starts at, or
-    /// `None` at the end.
+    /// Reads the next record into `row`; the line (1-based) it starts on:
+    /// csv reads the line ends before a record (the `\n` of a CRLF, blank
+    /// lines) as part of it, so its line is the one of its first byte that
+    /// is no line end. `None` at the end.
     fn read(&mut self, row: &mut Row) -> std::io::Result<Option<u64>> {
         use csv_core::ReadRecordResult as Read;
-        let start = self.offset;
         let (mut out_len, mut ends_len) = (0, 0);
+        let mut line: Option<u64> = None;
         row.bytes.resize(256, 0);
         loop {
             let input = self.input.fill_buf()?;
@@ -291,8 +279,15 @@ impl CsvRecords {
                 self.core
                     .read_record(input, &mut row.bytes[out_len..], &mut self.ends[ends_len..])
             };
+            let consumed = &input[..read];
+            if line.is_none()
+                && let Some(at) = consumed.iter().position(|b| !is_line_end(b))
+            {
+                let before = memchr::memchr_iter(b'\n', &consumed[..at]).count() as u64;
+                line = Some(self.newlines + before + 1);
+            }
+            self.newlines += memchr::memchr_iter(b'\n', consumed).count() as u64;
             self.input.consume(read);
-            self.offset += read as u64;
             if !row.too_long {
                 out_len += written;
                 ends_len += ended;
@@ -323,71 +318,11 @@ impl CsvRecords {
                             from = end;
                         }
                     }
-                    return Ok(Some(start));
+                    return Ok(Some(line.unwrap_or(self.newlines + 1)));
                 }
                 Read::End => return Ok(None),
             }
         }
-    }
-}
-
-/// The offsets of the line-end bytes (`\n`, `\r`) that the csv reader has
-/// read ahead but no record has passed yet, and the lines passed so far.
-#[derive(Default)]
-struct LineEndOffsets {
-    newlines: std::collections::VecDeque<u64>,
-    returns: std::collections::VecDeque<u64>,
-    lines_passed: u64,
-}
-
-impl LineEndOffsets {
-    /// The line (1-based) of the record csv says starts at byte `start`.
-    /// csv puts a record's start before the line ends it skipped (the `\n`
-    /// of the previous CRLF, blank lines), so those are stepped over first.
-    fn line_of(&mut self, mut start: u64) -> u64 {
-        loop {
-            while self.newlines.front().is_some_and(|&at| at < start) {
-                self.newlines.pop_front();
-                self.lines_passed += 1;
-            }
-            while self.returns.front().is_some_and(|&at| at < start) {
-                self.returns.pop_front();
-            }
-            let at_line_end =
-                self.newlines.front() == Some(&start) || self.returns.front() == Some(&start);
-            if !at_line_end {
-                return self.lines_passed + 1;
-            }
-            start += 1;
-        }
-    }
-}
-
-/// A reader that notes where its bytes hold line ends, for exact line
-/// numbers on the csv reader's records.
-struct LineEnds<R> {
-    inner: R,
-    offset: u64,
-    ends: std::sync::Arc<std::sync::Mutex<LineEndOffsets>>,
-}
-
-impl<R: Read> Read for LineEnds<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let mut ends = match self.ends.lock() {
-            Ok(ends) => ends,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        for at in memchr::memchr2_iter(b'\n', b'\r', &buf[..n]) {
-            let offset = self.offset + at as u64;
-            if buf[at] == b'\n' {
-                ends.newlines.push_back(offset);
-            } else {
-                ends.returns.push_back(offset);
-            }
-        }
-        self.offset += n as u64;
-        Ok(n)
     }
 }
 

@@ -1,0 +1,672 @@
+//! What every command guards (issue 36): a finished release no standalone
+//! command writes into, exclusion that never silently degrades to nothing,
+//! and a config checked whole before any stage runs.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{data, files_under, puzzleforge as run, summary};
+
+/// A small engine-free pipeline (ingest, release, export) in `dir`,
+/// releasing into `out/`.
+fn write_config(dir: &Path, extra: &str) -> PathBuf {
+    let config = format!(
+        r#"
+[pipeline]
+seed = 7
+output_dir = "out"
+release = "r1"
+stages = ["ingest_puzzles", "ingest_games", "release", "export"]
+
+[sources]
+puzzles = ["{puzzles}"]
+games = ["{games}"]
+
+[split]
+train_per_cell = 1
+test_per_cell = 1
+
+[[split.bands]]
+ratings = [400, 2000]
+lengths = [1, 2]
+
+[export]
+formats = ["lichess"]
+split = "test"
+{extra}"#,
+        puzzles = data("lichess_db_puzzle_subset_1499.csv").display(),
+        games = data("lichess_game_export_ZlCTzfMG_eval_clk.pgn").display(),
+    );
+    let path = dir.join("pipeline.toml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+/// Every file under `dir` with its bytes.
+fn folder_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    files_under(dir, &[])
+        .into_iter()
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(&name)).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// Runs `args` in `dir`, expecting exit 2 with every one of `needles` in
+/// its stderr; returns the stderr.
+fn refused(dir: &Path, args: &[&str], needles: &[&str]) -> String {
+    let output = run(dir, args);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: no {needle:?} in {stderr}"
+        );
+    }
+    stderr
+}
+
+/// The ids of a run release's puzzles.
+fn release_ids(release: &Path) -> std::collections::BTreeSet<String> {
+    ["train.csv", "test.csv"]
+        .iter()
+        .flat_map(|file| puzzleforge::chess::record::read_puzzles(&release.join(file)).unwrap())
+        .map(|p| p.id)
+        .collect()
+}
+
+/// `split -o`, `export -o`, `eval -o` (and a file command) pointed into a
+/// finished release, into a run's folder, or at a folder holding releases
+/// exit 2 naming the release and the commands that make a new one; not
+/// one byte of the release changes. A standalone `split`'s release is as
+/// immutable as a run's.
+#[test]
+fn no_standalone_command_writes_into_a_finished_release() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    let pool = pool.to_str().unwrap();
+    let before = folder_bytes(&dir.path().join("out"));
+    let new_one = "puzzleforge run --release NEW";
+    for (args, named) in [
+        (
+            vec!["split", pool, "-o", "out/r1/release"],
+            "out/r1/release",
+        ),
+        (
+            vec![
+                "export",
+                "out/r1/release",
+                "--format",
+                "lichess",
+                "-o",
+                "out/r1/release",
+            ],
+            "out/r1/release",
+        ),
+        (
+            vec![
+                "eval",
+                "out/r1/release",
+                "--model",
+                "random",
+                "--limit",
+                "1",
+                "-o",
+                "out/r1/release",
+            ],
+            "out/r1/release",
+        ),
+        (
+            vec![
+                "eval",
+                "out/r1/release",
+                "--model",
+                "random",
+                "--limit",
+                "1",
+                "-o",
+                "out/r1/eval-2",
+            ],
+            "out/r1",
+        ),
+        (vec!["split", pool, "-o", "out"], "out/r1/release"),
+        (
+            vec!["ingest", "puzzles", pool, "-o", "out/r1/release/test.csv"],
+            "out/r1/release",
+        ),
+    ] {
+        let stderr = refused(dir.path(), &args, &[named, new_one]);
+        assert!(stderr.contains("never changes"), "{stderr}");
+    }
+    assert!(
+        folder_bytes(&dir.path().join("out")) == before,
+        "a refused command wrote"
+    );
+
+    // A standalone split's release: written once, then refused.
+    summary(&run(dir.path(), &["split", "--json", pool, "-o", "mine"]));
+    let mine = folder_bytes(&dir.path().join("mine"));
+    refused(
+        dir.path(),
+        &["split", pool, "-o", "mine"],
+        &["mine", new_one],
+    );
+    refused(
+        dir.path(),
+        &[
+            "export",
+            "mine",
+            "--format",
+            "lichess",
+            "-o",
+            "mine/lichess",
+        ],
+        &["mine", new_one],
+    );
+    assert!(folder_bytes(&dir.path().join("mine")) == mine);
+    // Beside it is fine.
+    summary(&run(
+        dir.path(),
+        &[
+            "export",
+            "--json",
+            "mine",
+            "--format",
+            "lichess",
+            "-o",
+            "mine-lichess",
+        ],
+    ));
+}
+
+/// A folder under the output folder that looks like a release but cannot
+/// be read (manifest deleted, corrupt), or a symbolic link to a release,
+/// stops the next release (exit 2, naming it and the two ways out) instead
+/// of being skipped; a release folder that is a link is refused when
+/// written. Once the damage is undone, the release excludes it again.
+#[test]
+fn exclusion_never_degrades_to_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json", "--release", "first"]));
+    let manifest = dir.path().join("out/first/release/manifest.json");
+    let kept = std::fs::read(&manifest).unwrap();
+    let ways_out = ["out/first/release", "restore it", "move it out"];
+
+    std::fs::write(&manifest, "{").unwrap();
+    refused(dir.path(), &["run", "--release", "second"], &ways_out);
+    std::fs::remove_file(&manifest).unwrap();
+    let stderr = refused(dir.path(), &["run", "--release", "second"], &ways_out);
+    assert!(stderr.contains("missing"), "{stderr}");
+    assert!(!dir.path().join("out/second/release").exists());
+    std::fs::write(&manifest, &kept).unwrap();
+
+    // A release reached through a link is refused when read ...
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::rename(dir.path().join("out/first"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.path().join("out/first")).unwrap();
+    refused(
+        dir.path(),
+        &["run", "--release", "second"],
+        &["out/first", "symbolic link", "remove the link"],
+    );
+    // ... and when written.
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    std::os::unix::fs::symlink(&linked, dir.path().join("out/third")).unwrap();
+    refused(
+        dir.path(),
+        &["run", "--release", "third"],
+        &["out/third", "symbolic link"],
+    );
+    assert_eq!(std::fs::read_dir(&linked).unwrap().count(), 0);
+    std::fs::remove_file(dir.path().join("out/third")).unwrap();
+    std::fs::remove_file(dir.path().join("out/first")).unwrap();
+    std::fs::rename(&elsewhere, dir.path().join("out/first")).unwrap();
+
+    summary(&run(dir.path(), &["run", "--json", "--release", "second"]));
+    let (first, second) = (
+        release_ids(&dir.path().join("out/first/release")),
+        release_ids(&dir.path().join("out/second/release")),
+    );
+    assert!(!first.is_empty() && first.is_disjoint(&second));
+}
+
+/// `output_dir` must name a real folder: empty (which turned exclusion
+/// off) and the filesystem root are refused before anything is written.
+#[test]
+fn output_dir_empty_or_root_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    for bad in ["\"\"", "\"/\"", "\"/..\""] {
+        let line = format!("output_dir = {bad}");
+        std::fs::write(&config, text.replace("output_dir = \"out\"", &line)).unwrap();
+        refused(dir.path(), &["run"], &["pipeline.toml", "output_dir"]);
+    }
+    assert!(!dir.path().join("r1").exists());
+    assert!(!Path::new("/r1").exists());
+}
+
+/// Every range of the config has bounds, checked before any stage: a huge
+/// band (which hung at 10 GB), a huge length, a negative rating, two rows
+/// for one cell, zero or NaN deadlines and a NaN threshold are errors
+/// naming the file and key, and `[split]` is checked without `[generate]`
+/// before ingest runs.
+#[test]
+fn config_is_checked_whole_before_any_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let band = "ratings = [400, 2000]\nlengths = [1, 2]";
+    let cell =
+        "\n[[split.cells]]\nbin = [400, 500]\nlength = 1\nmate = false\ntrain = 1\ntest = 1\n";
+    let cases: Vec<(String, &[&str])> = vec![
+        (
+            text.replace(band, "ratings = [400, 2000000000]\nlengths = [1, 2]"),
+            &["split", "2000000000", "4000"],
+        ),
+        (
+            text.replace(band, "ratings = [400, 2000]\nlengths = [1, 1000000]"),
+            &["split", "1000000", "10"],
+        ),
+        (
+            text.replace(band, "ratings = [-4000, 2000]\nlengths = [1, 2]"),
+            &["split", "-4000"],
+        ),
+        (
+            text.replace("[split]\n", "[split]\nbin_width = 1\n")
+                .replace(band, "ratings = [0, 4000]\nlengths = [1, 10]"),
+            &["split", "10000 cells"],
+        ),
+        (format!("{text}{cell}{cell}"), &["split", "two cell rows"]),
+        (
+            format!("{text}\n[engine]\ndeadline_secs = 0\n"),
+            &["engine.deadline_secs"],
+        ),
+        (
+            format!("{text}\n[engine]\ndeadline_secs = nan\n"),
+            &["engine.deadline_secs", "NaN"],
+        ),
+        (
+            format!("{text}\n[ingest.games]\nmin_win_chance_gain = nan\n"),
+            &["ingest.games.min_win_chance_gain"],
+        ),
+        (
+            format!("{text}\n[ingest.puzzles]\nmin_rating = 2000\nmax_rating = 1000\n"),
+            &["ingest.puzzles.min_rating", "max_rating"],
+        ),
+        (
+            format!("{text}\n[split.tiers.hard]\nmin_rating = -5\n"),
+            &["split.tiers.hard.min_rating"],
+        ),
+    ];
+    for (bad, needles) in cases {
+        std::fs::write(&config, &bad).unwrap();
+        let mut all = vec!["pipeline.toml"];
+        all.extend_from_slice(needles);
+        refused(dir.path(), &["run"], &all);
+        assert!(
+            !dir.path().join("out/r1").exists(),
+            "{needles:?}: a stage ran"
+        );
+    }
+}
+
+/// An edited `rate_model.json` (a base score of 1e300, a tree child out of
+/// the tree) is refused when loaded, naming the file and what is wrong,
+/// where it was taken and rated with.
+#[test]
+fn an_edited_rating_model_is_refused_on_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json");
+    let model: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&committed).unwrap()).unwrap();
+    let puzzles = data("generated_rated_puzzles.csv");
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit, &str); 2] = [
+        (
+            "base.json",
+            |m| m["estimator"]["trees"]["base_score"] = serde_json::json!(1e300),
+            "base_score",
+        ),
+        (
+            "child.json",
+            |m| {
+                let tree = m["estimator"]["trees"]["trees"][0]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                let mut nodes: serde_json::Value = serde_json::from_str(&tree).unwrap();
+                let split = nodes
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .find(|n| n.is_array())
+                    .unwrap();
+                split[2] = serde_json::json!(99999);
+                m["estimator"]["trees"]["trees"][0] = serde_json::json!(nodes.to_string());
+            },
+            "child 99999",
+        ),
+    ];
+    for (name, edit, needle) in edits {
+        let mut edited = model.clone();
+        edit(&mut edited);
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::to_vec(&edited).unwrap()).unwrap();
+        let rated = dir.path().join("rated.csv");
+        // In the crate's folder, where the model's nets (models/maia) are.
+        refused(
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            &[
+                "rate",
+                puzzles.to_str().unwrap(),
+                "--model",
+                path.to_str().unwrap(),
+                "-o",
+                rated.to_str().unwrap(),
+            ],
+            &[name, needle],
+        );
+        assert!(!rated.exists());
+    }
+}
+
+/// Edits a rating in `release`'s `train.csv` (its first puzzle to 2999)
+/// and writes the file's new sha256 into `manifest.json`, as someone
+/// covering the edit would.
+fn edit_data_and_manifest(release: &Path) {
+    let train = release.join("train.csv");
+    let text = std::fs::read_to_string(&train).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    cells[3] = "2999".to_string();
+    lines[1] = cells.join(",");
+    std::fs::write(&train, lines.join("\n") + "\n").unwrap();
+    let path = release.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["outputs"]["train.csv"] =
+        serde_json::json!(puzzleforge::core::fileio::sha256_file(&train).unwrap());
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&manifest).unwrap() + "\n",
+    )
+    .unwrap();
+}
+
+/// A release's manifest has a root outside its folder: the registry of
+/// releases (`releases.sha256`) of the output folder, or of the folder a
+/// `split -o` wrote into. A rating edited in `train.csv` with its new
+/// sha256 written into `manifest.json` is refused by `verify` and
+/// `export` (exit 2, naming the registry), as `run` refuses it.
+#[test]
+fn an_edit_of_data_and_manifest_together_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    summary(&run(
+        dir.path(),
+        &["split", "--json", pool.to_str().unwrap(), "-o", "mine"],
+    ));
+    let registry = std::fs::read_to_string(dir.path().join("out/releases.sha256")).unwrap();
+    assert!(
+        registry.ends_with("  r1/release/manifest.json\n"),
+        "{registry}"
+    );
+    for release in ["out/r1/release", "mine"] {
+        // Untouched, both read.
+        summary(&run(
+            dir.path(),
+            &[
+                "export", "--json", release, "--format", "lichess", "-o", "before",
+            ],
+        ));
+        std::fs::remove_dir_all(dir.path().join("before")).unwrap();
+        edit_data_and_manifest(&dir.path().join(release));
+        let needles = [release, "releases.sha256", "changed after it was written"];
+        refused(
+            dir.path(),
+            &["export", release, "--format", "lichess", "-o", "after"],
+            &needles,
+        );
+        refused(dir.path(), &["verify", release], &needles);
+        assert!(!dir.path().join("after").exists());
+    }
+}
+
+/// Runs the binary in `dir` with its address space capped at `mib` MiB
+/// (`ulimit -v`; two malloc arenas, so that the cap bounds what is used,
+/// not what each thread's arena reserves).
+fn capped(dir: &Path, mib: u64, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {}; exec \"$0\" \"$@\"", mib * 1024))
+        .arg(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(args)
+        .current_dir(dir)
+        .env("MALLOC_ARENA_MAX", "2")
+        .env("RAYON_NUM_THREADS", "2")
+        .output()
+        .unwrap()
+}
+
+/// Writes `path` (zstd): the sample's header and first rows, then a row
+/// whose `Themes` cell is `filler` repeated `count` times, quoted when
+/// `quoted`, then the sample's next rows.
+fn puzzles_with_a_huge_row(path: &Path, filler: &[u8], count: usize, quoted: bool) {
+    use std::io::Write;
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = zstd::Encoder::new(std::fs::File::create(path).unwrap(), 1).unwrap();
+    for line in &lines[..21] {
+        writeln!(out, "{line}").unwrap();
+    }
+    out.write_all(b"HUGE01,8/8/8/8/8/8/8/K6k w - - 0 1,a1a2,1500,80,90,100,")
+        .unwrap();
+    if quoted {
+        out.write_all(b"\"").unwrap();
+    }
+    let chunk = filler.repeat((1 << 20) / filler.len());
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(chunk.len() / filler.len());
+        out.write_all(&chunk[..n * filler.len()]).unwrap();
+        left -= n;
+    }
+    if quoted {
+        out.write_all(b"\"").unwrap();
+    }
+    out.write_all(b",https://lichess.org/abcdefgh#1,\n")
+        .unwrap();
+    for line in &lines[21..41] {
+        writeln!(out, "{line}").unwrap();
+    }
+    out.finish().unwrap();
+}
+
+/// Every CSV goes through the one bounded reader: a quoted field of 256
+/// Mi line breaks (a row of 256 MiB) is rejected as too long by `ingest
+/// puzzles`, and an unquoted 512 MiB line by `split`, each under a 256 MiB
+/// address-space cap (they took 8 bytes per line break, and the whole
+/// line twice over), with the rows around it kept and numbered right.
+#[test]
+fn every_csv_reader_is_bounded_and_memory_stays_flat() {
+    let dir = tempfile::tempdir().unwrap();
+    let quoted = dir.path().join("quoted.csv.zst");
+    puzzles_with_a_huge_row(&quoted, b"\n", 256 << 20, true);
+    let output = capped(
+        dir.path(),
+        256,
+        &[
+            "ingest",
+            "puzzles",
+            "--json",
+            "quoted.csv.zst",
+            "-o",
+            "pool.csv",
+        ],
+    );
+    let ingest = summary(&output);
+    assert_eq!(ingest["rows_read"], 41, "{ingest}");
+    assert_eq!(ingest["written"], 40, "{ingest}");
+    let rejects = std::fs::read_to_string(dir.path().join("pool.csv.rejects.csv")).unwrap();
+    assert!(rejects.contains("row_too_long"), "{rejects}");
+    assert!(rejects.contains("HUGE01"), "{rejects}");
+
+    let unquoted = dir.path().join("unquoted.csv.zst");
+    puzzles_with_a_huge_row(&unquoted, b"x", 512 << 20, false);
+    let output = capped(
+        dir.path(),
+        256,
+        &["split", "--json", "unquoted.csv.zst", "-o", "release"],
+    );
+    summary(&output);
+    let train = std::fs::read_to_string(dir.path().join("release/train.csv")).unwrap();
+    assert!(!train.contains("HUGE01"));
+}
+
+/// The Maia nets `eval --model maia:NNNN` plays with are held to the same
+/// published sha256 as `rate`'s: with the 1100 and 1900 nets swapped the
+/// eval exits 2 naming the file (the ladder's nets too); with the real
+/// nets its report records the net it played by sha256.
+#[test]
+fn eval_plays_only_the_pinned_maia_nets_and_records_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = crate::common::puzzle_slice(dir.path(), 3);
+    let set = set.to_str().unwrap();
+    let nets = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/maia");
+    let swapped = dir.path().join("swapped");
+    std::fs::create_dir(&swapped).unwrap();
+    for rating in (1100..=1900).step_by(100) {
+        let from = match rating {
+            1100 => 1900,
+            1900 => 1100,
+            other => other,
+        };
+        std::fs::copy(
+            nets.join(format!("maia-{from}.pb.gz")),
+            swapped.join(format!("maia-{rating}.pb.gz")),
+        )
+        .unwrap();
+    }
+    let eval = |models: &Path, ladder: bool, out: &str| {
+        let mut args = vec![
+            "eval",
+            "--json",
+            set,
+            "--model",
+            "maia:1100",
+            "--no-regret",
+            "--maia-models",
+            models.to_str().unwrap(),
+            "-o",
+            out,
+        ];
+        if !ladder {
+            args.push("--no-ladder");
+        }
+        run(dir.path(), &args)
+    };
+    for ladder in [false, true] {
+        let output = eval(&swapped, ladder, "swapped-run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "ladder {ladder}: {stderr}");
+        assert!(stderr.contains("maia-1100.pb.gz"), "{stderr}");
+        assert!(stderr.contains("not the Maia-1 1100 net's"), "{stderr}");
+    }
+    summary(&eval(&nets, false, "real-run"));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("real-run/report.json")).unwrap())
+            .unwrap();
+    let recorded = report["maia_nets"].to_string();
+    assert!(
+        recorded.contains("e1cf1cd0c96b8a4fa6a275f4b9fd54ed1ffebf9fe44641b9fceded310e9619c4"),
+        "{recorded}"
+    );
+}
+
+/// The pins are the nets the committed rating model was fitted with: one
+/// set of nine hashes, whoever checks them.
+#[test]
+fn the_maia_pins_are_the_rating_models_nets() {
+    let model: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let pinned: Vec<serde_json::Value> = puzzleforge::maia::MAIA_SHA256
+        .iter()
+        .map(|(_, sha256)| serde_json::json!(sha256))
+        .collect();
+    assert_eq!(model["maia"]["sha256"], serde_json::json!(pinned));
+}
+
+/// Small gaps, each an error naming the value: a release name with a line
+/// break, a tab or a right-to-left override (it would read as another
+/// name), and `eval --limit 0` (which said "no puzzles" of the file).
+#[test]
+fn names_that_read_as_others_and_a_zero_limit_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    for name in ["a\nb", "a\tb", "ab\u{202E}lmx.exe"] {
+        refused(
+            dir.path(),
+            &["run", "--release", name],
+            &["release name", "U+"],
+        );
+    }
+    assert!(!dir.path().join("out").exists());
+    let set = crate::common::puzzle_slice(dir.path(), 3);
+    refused(
+        dir.path(),
+        &[
+            "eval",
+            set.to_str().unwrap(),
+            "--model",
+            "random",
+            "--limit",
+            "0",
+            "-o",
+            "ev",
+        ],
+        &["--limit 0"],
+    );
+}
+
+/// One eval at a time per output folder: while another holds the folder's
+/// lock (here the test holds it, as a running eval does), a second exits 2
+/// naming the holder and writes nothing; once it is free, the eval runs.
+#[test]
+fn a_second_eval_into_one_folder_exits_naming_the_first() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let set = crate::common::puzzle_slice(dir.path(), 3);
+    let out = dir.path().join("ev");
+    std::fs::create_dir(&out).unwrap();
+    let mut held = std::fs::File::create(out.join(".lock")).unwrap();
+    held.lock().unwrap();
+    writeln!(held, "pid 4242 host here").unwrap();
+    let args = [
+        "eval",
+        "--json",
+        set.to_str().unwrap(),
+        "--model",
+        "random",
+        "--no-regret",
+        "--no-ladder",
+        "-o",
+        "ev",
+    ];
+    refused(dir.path(), &args, &["another eval", "pid 4242"]);
+    assert!(!out.join("report.json").exists());
+    drop(held);
+    summary(&run(dir.path(), &args));
+    assert!(out.join("report.json").exists());
+    assert!(!out.join(".lock").exists());
+}
