@@ -102,7 +102,10 @@ fn refuse_finished_targets(command: &Command) -> anyhow::Result<()> {
         }
         Command::Selfplay(args) => refuse(&args.output, Target::File, "selfplay"),
         Command::Mine(args) => refuse(&args.output, Target::File, "mine"),
-        Command::Rate(args) => refuse(&args.output, Target::File, "rate"),
+        Command::Rate(args) => match &args.output {
+            Some(output) => refuse(output, Target::File, "rate"),
+            None => Ok(()),
+        },
         Command::Split(args) => refuse(&args.output, Target::Folder, "split"),
         Command::Export(args) => refuse(&args.output, Target::Folder, "export"),
         Command::Eval(args) => refuse(&args.output, Target::Folder, "eval"),
