@@ -14,6 +14,7 @@ mod eval_parse;
 mod export;
 mod flags;
 mod generate;
+mod help;
 mod ingest_games;
 mod ingest_puzzles;
 mod layout;

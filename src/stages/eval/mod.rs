@@ -75,6 +75,9 @@ pub struct EvalArgs {
     /// Asks every position K times; each repeat draws its own seeds from the run's seed.
     #[arg(long)]
     pub repeats: Option<u32>,
+    /// The run's seed: every random choice of the eval (the puzzles of
+    /// --limit, a sampling player's draws, each repeat's seeds) derives
+    /// from it (default: the config's [eval] seed; 0 without one).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Only N puzzles, drawn with the run's seed across the set's cells
