@@ -2136,24 +2136,24 @@ impl Generated {
                 .unwrap_or_default()
         };
         let mut line = format!(
-            "  generate: games {}-{} ({}), cells filled {}/{}, {:.3} engine CPU-hours, store {}\n",
+            "  generate: games {}-{} ({}), cells filled {}/{}, {} engine CPU-hours, store {}\n",
             self.first,
             self.last,
             stop_name(self.stop),
             report.cells_filled,
             report.cells,
-            self.cpu_seconds / 3600.0,
+            crate::pipeline::cost::short(self.cpu_seconds / 3600.0),
             self.stores_display()
         );
         if self.streams.len() > 1 {
             for stream in &self.streams {
                 line.push_str(&format!(
-                    "    profile {}: games {}-{} ({}), {:.3} engine CPU-hours\n",
+                    "    profile {}: games {}-{} ({}), {} engine CPU-hours\n",
                     stream.profile.as_deref().unwrap_or("(generation's own)"),
                     stream.first,
                     stream.last,
                     stop_name(stream.stop),
-                    stream.cpu_seconds / 3600.0
+                    crate::pipeline::cost::short(stream.cpu_seconds / 3600.0)
                 ));
             }
         }
