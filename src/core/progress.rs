@@ -135,16 +135,25 @@ impl TermLike for PlainLines {
 }
 
 /// A bar drawn where progress goes: on a terminal as it is, as plain
-/// lines without one (with a tick, so that a line comes at least once a
-/// minute even when the bar does not move), hidden under `--json`.
+/// lines without one, hidden under `--json`.
 fn hidden_unless_terminal(bar: ProgressBar) -> ProgressBar {
+    if plain_lines() {
+        bar.set_draw_target(PlainLines::target());
+    } else if !enabled() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar
+}
+
+/// Starts a shown bar's tick, once its style and name are set (a tick
+/// draws at once: before them, its first line would have neither): every
+/// second on a terminal, and often enough without one that a plain line
+/// comes at least once a minute even when the bar does not move.
+fn ticking(bar: ProgressBar) -> ProgressBar {
     if enabled() {
         bar.enable_steady_tick(Duration::from_secs(1));
     } else if plain_lines() {
-        bar.set_draw_target(PlainLines::target());
         bar.enable_steady_tick(Duration::from_secs(20));
-    } else {
-        bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     bar
 }
@@ -167,7 +176,7 @@ pub fn items(total: u64, what: &str) -> ProgressBar {
         bar.set_style(style);
     }
     bar.set_prefix(what.to_string());
-    bar
+    ticking(bar)
 }
 
 /// A counter of items whose total is not known in advance (rows of a
@@ -182,7 +191,7 @@ pub(crate) fn counter(what: &str) -> ProgressBar {
         bar.set_style(style);
     }
     bar.set_prefix(what.to_string());
-    bar
+    ticking(bar)
 }
 
 /// A bar counting bytes read from an input of known size.
@@ -195,5 +204,5 @@ pub fn bytes(total: u64, what: &str) -> ProgressBar {
         bar.set_style(style);
     }
     bar.set_prefix(what.to_string());
-    bar
+    ticking(bar)
 }
