@@ -48,7 +48,8 @@ enum Command {
     Export(puzzleforge::stages::export::ExportArgs),
     /// Ask a model (or a baseline player) every solver position of a puzzle set and report.
     Eval(puzzleforge::stages::eval::EvalArgs),
-    /// Compare two eval runs metric by metric with one-sided Welch t-tests.
+    /// Compare two eval runs metric by metric: paired tests on the puzzles
+    /// both scored (McNemar, paired t), else one-sided Welch t-tests.
     Compare(puzzleforge::stages::eval::compare::CompareArgs),
     /// Play short games from start positions against Stockfish and report regret.
     Rollout(puzzleforge::stages::eval::rollout::RolloutArgs),

@@ -128,7 +128,26 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
     };
     assert_eq!(
         strip(std::fs::read(again_dir.join("report.json")).unwrap()),
-        strip(report)
+        strip(report.clone())
+    );
+    // Regret's searches are cached by content in the run folder: a rerun
+    // into it searches nothing and writes the same report.
+    let runtime = |dir: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.join("runtime.json")).unwrap()).unwrap()
+    };
+    let first = runtime(&random_dir);
+    assert!(first["regret_searches"].as_u64().unwrap() > 0, "{first}");
+    assert_eq!(first["regret_cached_searches"], 0, "{first}");
+    run("random", "random");
+    let rerun = runtime(&random_dir);
+    assert_eq!(rerun["regret_searches"], 0, "{rerun}");
+    assert_eq!(
+        rerun["regret_cached_searches"], first["regret_searches"],
+        "{rerun}"
+    );
+    assert_eq!(
+        std::fs::read(random_dir.join("report.json")).unwrap(),
+        report
     );
 
     let compared = puzzleforge(&[
@@ -140,7 +159,12 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
     ]);
     let overall = compared["overall"].as_array().unwrap();
     assert_eq!(overall[0]["metric"], "puzzle_accuracy");
-    assert!(overall[0]["welch"]["p_one_sided"].as_f64().unwrap() < 0.01);
+    // The same 20 puzzles: paired, McNemar on solved or not.
+    let solved = &overall[0]["paired"];
+    assert_eq!(solved["test"], "mcnemar_exact", "{compared}");
+    assert_eq!(solved["pairs"], 20, "{compared}");
+    assert!(overall[0]["p_one_sided"].as_f64().unwrap() < 0.01);
+    assert_eq!(overall[0]["p_one_sided"], solved["p_one_sided"]);
     // Regret is tested on the bounded score loss; the raw cp mean is shown
     // untested.
     let metric = |name: &str| {
@@ -150,10 +174,8 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
             .unwrap_or_else(|| panic!("no {name} in {compared}"))
     };
     let loss = metric("mean_score_loss");
-    assert!(
-        loss["welch"]["p_one_sided"].as_f64().unwrap() < 0.01,
-        "{loss}"
-    );
+    assert_eq!(loss["paired"]["test"], "paired_t", "{loss}");
+    assert!(loss["p_one_sided"].as_f64().unwrap() < 0.01, "{loss}");
     assert_eq!(loss["a"].as_f64(), Some(random_loss));
     assert!(metric("mean_regret")["welch"].is_null());
     assert!(dir.path().join("cmp/compare.md").exists());

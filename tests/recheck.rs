@@ -191,9 +191,24 @@ fn a_generated_release_names_its_sources_and_rechecks_from_its_card() {
         .collect();
     assert_eq!(commands.len(), 2, "{section}");
     assert!(commands[0].contains(&id), "{section}");
+    // As a shell runs them after the README's quick start: `puzzleforge`
+    // found on PATH (where `cargo install` puts it), not by its path.
+    let bin = Path::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let run_card = |command: &str| {
-        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
-        puzzleforge(&release, &args)
+        assert!(command.starts_with("puzzleforge "), "{command}");
+        std::process::Command::new("sh")
+            .args(["-c", command])
+            .current_dir(&release)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
     };
     let verify = run_card(commands[0]);
     assert!(
@@ -204,7 +219,15 @@ fn a_generated_release_names_its_sources_and_rechecks_from_its_card() {
     let line: Value = serde_json::from_slice(&verify.stdout).unwrap();
     assert_eq!(line["PuzzleId"], id.as_str());
     assert_eq!(line["agrees"], true, "{line:#}");
-    assert_eq!(line["now"]["Verified"], "True", "{line:#}");
+    // Typed values, as the release's JSON Lines: recorded and now alike.
+    for side in ["recorded", "now"] {
+        assert_eq!(line[side]["Verified"], true, "{line:#}");
+        assert!(line[side]["Margin"].is_number(), "{line:#}");
+    }
+    assert!(line["recorded"]["BestScore"].is_i64(), "{line:#}");
+    assert!(line["recorded"]["Nodes"].is_i64(), "{line:#}");
+    let said = String::from_utf8_lossy(&verify.stderr);
+    assert!(said.contains("re-checked 1 puzzle of"), "{said}");
     let check = run_card(commands[1]);
     assert!(check.status.success());
     let line: Value = serde_json::from_slice(&check.stdout).unwrap();

@@ -569,12 +569,7 @@ fn strict_exits_2_after_writing_a_release_with_unfilled_cells() {
         assert!(!unfilled.is_empty(), "{json}");
         // The first unfilled cell is named with its counts.
         let cell = &unfilled[0];
-        let named = format!(
-            "{} length {} mate {}: ",
-            cell["rating_bin"].as_str().unwrap(),
-            cell["length"],
-            cell["mate"]
-        );
+        let named = format!("{}: ", crate::common::cell_label(cell));
         assert!(stderr.contains(&named), "{named} in {stderr}");
         // The release is written, and says the same.
         let manifest: serde_json::Value =
@@ -832,4 +827,87 @@ fn engines_are_checked_before_the_first_stage() {
         assert!(stderr.contains(key), "{key}: {stderr}");
         assert!(!dir.path().join("out/r1").exists(), "{key}: a stage ran");
     }
+}
+
+/// Without a terminal (as under cron), `run` writes a timestamped line as
+/// each stage starts and its progress bars as timestamped plain lines;
+/// under `--json` neither (stdout keeps the one summary). It ends with
+/// what it made, the cells it left unfilled and the next command, and the
+/// release's card gives the source mix of each split.
+#[test]
+fn a_run_without_a_terminal_writes_plain_lines_and_ends_with_what_it_made() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    let output = run(dir.path(), &["run"]);
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stamped = |line: &str| line.starts_with('[') && line.contains(" GMT] ");
+    for stage in ["ingest_puzzles", "ingest_games", "release", "export"] {
+        let said = format!(" GMT] stage {stage}: started");
+        assert!(
+            stderr.lines().any(|l| stamped(l) && l.contains(&said)),
+            "{said}: {stderr}"
+        );
+    }
+    // The ingest's byte bar, as a plain line.
+    assert!(
+        stderr
+            .lines()
+            .any(|l| stamped(l) && l.contains("puzzles: ") && l.contains("elapsed")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("[="),
+        "no bar drawn for a terminal: {stderr}"
+    );
+    // What it made, what it left, what next.
+    let release = dir.path().join("out/r1/release");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(release.join("manifest.json")).unwrap()).unwrap();
+    let counts = &manifest["counts"];
+    let made = format!(
+        "made: {} train + {} test puzzles in out/r1/release (its card: out/r1/release/README.md), {} of {} cells filled",
+        counts["train"],
+        counts["test"],
+        counts["cells"].as_u64().unwrap() - counts["unfilled_cells"].as_u64().unwrap(),
+        counts["cells"]
+    );
+    assert!(stderr.contains(&made), "{made}: {stderr}");
+    let unfilled = manifest["unfilled"].as_array().unwrap();
+    assert!(unfilled.len() > 3, "{manifest:#}");
+    let first = common::cell_label(&unfilled[0]);
+    let listed = format!("unfilled: {} cells ({first}, ", unfilled.len());
+    assert!(stderr.contains(&listed), "{listed}: {stderr}");
+    assert!(
+        stderr.contains(&format!("... {} more", unfilled.len() - 3)),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("next: the puzzle sources hold too few puzzles")
+            && stderr.contains("[generate] enabled = true")
+            && stderr.contains("puzzleforge run --plan --release r1"),
+        "{stderr}"
+    );
+    // The card's source mix: every puzzle of this release is Lichess's.
+    let card = std::fs::read_to_string(release.join("README.md")).unwrap();
+    let lichess = format!(
+        "| Lichess puzzle database (`lichess`) | {} | {} |",
+        counts["train"], counts["test"]
+    );
+    assert!(
+        card.contains("## Source mix") && card.contains(&lichess),
+        "{card}"
+    );
+    assert!(
+        card.contains("| generated (puzzleforge self-play) (`selfplay`) | 0 | 0 |"),
+        "{card}"
+    );
+    assert!(card.contains(&format!("- {first}: ")), "{card}");
+
+    // Under --json: no plain lines, one JSON object on stdout.
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    let quiet = run(dir.path(), &["run", "--json"]);
+    summary(&quiet);
+    let stderr = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!stderr.contains(" GMT] "), "{stderr}");
 }

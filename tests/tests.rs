@@ -15,6 +15,7 @@ mod export;
 mod flags;
 mod generate;
 mod guards;
+mod help;
 mod ingest_games;
 mod ingest_puzzles;
 mod layout;

@@ -108,10 +108,11 @@ pub struct EngineArgs {
     #[arg(long, value_name = "SECS", value_parser = crate::core::settings::finite_number)]
     #[serde(rename = "deadline_secs")]
     pub deadline: Option<f64>,
-    /// Seconds the engine may take to answer `uciok` (and the first
-    /// `readyok`) before the program counts as not an engine.
-    /// Laid over `handshake_secs` in [`EngineArgs::resolve`], not by
-    /// `flags_over`: the key is left out of records while it has its default.
+    /// Seconds the engine may take to start and answer `uciok` (and its
+    /// first `readyok`) before the program counts as not an engine
+    /// (default: the engine section's handshake_secs).
+    // Laid over `handshake_secs` in `EngineArgs::resolve`, not by
+    // `flags_over`: the key is left out of records while it has its default.
     #[arg(long, value_name = "SECS", value_parser = crate::core::settings::finite_number)]
     #[serde(skip)]
     pub handshake_deadline: Option<f64>,

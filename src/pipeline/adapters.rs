@@ -265,7 +265,7 @@ impl Stage for Selfplay {
             summary["engine_cpu_hours"] = json!(generated.cpu_seconds / 3600.0);
             return Ok(summary);
         }
-        let pool = ctx.engine_pool()?;
+        let pool = ctx.engine_pool(StageName::Selfplay)?;
         // A shard plays its slice of the game numbers; each game's bytes
         // depend only on the seed and its number.
         let numbers = match &ctx.shard {
@@ -354,7 +354,7 @@ impl Stage for Mine {
     }
 
     fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
-        let pool = ctx.engine_pool()?;
+        let pool = ctx.engine_pool(StageName::Mine)?;
         let mut files = Vec::new();
         let games = stage_files(ctx, StageName::Selfplay, ".pgn");
         let candidates = stage_files(ctx, StageName::IngestGames, ".candidates.csv");
@@ -533,7 +533,7 @@ impl Stage for Verify {
     }
 
     fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
-        let pool = ctx.engine_pool()?;
+        let pool = ctx.engine_pool(StageName::Verify)?;
         let config = &self.section;
         let second = match &config.second_engine {
             Some(second) => Some(second.pool(&pool)?),
@@ -1106,11 +1106,14 @@ impl Stage for Eval {
         };
         // A failed eval (too many calls without an answer) is not committed,
         // and the next run starts it again from an empty scratch folder: the
-        // model's answers are kept beside the release instead, so that run
-        // asks only the calls that failed (and the Maia nets' probabilities,
-        // so that another player on the same release finds them).
-        if config.cache_dir.is_none() && crate::stages::eval::keeps_a_cache(&config) {
-            config.cache_dir = Some(ctx.release_dir.join("eval-cache"));
+        // model's answers are kept in the output folder instead, so that run
+        // asks only the calls that failed; the Maia nets' probabilities and
+        // regret's searches, keyed by content, are found there by every
+        // release's eval of the same output folder.
+        let keeps = crate::stages::eval::keeps_a_cache(&config) || config.regret.enabled;
+        if config.cache_dir.is_none() && keeps {
+            let output_dir = ctx.release_dir.parent().unwrap_or(Path::new(""));
+            config.cache_dir = Some(output_dir.join(".eval-cache"));
         }
         // The run's whole `[engine]` section (binary, options, workers,
         // deadline, attempts), as every other stage uses it.

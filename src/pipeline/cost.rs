@@ -17,9 +17,12 @@
 //! store gives the same projection, byte for byte.
 //!
 //! **Cells never reached.** A cell with no puzzle in the sample has no
-//! measured rate; it is left out of the total (which says so) and given a
-//! lower bound: the cost if its rate were at the 95% upper end of what the
-//! sample allows.
+//! measured rate; it is left out of the interval and given a lower bound:
+//! the cost if its rate were at the 95% upper end of what the sample
+//! allows. A stream with such a cell, and so the whole target, then has a
+//! lower bound and no interval, and the chance that a budget suffices is
+//! unknown: the sample cannot show it (a zero-yield sample never claims a
+//! point cost or a 100% chance).
 
 use rand_distr::{Distribution, Gamma};
 use serde_json::{Value, json};
@@ -68,6 +71,30 @@ pub(crate) struct StreamSample {
     /// The stopping rule was met: the stream's cost is known.
     pub met: bool,
     pub cells: Vec<CellSample>,
+    /// The mining switches its games were mined with: advice for cells
+    /// never reached names only those still off.
+    pub mining: MiningSwitches,
+}
+
+/// The `[mine]` switches that make the puzzles of a kind of cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MiningSwitches {
+    pub mates: bool,
+    pub missed_only: bool,
+    pub trivial_captures: bool,
+    pub min_solver_moves: usize,
+}
+
+impl Default for MiningSwitches {
+    /// `[mine]`'s own defaults.
+    fn default() -> MiningSwitches {
+        MiningSwitches {
+            mates: false,
+            missed_only: true,
+            trivial_captures: false,
+            min_solver_moves: 1,
+        }
+    }
 }
 
 impl StreamSample {
@@ -139,7 +166,7 @@ impl Interval {
     }
 
     /// `0.42 (90% interval 0.25-0.80)`.
-    fn human(self) -> String {
+    pub(crate) fn human(self) -> String {
         format!(
             "{} (90% interval {}-{})",
             short(self.median),
@@ -173,8 +200,21 @@ pub(crate) struct StreamCost {
     /// The game number it would stop at.
     pub games: Interval,
     pub cells: Vec<CellCost>,
+    /// When a cell it still lacks has no measured rate (never reached, or
+    /// beyond the rating model): the CPU-hours and game number it needs at
+    /// least, in place of `cpu_hours` and `games`, which count its reached
+    /// cells alone.
+    pub at_least: Option<LowerBound>,
     /// The games' draws, sorted.
     game_draws: Vec<f64>,
+}
+
+/// What a stream or a target needs at least, where the sample measured no
+/// rate for some of its cells.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LowerBound {
+    pub cpu_hours: f64,
+    pub games: f64,
 }
 
 /// The projection of a target.
@@ -189,6 +229,10 @@ pub(crate) struct Projection {
     /// Cells never reached that lie beyond the rating model's reach (not
     /// in `never_reached`).
     pub beyond_model: usize,
+    /// When some unfilled cell has no measured rate: the CPU-hours the
+    /// target needs at least (each stream's bound, or the low end of its
+    /// interval); `total` then counts the reached cells alone.
+    pub at_least: Option<f64>,
     /// The total's draws, sorted.
     total_draws: Vec<f64>,
 }
@@ -251,7 +295,7 @@ pub(crate) fn project(samples: &[StreamSample], seed: u64) -> Projection {
                 let games: Vec<f64> = draws.iter().map(|h| h * per_hour).collect();
                 (cpu_hours.scaled(per_hour), games)
             };
-            let cells = stream
+            let cells: Vec<CellCost> = stream
                 .cells
                 .iter()
                 .zip(cells.iter_mut())
@@ -273,22 +317,55 @@ pub(crate) fn project(samples: &[StreamSample], seed: u64) -> Projection {
                     }
                 })
                 .collect();
+            let at_least = lower_bound(stream, &cells, cpu_hours);
             StreamCost {
                 cpu_hours,
                 games,
                 cells,
+                at_least,
                 game_draws,
             }
         })
-        .collect();
+        .collect::<Vec<StreamCost>>();
+    let at_least = streams.iter().any(|s| s.at_least.is_some()).then(|| {
+        streams
+            .iter()
+            .map(|s| s.at_least.map_or(s.cpu_hours.low, |b| b.cpu_hours))
+            .sum()
+    });
     Projection {
         streams,
         total: Interval::of(&mut total_draws),
         spent: samples.iter().map(StreamSample::spent_hours).sum(),
         never_reached,
         beyond_model,
+        at_least,
         total_draws,
     }
+}
+
+/// A stream's lower bound when a cell it still lacks has no measured rate:
+/// the most of what it spent, the low end of its reached cells' interval
+/// and its never-reached cells' bounds; its game number at the games per
+/// CPU-hour it measured (the games it played when it measured nothing).
+fn lower_bound(stream: &StreamSample, cells: &[CellCost], reached: Interval) -> Option<LowerBound> {
+    let unknown =
+        |cost: &CellCost| matches!(cost, CellCost::NeverReached(_) | CellCost::BeyondModel);
+    if stream.met || !cells.iter().any(unknown) {
+        return None;
+    }
+    let cpu_hours = cells
+        .iter()
+        .filter_map(|cost| match cost {
+            CellCost::NeverReached(Some(hours)) => Some(*hours),
+            _ => None,
+        })
+        .fold(reached.low.max(stream.spent_hours()), f64::max);
+    let games = match stream.measured() {
+        true => (cpu_hours * stream.games as f64 / stream.counted_hours()).ceil(),
+        false => stream.games as f64,
+    };
+    Some(LowerBound { cpu_hours, games })
 }
 
 /// The share of sorted `draws` at or below `limit`.
@@ -297,18 +374,58 @@ fn share_within(draws: &[f64], limit: f64) -> f64 {
 }
 
 impl Projection {
-    /// The chance that a run under `max_cpu_hours` fills the reached cells.
-    pub(crate) fn chance_within_cpu(&self, max_cpu_hours: f64) -> f64 {
-        share_within(&self.total_draws, max_cpu_hours)
+    /// The chance that a run under `max_cpu_hours` fills the target;
+    /// unknown (`None`) when some unfilled cell has no measured rate.
+    pub(crate) fn chance_within_cpu(&self, max_cpu_hours: f64) -> Option<f64> {
+        self.at_least
+            .is_none()
+            .then(|| share_within(&self.total_draws, max_cpu_hours))
     }
 
     /// The chance that no stream needs more than `max_games` games (the
-    /// streams are independent in the model).
-    pub(crate) fn chance_within_games(&self, max_games: u64) -> f64 {
+    /// streams are independent in the model); unknown (`None`) when some
+    /// unfilled cell has no measured rate.
+    pub(crate) fn chance_within_games(&self, max_games: u64) -> Option<f64> {
+        self.at_least.is_none().then(|| {
+            self.streams
+                .iter()
+                .map(|s| share_within(&s.game_draws, max_games as f64))
+                .product()
+        })
+    }
+
+    /// The game number that covers every stream: the upper end of its
+    /// interval, or its lower bound where it has one.
+    pub(crate) fn covering_games(&self) -> u64 {
         self.streams
             .iter()
-            .map(|s| share_within(&s.game_draws, max_games as f64))
-            .product()
+            .map(|s| s.at_least.map_or(s.games.high, |b| b.games).ceil() as u64)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The CPU-hours that cover the target: the upper end of its
+    /// interval, or its lower bound.
+    pub(crate) fn covering_cpu_hours(&self) -> f64 {
+        self.at_least.unwrap_or(self.total.high)
+    }
+
+    /// Whether some unfilled cell is projected from a measured rate (else
+    /// `total` is only what was spent: no interval to give).
+    pub(crate) fn projects_a_cell(&self) -> bool {
+        self.streams
+            .iter()
+            .flat_map(|s| &s.cells)
+            .any(|c| matches!(c, CellCost::Projected(_)))
+    }
+
+    /// The target's CPU-hours for people: `0.42 (90% interval 0.25-0.80)`,
+    /// or `at least 0.42` when some unfilled cell has no measured rate.
+    pub(crate) fn total_human(&self) -> String {
+        match self.at_least {
+            Some(hours) => format!("at least {}", short(hours)),
+            None => self.total.human(),
+        }
     }
 }
 
@@ -365,47 +482,58 @@ pub(crate) fn short(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
-/// `(1900, 2000] 1 move` or `(1900, 2000] mate in 2`.
-pub(crate) fn describe(cell: &Cell) -> String {
-    let moves = match (cell.mate, cell.length) {
-        (true, n) => format!("mate in {n}"),
-        (false, 1) => "1 move".to_string(),
-        (false, n) => format!("{n} moves"),
-    };
-    format!("{} {moves}", cell.bin_label())
-}
-
 /// The first few cells by name, then how many more.
 fn first_named(cells: &[&Cell]) -> String {
     const NAMED: usize = 6;
-    let mut named: Vec<String> = cells.iter().take(NAMED).map(|c| describe(c)).collect();
-    if cells.len() > NAMED {
-        named.push(format!("... ({} more)", cells.len() - NAMED));
-    }
-    named.join(", ")
+    let labels: Vec<String> = cells.iter().map(|c| c.label()).collect();
+    crate::stages::release::cells::first_of(&labels, NAMED).join(", ")
 }
 
-/// What a user can try for cells never reached, by the kinds among them.
-pub(crate) fn reach_advice(cells: &[&Cell]) -> String {
+/// What a user can try for cells never reached beside more games, by the
+/// kinds among them, each with the mining switches of the stream that
+/// plays for it: a setting is advised only where it is still off, and
+/// one already on is said to be (empty when there is nothing to add).
+pub(crate) fn reach_advice(cells: &[(&Cell, MiningSwitches)]) -> String {
     let mut ways = Vec::new();
-    if cells.iter().any(|c| c.mate) {
+    let mut already_on = Vec::new();
+    let mates: Vec<_> = cells.iter().filter(|(c, _)| c.mate).collect();
+    if mates.iter().any(|(_, m)| !m.mates) {
         ways.push("mate cells: `mine.mates = true`");
+    } else if !mates.is_empty() {
+        already_on.push("`mine.mates`");
     }
-    if cells.iter().any(|c| c.bin_hi <= 900) {
-        ways.push(
-            "ratings of 900 or below: `mine.missed_only = false`, `mine.trivial_captures = true`",
-        );
+    let easy: Vec<_> = cells.iter().filter(|(c, _)| c.bin_hi <= 900).collect();
+    if easy.iter().any(|(_, m)| m.missed_only) {
+        ways.push("ratings of 900 or below: `mine.missed_only = false`");
+    } else if !easy.is_empty() {
+        already_on.push("`mine.missed_only = false`");
     }
-    if cells.iter().any(|c| c.length >= 3) {
-        ways.push(
-            "3+ moves: `mine.min_solver_moves = 3` (the `hard` tier's profile), weaker players",
-        );
+    if easy.iter().any(|(_, m)| !m.trivial_captures) {
+        ways.push("ratings of 900 or below: `mine.trivial_captures = true`");
+    } else if !easy.is_empty() {
+        already_on.push("`mine.trivial_captures`");
     }
-    let mut advice = "hand them to a profile that makes such puzzles ([[generate.bands]] with \
-        [generate.profiles.NAME.selfplay] and .mine)"
-        .to_string();
+    let long: Vec<_> = cells.iter().filter(|(c, _)| c.length >= 3).collect();
+    if long.iter().any(|(_, m)| m.min_solver_moves < 3) {
+        ways.push("3+ moves: `mine.min_solver_moves = 3` (the `hard` tier's profile)");
+    } else if !long.is_empty() {
+        already_on.push("`mine.min_solver_moves = 3`");
+    }
+    let mut advice = String::new();
     if !ways.is_empty() {
-        advice.push_str(&format!(": {}", ways.join("; ")));
+        advice.push_str(&format!(
+            ", or hand them to a profile that makes such puzzles ([[generate.bands]] with \
+             [generate.profiles.NAME.selfplay] and .mine): {}",
+            ways.join("; ")
+        ));
+    }
+    if !already_on.is_empty() {
+        already_on.dedup();
+        advice.push_str(&format!(
+            "; {} already on where they are played for: such puzzles are rare in these games \
+             (weaker players leave more)",
+            already_on.join(", ")
+        ));
     }
     advice
 }
@@ -428,9 +556,15 @@ impl Projection {
             })
     }
 
-    /// The cells never reached.
-    fn never_reached_cells<'a>(&'a self, samples: &'a [StreamSample]) -> Vec<&'a Cell> {
-        self.cells_costing(samples, |cost| matches!(cost, CellCost::NeverReached(_)))
+    /// The cells never reached, with their stream's mining switches.
+    fn never_reached_cells<'a>(
+        &'a self,
+        samples: &'a [StreamSample],
+    ) -> Vec<(&'a Cell, MiningSwitches)> {
+        self.cell_rows(samples)
+            .filter(|(_, _, cost)| matches!(cost, CellCost::NeverReached(_)))
+            .map(|(stream, cell, _)| (&cell.cell, stream.mining))
+            .collect()
     }
 
     /// The cells whose cost is of the kind `kind` tells.
@@ -462,8 +596,14 @@ impl Projection {
                     "cells_filled": count(|c| *c == CellCost::Filled),
                     "cells_never_reached": count(|c| matches!(c, CellCost::NeverReached(_))),
                     "cells_beyond_model_range": count(|c| *c == CellCost::BeyondModel),
-                    "projected_cpu_hours": cost.cpu_hours.to_json(),
-                    "projected_games": cost.games.to_json(),
+                    "projected_cpu_hours": match cost.at_least {
+                        Some(bound) => json!({"at_least": round(bound.cpu_hours)}),
+                        None => cost.cpu_hours.to_json(),
+                    },
+                    "projected_games": match cost.at_least {
+                        Some(bound) => json!({"at_least": bound.games}),
+                        None => cost.games.to_json(),
+                    },
                 })
             })
             .collect();
@@ -493,10 +633,21 @@ impl Projection {
                 row
             })
             .collect();
+        let (total, more) = match self.at_least {
+            Some(hours) => (
+                json!({"at_least": round(hours)}),
+                json!({"at_least": round((hours - self.spent).max(0.0))}),
+            ),
+            None => (self.total.to_json(), self.total.minus(self.spent).to_json()),
+        };
         json!({
-            "total_cpu_hours": self.total.to_json(),
+            "total_cpu_hours": total,
+            "reached_cells_cpu_hours": match self.projects_a_cell() {
+                true => self.total.to_json(),
+                false => Value::Null,
+            },
             "spent_cpu_hours": round(self.spent),
-            "more_cpu_hours": self.total.minus(self.spent).to_json(),
+            "more_cpu_hours": more,
             "cells": cells.len(),
             "cells_never_reached": self.never_reached,
             "cells_beyond_model_range": self.beyond_model,
@@ -541,7 +692,7 @@ impl Projection {
             };
             text.push_str(&format!(
                 "  {:<22}{} {:>7} {:>6} {:>10}  {fill}\n",
-                describe(&cell.cell),
+                cell.cell.label(),
                 profile(stream.name()),
                 format!("{}+{}", cell.quota.train, cell.quota.test),
                 cell.found,
@@ -587,10 +738,10 @@ impl Projection {
             _ => String::new(),
         };
         text.push_str(&format!(
-            "{indent}{} cell{} never reached, left out of the total{bound}: {}\n{indent}to reach them: {more}, or {}\n",
+            "{indent}{} cell{} never reached{bound}: {}\n{indent}to reach them: {more}{}\n",
             cells.len(),
             if cells.len() == 1 { "" } else { "s" },
-            first_named(&cells),
+            first_named(&cells.iter().map(|(c, _)| *c).collect::<Vec<_>>()),
             reach_advice(&cells)
         ));
         text
@@ -603,7 +754,7 @@ impl Projection {
             return String::new();
         }
         format!(
-            "{indent}{} cell{} beyond the ratings the rating model gives without extrapolating, left out of the total (no budget is projected to fill {them}): {}\n{indent}the run still waits for {them}: take {them} out of the target ([[split.cells]] with train = 0 and test = 0) or rate with a model that reaches {them}\n",
+            "{indent}{} cell{} beyond the ratings the rating model gives without extrapolating (no budget is projected to fill {them}): {}\n{indent}the run still waits for {them}: take {them} out of the target ([[split.cells]] with train = 0 and test = 0) or rate with a model that reaches {them}\n",
             cells.len(),
             if cells.len() == 1 { " lies" } else { "s lie" },
             first_named(&cells),
@@ -631,35 +782,55 @@ pub(crate) fn unfilled(samples: &[StreamSample], seed: u64, budget: Budget) -> (
         .flat_map(|s| &s.cells)
         .filter(|c| matches!(c, CellCost::Projected(_)))
         .count();
-    let most_games = projection
-        .streams
-        .iter()
-        .map(|s| s.games.high.ceil() as u64)
-        .max()
-        .unwrap_or(0);
+    let unknown = projection.never_reached + projection.beyond_model;
+    // Where some cell has no measured rate, the budget to raise to is a
+    // lower bound, not an interval's upper end.
+    let (about, end) = match projection.at_least {
+        Some(_) => (
+            "at least",
+            "a lower bound: some cells have no measured rate",
+        ),
+        None => ("about", "the interval's upper end"),
+    };
+    let covering_games = projection.covering_games();
+    let covering_cpu = projection.covering_cpu_hours();
     let (raise, suggested) = match budget {
         Budget::MaxCpuHours => (
             format!(
-                "raise max_cpu_hours to about {} (the interval's upper end)",
-                short(projection.total.high)
+                "raise max_cpu_hours to {about} {} ({end})",
+                short(covering_cpu)
             ),
-            json!({"max_cpu_hours": round(projection.total.high)}),
+            json!({"max_cpu_hours": round(covering_cpu)}),
         ),
         Budget::MaxGames => (
-            format!("raise max_games to about {most_games} (the interval's upper end)"),
-            json!({"max_games": most_games}),
+            format!("raise max_games to {about} {covering_games} ({end})"),
+            json!({"max_games": covering_games}),
         ),
     };
     let mut text = String::new();
     let mut json = projection.to_json(samples);
     if reached_unfilled > 0 {
         text.push_str(&format!(
-            "    at the rates these games measured, the {reached_unfilled} unfilled cell{} they reached need about {} more engine CPU-hours, {} in all: {raise}\n",
+            "    at the rates these games measured, the {reached_unfilled} unfilled cell{} they reached need about {} more engine CPU-hours, {} {}\n",
             if reached_unfilled == 1 { "" } else { "s" },
             more.human(),
             short(projection.total.median),
+            if unknown > 0 { "for them alone" } else { "in all" },
         ));
+    }
+    if let Some(hours) = projection.at_least {
+        text.push_str(&format!(
+            "    the whole target needs at least {} engine CPU-hours ({} spent): {unknown} unfilled cell{} had no puzzle in these games, so no rate is measured for {}\n",
+            short(hours),
+            short(projection.spent),
+            if unknown == 1 { "" } else { "s" },
+            if unknown == 1 { "it" } else { "them" },
+        ));
+    }
+    if reached_unfilled > 0 || projection.at_least.is_some() {
+        text.push_str(&format!("    {raise}\n"));
         json["suggested"] = suggested;
+        json["suggested_is_lower_bound"] = json!(projection.at_least.is_some());
     }
     text.push_str(&projection.human_never_reached(
         samples,
@@ -697,6 +868,7 @@ mod tests {
             spent_cpu_seconds: hours * 3600.0,
             met: false,
             cells,
+            mining: MiningSwitches::default(),
         }
     }
 
@@ -783,6 +955,60 @@ mod tests {
         assert_eq!(json["per_cell"].as_array().map(Vec::len), Some(6));
     }
 
+    /// A sample with no puzzle in any cell (a hard tier's 5 games) claims
+    /// no point cost and no chance: the target needs at least the bound
+    /// of its cells, the budgets' chances are unknown, and neither the
+    /// file nor the summary gives an interval or a median for it.
+    #[test]
+    fn a_sample_without_a_puzzle_claims_a_lower_bound_and_no_chance() {
+        let samples = [stream(0.0037, 5, vec![cell(3, 0, 5, 5), cell(4, 0, 5, 5)])];
+        let plan = project(&samples, 9);
+        let bound = plan.at_least.expect("a lower bound");
+        // 10 wanted at the upper rate 1.92 / 0.0037 h: about 0.019 h more.
+        assert!(
+            (bound - (0.0037 + 10.0 * 0.0037 / 1.9207)).abs() < 1e-4,
+            "{bound}"
+        );
+        assert_eq!(plan.chance_within_games(10), None);
+        assert_eq!(plan.chance_within_cpu(100.0), None);
+        let stream = plan.streams[0].at_least.expect("the stream's bound");
+        assert_eq!(stream.cpu_hours, bound);
+        // 5 games per 0.0037 CPU-hours.
+        assert_eq!(stream.games, (bound * 5.0 / 0.0037).ceil());
+        assert_eq!(plan.covering_games(), stream.games as u64);
+        assert!(plan.covering_games() > 5);
+        let json = plan.to_json(&samples);
+        assert_eq!(json["total_cpu_hours"], json!({"at_least": round(bound)}));
+        assert_eq!(
+            json["profiles"][0]["projected_games"]["median"],
+            Value::Null
+        );
+        assert_eq!(
+            json["profiles"][0]["projected_games"]["at_least"],
+            json!(stream.games)
+        );
+        assert_eq!(plan.total_human(), format!("at least {}", short(bound)));
+        let (text, json) = unfilled(&samples, 9, Budget::MaxCpuHours);
+        assert!(
+            text.contains("the whole target needs at least")
+                && text.contains("raise max_cpu_hours to at least")
+                && !text.contains("interval"),
+            "{text}"
+        );
+        assert_eq!(json["suggested_is_lower_bound"], true);
+    }
+
+    /// With every cell reached the chances are known and no bound is set.
+    #[test]
+    fn a_sample_that_reaches_every_cell_gives_chances() {
+        let samples = [stream(1.0, 20, vec![cell(1, 10, 10, 5)])];
+        let plan = project(&samples, 7);
+        assert_eq!(plan.at_least, None);
+        assert!(plan.chance_within_cpu(100.0).is_some_and(|c| c > 0.99));
+        assert!(plan.chance_within_cpu(1.0).is_some_and(|c| c < 0.01));
+        assert!(plan.chance_within_games(1000).is_some());
+    }
+
     /// A cell beyond the rating model's reach with no puzzle is named as
     /// such, not as never reached, and left out of the total with no bound;
     /// one that holds a puzzle (an extrapolated rating) is projected as any
@@ -819,6 +1045,47 @@ mod tests {
                 && text.contains("1 cell never reached"),
             "{text}"
         );
+    }
+
+    /// Advice names a setting only where the stream that plays for the
+    /// cell has it off: a profile with mates, missed positions and 3+
+    /// move lines on is told to play more, not to turn them on.
+    #[test]
+    fn advice_names_only_the_settings_still_off() {
+        let mate = Cell {
+            bin_lo: 400,
+            bin_hi: 500,
+            length: 1,
+            mate: true,
+        };
+        let long = Cell {
+            bin_lo: 2000,
+            bin_hi: 2100,
+            length: 3,
+            mate: false,
+        };
+        let off = MiningSwitches::default();
+        let text = reach_advice(&[(&mate, off), (&long, off)]);
+        for named in [
+            "`mine.mates = true`",
+            "`mine.missed_only = false`",
+            "`mine.trivial_captures = true`",
+            "`mine.min_solver_moves = 3`",
+        ] {
+            assert!(text.contains(named), "{named}: {text}");
+        }
+        let on = MiningSwitches {
+            mates: true,
+            missed_only: false,
+            trivial_captures: true,
+            min_solver_moves: 3,
+        };
+        let text = reach_advice(&[(&mate, on), (&long, on)]);
+        for kind in ["mate cells:", "ratings of 900 or below:", "3+ moves:"] {
+            assert!(!text.contains(kind), "{kind}: {text}");
+        }
+        assert!(text.contains("already on"), "{text}");
+        assert!(!text.contains("hand them to a profile"), "{text}");
     }
 
     #[test]

@@ -40,9 +40,10 @@ use crate::core::seed::{Domain, Key};
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
-use crate::pipeline::cost::{CellSample, StreamSample};
+use crate::pipeline::cost::{CellSample, MiningSwitches, StreamSample};
 use crate::stages::rate::{ModelReach, RatingModel};
 use crate::stages::release::cells::{Cell, ExcludeBy, MateRule, Quota, Tier, position_key};
+use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::release::funnel::GenerationFunnel;
 use crate::stages::verify::Verdict;
 
@@ -617,6 +618,7 @@ pub(crate) fn prepare(
             played: Played::default(),
             next: first,
             last,
+            games_allowed: None,
         });
     }
     let progress = BatchProgress::new(config.generate.max_cpu_hours);
@@ -743,9 +745,14 @@ fn stream_cells(config: &Sections<'_>, quotas: &BTreeMap<Cell, Quota>) -> Result
     Ok(by_profile.into_iter().collect())
 }
 
-/// Plays the streams in turns, a batch each, until each stops; a CPU
-/// budget (`run` only) stops every stream still playing after the batch
-/// that spent it. Returns each stream's stop.
+/// Plays the streams in turns, a batch each, until each stops. Under a CPU
+/// budget (`run` only) each turn's batch is sized to the stream's share of
+/// what the budget leaves (the budget left split evenly among the streams
+/// still playing, at the CPU per game the stream has measured), so every
+/// stream plays from the first round and the run ends within about one
+/// game of the budget; a stream whose share is under half a game stops,
+/// and every stream stops once the budget is spent. Returns each stream's
+/// stop.
 ///
 /// Lock-step turns, not turns by need: giving the next batch to the stream
 /// with the least CPU per puzzle it still wanted sent the CPU to the hard
@@ -763,10 +770,24 @@ fn take_turns(
     // streams' own counters hold their own cells only); kept for the
     // progress lines alone.
     let mut all_streams = Counter::new(target, seed, 0);
+    let budget = max_cpu_hours
+        .filter(|_| mode == Mode::Run)
+        .map(|h| h * 3600.0);
     while stops.iter().any(Option::is_none) {
         for index in 0..walks.len() {
             if stops[index].is_some() {
                 continue;
+            }
+            if let Some(budget) = budget {
+                let spent: f64 = walks.iter().map(|w| w.cpu_seconds).sum();
+                let playing = stops.iter().filter(|s| s.is_none()).count();
+                let share = (budget - spent) / playing.max(1) as f64;
+                let allowed = games_within(walks, index, share);
+                if allowed == 0 {
+                    stops[index] = Some(Stop::MaxCpuHours);
+                    continue;
+                }
+                walks[index].games_allowed = Some(allowed);
             }
             let taken = walks[index].segments.len();
             stops[index] = walks[index].step()?;
@@ -778,10 +799,7 @@ fn take_turns(
                 progress.batch(walks, index, all_streams.fill());
             }
             let spent: f64 = walks.iter().map(|w| w.cpu_seconds).sum();
-            if stops[index].is_none()
-                && mode == Mode::Run
-                && max_cpu_hours.is_some_and(|h| spent >= h * 3600.0)
-            {
+            if stops[index].is_none() && budget.is_some_and(|b| spent >= b) {
                 for stop in stops.iter_mut().filter(|s| s.is_none()) {
                     *stop = Some(Stop::MaxCpuHours);
                 }
@@ -791,9 +809,31 @@ fn take_turns(
     Ok(stops.into_iter().flatten().collect())
 }
 
+/// The games `share` engine CPU-seconds pay for in stream `index`, at the
+/// CPU per game it measured (else the mean of the streams that measured
+/// one), rounded: 0 when the share is under half a game. Before any
+/// stream measured a game: a first batch of a quarter of `batch_games`,
+/// so that no stream's first batch spends the others' budget.
+fn games_within(walks: &[Walk<'_>], index: usize, share: f64) -> u64 {
+    let per_game = |w: &Walk<'_>| {
+        let games = w.next - w.first;
+        (games > 0 && w.cpu_seconds > 0.0).then(|| w.cpu_seconds / games as f64)
+    };
+    let measured: Vec<f64> = walks.iter().filter_map(per_game).collect();
+    let mean = (!measured.is_empty()).then(|| measured.iter().sum::<f64>() / measured.len() as f64);
+    if share <= 0.0 {
+        return 0;
+    }
+    match per_game(&walks[index]).or(mean) {
+        Some(per_game) => (share / per_game).round() as u64,
+        None => walks[index].config.generate.batch_games.max(1).div_ceil(4),
+    }
+}
+
 /// One line per batch taken while generating: on a terminal a human line
-/// on stderr, under `--json` a `{"event": "batch", ...}` JSON line on
-/// stderr (stdout keeps the one summary object), else nothing. The rates
+/// on stderr, without one the same line timestamped, under `--json` a
+/// `{"event": "batch", ...}` JSON line on stderr (stdout keeps the one
+/// summary object). The rates
 /// and the ETA come from the batches played by this process; nothing of
 /// it goes into a file.
 struct BatchProgress {
@@ -809,9 +849,10 @@ impl BatchProgress {
         }
     }
 
-    /// Whether progress lines are shown at all.
+    /// Whether progress lines are shown at all: on a terminal, as plain
+    /// timestamped lines without one, as JSON lines under `--json`.
     fn shown(&self) -> bool {
-        crate::core::progress::enabled() || crate::core::progress::json_lines()
+        true
     }
 
     /// Reports the batch walk `index` just took; `fill` is every stream's
@@ -820,10 +861,11 @@ impl BatchProgress {
         if !self.shown() {
             return;
         }
-        let human = crate::core::progress::enabled();
         let line = self.line(walks, index, fill);
-        if human {
+        if crate::core::progress::enabled() {
             eprintln!("{}", line.human());
+        } else if crate::core::progress::plain_lines() {
+            crate::core::progress::note(&line.human());
         } else {
             match serde_json::to_string(&line) {
                 Ok(json) => eprintln!("{json}"),
@@ -840,8 +882,12 @@ impl BatchProgress {
         let walk = &walks[index];
         let segment = walk.segments.last();
         let sum = |f: &dyn Fn(&Walk<'_>) -> f64| walks.iter().map(f).sum::<f64>();
-        let games = sum(&|w| (w.next - w.first) as f64) as u64;
-        let max_games = sum(&|w| (w.last + 1 - w.first) as f64) as u64;
+        // This stream's games of the max_games the user set (each stream
+        // has its own), not a sum over the streams.
+        let games = walk.next - walk.first;
+        let max_games = walk.last + 1 - walk.first;
+        let all_games = sum(&|w| (w.next - w.first) as f64) as u64;
+        let all_max_games = sum(&|w| (w.last + 1 - w.first) as f64) as u64;
         let verified = walks.iter().map(|w| w.counter.funnel.verified).sum::<u64>();
         let [cells_filled, cells, drawn, wanted] = fill;
         let cpu_seconds = sum(&|w| w.cpu_seconds);
@@ -855,7 +901,7 @@ impl BatchProgress {
             etas.push(elapsed * (wanted - drawn.min(wanted)) as f64 / drawn as f64);
         }
         if played_games > 0.0 {
-            etas.push(elapsed / played_games * (max_games - games) as f64);
+            etas.push(elapsed / played_games * (all_max_games - all_games) as f64);
         }
         if let Some(hours) = self.max_cpu_hours.filter(|_| played_cpu > 0.0) {
             etas.push(elapsed / played_cpu * (hours * 3600.0 - cpu_seconds).max(0.0));
@@ -1018,6 +1064,9 @@ struct Walk<'a> {
     first: u64,
     next: u64,
     last: u64,
+    /// The most games its next played batch may hold: what a CPU budget
+    /// leaves it (`None`: `generate.batch_games`).
+    games_allowed: Option<u64>,
 }
 
 /// The batches a walk played in this process: for the progress lines'
@@ -1078,7 +1127,10 @@ impl Walk<'_> {
                 self.player.store.display()
             )));
         }
-        let end = (next + self.config.generate.batch_games.max(1) - 1)
+        let size = (self.config.generate.batch_games.max(1))
+            .min(self.games_allowed.unwrap_or(u64::MAX))
+            .max(1);
+        let end = (next + size - 1)
             .min(last)
             .min(next_stored_start(&self.batches, next).map_or(u64::MAX, |s| s - 1));
         let batch = self.player.play(next, end)?;
@@ -2084,45 +2136,55 @@ impl Generated {
                 .unwrap_or_default()
         };
         let mut line = format!(
-            "  generate: games {}-{} ({}), cells filled {}/{}, {:.3} engine CPU-hours, store {}\n",
+            "  generate: games {}-{} ({}), cells filled {}/{}, {} engine CPU-hours, store {}\n",
             self.first,
             self.last,
             stop_name(self.stop),
             report.cells_filled,
             report.cells,
-            self.cpu_seconds / 3600.0,
+            crate::pipeline::cost::short(self.cpu_seconds / 3600.0),
             self.stores_display()
         );
         if self.streams.len() > 1 {
             for stream in &self.streams {
                 line.push_str(&format!(
-                    "    profile {}: games {}-{} ({}), {:.3} engine CPU-hours\n",
+                    "    profile {}: games {}-{} ({}), {} engine CPU-hours\n",
                     stream.profile.as_deref().unwrap_or("(generation's own)"),
                     stream.first,
                     stream.last,
                     stop_name(stream.stop),
-                    stream.cpu_seconds / 3600.0
+                    crate::pipeline::cost::short(stream.cpu_seconds / 3600.0)
                 ));
             }
         }
         if self.stop != Stop::QuotasMet && self.stop != Stop::ShardSlice {
-            for cell in report.unfilled.iter().take(20) {
-                line.push_str(&format!(
-                    "    unfilled {} length {} mate {}: {} + {} of {} + {}\n",
-                    cell.rating_bin,
-                    cell.length,
-                    cell.mate,
-                    cell.train,
-                    cell.test,
-                    cell.wanted.train,
-                    cell.wanted.test
-                ));
+            let labels: Vec<String> = report
+                .unfilled
+                .iter()
+                .map(|cell| {
+                    format!(
+                        "unfilled {}: {} + {} of {} + {}",
+                        cell_label(&cell.rating_bin, cell.length, cell.mate),
+                        cell.train,
+                        cell.test,
+                        cell.wanted.train,
+                        cell.wanted.test
+                    )
+                })
+                .collect();
+            for named in first_of(&labels, 20) {
+                line.push_str(&format!("    {named}\n"));
             }
         }
         if let Some((text, _)) = self.cost_of_unfilled() {
             line.push_str(&text);
         }
         line
+    }
+
+    /// Whether a budget (`max_games`, `max_cpu_hours`) ended the games.
+    pub(crate) fn stop_is_budget(&self) -> bool {
+        matches!(self.stop, Stop::MaxGames | Stop::MaxCpuHours)
     }
 
     /// When a budget stopped the run with cells unfilled: what they would
@@ -2185,6 +2247,7 @@ pub(crate) fn sample(
             first: 1,
             next: 1,
             last,
+            games_allowed: None,
         };
         let stop = loop {
             if let Some(stop) = walk.step()? {
@@ -2221,6 +2284,15 @@ impl Walk<'_> {
             spent_cpu_seconds: self.cpu_seconds,
             met: stop == Stop::QuotasMet,
             cells: self.counter.cell_samples(),
+            mining: {
+                let mine = &self.player.settings.mine;
+                MiningSwitches {
+                    mates: mine.mates,
+                    missed_only: mine.missed_only,
+                    trivial_captures: mine.trivial_captures,
+                    min_solver_moves: mine.min_solver_moves,
+                }
+            },
         }
     }
 }

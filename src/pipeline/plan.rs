@@ -105,11 +105,14 @@ pub(crate) fn run_plan(
     }
     let wall = |hours: f64| cost::round(hours / workers as f64);
     plan["engine_workers"] = json!(workers);
-    plan["wall_hours"] = json!({
-        "median": wall(projection.total.median),
-        "low": wall(projection.total.low),
-        "high": wall(projection.total.high),
-    });
+    plan["wall_hours"] = match projection.at_least {
+        Some(hours) => json!({"at_least": wall(hours)}),
+        None => json!({
+            "median": wall(projection.total.median),
+            "low": wall(projection.total.low),
+            "high": wall(projection.total.high),
+        }),
+    };
     let budget = Budget::of(config, &projection);
     plan["budget"] = budget.to_json();
     plan["never_reached"] = cells_where(&projected, "never_reached");
@@ -209,36 +212,51 @@ fn headline(
         cost::short(projection.spent),
     );
     let unreached = projection.never_reached + projection.beyond_model;
-    let reached = if unreached > 0 {
-        let reached = cells - unreached;
-        format!(
-            " to fill the {reached} cell{} the sample reached",
-            if reached == 1 { "" } else { "s" }
-        )
-    } else {
-        " in all".to_string()
-    };
-    let total = projection.total;
-    text.push_str(&format!(
-        "  projected: {} engine CPU-hours (90% interval {}-{}){reached}; about {} hours of wall time with {workers} engine worker{}\n",
-        cost::short(total.median),
-        cost::short(total.low),
-        cost::short(total.high),
-        cost::short(total.median / workers as f64),
-        if workers == 1 { "" } else { "s" },
-    ));
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let wall = |hours: f64| cost::short(hours / workers as f64);
+    let workers_named = format!("{workers} engine worker{}", plural(workers));
+    match projection.at_least {
+        // Some cell has no puzzle in the sample: its rate, and so the
+        // target's cost, is unmeasured; only a lower bound is claimed.
+        Some(hours) => {
+            text.push_str(&format!(
+                "  projected: at least {} engine CPU-hours in all, at least {} hours of wall time with {workers_named}: {unreached} of {cells} target cell{} had no puzzle in the sample, so no rate is measured for {} and no interval can be given\n",
+                cost::short(hours),
+                wall(hours),
+                plural(cells),
+                if unreached == 1 { "it" } else { "them" },
+            ));
+            let reached = cells - unreached;
+            if reached > 0 && projection.projects_a_cell() {
+                text.push_str(&format!(
+                    "  the {reached} cell{} the sample reached alone: {} engine CPU-hours\n",
+                    plural(reached),
+                    projection.total.human(),
+                ));
+            }
+        }
+        None => text.push_str(&format!(
+            "  projected: {} engine CPU-hours in all; about {} hours of wall time with {workers_named}\n",
+            projection.total_human(),
+            wall(projection.total.median),
+        )),
+    }
     text
 }
 
-/// The configured budgets against the projection.
+/// The configured budgets against the projection. A chance is `None`
+/// (unknown) when some target cell has no measured rate.
 struct Budget {
     max_games: u64,
-    games_chance: f64,
+    games_chance: Option<f64>,
     max_cpu_hours: Option<f64>,
     cpu_chance: Option<f64>,
-    /// The upper ends of the interval: a budget that covers them.
-    games_high: f64,
-    cpu_high: f64,
+    /// The upper ends of the interval (a budget that covers them), or the
+    /// lower bounds when a chance is unknown.
+    games_covering: u64,
+    cpu_covering: f64,
+    /// Target cells with no measured rate.
+    unknown_cells: usize,
 }
 
 impl Budget {
@@ -250,36 +268,75 @@ impl Budget {
             max_cpu_hours: generate.max_cpu_hours,
             cpu_chance: generate
                 .max_cpu_hours
-                .map(|h| projection.chance_within_cpu(h)),
-            games_high: projection
-                .streams
-                .iter()
-                .map(|s| s.games.high.ceil())
-                .fold(0.0, f64::max),
-            cpu_high: projection.total.high,
+                .and_then(|h| projection.chance_within_cpu(h)),
+            games_covering: projection.covering_games(),
+            cpu_covering: projection.covering_cpu_hours(),
+            unknown_cells: match projection.at_least {
+                Some(_) => projection.never_reached + projection.beyond_model,
+                None => 0,
+            },
         }
     }
 
     fn to_json(&self) -> Value {
-        json!({
+        let known = self.unknown_cells == 0;
+        let chance = |c: Option<f64>| match c {
+            Some(c) => json!(cost::round(c)),
+            None if known => Value::Null,
+            None => json!("unknown"),
+        };
+        let mut budget = json!({
             "max_games": self.max_games,
-            "chance_within_max_games": cost::round(self.games_chance),
+            "chance_within_max_games": chance(self.games_chance),
             "max_cpu_hours": self.max_cpu_hours,
-            "chance_within_max_cpu_hours": self.cpu_chance.map(cost::round),
-            "covering_max_games": self.games_high,
-            "covering_max_cpu_hours": cost::round(self.cpu_high),
-        })
+            "chance_within_max_cpu_hours": match self.max_cpu_hours {
+                Some(_) => chance(self.cpu_chance),
+                None => Value::Null,
+            },
+        });
+        if known {
+            budget["covering_max_games"] = json!(self.games_covering);
+            budget["covering_max_cpu_hours"] = json!(cost::round(self.cpu_covering));
+        } else {
+            budget["at_least_max_games"] = json!(self.games_covering);
+            budget["at_least_max_cpu_hours"] = json!(cost::round(self.cpu_covering));
+            budget["cells_without_a_rate"] = json!(self.unknown_cells);
+        }
+        budget
     }
 
     fn human(&self) -> String {
+        if self.unknown_cells > 0 {
+            let mut text = format!(
+                "  budget: whether max_games = {} is enough is unknown (it needs at least {} games)",
+                self.max_games, self.games_covering
+            );
+            match self.max_cpu_hours {
+                Some(hours) => text.push_str(&format!(
+                    "; whether max_cpu_hours = {hours} suffices is unknown (it needs at least {})",
+                    cost::short(self.cpu_covering)
+                )),
+                None => text.push_str("; no max_cpu_hours set"),
+            }
+            text.push_str(&format!(
+                ": the sample has no puzzle in {} target cell{}\n",
+                self.unknown_cells,
+                if self.unknown_cells == 1 { "" } else { "s" }
+            ));
+            return text;
+        }
         let percent = |p: f64| format!("{:.0}%", p * 100.0);
+        let games_chance = self.games_chance.unwrap_or(0.0);
         let mut text = format!(
             "  budget: max_games = {} is enough with probability {}",
             self.max_games,
-            percent(self.games_chance)
+            percent(games_chance)
         );
-        if self.games_chance < 0.95 {
-            text.push_str(&format!(" (about {} covers the interval)", self.games_high));
+        if games_chance < 0.95 {
+            text.push_str(&format!(
+                " (about {} covers the interval)",
+                self.games_covering
+            ));
         }
         match (self.max_cpu_hours, self.cpu_chance) {
             (Some(hours), Some(chance)) => {
@@ -290,7 +347,7 @@ impl Budget {
                 if chance < 0.95 {
                     text.push_str(&format!(
                         " (about {} covers the interval)",
-                        cost::short(self.cpu_high)
+                        cost::short(self.cpu_covering)
                     ));
                 }
             }

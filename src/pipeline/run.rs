@@ -26,6 +26,7 @@ use crate::pipeline::manifest::{
     output_hashes,
 };
 use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder, StageName};
+use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
 
 /// Arguments of `puzzleforge run`.
@@ -154,7 +155,10 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         force: args.force,
         rewrite_release: args.rewrite_release,
     };
-    let (mut human, report) = run_stages(&mut ctx, &stages, redo)?;
+    let (mut human, report) = match run_stages(&mut ctx, &stages, redo) {
+        Ok(done) => done,
+        Err(error) => return generation_fell_short(&ctx, &release, error),
+    };
     let mut json = json!({"release": release, "release_dir": release_dir, "stages": report});
     if let Some(generated) = &ctx.generated {
         human.push_str(&generated.human());
@@ -163,10 +167,92 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     if let Some(shard) = &args.shard {
         report_shard(shard, &left_for_merge, &mut human, &mut json);
     }
+    human.push_str(&what_it_made(&ctx, &release, &args.config)?);
     let mut summary = Summary::new(human, json);
     if args.strict {
         summary.shortfall = strict_shortfall(&ctx, &mut summary.json)?;
     }
+    Ok(summary)
+}
+
+/// The run's last lines: what it made, the cells it left unfilled, and
+/// the next command to fill them (nothing when no release was drawn).
+fn what_it_made(ctx: &RunContext, release: &str, config_path: &Path) -> Result<String> {
+    let dir = ctx.stage_dir(StageName::Release);
+    let Some(manifest) = ReleaseManifest::load(&dir)? else {
+        return Ok(String::new());
+    };
+    let counts = &manifest.counts;
+    let mut text = format!(
+        "made: {} train + {} test puzzles in {} (its card: {}), {} of {} cells filled\n",
+        counts.train,
+        counts.test,
+        dir.display(),
+        dir.join("README.md").display(),
+        counts.cells - counts.unfilled_cells,
+        counts.cells,
+    );
+    if manifest.unfilled.is_empty() {
+        return Ok(text);
+    }
+    let labels: Vec<String> = manifest
+        .unfilled
+        .iter()
+        .map(|c| cell_label(&c.rating_bin, c.length, c.mate))
+        .collect();
+    text.push_str(&format!(
+        "unfilled: {} cells ({}; manifest.json's \"unfilled\" lists them all)\n",
+        labels.len(),
+        first_of(&labels, 3).join(", ")
+    ));
+    let config = match config_path.to_str() {
+        Some(crate::pipeline::config::DEFAULT_CONFIG) => String::new(),
+        _ => format!(" --config {}", config_path.display()),
+    };
+    let next = match &ctx.generated {
+        Some(generated) if generated.stop_is_budget() => format!(
+            "next: raise [generate] max_games or max_cpu_hours in {} (the cost above says how far) and run `puzzleforge run{config} --release {release}` again: it reuses the games already played",
+            config_path.display()
+        ),
+        Some(_) => format!(
+            "next: `puzzleforge run{config} --plan --release {release}` projects what the unfilled cells cost",
+        ),
+        None => format!(
+            "next: the puzzle sources hold too few puzzles for them: point [sources] puzzles in {} at the full Lichess dump (lichess_db_puzzle.csv.zst), or generate them: set [generate] enabled = true, see the cost with `puzzleforge run{config} --plan --release {release}`, then run without --plan (leave ingest_puzzles and ingest_games out of pipeline.stages for an all-generated release)",
+            config_path.display()
+        ),
+    };
+    text.push_str(&next);
+    text.push('\n');
+    Ok(text)
+}
+
+/// A stage refused what generation made (too few puzzles for the
+/// release, say): the games were played and paid for, so the run still
+/// prints the generation summary (games, CPU, the cells unfilled and what
+/// they would cost) before the error, and exits 2 as the error does. Any
+/// other failure, or one without generation, is returned as it is.
+fn generation_fell_short(ctx: &RunContext, release: &str, error: anyhow::Error) -> Result<Summary> {
+    let Some(generated) = ctx
+        .generated
+        .as_ref()
+        .filter(|_| crate::core::error::exit_code(&error) == crate::core::error::EXIT_BAD_INPUT)
+    else {
+        return Err(error);
+    };
+    let human = format!(
+        "release {}\n{}",
+        ctx.release_dir.display(),
+        generated.human()
+    );
+    let json = json!({
+        "release": release,
+        "release_dir": ctx.release_dir,
+        "generate": generated.summary_json(),
+        "error": format!("{error:#}"),
+    });
+    let mut summary = Summary::new(human, json);
+    summary.shortfall = Some(format!("{error:#}"));
     Ok(summary)
 }
 
@@ -239,9 +325,8 @@ fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>
     if unfilled.is_empty() {
         return Ok(None);
     }
-    let named: Vec<String> = unfilled
+    let labels: Vec<String> = unfilled
         .iter()
-        .take(10)
         .map(|cell| {
             let count = |value: &Value| value.as_u64().unwrap_or(0);
             // `[generate]` records the wanted train and test, a release the total.
@@ -250,20 +335,21 @@ fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>
                 total => count(total),
             };
             format!(
-                "{} length {} mate {}: {} of {wanted} drawn ({} {found_key})",
-                cell["rating_bin"].as_str().unwrap_or_default(),
-                cell["length"],
-                cell["mate"],
+                "{}: {} of {wanted} drawn ({} {found_key})",
+                cell_label(
+                    cell["rating_bin"].as_str().unwrap_or_default(),
+                    count(&cell["length"]) as usize,
+                    cell["mate"] == true
+                ),
                 count(&cell["train"]) + count(&cell["test"]),
                 cell[found_key],
             )
         })
         .collect();
     Ok(Some(format!(
-        "run --strict: {} of {cells} target cells unfilled: {}{}; the run's files are written in {}",
+        "run --strict: {} of {cells} target cells unfilled: {}; the run's files are written in {}",
         unfilled.len(),
-        named.join("; "),
-        if unfilled.len() > 10 { "; ..." } else { "" },
+        first_of(&labels, 10).join("; "),
         ctx.release_dir.display()
     )))
 }
@@ -506,6 +592,10 @@ pub(crate) fn run_stages(
                 counts: previous.map(|p| p.counts).unwrap_or_default(),
             }
         } else {
+            // A line per stage as it starts (timestamped; on a terminal
+            // as well as in a cron log), so that a long stage is never
+            // silent from its start.
+            crate::core::progress::note(&format!("stage {}: started", stage.name()));
             run_stage(stage.as_ref(), ctx, redo)
                 .with_context(|| format!("stage {}", stage.name()))?
         };
@@ -746,13 +836,35 @@ fn fingerprint_changes(before: &Fingerprint, now: &Fingerprint) -> String {
 }
 
 fn compact_counts(counts: &Value) -> String {
+    // Counts as they are; fractions (an accuracy, CPU-hours) to 4
+    // significant digits, as people read them.
+    let figure = |value: &Value| match (value.as_i64(), value.as_u64(), value.as_f64()) {
+        (None, None, Some(x)) => crate::pipeline::cost::round(x).to_string(),
+        _ => value.to_string(),
+    };
     match counts.as_object() {
         Some(map) => map
             .iter()
             .filter(|(_, v)| v.is_number())
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{k}={}", figure(v)))
             .collect::<Vec<_>>()
             .join(" "),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stage's counts read short: whole counts as they are, fractions
+    /// to 4 significant digits.
+    #[test]
+    fn stage_counts_are_rounded_for_people() {
+        let counts = json!({"puzzles": 201, "puzzle_accuracy": 0.9651741293532339, "note": "x"});
+        assert_eq!(
+            compact_counts(&counts),
+            "puzzles=201 puzzle_accuracy=0.9652"
+        );
     }
 }

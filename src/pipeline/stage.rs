@@ -125,10 +125,13 @@ impl RunContext {
         self.release_dir.join(stage.as_str())
     }
 
-    /// Starts the engine pool for a stage that needs one.
-    pub fn engine_pool(&self) -> Result<EnginePool> {
+    /// Starts the engine pool for a stage that needs one; its work shows
+    /// progress under the stage's name.
+    pub fn engine_pool(&self, stage: StageName) -> Result<EnginePool> {
         let engine = self.engine()?;
-        EnginePool::new(engine.spec.clone(), engine.pool.clone())
+        let mut pool = EnginePool::new(engine.spec.clone(), engine.pool.clone())?;
+        pool.set_progress(Some(stage.as_str()));
+        Ok(pool)
     }
 
     /// The run's engine as `[generate]` uses it.

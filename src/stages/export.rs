@@ -44,6 +44,8 @@ pub enum SplitChoice {
 pub struct ExportArgs {
     /// A release folder written by `split`.
     pub release: PathBuf,
+    /// The format to write: Inspect samples, DSPy examples, OpenAI evals
+    /// samples, or Lichess-format CSV (see each value below).
     #[arg(long, value_enum)]
     pub format: ExportFormat,
     /// Output folder; gets `train.jsonl`/`test.jsonl` (`.csv` for lichess).

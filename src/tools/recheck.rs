@@ -227,15 +227,21 @@ fn compare_line(file: &Path, recorded: &Puzzle, verdict: &Verdict) -> (Value, bo
         .filter(|&&c| !same_cell(c, &cell(recorded, c), &cell(&now, c)))
         .map(|c| c.name())
         .collect();
+    // Typed as the release's JSON Lines hold them (booleans, numbers,
+    // null where empty); a cell its type cannot read stays as written.
+    let typed = |p: &Puzzle, c: Column| {
+        let text = cell(p, c);
+        c.kind().json_value(&text).unwrap_or(Value::String(text))
+    };
     let columns = |p: &Puzzle| {
         COMPARED
             .iter()
-            .map(|&c| (c.name().to_string(), json!(cell(p, c))))
+            .map(|&c| (c.name().to_string(), typed(p, c)))
             .collect::<serde_json::Map<_, _>>()
     };
     let mut recorded_json = columns(recorded);
     for c in [Column::BestScore, Column::SecondScore, Column::Nodes] {
-        recorded_json.insert(c.name().to_string(), json!(cell(recorded, c)));
+        recorded_json.insert(c.name().to_string(), typed(recorded, c));
     }
     let mut now_json = columns(&now);
     now_json.insert("best_move".into(), json!(verdict.best_move));
@@ -272,7 +278,8 @@ fn recheck_summary(
     } = outcome;
     let agree = checked - differing.len();
     let human = format!(
-        "verify: re-checked {checked} puzzles of {} with {from} (factor {}, second engine {}): {agree} agree with what was recorded, {} differ{}{}; engine {}",
+        "verify: re-checked {checked} puzzle{} of {} with {from} (factor {}, second engine {}): {agree} agree{} with what was recorded, {} differ{}{}{}; engine {}",
+        if *checked == 1 { "" } else { "s" },
         args.input.display(),
         config.factor,
         config
@@ -283,7 +290,9 @@ fn recheck_summary(
                 second.map_or("?", |p| p.engine_id()),
                 s.depth
             )),
+        if agree == 1 { "s" } else { "" },
         differing.len(),
+        if differing.len() == 1 { "s" } else { "" },
         if differing.is_empty() {
             String::new()
         } else {

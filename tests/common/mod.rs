@@ -87,3 +87,16 @@ pub fn puzzle_slice(dir: &Path, rows: usize) -> std::path::PathBuf {
     std::fs::write(&path, slice.join("\n") + "\n").unwrap();
     path
 }
+
+/// A cell as every summary, error and card names it, from its JSON
+/// (`rating_bin`, `length`, `mate`): `(1900, 2000] 2 moves`,
+/// `(400, 500] mate in 1`.
+pub fn cell_label(cell: &serde_json::Value) -> String {
+    let length = cell["length"].as_u64().unwrap();
+    let moves = match (cell["mate"].as_bool().unwrap(), length) {
+        (true, n) => format!("mate in {n}"),
+        (false, 1) => "1 move".to_string(),
+        (false, n) => format!("{n} moves"),
+    };
+    format!("{} {moves}", cell["rating_bin"].as_str().unwrap())
+}

@@ -1,7 +1,14 @@
 //! `puzzleforge compare RUN_A RUN_B`: per-metric and per-cell differences
-//! between two eval runs, each with a one-sided Welch t-test of "B is
-//! better than A" (higher accuracy; lower illegal/unparseable rate and
-//! score loss), as the APO paper's tables report.
+//! between two eval runs, each with a one-sided test of "B is better than
+//! A" (higher accuracy; lower illegal/unparseable rate and score loss).
+//!
+//! Two runs on the same puzzles are paired: each puzzle (or position) is
+//! scored by both, so the tests compare them puzzle by puzzle, which an
+//! unpaired test cannot: an exact McNemar test on the 0/1 metrics (solved
+//! or not, correct, illegal, unparseable: the binomial test of the pairs
+//! where the runs differ) and a paired t-test on the score loss. Records
+//! that pair with none of the other run's (different puzzle sets) fall
+//! back to a one-sided Welch t-test, as the APO paper's tables report.
 //!
 //! Regret is tested on the bounded score loss (0 to 1 per position, see
 //! [`super::metrics::PositionRecord::score_loss`]); the raw mean regret in
@@ -11,7 +18,7 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::json;
-use statrs::distribution::{ContinuousCDF, StudentsT};
+use statrs::distribution::{Binomial, ContinuousCDF, DiscreteCDF, StudentsT};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::BufRead;
@@ -82,6 +89,96 @@ pub fn welch(a: &[f64], b: &[f64], higher_is_better: bool) -> Option<Welch> {
     })
 }
 
+/// A paired test of "B better than A" on the records both runs scored.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Paired {
+    /// `mcnemar_exact` (0/1 metrics) or `paired_t` (the score loss).
+    pub test: &'static str,
+    /// Puzzles (or positions) both runs scored.
+    pub pairs: usize,
+    /// McNemar: the pairs where B did better, and where A did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_better: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub a_better: Option<usize>,
+    /// Paired t: the statistic and its degrees of freedom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub t: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
+    /// p-value of "B better than A".
+    pub p_one_sided: f64,
+}
+
+/// The exact McNemar test on paired 0/1 values `(a, b)`: under "no
+/// difference" each pair where they differ favours B with chance 1/2, so
+/// the p-value of "B better" is P(Binomial(n, 1/2) >= pairs B won).
+/// `None` without pairs.
+pub fn mcnemar(pairs: &[(f64, f64)], higher_is_better: bool) -> Option<Paired> {
+    if pairs.is_empty() {
+        return None;
+    }
+    let better = |x: f64, y: f64| if higher_is_better { x > y } else { x < y };
+    let b_better = pairs.iter().filter(|(a, b)| better(*b, *a)).count();
+    let a_better = pairs.iter().filter(|(a, b)| better(*a, *b)).count();
+    let discordant = (b_better + a_better) as u64;
+    let p = match (b_better, Binomial::new(0.5, discordant)) {
+        (0, _) => 1.0,
+        (won, Ok(binomial)) => binomial.sf(won as u64 - 1),
+        (_, Err(_)) => return None,
+    };
+    Some(Paired {
+        test: "mcnemar_exact",
+        pairs: pairs.len(),
+        b_better: Some(b_better),
+        a_better: Some(a_better),
+        t: None,
+        df: None,
+        p_one_sided: p,
+    })
+}
+
+/// The paired t-test on `(a, b)` pairs, on the differences b - a. `None`
+/// with fewer than two pairs, or with no difference at all; differences
+/// all equal and non-zero are a certain difference (p 0 or 1).
+pub fn paired_t(pairs: &[(f64, f64)], higher_is_better: bool) -> Option<Paired> {
+    if pairs.len() < 2 {
+        return None;
+    }
+    let differences: Vec<f64> = pairs.iter().map(|(a, b)| b - a).collect();
+    let n = differences.len() as f64;
+    let gain = mean(&differences)?;
+    let se2 = variance(&differences) / n;
+    let df = n - 1.0;
+    let paired = |t: f64, p: f64| Paired {
+        test: "paired_t",
+        pairs: pairs.len(),
+        b_better: None,
+        a_better: None,
+        t: Some(t),
+        df: Some(df),
+        p_one_sided: p,
+    };
+    if se2 <= 0.0 {
+        if gain == 0.0 {
+            return None;
+        }
+        let better = (gain > 0.0) == higher_is_better;
+        return Some(paired(
+            gain.signum() * f64::MAX,
+            if better { 0.0 } else { 1.0 },
+        ));
+    }
+    let t = gain / se2.sqrt();
+    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
+    let p = if higher_is_better {
+        1.0 - dist.cdf(t)
+    } else {
+        dist.cdf(t)
+    };
+    Some(paired(t, p))
+}
+
 /// The compared metrics: name, whether higher is better, and whether the
 /// difference is tested (the raw cp regret is not: see the module comment).
 const METRICS: [(&str, bool, bool); 6] = [
@@ -112,16 +209,29 @@ pub(crate) struct Difference {
     pub difference: Option<f64>,
     pub n_a: usize,
     pub n_b: usize,
+    /// The paired test, when the runs scored the same puzzles.
+    pub paired: Option<Paired>,
+    /// The unpaired test, for runs on different puzzles.
     pub welch: Option<Welch>,
+    /// The p-value of "B better than A": the paired test's, else Welch's.
+    pub p_one_sided: Option<f64>,
 }
 
 fn differences(a: &[&PositionRecord], b: &[&PositionRecord]) -> Vec<Difference> {
     let (sa, sb) = (Samples::of(a), Samples::of(b));
+    let pairing = Pairing::of(a, b);
     METRICS
         .iter()
         .map(|&(metric, higher, tested)| {
             let (xa, xb) = (samples_of(&sa, metric), samples_of(&sb, metric));
             let (ma, mb) = (mean(xa), mean(xb));
+            let paired = match (tested, pairing.pairs(metric)) {
+                (false, _) => None,
+                (true, pairs) if pairs.is_empty() => None,
+                (true, pairs) if metric == "mean_score_loss" => paired_t(&pairs, higher),
+                (true, pairs) => mcnemar(&pairs, higher),
+            };
+            let welch = if tested { welch(xa, xb, higher) } else { None };
             Difference {
                 metric: metric.to_string(),
                 a: ma,
@@ -129,10 +239,100 @@ fn differences(a: &[&PositionRecord], b: &[&PositionRecord]) -> Vec<Difference> 
                 difference: ma.zip(mb).map(|(a, b)| b - a),
                 n_a: xa.len(),
                 n_b: xb.len(),
-                welch: if tested { welch(xa, xb, higher) } else { None },
+                p_one_sided: match (&paired, &welch) {
+                    (Some(paired), _) => Some(paired.p_one_sided),
+                    (None, Some(welch)) => Some(welch.p_one_sided),
+                    (None, None) => None,
+                },
+                paired,
+                welch,
             }
         })
         .collect()
+}
+
+/// The records of two runs matched: a puzzle attempt by its puzzle id and
+/// repeat, a position by those and its move index, and by the template
+/// too when both runs asked the same templates (two runs of one template
+/// each, a prompt against another, pair across their templates).
+struct Pairing {
+    /// (A's value, B's value) of each puzzle attempt both solved or not.
+    solved: Vec<(f64, f64)>,
+    /// Each position both answered: (A's record, B's record).
+    positions: Vec<(PositionRecord, PositionRecord)>,
+}
+
+impl Pairing {
+    fn of(a: &[&PositionRecord], b: &[&PositionRecord]) -> Pairing {
+        let templates = |rs: &[&PositionRecord]| {
+            rs.iter()
+                .map(|r| r.template.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        let (ta, tb) = (templates(a), templates(b));
+        let by_template = ta == tb;
+        let pairable = by_template || (ta.len() == 1 && tb.len() == 1);
+        let mut pairing = Pairing {
+            solved: Vec::new(),
+            positions: Vec::new(),
+        };
+        if !pairable {
+            return pairing;
+        }
+        let key = |r: &PositionRecord| {
+            let template = if by_template {
+                r.template.clone()
+            } else {
+                String::new()
+            };
+            (r.puzzle_id.clone(), r.repeat, template)
+        };
+        let solved = |rs: &[&PositionRecord]| {
+            let mut trials: BTreeMap<(String, u32, String), bool> = BTreeMap::new();
+            for r in rs {
+                *trials.entry(key(r)).or_insert(true) &= r.verdict == metrics::Verdict::Correct;
+            }
+            trials
+        };
+        let (sa, sb) = (solved(a), solved(b));
+        let flag = |x: bool| if x { 1.0 } else { 0.0 };
+        pairing.solved = sa
+            .iter()
+            .filter_map(|(k, x)| sb.get(k).map(|y| (flag(*x), flag(*y))))
+            .collect();
+        let positions: BTreeMap<_, &PositionRecord> =
+            b.iter().map(|r| ((key(r), r.move_index), *r)).collect();
+        pairing.positions = a
+            .iter()
+            .filter_map(|r| {
+                positions
+                    .get(&(key(r), r.move_index))
+                    .map(|other| ((*r).clone(), (*other).clone()))
+            })
+            .collect();
+        pairing
+    }
+
+    /// The paired values of `metric`.
+    fn pairs(&self, metric: &str) -> Vec<(f64, f64)> {
+        use metrics::Verdict;
+        let of = |value: fn(&PositionRecord) -> Option<f64>| {
+            self.positions
+                .iter()
+                .filter_map(|(a, b)| value(a).zip(value(b)))
+                .collect()
+        };
+        match metric {
+            "puzzle_accuracy" => self.solved.clone(),
+            "position_accuracy" => of(|r| Some(f64::from(u8::from(r.verdict == Verdict::Correct)))),
+            "illegal_rate" => of(|r| Some(f64::from(u8::from(r.verdict == Verdict::Illegal)))),
+            "unparseable_rate" => {
+                of(|r| Some(f64::from(u8::from(r.verdict == Verdict::Unparseable))))
+            }
+            "mean_score_loss" => of(|r| r.score_loss),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Reads a run's `positions.jsonl`.
@@ -204,23 +404,33 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         "cells": cells,
     });
     let mut md = format!(
-        "# Compare\n\nA = `{}`, B = `{}`; p = one-sided Welch t-test of \"B better than A\". \
+        "# Compare\n\nA = `{}`, B = `{}`; p = one-sided p-value of \"B better than A\": on the \
+         puzzles (or positions) both runs scored, paired tests (exact McNemar on solved or not, \
+         correct, illegal and unparseable; paired t-test on the score loss), else a Welch t-test. \
          Regret is tested on the bounded score loss (0 to 1 per position); the raw mean regret \
          (cp) is shown untested, as one missed mate (100,000 cp) can decide it.\n\n",
         args.run_a.display(),
         args.run_b.display()
     );
     let table = |md: &mut String, diffs: &[Difference]| {
-        let _ = writeln!(md, "| metric | A | B | B - A | p |\n|---|---|---|---|---|");
+        let _ = writeln!(
+            md,
+            "| metric | A | B | B - A | p | test |\n|---|---|---|---|---|---|"
+        );
         for d in diffs {
+            let test = match (&d.paired, &d.welch) {
+                (Some(paired), _) => format!("{} ({} pairs)", paired.test, paired.pairs),
+                (None, Some(_)) => "welch".to_string(),
+                (None, None) => "-".to_string(),
+            };
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {test} |",
                 d.metric,
                 fmt(d.a),
                 fmt(d.b),
                 fmt(d.difference),
-                fmt(d.welch.as_ref().map(|w| w.p_one_sided))
+                fmt(d.p_one_sided)
             );
         }
     };
@@ -352,6 +562,74 @@ mod tests {
         assert!(loss.b.unwrap() < loss.a.unwrap(), "{loss:?}");
         let p = loss.welch.as_ref().unwrap().p_one_sided;
         assert!(p < 1e-6, "B better on score loss: p = {p}");
+    }
+
+    /// Paired runs on the same puzzles: B solves 9 puzzles A misses and
+    /// misses 1 A solves: McNemar's p is P(Binomial(10, 1/2) >= 9) =
+    /// 11/1024; a Welch test on the same 40 puzzles sees far less.
+    #[test]
+    fn runs_on_the_same_puzzles_are_compared_pair_by_pair() {
+        let a: Vec<PositionRecord> = (0..40)
+            .map(|i| answered(i, if i < 20 || i == 39 { 0.0 } else { 50.0 }, 0.0))
+            .collect();
+        let b: Vec<PositionRecord> = (0..40)
+            .map(|i| answered(i, if i < 29 { 0.0 } else { 50.0 }, 0.0))
+            .collect();
+        let (ra, rb): (Vec<&PositionRecord>, Vec<&PositionRecord>) =
+            (a.iter().collect(), b.iter().collect());
+        let diffs = differences(&ra, &rb);
+        let solved = diffs
+            .iter()
+            .find(|d| d.metric == "puzzle_accuracy")
+            .unwrap();
+        let paired = solved.paired.as_ref().unwrap();
+        assert_eq!(paired.test, "mcnemar_exact");
+        assert_eq!(
+            (paired.pairs, paired.b_better, paired.a_better),
+            (40, Some(9), Some(1))
+        );
+        assert!(
+            (paired.p_one_sided - 11.0 / 1024.0).abs() < 1e-9,
+            "{paired:?}"
+        );
+        assert_eq!(solved.p_one_sided, Some(paired.p_one_sided));
+        let welch = solved.welch.as_ref().unwrap().p_one_sided;
+        assert!(
+            welch > 2.0 * paired.p_one_sided,
+            "the unpaired test sees less: {welch}"
+        );
+        // The score loss, paired: every position 0.1 lower in B.
+        let a: Vec<PositionRecord> = (0..10)
+            .map(|i| answered(i, 1.0, 0.2 + 0.05 * i as f64))
+            .collect();
+        let b: Vec<PositionRecord> = (0..10)
+            .map(|i| answered(i, 1.0, 0.1 + 0.05 * i as f64))
+            .collect();
+        let (ra, rb): (Vec<&PositionRecord>, Vec<&PositionRecord>) =
+            (a.iter().collect(), b.iter().collect());
+        let diffs = differences(&ra, &rb);
+        let loss = diffs
+            .iter()
+            .find(|d| d.metric == "mean_score_loss")
+            .unwrap();
+        let paired = loss.paired.as_ref().unwrap();
+        assert_eq!(paired.test, "paired_t");
+        assert!(paired.p_one_sided < 1e-9, "all 0.1 lower: {paired:?}");
+        // Unpaired, the spread between positions hides it (p about 0.08).
+        assert!(loss.welch.as_ref().unwrap().p_one_sided > 0.05);
+        // Runs on different puzzles: no pair, Welch's p.
+        let other: Vec<PositionRecord> = (100..110).map(|i| answered(i, 0.0, 0.0)).collect();
+        let ro: Vec<&PositionRecord> = other.iter().collect();
+        let diffs = differences(&ra, &ro);
+        let solved = diffs
+            .iter()
+            .find(|d| d.metric == "puzzle_accuracy")
+            .unwrap();
+        assert!(solved.paired.is_none());
+        assert_eq!(
+            solved.p_one_sided,
+            solved.welch.as_ref().map(|w| w.p_one_sided)
+        );
     }
 
     #[test]

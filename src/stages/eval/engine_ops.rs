@@ -11,11 +11,12 @@
 //! 0; an invalid answer loses 1. A missed mate costs what the position was
 //! worth (at most 1), not 100,000 cp, so one mate cannot decide a mean.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{EnPassantMode, Position};
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use super::config::{EvalConfig, EvalEngine};
 use super::metrics::{
@@ -152,13 +153,24 @@ pub(crate) fn score_loss_of(best: Score, after: Option<Score>, mated: bool) -> f
 }
 
 /// Fills `regret_cp` and `score_loss` of every record (except no-answers). Each distinct
-/// position and each distinct (position, move) is searched once.
+/// position and each distinct (position, move) is searched once, and
+/// not at all when `cache` holds its score: the cache is keyed by content
+/// (the engine binary's sha256 and options, the search limit, the
+/// position and the move), so every run that shares it (every eval into
+/// one run folder, every release of one `run` output folder) reuses it,
+/// and a changed engine or limit is searched again. Gives the searches
+/// made and those read from the cache.
 pub(crate) fn compute_regret(
     pool: &EnginePool,
     config: &EvalConfig,
     records: &mut [PositionRecord],
-) -> Result<()> {
+    cache: Option<&Path>,
+) -> Result<RegretSearches> {
     let limit = limit_of(config.regret.nodes, config.regret.depth, 200_000);
+    let cache = match cache {
+        Some(dir) => Some(RegretCache::new(dir, pool, limit)?),
+        None => None,
+    };
     // Searched in the order the records first name them: every unit starts
     // from `ucinewgame`, so the order does not change a score.
     let mut fen_list: Vec<Fen> = Vec::new();
@@ -176,10 +188,34 @@ pub(crate) fn compute_regret(
             }
         }
     }
+    let mut searches = RegretSearches::default();
+    if let Some(cache) = &cache {
+        fen_list.retain(|fen| match cache.get::<Option<Score>>(fen, None) {
+            Some(score) => {
+                fens.insert(fen.clone(), score);
+                false
+            }
+            None => true,
+        });
+        pair_list.retain(|(fen, played)| {
+            match cache.get::<(Option<Score>, bool)>(fen, Some(played)) {
+                Some(value) => {
+                    pairs.insert((fen.clone(), *played), value);
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+    searches.cached = fens.len() + pairs.len() - fen_list.len() - pair_list.len();
+    searches.searched = fen_list.len() + pair_list.len();
     let best = pool.map(&fen_list, |session, _, fen| {
         Ok(score_of(&search(session, fen.clone(), Vec::new(), limit)?))
     })?;
     for (fen, score) in fen_list.into_iter().zip(best) {
+        if let Some(cache) = &cache {
+            cache.put(&fen, None, &score)?;
+        }
         fens.insert(fen, score);
     }
     let after = pool.map(&pair_list, |session, _, (fen, played)| {
@@ -193,6 +229,9 @@ pub(crate) fn compute_regret(
         }
     })?;
     for (pair, value) in pair_list.into_iter().zip(after) {
+        if let Some(cache) = &cache {
+            cache.put(&pair.0, Some(&pair.1), &value)?;
+        }
         pairs.insert(pair, value);
     }
     for r in records.iter_mut() {
@@ -217,7 +256,71 @@ pub(crate) fn compute_regret(
             }
         };
     }
-    Ok(())
+    Ok(searches)
+}
+
+/// The regret searches of an eval: made now, and read from the cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct RegretSearches {
+    pub searched: usize,
+    pub cached: usize,
+}
+
+/// Regret's scores on disk, one small JSON file per search, named by the
+/// sha256 of what decides the score: the engine binary and its options,
+/// the limit, the position and the move played (none for the best move's
+/// search). A file that does not read is searched again.
+struct RegretCache {
+    dir: PathBuf,
+    /// The engine and limit part of every key.
+    searcher: String,
+}
+
+impl RegretCache {
+    fn new(dir: &Path, pool: &EnginePool, limit: Limit) -> Result<RegretCache> {
+        let spec = pool.spec();
+        let binary = crate::core::fileio::sha256_file(&spec.path)?;
+        let options: Vec<String> = spec
+            .options
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        Ok(RegretCache {
+            dir: dir.join("regret"),
+            searcher: format!("{binary}|{}|{limit:?}", options.join(",")),
+        })
+    }
+
+    fn path(&self, fen: &Fen, played: Option<&UciMove>) -> PathBuf {
+        let played = played.map_or("-".to_string(), ToString::to_string);
+        let key = crate::core::fileio::sha256_bytes(
+            format!("puzzleforge-regret|{}|{fen}|{played}", self.searcher).as_bytes(),
+        );
+        self.dir.join(&key[..2]).join(format!("{key}.json"))
+    }
+
+    fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        fen: &Fen,
+        played: Option<&UciMove>,
+    ) -> Option<T> {
+        let text = std::fs::read_to_string(self.path(fen, played)).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+
+    fn put<T: serde::Serialize>(
+        &self,
+        fen: &Fen,
+        played: Option<&UciMove>,
+        value: &T,
+    ) -> Result<()> {
+        let path = self.path(fen, played);
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder)
+                .with_context(|| format!("creating {}", folder.display()))?;
+        }
+        crate::core::fileio::write_atomic(&path, serde_json::to_string(value)?.as_bytes())
+    }
 }
 
 /// `Some(is_checkmate)` when `played` ends the game, else `None`.

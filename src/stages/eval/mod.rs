@@ -76,6 +76,9 @@ pub struct EvalArgs {
     /// Asks every position K times; each repeat draws its own seeds from the run's seed.
     #[arg(long)]
     pub repeats: Option<u32>,
+    /// The run's seed: every random choice of the eval (the puzzles of
+    /// --limit, a sampling player's draws, each repeat's seeds) derives
+    /// from it (default: the config's [eval] seed; 0 without one).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Only N puzzles, drawn with the run's seed across the set's cells
@@ -425,10 +428,14 @@ pub(crate) fn run_eval_with(
         &mut notes,
     )?;
     let mut records = inputs.position_records(&jobs, &answers);
+    let mut regret_searches = None;
     if config.regret.enabled {
         // Regret needs Stockfish: without one the run still reports accuracy.
-        match compute_regret(&config, engine, &mut records) {
-            Ok(id) => engine_id = engine_id.or(id),
+        match compute_regret(&config, engine, &mut records, &cache) {
+            Ok((id, searches)) => {
+                engine_id = engine_id.or(id);
+                regret_searches = Some(searches);
+            }
             Err(e) => notes.push(format!("regret not computed: {e:#}")),
         }
     }
@@ -466,6 +473,7 @@ pub(crate) fn run_eval_with(
         ladder,
         maia_positions,
         nets,
+        regret_searches: regret_searches.map(|s| (s.cached, s.searched)),
     };
     let run = inputs.run_info(args, &config)?;
     let summary = report::write_run(&args.output, &run, &output, tasks, started.elapsed())?;
@@ -765,14 +773,17 @@ fn check_failed_calls(answers: &[Answer], max_share: f64, run_dir: &Path) -> Res
     )
 }
 
+/// Regret's searches, their scores read from and written to `cache`.
 fn compute_regret(
     config: &EvalConfig,
     engine: &EvalEngine,
     records: &mut [PositionRecord],
-) -> Result<Option<String>> {
-    let pool = engine_ops::start_pool(config, engine)?;
-    engine_ops::compute_regret(&pool, config, records)?;
-    Ok(Some(pool.engine_id().to_string()))
+    cache: &Path,
+) -> Result<(Option<String>, engine_ops::RegretSearches)> {
+    let mut pool = engine_ops::start_pool(config, engine)?;
+    pool.set_progress(Some("regret"));
+    let searches = engine_ops::compute_regret(&pool, config, records, Some(cache))?;
+    Ok((Some(pool.engine_id().to_string()), searches))
 }
 
 #[cfg(test)]

@@ -42,6 +42,8 @@ pub(crate) struct RunOutput {
     /// The Maia nets the run read (the player's, the ladder's), each by
     /// file and sha256.
     pub nets: Vec<crate::maia::NetFile>,
+    /// Regret's searches read from the cache, and those made now.
+    pub regret_searches: Option<(usize, usize)>,
 }
 
 /// What was run, as recorded in `config.json` and `report.json`.
@@ -296,6 +298,8 @@ fn write_runtime(dir: &Path, output: &RunOutput, wall: Duration) -> Result<()> {
         "latency_ms_median": metrics::median(&latencies),
         "maia_cached_positions": output.maia_positions.map(|(cached, _)| cached),
         "maia_computed_positions": output.maia_positions.map(|(_, run)| run),
+        "regret_cached_searches": output.regret_searches.map(|(cached, _)| cached),
+        "regret_searches": output.regret_searches.map(|(_, searched)| searched),
     });
     write_atomic(
         &dir.join("runtime.json"),
@@ -651,11 +655,18 @@ pub(crate) fn bar_chart(
     y_max: f64,
     y_label: &str,
 ) -> Result<()> {
+    const WIDTH: u32 = 900;
+    const FONT: f64 = 11.0;
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (900, 480)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_error)?;
         let n = labels.len().max(1);
+        // Labels wider than their bar's slot (24 rating bins'
+        // `(2700, 2800]`) would overlap: every `every`-th bar is labelled,
+        // the first included, so that each label sits under its own bar.
+        let slot = f64::from(WIDTH - 2 * 15 - 60) / n as f64;
+        let every = label_step(labels, FONT, slot);
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(15)
@@ -667,9 +678,11 @@ pub(crate) fn bar_chart(
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n)
-            .x_label_style(("sans-serif", 11))
+            .x_label_style(("sans-serif", FONT))
             .x_label_formatter(&|x| match x {
-                SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+                SegmentValue::CenterOf(i) if i % every == 0 => {
+                    labels.get(*i).cloned().unwrap_or_default()
+                }
                 _ => String::new(),
             })
             .y_desc(y_label)
@@ -797,6 +810,42 @@ fn puzzle_rating_chart(path: &Path, report: &PuzzleRatingReport, bin_width: i32)
     Ok(true)
 }
 
+/// Every how many bars a label fits: labels about 0.6 em wide a
+/// character, with a little room between them, in `slot` pixels a bar.
+fn label_step(labels: &[String], font: f64, slot: f64) -> usize {
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let width = longest as f64 * font * 0.6 + 8.0;
+    ((width / slot.max(1.0)).ceil() as usize).max(1)
+}
+
 fn plot_error(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("drawing a chart: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 24 rating bins on the report's chart: every third is labelled, so
+    /// no two labels overlap; a few short labels are all shown.
+    #[test]
+    fn crowded_axis_labels_are_thinned_so_none_overlap() {
+        let bins: Vec<String> = (4..28)
+            .map(|h| format!("({}, {}]", h * 100, h * 100 + 100))
+            .collect();
+        let slot = 810.0 / 24.0;
+        let every = label_step(&bins, 11.0, slot);
+        assert_eq!(every, 3);
+        // Label centres `every` slots apart leave room for the longest.
+        assert!(every as f64 * slot >= 12.0 * 11.0 * 0.6);
+        let few: Vec<String> = ["easy", "human", "hard"].map(String::from).to_vec();
+        assert_eq!(label_step(&few, 11.0, 810.0 / 3.0), 1);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chart.svg");
+        let values = vec![0.5; bins.len()];
+        bar_chart(&path, "t", &bins, &values, None, 1.0, "y").unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("(400, 500]") && svg.contains("(700, 800]"));
+        assert!(!svg.contains("(500, 600]") && !svg.contains("(600, 700]"));
+    }
 }

@@ -109,12 +109,14 @@ impl Default for RolloutConfig {
     }
 }
 
-/// `puzzleforge rollout`. `--seed` overrides `[eval]`'s seed
-/// ([`crate::core::settings::flags_over`]); the engine flags override
-/// `[eval.engine]`.
+// `puzzleforge rollout`. `--seed` overrides `[eval]`'s seed
+// (`crate::core::settings::flags_over`); the engine flags override
+// `[eval.engine]`.
 #[derive(clap::Args, Debug, Serialize)]
 pub struct RolloutArgs {
-    /// openai:MODEL@BASE_URL or random.
+    /// The player: `openai:MODEL@BASE_URL` (any OpenAI-compatible
+    /// endpoint; the API key from [eval.client] api_key_env) or `random`.
+    /// Engine and Maia players are eval players, not rollout players.
     #[arg(long)]
     #[serde(skip)]
     pub model: String,
@@ -134,6 +136,8 @@ pub struct RolloutArgs {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// The run's seed: every request's sampling seed derives from it
+    /// (default: the config's [eval] seed; 0 without one).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Failed calls are never cached, so every run asks them again; this

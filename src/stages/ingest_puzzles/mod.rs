@@ -120,14 +120,19 @@ pub struct PuzzlesArgs {
     #[arg(long)]
     #[serde(skip)]
     pub rejects: Option<PathBuf>,
+    /// Keep puzzles rated at least this.
     #[arg(long)]
     pub min_rating: Option<i32>,
+    /// Keep puzzles rated at most this.
     #[arg(long)]
     pub max_rating: Option<i32>,
+    /// Keep puzzles whose RatingDeviation is at most this.
     #[arg(long)]
     pub max_rating_deviation: Option<i32>,
+    /// Keep puzzles whose Popularity is at least this (-100..100).
     #[arg(long)]
     pub min_popularity: Option<i32>,
+    /// Keep puzzles played at least this many times on Lichess.
     #[arg(long)]
     pub min_nb_plays: Option<i32>,
     /// Keep puzzles with any of these themes (comma-separated).

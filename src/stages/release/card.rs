@@ -15,7 +15,7 @@ use crate::chess::columns::{self, Column, ColumnType};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, parse_game_url};
 use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
-use crate::stages::release::cells::Cell;
+use crate::stages::release::cells::{Cell, first_of};
 use crate::stages::release::draw::CellOutcome;
 use crate::stages::release::funnel::GenerationFunnel;
 use crate::stages::release::manifest::{EngineName, ReleaseManifest, ReleaseOutputs};
@@ -299,6 +299,7 @@ fn dataset_card(
     if let Some(tier) = &manifest.tier {
         card.push_str(&format!("Tier: `{tier}`.\n\n"));
     }
+    card.push_str(&source_mix(train, test));
     if let Some(generate) = &manifest.generate {
         card.push_str(&generated_paragraph(train, test, &generate.figures));
     }
@@ -336,6 +337,7 @@ fn dataset_card(
         unfilled,
         cells.len()
     ));
+    card.push_str(&unfilled_list(cells));
     card.push_str(&provenance_section(manifest, has_games));
     card.push_str(&recheck_section(train, test, manifest));
     card.push_str("## Report\n\n");
@@ -348,6 +350,73 @@ fn dataset_card(
          are released under the same terms.\n",
     );
     card
+}
+
+/// Where the puzzles come from, per split: Lichess's puzzle database,
+/// puzzleforge's self-play, or Lichess games mined by puzzleforge (and any
+/// other `Source` a pool held), so a reader knows how much of the release
+/// a model may have seen in public puzzle sets.
+fn source_mix(train: &[Puzzle], test: &[Puzzle]) -> String {
+    const KNOWN: [(&str, &str); 3] = [
+        ("lichess", "Lichess puzzle database"),
+        ("selfplay", "generated (puzzleforge self-play)"),
+        ("lichess-game", "mined from Lichess games"),
+    ];
+    let source = |p: &Puzzle| p.get(Column::Source).unwrap_or("").to_string();
+    let mut sources: Vec<String> = KNOWN.iter().map(|(s, _)| s.to_string()).collect();
+    for puzzle in train.iter().chain(test) {
+        let name = source(puzzle);
+        if !sources.contains(&name) {
+            sources.push(name);
+        }
+    }
+    let count = |split: &[Puzzle], name: &str| split.iter().filter(|p| source(p) == name).count();
+    let mut text = String::from("## Source mix\n\n| source | train | test |\n|---|---:|---:|\n");
+    for name in &sources {
+        let (in_train, in_test) = (count(train, name), count(test, name));
+        let known = KNOWN.iter().find(|(s, _)| s == name).map(|(_, what)| *what);
+        if in_train + in_test == 0 && known.is_none() {
+            continue;
+        }
+        let what = match (known, name.as_str()) {
+            (Some(what), _) => format!("{what} (`{name}`)"),
+            (None, "") => "no `Source`".to_string(),
+            (None, other) => format!("`{other}`"),
+        };
+        text.push_str(&format!("| {what} | {in_train} | {in_test} |\n"));
+    }
+    text.push_str(&format!(
+        "| all | {} | {} |\n\nThe `Source` column gives each puzzle's.\n\n",
+        train.len(),
+        test.len()
+    ));
+    text
+}
+
+/// The cells the release could not fill, in the one cell notation (the
+/// first 20, then how many more).
+fn unfilled_list(cells: &[CellOutcome]) -> String {
+    let labels: Vec<String> = cells
+        .iter()
+        .filter(|c| !c.filled())
+        .map(|c| {
+            format!(
+                "{}: {} of {} drawn",
+                c.cell.label(),
+                c.train + c.test,
+                c.wanted.train + c.wanted.test
+            )
+        })
+        .collect();
+    if labels.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("Unfilled cells (rating bin, solver moves):\n\n");
+    for named in first_of(&labels, 20) {
+        text.push_str(&format!("- {named}\n"));
+    }
+    text.push('\n');
+    text
 }
 
 /// What the card says of a release generated to order (`[generate]`): that

@@ -360,7 +360,15 @@ impl Cell {
         rating_bin_label(self.bin_lo, self.bin_hi)
     }
 
-    /// A stable text key, the input of the cell's RNG seed.
+    /// The cell for people, the one notation every summary, error, plan
+    /// and dataset card writes: `(1900, 2000] 1 move`, `(1900, 2000] 2
+    /// moves`, `(400, 500] mate in 1`.
+    pub fn label(&self) -> String {
+        cell_label(&self.bin_label(), self.length, self.mate)
+    }
+
+    /// A stable text key, the input of the cell's RNG seed (never shown
+    /// to people: [`Cell::label`] is).
     pub fn key(&self) -> String {
         format!(
             "rating={}|length={}|mate={}",
@@ -373,6 +381,27 @@ impl Cell {
     pub(crate) fn to_json(self) -> Value {
         json!({"rating_bin": self.bin_label(), "length": self.length, "mate": self.mate})
     }
+}
+
+/// [`Cell::label`] of a cell as a report records it (its bin's label,
+/// solver moves, mate).
+pub(crate) fn cell_label(rating_bin: &str, length: usize, mate: bool) -> String {
+    let moves = match (mate, length) {
+        (true, n) => format!("mate in {n}"),
+        (false, 1) => "1 move".to_string(),
+        (false, n) => format!("{n} moves"),
+    };
+    format!("{rating_bin} {moves}")
+}
+
+/// The first `shown` of `labels`, then `... N more` when there are more:
+/// how every list of cells is cut.
+pub(crate) fn first_of(labels: &[String], shown: usize) -> Vec<String> {
+    let mut named: Vec<String> = labels.iter().take(shown).cloned().collect();
+    if labels.len() > shown {
+        named.push(format!("... {} more", labels.len() - shown));
+    }
+    named
 }
 
 /// True for a mating puzzle: a `Mate` column saying so (`True`/`true`/`1`),

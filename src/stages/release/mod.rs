@@ -741,22 +741,20 @@ fn too_few_puzzles(
 fn unfilled_cells_error(unfilled: &[&CellOutcome], cells: usize) -> anyhow::Error {
     let list: Vec<String> = unfilled
         .iter()
-        .take(10)
         .map(|c| {
             format!(
                 "{} wanted {} found {}",
-                c.cell.key(),
+                c.cell.label(),
                 c.wanted.train + c.wanted.test,
                 c.train + c.test
             )
         })
         .collect();
     bad_input(format!(
-        "split --strict: {} of {} cells cannot be filled: {}{}",
+        "split --strict: {} of {} cells cannot be filled: {}",
         unfilled.len(),
         cells,
-        list.join("; "),
-        if unfilled.len() > 10 { "; ..." } else { "" }
+        cells::first_of(&list, 10).join("; "),
     ))
 }
 
@@ -921,13 +919,19 @@ fn split_report(
             "split: {} cells not filled (see manifest.json \"unfilled\"), e.g.\n",
             unfilled.len()
         ));
-        for c in unfilled.iter().take(5) {
-            human.push_str(&format!(
-                "  {}: wanted {}, found {}\n",
-                c.cell.key(),
-                c.wanted.train + c.wanted.test,
-                c.available
-            ));
+        let list: Vec<String> = unfilled
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: wanted {}, found {}",
+                    c.cell.label(),
+                    c.wanted.train + c.wanted.test,
+                    c.available
+                )
+            })
+            .collect();
+        for named in cells::first_of(&list, 5) {
+            human.push_str(&format!("  {named}\n"));
         }
     }
     if removed_total > 0 {
