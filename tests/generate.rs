@@ -807,14 +807,14 @@ fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
     );
 
     // Cells above the ratings the committed model gives 3-move lines
-    // without extrapolating (about 2600): named as beyond the model, not
+    // without extrapolating (about 2925): named as beyond the model, not
     // as merely not reached, and no budget is projected for them.
     let top = std::fs::read_to_string(&one)
         .unwrap()
         .replace("bin_width = 3000", "bin_width = 100")
         .replace(
             "ratings = [0, 3000]\nlengths = [1, 1]\nmate = \"no_mate\"",
-            "ratings = [2700, 2800]\nlengths = [3, 3]\nmate = \"both\"",
+            "ratings = [3000, 3100]\nlengths = [3, 3]\nmate = \"both\"",
         );
     std::fs::write(root.join("top.toml"), top).unwrap();
     let beyond = run(
