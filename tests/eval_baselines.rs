@@ -44,6 +44,24 @@ fn sample_set(rows: std::ops::Range<usize>, config: &str) -> (tempfile::TempDir,
     (dir, set, config_path)
 }
 
+/// `eval SET --model MODEL --config CONFIG [EXTRA] -o DIR/NAME`: the run
+/// folder and the JSON summary.
+fn eval_into(
+    dir: &Path,
+    set: &str,
+    config: &str,
+    name: &str,
+    model: &str,
+    extra: &[&str],
+) -> (std::path::PathBuf, serde_json::Value) {
+    let out = dir.join(name);
+    let mut args = vec!["eval", set, "--model", model, "--config", config];
+    args.extend_from_slice(extra);
+    args.extend(["-o", out.to_str().unwrap()]);
+    let summary = puzzleforge(&args);
+    (out, summary)
+}
+
 #[test]
 fn engine_scores_far_above_random_and_reports_are_deterministic() {
     let (dir, set, config) = sample_set(
@@ -51,20 +69,7 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
         "[eval.regret]\nnodes = 5000\n[eval.engine]\nworkers = 2\n",
     );
     let (set, config) = (set.as_str(), config.as_str());
-    let run = |name: &str, model: &str| {
-        let out = dir.path().join(name);
-        let summary = puzzleforge(&[
-            "eval",
-            set,
-            "--model",
-            model,
-            "--config",
-            config,
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        (out, summary)
-    };
+    let run = |name: &str, model: &str| eval_into(dir.path(), set, config, name, model, &[]);
     let (random_dir, random) = run("random", "random");
     let (engine_dir, engine) = run("engine", "engine:stockfish?nodes=200000");
     let random_acc = random["puzzle_accuracy"].as_f64().unwrap();
@@ -511,21 +516,8 @@ fn maia_players_need_a_rating_with_a_net() {
 fn puzzle_ratings_order_players_of_known_strength() {
     let (dir, set, config) = sample_set(0..60, "[eval.regret]\nenabled = false\n");
     let (set, config) = (set.as_str(), config.as_str());
-    let run = |name: &str, model: &str| {
-        let out = dir.path().join(name);
-        let summary = puzzleforge(&[
-            "eval",
-            set,
-            "--model",
-            model,
-            "--config",
-            config,
-            "--no-ladder",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        (out, summary)
-    };
+    let run =
+        |name: &str, model: &str| eval_into(dir.path(), set, config, name, model, &["--no-ladder"]);
     let mut ratings = Vec::new();
     for (name, model) in [
         ("random", "random"),

@@ -155,27 +155,22 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
         stored_only: args.stored_only,
         table: args.features_out.as_deref(),
     };
-    match (&args.input, &args.output) {
-        (Some(input), Some(output)) => run_rate_with(&RateJob {
-            input,
-            output,
-            calibrate: &args.calibrate,
-            save_model: args.save_model.as_deref(),
-            features,
-            config: &config,
-            engine,
-            pool,
-        }),
-        _ => calibrate_only(&RateJob {
-            input: Path::new(""),
-            output: Path::new(""),
-            calibrate: &args.calibrate,
-            save_model: args.save_model.as_deref(),
-            features,
-            config: &config,
-            engine,
-            pool,
-        }),
+    // Without puzzles to rate (clap requires `-o` with them), `rate` only
+    // calibrates or computes features; the job's paths are then unused.
+    let job = RateJob {
+        input: args.input.as_deref().unwrap_or(Path::new("")),
+        output: args.output.as_deref().unwrap_or(Path::new("")),
+        calibrate: &args.calibrate,
+        save_model: args.save_model.as_deref(),
+        features,
+        config: &config,
+        engine,
+        pool,
+    };
+    if args.input.is_some() {
+        run_rate_with(&job)
+    } else {
+        calibrate_only(&job)
     }
 }
 
@@ -185,7 +180,7 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
 fn calibrate_only(job: &RateJob) -> Result<Summary> {
     check_settings(job.config)?;
     let mut human = String::new();
-    let calibrated = calibrate_now(job, &mut human)?;
+    let (calibrated, _) = calibrate_now(job, &mut human)?;
     Ok(Summary::new(
         human,
         json!({
@@ -214,8 +209,9 @@ fn check_settings(config: &RateConfig) -> Result<()> {
 }
 
 /// Calibrates on `job.calibrate` (features from and into the store), saves
-/// the model when asked, and says what it did.
-fn calibrate_now(job: &RateJob, human: &mut String) -> Result<Calibrated> {
+/// the model when asked, and says what it did. Also gives the nets the
+/// model reads, loaded once for the fit and the rating after it.
+fn calibrate_now(job: &RateJob, human: &mut String) -> Result<(Calibrated, MaiaNets)> {
     let config = job.config;
     let nets_dir = config
         .maia
@@ -234,7 +230,7 @@ fn calibrate_now(job: &RateJob, human: &mut String) -> Result<Calibrated> {
             .with_context(|| format!("writing the model {}", path.display()))?;
         human.push_str(&format!("rate: model written to {}\n", path.display()));
     }
-    Ok(calibrated)
+    Ok((calibrated, nets))
 }
 
 /// Everything one rating run needs; the pipeline runner builds it from
@@ -330,12 +326,7 @@ fn rating_model(
 ) -> Result<(Option<(RatingModel, MaiaNets)>, serde_json::Value)> {
     let config = job.config;
     if !job.calibrate.is_empty() {
-        let calibrated = calibrate_now(job, human)?;
-        let nets_dir = config
-            .maia
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_MODELS_DIR));
-        let nets = load_nets(&nets_dir, None)?;
+        let (calibrated, nets) = calibrate_now(job, human)?;
         let report = serde_json::to_value(&calibrated.report)?;
         return Ok((calibrated.model.map(|m| (m, nets)), report));
     }
