@@ -93,6 +93,22 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
         "{engine_loss} vs {random_loss}"
     );
 
+    // Every report pins the engine binary its figures came from by sha256:
+    // the player's and regret's (one Stockfish here), under `pins`.
+    let stockfish_sha256 =
+        puzzleforge::core::fileio::sha256_file(Path::new("/usr/games/stockfish")).unwrap();
+    for run_dir in [&random_dir, &engine_dir] {
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run_dir.join("report.json")).unwrap()).unwrap();
+        let pins = &report["pins"];
+        assert_eq!(
+            pins["engine"]["sha256"],
+            stockfish_sha256.as_str(),
+            "{pins}"
+        );
+        assert_eq!(pins["engine"]["id"], report["engine"], "{pins}");
+        assert_eq!(pins["maia_nets"], serde_json::json!([]), "{pins}");
+    }
     let report = std::fs::read(random_dir.join("report.json")).unwrap();
     for key in [
         "puzzle_accuracy",
@@ -419,6 +435,21 @@ fn maia_players_are_deterministic_legal_and_placed_on_the_human_ladder() {
         [1100, 1200, 1300, 1400, 1500, 1600, 1700, 1800, 1900]
     );
     assert_eq!(ladder["nets"].as_array().unwrap().len(), 9);
+    // The pins name every net the run read by sha256 (the player's is
+    // among the ladder's nine); no engine ran.
+    let pins = &report["pins"];
+    assert!(pins["engine"].is_null(), "{pins}");
+    let pinned = pins["maia_nets"].as_array().unwrap();
+    assert_eq!(pinned.len(), 9, "{pins}");
+    assert!(pinned.iter().any(|net| net["rating"] == 1500), "{pins}");
+    for net in pinned {
+        let rating = net["rating"].as_u64().unwrap() as u32;
+        let published = puzzleforge::maia::MAIA_SHA256
+            .iter()
+            .find(|(r, _)| *r == rating)
+            .map(|(_, sha256)| *sha256);
+        assert_eq!(net["sha256"].as_str(), published, "{net}");
+    }
     for p in players {
         assert_eq!(p["puzzles"], 12, "{p}");
         assert!(!p["by_rating_bin"].as_object().unwrap().is_empty(), "{p}");

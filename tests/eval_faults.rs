@@ -28,6 +28,8 @@ enum Fault {
     CutOff,
     /// 429 with `Retry-After: 86400` on every attempt.
     RateLimitedForADay,
+    /// 200 with an empty body.
+    EmptyBody,
     /// Answers correctly at once.
     Healthy,
 }
@@ -165,6 +167,7 @@ fn handle(
             respond(&mut stream, "200 OK", "", &ok);
         }
         Fault::MalformedJson => respond(&mut stream, "200 OK", "", "{\"choices\": [ {\"mess"),
+        Fault::EmptyBody => respond(&mut stream, "200 OK", "", ""),
         Fault::EmptyContent => respond(&mut stream, "200 OK", "", &completion("", "stop")),
         Fault::CutOff => respond(
             &mut stream,
@@ -703,4 +706,43 @@ fn redirects_are_followed_only_to_the_same_host_keeping_the_post() {
                 .unwrap();
         assert_eq!(report["puzzle_accuracy"].as_f64(), Some(1.0), "{status}");
     }
+}
+
+/// A redirect loop (the fake, injecting the fault, answers every call with
+/// a 302 to the very URL it was asked) and an empty 200 reply each fail the
+/// call with a message naming the whole chat-completions URL, not cut after
+/// its scheme ("more than 5 redirects from http"), and the empty reply says
+/// its body was empty instead of ending in nothing.
+#[test]
+fn a_redirect_loop_and_an_empty_reply_name_the_whole_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let (set, faults) = set_with(dir.path(), 1, Fault::EmptyBody);
+    let config = write_config(dir.path(), "max_attempts = 1\n");
+    let looping = start_fake_redirecting(
+        TcpListener::bind("127.0.0.1:0").unwrap(),
+        faults.clone(),
+        Some(Redirect {
+            status: "302 Found",
+            location: Arc::new(|port| format!("http://127.0.0.1:{port}/v1/chat/completions")),
+        }),
+    );
+    let output = run_eval(dir.path(), &set, &looping.url, &config);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let url = format!("{}/chat/completions", looping.url);
+    let said = format!("1 x more than 5 redirects from {url} (each to itself)");
+    assert!(stderr.contains(&said), "no {said:?} in {stderr}");
+    // The first request and five redirects, then it stops.
+    assert_eq!(looping.seen.lock().unwrap().len(), 6);
+
+    let empty = start_fake(faults);
+    std::fs::remove_dir_all(dir.path().join("run")).unwrap();
+    let output = run_eval(dir.path(), &set, &empty.url, &config);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let url = format!("{}/chat/completions", empty.url);
+    let said = format!("empty reply (HTTP 200) from {url}: the body was empty");
+    assert!(stderr.contains(&said), "no {said:?} in {stderr}");
+    let calls = std::fs::read_to_string(dir.path().join("run/calls.jsonl")).unwrap();
+    assert!(calls.contains("the body was empty"), "{calls}");
 }

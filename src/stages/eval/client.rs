@@ -414,7 +414,7 @@ impl ChatClient {
 
     /// Says on stderr what a retry waits for, so a long wait is never silent.
     fn say_wait(&self, error: &str, retry_after: Option<Duration>, wait: Duration, attempt: u32) {
-        let reason = error.split(':').next().unwrap_or(error);
+        let reason = failure_kind(error);
         let asked = retry_after.map_or_else(String::new, |asked| {
             format!(", server asked to wait {} s", asked.as_secs())
         });
@@ -452,7 +452,7 @@ impl ChatClient {
             };
             let status = response.status().as_u16();
             if !matches!(status, 301 | 302 | 303 | 307 | 308) {
-                return self.read_reply(response);
+                return self.read_reply(&url, response);
             }
             let location = response
                 .headers()
@@ -465,10 +465,18 @@ impl ChatClient {
                 Err(why) => return Attempt::Fail(self.scrub(&format!("HTTP {status}: {why}"))),
             }
         }
-        Attempt::Fail(format!(
-            "more than {MAX_REDIRECTS} redirects from {}",
-            host_of(&url)
-        ))
+        // The whole endpoint URL (its secrets redacted), not only its
+        // host: a loop is often one path of a server redirecting to itself.
+        let endpoint = redact_url(&self.endpoint.chat_url());
+        let last = redact_url(&url);
+        let last = if last == endpoint {
+            " (each to itself)".to_string()
+        } else {
+            format!(" (the last to {last})")
+        };
+        Attempt::Fail(self.scrub(&format!(
+            "more than {MAX_REDIRECTS} redirects from {endpoint}{last}"
+        )))
     }
 
     /// Sends the call's POST to `url`; a transport failure is the attempt's
@@ -504,8 +512,9 @@ impl ChatClient {
         }
     }
 
-    /// What a reply (not a redirect) says: an answer, a retry or a failure.
-    fn read_reply(&self, response: ureq::http::Response<ureq::Body>) -> Attempt {
+    /// What a reply (not a redirect) from `url` says: an answer, a retry
+    /// or a failure.
+    fn read_reply(&self, url: &str, response: ureq::http::Response<ureq::Body>) -> Attempt {
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -531,6 +540,17 @@ impl ChatClient {
         if status >= 400 {
             return Attempt::Fail(format!("HTTP {status}: {}", self.scrub(&snippet(&text))));
         }
+        if text.trim().is_empty() {
+            // Said as such: "malformed reply (HTTP 200): " followed by
+            // nothing left the user guessing what was wrong.
+            return Attempt::Retry {
+                error: self.scrub(&format!(
+                    "empty reply (HTTP {status}) from {}: the body was empty",
+                    redact_url(url)
+                )),
+                retry_after: None,
+            };
+        }
         match parse_completion(&text) {
             Some(outcome) => Attempt::Done(outcome),
             None => Attempt::Retry {
@@ -542,6 +562,13 @@ impl ChatClient {
             },
         }
     }
+}
+
+/// The kind of a failed call's error, what failures are counted by: the
+/// text before the first `": "` (`"HTTP 503"`, `"connection"`). Not the
+/// first `':'`, which would cut a URL after its scheme (`"http"`).
+pub(crate) fn failure_kind(error: &str) -> &str {
+    error.split(": ").next().unwrap_or(error)
 }
 
 /// Redirects of one call followed at most (all to the configured host).

@@ -33,6 +33,7 @@ use crate::core::fileio::sha256_file;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, load_section, switch_off};
 use crate::core::summary::Summary;
+use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineArgs;
 use client::{ChatClient, Endpoint, default_cache_dir};
 use config::{EvalConfig, EvalEngine};
@@ -40,7 +41,7 @@ use human::Policies;
 use metrics::{PositionRecord, Verdict};
 use players::{Answer, ModelSpec, Tally, ask_model, random_move, request_seed, run_parallel};
 use prompt::{PromptSpec, Template};
-use report::RunOutput;
+use report::{EnginePin, RunOutput};
 pub use scoring::classify;
 use task::{Job, PositionTask, PositionView, puzzle_tasks};
 
@@ -168,7 +169,7 @@ pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> 
 }
 
 /// Asks the player every job: its answers, the HTTP requests made and,
-/// for an engine, its name.
+/// for an engine, its name and sha256.
 #[allow(clippy::too_many_arguments)]
 fn answer_jobs(
     model: &ModelSpec,
@@ -181,7 +182,7 @@ fn answer_jobs(
     jobs: &[Job],
     policies: Option<&Policies>,
     notes: &mut Vec<String>,
-) -> Result<(Vec<Answer>, u64, Option<String>)> {
+) -> Result<(Vec<Answer>, u64, Option<EnginePin>)> {
     let bar = crate::core::progress::items(jobs.len() as u64, "eval");
     let tally = Tally::default();
     let progress = |task: &PositionTask, answer: &Answer| {
@@ -335,7 +336,7 @@ fn engine_answers(
     tasks: &[PositionTask],
     jobs: &[Job],
     notes: &mut Vec<String>,
-) -> Result<(Vec<Answer>, u64, Option<String>)> {
+) -> Result<(Vec<Answer>, u64, Option<EnginePin>)> {
     let ModelSpec::Engine { elo, nodes, depth } = model else {
         return Err(anyhow::anyhow!("not an engine player"));
     };
@@ -348,7 +349,15 @@ fn engine_answers(
     }
     let limit = engine_ops::limit_of(*nodes, *depth, config.engine_player_nodes);
     let answers = engine_ops::engine_answers(&pool, *elo, limit, config.seed, tasks, jobs)?;
-    Ok((answers, 0, Some(pool.engine_id().to_string())))
+    Ok((answers, 0, Some(engine_pin(&pool)?)))
+}
+
+/// The engine of `pool` by its UCI id and its binary's sha256.
+fn engine_pin(pool: &EnginePool) -> Result<EnginePin> {
+    Ok(EnginePin {
+        id: pool.engine_id().to_string(),
+        sha256: sha256_file(&pool.spec().path)?,
+    })
 }
 
 /// `puzzleforge eval`: the `[eval]` section of `--config` (or the
@@ -415,7 +424,7 @@ pub(crate) fn run_eval_with(
         )?),
         _ => None,
     };
-    let (answers, http_requests, mut engine_id) = answer_jobs(
+    let (answers, http_requests, mut engine_pin) = answer_jobs(
         model,
         &config,
         args,
@@ -432,8 +441,8 @@ pub(crate) fn run_eval_with(
     if config.regret.enabled {
         // Regret needs Stockfish: without one the run still reports accuracy.
         match compute_regret(&config, engine, &mut records, &cache) {
-            Ok((id, searches)) => {
-                engine_id = engine_id.or(id);
+            Ok((pin, searches)) => {
+                engine_pin = engine_pin.or(Some(pin));
                 regret_searches = Some(searches);
             }
             Err(e) => notes.push(format!("regret not computed: {e:#}")),
@@ -469,7 +478,7 @@ pub(crate) fn run_eval_with(
         jobs,
         http_requests,
         notes,
-        engine_id,
+        engine: engine_pin,
         ladder,
         maia_positions,
         nets,
@@ -751,9 +760,7 @@ fn check_failed_calls(answers: &[Answer], max_share: f64, run_dir: &Path) -> Res
     }
     let mut reasons: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for error in &failed {
-        *reasons
-            .entry(error.split(':').next().unwrap_or(error))
-            .or_default() += 1;
+        *reasons.entry(client::failure_kind(error)).or_default() += 1;
     }
     let reasons: Vec<String> = reasons
         .iter()
@@ -779,11 +786,11 @@ fn compute_regret(
     engine: &EvalEngine,
     records: &mut [PositionRecord],
     cache: &Path,
-) -> Result<(Option<String>, engine_ops::RegretSearches)> {
+) -> Result<(EnginePin, engine_ops::RegretSearches)> {
     let mut pool = engine_ops::start_pool(config, engine)?;
     pool.set_progress(Some("regret"));
     let searches = engine_ops::compute_regret(&pool, config, records, Some(cache))?;
-    Ok((Some(pool.engine_id().to_string()), searches))
+    Ok((engine_pin(&pool)?, searches))
 }
 
 #[cfg(test)]

@@ -30,7 +30,8 @@ pub(crate) struct RunOutput {
     pub jobs: Vec<Job>,
     pub http_requests: u64,
     pub notes: Vec<String>,
-    pub engine_id: Option<String>,
+    /// The engine that played or scored regret, when one ran.
+    pub engine: Option<EnginePin>,
     /// The nine Maia nets on the same positions, when they ran.
     pub ladder: Option<Ladder>,
     /// Positions whose Maia probabilities came from the cache, and those
@@ -44,6 +45,27 @@ pub(crate) struct RunOutput {
     pub nets: Vec<crate::maia::NetFile>,
     /// Regret's searches read from the cache, and those made now.
     pub regret_searches: Option<(usize, usize)>,
+}
+
+/// An engine by its UCI `id name` and its binary's sha256.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct EnginePin {
+    pub id: String,
+    pub sha256: String,
+}
+
+/// `report.json`'s `pins`: the bytes a run's figures depend on beyond the
+/// set and the config (which the report names by sha256 already), so two
+/// reports can be told apart when an engine binary or a net changed under
+/// the same name and version.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct Pins {
+    /// The engine that played (an `engine:` player) or scored regret;
+    /// `null` when none ran.
+    pub engine: Option<EnginePin>,
+    /// Every Maia net the run read (a `maia:` player's, the human
+    /// ladder's), each once; empty when none.
+    pub maia_nets: Vec<crate::maia::NetFile>,
 }
 
 /// What was run, as recorded in `config.json` and `report.json`.
@@ -220,7 +242,15 @@ fn report_json(
             }),
         );
         map.insert("puzzle_rating".into(), json!(output.puzzle_rating));
-        map.insert("engine".into(), json!(output.engine_id));
+        map.insert(
+            "engine".into(),
+            json!(output.engine.as_ref().map(|engine| &engine.id)),
+        );
+        let pins = Pins {
+            engine: output.engine.clone(),
+            maia_nets: output.nets.clone(),
+        };
+        map.insert("pins".into(), serde_json::to_value(pins)?);
         // The ladder records its nine nets (human_ladder.nets); a Maia
         // player without it records its own net here.
         if output.ladder.is_none() && !output.nets.is_empty() {
