@@ -1249,10 +1249,7 @@ impl BatchFiles {
 /// to play the batch again.
 fn check_batch(dir: &Path) -> Result<()> {
     let record = read_batch_record(dir)?;
-    let again = format!(
-        "remove {} and rerun (`puzzleforge run`, or the `run --shard I/N` that played those games) to play its games again",
-        dir.display()
-    );
+    let again = play_again(dir);
     let Some(files) = record.files else {
         return Err(bad_input(format!(
             "{}: records no sha256 of the batch's files (an older puzzleforge wrote the batch); {again}",
@@ -1272,15 +1269,34 @@ fn check_batch(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A stored batch's `batch.json`.
+/// What to do about a damaged stored batch `dir`: remove it and rerun,
+/// which plays its games again.
+fn play_again(dir: &Path) -> String {
+    format!(
+        "remove {} and rerun (`puzzleforge run`, or the `run --shard I/N` that played those games) to play its games again",
+        dir.display()
+    )
+}
+
+/// A stored batch's `batch.json`; missing, unreadable or not a record,
+/// an error (exit 2) saying how to play the batch again. A batch folder
+/// is moved into the store with its `batch.json` written, so one without
+/// it was damaged after: it is bad input, not a failure of this run.
 pub(crate) fn read_batch_record(dir: &Path) -> Result<BatchRecord> {
     let path = dir.join("batch.json");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            "missing (the batch folder holds no record of its games)".to_string()
+        } else {
+            format!("cannot be read: {e}")
+        };
+        bad_input(format!("{}: {why}; {}", path.display(), play_again(dir)))
+    })?;
     serde_json::from_str(&text).map_err(|e| {
         bad_input(format!(
-            "{}: not a batch record: {e}; remove the batch folder and rerun to play its games again",
-            path.display()
+            "{}: not a batch record: {e}; {}",
+            path.display(),
+            play_again(dir)
         ))
     })
 }
