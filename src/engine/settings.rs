@@ -18,12 +18,7 @@ pub(crate) const DEFAULT_ENGINE_PATH: &str = "/usr/games/stockfish";
 pub fn resolve_engine(flag: Option<&Path>, configured: Option<&Path>) -> anyhow::Result<PathBuf> {
     for (path, origin) in [(flag, "--engine"), (configured, "the configuration")] {
         if let Some(path) = path {
-            return find_executable(path).ok_or_else(|| {
-                crate::core::error::bad_input(format!(
-                    "engine {} (from {origin}) not found",
-                    path.display()
-                ))
-            });
+            return find_engine(path, origin);
         }
     }
     find_executable(Path::new(DEFAULT_ENGINE_PATH))
@@ -33,6 +28,18 @@ pub fn resolve_engine(flag: Option<&Path>, configured: Option<&Path>) -> anyhow:
                 "no chess engine found: install Stockfish (./engines/install.sh), or pass --engine PATH",
             )
         })
+}
+
+/// The engine executable at `path` (or a bare name on PATH); else an
+/// error (exit 2) naming `origin`, where the path was given: a flag, a
+/// config key or a definition file, so the user knows what to fix.
+pub(crate) fn find_engine(path: &Path, origin: &str) -> anyhow::Result<PathBuf> {
+    find_executable(path).ok_or_else(|| {
+        crate::core::error::bad_input(format!(
+            "engine {} (from {origin}) not found",
+            path.display()
+        ))
+    })
 }
 
 fn find_executable(path: &Path) -> Option<PathBuf> {
@@ -125,7 +132,8 @@ impl EngineArgs {
         let spec = match config.path.as_deref() {
             Some(path) if path.extension().is_some_and(|ext| ext == "toml") => {
                 let spec = EngineSpec::from_file(path)?;
-                let executable = resolve_engine(Some(&spec.path), None)?;
+                let executable =
+                    find_engine(&spec.path, &format!("the path of {}", path.display()))?;
                 EngineSpec {
                     path: executable,
                     ..spec

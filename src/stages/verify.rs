@@ -168,9 +168,16 @@ impl Default for SecondEngineConfig {
 }
 
 impl SecondEngineConfig {
-    /// The engine spec (Hash 16 unless `options` says otherwise).
+    /// The engine spec (Hash 16 unless `options` says otherwise); a path
+    /// that is no executable is named as the config key it came from.
     pub fn spec(&self) -> Result<EngineSpec> {
-        let executable = crate::engine::settings::resolve_engine(Some(&self.path), None)?;
+        self.spec_from(CONFIG_KEY)
+    }
+
+    /// The engine spec, a missing executable said to come from `origin`
+    /// (the config key, or the `verify` command's flag).
+    fn spec_from(&self, origin: &str) -> Result<EngineSpec> {
+        let executable = crate::engine::settings::find_engine(&self.path, origin)?;
         let mut spec = EngineSpec::new(executable);
         for (name, value) in &self.options {
             let value = match value {
@@ -185,13 +192,21 @@ impl SecondEngineConfig {
 
     /// A pool of this engine beside `main`, with as many workers.
     pub fn pool(&self, main: &EnginePool) -> Result<EnginePool> {
+        self.pool_from(main, CONFIG_KEY)
+    }
+
+    /// [`Self::pool`], a missing executable said to come from `origin`.
+    fn pool_from(&self, main: &EnginePool, origin: &str) -> Result<EnginePool> {
         let config = PoolConfig {
             workers: main.workers(),
             ..Default::default()
         };
-        EnginePool::new(self.spec()?, config)
+        EnginePool::new(self.spec_from(origin)?, config)
     }
 }
+
+/// The config key of the second engine's path, as errors name it.
+const CONFIG_KEY: &str = "verify.second_engine.path";
 
 /// Settings of one verification run: `[verify]` of `pipeline.toml`, the
 /// `verify` command's flags over it.
@@ -264,8 +279,13 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("puzzles".to_string());
     let pool = EnginePool::new(spec, pool_config)?;
+    let origin = match (&args.second_engine, &args.config) {
+        (Some(_), _) => "--second-engine".to_string(),
+        (None, Some(path)) => format!("{CONFIG_KEY} in {}", path.display()),
+        (None, None) => CONFIG_KEY.to_string(),
+    };
     let second = match &config.second_engine {
-        Some(second) => Some(second.pool(&pool)?),
+        Some(second) => Some(second.pool_from(&pool, &origin)?),
         None => None,
     };
     let output = args
