@@ -69,6 +69,10 @@ pub fn rating_bin_label(lower: i32, upper: i32) -> String {
     format!("({lower}, {upper}]")
 }
 
+/// Ratings a puzzle may have (ingest rejects others): Lichess puzzle
+/// ratings run from about 400 to 3300.
+pub(crate) const RATING_RANGE: std::ops::RangeInclusive<i32> = 0..=4000;
+
 /// The (open lower, closed upper) edges of a rating's bin.
 pub fn rating_bin_edges(rating: i32, width: i32) -> (i32, i32) {
     let width = width.max(1);

@@ -452,6 +452,9 @@ impl PipelineConfig {
             rating(&section, "max_rating", tier.max_rating)?;
             length(&section, "min_solver_moves", tier.min_solver_moves)?;
             length(&section, "max_solver_moves", tier.max_solver_moves)?;
+            if let Some((key, why)) = tier.empty_bounds() {
+                fail(&section, key, why)?;
+            }
         }
         let quotas = std::iter::once((None, None))
             .chain(self.split.tiers.iter().map(|(n, t)| (Some(n), Some(t))));

@@ -410,6 +410,18 @@ fn check_text_row(
     if text(ID).trim().is_empty() {
         return Err(RowError::new("missing_id", "PuzzleId is empty"));
     }
+    // An id is a name that files, logs and exclusion lists carry: a NUL or
+    // another control character in it is a damaged row, not a puzzle.
+    if let Some(c) = text(ID).chars().find(|c| c.is_control()) {
+        return Err(RowError::new(
+            "bad_id",
+            format!(
+                "PuzzleId {:?} holds the control character U+{:04X}",
+                text(ID),
+                u32::from(c)
+            ),
+        ));
+    }
     let int = |column: usize| -> std::result::Result<Option<i32>, RowError> {
         let value = text(column).trim();
         if value.is_empty() {
@@ -432,6 +444,28 @@ fn check_text_row(
     let rating_deviation = int(RATING_DEVIATION)?;
     let popularity = int(POPULARITY)?;
     let nb_plays = int(NB_PLAYS)?;
+    // Integers no puzzle can have: a rating outside what a release bins
+    // (a rating of -500 would sit in no cell, or in a made-up one), and a
+    // negative deviation or play count.
+    let ratings = derive::RATING_RANGE;
+    if let Some(r) = rating.filter(|r| !ratings.contains(r)) {
+        return Err(RowError::new(
+            "out_of_range",
+            format!(
+                "Rating {r} is outside {}..={}",
+                ratings.start(),
+                ratings.end()
+            ),
+        ));
+    }
+    for (column, value) in [(RATING_DEVIATION, rating_deviation), (NB_PLAYS, nb_plays)] {
+        if let Some(v) = value.filter(|v| *v < 0) {
+            return Err(RowError::new(
+                "out_of_range",
+                format!("{} {v} is negative", LICHESS_COLUMNS[column]),
+            ));
+        }
+    }
     line.parse_cells(text(FEN).as_bytes(), text(MOVES).as_bytes())?;
     let derived = DerivedFields::new(line, rating, words(text(THEMES)), text(GAME_URL).trim());
     Ok(CheckedRow {
@@ -892,7 +926,18 @@ impl RejectsFile {
     }
 
     fn write(&mut self, line: u64, id: &[u8], error: &RowError) -> Result<()> {
-        let id = String::from_utf8_lossy(id.trim_ascii());
+        // Control characters escaped (`\0`), so the rejects file stays text
+        // a user can read and grep.
+        let id: String = String::from_utf8_lossy(id.trim_ascii())
+            .chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect();
         self.csv
             .write_record([line.to_string().as_str(), &id, error.reason, &error.detail])
             .with_context(|| format!("writing {}", self.csv.get_ref().path().display()))?;

@@ -118,6 +118,36 @@ impl Tier {
             && (self.themes_any.is_empty() || self.themes_any.iter().any(|t| puzzle.has_theme(t)))
     }
 
+    /// The key and the reason when the tier's bounds admit no puzzle at
+    /// all (a minimum above its maximum); `None` when they can. Said up
+    /// front: drawn from the pool, such a tier only ever reported "the
+    /// pool has too few puzzles", which points at the pool, not the tier.
+    pub(crate) fn empty_bounds(&self) -> Option<(&'static str, String)> {
+        let bounds = [
+            (
+                "min_rating",
+                "max_rating",
+                self.min_rating.map(i64::from),
+                self.max_rating.map(i64::from),
+            ),
+            (
+                "min_solver_moves",
+                "max_solver_moves",
+                self.min_solver_moves.map(|n| n as i64),
+                self.max_solver_moves.map(|n| n as i64),
+            ),
+        ];
+        bounds
+            .into_iter()
+            .find_map(|(low, high, lo, hi)| match (lo, hi) {
+                (Some(lo), Some(hi)) if lo > hi => Some((
+                    low,
+                    format!("{lo} is above {high} {hi}: no puzzle would be in the tier"),
+                )),
+                _ => None,
+            })
+    }
+
     fn holds_cell(&self, cell: &Cell) -> bool {
         let middle = (cell.bin_lo + cell.bin_hi) / 2;
         self.min_rating.is_none_or(|m| middle >= m)
@@ -187,9 +217,8 @@ impl Default for SplitConfig {
     }
 }
 
-/// Ratings a band, a cell or a tier may name: Lichess puzzle ratings run
-/// from about 400 to 3300.
-pub(crate) const RATING_RANGE: std::ops::RangeInclusive<i32> = 0..=4000;
+/// Ratings a band, a cell or a tier may name: those a puzzle may have.
+pub(crate) const RATING_RANGE: std::ops::RangeInclusive<i32> = crate::chess::derive::RATING_RANGE;
 /// Solver lengths a band, a cell or a tier may name: a Lichess puzzle has
 /// at most 8 solver moves.
 pub(crate) const LENGTH_RANGE: std::ops::RangeInclusive<usize> = 1..=10;

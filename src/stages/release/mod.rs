@@ -607,6 +607,16 @@ pub(crate) fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Su
             ))
         })?),
     };
+    if let (Some(name), Some((key, why))) = (&args.tier, tier.as_ref().and_then(Tier::empty_bounds))
+    {
+        let from = args
+            .config
+            .as_ref()
+            .map_or_else(String::new, |path| format!("{}: ", path.display()));
+        return Err(bad_input(format!(
+            "split: {from}split.tiers.{name}.{key}: {why}"
+        )));
+    }
     let quotas = config.quota_table(tier.as_ref())?;
 
     let exclude_files = exclusion_files(args)?;
