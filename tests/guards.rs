@@ -670,3 +670,229 @@ fn a_second_eval_into_one_folder_exits_naming_the_first() {
     assert!(out.join("report.json").exists());
     assert!(!out.join(".lock").exists());
 }
+
+/// A tier whose minimum is above its maximum holds no puzzle: `run`
+/// refuses it when it checks the config, before any stage, and `split
+/// --tier` before reading the pool, each naming the tier's key and both
+/// values (a drawn tier only said "the pool has too few puzzles").
+#[test]
+fn a_tier_with_its_minimum_above_its_maximum_is_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    for (tier, needles) in [
+        (
+            "min_rating = 2000\nmax_rating = 1000\n",
+            ["split.tiers.hard.min_rating", "2000", "max_rating 1000"],
+        ),
+        (
+            "min_solver_moves = 3\nmax_solver_moves = 2\n",
+            [
+                "split.tiers.hard.min_solver_moves",
+                "3",
+                "max_solver_moves 2",
+            ],
+        ),
+    ] {
+        let config = write_config(dir.path(), &format!("\n[split.tiers.hard]\n{tier}"));
+        let mut all = vec!["pipeline.toml"];
+        all.extend_from_slice(&needles);
+        let stderr = refused(dir.path(), &["run"], &all);
+        assert!(!stderr.contains("too few puzzles"), "{stderr}");
+        assert!(!dir.path().join("out/r1").exists(), "{tier}: a stage ran");
+
+        let pool = data("lichess_db_puzzle_subset_1499.csv");
+        let stderr = refused(
+            dir.path(),
+            &[
+                "split",
+                pool.to_str().unwrap(),
+                "--config",
+                config.to_str().unwrap(),
+                "--tier",
+                "hard",
+                "-o",
+                "hard",
+            ],
+            &all,
+        );
+        assert!(!stderr.contains("too few puzzles"), "{stderr}");
+        assert!(!dir.path().join("hard").exists(), "{tier}: split wrote");
+    }
+}
+
+/// A `[verify.second_engine] path` that is no executable is named as the
+/// config key it came from (and the config file), not as `--engine`,
+/// which the user never gave; given by `--second-engine`, as that flag.
+#[test]
+fn a_missing_second_engine_names_where_its_path_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = crate::common::puzzle_slice(dir.path(), 3);
+    let set = set.to_str().unwrap();
+    std::fs::write(
+        dir.path().join("v.toml"),
+        "[verify.second_engine]\npath = \"/nowhere/ethereal\"\n",
+    )
+    .unwrap();
+    let stderr = refused(
+        dir.path(),
+        &["verify", set, "--config", "v.toml", "--workers", "1"],
+        &[
+            "/nowhere/ethereal",
+            "verify.second_engine.path",
+            "v.toml",
+            "not found",
+        ],
+    );
+    assert!(!stderr.contains("--engine"), "{stderr}");
+    let stderr = refused(
+        dir.path(),
+        &[
+            "verify",
+            set,
+            "--second-engine",
+            "/nowhere/ethereal",
+            "--workers",
+            "1",
+        ],
+        &["/nowhere/ethereal", "(from --second-engine)", "not found"],
+    );
+    assert!(!stderr.contains("(from --engine)"), "{stderr}");
+}
+
+/// Ingest rejects rows no puzzle can have, as bad rows (file, line,
+/// reason; the good rows around them kept): a PuzzleId holding a NUL or
+/// another control character, a Rating of -500, a negative NbPlays.
+#[test]
+fn ingest_rejects_control_characters_in_ids_and_impossible_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let mut lines: Vec<String> = text.lines().take(7).map(str::to_string).collect();
+    // Lines 3 to 6 are broken, one cell each; lines 2 and 7 stay good.
+    let edit = |line: &mut String, column: usize, value: &str| {
+        let mut cells: Vec<&str> = line.split(',').collect();
+        cells[column] = value;
+        *line = cells.join(",");
+    };
+    edit(&mut lines[2], 0, "ab\0cd");
+    edit(&mut lines[3], 3, "-500");
+    edit(&mut lines[4], 0, "x\u{7}y");
+    edit(&mut lines[5], 6, "-3");
+    let good: Vec<String> = [1, 6]
+        .iter()
+        .map(|&i| lines[i].split(',').next().unwrap().to_string())
+        .collect();
+    std::fs::write(dir.path().join("bad.csv"), lines.join("\n") + "\n").unwrap();
+    let json = summary(&run(
+        dir.path(),
+        &["ingest", "puzzles", "--json", "bad.csv", "-o", "out.csv"],
+    ));
+    assert_eq!(json["rejected"], 4, "{json}");
+    assert_eq!(json["written"], 2, "{json}");
+    assert_eq!(json["rejected_by_reason"]["bad_id"], 2, "{json}");
+    assert_eq!(json["rejected_by_reason"]["out_of_range"], 2, "{json}");
+    let kept: Vec<String> = puzzleforge::chess::record::read_puzzles(&dir.path().join("out.csv"))
+        .unwrap()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(kept, good);
+    let rejects = std::fs::read_to_string(dir.path().join("out.csv.rejects.csv")).unwrap();
+    let rows: Vec<&str> = rejects.lines().skip(1).collect();
+    assert_eq!(rows.len(), 4, "{rejects}");
+    for (row, start) in rows
+        .iter()
+        .zip(["3,ab\\u{0}cd,bad_id,", "4,", "5,x\\u{7}y,bad_id,", "6,"])
+    {
+        assert!(row.starts_with(start), "{start}: {rejects}");
+    }
+    assert!(rows[0].contains("U+0000"), "{rejects}");
+    assert!(
+        rows[1].contains("out_of_range,Rating -500 is outside 0..=4000"),
+        "{rejects}"
+    );
+    assert!(
+        rows[3].contains("out_of_range,NbPlays -3 is negative"),
+        "{rejects}"
+    );
+    assert!(!rejects.contains('\0'), "a NUL got into the rejects file");
+}
+
+/// A stored generation batch whose `batch.json` is gone (a sync that lost
+/// it, a hand edit) is damaged input: the next run exits 2 naming the file
+/// and saying to remove the batch folder and rerun, as for every other
+/// damaged batch file (it exited 1 with "No such file or directory").
+#[test]
+fn a_stored_batch_without_its_record_says_how_to_play_it_again() {
+    let stockfish = "/usr/games/stockfish";
+    assert!(Path::new(stockfish).exists(), "{stockfish} is needed");
+    let dir = tempfile::tempdir().unwrap();
+    // One short game of weak players, shallow searches: one stored batch.
+    let config = format!(
+        r#"
+[pipeline]
+seed = 5
+output_dir = "out"
+release = "one"
+stages = ["selfplay", "mine", "rate", "verify", "release"]
+
+[engine]
+path = "{stockfish}"
+workers = 1
+
+[selfplay]
+max_plies = 30
+chaos_white_elo = [1350, 1400]
+chaos_black_elo = [1350, 1400]
+
+[mine]
+nodes = 5000
+shallow_depth = 4
+max_solver_moves = 2
+
+[rate]
+model = "{model}"
+
+[verify]
+factor = 2
+
+[split]
+bin_width = 3000
+train_per_cell = 2
+test_per_cell = 1
+min_puzzles = 0
+
+[[split.bands]]
+ratings = [0, 3000]
+lengths = [1, 1]
+mate = "no_mate"
+
+[generate]
+enabled = true
+max_games = 1
+batch_games = 1
+"#,
+        model = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models/rate_model.json")
+            .display(),
+    );
+    std::fs::write(dir.path().join("pipeline.toml"), config).unwrap();
+    summary(&run(dir.path(), &["run", "--json"]));
+    let stores: Vec<PathBuf> = std::fs::read_dir(dir.path().join("out/.generate"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(stores.len(), 1, "{stores:?}");
+    let batch = stores[0].join("batch-00000001-00000001");
+    std::fs::remove_file(batch.join("batch.json")).unwrap();
+    let stderr = refused(
+        dir.path(),
+        &["run", "--release", "two"],
+        &[
+            "batch-00000001-00000001/batch.json",
+            "missing",
+            "remove",
+            "and rerun",
+        ],
+    );
+    assert!(!stderr.contains("os error"), "{stderr}");
+    assert!(!dir.path().join("out/two/release").exists());
+}
