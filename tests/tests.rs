@@ -4,6 +4,7 @@
 
 mod common;
 
+mod aim;
 mod capture;
 mod check;
 mod engine_pool;

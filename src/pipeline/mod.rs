@@ -7,6 +7,7 @@
 
 pub(crate) mod stage;
 pub(crate) mod adapters;
+pub mod aim;
 pub(crate) mod config;
 pub(crate) mod cost;
 pub(crate) mod generate;

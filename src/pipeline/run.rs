@@ -70,12 +70,19 @@ pub struct RunArgs {
     pub strict: bool,
     #[command(flatten)]
     pub plan: crate::pipeline::plan::PlanArgs,
+    #[command(flatten)]
+    pub aim: crate::pipeline::aim::AimArgs,
 }
 
 /// Runs the pipeline.
 pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
-    let config = PipelineConfig::load(&args.config)?;
-    config.validate(&args.config, args.tier.as_deref())?;
+    let mut config = PipelineConfig::load(&args.config)?;
+    // `--aim` adds its tier to [split.tiers]; from here on it is the tier
+    // the run produces, as a `--tier` would be.
+    let tier = crate::pipeline::aim::add_aimed_tier(&args.aim, &mut config, &args.config)?
+        .or_else(|| args.tier.clone());
+    let tier = tier.as_deref();
+    config.validate(&args.config, tier)?;
     let release = release_name(args, &config)?;
     let mut stages = crate::pipeline::adapters::configured(&config, &args.config)?;
     let mut left_for_merge = Vec::new();
@@ -97,7 +104,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         None => config.pipeline.output_dir.join(&release),
     };
     if args.plan.plan {
-        return run_plan(args, &config, &stages, release_dir);
+        return run_plan(args, &config, &stages, release_dir, tier);
     }
     refuse_linked_release(&release_dir)?;
     std::fs::create_dir_all(&release_dir)
@@ -108,7 +115,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let mut ctx = RunContext {
         release_dir: release_dir.clone(),
         engine,
-        tier: config.generate.release_tier(args.tier.as_deref()),
+        tier: config.generate.release_tier(tier),
         shard: args.shard,
         config_dir: config_dir(&args.config),
         generated: None,
@@ -129,7 +136,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
             let key = crate::pipeline::generate::store_key(
                 &config.generate_sections(),
                 ctx.generate_engine()?,
-                args.tier.as_deref(),
+                tier,
             )?;
             check_kept_store(&ctx, &key)?;
         }
@@ -138,7 +145,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
             &config.generate_sections(),
             ctx.generate_engine()?,
             mode,
-            args.tier.as_deref(),
+            tier,
             &earlier,
         )?);
     }
@@ -263,17 +270,17 @@ fn run_plan(
     config: &PipelineConfig,
     stages: &[Box<dyn Stage>],
     release_dir: PathBuf,
+    tier: Option<&str>,
 ) -> Result<Summary> {
     let ctx = RunContext {
         release_dir,
         engine: resolve_engine(&config.engine, args.engine.clone(), stages)?,
-        tier: config.generate.release_tier(args.tier.as_deref()),
+        tier: config.generate.release_tier(tier),
         shard: None,
         config_dir: config_dir(&args.config),
         generated: None,
         excluded_releases: None,
     };
-    let tier = args.tier.as_deref();
     crate::pipeline::plan::run_plan(&args.plan, config, &args.config, &ctx, tier)
 }
 

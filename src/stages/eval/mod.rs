@@ -16,6 +16,7 @@ pub mod parse;
 pub(crate) mod players;
 pub(crate) mod prompt;
 pub mod puzzle_rating;
+pub mod solve_curve;
 pub(crate) mod report;
 pub(crate) mod scoring;
 pub mod rollout;

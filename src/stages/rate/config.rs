@@ -15,7 +15,7 @@ use super::model::TreeConfig;
 pub(crate) const RATING_FLOOR: f64 = 400.0;
 pub(crate) const RATING_CEILING: f64 = 3300.0;
 /// Version of the model file format.
-pub(crate) const MODEL_FORMAT: u32 = 4;
+pub(crate) const MODEL_FORMAT: u32 = 5;
 
 /// Settings of the `[rate]` section of pipeline.toml; CLI flags override.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]

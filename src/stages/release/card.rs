@@ -15,7 +15,7 @@ use crate::chess::columns::{self, Column, ColumnType};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, parse_game_url};
 use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
-use crate::stages::release::cells::{Cell, first_of};
+use crate::stages::release::cells::{Aim, Cell, first_of};
 use crate::stages::release::draw::CellOutcome;
 use crate::stages::release::funnel::GenerationFunnel;
 use crate::stages::release::manifest::{EngineName, ReleaseManifest, ReleaseOutputs};
@@ -299,6 +299,9 @@ fn dataset_card(
     if let Some(tier) = &manifest.tier {
         card.push_str(&format!("Tier: `{tier}`.\n\n"));
     }
+    if let Some(aim) = &manifest.aim {
+        card.push_str(&aim_paragraph(aim));
+    }
     card.push_str(&source_mix(train, test));
     if let Some(generate) = &manifest.generate {
         card.push_str(&generated_paragraph(train, test, &generate.figures));
@@ -480,6 +483,32 @@ impl GenerateFigures {
 
 /// What made the release, when `run` recorded it: the engines and the
 /// input files with their sha256.
+/// An aimed tier's paragraph: the model, its run and rating, the solve rate
+/// asked for and how the window was read from the model's curve.
+fn aim_paragraph(aim: &Aim) -> String {
+    let rating = aim
+        .puzzle_rating
+        .as_ref()
+        .map(|r| format!(", puzzle rating {r}"))
+        .unwrap_or_default();
+    format!(
+        "Aimed at `{model}` (eval run `{run}`{rating}) to be solved {rate:.0}% of the time. \
+         Its solve curve, fitted on {attempts} rated puzzle attempts ({solved} solved), is 50% at \
+         {midpoint:.0} and its odds fall e-fold every {spread:.0} points; it gives {rate:.0}% at \
+         {at:.0} (95%: {low:.0}-{high:.0}), and the tier holds the rating bins of that interval.\n\n",
+        model = aim.model,
+        run = aim.run,
+        rate = 100.0 * aim.solve_rate,
+        attempts = aim.attempts,
+        solved = aim.solved,
+        midpoint = aim.curve_midpoint,
+        spread = aim.curve_spread,
+        at = aim.rating,
+        low = aim.low,
+        high = aim.high,
+    )
+}
+
 fn provenance_section(manifest: &ReleaseManifest, has_games: bool) -> String {
     let Some(sources) = &manifest.sources else {
         return String::new();

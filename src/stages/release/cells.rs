@@ -101,7 +101,43 @@ pub struct Tier {
     pub test_per_cell: Option<usize>,
     pub bands: Option<Vec<Band>>,
     pub cells: Option<Vec<CellQuota>>,
+    /// What the tier was aimed at, for a tier `run --aim` made (its
+    /// rating bounds come from it). Never read from a config file.
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub aim: Option<Aim>,
 }
+
+/// A tier aimed at a model: the eval run its window was read from, the
+/// solve rate asked for, the model's solve curve there and the rating
+/// where the curve gives that rate, with its 95% interval (the window).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Aim {
+    /// The model the eval run measured.
+    pub model: String,
+    /// The eval run's folder as given, and the sha256 of its
+    /// `positions.jsonl` (the results the curve was fitted on).
+    pub run: String,
+    pub positions_sha256: String,
+    /// The model's puzzle rating in that run, as its report words it.
+    pub puzzle_rating: Option<String>,
+    /// The share of the tier's puzzles the model should solve.
+    pub solve_rate: f64,
+    /// The model's solve curve: half solved at `curve_midpoint`, the odds
+    /// of a solve falling e-fold every `curve_spread` points; fitted on
+    /// `attempts` rated puzzle attempts, `solved` of them solved.
+    pub curve_midpoint: f64,
+    pub curve_spread: f64,
+    pub attempts: usize,
+    pub solved: usize,
+    /// The rating where the curve gives `solve_rate`, and its 95% interval.
+    pub rating: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+// The numbers are finite (a fit that is not gives no aim), so equality is
+// an equivalence, as `Tier`'s `Eq` needs.
+impl Eq for Aim {}
 
 impl Tier {
     /// True when the puzzle belongs to the tier.

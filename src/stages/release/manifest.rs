@@ -19,7 +19,7 @@ use std::path::Path;
 
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
-use crate::stages::release::cells::ExcludeBy;
+use crate::stages::release::cells::{Aim, ExcludeBy};
 
 /// The `kind` every release manifest carries; how earlier releases are
 /// recognised.
@@ -34,6 +34,10 @@ pub(crate) struct ReleaseManifest {
     pub kind: String,
     pub tool: Tool,
     pub tier: Option<String>,
+    /// What an aimed tier (`run --aim`) was aimed at; only such a release
+    /// has the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aim: Option<Aim>,
     pub seed: u64,
     /// The `[split]` settings the release was drawn with.
     pub config: Value,
@@ -325,6 +329,7 @@ mod tests {
             kind: MANIFEST_KIND.into(),
             tool: Tool::this(),
             tier: None,
+            aim: None,
             seed: 1,
             config: json!({"bin_width": 100, "ratio": 0.1}),
             method: json!({"cells": "x"}),

@@ -862,6 +862,11 @@ fn release_manifest(
         kind: manifest::MANIFEST_KIND.to_string(),
         tool: Tool::this(),
         tier: args.tier.clone(),
+        aim: args
+            .tier
+            .as_ref()
+            .and_then(|name| config.tiers.get(name))
+            .and_then(|tier| tier.aim.clone()),
         seed: config.seed,
         config: serde_json::to_value(config)?,
         method: json!({
