@@ -93,8 +93,9 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
         "{engine_loss} vs {random_loss}"
     );
 
-    // Every report pins the engine binary its figures came from by sha256:
-    // the player's and regret's (one Stockfish here), under `pins`.
+    // Every report pins the engine binary its figures came from by sha256
+    // (the player's and regret's: one Stockfish here) and the nets of the
+    // human ladder, under `pins`.
     let stockfish_sha256 =
         puzzleforge::core::fileio::sha256_file(Path::new("/usr/games/stockfish")).unwrap();
     for run_dir in [&random_dir, &engine_dir] {
@@ -107,7 +108,19 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
             "{pins}"
         );
         assert_eq!(pins["engine"]["id"], report["engine"], "{pins}");
-        assert_eq!(pins["maia_nets"], serde_json::json!([]), "{pins}");
+        // The human ladder ran beside the player: its nine nets are pinned.
+        let nets = pins["maia_nets"].as_array().unwrap();
+        let ratings: Vec<u64> = nets.iter().map(|n| n["rating"].as_u64().unwrap()).collect();
+        assert_eq!(
+            ratings,
+            (1100..=1900).step_by(100).collect::<Vec<u64>>(),
+            "{pins}"
+        );
+        assert!(
+            nets.iter()
+                .all(|n| n["sha256"].as_str().unwrap().len() == 64),
+            "{pins}"
+        );
     }
     let report = std::fs::read(random_dir.join("report.json")).unwrap();
     for key in [
