@@ -7,70 +7,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-use crate::common::{cell_label, files_under, puzzleforge, summary};
-
-const STOCKFISH: &str = "/usr/games/stockfish";
-
-/// A target run writing under `dir/<output_dir>`: one cell (every rating,
-/// single-move, no mate) wanting 2 train + 1 test generated puzzles.
-fn write_config(dir: &Path, name: &str, output_dir: &str, workers: u32, generate: &str) -> PathBuf {
-    assert!(
-        Path::new(STOCKFISH).exists(),
-        "{STOCKFISH} is needed (apt install stockfish)"
-    );
-    let config = format!(
-        r#"
-[pipeline]
-seed = 5
-output_dir = "{output_dir}"
-release = "gen"
-stages = ["selfplay", "mine", "rate", "verify", "release"]
-
-[engine]
-path = "{STOCKFISH}"
-workers = {workers}
-
-# Weak players blunder often and search shallowly: puzzles come fast.
-[selfplay]
-max_plies = 80
-chaos_white_elo = [1350, 1400]
-chaos_black_elo = [1350, 1400]
-
-[mine]
-nodes = 20000
-shallow_depth = 5
-max_solver_moves = 3
-
-[rate]
-model = "{model}"
-
-[verify]
-factor = 2
-
-[split]
-bin_width = 3000
-train_per_cell = 2
-test_per_cell = 1
-min_puzzles = 0
-
-[[split.bands]]
-ratings = [0, 3000]
-lengths = [1, 1]
-mate = "no_mate"
-
-[generate]
-enabled = true
-max_per_game = 100
-{generate}
-"#,
-        model = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models/rate_model.json")
-            .display(),
-    );
-    let path = dir.join(name);
-    std::fs::write(&path, config).unwrap();
-    path
-}
+use crate::common::{cell_label, files_under, generation_config, puzzleforge, summary};
 
 /// Every file of a release folder but the runner's records, with its bytes.
 fn release_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
@@ -126,8 +63,8 @@ fn batches(output: &Path) -> Vec<String> {
 fn target_runs_agree_across_workers_batch_sizes_budgets_and_interruptions() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write_config(root, "a.toml", "A", 1, "batch_games = 3\nmax_games = 40");
-    write_config(root, "b.toml", "B", 2, "batch_games = 7\nmax_games = 40");
+    generation_config(root, "a.toml", "A", 1, "batch_games = 3\nmax_games = 40");
+    generation_config(root, "b.toml", "B", 2, "batch_games = 7\nmax_games = 40");
     let a = run(root, &["run", "--config", "a.toml"]);
     assert_eq!(a["generate"]["stop"], "quotas_met", "{a:#}");
     let last = a["generate"]["last_game"].as_u64().unwrap();
@@ -141,7 +78,7 @@ fn target_runs_agree_across_workers_batch_sizes_budgets_and_interruptions() {
     // A budget that ends first: the release is still written, the
     // unfilled cell named; raised, the run reuses the stored batches.
     let short = last - 1;
-    write_config(
+    generation_config(
         root,
         "c.toml",
         "C",
@@ -174,7 +111,7 @@ fn target_runs_agree_across_workers_batch_sizes_budgets_and_interruptions() {
     // A finished release never changes: the larger target goes into the
     // release folder anew, from the same store.
     std::fs::remove_dir_all(root.join("C/gen")).unwrap();
-    write_config(root, "c.toml", "C", 2, "batch_games = 2\nmax_games = 40");
+    generation_config(root, "c.toml", "C", 2, "batch_games = 2\nmax_games = 40");
     let raised = run(root, &["run", "--config", "c.toml", "--strict"]);
     assert_eq!(raised["generate"]["last_game"], a["generate"]["last_game"]);
     assert_eq!(raised["strict"]["unfilled"], serde_json::json!([]));
@@ -192,7 +129,7 @@ fn target_runs_agree_across_workers_batch_sizes_budgets_and_interruptions() {
 
     // Killed after its first batch is stored, a run resumes to the bytes
     // of an uninterrupted one.
-    write_config(root, "d.toml", "D", 1, "batch_games = 3\nmax_games = 40");
+    generation_config(root, "d.toml", "D", 1, "batch_games = 3\nmax_games = 40");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
         .current_dir(root)
         .args(["run", "--config", "d.toml"])
@@ -231,8 +168,8 @@ fn a_shard_pair_merged_under_a_target_equals_the_single_run() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let generate = "batch_games = 4\nmax_games = 16";
-    write_config(root, "a.toml", "A", 2, generate);
-    write_config(root, "b.toml", "B", 2, generate);
+    generation_config(root, "a.toml", "A", 2, generate);
+    generation_config(root, "b.toml", "B", 2, generate);
     let single = run(root, &["run", "--config", "a.toml"]);
     for shard in ["0/2", "1/2"] {
         let part = run(root, &["run", "--config", "b.toml", "--shard", shard]);
@@ -281,7 +218,7 @@ impl TapCpu for Value {
 fn an_excluded_position_is_dropped_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write_config(root, "a.toml", "A", 2, "batch_games = 4\nmax_games = 40");
+    generation_config(root, "a.toml", "A", 2, "batch_games = 4\nmax_games = 40");
     let first = run(root, &["run", "--config", "a.toml"]);
     assert_eq!(
         first["generate"]["funnel"]["excluded"],
@@ -308,7 +245,7 @@ fn an_excluded_position_is_dropped_and_counted() {
     let row = lines.next().unwrap();
     std::fs::write(root.join("exclude.csv"), format!("{header}\n{row}\n")).unwrap();
     let id = row.split(',').next().unwrap().to_string();
-    write_config(
+    generation_config(
         root,
         "b.toml",
         "A",
@@ -358,7 +295,7 @@ fn a_tier_profile_sets_the_players_and_the_lines_of_its_target() {
         [generate.selfplay]\nchaos_white_elo = [1600, 1650]\nchaos_black_elo = [1600, 1650]\n\
         [generate.tiers.long.selfplay]\nchaos_white_elo = [1400, 1450]\nchaos_black_elo = [1400, 1450]\n\
         [generate.tiers.long.mine]\nmin_solver_moves = 2\n";
-    let path = write_config(root, "a.toml", "A", 2, profiles);
+    let path = generation_config(root, "a.toml", "A", 2, profiles);
     let text = std::fs::read_to_string(&path)
         .unwrap()
         .replace("lengths = [1, 1]", "lengths = [1, 3]")
@@ -467,7 +404,7 @@ fn a_tier_profile_sets_the_players_and_the_lines_of_its_target() {
 fn bench_generate_sets_the_funnel_beside_the_exhaustive_search_on_the_same_games() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write_config(root, "a.toml", "A", 2, "");
+    generation_config(root, "a.toml", "A", 2, "");
     let out = run(
         root,
         &[
@@ -519,7 +456,7 @@ fn each_band_is_filled_by_its_own_profile_and_shards_merge_to_the_same_release()
         [[generate.bands]]\nratings = [0, 1500]\nlengths = [1, 1]\nmate = \"no_mate\"\nprofile = \"low\"\n\
         [generate.profiles.low.selfplay]\nchaos_white_elo = [1350, 1400]\nchaos_black_elo = [1350, 1400]\n";
     for (name, output) in [("a.toml", "A"), ("b.toml", "B")] {
-        let path = write_config(root, name, output, 2, bands);
+        let path = generation_config(root, name, output, 2, bands);
         let text = std::fs::read_to_string(&path)
             .unwrap()
             .replace("bin_width = 3000", "bin_width = 1500")
@@ -621,7 +558,7 @@ fn release_ids(release: &Path) -> std::collections::BTreeSet<String> {
 fn batches_are_shared_by_runs_at_once_and_prove_their_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write_config(root, "a.toml", "A", 2, "batch_games = 4\nmax_games = 40");
+    generation_config(root, "a.toml", "A", 2, "batch_games = 4\nmax_games = 40");
     let children: Vec<std::process::Child> = ["one", "two"]
         .iter()
         .map(|release| {
@@ -662,7 +599,7 @@ fn batches_are_shared_by_runs_at_once_and_prove_their_bytes() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 
     // Shards of another release reuse the stored batches.
-    write_config(root, "s.toml", "A", 2, "batch_games = 4\nmax_games = 8");
+    generation_config(root, "s.toml", "A", 2, "batch_games = 4\nmax_games = 8");
     for shard in ["0/2", "1/2"] {
         run(
             root,
@@ -723,7 +660,7 @@ fn batches_are_shared_by_runs_at_once_and_prove_their_bytes() {
     cells[moves] = String::new();
     lines[1] = cells.join(",");
     std::fs::write(root.join("exclude.csv"), lines.join("\n") + "\n").unwrap();
-    write_config(
+    generation_config(
         root,
         "x.toml",
         "A",
@@ -747,7 +684,7 @@ fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
     let root = dir.path();
     // Two cells: single-move puzzles of any rating, and mates in one,
     // which these games do not make.
-    let path = write_config(root, "two.toml", "A", 2, "batch_games = 4\nmax_games = 40");
+    let path = generation_config(root, "two.toml", "A", 2, "batch_games = 4\nmax_games = 40");
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "[generate]",
         "[[split.bands]]\nratings = [0, 3000]\nlengths = [1, 1]\nmate = \"mate\"\n\n[generate]",
@@ -788,7 +725,7 @@ fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
 
     // The reached cell alone: every cell reached, a finite positive total
     // with its interval, from the same stored games.
-    let one = write_config(root, "one.toml", "A", 2, "batch_games = 4\nmax_games = 8");
+    let one = generation_config(root, "one.toml", "A", 2, "batch_games = 4\nmax_games = 8");
     let reached = run(
         root,
         &["run", "--config", "one.toml", "--plan", "--plan-games", "8"],
@@ -851,7 +788,7 @@ fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
         assert_eq!(generated["stop"], "quotas_met", "{short:#}");
         assert_eq!(generated["cost_of_unfilled"], Value::Null);
     }
-    write_config(root, "one.toml", "A", 2, "batch_games = 4\nmax_games = 40");
+    generation_config(root, "one.toml", "A", 2, "batch_games = 4\nmax_games = 40");
     let full = run(root, &["run", "--config", "one.toml", "--release", "full"]);
     assert_eq!(full["generate"]["stop"], "quotas_met", "{full:#}");
     let after = batches(&root.join("A"));
@@ -893,7 +830,7 @@ fn a_sample_without_a_puzzle_promises_nothing_and_a_short_run_still_prices_its_c
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let mates = |name: &str, generate: &str, min_puzzles: usize| {
-        let path = write_config(root, name, "M", 2, generate);
+        let path = generation_config(root, name, "M", 2, generate);
         let text = std::fs::read_to_string(&path)
             .unwrap()
             .replace("mate = \"no_mate\"", "mate = \"mate\"")
@@ -988,7 +925,7 @@ fn a_cpu_budget_is_kept_within_a_game_and_shared_by_every_profile() {
         [[generate.bands]]\nratings = [0, 1500]\nlengths = [1, 1]\nmate = \"no_mate\"\nprofile = \"low\"\n\
         [generate.profiles.low.selfplay]\nchaos_white_elo = [1350, 1400]\nchaos_black_elo = [1350, 1400]\n"
     );
-    let path = write_config(root, "a.toml", "A", 2, &bands);
+    let path = generation_config(root, "a.toml", "A", 2, &bands);
     let text = std::fs::read_to_string(&path)
         .unwrap()
         .replace("bin_width = 3000", "bin_width = 1500")

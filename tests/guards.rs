@@ -822,59 +822,15 @@ fn ingest_rejects_control_characters_in_ids_and_impossible_integers() {
 /// damaged batch file (it exited 1 with "No such file or directory").
 #[test]
 fn a_stored_batch_without_its_record_says_how_to_play_it_again() {
-    let stockfish = "/usr/games/stockfish";
-    assert!(Path::new(stockfish).exists(), "{stockfish} is needed");
     let dir = tempfile::tempdir().unwrap();
-    // One short game of weak players, shallow searches: one stored batch.
-    let config = format!(
-        r#"
-[pipeline]
-seed = 5
-output_dir = "out"
-release = "one"
-stages = ["selfplay", "mine", "rate", "verify", "release"]
-
-[engine]
-path = "{stockfish}"
-workers = 1
-
-[selfplay]
-max_plies = 30
-chaos_white_elo = [1350, 1400]
-chaos_black_elo = [1350, 1400]
-
-[mine]
-nodes = 5000
-shallow_depth = 4
-max_solver_moves = 2
-
-[rate]
-model = "{model}"
-
-[verify]
-factor = 2
-
-[split]
-bin_width = 3000
-train_per_cell = 2
-test_per_cell = 1
-min_puzzles = 0
-
-[[split.bands]]
-ratings = [0, 3000]
-lengths = [1, 1]
-mate = "no_mate"
-
-[generate]
-enabled = true
-max_games = 1
-batch_games = 1
-"#,
-        model = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models/rate_model.json")
-            .display(),
+    // One game of the generation tests' weak players: one stored batch.
+    crate::common::generation_config(
+        dir.path(),
+        "pipeline.toml",
+        "out",
+        1,
+        "max_games = 1\nbatch_games = 1",
     );
-    std::fs::write(dir.path().join("pipeline.toml"), config).unwrap();
     summary(&run(dir.path(), &["run", "--json"]));
     let stores: Vec<PathBuf> = std::fs::read_dir(dir.path().join("out/.generate"))
         .unwrap()

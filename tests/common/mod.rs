@@ -6,7 +6,7 @@
 use puzzleforge::engine::pool::{EnginePool, PoolConfig};
 use puzzleforge::engine::process::EngineSpec;
 use puzzleforge::engine::settings::resolve_engine;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A pool of `workers` real Stockfish processes; fails (never skips) when
@@ -99,4 +99,75 @@ pub fn cell_label(cell: &serde_json::Value) -> String {
         (false, n) => format!("{n} moves"),
     };
     format!("{} {moves}", cell["rating_bin"].as_str().unwrap())
+}
+
+const GENERATION_STOCKFISH: &str = "/usr/games/stockfish";
+
+/// A generation run's config, written to `dir/name`, writing under
+/// `dir/<output_dir>`: weak self-play players and small search budgets (real
+/// Stockfish), one cell (every rating, single-move, no mate) wanting 2 train
+/// + 1 test generated puzzles, `generate` added to `[generate]`.
+pub fn generation_config(
+    dir: &Path,
+    name: &str,
+    output_dir: &str,
+    workers: u32,
+    generate: &str,
+) -> PathBuf {
+    assert!(
+        Path::new(GENERATION_STOCKFISH).exists(),
+        "{GENERATION_STOCKFISH} is needed (apt install stockfish)"
+    );
+    let config = format!(
+        r#"
+[pipeline]
+seed = 5
+output_dir = "{output_dir}"
+release = "gen"
+stages = ["selfplay", "mine", "rate", "verify", "release"]
+
+[engine]
+path = "{GENERATION_STOCKFISH}"
+workers = {workers}
+
+# Weak players blunder often and search shallowly: puzzles come fast.
+[selfplay]
+max_plies = 80
+chaos_white_elo = [1350, 1400]
+chaos_black_elo = [1350, 1400]
+
+[mine]
+nodes = 20000
+shallow_depth = 5
+max_solver_moves = 3
+
+[rate]
+model = "{model}"
+
+[verify]
+factor = 2
+
+[split]
+bin_width = 3000
+train_per_cell = 2
+test_per_cell = 1
+min_puzzles = 0
+
+[[split.bands]]
+ratings = [0, 3000]
+lengths = [1, 1]
+mate = "no_mate"
+
+[generate]
+enabled = true
+max_per_game = 100
+{generate}
+"#,
+        model = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models/rate_model.json")
+            .display(),
+    );
+    let path = dir.join(name);
+    std::fs::write(&path, config).unwrap();
+    path
 }
