@@ -110,6 +110,13 @@ fn a_tier_aimed_at_a_solve_rate_lies_where_the_models_curve_gives_it() {
         assert_eq!(aimed["model"], "engine:stockfish?nodes=1", "{aimed}");
         assert_eq!(aimed["solve_rate"], rate);
         assert_eq!(aimed["attempts"], 300);
+        // The eval's own puzzle rating, as its report words it.
+        assert!(
+            aimed["puzzle_rating"]
+                .as_str()
+                .is_some_and(|r| r.contains("95%")),
+            "{aimed}"
+        );
         let (low, at, high) = (
             aimed["low"].as_f64().unwrap(),
             aimed["rating"].as_f64().unwrap(),

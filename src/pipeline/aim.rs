@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
 use crate::pipeline::config::PipelineConfig;
-use crate::stages::eval::compare::{puzzle_rating, read_records};
-use crate::stages::eval::puzzle_rating::attempts;
+use crate::stages::eval::compare::read_records;
+use crate::stages::eval::puzzle_rating::{PuzzleRating, attempts};
 use crate::stages::eval::solve_curve::SolveCurve;
 use crate::stages::release::cells::{Aim, Tier};
 
@@ -104,16 +104,16 @@ pub(crate) fn aimed_tier(run: &Path, solve_rate: f64, bin_width: i32) -> Result<
         low = ((at.rating / bin).floor() * bin).clamp(floor, ceiling - bin);
         high = low + bin;
     }
-    let model = read_model_name(run)?;
+    let report = read_report_head(run)?;
     let positions = run.join("positions.jsonl");
     Ok(Tier {
         min_rating: Some(low as i32),
         max_rating: Some(high as i32),
         aim: Some(Aim {
-            model,
+            model: report.model,
             run: run.display().to_string(),
             positions_sha256: sha256_file(&positions)?,
-            puzzle_rating: puzzle_rating(run).map(|r| r.label()),
+            puzzle_rating: report.puzzle_rating.map(|r| r.label()),
             solve_rate,
             curve_midpoint: curve.midpoint.round(),
             curve_spread: curve.spread.round(),
@@ -127,16 +127,21 @@ pub(crate) fn aimed_tier(run: &Path, solve_rate: f64, bin_width: i32) -> Result<
     })
 }
 
-/// The model an eval run measured, from its `report.json`.
-fn read_model_name(run: &Path) -> Result<String> {
-    #[derive(serde::Deserialize)]
-    struct ReportHead {
-        model: String,
-    }
+/// What an aimed tier names of an eval run's `report.json`: the model it
+/// measured, and its puzzle rating (absent in runs written before it was
+/// reported).
+#[derive(serde::Deserialize)]
+struct ReportHead {
+    model: String,
+    #[serde(default)]
+    puzzle_rating: Option<PuzzleRating>,
+}
+
+fn read_report_head(run: &Path) -> Result<ReportHead> {
     let path = run.join("report.json");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| bad_input(format!("{}: not an eval run ({e})", path.display())))?;
     let head: ReportHead = serde_json::from_str(&text)
         .map_err(|e| bad_input(format!("{}: not an eval report: {e}", path.display())))?;
-    Ok(head.model)
+    Ok(head)
 }

@@ -366,7 +366,7 @@ fn rating_bin_width(run: &Path) -> i32 {
 
 /// A run's puzzle rating, as its `report.json` gives it (none for runs
 /// written before it was reported).
-pub(crate) fn puzzle_rating(run: &Path) -> Option<PuzzleRating> {
+fn puzzle_rating(run: &Path) -> Option<PuzzleRating> {
     let text = std::fs::read_to_string(run.join("report.json")).ok()?;
     let report: serde_json::Value = serde_json::from_str(&text).ok()?;
     serde_json::from_value(report.get("puzzle_rating")?.clone()).ok()
