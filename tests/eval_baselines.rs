@@ -108,6 +108,8 @@ fn engine_scores_far_above_random_and_reports_are_deterministic() {
             "{pins}"
         );
         assert_eq!(pins["engine"]["id"], report["engine"], "{pins}");
+        // A puzzle file names no rating model (a release does: generate.rs).
+        assert_eq!(pins["rating_model"], serde_json::Value::Null, "{pins}");
         // The human ladder ran beside the player: its nine nets are pinned.
         let nets = pins["maia_nets"].as_array().unwrap();
         let ratings: Vec<u64> = nets.iter().map(|n| n["rating"].as_u64().unwrap()).collect();

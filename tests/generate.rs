@@ -4,7 +4,8 @@
 //! for a shard pair + merge; an excluded position is dropped and counted.
 //! Real Stockfish, tiny budgets.
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use sha2::Digest;
 use std::path::{Path, PathBuf};
 
 use crate::common::{cell_label, files_under, generation_config, puzzleforge, summary};
@@ -237,6 +238,33 @@ fn an_excluded_position_is_dropped_and_counted() {
     assert_eq!(
         manifest["generate"]["figures"]["funnel"],
         first["generate"]["funnel"]
+    );
+    // An eval of it pins the rating model that rated its puzzles (the
+    // ratings its by-rating figures read), as the manifest names it.
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json");
+    let model_sha256 = puzzleforge::core::fileio::sha256_file(&model).unwrap();
+    run(
+        root,
+        &[
+            "eval",
+            "A/gen/release",
+            "--model",
+            "random",
+            "--no-regret",
+            "--no-ladder",
+            "-o",
+            "ev",
+        ],
+    );
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(root.join("ev/report.json")).unwrap()).unwrap();
+    assert_eq!(
+        report["pins"]["rating_model"], manifest["settings"]["rate"]["model"],
+        "{report:#}"
+    );
+    assert_eq!(
+        report["pins"]["rating_model"]["sha256"],
+        model_sha256.as_str()
     );
     // One generated puzzle of the first release, as a Lichess puzzle file.
     let train = std::fs::read_to_string(root.join("A/gen/release/train.csv")).unwrap();
@@ -616,24 +644,44 @@ fn batches_are_shared_by_runs_at_once_and_prove_their_bytes() {
     }
     assert_eq!(batches(&root.join("A")), stored);
 
+    // A batch's verified puzzles edited after the shards played it, with
+    // the edit's sha256 written into its batch.json (which then vouches
+    // for it): merge refuses the batch from the shards' own record.
+    let first = store.join("batch-00000001-00000004");
+    let (verified, record) = (first.join("verified.csv"), first.join("batch.json"));
+    let (verified_bytes, record_bytes) = (
+        std::fs::read(&verified).unwrap(),
+        std::fs::read(&record).unwrap(),
+    );
+    let edited = [verified_bytes.as_slice(), b"\n"].concat();
+    std::fs::write(&verified, &edited).unwrap();
+    let mut vouching: Value = serde_json::from_slice(&record_bytes).unwrap();
+    vouching["files"]["verified.csv"] = json!(format!("{:x}", sha2::Sha256::digest(&edited)));
+    std::fs::write(&record, serde_json::to_vec(&vouching).unwrap()).unwrap();
+    let merge_s = [
+        "merge",
+        "A/s.shard-0-of-2",
+        "A/s.shard-1-of-2",
+        "-o",
+        "A/s",
+        "--config",
+        "s.toml",
+    ];
+    let merged = fails(root, &merge_s);
+    for named in ["batch-00000001-00000004/batch.json", "changed", "remove"] {
+        assert!(merged.contains(named), "{named}: {merged}");
+    }
+    assert!(!root.join("A/s/release").exists());
+    std::fs::write(&verified, &verified_bytes).unwrap();
+    std::fs::write(&record, &record_bytes).unwrap();
+
     // One byte of a stored batch changes.
     let batch = store.join("batch-00000005-00000008");
     let games = batch.join("games.pgn");
     let mut text = std::fs::read_to_string(&games).unwrap();
     text.push('\n');
     std::fs::write(&games, text).unwrap();
-    let merged = fails(
-        root,
-        &[
-            "merge",
-            "A/s.shard-0-of-2",
-            "A/s.shard-1-of-2",
-            "-o",
-            "A/s",
-            "--config",
-            "s.toml",
-        ],
-    );
+    let merged = fails(root, &merge_s);
     for named in ["batch-00000005-00000008/games.pgn", "remove"] {
         assert!(merged.contains(named), "{named}: {merged}");
     }

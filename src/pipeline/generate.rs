@@ -2029,12 +2029,21 @@ impl Generated {
             .flat_map(|(index, s)| s.segments.iter().map(move |segment| (index, segment)))
     }
 
-    /// The store files the release's games and puzzles come from.
+    /// The store files the release's games and puzzles come from. The
+    /// games (`part` `None`) come with each batch's `batch.json`: it holds
+    /// the sha256 of every file of its batch, so a stage that records it
+    /// pins them all. A shard's self-play stage records it, and `merge`
+    /// checks it before reading any batch: a batch file edited after the
+    /// shard played it, with its new sha256 written into `batch.json`, is
+    /// refused as an edit of `batch.json` itself.
     pub(crate) fn inputs(&self, part: Option<Part>) -> Vec<PathBuf> {
         self.segments()
-            .map(|(_, s)| match part {
-                Some(part) => s.batch.dir.join(part.file()),
-                None => s.batch.dir.join("games.pgn"),
+            .flat_map(|(_, s)| match part {
+                Some(part) => vec![s.batch.dir.join(part.file())],
+                None => vec![
+                    s.batch.dir.join("games.pgn"),
+                    s.batch.dir.join("batch.json"),
+                ],
             })
             .collect()
     }

@@ -169,6 +169,31 @@ pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> 
     }
 }
 
+/// The rating model a release folder `set` records under
+/// `settings.rate.model` (its path and sha256); `None` for a puzzle file,
+/// or a release rated with no model (`run` records none when `[rate]` has
+/// no model file, `split` records no settings).
+fn rating_model_of(set: &Path) -> Result<Option<report::ModelPin>> {
+    if !set.is_dir() {
+        return Ok(None);
+    }
+    let recorded = crate::stages::release::manifest::ReleaseManifest::load(set)?
+        .and_then(|manifest| manifest.settings)
+        .and_then(|settings| settings.rate)
+        .map(|rate| rate["model"].clone())
+        .filter(|model| !model.is_null());
+    recorded
+        .map(|model| {
+            serde_json::from_value(model).map_err(|e| {
+                bad_input(format!(
+                    "{}: settings.rate.model is not a path and sha256: {e}",
+                    set.join("manifest.json").display()
+                ))
+            })
+        })
+        .transpose()
+}
+
 /// Asks the player every job: its answers, the HTTP requests made and,
 /// for an engine, its name and sha256.
 #[allow(clippy::too_many_arguments)]
@@ -564,6 +589,7 @@ impl EvalInputs {
             puzzles: self.puzzles.len(),
             positions: self.tasks.len(),
             config: recorded_config(config, &self.model),
+            rating_model: rating_model_of(&args.set)?,
         })
     }
 }

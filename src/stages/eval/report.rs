@@ -66,6 +66,20 @@ pub(crate) struct Pins {
     /// Every Maia net the run read (a `maia:` player's, the human
     /// ladder's), each once; empty when none.
     pub maia_nets: Vec<crate::maia::NetFile>,
+    /// The rating model that estimated the ratings of the set's puzzles
+    /// without a Lichess rating (the ratings the puzzle rating and the
+    /// by-rating breakdowns read), as the release's manifest records it;
+    /// `null` for a set that is not a release, or a release rated with no
+    /// model.
+    #[serde(default)]
+    pub rating_model: Option<ModelPin>,
+}
+
+/// A model file by the path its release names it with and its sha256.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct ModelPin {
+    pub path: String,
+    pub sha256: String,
 }
 
 /// What was run, as recorded in `config.json` and `report.json`.
@@ -83,6 +97,9 @@ pub(crate) struct RunInfo {
     pub puzzles: usize,
     pub positions: usize,
     pub config: EvalConfig,
+    /// Recorded under `report.json`'s `pins`, not in `config.json`.
+    #[serde(skip)]
+    pub rating_model: Option<ModelPin>,
 }
 
 fn write_jsonl<T: Serialize>(path: &Path, rows: impl IntoIterator<Item = T>) -> Result<()> {
@@ -249,6 +266,7 @@ fn report_json(
         let pins = Pins {
             engine: output.engine.clone(),
             maia_nets: output.nets.clone(),
+            rating_model: run.rating_model.clone(),
         };
         map.insert("pins".into(), serde_json::to_value(pins)?);
         // The ladder records its nine nets (human_ladder.nets); a Maia
