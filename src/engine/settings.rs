@@ -78,8 +78,11 @@ pub struct EngineConfig {
     pub max_attempts: u32,
 }
 
-/// Default seconds for each handshake answer.
-const DEFAULT_HANDSHAKE_SECS: f64 = 10.0;
+/// Default seconds for each handshake answer. Stockfish answers `uciok`
+/// in well under a second on an idle machine, but took over 10 s on a
+/// 2-core machine at load 9 (two test builds and engine runs beside it);
+/// 30 s still tells a program that is no engine within half a minute.
+const DEFAULT_HANDSHAKE_SECS: f64 = 30.0;
 
 fn is_default_handshake(seconds: &f64) -> bool {
     *seconds == DEFAULT_HANDSHAKE_SECS
