@@ -1,0 +1,53 @@
+//! Generating to order (`[generate]`): `run` plays self-play games in
+//! batches until the generated puzzles fill the release's quotas (or a
+//! named tier's), or a budget ends.
+//!
+//! **The batch store.** Each batch of games is played, mined, rated and
+//! verified (the functions of the `selfplay`, `mine`, `rate` and `verify`
+//! stages) into `<output_dir>/.generate/<key>/batch-FIRST-LAST/`, written
+//! in a scratch folder and renamed into place when the batch is done, so an
+//! interrupted run resumes after its last finished batch. The key hashes
+//! what a game's results depend on (the self-play, mine, rate and verify
+//! settings, the run seed, the engines' builds, the tool version) and
+//! nothing of the target, so a larger target, another release or a shard
+//! reuses the games already played.
+//!
+//! **The stopping rule.** A game's results depend only on (settings, seed,
+//! engine, game number), never on its batch. The games' puzzles are taken
+//! in game order (position repeats dropped, the first occurrence winning;
+//! excluded positions dropped), and the stopping game is the first game
+//! number at which the release draw over the generated puzzles alone fills
+//! every quota. Batches only decide how far ahead games are played, so the
+//! result does not depend on the batch size or the worker count. A
+//! `max_games` budget stops at that game; `max_cpu_hours` stops after the
+//! batch that spends it (recorded per batch, so a rerun decides the same).
+//!
+//! **The release's stages** then hold the games up to the stopping game and
+//! their puzzles, assembled from the store (`Generated`), so `run --shard`
+//! (its slice of `max_games`, no stopping rule) and `merge` (the stopping
+//! rule over the shards' batches) write the bytes of a single run.
+//!
+//! **The files.** [`config`]: the settings and profiles, and the store key
+//! they hash to. [`report`]: what generation reports. [`store`]: the
+//! batches on disk and their records. [`play`]: playing one batch.
+//! [`target`]: the target and the count that finds the stopping game.
+//! [`walk`]: one stream's walk over its batches. [`progress`]: the progress
+//! lines. [`generated`]: what a release holds of the games. [`streams`]:
+//! the streams' turns, and `prepare`, `sample` and `store_key`.
+
+mod config;
+mod report;
+mod store;
+mod play;
+mod target;
+mod walk;
+mod progress;
+mod generated;
+mod streams;
+
+pub(crate) use config::{Engine, GenerateConfig, Sections};
+pub(crate) use generated::{Generated, Part};
+pub(crate) use play::play_one_batch;
+pub(crate) use store::{StepSeconds, read_batch_record};
+pub(crate) use streams::{prepare, sample, store_key};
+pub(crate) use walk::Mode;
