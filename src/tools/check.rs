@@ -237,8 +237,9 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
     let cpu: f64 = stats.iter().map(|s| s.cpu_seconds).sum();
     let restarts: u64 = stats.iter().map(|s| s.restarts).sum();
     let human = format!(
-        "check: {} positions, {} unique ({}), {}/{} given moves are best; engine {} x{}, {} nodes, {:.1} engine CPU s, {} restarts",
+        "check: {} position{}, {} unique ({}), {}/{} given moves are best; engine {} x{}, {} nodes, {:.1} engine CPU s, {} restart{}",
         items.len(),
+        if items.len() == 1 { "" } else { "s" },
         unique_count,
         criterion.name(),
         best_matches,
@@ -247,7 +248,8 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
         pool.workers(),
         total_nodes,
         cpu,
-        restarts
+        restarts,
+        if restarts == 1 { "" } else { "s" },
     );
     let json = json!({
         "command": "check",
