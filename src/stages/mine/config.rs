@@ -1,0 +1,210 @@
+//! The stage's settings: `[mine]` in pipeline.toml ([`MineConfig`]) and
+//! the `puzzleforge mine` flags that override it ([`MineArgs`]). Apart
+//! because the release pipeline, generation and the benches build a
+//! `MineConfig` without running the stage.
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+use crate::core::settings::{switch_off, switch_on};
+use crate::engine::criterion::Criterion;
+use crate::engine::process::Limit;
+use crate::engine::settings::EngineArgs;
+
+/// `[mine]` in pipeline.toml; CLI flags override it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MineConfig {
+    pub criterion: Criterion,
+    /// Depth of the full search (Epoch: 18).
+    pub depth: u32,
+    /// Nodes of the full search; replaces `depth` when set.
+    pub nodes: Option<u64>,
+    /// Run the full search on every position (the reference).
+    pub exhaustive: bool,
+    /// Depth of the shallow first pass.
+    pub shallow_depth: u32,
+    /// Epoch: how far (cp) shallow scores may miss a threshold and still
+    /// earn a full search.
+    pub shallow_margin_cp: i32,
+    /// Lichess: how far (win chance) the shallow gap may miss 0.7.
+    pub shallow_margin_win: f64,
+    /// Epoch: how far (cp) the played move's shallow loss may miss 180.
+    pub shallow_margin_loss_cp: i32,
+    /// Clear the engine's hash before each full search, so its verdict
+    /// does not depend on the positions searched before.
+    pub fresh_hash: bool,
+    /// First fullmove number analysed (Epoch: 10).
+    pub min_fullmove: u32,
+    /// Puzzles kept per game (Lichess: 1).
+    pub max_per_game: usize,
+    /// Longest line, in solver moves.
+    pub max_solver_moves: usize,
+    /// Shortest line kept, in solver moves: a target that wants only long
+    /// puzzles (the `hard` tier) spends no rating or verification on the
+    /// others. Written out only when above 1, so that the default section
+    /// (and every fingerprint made from it) reads as before.
+    #[serde(skip_serializing_if = "is_one")]
+    pub min_solver_moves: usize,
+    /// A continuation needs at least this score (cp) for the solver.
+    pub winning_cp: i32,
+    /// Drop a puzzle whose position an earlier kept puzzle has (the first
+    /// occurrence wins). Written out only when off, so that the default
+    /// section (and every fingerprint made from it) reads as before.
+    #[serde(skip_serializing_if = "is_true")]
+    pub dedup_positions: bool,
+    /// Judge a position whose best move starts a forced mate within
+    /// `max_solver_moves` by the mate rule ([`crate::engine::criterion`]),
+    /// and run its line to the mate. Written out only when on.
+    #[serde(skip_serializing_if = "is_false")]
+    pub mates: bool,
+    /// Keep only positions where the game's player missed the move
+    /// (Epoch's rule). Off for easy puzzles, which a player may well have
+    /// found. Written out only when off.
+    #[serde(skip_serializing_if = "is_true")]
+    pub missed_only: bool,
+    /// Keep puzzles whose first move is a trivial capture (Epoch drops
+    /// them): the simple wins of material easy puzzles are made of.
+    /// Written out only when on.
+    #[serde(skip_serializing_if = "is_false")]
+    pub trivial_captures: bool,
+    /// With `min_solver_moves` above 1: play the line out at the shallow
+    /// depth first and give a full search only to positions whose shallow
+    /// line reaches that length. Written out only when on.
+    #[serde(skip_serializing_if = "is_false")]
+    pub line_screen: bool,
+    /// Skip a position, without searching it, when the shallow search of
+    /// the position after the move played puts that move above what the
+    /// rule lets a second-best move be worth. Written out only when on.
+    #[serde(skip_serializing_if = "is_false")]
+    pub played_bound: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
+fn is_one(value: &usize) -> bool {
+    *value == 1
+}
+
+impl Default for MineConfig {
+    fn default() -> Self {
+        Self {
+            criterion: Criterion::Epoch,
+            depth: 18,
+            nodes: None,
+            exhaustive: false,
+            shallow_depth: 8,
+            shallow_margin_cp: 150,
+            shallow_margin_win: 0.35,
+            shallow_margin_loss_cp: 100,
+            fresh_hash: true,
+            min_fullmove: 10,
+            max_per_game: 1,
+            max_solver_moves: 5,
+            min_solver_moves: 1,
+            winning_cp: 200,
+            dedup_positions: true,
+            mates: false,
+            missed_only: true,
+            trivial_captures: false,
+            line_screen: false,
+            played_bound: false,
+        }
+    }
+}
+
+impl MineConfig {
+    pub fn validate(&self) -> Result<()> {
+        if self.depth == 0 || self.nodes == Some(0) || self.shallow_depth == 0 {
+            crate::bail_input!("mine: depth, nodes and shallow_depth must be at least 1");
+        }
+        if self.max_solver_moves == 0 {
+            crate::bail_input!("mine: max_solver_moves must be at least 1");
+        }
+        if self.min_solver_moves == 0 || self.min_solver_moves > self.max_solver_moves {
+            crate::bail_input!(
+                "mine: min_solver_moves must be between 1 and max_solver_moves ({})",
+                self.max_solver_moves
+            );
+        }
+        Ok(())
+    }
+
+    /// The limit of the full search.
+    pub fn limit(&self) -> Limit {
+        match self.nodes {
+            Some(nodes) => Limit::Nodes(nodes),
+            None => Limit::Depth(self.depth),
+        }
+    }
+}
+
+/// `puzzleforge mine`. Each search flag overrides the `[mine]` key of its
+/// name ([`crate::core::settings::flags_over`]).
+#[derive(clap::Args, Debug, Serialize)]
+pub struct MineArgs {
+    /// Self-play PGN, any PGN, or candidate records from `ingest games`.
+    #[serde(skip)]
+    pub input: PathBuf,
+    /// Output puzzle file (.csv, .jsonl, optionally .zst).
+    #[arg(short = 'o', long = "output")]
+    #[serde(skip)]
+    pub output: PathBuf,
+    /// Uniqueness criterion.
+    #[arg(long, value_enum)]
+    pub criterion: Option<Criterion>,
+    /// Depth of the full search (default 18).
+    #[arg(long, conflicts_with = "nodes")]
+    pub depth: Option<u32>,
+    /// Nodes of the full search, instead of a depth.
+    #[arg(long)]
+    pub nodes: Option<u64>,
+    /// Full search on every position (the reference; slow).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub exhaustive: bool,
+    /// Depth of the shallow first pass.
+    #[arg(long)]
+    pub shallow_depth: Option<u32>,
+    /// Puzzles kept per game.
+    #[arg(long)]
+    pub max_per_game: Option<usize>,
+    /// Judge forced mates within the line's length by the mate rule and run
+    /// their lines to the mate (`[mine] mates`).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub mates: bool,
+    /// Keep puzzles whose first move is a trivial capture
+    /// (`[mine] trivial_captures`; easy puzzles).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub trivial_captures: bool,
+    /// Keep positions where the game's player found the move too
+    /// (`[mine] missed_only = false`; easy puzzles).
+    #[arg(long)]
+    #[serde(rename = "missed_only", serialize_with = "switch_off")]
+    pub keep_found: bool,
+    /// Shortest line kept, in solver moves (`[mine] min_solver_moves`).
+    #[arg(long)]
+    pub min_solver_moves: Option<usize>,
+    /// Screen positions by their line played out at the shallow depth
+    /// (`[mine] line_screen`; with --min-solver-moves above 1).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub line_screen: bool,
+    /// Skip positions whose played move the next position's shallow search
+    /// already rules out (`[mine] played_bound`).
+    #[arg(long)]
+    #[serde(serialize_with = "switch_on")]
+    pub played_bound: bool,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub engine: EngineArgs,
+}

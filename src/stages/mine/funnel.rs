@@ -1,0 +1,306 @@
+//! The funnel's passes (see the module comment of [`super`]): each unit's
+//! targets analysed last to first, the shallow pass and its screens (the
+//! margins around the rules, the played move's loss, the line screen, the
+//! played-move bound), and the full search where they let a target
+//! through. Apart from the verdict because these are cheap filters that
+//! decide only whether a full search runs, never what passes.
+
+use anyhow::Result;
+use shakmaty::uci::UciMove;
+use shakmaty::{Chess, Position};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use super::config::MineConfig;
+use super::input::{MineUnit, Target, game_targets};
+use super::results::{MineRun, UnitResult};
+use super::verdict::{full_search, rule_for, search_request};
+use crate::chess::line::{PuzzleLine, uci_of};
+use crate::engine::criterion::{self, Rule, Scores, Slack};
+use crate::engine::pool::{EnginePool, Session};
+use crate::engine::process::{EngineError, Limit, SearchResult};
+use crate::engine::uci::Score;
+
+/// Mines every unit across the pool (one unit of work per game).
+pub(crate) fn mine_units(
+    units: &[MineUnit],
+    config: &MineConfig,
+    pool: &EnginePool,
+) -> Result<MineRun> {
+    let results = pool.map(units, |session, _, unit| mine_unit(session, unit, config))?;
+    Ok(MineRun { results })
+}
+
+/// Analyses one unit's targets, last to first, on one engine.
+pub(crate) fn mine_unit(
+    session: &mut Session,
+    unit: &MineUnit,
+    config: &MineConfig,
+) -> Result<UnitResult, EngineError> {
+    let mut result = UnitResult::default();
+    let Some(line) = unit_line(unit) else {
+        return Ok(result);
+    };
+    let targets: Vec<Target> = if unit.targets.is_empty() {
+        game_targets(&line, &unit.moves, config.min_fullmove)
+    } else {
+        unit.targets.clone()
+    };
+    // Shallow best scores by position index, for the played-move filter.
+    let mut shallow_best: HashMap<usize, Score> = HashMap::new();
+    for target in targets.iter().rev() {
+        let Some(position) = line.position_after(target.after) else {
+            continue;
+        };
+        if target.after == 0 || position.legal_moves().is_empty() {
+            continue;
+        }
+        result.positions += 1;
+        if !config.exhaustive
+            && config.played_bound
+            && played_move_rules_out(target, &shallow_best, config)
+        {
+            continue;
+        }
+        if !config.exhaustive
+            && !shallow_pass(
+                session,
+                unit,
+                &line,
+                target,
+                config,
+                &mut shallow_best,
+                &mut result,
+            )?
+        {
+            continue;
+        }
+        if let Some(found) = full_search(session, unit, target, position, config, &mut result)? {
+            result.found.push(found);
+        }
+    }
+    result.found.reverse();
+    Ok(result)
+}
+
+/// The unit's moves played from its FEN, up to the first illegal one;
+/// `None` when the FEN is not a legal position.
+fn unit_line(unit: &MineUnit) -> Option<PuzzleLine> {
+    let mut line = PuzzleLine::from_read_fen(&unit.start_fen).ok()?;
+    for uci in &unit.moves {
+        if line.play_move(*uci).is_err() {
+            break;
+        }
+    }
+    Some(line)
+}
+
+/// The funnel's shallow pass at a target: can the full search still pass,
+/// and did the move played lose enough against the best move? Records the
+/// shallow best scores it sees in `shallow_best`.
+fn shallow_pass(
+    session: &mut Session,
+    unit: &MineUnit,
+    line: &PuzzleLine,
+    target: &Target,
+    config: &MineConfig,
+    shallow_best: &mut HashMap<usize, Score>,
+    result: &mut UnitResult,
+) -> Result<bool, EngineError> {
+    let Some(position) = line.position_after(target.after) else {
+        return Ok(false);
+    };
+    let history = &unit.moves[..target.after];
+    let shallow = session.search(&search_request(
+        unit,
+        history,
+        Limit::Depth(config.shallow_depth),
+        2,
+    ))?;
+    result.nodes += shallow.nodes;
+    if let Some(best) = shallow.lines.first() {
+        shallow_best.insert(target.after, best.score);
+    }
+    if !shallow_may_pass(&shallow, position, config) {
+        return Ok(false);
+    }
+    if config.line_screen
+        && config.min_solver_moves > 1
+        && !shallow_line_may_reach(session, unit, history, position, &shallow, config, result)?
+    {
+        return Ok(false);
+    }
+    if target.played.is_none() || !config.missed_only {
+        return Ok(true);
+    }
+    let next = target.after + 1;
+    let played_value = match line.position_after(next) {
+        None => None,
+        Some(after) if after.is_checkmate() => Some(Score::Mate(1)),
+        Some(after) if after.is_game_over() => Some(Score::Cp(0)),
+        Some(_) => {
+            if let Entry::Vacant(slot) = shallow_best.entry(next) {
+                let reply_request = search_request(
+                    unit,
+                    &unit.moves[..next],
+                    Limit::Depth(config.shallow_depth),
+                    1,
+                );
+                let searched = session.search(&reply_request)?;
+                result.nodes += searched.nodes;
+                if let Some(best) = searched.lines.first() {
+                    slot.insert(best.score);
+                }
+            }
+            shallow_best.get(&next).map(|score| negate(*score))
+        }
+    };
+    Ok(match (shallow.lines.first(), played_value) {
+        (Some(best), Some(played)) => played_move_may_lose_enough(best.score, played, config),
+        _ => true,
+    })
+}
+
+/// The line screen (`[mine] line_screen`, for targets of long lines): can
+/// the line from this position still reach `min_solver_moves`? The line is
+/// played out at the shallow depth (the opponent's best reply, then the
+/// solver's best move), each later solver move held to the rule within the
+/// funnel's slack; a position whose shallow line stops short gets no full
+/// search. A full search and its line extension cost far more than these
+/// shallow searches, and a long-line target keeps only long lines.
+fn shallow_line_may_reach(
+    session: &mut Session,
+    unit: &MineUnit,
+    history: &[UciMove],
+    position: &Chess,
+    shallow: &SearchResult,
+    config: &MineConfig,
+    result: &mut UnitResult,
+) -> Result<bool, EngineError> {
+    let Some(first) = shallow.lines.first().and_then(|line| line.pv.first()) else {
+        return Ok(false);
+    };
+    let rule = rule_for(shallow.lines.first().map(|line| line.score), config);
+    let slack = Slack {
+        cp: config.shallow_margin_cp,
+        win_chance: config.shallow_margin_win,
+    };
+    let limit = Limit::Depth(config.shallow_depth);
+    let mut moves = history.to_vec();
+    let mut pos = position.clone();
+    let mut next = *first;
+    for _ in 1..config.min_solver_moves {
+        let Ok(solver_move) = next.to_move(&pos) else {
+            return Ok(false);
+        };
+        pos.play_unchecked(solver_move);
+        moves.push(next);
+        if pos.is_game_over() {
+            return Ok(false);
+        }
+        let reply = session.search(&search_request(unit, &moves, limit, 1))?;
+        result.nodes += reply.nodes;
+        let Some(reply_uci) = reply.best_move else {
+            return Ok(false);
+        };
+        let Ok(reply_move) = reply_uci.to_move(&pos) else {
+            return Ok(false);
+        };
+        pos.play_unchecked(reply_move);
+        moves.push(uci_of(reply_move));
+        if pos.is_game_over() {
+            return Ok(false);
+        }
+        let searched = session.search(&search_request(unit, &moves, limit, 2))?;
+        result.nodes += searched.nodes;
+        let (Some(best), second) = (
+            searched.lines.first(),
+            searched.lines.get(1).map(|line| line.score),
+        ) else {
+            return Ok(false);
+        };
+        let scores = Scores::new(best.score, second);
+        if !criterion::may_pass_later(rule, &scores, slack)
+            || best.score.to_cp() < config.winning_cp - slack.cp
+        {
+            return Ok(false);
+        }
+        let Some(uci) = best.pv.first() else {
+            return Ok(false);
+        };
+        next = *uci;
+    }
+    Ok(true)
+}
+
+/// The played-move bound (`[mine] played_bound`): the move played is at
+/// best the second-best move (Epoch keeps only positions the player
+/// missed), so when the shallow search of the position after it, already
+/// made (targets are analysed last to first), puts it above what any rule
+/// lets a second move be worth, the position cannot pass and needs no
+/// search of its own.
+fn played_move_rules_out(
+    target: &Target,
+    shallow_best: &HashMap<usize, Score>,
+    config: &MineConfig,
+) -> bool {
+    if !config.missed_only || target.played.is_none() {
+        return false;
+    }
+    let Some(after) = shallow_best.get(&(target.after + 1)) else {
+        return false;
+    };
+    let played = negate(*after);
+    let mut rules = vec![Rule::from(config.criterion)];
+    if config.mates {
+        rules.push(Rule::Mate);
+    }
+    !rules
+        .into_iter()
+        .any(|rule| criterion::second_may_pass(rule, played, slack(config)))
+}
+
+/// The funnel's slack around the rules' thresholds (shallow scores).
+fn slack(config: &MineConfig) -> Slack {
+    Slack {
+        cp: config.shallow_margin_cp,
+        win_chance: config.shallow_margin_win,
+    }
+}
+
+/// A score from the other side's point of view.
+fn negate(score: Score) -> Score {
+    match score {
+        Score::Cp(cp) => Score::Cp(-cp),
+        Score::Mate(n) if n > 0 => Score::Mate(-n),
+        // Mated now or in n: the other side mates in n + 1 (close enough
+        // for a filter: only the sign and size matter).
+        Score::Mate(n) => Score::Mate(1 - n),
+    }
+}
+
+/// The move played is at best the second-best move, so it must lose at
+/// least the rule's gap against the best move. Judged on shallow scores
+/// with a margin: `played` is the played move's value for the side to
+/// move (minus the opponent's shallow score after it).
+fn played_move_may_lose_enough(best: Score, played: Score, config: &MineConfig) -> bool {
+    let slack = Slack {
+        cp: config.shallow_margin_loss_cp,
+        win_chance: config.shallow_margin_win,
+    };
+    criterion::played_loses_enough(rule_for(Some(best), config), best, played, slack)
+}
+
+/// Can the full search still pass, judging by the shallow one? A shallow
+/// search that lost its second line (a fail-low) leaves it to the full one.
+fn shallow_may_pass(shallow: &SearchResult, position: &Chess, config: &MineConfig) -> bool {
+    let Some(best) = shallow.lines.first().map(|l| l.score) else {
+        return false;
+    };
+    let Some(second) = shallow.lines.get(1).map(|l| l.score) else {
+        return position.legal_moves().len() >= 2;
+    };
+    let scores = Scores::new(best, Some(second));
+    criterion::may_pass(config.criterion.into(), &scores, slack(config))
+        || (config.mates && criterion::may_pass(Rule::Mate, &scores, slack(config)))
+}

@@ -1,0 +1,208 @@
+//! The stage's input: the units of mining work ([`MineUnit`], a game or
+//! one candidate position) read from PGN or from candidate puzzle records,
+//! and the positions of a game that are analysed ([`game_targets`]).
+//! Apart because reading games knows nothing of the engine: generation
+//! and the benches load units here and mine them elsewhere.
+
+use crate::chess::pgn::GameItem;
+use anyhow::Result;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::{EnPassantMode, Position};
+use std::io::BufRead;
+use std::path::Path;
+
+use crate::chess::columns::Column;
+use crate::chess::line::{PuzzleLine, uci_of};
+use crate::core::error::bad_input;
+use crate::core::fileio::open_input;
+
+/// Where a game came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Selfplay,
+    LichessGame,
+    Pgn,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Selfplay => "selfplay",
+            Source::LichessGame => "lichess-game",
+            Source::Pgn => "pgn",
+        }
+    }
+}
+
+/// One unit of mining work: a game (or one candidate position).
+#[derive(Clone, Debug)]
+pub struct MineUnit {
+    pub source: Source,
+    pub game_id: String,
+    pub game_url: String,
+    pub seed: String,
+    pub white_elo: String,
+    pub black_elo: String,
+    /// Ply number (1-based) of `moves[0]` in the original game.
+    pub first_ply: u32,
+    /// The id to keep (candidate records), else one is derived.
+    pub keep_id: Option<String>,
+    /// FEN the moves start from.
+    pub start_fen: Fen,
+    /// UCI moves from `start_fen`.
+    pub moves: Vec<UciMove>,
+    /// Positions to analyse: after `k` moves, with the move then played.
+    pub targets: Vec<Target>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// Moves from the start (>= 1: the puzzle needs the move leading here).
+    pub after: usize,
+    /// The move played from here in the game, if known.
+    pub played: Option<UciMove>,
+}
+
+/// What the input gave: units and the reasons some games were skipped.
+pub struct Loaded {
+    pub units: Vec<MineUnit>,
+    pub skipped: Vec<String>,
+}
+
+/// Reads PGN (sniffed by a leading `[`) or puzzle records.
+pub fn load_input(path: &Path) -> Result<Loaded> {
+    let mut input = open_input(path)?;
+    let first = crate::core::fileio::first_content_byte(&mut input, path)?;
+    match first {
+        None => Err(bad_input(format!("{}: the file is empty", path.display()))),
+        Some(b'[') | Some(b'1') => load_pgn(path, input),
+        Some(_) => load_candidates(path),
+    }
+}
+
+/// Epoch's analysis positions of a game: after each move, from
+/// `min_fullmove` on, where a further move was played. `line` is the game
+/// played from its start as far as its moves are legal.
+pub(crate) fn game_targets(line: &PuzzleLine, moves: &[UciMove], min_fullmove: u32) -> Vec<Target> {
+    (1..moves.len().min(line.plies() + 1))
+        .filter(|&after| line.positions()[after].fullmoves().get() >= min_fullmove)
+        .map(|after| Target {
+            after,
+            played: Some(moves[after]),
+        })
+        .collect()
+}
+
+fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
+    let mut units = Vec::new();
+    let mut skipped = Vec::new();
+    for item in crate::chess::pgn::PgnGames::new(input) {
+        let item = item.map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+        let game = match item {
+            GameItem::Game(game) => game,
+            GameItem::Filtered { number, reason } => {
+                skipped.push(format!("{} game {number}: {reason}", path.display()));
+                continue;
+            }
+            GameItem::Invalid(invalid) => {
+                skipped.push(format!("{}: {invalid}", path.display()));
+                continue;
+            }
+        };
+        let tag = |name: &str| game.tags.get(name).unwrap_or_default().to_string();
+        let site = tag("Site");
+        let (source, game_id, game_url) = if tag("Event") == "puzzleforge selfplay"
+            || (!tag("Seed").is_empty() && !tag("Mode").is_empty())
+        {
+            (
+                Source::Selfplay,
+                format!("selfplay-{}-{}", tag("Seed"), tag("Round")),
+                String::new(),
+            )
+        } else if site.contains("lichess.org/") {
+            let id = site.rsplit('/').next().unwrap_or_default().to_string();
+            (Source::LichessGame, id, site.clone())
+        } else {
+            (Source::Pgn, format!("pgn-{}", game.number), String::new())
+        };
+        let start = &game.initial;
+        units.push(MineUnit {
+            source,
+            game_id,
+            game_url,
+            seed: tag("Seed"),
+            white_elo: tag("WhiteElo"),
+            black_elo: tag("BlackElo"),
+            // Ply numbers count from the game's start (a FEN tag may start late).
+            first_ply: (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1,
+            keep_id: None,
+            start_fen: Fen::from_position(start, EnPassantMode::Legal),
+            moves: game.moves.iter().map(|m| uci_of(m.mv)).collect(),
+            targets: Vec::new(),
+        });
+    }
+    Ok(Loaded { units, skipped })
+}
+
+fn load_candidates(path: &Path) -> Result<Loaded> {
+    let mut units = Vec::new();
+    let mut skipped = Vec::new();
+    crate::chess::record::for_each_row(path, |(line, row)| {
+        let puzzle = match row {
+            Ok(puzzle) => puzzle,
+            Err(e) => {
+                skipped.push(format!("{} line {line}: {e}", path.display()));
+                return Ok(());
+            }
+        };
+        let place = format!("{} line {line}", path.display());
+        let mut played = match PuzzleLine::from_read_fen(&puzzle.fen) {
+            Ok(played) => played,
+            Err(e) => {
+                skipped.push(e.at(place).to_string());
+                return Ok(());
+            }
+        };
+        let Some(&blunder) = puzzle.moves.first() else {
+            skipped.push(format!("{place}: no move"));
+            return Ok(());
+        };
+        if let Err(e) = played.play_move(blunder) {
+            skipped.push(e.at(place).to_string());
+            return Ok(());
+        }
+        let start = played.start();
+        let (url_id, url_ply) = puzzle.game_id_and_ply().unwrap_or_default();
+        let game_id = puzzle
+            .get(Column::GameId)
+            .map(str::to_string)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(url_id);
+        let first_ply = puzzle
+            .get(Column::Ply)
+            .and_then(|p| p.parse().ok())
+            .or(url_ply)
+            .unwrap_or_else(|| {
+                (start.fullmoves().get() - 1) * 2 + u32::from(start.turn().is_black()) + 1
+            });
+        units.push(MineUnit {
+            source: Source::LichessGame,
+            game_id,
+            game_url: puzzle.game_url.clone(),
+            seed: String::new(),
+            white_elo: puzzle.get(Column::WhiteElo).unwrap_or_default().to_string(),
+            black_elo: puzzle.get(Column::BlackElo).unwrap_or_default().to_string(),
+            first_ply,
+            keep_id: Some(puzzle.id.clone()).filter(|id| !id.is_empty()),
+            start_fen: puzzle.fen.clone(),
+            moves: vec![blunder],
+            targets: vec![Target {
+                after: 1,
+                played: None,
+            }],
+        });
+        Ok(())
+    })?;
+    Ok(Loaded { units, skipped })
+}

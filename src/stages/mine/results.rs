@@ -1,0 +1,73 @@
+//! What mining finds: a position that passed ([`Found`]), one unit's
+//! result and a run's results with their totals. Apart because the
+//! funnel, the verdict, the output and the funnel check all pass these
+//! along, and none of them owns them.
+
+use shakmaty::uci::UciMove;
+use std::collections::HashSet;
+
+use crate::engine::criterion::Criterion;
+use crate::engine::uci::Score;
+
+/// A position that passed the criterion, with its extended line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// Moves from the unit's start to the puzzle position.
+    pub after: usize,
+    pub best_move: UciMove,
+    pub best_score: Score,
+    pub second_score: Option<Score>,
+    /// Nodes of the full search at the puzzle position.
+    pub nodes: u64,
+    /// Solver first, ends on a solver move; the engine's replies and best
+    /// moves as it spelled them.
+    pub line: Vec<UciMove>,
+    pub zobrist: u64,
+    /// The rule the puzzle passed: the criterion's, or `mate`.
+    pub criterion: Criterion,
+}
+
+/// What one unit produced.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct UnitResult {
+    pub found: Vec<Found>,
+    pub positions: u64,
+    pub full_searches: u64,
+    pub nodes: u64,
+}
+
+/// Totals over units.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MineStats {
+    pub positions: u64,
+    pub full_searches: u64,
+    pub candidates: u64,
+    pub nodes: u64,
+}
+
+pub(crate) struct MineRun {
+    pub results: Vec<UnitResult>,
+}
+
+impl MineRun {
+    pub fn stats(&self) -> MineStats {
+        let mut stats = MineStats::default();
+        for r in &self.results {
+            stats.positions += r.positions;
+            stats.full_searches += r.full_searches;
+            stats.candidates += r.found.len() as u64;
+            stats.nodes += r.nodes;
+        }
+        stats
+    }
+
+    /// The candidates found, as (unit index, ply, best move): what two
+    /// runs over the same units are compared by.
+    pub fn candidate_keys(&self) -> HashSet<(usize, usize, UciMove)> {
+        self.results
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| r.found.iter().map(move |f| (i, f.after, f.best_move)))
+            .collect()
+    }
+}

@@ -1,0 +1,157 @@
+//! Running the stage: `puzzleforge mine` and its entry points for the
+//! pipeline and generation, which mine loaded units, write the puzzle file
+//! and report the funnel's counts per unit and in the summary. Apart
+//! because it only wires the other files together.
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::path::Path;
+
+use super::config::{MineArgs, MineConfig};
+use super::funnel::mine_units;
+use super::input::{Loaded, load_input};
+use super::output::select_puzzles;
+use crate::chess::columns::{self, Column};
+use crate::chess::record::PuzzleWriter;
+use crate::core::settings::flags_over;
+use crate::core::summary::Summary;
+use crate::engine::pool::EnginePool;
+use crate::engine::settings::EngineConfig;
+
+pub fn run_mine(args: &MineArgs) -> Result<Summary> {
+    let config = flags_over(&MineConfig::default(), args)?;
+    config.validate()?;
+    let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
+    pool_config.progress = Some("games".to_string());
+    let pool = EnginePool::new(spec, pool_config)?;
+    run_mine_with(&config, &pool, &args.input, &args.output)
+}
+
+/// The extra columns `mine` writes, in order ([`columns::MINE`]).
+pub(crate) const MINE_COLUMNS: [Column; 10] = columns::MINE;
+
+/// Mines `input` on `pool` into `output`.
+pub fn run_mine_with(
+    config: &MineConfig,
+    pool: &EnginePool,
+    input: &Path,
+    output: &Path,
+) -> Result<Summary> {
+    config.validate()?;
+    let loaded = load_input(input)?;
+    run_mine_loaded(config, pool, &loaded, output)
+}
+
+/// Mines already loaded units (all of an input, or a slice of it) into
+/// `output`.
+pub(crate) fn run_mine_loaded(
+    config: &MineConfig,
+    pool: &EnginePool,
+    loaded: &Loaded,
+    output: &Path,
+) -> Result<Summary> {
+    Ok(mine_loaded_per_unit(config, pool, loaded, output)?.summary)
+}
+
+/// One unit's (game's) funnel: positions analysed, full searches and
+/// candidates (before the cap and the dedup).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitFunnel {
+    pub positions: u64,
+    pub full_searches: u64,
+    pub candidates: u64,
+}
+
+/// What [`mine_loaded_per_unit`] gives back beside the files it writes.
+pub(crate) struct MinedUnits {
+    pub summary: Summary,
+    /// One funnel per unit, in the units' order.
+    pub per_unit: Vec<UnitFunnel>,
+    /// Puzzles written: after the per-game cap and the dedup.
+    pub puzzles: u64,
+}
+
+/// [`run_mine_loaded`], also returning each unit's funnel and the count of
+/// puzzles written.
+pub(crate) fn mine_loaded_per_unit(
+    config: &MineConfig,
+    pool: &EnginePool,
+    loaded: &Loaded,
+    output: &Path,
+) -> Result<MinedUnits> {
+    config.validate()?;
+    let cpu_before = pool.search_cpu_seconds();
+    let run = mine_units(&loaded.units, config, pool)?;
+    let per_unit = run
+        .results
+        .iter()
+        .map(|r| UnitFunnel {
+            positions: r.positions,
+            full_searches: r.full_searches,
+            candidates: r.found.len() as u64,
+        })
+        .collect();
+    let cpu_seconds = pool.search_cpu_seconds() - cpu_before;
+    let puzzles = select_puzzles(&loaded.units, &run, config);
+    let columns = columns::names(MINE_COLUMNS).map(String::from);
+    let mut writer = PuzzleWriter::create(output, &columns)?;
+    for puzzle in &puzzles {
+        writer.write(puzzle)?;
+    }
+    writer.finish()?;
+    let stats = run.stats();
+    let games = loaded.units.len();
+    let per_game = if games == 0 {
+        0.0
+    } else {
+        puzzles.len() as f64 / games as f64
+    };
+    let per_puzzle = |x: f64| {
+        if puzzles.is_empty() {
+            None
+        } else {
+            Some(x / puzzles.len() as f64)
+        }
+    };
+    let human = format!(
+        "mine: {games} games ({} skipped), {} positions analysed, {} full searches, {} candidates, \
+         {} puzzles ({per_game:.3} per game); {} engine nodes ({} per puzzle), {cpu_seconds:.1} engine CPU s ({} per puzzle) -> {}",
+        loaded.skipped.len(),
+        stats.positions,
+        stats.full_searches,
+        stats.candidates,
+        puzzles.len(),
+        stats.nodes,
+        per_puzzle(stats.nodes as f64).map_or("-".to_string(), |v| format!("{v:.0}")),
+        per_puzzle(cpu_seconds).map_or("-".to_string(), |v| format!("{v:.2}")),
+        output.display()
+    );
+    let mut human = human;
+    for skipped in loaded.skipped.iter().take(10) {
+        human.push_str(&format!("\n  skipped {skipped}"));
+    }
+    let json = json!({
+        "command": "mine",
+        "games": games,
+        "skipped": loaded.skipped.len(),
+        "skipped_reasons": loaded.skipped.iter().take(100).collect::<Vec<_>>(),
+        "positions_analysed": stats.positions,
+        "full_searches": stats.full_searches,
+        "candidates": stats.candidates,
+        "puzzles": puzzles.len(),
+        "puzzles_per_game": per_game,
+        "engine_nodes": stats.nodes,
+        "engine_nodes_per_puzzle": per_puzzle(stats.nodes as f64),
+        "engine_cpu_seconds": cpu_seconds,
+        "engine_cpu_seconds_per_puzzle": per_puzzle(cpu_seconds),
+        "criterion": config.criterion.name(),
+        "exhaustive": config.exhaustive,
+        "output": output.display().to_string(),
+    });
+    Ok(MinedUnits {
+        summary: Summary::new(human, json),
+        per_unit,
+        puzzles: puzzles.len() as u64,
+    })
+}

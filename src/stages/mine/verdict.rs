@@ -1,0 +1,126 @@
+//! The uniqueness verdict at a target: the full search, the rule it is
+//! judged by (the criterion's, or the mate rule), the criterion's decision,
+//! the checks that the player missed the move and that it is no trivial
+//! capture, and the line extension that makes the puzzle. Apart because
+//! this decides what passes, the same in the funnel and in `--exhaustive`.
+
+use shakmaty::uci::UciMove;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{Chess, EnPassantMode, Move, Position};
+
+use super::config::MineConfig;
+use super::input::{MineUnit, Target};
+use super::line::extend_line;
+use super::results::{Found, UnitResult};
+use crate::chess::capture::is_trivial_capture;
+use crate::engine::criterion::{self, Criterion, Rule, Turn};
+use crate::engine::pool::Session;
+use crate::engine::process::{EngineError, Limit, SearchRequest};
+use crate::engine::uci::Score;
+
+/// A search of the position after `moves` from the unit's FEN.
+pub(super) fn search_request(
+    unit: &MineUnit,
+    moves: &[UciMove],
+    limit: Limit,
+    multipv: u32,
+) -> SearchRequest {
+    SearchRequest {
+        fen: unit.start_fen.clone(),
+        moves: moves.to_vec(),
+        limit,
+        multipv,
+    }
+}
+
+/// The rule the first solver move is judged by, given the full search's
+/// best score: the mate rule for a forced mate within the line's length
+/// when `mates` is on (or the criterion is `mate`), else the criterion's.
+pub(super) fn rule_for(best: Option<Score>, config: &MineConfig) -> Rule {
+    let short_mate =
+        matches!(best, Some(Score::Mate(n)) if n > 0 && n as usize <= config.max_solver_moves);
+    if config.mates && short_mate {
+        Rule::Mate
+    } else {
+        config.criterion.into()
+    }
+}
+
+/// The full search at a target and, when its best move passes the
+/// criterion, differs from the move played and is no trivial capture, the
+/// puzzle found there with its extended line.
+pub(super) fn full_search(
+    session: &mut Session,
+    unit: &MineUnit,
+    target: &Target,
+    position: &Chess,
+    config: &MineConfig,
+    result: &mut UnitResult,
+) -> Result<Option<Found>, EngineError> {
+    let history = &unit.moves[..target.after];
+    if config.fresh_hash {
+        // The verdict then depends on the position alone, not on what
+        // the engine saw before: the funnel and --exhaustive agree.
+        session.set_option("Clear Hash", "true")?;
+    }
+    let request = search_request(unit, history, config.limit(), 2);
+    let deep = session.search(&request)?;
+    result.nodes += deep.nodes;
+    result.full_searches += 1;
+    let rule = rule_for(deep.lines.first().map(|line| line.score), config);
+    let judged = criterion::judge_result(session, &request, &deep, position, rule, Turn::First)?;
+    result.nodes += judged.extra_nodes;
+    let (Some(best_move), Some(best_score), true) =
+        (judged.best_move, judged.best_score, judged.decision.unique)
+    else {
+        return Ok(None);
+    };
+    let Ok(best) = best_move.to_move(position) else {
+        return Err(EngineError::Garbage(format!(
+            "best move {best_move} is not legal"
+        )));
+    };
+    if config.missed_only && played_an_accepted_move(position, target, best, best_score) {
+        return Ok(None);
+    }
+    if !config.trivial_captures && is_trivial_capture(position, best) {
+        return Ok(None);
+    }
+    let Some((line, line_nodes)) =
+        extend_line(session, unit, history, position, best, rule, config)?
+    else {
+        return Ok(None);
+    };
+    result.nodes += line_nodes;
+    let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+    Ok(Some(Found {
+        after: target.after,
+        best_move,
+        best_score,
+        second_score: judged.second_score,
+        nodes: deep.nodes,
+        line,
+        zobrist: zobrist.0,
+        criterion: match rule {
+            Rule::Mate => Criterion::Mate,
+            _ => config.criterion,
+        },
+    }))
+}
+
+/// Did the game's player find the move (Epoch keeps only positions where
+/// the player missed it)? The best move, or on a mate in 1 any mating move,
+/// which the puzzle accepts as well.
+fn played_an_accepted_move(position: &Chess, target: &Target, best: Move, score: Score) -> bool {
+    let Some(played) = target.played else {
+        return false;
+    };
+    played.to_move(position).is_ok_and(|m| {
+        m == best
+            || (score == Score::Mate(1) && {
+                let mut after = position.clone();
+                after.play_unchecked(m);
+                after.is_checkmate()
+            })
+    })
+}
