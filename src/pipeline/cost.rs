@@ -25,7 +25,7 @@
 //! point cost or a 100% chance).
 
 use rand_distr::{Distribution, Gamma};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use statrs::distribution::ContinuousCDF;
 
 use crate::core::seed::{self, Domain, Key};
@@ -161,8 +161,13 @@ impl Interval {
         }
     }
 
-    fn to_json(self) -> Value {
-        json!({"median": round(self.median), "low": round(self.low), "high": round(self.high)})
+    /// The interval as a record, each end rounded ([`round`]).
+    fn record(self) -> IntervalRecord {
+        IntervalRecord {
+            median: round(self.median),
+            low: round(self.low),
+            high: round(self.high),
+        }
     }
 
     /// `0.42 (90% interval 0.25-0.80)`.
@@ -174,6 +179,113 @@ impl Interval {
             short(self.high)
         )
     }
+}
+
+/// A median and a 90% interval as `plan.json` and the cost of unfilled
+/// cells record them: `{"median", "low", "high"}`, each rounded.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+pub(crate) struct IntervalRecord {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// A projected amount as `plan.json` and the cost of unfilled cells
+/// record it: an interval, or `{"at_least": x}` where some cell has no
+/// measured rate.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(untagged)]
+pub(crate) enum Estimate {
+    AtLeast { at_least: f64 },
+    Interval(IntervalRecord),
+}
+
+/// One stream's entry in `profiles` of `plan.json` and of the cost of
+/// unfilled cells.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct StreamRecord {
+    /// The profile (`null`: generation's own).
+    pub profile: Option<String>,
+    /// The store key.
+    pub store: String,
+    pub sample_games: u64,
+    pub sample_cpu_hours: f64,
+    pub quotas_met: bool,
+    pub cells: usize,
+    pub cells_filled: usize,
+    pub cells_never_reached: usize,
+    pub cells_beyond_model_range: usize,
+    pub projected_cpu_hours: Estimate,
+    pub projected_games: Estimate,
+}
+
+/// One target cell's entry in `per_cell` (and `never_reached`,
+/// `beyond_model_range`) of `plan.json` and of the cost of unfilled cells.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct CellRecord {
+    /// [`Cell::bin_label`].
+    pub rating_bin: String,
+    /// Solver moves.
+    pub length: usize,
+    pub mate: bool,
+    /// The stream's profile (`null`: generation's own).
+    pub profile: Option<String>,
+    pub wanted: Quota,
+    /// The counted puzzles.
+    pub found: usize,
+    /// Counted puzzles per engine CPU-hour (`null` when the stream measured
+    /// nothing).
+    pub per_cpu_hour: Option<f64>,
+    pub filled_in_sample: bool,
+    pub never_reached: bool,
+    pub beyond_model_range: bool,
+    pub projected_cpu_hours: Option<IntervalRecord>,
+    pub at_least_cpu_hours: Option<f64>,
+}
+
+/// A projection as a record: the projection's part of `plan.json` and
+/// the cost of unfilled cells (`cost_of_unfilled` of a run's `generate`
+/// summary).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct ProjectionRecord {
+    /// CPU-hours of the target (a lower bound where some unfilled cell has
+    /// no measured rate).
+    pub total_cpu_hours: Estimate,
+    /// CPU-hours of the reached cells alone (`null` when none is projected).
+    pub reached_cells_cpu_hours: Option<IntervalRecord>,
+    pub spent_cpu_hours: f64,
+    pub more_cpu_hours: Estimate,
+    pub cells: usize,
+    pub cells_never_reached: usize,
+    pub cells_beyond_model_range: usize,
+    pub total_excludes_never_reached: bool,
+    /// Always `5th-95th percentile`.
+    pub interval: String,
+    pub draws: usize,
+    pub profiles: Vec<StreamRecord>,
+    pub per_cell: Vec<CellRecord>,
+}
+
+/// The budget `cost_of_unfilled` suggests: `{"max_cpu_hours": x}` or
+/// `{"max_games": n}`, after the budget that stopped the run.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(untagged)]
+pub(crate) enum SuggestedBudget {
+    MaxCpuHours { max_cpu_hours: f64 },
+    MaxGames { max_games: u64 },
+}
+
+/// `cost_of_unfilled` in a run's `generate` summary: what the cells a
+/// budget left unfilled would cost, and the budget to raise to (absent
+/// when no cell is projected and none lacks a rate).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct UnfilledCost {
+    #[serde(flatten)]
+    pub projection: ProjectionRecord,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggested: Option<SuggestedBudget>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggested_is_lower_bound: Option<bool>,
 }
 
 /// What one cell costs.
@@ -579,84 +691,91 @@ impl Projection {
             .collect()
     }
 
-    /// The projection as JSON: the total, each stream, each cell.
-    pub(crate) fn to_json(&self, samples: &[StreamSample]) -> Value {
-        let profiles: Vec<Value> = samples
+    /// The projection as a record: the total, each stream, each cell.
+    pub(crate) fn record(&self, samples: &[StreamSample]) -> ProjectionRecord {
+        let profiles: Vec<StreamRecord> = samples
             .iter()
             .zip(&self.streams)
             .map(|(stream, cost)| {
                 let count = |f: fn(&CellCost) -> bool| cost.cells.iter().filter(|c| f(c)).count();
-                json!({
-                    "profile": stream.profile,
-                    "store": stream.store,
-                    "sample_games": stream.games,
-                    "sample_cpu_hours": round(stream.spent_hours()),
-                    "quotas_met": stream.met,
-                    "cells": stream.cells.len(),
-                    "cells_filled": count(|c| *c == CellCost::Filled),
-                    "cells_never_reached": count(|c| matches!(c, CellCost::NeverReached(_))),
-                    "cells_beyond_model_range": count(|c| *c == CellCost::BeyondModel),
-                    "projected_cpu_hours": match cost.at_least {
-                        Some(bound) => json!({"at_least": round(bound.cpu_hours)}),
-                        None => cost.cpu_hours.to_json(),
+                StreamRecord {
+                    profile: stream.profile.clone(),
+                    store: stream.store.clone(),
+                    sample_games: stream.games,
+                    sample_cpu_hours: round(stream.spent_hours()),
+                    quotas_met: stream.met,
+                    cells: stream.cells.len(),
+                    cells_filled: count(|c| *c == CellCost::Filled),
+                    cells_never_reached: count(|c| matches!(c, CellCost::NeverReached(_))),
+                    cells_beyond_model_range: count(|c| *c == CellCost::BeyondModel),
+                    projected_cpu_hours: match cost.at_least {
+                        Some(bound) => Estimate::AtLeast {
+                            at_least: round(bound.cpu_hours),
+                        },
+                        None => Estimate::Interval(cost.cpu_hours.record()),
                     },
-                    "projected_games": match cost.at_least {
-                        Some(bound) => json!({"at_least": bound.games}),
-                        None => cost.games.to_json(),
+                    projected_games: match cost.at_least {
+                        Some(bound) => Estimate::AtLeast {
+                            at_least: bound.games,
+                        },
+                        None => Estimate::Interval(cost.games.record()),
                     },
-                })
+                }
             })
             .collect();
-        let cells: Vec<Value> = self
+        let cells: Vec<CellRecord> = self
             .cell_rows(samples)
-            .map(|(stream, cell, cost)| {
-                let mut row = cell.cell.to_json();
-                row["profile"] = json!(stream.profile);
-                row["wanted"] = json!(cell.quota);
-                row["found"] = json!(cell.found);
-                row["per_cpu_hour"] = json!(
-                    stream
-                        .measured()
-                        .then(|| round(cell.found as f64 / stream.counted_hours()))
-                );
-                row["filled_in_sample"] = json!(*cost == CellCost::Filled);
-                row["never_reached"] = json!(matches!(cost, CellCost::NeverReached(_)));
-                row["beyond_model_range"] = json!(*cost == CellCost::BeyondModel);
-                row["projected_cpu_hours"] = match cost {
-                    CellCost::Projected(interval) => interval.to_json(),
-                    _ => Value::Null,
-                };
-                row["at_least_cpu_hours"] = match cost {
-                    CellCost::NeverReached(Some(hours)) => json!(round(*hours)),
-                    _ => Value::Null,
-                };
-                row
+            .map(|(stream, cell, cost)| CellRecord {
+                rating_bin: cell.cell.bin_label(),
+                length: cell.cell.length,
+                mate: cell.cell.mate,
+                profile: stream.profile.clone(),
+                wanted: cell.quota,
+                found: cell.found,
+                per_cpu_hour: stream
+                    .measured()
+                    .then(|| round(cell.found as f64 / stream.counted_hours())),
+                filled_in_sample: *cost == CellCost::Filled,
+                never_reached: matches!(cost, CellCost::NeverReached(_)),
+                beyond_model_range: *cost == CellCost::BeyondModel,
+                projected_cpu_hours: match cost {
+                    CellCost::Projected(interval) => Some(interval.record()),
+                    _ => None,
+                },
+                at_least_cpu_hours: match cost {
+                    CellCost::NeverReached(Some(hours)) => Some(round(*hours)),
+                    _ => None,
+                },
             })
             .collect();
         let (total, more) = match self.at_least {
             Some(hours) => (
-                json!({"at_least": round(hours)}),
-                json!({"at_least": round((hours - self.spent).max(0.0))}),
+                Estimate::AtLeast {
+                    at_least: round(hours),
+                },
+                Estimate::AtLeast {
+                    at_least: round((hours - self.spent).max(0.0)),
+                },
             ),
-            None => (self.total.to_json(), self.total.minus(self.spent).to_json()),
+            None => (
+                Estimate::Interval(self.total.record()),
+                Estimate::Interval(self.total.minus(self.spent).record()),
+            ),
         };
-        json!({
-            "total_cpu_hours": total,
-            "reached_cells_cpu_hours": match self.projects_a_cell() {
-                true => self.total.to_json(),
-                false => Value::Null,
-            },
-            "spent_cpu_hours": round(self.spent),
-            "more_cpu_hours": more,
-            "cells": cells.len(),
-            "cells_never_reached": self.never_reached,
-            "cells_beyond_model_range": self.beyond_model,
-            "total_excludes_never_reached": self.never_reached + self.beyond_model > 0,
-            "interval": "5th-95th percentile",
-            "draws": DRAWS,
-            "profiles": profiles,
-            "per_cell": cells,
-        })
+        ProjectionRecord {
+            total_cpu_hours: total,
+            reached_cells_cpu_hours: self.projects_a_cell().then(|| self.total.record()),
+            spent_cpu_hours: round(self.spent),
+            more_cpu_hours: more,
+            cells: cells.len(),
+            cells_never_reached: self.never_reached,
+            cells_beyond_model_range: self.beyond_model,
+            total_excludes_never_reached: self.never_reached + self.beyond_model > 0,
+            interval: "5th-95th percentile".to_string(),
+            draws: DRAWS,
+            profiles,
+            per_cell: cells,
+        }
     }
 
     /// The per-cell table, for people.
@@ -771,9 +890,13 @@ pub(crate) enum Budget {
 }
 
 /// For a run a budget stopped with cells unfilled: what they would cost
-/// at the rates its games measured, in lines for its summary and as JSON
-/// (`cost_of_unfilled`).
-pub(crate) fn unfilled(samples: &[StreamSample], seed: u64, budget: Budget) -> (String, Value) {
+/// at the rates its games measured, in lines for its summary and as a
+/// record (`cost_of_unfilled`).
+pub(crate) fn unfilled(
+    samples: &[StreamSample],
+    seed: u64,
+    budget: Budget,
+) -> (String, UnfilledCost) {
     let projection = project(samples, seed);
     let more = projection.total.minus(projection.spent);
     let reached_unfilled = projection
@@ -800,15 +923,23 @@ pub(crate) fn unfilled(samples: &[StreamSample], seed: u64, budget: Budget) -> (
                 "raise max_cpu_hours to {about} {} ({end})",
                 short(covering_cpu)
             ),
-            json!({"max_cpu_hours": round(covering_cpu)}),
+            SuggestedBudget::MaxCpuHours {
+                max_cpu_hours: round(covering_cpu),
+            },
         ),
         Budget::MaxGames => (
             format!("raise max_games to {about} {covering_games} ({end})"),
-            json!({"max_games": covering_games}),
+            SuggestedBudget::MaxGames {
+                max_games: covering_games,
+            },
         ),
     };
     let mut text = String::new();
-    let mut json = projection.to_json(samples);
+    let mut cost = UnfilledCost {
+        projection: projection.record(samples),
+        suggested: None,
+        suggested_is_lower_bound: None,
+    };
     if reached_unfilled > 0 {
         text.push_str(&format!(
             "    at the rates these games measured, the {reached_unfilled} unfilled cell{} they reached need about {} more engine CPU-hours, {} {}\n",
@@ -829,15 +960,15 @@ pub(crate) fn unfilled(samples: &[StreamSample], seed: u64, budget: Budget) -> (
     }
     if reached_unfilled > 0 || projection.at_least.is_some() {
         text.push_str(&format!("    {raise}\n"));
-        json["suggested"] = suggested;
-        json["suggested_is_lower_bound"] = json!(projection.at_least.is_some());
+        cost.suggested = Some(suggested);
+        cost.suggested_is_lower_bound = Some(projection.at_least.is_some());
     }
     text.push_str(&projection.human_never_reached(
         samples,
         "    ",
         "raise the budget (`run --plan --plan-games N` measures more games first)",
     ));
-    (text, json)
+    (text, cost)
 }
 
 #[cfg(test)]
@@ -949,10 +1080,10 @@ mod tests {
         assert_eq!(plan.never_reached, 1);
         assert!((plan.total.median - (slow.median + 2.5)).abs() < 0.1);
         assert_eq!(plan.spent, 3.5);
-        let json = plan.to_json(&samples);
-        assert_eq!(json["cells_never_reached"], 1);
-        assert_eq!(json["total_excludes_never_reached"], true);
-        assert_eq!(json["per_cell"].as_array().map(Vec::len), Some(6));
+        let record = plan.record(&samples);
+        assert_eq!(record.cells_never_reached, 1);
+        assert!(record.total_excludes_never_reached);
+        assert_eq!(record.per_cell.len(), 6);
     }
 
     /// A sample with no puzzle in any cell (a hard tier's 5 games) claims
@@ -977,25 +1108,28 @@ mod tests {
         assert_eq!(stream.games, (bound * 5.0 / 0.0037).ceil());
         assert_eq!(plan.covering_games(), stream.games as u64);
         assert!(plan.covering_games() > 5);
-        let json = plan.to_json(&samples);
-        assert_eq!(json["total_cpu_hours"], json!({"at_least": round(bound)}));
+        let record = plan.record(&samples);
         assert_eq!(
-            json["profiles"][0]["projected_games"]["median"],
-            Value::Null
+            record.total_cpu_hours,
+            Estimate::AtLeast {
+                at_least: round(bound)
+            }
         );
         assert_eq!(
-            json["profiles"][0]["projected_games"]["at_least"],
-            json!(stream.games)
+            record.profiles[0].projected_games,
+            Estimate::AtLeast {
+                at_least: stream.games
+            }
         );
         assert_eq!(plan.total_human(), format!("at least {}", short(bound)));
-        let (text, json) = unfilled(&samples, 9, Budget::MaxCpuHours);
+        let (text, cost) = unfilled(&samples, 9, Budget::MaxCpuHours);
         assert!(
             text.contains("the whole target needs at least")
                 && text.contains("raise max_cpu_hours to at least")
                 && !text.contains("interval"),
             "{text}"
         );
-        assert_eq!(json["suggested_is_lower_bound"], true);
+        assert_eq!(cost.suggested_is_lower_bound, Some(true));
     }
 
     /// With every cell reached the chances are known and no bound is set.
@@ -1034,10 +1168,10 @@ mod tests {
         assert_eq!(cells[2], CellCost::BeyondModel);
         assert!(matches!(cells[3], CellCost::Projected(_)), "{cells:?}");
         assert_eq!((plan.never_reached, plan.beyond_model), (1, 1));
-        let json = plan.to_json(&samples);
-        assert_eq!(json["cells_beyond_model_range"], 1);
-        assert_eq!(json["per_cell"][2]["beyond_model_range"], true);
-        assert_eq!(json["per_cell"][2]["never_reached"], false);
+        let record = plan.record(&samples);
+        assert_eq!(record.cells_beyond_model_range, 1);
+        assert!(record.per_cell[2].beyond_model_range);
+        assert!(!record.per_cell[2].never_reached);
         let text = plan.human_never_reached(&samples, "", "more");
         assert!(
             text.starts_with("1 cell lies beyond the ratings the rating model gives")
@@ -1086,6 +1220,23 @@ mod tests {
         }
         assert!(text.contains("already on"), "{text}");
         assert!(!text.contains("hand them to a profile"), "{text}");
+    }
+
+    /// The cost of unfilled cells reads back through the type it is
+    /// written with, lower bounds and intervals alike.
+    #[test]
+    fn the_cost_record_reads_back_as_written() {
+        let reached = [stream(1.0, 20, vec![cell(1, 10, 10, 5)])];
+        let unreached = [stream(0.0037, 5, vec![cell(3, 0, 5, 5)])];
+        for (samples, budget) in [
+            (&reached, Budget::MaxGames),
+            (&unreached, Budget::MaxCpuHours),
+        ] {
+            let (_, cost) = unfilled(samples, 3, budget);
+            let text = serde_json::to_string(&cost).expect("serializes");
+            let read: UnfilledCost = serde_json::from_str(&text).expect("reads back");
+            assert_eq!(read, cost, "{text}");
+        }
     }
 
     #[test]

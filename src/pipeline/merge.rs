@@ -491,7 +491,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         human.push_str(line);
         human.push('\n');
     }
-    report.extend(rest_report);
+    report.extend(rest_report.iter().map(|stage| json!(stage)));
     if let Some(generated) = &ctx.generated {
         human.push_str(&generated.human());
     }

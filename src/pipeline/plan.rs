@@ -12,13 +12,16 @@
 //! them again; and the same store gives the same plan, byte for byte.
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
 use crate::core::summary::Summary;
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::cost::{self, StreamSample};
+use crate::pipeline::cost::{
+    self, CellRecord, Estimate, IntervalRecord, ProjectionRecord, StreamSample,
+};
 use crate::pipeline::stage::RunContext;
 
 /// The `run --plan` flags.
@@ -87,36 +90,36 @@ pub(crate) fn run_plan(
         .map(|c| c.quota.train + c.quota.test)
         .sum();
     let sample_games: u64 = samples.iter().map(|s| s.games).sum();
-    let mut plan = json!({
-        "target": {
-            "tier": generate.tier.as_deref().or(tier),
-            "cells": cells,
-            "puzzles_wanted": wanted,
-        },
-        "sample": {
-            "games_per_profile": games,
-            "cpu_hours_limit": args.plan_cpu_hours,
-            "games": sample_games,
-        },
-    });
-    let projected = projection.to_json(&samples);
-    for (key, value) in projected.as_object().into_iter().flatten() {
-        plan[key] = value.clone();
-    }
+    let projected = projection.record(&samples);
     let wall = |hours: f64| cost::round(hours / workers as f64);
-    plan["engine_workers"] = json!(workers);
-    plan["wall_hours"] = match projection.at_least {
-        Some(hours) => json!({"at_least": wall(hours)}),
-        None => json!({
-            "median": wall(projection.total.median),
-            "low": wall(projection.total.low),
-            "high": wall(projection.total.high),
-        }),
-    };
     let budget = Budget::of(config, &projection);
-    plan["budget"] = budget.to_json();
-    plan["never_reached"] = cells_where(&projected, "never_reached");
-    plan["beyond_model_range"] = cells_where(&projected, "beyond_model_range");
+    let plan = PlanRecord {
+        target: TargetRecord {
+            tier: generate.tier.as_deref().or(tier).map(str::to_string),
+            cells,
+            puzzles_wanted: wanted,
+        },
+        sample: SampleRecord {
+            games_per_profile: games,
+            cpu_hours_limit: args.plan_cpu_hours,
+            games: sample_games,
+        },
+        engine_workers: workers,
+        wall_hours: match projection.at_least {
+            Some(hours) => Estimate::AtLeast {
+                at_least: wall(hours),
+            },
+            None => Estimate::Interval(IntervalRecord {
+                median: wall(projection.total.median),
+                low: wall(projection.total.low),
+                high: wall(projection.total.high),
+            }),
+        },
+        budget: budget.record(),
+        never_reached: cells_where(&projected, |c| c.never_reached),
+        beyond_model_range: cells_where(&projected, |c| c.beyond_model_range),
+        projection: projected,
+    };
 
     let path = write_plan(ctx, &release, &plan)?;
 
@@ -162,21 +165,19 @@ fn check_can_plan(
     Ok(())
 }
 
-/// The projected cells whose `flag` is set (`never_reached`,
-/// `beyond_model_range`).
-fn cells_where(projected: &Value, flag: &str) -> Value {
-    let cells: Vec<_> = projected["per_cell"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|c| c[flag] == true)
+/// The projected cells that `flag` picks (never reached, beyond the
+/// rating model's range).
+fn cells_where(projected: &ProjectionRecord, flag: fn(&CellRecord) -> bool) -> Vec<CellRecord> {
+    projected
+        .per_cell
+        .iter()
+        .filter(|c| flag(c))
         .cloned()
-        .collect();
-    json!(cells)
+        .collect()
 }
 
 /// Writes the plan beside the release's folder, as `RELEASE.plan.json`.
-fn write_plan(ctx: &RunContext, release: &str, plan: &Value) -> Result<std::path::PathBuf> {
+fn write_plan(ctx: &RunContext, release: &str, plan: &PlanRecord) -> Result<std::path::PathBuf> {
     let path = ctx
         .release_dir
         .parent()
@@ -278,31 +279,32 @@ impl Budget {
         }
     }
 
-    fn to_json(&self) -> Value {
+    fn record(&self) -> BudgetRecord {
         let known = self.unknown_cells == 0;
         let chance = |c: Option<f64>| match c {
-            Some(c) => json!(cost::round(c)),
-            None if known => Value::Null,
-            None => json!("unknown"),
+            Some(c) => Some(Chance::Probability(cost::round(c))),
+            None if known => None,
+            None => Some(Chance::Unknown(Unknown::Unknown)),
         };
-        let mut budget = json!({
-            "max_games": self.max_games,
-            "chance_within_max_games": chance(self.games_chance),
-            "max_cpu_hours": self.max_cpu_hours,
-            "chance_within_max_cpu_hours": match self.max_cpu_hours {
+        let (covering, at_least) = match known {
+            true => (Some(self.games_covering), None),
+            false => (None, Some(self.games_covering)),
+        };
+        let cpu_covering = cost::round(self.cpu_covering);
+        BudgetRecord {
+            max_games: self.max_games,
+            chance_within_max_games: chance(self.games_chance),
+            max_cpu_hours: self.max_cpu_hours,
+            chance_within_max_cpu_hours: match self.max_cpu_hours {
                 Some(_) => chance(self.cpu_chance),
-                None => Value::Null,
+                None => None,
             },
-        });
-        if known {
-            budget["covering_max_games"] = json!(self.games_covering);
-            budget["covering_max_cpu_hours"] = json!(cost::round(self.cpu_covering));
-        } else {
-            budget["at_least_max_games"] = json!(self.games_covering);
-            budget["at_least_max_cpu_hours"] = json!(cost::round(self.cpu_covering));
-            budget["cells_without_a_rate"] = json!(self.unknown_cells);
+            covering_max_games: covering,
+            covering_max_cpu_hours: covering.map(|_| cpu_covering),
+            at_least_max_games: at_least,
+            at_least_max_cpu_hours: at_least.map(|_| cpu_covering),
+            cells_without_a_rate: at_least.map(|_| self.unknown_cells),
         }
-        budget
     }
 
     fn human(&self) -> String {
@@ -356,4 +358,77 @@ impl Budget {
         text.push('\n');
         text
     }
+}
+
+/// `RELEASE.plan.json`, and `plan` in the `run --plan` summary.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct PlanRecord {
+    pub target: TargetRecord,
+    pub sample: SampleRecord,
+    #[serde(flatten)]
+    pub projection: ProjectionRecord,
+    /// Engine workers: the wall time's divisor.
+    pub engine_workers: usize,
+    pub wall_hours: Estimate,
+    pub budget: BudgetRecord,
+    /// The cells of `per_cell` never reached.
+    pub never_reached: Vec<CellRecord>,
+    /// The cells of `per_cell` beyond the rating model's range.
+    pub beyond_model_range: Vec<CellRecord>,
+}
+
+/// `target` in `plan.json`: the generation target.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct TargetRecord {
+    /// `generate.tier`, else `run --tier`.
+    pub tier: Option<String>,
+    pub cells: usize,
+    pub puzzles_wanted: usize,
+}
+
+/// `sample` in `plan.json`: what was sampled.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct SampleRecord {
+    pub games_per_profile: u64,
+    /// `--plan-cpu-hours`.
+    pub cpu_hours_limit: Option<f64>,
+    /// Games counted, all profiles.
+    pub games: u64,
+}
+
+/// `budget` in `plan.json`: the configured budgets against the projection.
+/// The covering budgets are recorded as `covering_*` when every cell has
+/// a rate, else as lower bounds (`at_least_*`, with the cells without one).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub(crate) struct BudgetRecord {
+    pub max_games: u64,
+    pub chance_within_max_games: Option<Chance>,
+    pub max_cpu_hours: Option<f64>,
+    pub chance_within_max_cpu_hours: Option<Chance>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covering_max_games: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covering_max_cpu_hours: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_least_max_games: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_least_max_cpu_hours: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cells_without_a_rate: Option<usize>,
+}
+
+/// The chance that a budget suffices in `plan.json`: a probability, or
+/// `"unknown"` when some cell has no measured rate.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
+#[serde(untagged)]
+pub(crate) enum Chance {
+    Probability(f64),
+    Unknown(Unknown),
+}
+
+/// The string `"unknown"`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unknown {
+    #[serde(rename = "unknown")]
+    Unknown,
 }

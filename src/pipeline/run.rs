@@ -8,7 +8,8 @@
 //! version) is unchanged and whose outputs are intact, and redoes the rest.
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -19,7 +20,7 @@ use crate::core::summary::Summary;
 use crate::engine::pool::PoolConfig;
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::generate::{Mode, prepare};
+use crate::pipeline::generate::{CellReport, Mode, prepare};
 use crate::pipeline::lock::{FileLock, ReleaseLock};
 use crate::pipeline::manifest::{
     Fingerprint, StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds,
@@ -27,7 +28,7 @@ use crate::pipeline::manifest::{
 };
 use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder, StageName};
 use crate::stages::release::cells::{cell_label, first_of};
-use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
+use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest, UnfilledCell};
 
 /// Arguments of `puzzleforge run`.
 #[derive(clap::Args, Debug)]
@@ -166,20 +167,86 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         Ok(done) => done,
         Err(error) => return generation_fell_short(&ctx, &release, error),
     };
-    let mut json = json!({"release": release, "release_dir": release_dir, "stages": report});
+    let mut record = RunSummary {
+        release: release.clone(),
+        release_dir,
+        stages: Some(report),
+        generate: None,
+        error: None,
+        shard: None,
+        left_for_merge: None,
+        strict: None,
+    };
     if let Some(generated) = &ctx.generated {
         human.push_str(&generated.human());
-        json["generate"] = generated.summary_json();
+        record.generate = Some(generated.summary_json());
     }
     if let Some(shard) = &args.shard {
-        report_shard(shard, &left_for_merge, &mut human, &mut json);
+        human.push_str(&shard_line(shard, &left_for_merge));
+        record.shard = Some(*shard);
+        record.left_for_merge = Some(left_for_merge);
     }
     human.push_str(&what_it_made(&ctx, &release, &args.config)?);
-    let mut summary = Summary::new(human, json);
+    let mut shortfall = None;
     if args.strict {
-        summary.shortfall = strict_shortfall(&ctx, &mut summary.json)?;
+        let (error, strict) = strict_shortfall(&ctx)?;
+        shortfall = error;
+        record.strict = Some(strict);
     }
+    let mut summary = Summary::new(human, serde_json::to_value(&record)?);
+    summary.shortfall = shortfall;
     Ok(summary)
+}
+
+/// The `run` summary (`run --json`): the release, each stage's report,
+/// and as they apply the generation, the error a generation that fell
+/// short ended with, the shard and `--strict`'s cells (absent keys where
+/// they do not apply).
+#[derive(Serialize, Debug)]
+struct RunSummary {
+    release: String,
+    release_dir: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stages: Option<Vec<StageReport>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generate: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<Shard>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    left_for_merge: Option<Vec<StageName>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<StrictRecord>,
+}
+
+/// One stage's entry in `stages` of the `run` summary (and of `merge`'s).
+#[derive(Serialize, Debug)]
+pub(crate) struct StageReport {
+    pub stage: StageName,
+    pub skipped: bool,
+    /// Wall seconds (under `[generate]`, with the stage's share of the
+    /// generation's).
+    pub seconds: f64,
+    /// The stage's own counts.
+    pub counts: Value,
+}
+
+/// `strict` in the `run --strict` summary: the target's cells and its
+/// unfilled ones.
+#[derive(Serialize, Debug)]
+struct StrictRecord {
+    cells: usize,
+    unfilled: UnfilledCells,
+}
+
+/// The unfilled cells `--strict` lists: `[generate]`'s (generated puzzles
+/// only) or the release manifest's.
+#[derive(Serialize, Debug)]
+#[serde(untagged)]
+enum UnfilledCells {
+    Generated(Vec<CellReport>),
+    Release(Vec<UnfilledCell>),
 }
 
 /// The run's last lines: what it made, the cells it left unfilled, and
@@ -252,13 +319,17 @@ fn generation_fell_short(ctx: &RunContext, release: &str, error: anyhow::Error) 
         ctx.release_dir.display(),
         generated.human()
     );
-    let json = json!({
-        "release": release,
-        "release_dir": ctx.release_dir,
-        "generate": generated.summary_json(),
-        "error": format!("{error:#}"),
-    });
-    let mut summary = Summary::new(human, json);
+    let record = RunSummary {
+        release: release.to_string(),
+        release_dir: ctx.release_dir.clone(),
+        stages: None,
+        generate: Some(generated.summary_json()),
+        error: Some(format!("{error:#}")),
+        shard: None,
+        left_for_merge: None,
+        strict: None,
+    };
+    let mut summary = Summary::new(human, serde_json::to_value(&record)?);
     summary.shortfall = Some(format!("{error:#}"));
     Ok(summary)
 }
@@ -285,8 +356,8 @@ fn run_plan(
 }
 
 /// A shard's line of the summary: the stages it leaves for `merge`.
-fn report_shard(shard: &Shard, left_for_merge: &[StageName], human: &mut String, json: &mut Value) {
-    human.push_str(&format!(
+fn shard_line(shard: &Shard, left_for_merge: &[StageName]) -> String {
+    format!(
         "  shard {}/{}: {} left for `puzzleforge merge`\n",
         shard.index,
         shard.count,
@@ -295,9 +366,7 @@ fn report_shard(shard: &Shard, left_for_merge: &[StageName], human: &mut String,
         } else {
             StageName::list(left_for_merge.iter().copied())
         }
-    ));
-    json["shard"] = json!(shard);
-    json["left_for_merge"] = json!(left_for_merge);
+    )
 }
 
 /// `run --strict`: the target's cells and its unfilled ones, recorded in
@@ -305,11 +374,13 @@ fn report_shard(shard: &Shard, left_for_merge: &[StageName], human: &mut String,
 /// there are any. The target is `[generate]`'s (generated puzzles only)
 /// when generation ran, else the release's `[split]` cells, read from
 /// the release's manifest.
-fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>> {
+fn strict_shortfall(ctx: &RunContext) -> Result<(Option<String>, StrictRecord)> {
+    // Each unfilled cell's label, the puzzles drawn for it and the puzzles
+    // found (generated) for it.
     let (cells, unfilled, found_key) = match &ctx.generated {
         Some(generated) => (
-            json!(generated.report.counts.cells),
-            json!(generated.report.counts.unfilled),
+            generated.report.counts.cells,
+            UnfilledCells::Generated(generated.report.counts.unfilled.clone()),
             "generated",
         ),
         None => {
@@ -321,44 +392,46 @@ fn strict_shortfall(ctx: &RunContext, json: &mut Value) -> Result<Option<String>
                 )
             })?;
             (
-                json!(manifest.counts.cells),
-                serde_json::to_value(&manifest.unfilled)?,
+                manifest.counts.cells,
+                UnfilledCells::Release(manifest.unfilled),
                 "found",
             )
         }
     };
-    let unfilled = unfilled.as_array().cloned().unwrap_or_default();
-    json["strict"] = json!({"cells": cells, "unfilled": unfilled});
-    if unfilled.is_empty() {
-        return Ok(None);
+    let labels: Vec<String> = match &unfilled {
+        UnfilledCells::Generated(unfilled) => unfilled
+            .iter()
+            .map(|cell| {
+                let label = cell_label(&cell.rating_bin, cell.length, cell.mate);
+                let wanted = cell.wanted.train + cell.wanted.test;
+                (label, cell.train + cell.test, wanted, cell.generated)
+            })
+            .collect::<Vec<_>>(),
+        UnfilledCells::Release(unfilled) => unfilled
+            .iter()
+            .map(|cell| {
+                let label = cell_label(&cell.rating_bin, cell.length, cell.mate);
+                (label, cell.train + cell.test, cell.wanted, cell.found)
+            })
+            .collect(),
     }
-    let labels: Vec<String> = unfilled
-        .iter()
-        .map(|cell| {
-            let count = |value: &Value| value.as_u64().unwrap_or(0);
-            // `[generate]` records the wanted train and test, a release the total.
-            let wanted = match &cell["wanted"] {
-                Value::Object(sides) => count(&sides["train"]) + count(&sides["test"]),
-                total => count(total),
-            };
-            format!(
-                "{}: {} of {wanted} drawn ({} {found_key})",
-                cell_label(
-                    cell["rating_bin"].as_str().unwrap_or_default(),
-                    count(&cell["length"]) as usize,
-                    cell["mate"] == true
-                ),
-                count(&cell["train"]) + count(&cell["test"]),
-                cell[found_key],
-            )
-        })
-        .collect();
-    Ok(Some(format!(
-        "run --strict: {} of {cells} target cells unfilled: {}; the run's files are written in {}",
-        unfilled.len(),
+    .into_iter()
+    .map(|(label, drawn, wanted, found)| {
+        format!("{label}: {drawn} of {wanted} drawn ({found} {found_key})")
+    })
+    .collect();
+    let strict = StrictRecord { cells, unfilled };
+    if labels.is_empty() {
+        return Ok((None, strict));
+    }
+    let error = format!(
+        "run --strict: {} of {} target cells unfilled: {}; the run's files are written in {}",
+        labels.len(),
+        strict.cells,
         first_of(&labels, 10).join("; "),
         ctx.release_dir.display()
-    )))
+    );
+    Ok((Some(error), strict))
 }
 
 /// Removes what killed or failed runs left in a release folder: stage
@@ -582,7 +655,7 @@ pub(crate) fn run_stages(
     ctx: &mut RunContext,
     stages: &[Box<dyn Stage>],
     redo: Redo,
-) -> Result<(String, Vec<Value>)> {
+) -> Result<(String, Vec<StageReport>)> {
     let mut human = format!("release {}\n", ctx.release_dir.display());
     let mut report = Vec::new();
     let kept = !redo.rewrite_release && release_is_finished(&ctx.release_dir);
@@ -624,12 +697,12 @@ pub(crate) fn run_stages(
             outcome.seconds,
             compact_counts(&outcome.counts)
         ));
-        report.push(json!({
-            "stage": stage.name(),
-            "skipped": outcome.skipped,
-            "seconds": outcome.seconds,
-            "counts": outcome.counts,
-        }));
+        report.push(StageReport {
+            stage: stage.name(),
+            skipped: outcome.skipped,
+            seconds: outcome.seconds,
+            counts: outcome.counts,
+        });
     }
     Ok((human, report))
 }
@@ -863,6 +936,7 @@ fn compact_counts(counts: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// A stage's counts read short: whole counts as they are, fractions
     /// to 4 significant digits.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, read_puzzles};
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
-use crate::pipeline::cost::StreamSample;
+use crate::pipeline::cost::{StreamSample, UnfilledCost};
 use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::verify::Verdict;
 
@@ -187,7 +187,7 @@ impl Generated {
         let mut summary = json!(self.report);
         summary["engine_cpu_hours"] = json!(self.cpu_seconds / 3600.0);
         if let Some((_, cost)) = self.cost_of_unfilled() {
-            summary["cost_of_unfilled"] = cost;
+            summary["cost_of_unfilled"] = json!(cost);
         }
         // `get_mut`, not `summary["profiles"]`: indexing inserts a null
         // key into a single-profile summary, which then differs from the
@@ -403,7 +403,7 @@ impl Generated {
 
     /// When a budget stopped the run with cells unfilled: what they would
     /// cost at the rates the games measured ([`crate::pipeline::cost`]).
-    fn cost_of_unfilled(&self) -> Option<(String, Value)> {
+    fn cost_of_unfilled(&self) -> Option<(String, UnfilledCost)> {
         let budget = match self.stop {
             Stop::MaxGames => crate::pipeline::cost::Budget::MaxGames,
             Stop::MaxCpuHours => crate::pipeline::cost::Budget::MaxCpuHours,

@@ -4,7 +4,6 @@
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 use crate::bail_input;
@@ -263,7 +262,7 @@ pub(crate) const LENGTH_RANGE: std::ops::RangeInclusive<usize> = 1..=10;
 pub(crate) const MAX_CELLS: usize = 10_000;
 
 /// Wanted puzzles per side for one cell.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Quota {
     pub train: usize,
     pub test: usize,
@@ -441,10 +440,6 @@ impl Cell {
             self.length,
             self.mate
         )
-    }
-
-    pub(crate) fn to_json(self) -> Value {
-        json!({"rating_bin": self.bin_label(), "length": self.length, "mate": self.mate})
     }
 }
 
