@@ -527,6 +527,9 @@ struct EvalInputs {
     puzzles: Vec<Puzzle>,
     /// The sha256 of the puzzle set's file.
     set_sha256: String,
+    /// The rating model the set's release records; read with the set, so
+    /// a manifest that names it wrongly stops the eval before any call.
+    rating_model: Option<report::ModelPin>,
     tasks: Vec<PositionTask>,
     prompt: PromptSpec,
     templates: Vec<Template>,
@@ -536,6 +539,7 @@ impl EvalInputs {
     fn load(args: &EvalArgs, config: &EvalConfig) -> Result<Self> {
         let model = player_of(config)?;
         let (puzzles, set_sha256) = load_puzzles(args, config)?;
+        let rating_model = rating_model_of(&args.set)?;
         let mut tasks = Vec::new();
         for (i, puzzle) in puzzles.iter().enumerate() {
             tasks.extend(puzzle_tasks(i, puzzle)?);
@@ -549,6 +553,7 @@ impl EvalInputs {
             model,
             puzzles,
             set_sha256,
+            rating_model,
             tasks,
             prompt,
             templates,
@@ -589,7 +594,7 @@ impl EvalInputs {
             puzzles: self.puzzles.len(),
             positions: self.tasks.len(),
             config: recorded_config(config, &self.model),
-            rating_model: rating_model_of(&args.set)?,
+            rating_model: self.rating_model.clone(),
         })
     }
 }

@@ -52,7 +52,11 @@ fn g(deviation: f64) -> f64 {
 /// The chance a player of `rating` solves a puzzle of `puzzle` rating and
 /// `deviation`, under Glicko-2.
 pub(crate) fn expected_score(rating: f64, puzzle: f64, deviation: f64) -> f64 {
-    let z = g(deviation) * (rating - puzzle) / GLICKO_SCALE;
+    sigmoid(g(deviation) * (rating - puzzle) / GLICKO_SCALE)
+}
+
+/// The logistic function: the probability of log-odds `z`.
+pub(super) fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }
 

@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::puzzle_rating::Attempt;
+use super::puzzle_rating::{Attempt, sigmoid};
 
 /// Ratings are centred and scaled so that the two coefficients are of one
 /// size (a logit per 400 points, Elo's unit) and Newton's steps stay tame.
@@ -83,10 +83,6 @@ impl std::fmt::Display for CurveError {
 
 /// Fewest attempts a curve is fitted on.
 pub const MIN_ATTEMPTS: usize = 20;
-
-fn sigmoid(z: f64) -> f64 {
-    1.0 / (1.0 + (-z).exp())
-}
 
 impl SolveCurve {
     /// Fits the curve on attempts scored 0 or 1 (a score in between counts
