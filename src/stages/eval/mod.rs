@@ -33,7 +33,7 @@ use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, load_section, switch_off};
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineArgs;
 use client::{ChatClient, Endpoint, default_cache_dir};
@@ -42,7 +42,7 @@ use human::Policies;
 use metrics::{PositionRecord, Verdict};
 use players::{Answer, ModelSpec, Tally, ask_model, random_move, request_seed, run_parallel};
 use prompt::{PromptSpec, Template};
-use report::{EnginePin, RunOutput};
+use report::{EnginePin, EvalSummary, RunOutput};
 pub use scoring::classify;
 use task::{Job, PositionTask, PositionView, puzzle_tasks};
 
@@ -406,7 +406,7 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
             lock_path.display()
         )));
     };
-    run_eval_with(args, config, &args.engine_flags())
+    run_eval_with(args, config, &args.engine_flags())?.into_summary()
 }
 
 /// Evaluates with the `[eval]` settings `config` and `engine` (the pipeline
@@ -417,7 +417,7 @@ pub(crate) fn run_eval_with(
     args: &EvalArgs,
     config: EvalConfig,
     engine: &EvalEngine,
-) -> Result<Summary> {
+) -> Result<Report<EvalSummary>> {
     let started = Instant::now();
     let inputs = EvalInputs::load(args, &config)?;
     let EvalInputs {
