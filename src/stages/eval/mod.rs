@@ -24,7 +24,8 @@ pub(crate) mod sample;
 pub mod task;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -169,6 +170,15 @@ pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> 
     }
 }
 
+/// What the eval reads of a release's `settings.rate`: the rating model,
+/// kept as JSON until it is checked as a [`report::ModelPin`] (so that a
+/// malformed one is named as such).
+#[derive(Deserialize)]
+struct RecordedRate {
+    #[serde(default)]
+    model: Value,
+}
+
 /// The rating model a release folder `set` records under
 /// `settings.rate.model` (its path and sha256); `None` for a puzzle file,
 /// or a release rated with no model (`run` records none when `[rate]` has
@@ -180,7 +190,7 @@ fn rating_model_of(set: &Path) -> Result<Option<report::ModelPin>> {
     let recorded = crate::stages::release::manifest::ReleaseManifest::load(set)?
         .and_then(|manifest| manifest.settings)
         .and_then(|settings| settings.rate)
-        .map(|rate| rate["model"].clone())
+        .map(|rate| RecordedRate::deserialize(&rate).map_or(Value::Null, |rate| rate.model))
         .filter(|model| !model.is_null());
     recorded
         .map(|model| {
