@@ -26,3 +26,43 @@ impl Summary {
         }
     }
 }
+
+/// A command's result whose record is a typed struct: the pipeline edits
+/// the record (names its files where they will live, not in the scratch
+/// folder they were written to) before it becomes JSON, and the command
+/// line prints it through [`Report::into_summary`]. The record's field
+/// order is its JSON key order.
+#[derive(Debug, Clone)]
+pub struct Report<R> {
+    /// Lines for a person, printed on stderr.
+    pub human: String,
+    /// The machine-readable summary.
+    pub record: R,
+}
+
+impl<R: serde::Serialize> Report<R> {
+    pub fn new(human: impl Into<String>, record: R) -> Self {
+        Self {
+            human: human.into(),
+            record,
+        }
+    }
+
+    /// The command's summary: the human lines and the record as JSON.
+    pub fn into_summary(self) -> anyhow::Result<Summary> {
+        let json = serde_json::to_value(&self.record)?;
+        Ok(Summary::new(self.human, json))
+    }
+}
+
+/// Serializes `(key, value)` pairs as one JSON object with the keys in the
+/// pairs' order (for `#[serde(serialize_with)]`: a record's map whose
+/// order is neither sorted nor a struct's).
+pub fn serialize_pairs<K, V, S>(pairs: &[(K, V)], serializer: S) -> Result<S::Ok, S::Error>
+where
+    K: serde::Serialize,
+    V: serde::Serialize,
+    S: serde::Serializer,
+{
+    serializer.collect_map(pairs.iter().map(|(key, value)| (key, value)))
+}

@@ -133,6 +133,106 @@ fn stage_files(ctx: &RunContext, stage: StageName, ending: &str) -> Vec<PathBuf>
     files
 }
 
+/// The summary of a stage that reads sources (`ingest_puzzles`,
+/// `ingest_games`): each source's own summary.
+#[derive(Serialize)]
+struct SourcesSummary<S> {
+    sources: usize,
+    files: Vec<SourceSummary<S>>,
+}
+
+impl<S> SourcesSummary<S> {
+    fn of(files: Vec<SourceSummary<S>>) -> Self {
+        Self {
+            sources: files.len(),
+            files,
+        }
+    }
+}
+
+/// One source and its summary.
+#[derive(Serialize)]
+struct SourceSummary<S> {
+    source: PathBuf,
+    summary: S,
+}
+
+/// The summary of a stage that reads the files of the stage before it
+/// (`mine`, `rate`): each input's own summary.
+#[derive(Serialize)]
+struct InputsSummary<S> {
+    inputs: usize,
+    files: Vec<InputSummary<S>>,
+}
+
+impl<S> InputsSummary<S> {
+    fn of(files: Vec<InputSummary<S>>) -> Self {
+        Self {
+            inputs: files.len(),
+            files,
+        }
+    }
+}
+
+/// One input file and its summary.
+#[derive(Serialize)]
+struct InputSummary<S> {
+    input: PathBuf,
+    summary: S,
+}
+
+/// The `selfplay` summary under `[generate]`: the games written from the
+/// store, and the generation's funnel and cost.
+#[derive(Serialize)]
+struct GeneratedGamesSummary<'a> {
+    games: u64,
+    first_game: u64,
+    last_game: u64,
+    output: String,
+    generate: &'a crate::pipeline::generate::GenerateReport,
+    engine_cpu_hours: f64,
+}
+
+/// One `mine` input's summary: mined now, or (the generated games) written
+/// from the store, where they were mined as they were played.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MineFileSummary {
+    FromStore {
+        puzzles: u64,
+        from_store: String,
+        output: String,
+    },
+    Mined(crate::stages::mine::MineSummary),
+}
+
+/// One `rate` input's summary: rated now, or (the generated puzzles)
+/// written from the store, where they were rated as they were played.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum RateFileSummary {
+    FromStore {
+        written: u64,
+        from_store: String,
+        output: String,
+    },
+    Rated(crate::stages::rate::RateSummary),
+}
+
+/// The `export` summary: each format's own.
+#[derive(Serialize)]
+struct ExportsSummary {
+    formats: usize,
+    exports: Vec<FormatSummary>,
+}
+
+/// One format of `export.formats` and its export's summary.
+#[derive(Serialize)]
+struct FormatSummary {
+    format: String,
+    summary: crate::stages::export::ExportSummary,
+}
+
 /// `ingest_puzzles`: validates every configured puzzle source.
 struct IngestPuzzles {
     /// `[ingest.puzzles]`.
@@ -164,18 +264,20 @@ impl Stage for IngestPuzzles {
         for source in &self.sources {
             let output = output_name(source, ".csv");
             let rejects = output_name(source, ".rejects.csv");
-            let mut summary = crate::stages::ingest_puzzles::run_puzzles_with(
+            let mut summary = crate::stages::ingest_puzzles::ingest_puzzles(
                 &config,
                 source,
                 &folder.scratch_path(&output),
                 Some(&folder.scratch_path(&rejects)),
-            )?
-            .json;
-            summary["output"] = folder.committed_path(&output);
-            summary["rejects"] = folder.committed_path(&rejects);
-            files.push(json!({"source": source, "summary": summary}));
+            )?;
+            summary.output = folder.committed.join(&output);
+            summary.rejects = folder.committed.join(&rejects);
+            files.push(SourceSummary {
+                source: source.clone(),
+                summary,
+            });
         }
-        Ok(json!({"sources": files.len(), "files": files}))
+        Ok(serde_json::to_value(SourcesSummary::of(files))?)
     }
 }
 
@@ -204,16 +306,19 @@ impl Stage for IngestGames {
         let mut files = Vec::new();
         for source in &self.sources {
             let output = output_name(source, ".candidates.csv");
-            let mut summary = crate::stages::ingest_games::run_games_with(
+            let mut summary = crate::stages::ingest_games::games_report(
                 &self.section,
                 source,
                 &folder.scratch_path(&output),
             )?
-            .json;
-            summary["output"] = folder.committed_path(&output);
-            files.push(json!({"source": source, "summary": summary}));
+            .record;
+            summary.output = folder.committed_path(&output);
+            files.push(SourceSummary {
+                source: source.clone(),
+                summary,
+            });
         }
-        Ok(json!({"sources": files.len(), "files": files}))
+        Ok(serde_json::to_value(SourcesSummary::of(files))?)
     }
 }
 
@@ -255,15 +360,20 @@ impl Stage for Selfplay {
             // The games were played into the batch store; the release
             // holds those up to the stopping game, and the funnel.
             let output = "games.pgn";
-            let mut summary = generated.write_games(&folder.scratch_path(output))?;
+            let games = generated.write_games(&folder.scratch_path(output))?;
             write_atomic(
                 &folder.scratch_path(GENERATE_SUMMARY),
                 format!("{}\n", serde_json::to_string_pretty(&generated.report)?).as_bytes(),
             )?;
-            summary["output"] = folder.committed_path(output);
-            summary["generate"] = json!(generated.report);
-            summary["engine_cpu_hours"] = json!(generated.cpu_seconds / 3600.0);
-            return Ok(summary);
+            let summary = GeneratedGamesSummary {
+                games,
+                first_game: generated.first,
+                last_game: generated.last,
+                output: folder.committed_path(output),
+                generate: &generated.report,
+                engine_cpu_hours: generated.cpu_seconds / 3600.0,
+            };
+            return Ok(serde_json::to_value(summary)?);
         }
         let pool = ctx.engine_pool(StageName::Selfplay)?;
         // A shard plays its slice of the game numbers; each game's bytes
@@ -282,9 +392,9 @@ impl Stage for Selfplay {
             &folder.scratch_path(output),
             numbers,
         )?
-        .json;
-        summary["output"] = folder.committed_path(output);
-        Ok(summary)
+        .record;
+        summary.output = folder.committed_path(output);
+        Ok(serde_json::to_value(summary)?)
     }
 }
 
@@ -372,9 +482,14 @@ impl Stage for Mine {
                     &folder.scratch_path(&output),
                     Some(columns.to_vec()),
                 )?;
-                files.push(json!({"input": input, "summary": {"puzzles": written,
-                    "from_store": generated.stores_display(),
-                    "output": folder.committed_path(&output)}}));
+                files.push(InputSummary {
+                    input,
+                    summary: MineFileSummary::FromStore {
+                        puzzles: written,
+                        from_store: generated.stores_display(),
+                        output: folder.committed_path(&output),
+                    },
+                });
                 continue;
             }
             let loaded = Self::load(ctx, &input, sliced_here)?;
@@ -384,11 +499,14 @@ impl Stage for Mine {
                 &loaded,
                 &folder.scratch_path(&output),
             )?
-            .json;
-            summary["output"] = folder.committed_path(&output);
-            files.push(json!({"input": input, "summary": summary}));
+            .record;
+            summary.output = folder.committed_path(&output);
+            files.push(InputSummary {
+                input,
+                summary: MineFileSummary::Mined(summary),
+            });
         }
-        Ok(json!({"inputs": files.len(), "files": files}))
+        Ok(serde_json::to_value(InputsSummary::of(files))?)
     }
 }
 
@@ -433,9 +551,14 @@ impl Stage for Rate {
             if let Some(generated) = ctx.generated.as_ref().filter(|_| is_selfplay_file(&input)) {
                 let written =
                     generated.write_puzzles(Part::Rated, &folder.scratch_path(&output), None)?;
-                files.push(json!({"input": input, "summary": {"written": written,
-                    "from_store": generated.stores_display(),
-                    "output": folder.committed_path(&output)}}));
+                files.push(InputSummary {
+                    input,
+                    summary: RateFileSummary::FromStore {
+                        written,
+                        from_store: generated.stores_display(),
+                        output: folder.committed_path(&output),
+                    },
+                });
                 continue;
             }
             let job = crate::stages::rate::RateJob {
@@ -448,11 +571,14 @@ impl Stage for Rate {
                 engine: engine.spec.clone(),
                 pool: engine.pool.clone(),
             };
-            let mut summary = crate::stages::rate::run_rate_with(&job)?.json;
-            summary["output"] = folder.committed_path(&output);
-            files.push(json!({"input": input, "summary": summary}));
+            let mut summary = crate::stages::rate::run_rate_with(&job)?.record;
+            summary.output = folder.committed_path(&output);
+            files.push(InputSummary {
+                input,
+                summary: RateFileSummary::Rated(summary),
+            });
         }
-        Ok(json!({"inputs": files.len(), "files": files}))
+        Ok(serde_json::to_value(InputsSummary::of(files))?)
     }
 }
 
@@ -711,7 +837,7 @@ impl Provenance {
             })
             .collect::<Result<Vec<_>>>()?;
         let engine = match &ctx.engine {
-            Some(engine) => engine_identity(&engine.spec, &engine.pool)?,
+            Some(engine) => serde_json::to_value(engine_identity(&engine.spec, &engine.pool)?)?,
             None => Value::Null,
         };
         let second = match self.verify.as_ref().and_then(|v| v.second_engine.as_ref()) {
@@ -722,10 +848,11 @@ impl Provenance {
                     .as_ref()
                     .map(|e| e.pool.clone())
                     .unwrap_or_default();
-                let mut identity = engine_identity(&spec, &pool)?;
-                identity["depth"] = json!(second.depth);
-                identity["min_gap_cp"] = json!(second.min_gap_cp);
-                identity
+                serde_json::to_value(SecondEngineIdentity {
+                    identity: engine_identity(&spec, &pool)?,
+                    depth: second.depth,
+                    min_gap_cp: second.min_gap_cp,
+                })?
             }
             None => Value::Null,
         };
@@ -763,10 +890,32 @@ impl Provenance {
 
 /// An engine as a release names it: its UCI `id name` (split into name and
 /// version), its binary's sha256 and the options sent.
-fn engine_identity(
-    spec: &crate::engine::process::EngineSpec,
+#[derive(Serialize)]
+struct EngineIdentity<'a> {
+    id: String,
+    name: String,
+    /// `None` when the `id name` does not end in a version number.
+    version: Option<String>,
+    sha256: String,
+    #[serde(serialize_with = "crate::core::summary::serialize_pairs")]
+    options: &'a [(String, String)],
+}
+
+/// The second engine as a release names it: its identity and the search
+/// it checks with.
+#[derive(Serialize)]
+struct SecondEngineIdentity<'a> {
+    #[serde(flatten)]
+    identity: EngineIdentity<'a>,
+    depth: u32,
+    min_gap_cp: i32,
+}
+
+/// The identity of the engine `spec` starts (asked by starting it).
+fn engine_identity<'a>(
+    spec: &'a crate::engine::process::EngineSpec,
     pool: &crate::engine::pool::PoolConfig,
-) -> Result<Value> {
+) -> Result<EngineIdentity<'a>> {
     let engine = crate::engine::process::Engine::start_with_handshake(
         spec,
         pool.handshake_deadline,
@@ -781,13 +930,13 @@ fn engine_identity(
         }
         _ => (id.clone(), None),
     };
-    let options: serde_json::Map<String, Value> = spec
-        .options
-        .iter()
-        .map(|(name, value)| (name.clone(), json!(value)))
-        .collect();
-    Ok(json!({"id": id, "name": name, "version": version,
-        "sha256": crate::core::fileio::sha256_file(&spec.path)?, "options": options}))
+    Ok(EngineIdentity {
+        sha256: crate::core::fileio::sha256_file(&spec.path)?,
+        id,
+        name,
+        version,
+        options: &spec.options,
+    })
 }
 
 /// `release`: the stratified, game-grouped train/test split.
@@ -969,9 +1118,9 @@ impl Stage for Release {
             seed: self.seed,
             ..self.section.clone()
         };
-        let mut summary = crate::stages::release::run_split_with(&args, config)?.json;
-        summary["output"] = folder.committed_folder();
-        Ok(summary)
+        let mut summary = crate::stages::release::run_split_with(&args, config)?.record;
+        summary.output = folder.committed_folder();
+        Ok(serde_json::to_value(summary)?)
     }
 }
 
@@ -1040,11 +1189,18 @@ impl Stage for Export {
                 output: folder.scratch_path(name),
                 split: self.split,
             };
-            let mut summary = crate::stages::export::run_export(&args)?.json;
-            summary["output"] = folder.committed_path(name);
-            done.push(json!({"format": name, "summary": summary}));
+            let mut summary = crate::stages::export::export_report(&args)?.record;
+            summary.output = folder.committed_path(name);
+            done.push(FormatSummary {
+                format: name.clone(),
+                summary,
+            });
         }
-        Ok(json!({"formats": done.len(), "exports": done}))
+        let summary = ExportsSummary {
+            formats: done.len(),
+            exports: done,
+        };
+        Ok(serde_json::to_value(summary)?)
     }
 }
 
@@ -1121,8 +1277,8 @@ impl Stage for Eval {
             spec: engine.spec.clone(),
             pool: engine.pool.clone(),
         };
-        let mut summary = crate::stages::eval::run_eval_with(&args, config, &engine)?.json;
-        summary["run_dir"] = folder.committed_folder();
-        Ok(summary)
+        let mut summary = crate::stages::eval::run_eval_with(&args, config, &engine)?.record;
+        summary.run_dir = folder.committed_folder();
+        Ok(serde_json::to_value(summary)?)
     }
 }

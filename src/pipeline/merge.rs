@@ -23,6 +23,7 @@
 //! the normal run machinery.
 
 use anyhow::{Context, Result};
+use serde::Serialize;
 use serde_json::{Value, json};
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
@@ -36,15 +37,15 @@ use crate::core::fileio::sha256_file;
 use crate::core::shard::Shard;
 use crate::core::summary::Summary;
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::generate::{Generated, Mode, prepare};
+use crate::pipeline::generate::{Generated, Mode, prepare, recorded_store};
 use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
     Fingerprint, MANIFEST, StageManifest, commit_stage_dir, fingerprint, fresh_scratch,
     manifest_seconds, output_hashes,
 };
 use crate::pipeline::run::{
-    Redo, Stages, check_engines, check_release_name, release_is_finished, resolve_engine,
-    run_stages, split_sharded,
+    Redo, StageReport, Stages, check_engines, check_release_name, release_is_finished,
+    resolve_engine, run_stages, split_sharded,
 };
 use crate::pipeline::stage::{RunContext, Stage, StageName};
 
@@ -491,20 +492,45 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         human.push_str(line);
         human.push('\n');
     }
-    report.extend(rest_report.iter().map(|stage| json!(stage)));
+    report.extend(rest_report.into_iter().map(MergeStageEntry::Ran));
     if let Some(generated) = &ctx.generated {
         human.push_str(&generated.human());
     }
-    Ok(Summary::new(
-        human,
-        json!({
-            "command": "merge",
-            "release_dir": release_dir,
-            "shards": shard_names(&shards),
-            "count": shards[0].shard.count,
-            "stages": report,
-        }),
-    ))
+    let record = MergeSummary {
+        command: "merge",
+        release_dir,
+        shards: shard_names(&shards),
+        count: shards[0].shard.count,
+        stages: report,
+    };
+    Ok(Summary::new(human, serde_json::to_value(&record)?))
+}
+
+/// The `merge` summary (`merge --json`): the release, the shards and each
+/// stage's entry, merged from the shards or run on the merged release.
+#[derive(Serialize)]
+struct MergeSummary {
+    command: &'static str,
+    release_dir: PathBuf,
+    shards: Vec<String>,
+    /// The shards' count (`--shard I/N`'s N).
+    count: u64,
+    stages: Vec<MergeStageEntry>,
+}
+
+/// One stage's entry in the `merge` summary.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MergeStageEntry {
+    /// A sliced stage, merged from the shards' outputs.
+    Merged {
+        stage: StageName,
+        merged: bool,
+        skipped: bool,
+        counts: Value,
+    },
+    /// A stage run on the merged release, as `run` reports it.
+    Ran(StageReport),
 }
 
 /// Under `[generate]` the shards played their slices into the batch
@@ -542,7 +568,7 @@ fn merge_sliced(
     ctx: &RunContext,
     shards: &[ShardDir],
     force: bool,
-) -> Result<(String, Vec<Value>)> {
+) -> Result<(String, Vec<MergeStageEntry>)> {
     let mut human = String::new();
     let mut report = Vec::new();
     let mut kept = KeptRows::new();
@@ -553,8 +579,12 @@ fn merge_sliced(
             stage.name(),
             if merged.skipped { "skipped" } else { "merged" }
         ));
-        report.push(json!({"stage": stage.name(), "merged": !merged.skipped,
-            "skipped": merged.skipped, "counts": merged.counts}));
+        report.push(MergeStageEntry::Merged {
+            stage: stage.name(),
+            merged: !merged.skipped,
+            skipped: merged.skipped,
+            counts: merged.counts,
+        });
     }
     Ok((human, report))
 }
@@ -562,13 +592,18 @@ fn merge_sliced(
 /// Under `[generate]`: every shard played into the store this merge reads
 /// (its self-play stage records the store's key).
 fn check_same_store(generated: &Generated, shards: &[ShardDir]) -> Result<()> {
-    let ours = json!(generated.fingerprint().store());
+    let fingerprint = generated.fingerprint();
+    let ours = fingerprint.store();
     for shard in shards {
-        let theirs = &shard.manifest(StageName::Selfplay)?.fingerprint.config["generate"]["store"];
-        if *theirs != ours {
+        let theirs = recorded_store(&shard.manifest(StageName::Selfplay)?.fingerprint.config);
+        if theirs.as_deref() != Some(ours) {
+            // Both as JSON (quoted, or null for none), as the message
+            // always named them.
             return Err(bad_input(format!(
-                "{}: the shard generated into store {theirs}, this merge reads store {ours}; merge with the shards' pipeline.toml and engine",
-                shard.dir.display()
+                "{}: the shard generated into store {}, this merge reads store {}; merge with the shards' pipeline.toml and engine",
+                shard.dir.display(),
+                json!(theirs),
+                json!(ours)
             )));
         }
     }

@@ -20,7 +20,7 @@ use crate::core::summary::Summary;
 use crate::engine::pool::PoolConfig;
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::generate::{CellReport, Mode, prepare};
+use crate::pipeline::generate::{CellReport, GenerateSummary, Mode, prepare};
 use crate::pipeline::lock::{FileLock, ReleaseLock};
 use crate::pipeline::manifest::{
     Fingerprint, StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds,
@@ -179,7 +179,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     };
     if let Some(generated) = &ctx.generated {
         human.push_str(&generated.human());
-        record.generate = Some(generated.summary_json());
+        record.generate = Some(generated.summary());
     }
     if let Some(shard) = &args.shard {
         human.push_str(&shard_line(shard, &left_for_merge));
@@ -203,13 +203,13 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
 /// short ended with, the shard and `--strict`'s cells (absent keys where
 /// they do not apply).
 #[derive(Serialize, Debug)]
-struct RunSummary {
+struct RunSummary<'a> {
     release: String,
     release_dir: PathBuf,
     #[serde(skip_serializing_if = "Option::is_none")]
     stages: Option<Vec<StageReport>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    generate: Option<Value>,
+    generate: Option<GenerateSummary<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -323,7 +323,7 @@ fn generation_fell_short(ctx: &RunContext, release: &str, error: anyhow::Error) 
         release: release.to_string(),
         release_dir: ctx.release_dir.clone(),
         stages: None,
-        generate: Some(generated.summary_json()),
+        generate: Some(generated.summary()),
         error: Some(format!("{error:#}")),
         shard: None,
         left_for_merge: None,
@@ -849,8 +849,10 @@ fn check_kept_store(ctx: &RunContext, key: &str) -> Result<()> {
     let Some(previous) = StageManifest::previous(&dir) else {
         return Ok(());
     };
-    let recorded = &previous.fingerprint.config["generate"]["store"];
-    if recorded.as_str().is_some_and(|recorded| recorded != key) {
+    let recorded = crate::pipeline::generate::recorded_store(&previous.fingerprint.config);
+    if let Some(recorded) = recorded.filter(|recorded| recorded != key) {
+        // As JSON (quoted), as the message always named it.
+        let recorded = Value::String(recorded);
         return Err(kept_error(
             ctx,
             &format!(

@@ -178,13 +178,13 @@ impl StageFolder {
     }
 
     /// Where the output `name` will live, as the stage's summary names it.
-    pub(crate) fn committed_path(&self, name: impl AsRef<Path>) -> Value {
-        Value::from(self.committed.join(name).display().to_string())
+    pub(crate) fn committed_path(&self, name: impl AsRef<Path>) -> String {
+        self.committed.join(name).display().to_string()
     }
 
     /// The final folder, as the stage's summary names it.
-    pub(crate) fn committed_folder(&self) -> Value {
-        Value::from(self.committed.display().to_string())
+    pub(crate) fn committed_folder(&self) -> String {
+        self.committed.display().to_string()
     }
 }
 

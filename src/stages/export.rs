@@ -4,6 +4,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use serde::Serialize;
 use serde_json::{Value, json};
 use shakmaty::{CastlingMode, Color, Position};
 use std::io::Write;
@@ -14,7 +15,7 @@ use crate::chess::columns::{self, Column};
 use crate::chess::line::{LineError, fen_of};
 use crate::chess::record::{LICHESS_COLUMNS, Puzzle, for_each_row};
 use crate::core::fileio::{AtomicFile, write_atomic};
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use crate::stages::release::card::{fill_lichess_defaults, split_files};
 
 /// Output formats of `export`.
@@ -253,6 +254,32 @@ fn release_split_file(release: &Path, split: &str) -> Result<PathBuf> {
 
 /// Runs `puzzleforge export`.
 pub fn run_export(args: &ExportArgs) -> Result<Summary> {
+    export_report(args)?.into_summary()
+}
+
+/// The JSON summary of an export.
+#[derive(Serialize, Debug, Clone)]
+pub(crate) struct ExportSummary {
+    command: &'static str,
+    format: String,
+    /// The export's folder (where the pipeline commits it).
+    pub(crate) output: String,
+    /// Each split exported, in the order exported.
+    #[serde(serialize_with = "crate::core::summary::serialize_pairs")]
+    splits: Vec<(String, SplitTotals)>,
+    files: Vec<String>,
+}
+
+/// One split's puzzles read, records written and puzzles skipped.
+#[derive(Serialize, Debug, Clone)]
+struct SplitTotals {
+    puzzles: usize,
+    records: usize,
+    skipped: usize,
+}
+
+/// [`run_export`], its record typed.
+pub(crate) fn export_report(args: &ExportArgs) -> Result<Report<ExportSummary>> {
     if !args.release.is_dir() {
         bail_input!("export: {} is not a folder", args.release.display());
     }
@@ -264,7 +291,7 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
     };
     let mut human = String::new();
     let mut files = Vec::new();
-    let mut totals = serde_json::Map::new();
+    let mut totals = Vec::new();
     for split in splits {
         let input = release_split_file(&args.release, split)?;
         let mut puzzles = Vec::new();
@@ -319,23 +346,25 @@ pub fn run_export(args: &ExportArgs) -> Result<Summary> {
         for problem in skipped.iter().take(5) {
             human.push_str(&format!("export: skipped {problem}\n"));
         }
-        totals.insert(
+        totals.push((
             split.to_string(),
-            json!({"puzzles": puzzles.len(), "records": records, "skipped": skipped.len()}),
-        );
+            SplitTotals {
+                puzzles: puzzles.len(),
+                records,
+                skipped: skipped.len(),
+            },
+        ));
         files.push(name);
     }
     write_tool_files(args, splits, &mut human, &mut files)?;
-    Ok(Summary::new(
-        human,
-        json!({
-            "command": "export",
-            "format": format_name(args.format),
-            "output": args.output.display().to_string(),
-            "splits": totals,
-            "files": files,
-        }),
-    ))
+    let record = ExportSummary {
+        command: "export",
+        format: format_name(args.format),
+        output: args.output.display().to_string(),
+        splits: totals,
+        files,
+    };
+    Ok(Report::new(human, record))
 }
 
 /// Writes what the format's tool runs ([`tool_files`]) and, for DSPy, the

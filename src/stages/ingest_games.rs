@@ -20,7 +20,6 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Color, EnPassantMode, Position};
 use std::collections::BTreeMap;
@@ -39,7 +38,7 @@ use crate::core::error::bad_input;
 use crate::core::fileio::open_input_with;
 use crate::core::progress;
 use crate::core::settings::{flags_over, switch_off, switch_on};
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 
 /// The `Source` value of every record this stage writes.
 pub(crate) const SOURCE: &str = "lichess-game";
@@ -563,6 +562,15 @@ struct Throughput {
 /// Runs the stage: reads `input`, writes candidates to `output`
 /// (atomically: nothing is written when reading fails).
 pub fn run_games_with(config: &IngestGamesConfig, input: &Path, output: &Path) -> Result<Summary> {
+    games_report(config, input, output)?.into_summary()
+}
+
+/// [`run_games_with`], its record typed.
+pub(crate) fn games_report(
+    config: &IngestGamesConfig,
+    input: &Path,
+    output: &Path,
+) -> Result<Report<GamesSummary>> {
     let filter = GameFilter::new(config)?;
     let thresholds = Thresholds::from(config);
     let started = Instant::now();
@@ -678,6 +686,27 @@ fn write_candidates(
     Ok(counts)
 }
 
+/// The stage's JSON summary: counts, reasons and throughput.
+#[derive(Serialize, Debug, Clone)]
+pub struct GamesSummary {
+    pub command: &'static str,
+    pub input: String,
+    /// The candidates file (where the pipeline commits it).
+    pub output: String,
+    pub games_read: u64,
+    pub games_kept: u64,
+    pub filtered: BTreeMap<&'static str, u64>,
+    pub invalid: BTreeMap<&'static str, u64>,
+    pub invalid_examples: Vec<String>,
+    pub candidates: u64,
+    pub candidate_games: u64,
+    pub input_bytes: u64,
+    pub pgn_bytes: u64,
+    pub seconds: f64,
+    pub mib_per_s: f64,
+    pub pgn_mib_per_s: f64,
+}
+
 /// The stage's summary: counts, reasons and throughput.
 fn stage_summary(
     input: &Path,
@@ -685,7 +714,7 @@ fn stage_summary(
     counts: &GameCounts,
     candidates: u64,
     throughput: &Throughput,
-) -> Summary {
+) -> Report<GamesSummary> {
     let GameCounts {
         games_read,
         kept,
@@ -732,24 +761,24 @@ fn stage_summary(
     for example in examples {
         human.push_str(&format!("  invalid: {example}\n"));
     }
-    let json = json!({
-        "command": "ingest games",
-        "input": input.display().to_string(),
-        "output": output.display().to_string(),
-        "games_read": games_read,
-        "games_kept": kept,
-        "filtered": filtered,
-        "invalid": invalid,
-        "invalid_examples": examples,
-        "candidates": candidates,
-        "candidate_games": candidate_games,
-        "input_bytes": file_bytes,
-        "pgn_bytes": pgn_bytes,
-        "seconds": seconds,
-        "mib_per_s": rate(file_bytes),
-        "pgn_mib_per_s": rate(pgn_bytes),
-    });
-    Summary::new(human, json)
+    let record = GamesSummary {
+        command: "ingest games",
+        input: input.display().to_string(),
+        output: output.display().to_string(),
+        games_read: *games_read,
+        games_kept: *kept,
+        filtered: filtered.clone(),
+        invalid: invalid.clone(),
+        invalid_examples: examples.clone(),
+        candidates,
+        candidate_games: *candidate_games,
+        input_bytes: file_bytes,
+        pgn_bytes,
+        seconds,
+        mib_per_s: rate(file_bytes),
+        pgn_mib_per_s: rate(pgn_bytes),
+    };
+    Report::new(human, record)
 }
 
 #[cfg(test)]

@@ -25,7 +25,6 @@ use rand::Rng;
 use rand::distr::Distribution;
 use rand::distr::weighted::WeightedIndex;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
 use shakmaty::uci::UciMove;
@@ -37,7 +36,7 @@ use std::path::{Path, PathBuf};
 use crate::core::fileio::AtomicFile;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, switch_on};
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::{EngineError, Limit, SearchRequest, thread_cpu_seconds};
 use crate::engine::settings::{EngineArgs, EngineConfig};
@@ -363,7 +362,7 @@ pub fn run_selfplay_with(
     pool: &EnginePool,
     output: &Path,
 ) -> Result<Summary> {
-    run_selfplay_range(config, pool, output, 1..=config.games)
+    run_selfplay_range(config, pool, output, 1..=config.games)?.into_summary()
 }
 
 /// Plays the games numbered `indices` (a slice of `1..=config.games`, for
@@ -375,7 +374,7 @@ pub(crate) fn run_selfplay_range(
     pool: &EnginePool,
     output: &Path,
     indices: std::ops::RangeInclusive<u64>,
-) -> Result<Summary> {
+) -> Result<Report<SelfplaySummary>> {
     config.validate()?;
     let indices: Vec<u64> = indices.collect();
     let games = play_indices(config, pool, &indices)?;
@@ -406,18 +405,34 @@ pub(crate) fn run_selfplay_range(
             ""
         }
     );
-    let json = json!({
-        "command": "selfplay",
-        "games": games.len(),
-        "plies": plies,
-        "decisive": decisive,
-        "mode": config.mode.name(),
-        "players": players_of(config),
-        "seed": config.seed,
-        "reproducible": !config.engine_limit,
-        "output": output.display().to_string(),
-    });
-    Ok(Summary::new(human, json))
+    let record = SelfplaySummary {
+        command: "selfplay",
+        games: games.len(),
+        plies,
+        decisive,
+        mode: config.mode.name(),
+        players: players_of(config),
+        seed: config.seed,
+        reproducible: !config.engine_limit,
+        output: output.display().to_string(),
+    };
+    Ok(Report::new(human, record))
+}
+
+/// The stage's JSON summary.
+#[derive(Serialize, Debug, Clone)]
+pub(crate) struct SelfplaySummary {
+    command: &'static str,
+    games: usize,
+    plies: usize,
+    decisive: usize,
+    mode: &'static str,
+    players: String,
+    seed: u64,
+    /// False with an engine limit: the games then depend on the machine.
+    reproducible: bool,
+    /// The games file (where the pipeline commits it).
+    pub(crate) output: String,
 }
 
 /// Who plays after the opening, in words.

@@ -12,7 +12,8 @@ use crate::engine::process::{Limit, SearchRequest};
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::engine::uci::Score;
 use anyhow::Context;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, EnPassantMode};
@@ -55,6 +56,26 @@ pub struct CheckArgs {
     pub engine: EngineArgs,
 }
 
+/// One line of `check`'s output: the engine's verdict on one position,
+/// and on the given move when there is one.
+#[derive(Serialize)]
+struct CheckLine<'a> {
+    fen: String,
+    best_move: &'a Option<UciMove>,
+    best_score: Option<Score>,
+    second_move: &'a Option<UciMove>,
+    second_score: Option<Score>,
+    unique: bool,
+    why: &'a criterion::Why,
+    criterion: &'static str,
+    #[serde(rename = "PuzzleId", skip_serializing_if = "Option::is_none")]
+    puzzle_id: Option<&'a String>,
+    #[serde(rename = "move", skip_serializing_if = "Option::is_none")]
+    given_move: Option<&'a UciMove>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    move_is_best: Option<bool>,
+}
+
 struct CheckItem {
     line: usize,
     /// The puzzle's id, for a puzzle file.
@@ -66,10 +87,6 @@ struct CheckItem {
     position: Chess,
     /// The given move, normalized to standard UCI.
     given_move: Option<UciMove>,
-}
-
-fn score_json(score: Option<Score>) -> Value {
-    score.map_or(Value::Null, |score| json!(score))
 }
 
 /// The items of a puzzle file or release: each puzzle's solver position
@@ -207,27 +224,28 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let (mut unique_count, mut best_matches, mut with_move) = (0u64, 0u64, 0u64);
     for (item, verdict) in items.iter().zip(&verdicts) {
-        let mut object = json!({
-            "fen": item.fen.to_string(),
-            "best_move": verdict.best_move,
-            "best_score": score_json(verdict.best_score),
-            "second_move": verdict.second_move,
-            "second_score": score_json(verdict.second_score),
-            "unique": verdict.unique(),
-            "why": verdict.decision.why,
-            "criterion": criterion.name(),
-        });
-        if let Some(id) = &item.id {
-            object["PuzzleId"] = json!(id);
-        }
+        let mut line = CheckLine {
+            fen: item.fen.to_string(),
+            best_move: &verdict.best_move,
+            best_score: verdict.best_score,
+            second_move: &verdict.second_move,
+            second_score: verdict.second_score,
+            unique: verdict.unique(),
+            why: &verdict.decision.why,
+            criterion: criterion.name(),
+            puzzle_id: item.id.as_ref(),
+            given_move: None,
+            move_is_best: None,
+        };
         unique_count += u64::from(verdict.unique());
         if let Some(given) = &item.given_move {
             let is_best = verdict.best_move.as_ref() == Some(given);
             with_move += 1;
             best_matches += u64::from(is_best);
-            object["move"] = json!(given);
-            object["move_is_best"] = json!(is_best);
+            line.given_move = Some(given);
+            line.move_is_best = Some(is_best);
         }
+        let object = serde_json::to_value(&line)?;
         writeln!(out, "{object}").context("cannot write to stdout")?;
     }
     out.flush().context("cannot write to stdout")?;

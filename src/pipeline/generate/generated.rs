@@ -16,7 +16,8 @@ use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::verify::Verdict;
 
 use super::report::{
-    GenerateReport, GenerationFingerprint, Stop, StreamFingerprint, StreamReport, TargetReport,
+    GenerateReport, GenerateSummary, GenerationFingerprint, ProfileSummary, Stop,
+    StreamFingerprint, StreamReport, TargetReport,
 };
 use super::store::Segment;
 use super::target::{Counter, RowKey, Target, game_number, row_key};
@@ -183,21 +184,31 @@ impl Generated {
 
     /// The report with the engine CPU the games cost, overall and per
     /// profile, for a command's summary (never for a file: it varies).
-    pub(crate) fn summary_json(&self) -> Value {
-        let mut summary = json!(self.report);
-        summary["engine_cpu_hours"] = json!(self.cpu_seconds / 3600.0);
-        if let Some((_, cost)) = self.cost_of_unfilled() {
-            summary["cost_of_unfilled"] = json!(cost);
+    pub(crate) fn summary(&self) -> GenerateSummary<'_> {
+        let report = &self.report;
+        // Each profile's CPU from its stream (in the same order); a
+        // single-profile report has no `profiles` key, as the merged
+        // release's generate.json has none.
+        let profiles = report.profiles.as_ref().map(|profiles| {
+            profiles
+                .iter()
+                .enumerate()
+                .map(|(index, profile)| ProfileSummary {
+                    report: profile,
+                    engine_cpu_hours: self
+                        .streams
+                        .get(index)
+                        .map(|stream| stream.cpu_seconds / 3600.0),
+                })
+                .collect()
+        });
+        GenerateSummary {
+            counts: &report.counts,
+            profiles,
+            settings: &report.settings,
+            engine_cpu_hours: self.cpu_seconds / 3600.0,
+            cost_of_unfilled: self.cost_of_unfilled().map(|(_, cost)| cost),
         }
-        // `get_mut`, not `summary["profiles"]`: indexing inserts a null
-        // key into a single-profile summary, which then differs from the
-        // merged release's generate.json.
-        if let Some(profiles) = summary.get_mut("profiles").and_then(Value::as_array_mut) {
-            for (profile, stream) in profiles.iter_mut().zip(&self.streams) {
-                profile["engine_cpu_hours"] = json!(stream.cpu_seconds / 3600.0);
-            }
-        }
-        summary
     }
 
     /// The streams' store keys, joined by `+`.
@@ -246,8 +257,9 @@ impl Generated {
             .join(", ")
     }
 
-    /// Writes every stream's games `first..=last` as one PGN file.
-    pub(crate) fn write_games(&self, output: &Path) -> Result<Value> {
+    /// Writes every stream's games `first..=last` as one PGN file; gives
+    /// the number of games written.
+    pub(crate) fn write_games(&self, output: &Path) -> Result<u64> {
         let mut text = String::new();
         let mut games = 0u64;
         for (_, segment) in self.segments() {
@@ -269,7 +281,7 @@ impl Generated {
             }
         }
         write_atomic(output, text.as_bytes())?;
-        Ok(json!({"games": games, "first_game": self.first, "last_game": self.last}))
+        Ok(games)
     }
 
     /// The kept puzzles of the games, from the store file `part`.

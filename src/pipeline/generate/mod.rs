@@ -48,7 +48,7 @@ mod streams;
 pub(crate) use config::{Engine, GenerateConfig, Sections};
 pub(crate) use generated::{Generated, Part};
 pub(crate) use play::play_one_batch;
-pub(crate) use report::CellReport;
+pub(crate) use report::{CellReport, GenerateReport, GenerateSummary, recorded_store};
 pub(crate) use store::{StepSeconds, read_batch_record};
 pub(crate) use streams::{prepare, sample, store_key};
 pub(crate) use walk::Mode;

@@ -3,9 +3,10 @@
 //! stages' fingerprints record of the games. Apart because they are plain
 //! serialized records: the count fills them, the callers read them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::pipeline::cost::UnfilledCost;
 use crate::stages::release::cells::Quota;
 use crate::stages::release::funnel::GenerationFunnel;
 
@@ -32,6 +33,33 @@ pub(crate) struct GenerateReport {
     /// As each store key hashes them ([`super::config::Settings::key`]), with the profile
     /// and the store key.
     pub settings: Vec<Value>,
+}
+
+/// The generation in a command's summary (`run --json`, `merge --json`):
+/// [`GenerateReport`] with the engine CPU the games cost, overall and per
+/// profile, and the cost of the cells left unfilled. Never written to a
+/// file: the CPU time varies from machine to machine.
+#[derive(Debug, Serialize)]
+pub(crate) struct GenerateSummary<'a> {
+    #[serde(flatten)]
+    pub counts: &'a TargetReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<Vec<ProfileSummary<'a>>>,
+    pub settings: &'a [Value],
+    pub engine_cpu_hours: f64,
+    /// Only when a budget stopped generation short of the target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_of_unfilled: Option<UnfilledCost>,
+}
+
+/// One profile's [`StreamReport`] in [`GenerateSummary`], with the engine
+/// CPU its games cost.
+#[derive(Debug, Serialize)]
+pub(crate) struct ProfileSummary<'a> {
+    #[serde(flatten)]
+    pub report: &'a StreamReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_cpu_hours: Option<f64>,
 }
 
 /// Where a set of games stands against the target: why and where it
@@ -126,4 +154,29 @@ pub(crate) struct StreamFingerprint<'a> {
     pub(super) first_game: u64,
     pub(super) last_game: u64,
     pub(super) stop: Stop,
+}
+
+/// What a stage's fingerprinted config records of the generation (its
+/// `generate` key, which [`GenerationFingerprint`] writes): read back to
+/// check which store a finished release or a shard played into.
+#[derive(Deserialize)]
+struct RecordedGeneration {
+    #[serde(default)]
+    generate: Option<RecordedStore>,
+}
+
+/// The store key of [`GenerationFingerprint`].
+#[derive(Deserialize)]
+struct RecordedStore {
+    #[serde(default)]
+    store: Option<String>,
+}
+
+/// The store key a stage's fingerprinted `config` records; `None` when it
+/// records none (the stage ran without `[generate]`).
+pub(crate) fn recorded_store(config: &Value) -> Option<String> {
+    RecordedGeneration::deserialize(config)
+        .ok()?
+        .generate?
+        .store
 }

@@ -5,7 +5,8 @@
 //! the store, the walks, the count and the progress.
 
 use anyhow::Result;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -132,12 +133,25 @@ fn played_settings(
         .zip(stores)
         .zip(plan)
         .map(|((settings, (_, key)), (profile, _))| {
-            let (_, mut described) = settings.key(engine)?;
-            described["profile"] = json!(profile);
-            described["store"] = json!(key);
-            Ok(described)
+            let (_, described) = settings.key(engine)?;
+            let played = PlayedSettings {
+                settings: described,
+                profile,
+                store: key,
+            };
+            Ok(serde_json::to_value(played)?)
         })
         .collect()
+}
+
+/// One profile's entry in `generate.json`'s `settings`: what its store key
+/// hashes ([`Settings::key`]), then the profile and the store key.
+#[derive(Serialize)]
+struct PlayedSettings<'a> {
+    #[serde(flatten)]
+    settings: Value,
+    profile: &'a Option<String>,
+    store: &'a str,
 }
 
 /// Each stream's part of the release (its games up to its stop) and its

@@ -389,31 +389,61 @@ pub(crate) fn human_equivalent(ladder: &Ladder, overall: &CellMetrics) -> HumanE
 }
 
 /// A player's figures in the ladder's tables.
-fn figures(m: &CellMetrics) -> Value {
-    json!({
-        "puzzles": m.puzzles,
-        "puzzle_accuracy": m.puzzle_accuracy,
-        "puzzle_accuracy_se": m.puzzle_accuracy_se,
-        "positions": m.positions,
-        "position_accuracy": m.position_accuracy,
-    })
+#[derive(Serialize)]
+struct Figures {
+    puzzles: usize,
+    puzzle_accuracy: f64,
+    puzzle_accuracy_se: f64,
+    positions: usize,
+    position_accuracy: f64,
 }
 
-fn player_json(name: &str, overall: &CellMetrics, bins: &BTreeMap<String, CellMetrics>) -> Value {
-    let mut value = figures(overall);
-    if let Value::Object(map) = &mut value {
-        map.insert("player".into(), json!(name));
-        map.insert(
-            "by_rating_bin".into(),
-            Value::Object(
-                metrics::ordered_cells("rating_bin", bins)
-                    .into_iter()
-                    .map(|(cell, m)| (cell.clone(), figures(m)))
-                    .collect(),
-            ),
-        );
+impl Figures {
+    fn of(m: &CellMetrics) -> Figures {
+        Figures {
+            puzzles: m.puzzles,
+            puzzle_accuracy: m.puzzle_accuracy,
+            puzzle_accuracy_se: m.puzzle_accuracy_se,
+            positions: m.positions,
+            position_accuracy: m.position_accuracy,
+        }
     }
-    value
+}
+
+/// A player in `human_ladder`: its figures overall and per rating bin
+/// (in rating order).
+#[derive(Serialize)]
+struct PlayerFigures {
+    #[serde(flatten)]
+    overall: Figures,
+    player: String,
+    #[serde(serialize_with = "crate::core::summary::serialize_pairs")]
+    by_rating_bin: Vec<(String, Figures)>,
+}
+
+impl PlayerFigures {
+    fn of(name: &str, overall: &CellMetrics, bins: &BTreeMap<String, CellMetrics>) -> Self {
+        PlayerFigures {
+            overall: Figures::of(overall),
+            player: name.to_string(),
+            by_rating_bin: metrics::ordered_cells("rating_bin", bins)
+                .into_iter()
+                .map(|(cell, m)| (cell.clone(), Figures::of(m)))
+                .collect(),
+        }
+    }
+}
+
+/// One net of `human_ladder.players`: its figures, with its rating and
+/// the puzzle ratings of its moves and of its expected solves.
+#[derive(Serialize)]
+struct NetFigures {
+    #[serde(flatten)]
+    figures: PlayerFigures,
+    rating: u32,
+    puzzle_rating: Option<PuzzleRating>,
+    expected_solve_rate: f64,
+    expected_puzzle_rating: Option<PuzzleRating>,
 }
 
 /// `report.json`'s `human_ladder`: the nets, each net's figures, the
@@ -428,16 +458,15 @@ pub(crate) fn ladder_json(ladder: &Ladder, model: &str, b: &Breakdowns) -> Value
         "players": ladder
             .players
             .iter()
-            .map(|p| {
-                let mut value = player_json(&p.name(), &p.overall, &p.by_rating_bin);
-                value["rating"] = json!(p.rating);
-                value["puzzle_rating"] = json!(p.puzzle_rating);
-                value["expected_solve_rate"] = json!(p.expected_solve_rate);
-                value["expected_puzzle_rating"] = json!(p.expected_rating);
-                value
+            .map(|p| NetFigures {
+                figures: PlayerFigures::of(&p.name(), &p.overall, &p.by_rating_bin),
+                rating: p.rating,
+                puzzle_rating: p.puzzle_rating.clone(),
+                expected_solve_rate: p.expected_solve_rate,
+                expected_puzzle_rating: p.expected_rating.clone(),
             })
             .collect::<Vec<_>>(),
-        "model": player_json(model, &b.overall, model_bins),
+        "model": PlayerFigures::of(model, &b.overall, model_bins),
         "human_equivalent_rating": human_equivalent(ladder, &b.overall),
         "expected_ladder": expected_ladder(ladder),
     })

@@ -24,7 +24,8 @@ pub(crate) mod sample;
 pub mod task;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -33,7 +34,7 @@ use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, load_section, switch_off};
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineArgs;
 use client::{ChatClient, Endpoint, default_cache_dir};
@@ -42,7 +43,7 @@ use human::Policies;
 use metrics::{PositionRecord, Verdict};
 use players::{Answer, ModelSpec, Tally, ask_model, random_move, request_seed, run_parallel};
 use prompt::{PromptSpec, Template};
-use report::{EnginePin, RunOutput};
+use report::{EnginePin, EvalSummary, RunOutput};
 pub use scoring::classify;
 use task::{Job, PositionTask, PositionView, puzzle_tasks};
 
@@ -169,6 +170,15 @@ pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> 
     }
 }
 
+/// What the eval reads of a release's `settings.rate`: the rating model,
+/// kept as JSON until it is checked as a [`report::ModelPin`] (so that a
+/// malformed one is named as such).
+#[derive(Deserialize)]
+struct RecordedRate {
+    #[serde(default)]
+    model: Value,
+}
+
 /// The rating model a release folder `set` records under
 /// `settings.rate.model` (its path and sha256); `None` for a puzzle file,
 /// or a release rated with no model (`run` records none when `[rate]` has
@@ -180,7 +190,7 @@ fn rating_model_of(set: &Path) -> Result<Option<report::ModelPin>> {
     let recorded = crate::stages::release::manifest::ReleaseManifest::load(set)?
         .and_then(|manifest| manifest.settings)
         .and_then(|settings| settings.rate)
-        .map(|rate| rate["model"].clone())
+        .map(|rate| RecordedRate::deserialize(&rate).map_or(Value::Null, |rate| rate.model))
         .filter(|model| !model.is_null());
     recorded
         .map(|model| {
@@ -406,7 +416,7 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
             lock_path.display()
         )));
     };
-    run_eval_with(args, config, &args.engine_flags())
+    run_eval_with(args, config, &args.engine_flags())?.into_summary()
 }
 
 /// Evaluates with the `[eval]` settings `config` and `engine` (the pipeline
@@ -417,7 +427,7 @@ pub(crate) fn run_eval_with(
     args: &EvalArgs,
     config: EvalConfig,
     engine: &EvalEngine,
-) -> Result<Summary> {
+) -> Result<Report<EvalSummary>> {
     let started = Instant::now();
     let inputs = EvalInputs::load(args, &config)?;
     let EvalInputs {

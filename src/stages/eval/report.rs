@@ -21,7 +21,7 @@ use super::puzzle_rating::PuzzleRatingReport;
 use super::task::Job;
 use super::task::PositionTask;
 use crate::core::fileio::{AtomicFile, write_atomic};
-use crate::core::summary::Summary;
+use crate::core::summary::Report;
 
 /// Everything a run produced, before it is written.
 pub(crate) struct RunOutput {
@@ -124,22 +124,61 @@ fn pct(v: f64) -> String {
     format!("{:.1}%", 100.0 * v)
 }
 
-/// Headline keys of a breakdown cell, for report.json.
-fn headline(m: &CellMetrics) -> Value {
-    json!({
-        "puzzles": m.puzzles,
-        "positions": m.positions,
-        "puzzle_accuracy": m.puzzle_accuracy,
-        "puzzle_accuracy_se": m.puzzle_accuracy_se,
-        "position_accuracy": m.position_accuracy,
-        "illegal_rate": m.illegal_rate,
-        "unparseable_rate": m.unparseable_rate,
-        "no_answer_rate": m.no_answer_rate,
-        "regret_positions": m.regret_positions,
-        "mean_score_loss": m.mean_score_loss,
-        "mean_regret": m.mean_regret,
-        "median_regret": m.median_regret,
-    })
+/// Headline keys of a breakdown cell, for report.json and the command's
+/// summary.
+#[derive(Serialize, Debug, Clone)]
+struct Headline {
+    puzzles: usize,
+    positions: usize,
+    puzzle_accuracy: f64,
+    puzzle_accuracy_se: f64,
+    position_accuracy: f64,
+    illegal_rate: f64,
+    unparseable_rate: f64,
+    no_answer_rate: f64,
+    regret_positions: usize,
+    mean_score_loss: Option<f64>,
+    mean_regret: Option<f64>,
+    median_regret: Option<f64>,
+}
+
+impl Headline {
+    fn of(m: &CellMetrics) -> Headline {
+        Headline {
+            puzzles: m.puzzles,
+            positions: m.positions,
+            puzzle_accuracy: m.puzzle_accuracy,
+            puzzle_accuracy_se: m.puzzle_accuracy_se,
+            position_accuracy: m.position_accuracy,
+            illegal_rate: m.illegal_rate,
+            unparseable_rate: m.unparseable_rate,
+            no_answer_rate: m.no_answer_rate,
+            regret_positions: m.regret_positions,
+            mean_score_loss: m.mean_score_loss,
+            mean_regret: m.mean_regret,
+            median_regret: m.median_regret,
+        }
+    }
+}
+
+/// The eval's JSON summary: the headline figures, where the run's files
+/// are, and the ratings read.
+#[derive(Serialize, Debug, Clone)]
+pub(crate) struct EvalSummary {
+    #[serde(flatten)]
+    headline: Headline,
+    /// The run's folder (where the pipeline commits it).
+    pub(crate) run_dir: String,
+    http_requests: u64,
+    puzzle_rating: Option<PuzzleRatingReport>,
+    human_equivalent_rating: Option<EquivalentRating>,
+}
+
+/// The Maia ladder's rating of the player, in the summary.
+#[derive(Serialize, Debug, Clone)]
+struct EquivalentRating {
+    label: String,
+    rating: Option<f64>,
 }
 
 /// Tokens spent and what they cost (`None` without a price for the model).
@@ -178,7 +217,7 @@ pub(crate) fn write_run(
     output: &RunOutput,
     tasks: &[PositionTask],
     wall: Duration,
-) -> Result<Summary> {
+) -> Result<Report<EvalSummary>> {
     let records = &output.records;
     let b = breakdowns(records, run.config.rating_bin_width);
     let verdicts = verdict_counts(records);
@@ -246,7 +285,8 @@ fn report_json(
         "puzzles": run.puzzles,
         "repeats": run.config.repeats,
     });
-    if let (Value::Object(map), Value::Object(head)) = (&mut report, headline(&b.overall)) {
+    let head = serde_json::to_value(Headline::of(&b.overall))?;
+    if let (Value::Object(map), Value::Object(head)) = (&mut report, head) {
         map.extend(head);
         map.insert("verdicts".into(), json!(verdicts));
         map.insert("per_repeat_puzzle_accuracy".into(), json!(per_repeat));
@@ -356,7 +396,12 @@ fn write_runtime(dir: &Path, output: &RunOutput, wall: Duration) -> Result<()> {
 }
 
 /// The command's summary: a human line and the headline figures.
-fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, b: &Breakdowns) -> Summary {
+fn command_summary(
+    dir: &Path,
+    run: &RunInfo,
+    output: &RunOutput,
+    b: &Breakdowns,
+) -> Report<EvalSummary> {
     let o = &b.overall;
     let equivalent = output
         .ladder
@@ -391,17 +436,17 @@ fn command_summary(dir: &Path, run: &RunInfo, output: &RunOutput, b: &Breakdowns
             e.label, e.interval_1se[0], e.interval_1se[1]
         );
     }
-    let mut json = headline(o);
-    if let Value::Object(map) = &mut json {
-        map.insert("run_dir".into(), json!(dir.display().to_string()));
-        map.insert("http_requests".into(), json!(output.http_requests));
-        map.insert("puzzle_rating".into(), json!(output.puzzle_rating));
-        map.insert(
-            "human_equivalent_rating".into(),
-            json!(equivalent.map(|e| json!({"label": e.label, "rating": e.rating}))),
-        );
-    }
-    Summary::new(human, json)
+    let record = EvalSummary {
+        headline: Headline::of(o),
+        run_dir: dir.display().to_string(),
+        http_requests: output.http_requests,
+        puzzle_rating: output.puzzle_rating.clone(),
+        human_equivalent_rating: equivalent.map(|e| EquivalentRating {
+            label: e.label,
+            rating: e.rating,
+        }),
+    };
+    Report::new(human, record)
 }
 
 /// The run's `report.md`: the headline table, the verdicts and notes, the

@@ -32,6 +32,5 @@ mod run;
 
 pub use filters::{IngestPuzzlesConfig, MateFilter};
 pub use row::{CheckedRow, RowLayout, check_row};
-pub(crate) use run::run_puzzles_with;
 pub use run::{PuzzlesArgs, ingest_puzzles, run_puzzles};
 pub use stats::IngestStats;

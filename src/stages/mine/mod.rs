@@ -57,5 +57,5 @@ pub(crate) use check::FunnelCheck;
 pub use config::{MineArgs, MineConfig};
 pub use input::{Loaded, MineUnit, Source, Target, load_input};
 pub(crate) use output::dedup_puzzles;
-pub(crate) use run::{MINE_COLUMNS, mine_loaded_per_unit, run_mine_loaded};
+pub(crate) use run::{MINE_COLUMNS, MineSummary, mine_loaded_per_unit, run_mine_loaded};
 pub use run::{UnitFunnel, run_mine, run_mine_with};

@@ -5,7 +5,6 @@
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::path::Path;
 
 use super::config::{MineArgs, MineConfig};
@@ -15,7 +14,7 @@ use super::output::select_puzzles;
 use crate::chess::columns::{self, Column};
 use crate::chess::record::PuzzleWriter;
 use crate::core::settings::flags_over;
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineConfig;
 
@@ -40,7 +39,7 @@ pub fn run_mine_with(
 ) -> Result<Summary> {
     config.validate()?;
     let loaded = load_input(input)?;
-    run_mine_loaded(config, pool, &loaded, output)
+    run_mine_loaded(config, pool, &loaded, output)?.into_summary()
 }
 
 /// Mines already loaded units (all of an input, or a slice of it) into
@@ -50,8 +49,33 @@ pub(crate) fn run_mine_loaded(
     pool: &EnginePool,
     loaded: &Loaded,
     output: &Path,
-) -> Result<Summary> {
+) -> Result<Report<MineSummary>> {
     Ok(mine_loaded_per_unit(config, pool, loaded, output)?.summary)
+}
+
+/// The stage's JSON summary: the funnel, the engine's work and the
+/// settings that decide what a puzzle is.
+#[derive(Serialize, Debug, Clone)]
+pub(crate) struct MineSummary {
+    command: &'static str,
+    games: usize,
+    skipped: usize,
+    /// The first 100 units skipped, each with why.
+    skipped_reasons: Vec<String>,
+    positions_analysed: u64,
+    full_searches: u64,
+    candidates: u64,
+    puzzles: usize,
+    puzzles_per_game: f64,
+    engine_nodes: u64,
+    /// None without puzzles.
+    engine_nodes_per_puzzle: Option<f64>,
+    engine_cpu_seconds: f64,
+    engine_cpu_seconds_per_puzzle: Option<f64>,
+    criterion: &'static str,
+    exhaustive: bool,
+    /// The puzzles file (where the pipeline commits it).
+    pub(crate) output: String,
 }
 
 /// One unit's (game's) funnel: positions analysed, full searches and
@@ -65,7 +89,7 @@ pub struct UnitFunnel {
 
 /// What [`mine_loaded_per_unit`] gives back beside the files it writes.
 pub(crate) struct MinedUnits {
-    pub summary: Summary,
+    pub summary: Report<MineSummary>,
     /// One funnel per unit, in the units' order.
     pub per_unit: Vec<UnitFunnel>,
     /// Puzzles written: after the per-game cap and the dedup.
@@ -131,26 +155,26 @@ pub(crate) fn mine_loaded_per_unit(
     for skipped in loaded.skipped.iter().take(10) {
         human.push_str(&format!("\n  skipped {skipped}"));
     }
-    let json = json!({
-        "command": "mine",
-        "games": games,
-        "skipped": loaded.skipped.len(),
-        "skipped_reasons": loaded.skipped.iter().take(100).collect::<Vec<_>>(),
-        "positions_analysed": stats.positions,
-        "full_searches": stats.full_searches,
-        "candidates": stats.candidates,
-        "puzzles": puzzles.len(),
-        "puzzles_per_game": per_game,
-        "engine_nodes": stats.nodes,
-        "engine_nodes_per_puzzle": per_puzzle(stats.nodes as f64),
-        "engine_cpu_seconds": cpu_seconds,
-        "engine_cpu_seconds_per_puzzle": per_puzzle(cpu_seconds),
-        "criterion": config.criterion.name(),
-        "exhaustive": config.exhaustive,
-        "output": output.display().to_string(),
-    });
+    let record = MineSummary {
+        command: "mine",
+        games,
+        skipped: loaded.skipped.len(),
+        skipped_reasons: loaded.skipped.iter().take(100).cloned().collect(),
+        positions_analysed: stats.positions,
+        full_searches: stats.full_searches,
+        candidates: stats.candidates,
+        puzzles: puzzles.len(),
+        puzzles_per_game: per_game,
+        engine_nodes: stats.nodes,
+        engine_nodes_per_puzzle: per_puzzle(stats.nodes as f64),
+        engine_cpu_seconds: cpu_seconds,
+        engine_cpu_seconds_per_puzzle: per_puzzle(cpu_seconds),
+        criterion: config.criterion.name(),
+        exhaustive: config.exhaustive,
+        output: output.display().to_string(),
+    };
     Ok(MinedUnits {
-        summary: Summary::new(human, json),
+        summary: Report::new(human, record),
         per_unit,
         puzzles: puzzles.len() as u64,
     })

@@ -40,7 +40,7 @@ use crate::chess::columns::Column;
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of};
 use crate::core::error::bad_input;
 use crate::core::settings::{flags_over, load_section_or_bare, switch_on};
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
 use crate::engine::settings::{EngineArgs, EngineConfig};
@@ -168,7 +168,7 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
         pool,
     };
     if args.input.is_some() {
-        run_rate_with(&job)
+        run_rate_with(&job)?.into_summary()
     } else {
         calibrate_only(&job)
     }
@@ -250,7 +250,7 @@ pub(crate) struct RateJob<'a> {
 }
 
 /// Rates `job.input` into `job.output`, calibrating first when asked.
-pub(crate) fn run_rate_with(job: &RateJob) -> Result<Summary> {
+pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
     check_settings(job.config)?;
     if job.features.features_only || job.features.shard.is_some() {
         return Err(bad_input(
@@ -293,20 +293,36 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Summary> {
     for line in rejected.iter().take(5) {
         human.push_str(&format!("  rejected: {line}\n"));
     }
-    Ok(Summary::new(
-        human,
-        json!({
-            "command": "rate",
-            "input": job.input.display().to_string(),
-            "output": job.output.display().to_string(),
-            "written": written,
-            "estimated": needs_estimate.len(),
-            "kept_lichess_rating": rated.len() - needs_estimate.len(),
-            "rejected": rejected.len(),
-            "rejected_examples": rejected.iter().take(5).collect::<Vec<_>>(),
-            "calibration": calibration_json,
-        }),
-    ))
+    let record = RateSummary {
+        command: "rate",
+        input: job.input.display().to_string(),
+        output: job.output.display().to_string(),
+        written,
+        estimated: needs_estimate.len(),
+        kept_lichess_rating: rated.len() - needs_estimate.len(),
+        rejected: rejected.len(),
+        rejected_examples: rejected.iter().take(5).cloned().collect(),
+        calibration: calibration_json,
+    };
+    Ok(Report::new(human, record))
+}
+
+/// The stage's JSON summary.
+#[derive(Serialize, Debug, Clone)]
+pub(crate) struct RateSummary {
+    command: &'static str,
+    input: String,
+    /// The rated puzzles file (where the pipeline commits it).
+    pub(crate) output: String,
+    written: u64,
+    /// Puzzles rated by the model (they had no Lichess rating).
+    estimated: usize,
+    kept_lichess_rating: usize,
+    rejected: usize,
+    /// The first five rows rejected, each with why.
+    rejected_examples: Vec<String>,
+    /// The calibration's report, or null when none ran.
+    calibration: serde_json::Value,
 }
 
 fn engine_pool(job: &RateJob, what: &str) -> Result<EnginePool> {

@@ -45,7 +45,7 @@ use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
 use crate::core::finished;
 use crate::core::settings::{flags_over, load_section};
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, game_id, is_mate, position_key};
 use draw::{Candidate, CellOutcome, Draw, draw};
 use manifest::{
@@ -582,7 +582,7 @@ fn fetch_chosen(paths: &[PathBuf], drawn: &Draw) -> Result<(Vec<Puzzle>, Vec<Puz
 /// defaults) with the flags over it.
 pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     let section: SplitConfig = load_section(args.config.as_deref(), "split")?;
-    let summary = run_split_with(args, flags_over(&section, args)?)?;
+    let summary = run_split_with(args, flags_over(&section, args)?)?.into_summary()?;
     // The manifest's sha256 goes into the registry of the folder above the
     // release, where the commands that read the release look for it.
     let holder = match args.output.parent() {
@@ -596,7 +596,10 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
 /// Draws a release from `args.pool` with the `[split]` settings `config`
 /// (the pipeline runner's entry; `args.config` and the section flags are
 /// not read).
-pub(crate) fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Summary> {
+pub(crate) fn run_split_with(
+    args: &SplitArgs,
+    config: SplitConfig,
+) -> Result<Report<SplitSummary>> {
     let tier = match &args.tier {
         None => None,
         Some(name) => Some(config.tiers.get(name).cloned().ok_or_else(|| {
@@ -666,20 +669,36 @@ pub(crate) fn run_split_with(args: &SplitArgs, config: SplitConfig) -> Result<Su
         exclude_files.len(),
         &pool,
     );
-    Ok(Summary::new(
-        human,
-        json!({
-            "command": "split",
-            "output": args.output.display().to_string(),
-            "train": train.len(),
-            "test": test.len(),
-            "cells": drawn.cells.len(),
-            "unfilled_cells": unfilled.len(),
-            "excluded": removed_total,
-            "skipped": pool.skipped,
-            "files": written,
-        }),
-    ))
+    let record = SplitSummary {
+        command: "split",
+        output: args.output.display().to_string(),
+        train: train.len(),
+        test: test.len(),
+        cells: drawn.cells.len(),
+        unfilled_cells: unfilled.len(),
+        excluded: removed_total,
+        skipped: pool.skipped,
+        files: written,
+    };
+    Ok(Report::new(human, record))
+}
+
+/// The JSON summary of a draw.
+#[derive(Serialize, Debug, Clone)]
+pub(crate) struct SplitSummary {
+    command: &'static str,
+    /// The release folder (where the pipeline commits it).
+    pub(crate) output: String,
+    train: usize,
+    test: usize,
+    cells: usize,
+    unfilled_cells: usize,
+    /// Pool puzzles left out as repeats of the excluded files'.
+    excluded: usize,
+    /// Pool rows skipped, by reason.
+    skipped: BTreeMap<String, u64>,
+    /// The release's files and their sha256.
+    files: BTreeMap<String, String>,
 }
 
 /// The files whose puzzles must not reappear: `--exclude` (a release

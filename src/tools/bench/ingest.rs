@@ -7,7 +7,8 @@
 //! accepted. Build in release mode: `cargo run --release -- bench ingest`.
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -168,21 +169,60 @@ pub fn run_bench_ingest(args: &BenchIngestArgs) -> Result<Summary> {
          ({threads} threads), the ceiling of any ingest built on it\n",
         ceiling
     ));
-    let mut report = json!({
-        "validation_only_rows_per_sec": ceiling,
-        "rows": best.rows_read,
-        "threads": threads,
-        "seconds": best.seconds,
-        "rows_per_sec": best.rows_per_sec,
-        "cpu_seconds": best_cpu,
-        "rows_per_cpu_sec": rows_per_cpu_sec,
-    });
+    let mut report = IngestBenchReport {
+        validation_only_rows_per_sec: ceiling,
+        rows: best.rows_read,
+        threads,
+        seconds: best.seconds,
+        rows_per_sec: best.rows_per_sec,
+        cpu_seconds: best_cpu,
+        rows_per_cpu_sec,
+        python: None,
+    };
     if !args.no_python {
         let ours = (best.rows_per_sec, rows_per_cpu_sec);
-        compare_with_python(args, &dir, ours, &mut human, &mut report)?;
+        report.python = Some(compare_with_python(args, &dir, ours, &mut human)?);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(Summary::new(human, report))
+    Ok(Summary::new(human, serde_json::to_value(&report)?))
+}
+
+/// `bench ingest`'s JSON summary: our figures, then the peer's and the
+/// ratios when the peer ran.
+#[derive(Serialize)]
+struct IngestBenchReport {
+    validation_only_rows_per_sec: f64,
+    rows: u64,
+    threads: usize,
+    seconds: f64,
+    rows_per_sec: f64,
+    /// Null when the CPU time could not be read.
+    cpu_seconds: f64,
+    rows_per_cpu_sec: f64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    python: Option<PythonComparison>,
+}
+
+/// The python-chess peer's output as it came, and our rates over its.
+#[derive(Serialize)]
+struct PythonComparison {
+    python: Value,
+    ratio: f64,
+    cpu_ratio: f64,
+}
+
+/// What the comparison reads of the python-chess peer's output.
+#[derive(Deserialize)]
+struct PythonFigures {
+    /// Shown as the peer wrote it.
+    #[serde(default)]
+    rows: Value,
+    #[serde(default, deserialize_with = "super::number_or_zero")]
+    seconds: f64,
+    #[serde(default, deserialize_with = "super::number_or_zero")]
+    rows_per_sec: f64,
+    #[serde(default, deserialize_with = "super::number_or_zero")]
+    rows_per_cpu_sec: f64,
 }
 
 /// Times `args.repeat` ingests of `input` on `pool`: the fastest run's
@@ -220,21 +260,26 @@ fn time_ingest(
     Ok((best, best_cpu))
 }
 
-/// Runs the python-chess peer on `args.python_rows` rows and adds its rates
-/// and our ratios over them (`ours`: rows per second, rows per CPU-second)
-/// to the report.
+/// Runs the python-chess peer on `args.python_rows` rows: its output and
+/// our ratios over its rates (`ours`: rows per second, rows per
+/// CPU-second), for the report.
 fn compare_with_python(
     args: &BenchIngestArgs,
     dir: &Path,
     ours: (f64, f64),
     human: &mut String,
-    report: &mut Value,
-) -> Result<()> {
+) -> Result<PythonComparison> {
     let (rows_per_sec, rows_per_cpu_sec) = ours;
     let subset = dir.join("bench_python.csv");
     build_input(&args.sample, args.python_rows.max(1), &subset)?;
     let python = run_python(args, &subset)?;
-    let python_rate = python["rows_per_sec"].as_f64().unwrap_or(0.0);
+    let figures = PythonFigures::deserialize(&python).unwrap_or(PythonFigures {
+        rows: Value::Null,
+        seconds: 0.0,
+        rows_per_sec: 0.0,
+        rows_per_cpu_sec: 0.0,
+    });
+    let python_rate = figures.rows_per_sec;
     let ratio = if python_rate > 0.0 {
         rows_per_sec / python_rate
     } else {
@@ -242,12 +287,9 @@ fn compare_with_python(
     };
     human.push_str(&format!(
         "python-chess: {} rows in {:.3} s = {:.0} rows/s\nratio: {:.0}x\n",
-        python["rows"],
-        python["seconds"].as_f64().unwrap_or(0.0),
-        python_rate,
-        ratio
+        figures.rows, figures.seconds, python_rate, ratio
     ));
-    let python_cpu_rate = python["rows_per_cpu_sec"].as_f64().unwrap_or(0.0);
+    let python_cpu_rate = figures.rows_per_cpu_sec;
     let cpu_ratio = if python_cpu_rate > 0.0 {
         rows_per_cpu_sec / python_cpu_rate
     } else {
@@ -256,10 +298,11 @@ fn compare_with_python(
     human.push_str(&format!(
         "python-chess: {python_cpu_rate:.0} rows per CPU-second; CPU-time ratio: {cpu_ratio:.0}x\n"
     ));
-    report["python"] = python;
-    report["ratio"] = json!(ratio);
-    report["cpu_ratio"] = json!(cpu_ratio);
-    Ok(())
+    Ok(PythonComparison {
+        python,
+        ratio,
+        cpu_ratio,
+    })
 }
 
 /// Rows per second of the validation alone, on the current rayon pool: the

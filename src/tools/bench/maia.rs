@@ -10,7 +10,8 @@
 //! release mode: `cargo run --release -- bench maia`.
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -112,18 +113,24 @@ pub fn run_bench_maia(args: &BenchMaiaArgs) -> Result<Summary> {
         nets.ratings().len(),
         args.rounds.max(1)
     );
-    let mut report = json!({
-        "positions": positions.len(),
-        "nets": nets.ratings().len(),
-        "threads": threads,
-        "seconds": best_seconds,
-        "positions_per_sec": per_second,
-        "cpu_seconds": best_cpu,
-        "positions_per_cpu_sec": per_cpu_second,
-    });
+    let mut report = MaiaBenchReport {
+        positions: positions.len(),
+        nets: nets.ratings().len(),
+        threads,
+        seconds: best_seconds,
+        positions_per_sec: per_second,
+        cpu_seconds: best_cpu,
+        positions_per_cpu_sec: per_cpu_second,
+        lc0: None,
+    };
     if let Some(venv) = &args.lc0_venv {
         let lc0 = run_lc0(args, venv)?;
-        let lc0_rate = lc0["positions_per_cpu_sec"].as_f64().unwrap_or(0.0);
+        let figures = Lc0Figures::deserialize(&lc0).unwrap_or(Lc0Figures {
+            positions: Value::Null,
+            seconds: 0.0,
+            positions_per_cpu_sec: 0.0,
+        });
+        let lc0_rate = figures.positions_per_cpu_sec;
         let ratio = if lc0_rate > 0.0 {
             per_cpu_second / lc0_rate
         } else {
@@ -132,13 +139,49 @@ pub fn run_bench_maia(args: &BenchMaiaArgs) -> Result<Summary> {
         human.push_str(&format!(
             "lc0 0.32.1 Python backend (Eigen): {} positions x 9 nets in {:.3} s, {lc0_rate:.1} \
              positions per CPU-second\nratio (per core): {ratio:.2}x\n",
-            lc0["positions"],
-            lc0["seconds"].as_f64().unwrap_or(0.0)
+            figures.positions, figures.seconds
         ));
-        report["lc0"] = lc0;
-        report["ratio_per_core"] = json!(ratio);
+        report.lc0 = Some(Lc0Comparison {
+            lc0,
+            ratio_per_core: ratio,
+        });
     }
-    Ok(Summary::new(human, report))
+    Ok(Summary::new(human, serde_json::to_value(&report)?))
+}
+
+/// `bench maia`'s JSON summary: our figures, then lc0's and the ratio
+/// when lc0 ran.
+#[derive(Serialize)]
+struct MaiaBenchReport {
+    positions: usize,
+    nets: usize,
+    threads: usize,
+    seconds: f64,
+    positions_per_sec: f64,
+    /// Null when the CPU time could not be read.
+    cpu_seconds: f64,
+    positions_per_cpu_sec: f64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    lc0: Option<Lc0Comparison>,
+}
+
+/// lc0's output as it came, and our rate per core over its.
+#[derive(Serialize)]
+struct Lc0Comparison {
+    lc0: Value,
+    ratio_per_core: f64,
+}
+
+/// What the comparison reads of lc0's output.
+#[derive(Deserialize)]
+struct Lc0Figures {
+    /// Shown as lc0's script wrote it.
+    #[serde(default)]
+    positions: Value,
+    #[serde(default, deserialize_with = "super::number_or_zero")]
+    seconds: f64,
+    #[serde(default, deserialize_with = "super::number_or_zero")]
+    positions_per_cpu_sec: f64,
 }
 
 fn run_lc0(args: &BenchMaiaArgs, venv: &Path) -> Result<Value> {

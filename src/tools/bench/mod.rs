@@ -11,3 +11,11 @@ pub mod maia;
 pub mod mine;
 pub mod pgn;
 pub mod pool;
+
+/// A figure of a peer's JSON (python-chess, lc0) as a number: 0 when it is
+/// missing or not a number, so that a peer's odd output still leaves the
+/// bench's own figures (the peer's JSON goes into the report as it came).
+fn number_or_zero<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    let value: serde_json::Value = serde::Deserialize::deserialize(deserializer)?;
+    Ok(value.as_f64().unwrap_or(0.0))
+}

@@ -26,7 +26,7 @@ use std::time::Instant;
 use crate::chess::pgn::{GameItem, PgnGames};
 use crate::core::error::bad_input;
 use crate::core::summary::Summary;
-use crate::stages::ingest_games::{IngestGamesConfig, run_games_with};
+use crate::stages::ingest_games::{IngestGamesConfig, games_report};
 
 /// `puzzleforge bench pgn`.
 #[derive(clap::Args, Debug, Clone)]
@@ -211,8 +211,7 @@ fn measure(args: &BenchPgnArgs, template: &Template, dir: &Path) -> Result<Summa
         };
         let output = dir.join(format!("bench_{name}.csv"));
         let (ingest_s, candidates) = best_of(args.rounds, || {
-            let summary = run_games_with(&config, &path, &output)?;
-            Ok(summary.json["candidates"].as_u64().unwrap_or(0))
+            Ok(games_report(&config, &path, &output)?.record.candidates)
         })?;
         if peer_games != games || read_games != games {
             anyhow::bail!(
