@@ -123,32 +123,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         excluded_releases: None,
     };
     if config.generate.enabled {
-        let mode = match args.shard {
-            Some(shard) => Mode::Shard(shard),
-            None => Mode::Run,
-        };
-        if !args.rewrite_release && release_is_finished(&release_dir) {
-            // Refused before any game is played: the ingest stages, and
-            // the store the kept release's games came from.
-            let ingest = stages
-                .iter()
-                .filter(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
-            check_kept(&ctx, ingest)?;
-            let key = crate::pipeline::generate::store_key(
-                &config.generate_sections(),
-                ctx.generate_engine()?,
-                tier,
-            )?;
-            check_kept_store(&ctx, &key)?;
-        }
-        let earlier = crate::pipeline::adapters::earlier_releases(&ctx)?;
-        ctx.generated = Some(prepare(
-            &config.generate_sections(),
-            ctx.generate_engine()?,
-            mode,
-            tier,
-            &earlier,
-        )?);
+        ctx.generated = Some(prepare_generation(args, &config, &ctx, &stages, tier)?);
     }
     if args.strict
         && ctx.generated.is_none()
@@ -196,6 +171,44 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let mut summary = Summary::new(human, serde_json::to_value(&record)?);
     summary.shortfall = shortfall;
     Ok(summary)
+}
+
+/// Generation's walk, set up before any stage runs: a finished release
+/// is checked against the store its games came from before any game is
+/// played.
+fn prepare_generation(
+    args: &RunArgs,
+    config: &PipelineConfig,
+    ctx: &RunContext,
+    stages: &[Box<dyn Stage>],
+    tier: Option<&str>,
+) -> Result<crate::pipeline::generate::Generated> {
+    let mode = match args.shard {
+        Some(shard) => Mode::Shard(shard),
+        None => Mode::Run,
+    };
+    if !args.rewrite_release && release_is_finished(&ctx.release_dir) {
+        // Refused before any game is played: the ingest stages, and
+        // the store the kept release's games came from.
+        let ingest = stages
+            .iter()
+            .filter(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
+        check_kept(ctx, ingest)?;
+        let key = crate::pipeline::generate::store_key(
+            &config.generate_sections(),
+            ctx.generate_engine()?,
+            tier,
+        )?;
+        check_kept_store(ctx, &key)?;
+    }
+    let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
+    prepare(
+        &config.generate_sections(),
+        ctx.generate_engine()?,
+        mode,
+        tier,
+        &earlier,
+    )
 }
 
 /// The `run` summary (`run --json`): the release, each stage's report,

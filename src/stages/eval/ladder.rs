@@ -555,6 +555,12 @@ pub(crate) fn ladder_markdown(
     if let Some(file) = picture {
         let _ = writeln!(md, "![Human ladder]({file})\n");
     }
+    ladder_bin_tables(md, ladder, model, b);
+}
+
+/// The ladder's puzzle and position accuracy by rating bin: one column
+/// per net, then the player's.
+fn ladder_bin_tables(md: &mut String, ladder: &Ladder, model: &str, b: &Breakdowns) {
     let empty = BTreeMap::new();
     let model_bins = b.by.get("rating_bin").unwrap_or(&empty);
     for (title, value) in [

@@ -340,51 +340,7 @@ impl SplitConfig {
                 bin_lo += width;
             }
         }
-        if cells.len() > MAX_CELLS {
-            bail_input!(
-                "split: {} cell rows are more than the {MAX_CELLS} cells a release may have",
-                cells.len()
-            );
-        }
-        let mut rows_seen = std::collections::BTreeSet::new();
-        for row in cells {
-            let [lo, hi] = row.bin;
-            let in_range = RATING_RANGE.contains(&lo)
-                && RATING_RANGE.contains(&hi)
-                && LENGTH_RANGE.contains(&row.length);
-            if !in_range || hi - lo != width || lo.rem_euclid(width) != 0 {
-                bail_input!(
-                    "split: cell bin [{lo}, {hi}] length {} is not a bin of width {width} within \
-                     {}..={} with length {}..={}",
-                    row.length,
-                    RATING_RANGE.start(),
-                    RATING_RANGE.end(),
-                    LENGTH_RANGE.start(),
-                    LENGTH_RANGE.end()
-                );
-            }
-            let cell = Cell {
-                bin_lo: lo,
-                bin_hi: hi,
-                length: row.length,
-                mate: row.mate,
-            };
-            if !rows_seen.insert(cell) {
-                bail_input!(
-                    "split: two cell rows name the cell bin [{lo}, {hi}] length {} mate {}: \
-                     keep one",
-                    row.length,
-                    row.mate
-                );
-            }
-            table.insert(
-                cell,
-                Quota {
-                    train: row.train,
-                    test: row.test,
-                },
-            );
-        }
+        apply_cell_rows(cells, width, &mut table)?;
         table.retain(|_, q| q.train + q.test > 0);
         // A tier without its own quotas keeps only the section's cells it can hold.
         if let Some(tier) = tier
@@ -497,4 +453,59 @@ pub(crate) fn position_key(
         ExcludeBy::Position => fen,
         ExcludeBy::PositionAndSolution => format!("{fen}|{}", ucis_text(&puzzle.moves[1..])),
     })
+}
+
+/// Lays the `[[split.cells]]` rows over the bands' table: each sets one
+/// cell's quota (a bin of the table's width, named once).
+fn apply_cell_rows(
+    cells: &[CellQuota],
+    width: i32,
+    table: &mut BTreeMap<Cell, Quota>,
+) -> Result<()> {
+    if cells.len() > MAX_CELLS {
+        bail_input!(
+            "split: {} cell rows are more than the {MAX_CELLS} cells a release may have",
+            cells.len()
+        );
+    }
+    let mut rows_seen = std::collections::BTreeSet::new();
+    for row in cells {
+        let [lo, hi] = row.bin;
+        let in_range = RATING_RANGE.contains(&lo)
+            && RATING_RANGE.contains(&hi)
+            && LENGTH_RANGE.contains(&row.length);
+        if !in_range || hi - lo != width || lo.rem_euclid(width) != 0 {
+            bail_input!(
+                "split: cell bin [{lo}, {hi}] length {} is not a bin of width {width} within \
+                 {}..={} with length {}..={}",
+                row.length,
+                RATING_RANGE.start(),
+                RATING_RANGE.end(),
+                LENGTH_RANGE.start(),
+                LENGTH_RANGE.end()
+            );
+        }
+        let cell = Cell {
+            bin_lo: lo,
+            bin_hi: hi,
+            length: row.length,
+            mate: row.mate,
+        };
+        if !rows_seen.insert(cell) {
+            bail_input!(
+                "split: two cell rows name the cell bin [{lo}, {hi}] length {} mate {}: \
+                 keep one",
+                row.length,
+                row.mate
+            );
+        }
+        table.insert(
+            cell,
+            Quota {
+                train: row.train,
+                test: row.test,
+            },
+        );
+    }
+    Ok(())
 }
