@@ -187,6 +187,7 @@ fn prepare_generation(
         Some(shard) => Mode::Shard(shard),
         None => Mode::Run,
     };
+    let sections = config.generate_sections();
     if !args.rewrite_release && release_is_finished(&ctx.release_dir) {
         // Refused before any game is played: the ingest stages, and
         // the store the kept release's games came from.
@@ -194,21 +195,11 @@ fn prepare_generation(
             .iter()
             .filter(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
         check_kept(ctx, ingest)?;
-        let key = crate::pipeline::generate::store_key(
-            &config.generate_sections(),
-            ctx.generate_engine()?,
-            tier,
-        )?;
+        let key = crate::pipeline::generate::store_key(&sections, ctx.generate_engine()?, tier)?;
         check_kept_store(ctx, &key)?;
     }
     let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
-    prepare(
-        &config.generate_sections(),
-        ctx.generate_engine()?,
-        mode,
-        tier,
-        &earlier,
-    )
+    prepare(&sections, ctx.generate_engine()?, mode, tier, &earlier)
 }
 
 /// The `run` summary (`run --json`): the release, each stage's report,
