@@ -1,43 +1,29 @@
-//! `puzzleforge rate` against a real Stockfish, real Lichess rows and real
-//! files. Engine budgets are tiny: these tests check behaviour, not accuracy
-//! (accuracy is measured by `rate --calibrate`, see the model's report).
+//! `puzzleforge rate` on real Lichess rows, the real Maia nets and real
+//! files. Trees are tiny: these tests check behaviour, not accuracy
+//! (accuracy is measured by `rate --calibrate` and `rate --evaluate`, see
+//! docs/rating.md). Rating runs no engine.
 
 use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
 use puzzleforge::stages::rate::{
-    RateConfig, RatingModel, SignalConfig, TreeConfig, average_ranks, feature_names,
-    has_lichess_rating, spearman,
+    RateConfig, RatingModel, TreeConfig, average_ranks, feature_names, has_lichess_rating,
+    spearman,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const STOCKFISH: &str = "/usr/games/stockfish";
-
 use crate::common::data;
 
-fn require_stockfish() {
-    assert!(
-        Path::new(STOCKFISH).exists(),
-        "these tests need Stockfish at {STOCKFISH}"
-    );
-}
-
-/// Tiny engine budgets (a two-rung ladder, a small probe) and small trees.
+/// Small trees, every multi-move puzzle's proxy.
 fn tiny_config() -> RateConfig {
     RateConfig {
         seed: 7,
         folds: 3,
-        signals: SignalConfig {
-            ladder_elos: vec![1350, 1700],
-            ladder_attempts: 2,
-            probe_nodes: 1500,
-            wide_depth: 1,
-        },
+        proxy_share: 1.0,
         trees: TreeConfig {
             iterations: 60,
             learning_rate: 0.1,
             max_depth: 3,
             min_leaf_weight: 3.0,
-            inner_folds: 3,
             ..TreeConfig::default()
         },
         ..RateConfig::default()
@@ -89,7 +75,6 @@ fn rate(args: &[&str]) -> std::process::Output {
     let output = Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
         .arg("rate")
         .args(args)
-        .args(["--engine", STOCKFISH, "--workers", "2"])
         .output()
         .expect("run puzzleforge");
     assert!(
@@ -121,23 +106,20 @@ fn spearman_on_known_inputs() {
 }
 
 #[test]
-fn feature_names_are_unique_and_keep_the_engine_features() {
+fn feature_names_are_unique_and_need_no_engine() {
     let names = feature_names();
     let unique: std::collections::HashSet<&&str> = names.iter().collect();
     assert_eq!(unique.len(), names.len(), "a feature name is used twice");
-    for name in [
-        "ladder_solve_rate",
-        "ends_in_mate",
-        "maia_first_p_1100",
-        "maia_reply_p_mean",
-    ] {
+    for name in ["ends_in_mate", "maia_first_p_1100", "maia_min_log_p_1900"] {
         assert!(names.contains(&name), "{name} is missing");
+    }
+    for engine_feature in ["ladder_solve_rate", "found_depth_max", "log_gap_min"] {
+        assert!(!names.contains(&engine_feature), "{engine_feature}");
     }
 }
 
 #[test]
 fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible() {
-    require_stockfish();
     let dir = tempfile::tempdir().expect("tempdir");
     let config = write_config(dir.path(), &tiny_config());
     let calibration = dir.path().join("lichess.csv");
@@ -166,7 +148,7 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
         serde_json::from_slice(&calibrated.stdout).expect("one JSON summary");
     assert_eq!(summary["estimated"], 5);
     assert_eq!(summary["kept_lichess_rating"], 2);
-    let held_out = summary["calibration"]["held_out"]
+    let held_out = summary["calibration"]["figures"]["held_out"]
         .as_array()
         .expect("held-out figures");
     let groups: Vec<&str> = held_out
@@ -182,7 +164,9 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
     // Each of the 16 multi-move puzzles adds its single-move proxy.
     assert_eq!(summary["calibration"]["proxy_rows"], 16);
     assert_eq!(held_out.last().expect("proxy group")["rows"], 16);
-    let bands = summary["calibration"]["bands"].as_array().expect("bands");
+    let bands = summary["calibration"]["figures"]["bands"]
+        .as_array()
+        .expect("bands");
     assert_eq!(
         bands.len(),
         2,
@@ -190,8 +174,8 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
     );
 
     let loaded = RatingModel::load(&model).expect("the saved model loads");
-    assert_eq!(loaded.signals, tiny_config().signals);
-    assert_eq!(loaded.seed, 7);
+    assert_eq!(loaded.maia.ratings, [1100, 1900]);
+    assert_eq!(loaded.trees_config, tiny_config().trees);
 
     // The saved model rates the same puzzles to the same bytes, twice.
     for out in [&second, &third] {
@@ -240,7 +224,6 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
 
 #[test]
 fn committed_model_rates_and_bad_rows_are_reported_not_fatal() {
-    require_stockfish();
     let dir = tempfile::tempdir().expect("tempdir");
     let input = dir.path().join("mined.csv");
     let mut puzzles = puzzles_to_rate();
@@ -297,7 +280,6 @@ fn unrated_input_without_a_model_is_a_user_error() {
 /// single-move proxy, and two puzzles cut from one game, share a fold.
 #[test]
 fn calibration_folds_are_grouped_by_source_game() {
-    require_stockfish();
     let dir = tempfile::tempdir().expect("tempdir");
     let config = write_config(dir.path(), &tiny_config());
     let mut rows = calibration_rows();
@@ -371,7 +353,7 @@ fn read_features(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
 
 /// A held-out figure of the calibration summary.
 fn figure(summary: &serde_json::Value, group: &str, key: &str) -> f64 {
-    summary["calibration"]["held_out"]
+    summary["calibration"]["figures"]["held_out"]
         .as_array()
         .expect("held-out figures")
         .iter()
@@ -386,7 +368,6 @@ fn figure(summary: &serde_json::Value, group: &str, key: &str) -> f64 {
 /// the same bytes.
 #[test]
 fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
-    require_stockfish();
     let dir = tempfile::tempdir().expect("tempdir");
     let config = write_config(
         dir.path(),
@@ -424,7 +405,7 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
             .arg(&store)
             .arg("--save-model")
             .arg(model)
-            .args(["--engine", STOCKFISH, "--workers", "2", "--json"])
+            .args(["--learning-curve", "30", "--json"])
             .output()
             .expect("run puzzleforge");
         assert!(
@@ -440,20 +421,31 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
     assert_eq!(summary["calibration"]["cached_rows"], 0);
 
     let (header, rows) = read_features(&features);
-    assert_eq!(header[6..], feature_names()[..]);
+    assert_eq!(header[5..], feature_names()[..]);
     assert_eq!(
         rows.len(),
         72 + summary["calibration"]["proxy_rows"].as_u64().unwrap() as usize
     );
     for row in &rows {
-        for (name, value) in header[6..].iter().zip(&row[6..]) {
+        for (name, value) in header[5..].iter().zip(&row[5..]) {
             let value: f64 = value.parse().expect("a number");
             assert!(value.is_finite(), "{}: {name} = {value}", row[0]);
         }
     }
 
-    // Floors for 72 puzzles rated with tiny engine budgets and small trees:
-    // far below what the full calibration measures, far above chance.
+    // The learning curve: 30 puzzles of folds 1 and 2, then all of them
+    // (the out-of-fold output itself), each scored on fold 0.
+    let curve = summary["calibration"]["learning_curve"]
+        .as_array()
+        .expect("a learning curve");
+    assert_eq!(curve.len(), 2, "{curve:?}");
+    assert_eq!(curve[0]["rows"], 30);
+    let everything = curve[1]["rows"].as_u64().expect("rows");
+    assert!((31..72).contains(&everything), "{everything}");
+    assert!(curve.iter().all(|p| p["rmse"].as_f64().is_some_and(f64::is_finite)));
+
+    // Floors for 72 puzzles and small trees: far below what the full
+    // calibration measures, far above chance.
     let all = figure(&summary, "all", "spearman");
     assert!(all >= 0.5, "held-out Spearman {all}");
     let rmse = figure(&summary, "all", "rmse");
@@ -470,8 +462,8 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
     let again = calibrate(&second_model, "1");
     assert_eq!(again["calibration"]["cached_rows"], rows.len());
     assert_eq!(
-        again["calibration"]["held_out"],
-        summary["calibration"]["held_out"]
+        again["calibration"]["figures"],
+        summary["calibration"]["figures"]
     );
     let bytes = |p: &Path| std::fs::read(p).expect("read model");
     assert!(
@@ -503,7 +495,6 @@ fn store_parts(store: &Path) -> Vec<PathBuf> {
 /// same bytes.
 #[test]
 fn feature_store_is_shardable_resumable_and_rebuilds_the_same_model() {
-    require_stockfish();
     let dir = tempfile::tempdir().expect("tempdir");
     let config = write_config(dir.path(), &tiny_config());
     let calibration = dir.path().join("lichess.csv");
@@ -577,4 +568,48 @@ fn feature_store_is_shardable_resumable_and_rebuilds_the_same_model() {
         "the part is written again under its name"
     );
     assert!(bytes(&parts[1]) == lost, "to the same bytes");
+}
+
+/// `rate --evaluate`: the committed model rates real rated Lichess puzzles
+/// as if unrated, and the report holds the held-out figures' shape; a
+/// file without a rated row is refused by name.
+#[test]
+fn evaluate_scores_the_committed_model_on_rated_rows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rated = dir.path().join("rated.csv");
+    let rows = read_puzzles(&data("lichess_puzzles_rated_4236.csv")).expect("read rated rows");
+    write_puzzles(&rated, &rows[..300]).expect("write rated rows");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json");
+    let run = rate(&[
+        "--evaluate",
+        rated.to_str().unwrap(),
+        "--model",
+        model.to_str().unwrap(),
+        "--json",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON summary");
+    let evaluation = &summary["evaluations"][0];
+    assert_eq!(evaluation["rows"], 300);
+    let all = &evaluation["figures"]["held_out"][0];
+    assert_eq!(all["group"], "all");
+    // The committed model on 300 real puzzles it never saw: it ranks them
+    // (chance is 0) and its deviations cover about two thirds.
+    let rho = all["spearman"].as_f64().expect("spearman");
+    assert!(rho > 0.6, "Spearman {rho}");
+    let within = all["within_deviation"].as_f64().expect("within");
+    assert!((0.5..=0.85).contains(&within), "{within}");
+    assert!(evaluation["cpu_seconds_per_puzzle"].as_f64().expect("cpu") > 0.0);
+
+    let unrated = dir.path().join("unrated.csv");
+    write_puzzles(&unrated, &puzzles_to_rate()[..3]).expect("write unrated rows");
+    let output = Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(["rate", "--evaluate"])
+        .arg(&unrated)
+        .arg("--model")
+        .arg(&model)
+        .output()
+        .expect("run puzzleforge");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unrated.csv") && stderr.contains("no puzzle with a Lichess rating"), "{stderr}");
 }

@@ -8,18 +8,15 @@
 //!
 //! # Fixed derivations
 //!
-//! Four domains keep the derivations they had before this module existed,
+//! Three domains keep the derivations they had before this module existed,
 //! because published releases depend on them: the default run's self-play
-//! games, its ratings and its train/test split are made from these numbers,
-//! and so are the held-out deviations stored in the committed rating model
+//! games and its train/test split are made from these numbers, and so are
+//! the folds of the committed rating model's held-out figures
 //! (`models/rate_model.json`, which `rate --calibrate` must reproduce).
 //! A release must be reproducible from its config. Never change them:
 //!
 //! - [`Domain::SelfplayGame`], key the game number `n`:
 //!   `ChaCha8Rng::seed_from_u64(seed)` on stream `n`.
-//! - [`Domain::RatePuzzle`], key the puzzle id: `ChaCha8Rng::seed_from_u64(seed)`
-//!   on the stream given by the first 8 bytes (big-endian) of
-//!   `sha256("puzzleforge-rate|<id>")`.
 //! - [`Domain::RateCalibrationFolds`], key [`Key::Run`]:
 //!   `ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_f01d)`.
 //! - [`Domain::ReleaseCell`], key the cell key:
@@ -48,12 +45,6 @@ pub(crate) enum Domain {
     /// Key: [`Key::Index`], the 1-based game number. Fixed (see the module
     /// comment).
     SelfplayGame,
-    /// The weakened-engine ladder of one puzzle's rating signals.
-    /// Key: [`Key::Name`], the puzzle id. Fixed (see the module comment).
-    RatePuzzle,
-    /// The plain-ladder baseline measured beside one puzzle's signals when
-    /// calibrating. Key: [`Key::Name`], the puzzle id.
-    RateBaseline,
     /// Which calibration rows are kept when there are more than
     /// `calibrate_max_rows`. Key: [`Key::Run`].
     RateCalibrationSample,
@@ -105,8 +96,6 @@ impl Domain {
         match self {
             Domain::IngestSample => "ingest-sample",
             Domain::SelfplayGame => "selfplay-game",
-            Domain::RatePuzzle => "rate-puzzle",
-            Domain::RateBaseline => "rate-baseline",
             Domain::RateCalibrationSample => "rate-calibration-sample",
             Domain::RateCalibrationFolds => "rate-calibration-folds",
             Domain::ReleaseCell => "release-cell",
@@ -142,12 +131,6 @@ pub(crate) enum Key<'a> {
 pub fn rng(run_seed: u64, domain: Domain, key: Key<'_>) -> ChaCha8Rng {
     match (domain, key) {
         (Domain::SelfplayGame, Key::Index(game)) => seeded_stream(run_seed, game),
-        (Domain::RatePuzzle, Key::Name(id)) => {
-            let digest = Sha256::digest(format!("puzzleforge-rate|{id}").as_bytes());
-            let mut prefix = [0u8; 8];
-            prefix.copy_from_slice(&digest[..8]);
-            seeded_stream(run_seed, u64::from_be_bytes(prefix))
-        }
         (Domain::RateCalibrationFolds, Key::Run) => {
             ChaCha8Rng::seed_from_u64(run_seed ^ CALIBRATION_FOLDS_MIX)
         }
@@ -191,11 +174,9 @@ mod tests {
 
     /// Every domain, in pipeline order (`listed_at` makes a new domain a
     /// compile error until it is added here).
-    const ALL: [Domain; 18] = [
+    const ALL: [Domain; 16] = [
         Domain::IngestSample,
         Domain::SelfplayGame,
-        Domain::RatePuzzle,
-        Domain::RateBaseline,
         Domain::RateCalibrationSample,
         Domain::RateCalibrationFolds,
         Domain::ReleaseCell,
@@ -216,22 +197,20 @@ mod tests {
         match domain {
             Domain::IngestSample => 0,
             Domain::SelfplayGame => 1,
-            Domain::RatePuzzle => 2,
-            Domain::RateBaseline => 3,
-            Domain::RateCalibrationSample => 4,
-            Domain::RateCalibrationFolds => 5,
-            Domain::ReleaseCell => 6,
-            Domain::EvalRandomMove => 7,
-            Domain::EvalEngineMove => 8,
-            Domain::EvalRequestSeed => 9,
-            Domain::EvalRetryJitter => 10,
-            Domain::EvalSample => 11,
-            Domain::RolloutRandomMove => 12,
-            Domain::RolloutRequestSeed => 13,
-            Domain::RolloutRetryJitter => 14,
-            Domain::GenerateProfileSeed => 15,
-            Domain::GeneratePlan => 16,
-            Domain::EvalMaiaMove => 17,
+            Domain::RateCalibrationSample => 2,
+            Domain::RateCalibrationFolds => 3,
+            Domain::ReleaseCell => 4,
+            Domain::EvalRandomMove => 5,
+            Domain::EvalEngineMove => 6,
+            Domain::EvalRequestSeed => 7,
+            Domain::EvalRetryJitter => 8,
+            Domain::EvalSample => 9,
+            Domain::RolloutRandomMove => 10,
+            Domain::RolloutRequestSeed => 11,
+            Domain::RolloutRetryJitter => 12,
+            Domain::GenerateProfileSeed => 13,
+            Domain::GeneratePlan => 14,
+            Domain::EvalMaiaMove => 15,
         }
     }
 
@@ -324,14 +303,6 @@ mod tests {
         rng
     }
 
-    fn old_rate_puzzle(seed: u64, id: &str) -> ChaCha8Rng {
-        let digest = crate::core::fileio::sha256_bytes(format!("puzzleforge-rate|{id}").as_bytes());
-        let stream = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(stream);
-        rng
-    }
-
     fn old_calibration_folds(seed: u64) -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_f01d)
     }
@@ -353,10 +324,6 @@ mod tests {
         assert_eq!(
             first_draws(rng(1, Domain::SelfplayGame, Key::Index(0))),
             [7424550030962593201, 1482817706323250795]
-        );
-        assert_eq!(
-            first_draws(rng(1, Domain::RatePuzzle, Key::Name("00sHx"))),
-            [7755718818052013342, 338343705362128595]
         );
         let cell = "rating=(1400, 1500]|length=2|mate=false";
         assert_eq!(
@@ -384,10 +351,6 @@ mod tests {
                 "selfplay-20261130-12-34",
                 "rating=(400, 500]|length=1|mate=true",
             ] {
-                assert_eq!(
-                    first_draws(rng(seed, Domain::RatePuzzle, Key::Name(name))),
-                    first_draws(old_rate_puzzle(seed, name))
-                );
                 assert_eq!(
                     first_draws(rng(seed, Domain::ReleaseCell, Key::Name(name))),
                     first_draws(old_release_cell(seed, name))

@@ -539,12 +539,12 @@ impl Stage for Rate {
         Ok(inputs)
     }
 
+    /// Rating reads the human-move nets and the board; no engine.
     fn uses_engine(&self) -> bool {
-        true
+        false
     }
 
     fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
-        let engine = ctx.engine()?;
         let mut files = Vec::new();
         for input in stage_files(ctx, StageName::Mine, ".puzzles.csv") {
             let output = output_name(&input, ".csv");
@@ -567,9 +567,8 @@ impl Stage for Rate {
                 calibrate: &[],
                 save_model: None,
                 features: Default::default(),
+                learning_curve: &[],
                 config: &self.section,
-                engine: engine.spec.clone(),
-                pool: engine.pool.clone(),
             };
             let mut summary = crate::stages::rate::run_rate_with(&job)?.record;
             summary.output = folder.committed_path(&output);

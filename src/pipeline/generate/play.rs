@@ -154,7 +154,7 @@ impl Player<'_> {
         pool.set_progress(Some("verify"));
         let mine_cpu = clock.lap("mine", pools_cpu(pool, second), 0.0, wall);
         let rated = scratch.join("rated.csv");
-        let rate_cpu = rate_batch(settings, self.engine, &mined, &rated)?;
+        let rate_cpu = rate_batch(settings, &mined, &rated)?;
         let rate_step_cpu = clock.lap("rate", pools_cpu(pool, second), rate_cpu, wall);
         let (_, verify) = crate::stages::verify::run_verify_with(
             &settings.verify,
@@ -206,11 +206,10 @@ impl Player<'_> {
     }
 }
 
-/// Rates the batch's mined puzzles into `rated`; gives the rating's engine
-/// CPU seconds. The rating runs its own pool (with its own bar), whose
-/// engines are reaped when it ends: their CPU time is this process's
-/// children's, which the pools' counters do not see.
-fn rate_batch(settings: &Settings, engine: Engine<'_>, mined: &Path, rated: &Path) -> Result<f64> {
+/// Rates the batch's mined puzzles into `rated`; gives the rating's CPU
+/// seconds (the nets' forward passes, in this process: the pools'
+/// counters do not see them).
+fn rate_batch(settings: &Settings, mined: &Path, rated: &Path) -> Result<f64> {
     let rate_before = crate::engine::process::process_tree_cpu_seconds();
     crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
         input: mined,
@@ -218,9 +217,8 @@ fn rate_batch(settings: &Settings, engine: Engine<'_>, mined: &Path, rated: &Pat
         calibrate: &[],
         save_model: None,
         features: Default::default(),
+        learning_curve: &[],
         config: &settings.rate,
-        engine: engine.spec.clone(),
-        pool: engine.pool.clone(),
     })?;
     Ok(crate::engine::process::process_tree_cpu_seconds() - rate_before)
 }

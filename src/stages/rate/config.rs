@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
-use crate::maia::{MAIA_RATINGS, MaiaNets};
+use crate::maia::MaiaNets;
 
 use super::model::TreeConfig;
 
@@ -15,37 +15,28 @@ use super::model::TreeConfig;
 pub(crate) const RATING_FLOOR: f64 = 400.0;
 pub(crate) const RATING_CEILING: f64 = 3300.0;
 /// Version of the model file format.
-pub(crate) const MODEL_FORMAT: u32 = 5;
+pub(crate) const MODEL_FORMAT: u32 = 6;
 
 /// Settings of the `[rate]` section of pipeline.toml; CLI flags override.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateConfig {
-    /// Seed for the ladder's random picks and the calibration folds.
+    /// Seed for the calibration folds and the calibration sample.
     pub seed: u64,
     /// A fitted model to rate with (written by `--save-model`).
     pub model: Option<PathBuf>,
     /// Folds for the held-out figures of a calibration.
     pub folds: u32,
-    /// Ridge penalty of the format-2 reference model the calibration
-    /// compares with (standardized features).
-    pub ridge: f64,
     /// Use at most this many calibration rows (a seeded sample); 0 = all.
     pub calibrate_max_rows: usize,
-    /// Also measure the plain ladder baseline (skill levels 0-14) when
-    /// calibrating. Costly: deep MultiPV searches.
-    pub baseline: bool,
     /// Calibrate also on the single-move version of every multi-move
     /// puzzle (its position and first solver move, the whole puzzle's
     /// rating as the target). Generated puzzles are mostly single-move and
     /// not mates, a shape the Lichess file holds few of.
     pub proxies: bool,
     /// The share of the multi-move puzzles whose proxy is added (picked by
-    /// the puzzle's content hash, the same at every run): proxies cost
-    /// engine time, and past a few thousand they add little.
+    /// the puzzle's content hash, the same at every run).
     pub proxy_share: f64,
-    /// What the engine computes per puzzle.
-    pub signals: SignalConfig,
     /// The folder of the human-move nets (`maia-1100.pb.gz` ...). Unset:
     /// `maia/` beside the model file when rating with one and it is there,
     /// else `models/maia`. A model checks they are the nets it was fitted
@@ -62,43 +53,20 @@ impl Default for RateConfig {
             seed: 1,
             model: None,
             folds: 5,
-            ridge: 20.0,
             calibrate_max_rows: 0,
-            baseline: false,
             proxies: true,
-            proxy_share: 1.0,
-            signals: SignalConfig::default(),
+            proxy_share: 0.25,
             maia: None,
             trees: TreeConfig::default(),
         }
     }
 }
 
-/// Engine budgets of the signals. Stored in the model: a model is only
-/// valid with the signals it was fitted on.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct SignalConfig {
-    /// Strengths of the weakened player (UCI_Elo scale, 1350-2850).
-    pub ladder_elos: Vec<i32>,
-    /// Attempts per strength.
-    pub ladder_attempts: u32,
-    /// Node budget of the probe search (found-and-kept depth, score gap).
-    pub probe_nodes: u64,
-    /// Depth of the wide scan that scores every legal move.
-    pub wide_depth: u32,
-}
-
-impl Default for SignalConfig {
-    fn default() -> Self {
-        Self {
-            ladder_elos: vec![1350, 1500, 1650, 1800, 2000, 2200],
-            ladder_attempts: 5,
-            probe_nodes: 8_000,
-            wide_depth: 1,
-        }
-    }
-}
+/// The human-move nets the features read: the lowest and the highest
+/// Maia-1 rating. Each net costs about 1.5 ms a position on one core, and
+/// the nets between them add little a tree cannot read off these two
+/// (docs/rating.md, "What the features cost").
+pub(crate) const RATE_NETS: [u32; 2] = [1100, 1900];
 
 /// The folder of the nets, beside a model file.
 pub(crate) const NETS_BESIDE_THE_MODEL: &str = "maia";
@@ -112,9 +80,9 @@ pub struct MaiaSpec {
 }
 
 impl MaiaSpec {
-    /// The nine nets' files in `dir`.
+    /// The rating nets' files in `dir` ([`RATE_NETS`]).
     pub(crate) fn of_dir(dir: &Path) -> Result<Self> {
-        let files = crate::maia::net_files(dir, &MAIA_RATINGS)
+        let files = crate::maia::net_files(dir, &RATE_NETS)
             .context("rate: the human-move nets (--maia DIR, or [rate] maia)")?;
         Ok(Self {
             ratings: files.iter().map(|f| f.rating).collect(),
@@ -123,8 +91,8 @@ impl MaiaSpec {
     }
 }
 
-/// Loads the nine nets from `dir`; with `expected`, checks they are the
-/// files the model was fitted with.
+/// Loads the rating nets ([`RATE_NETS`]) from `dir`; with `expected`,
+/// checks they are the files the model was fitted with.
 pub(crate) fn load_nets(dir: &Path, expected: Option<&MaiaSpec>) -> Result<MaiaNets> {
     let found = MaiaSpec::of_dir(dir)?;
     if let Some(expected) = expected
@@ -136,5 +104,5 @@ pub(crate) fn load_nets(dir: &Path, expected: Option<&MaiaSpec>) -> Result<MaiaN
             dir.display()
         )));
     }
-    MaiaNets::load(dir).with_context(|| format!("loading the human-move nets in {}", dir.display()))
+    MaiaNets::load_ratings(dir, &RATE_NETS).with_context(|| format!("loading the human-move nets in {}", dir.display()))
 }

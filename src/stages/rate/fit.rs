@@ -1,35 +1,22 @@
 //! The rating model a file holds and what fitting and applying it share:
-//! the rateable rows, the features of a puzzle, the length groups, rank
-//! statistics and the ridge fit of format 2.
+//! the rateable rows, the features of a puzzle, the length groups and rank
+//! statistics.
 
 use anyhow::{Context, Result};
-use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 use crate::chess::record::{Puzzle, for_each_row};
 use crate::core::error::bad_input;
-use crate::core::seed::{self, Domain, Key};
-use crate::engine::pool::EnginePool;
-use crate::engine::weaken;
 use crate::maia::MaiaNets;
+use rayon::prelude::*;
 
 use super::config::*;
 use super::features::{self, Features, feature_names};
 use super::human;
 use super::model::*;
 use super::signals;
-pub(crate) fn validate_signals(signals: &SignalConfig) -> Result<()> {
-    for &elo in &signals.ladder_elos {
-        weaken::check_elo(elo, "rate.signals.ladder_elos: the")?;
-    }
-    if signals.ladder_attempts == 0 || signals.probe_nodes == 0 || signals.wide_depth == 0 {
-        return Err(bad_input(
-            "rate.signals: ladder_attempts, probe_nodes and wide_depth must be positive",
-        ));
-    }
-    Ok(())
-}
+
 
 /// A puzzle that already carries a rating from human plays on Lichess.
 pub fn has_lichess_rating(puzzle: &Puzzle) -> bool {
@@ -109,116 +96,46 @@ pub(crate) fn pearson(xs: &[f64], ys: &[f64]) -> Option<f64> {
     Some(sxy / (sxx * syy).sqrt())
 }
 
-/// A ridge regression on standardized features.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct RidgeFit {
-    pub means: Vec<f64>,
-    pub scales: Vec<f64>,
-    pub weights: Vec<f64>,
-    pub intercept: f64,
-}
-
-impl RidgeFit {
-    /// Fits `ys ~ xs`; features constant over the rows get weight 0.
-    pub fn fit(xs: &[Vec<f64>], ys: &[f64], ridge: f64) -> Option<Self> {
-        let rows = xs.len();
-        let width = xs.first()?.len();
-        let mut means = vec![0.0; width];
-        let mut scales = vec![1.0; width];
-        for j in 0..width {
-            let mean = xs.iter().map(|x| x[j]).sum::<f64>() / rows as f64;
-            let var = xs.iter().map(|x| (x[j] - mean).powi(2)).sum::<f64>() / rows as f64;
-            means[j] = mean;
-            scales[j] = if var > 1e-12 { var.sqrt() } else { 0.0 };
-        }
-        let intercept = ys.iter().sum::<f64>() / rows as f64;
-        let design = DMatrix::from_fn(rows, width, |i, j| {
-            if scales[j] > 0.0 {
-                (xs[i][j] - means[j]) / scales[j]
-            } else {
-                0.0
-            }
-        });
-        let target = DVector::from_iterator(rows, ys.iter().map(|y| y - intercept));
-        let gram = design.transpose() * &design + DMatrix::identity(width, width) * ridge.max(1e-9);
-        let weights = gram.cholesky()?.solve(&(design.transpose() * target));
-        Some(Self {
-            means,
-            scales,
-            weights: weights.iter().copied().collect(),
-            intercept,
-        })
-    }
-
-    pub(crate) fn predict(&self, x: &[f64]) -> f64 {
-        self.intercept
-            + x.iter()
-                .zip(&self.means)
-                .zip(&self.scales)
-                .zip(&self.weights)
-                .map(|(((x, m), s), w)| if *s > 0.0 { (x - m) / s * w } else { 0.0 })
-                .sum::<f64>()
-    }
-}
-
 /// Computes the features of `targets` with a progress bar of their own.
-pub(crate) fn compute_features(
-    pool: &EnginePool,
-    nets: &MaiaNets,
-    targets: &[&Puzzle],
-    signals: &SignalConfig,
-    seed: u64,
-    baseline: bool,
-) -> Result<Vec<Features>> {
+pub(crate) fn compute_features(nets: &MaiaNets, targets: &[&Puzzle]) -> Result<Vec<Features>> {
     let bar = crate::core::progress::items(targets.len() as u64, "rate");
-    let features = compute_features_with(pool, nets, targets, signals, seed, baseline, &bar);
+    let features = compute_features_with(nets, targets, &bar);
     bar.finish_and_clear();
     features
 }
 
-/// The features of the given puzzles, in order: the nets' signals of
-/// every position at once (batched over all puzzles), then the engine's
-/// puzzle by puzzle over the pool, counted on `bar`.
+/// Puzzles whose nets' signals are computed together: a progress step,
+/// and a batch large enough to keep every core busy.
+const PUZZLES_PER_STEP: usize = 512;
+
+/// The features of the given puzzles, in order, step by step: the nets'
+/// signals of every solver position of a step at once (batched, on the
+/// rayon pool), then the board's, counted on `bar`. No engine runs: a
+/// feature is a function of the puzzle and the nets alone, so the same
+/// puzzle gets the same bits in any file, shard or batch.
 pub(crate) fn compute_features_with(
-    pool: &EnginePool,
     nets: &MaiaNets,
     targets: &[&Puzzle],
-    signals: &SignalConfig,
-    seed: u64,
-    baseline: bool,
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<Features>> {
-    let human = human::human_signals(nets, targets)?;
-    let engine = pool.map(targets, |session, _, puzzle| {
-        // Keyed by the puzzle's id, not its row: a puzzle's draws (and so its
-        // rating) must not depend on which worker served it, nor on which
-        // file or row it sits in, so that `run --shard` slices rate to the
-        // same bytes as a whole run. The baseline draws from its own domain
-        // so that measuring it does not change the model's signals.
-        let key = Key::Name(&puzzle.id);
-        let mut rng = seed::rng(seed, Domain::RatePuzzle, key);
-        let baseline_rng = baseline.then(|| seed::rng(seed, Domain::RateBaseline, key));
-        let result = signals::engine_signals(session, puzzle, signals, &mut rng, baseline_rng);
-        bar.inc(1);
-        result
-    });
-    let engine = engine?;
-    Ok(targets
-        .iter()
-        .zip(engine.iter().zip(&human))
-        .map(|(puzzle, (engine, human))| {
+    let mut features = Vec::with_capacity(targets.len());
+    for step in targets.chunks(PUZZLES_PER_STEP) {
+        let human = human::human_signals(nets, step)?;
+        features.par_extend(step.par_iter().zip(&human).map(|(puzzle, human)| {
             // The line was checked when the file was read.
             let line = puzzle.line().unwrap_or_default();
-            Features {
-                values: features::feature_values(&features::Signals {
-                    line: &line,
-                    engine,
-                    human,
-                }),
-                baseline_solve_rate: engine.baseline_solve_rate,
-            }
-        })
-        .collect())
+            let board = signals::board_signals(&line);
+            let values = features::feature_values(&features::Signals {
+                line: &line,
+                board: &board,
+                material: signals::material_facts(&line),
+                human,
+            });
+            Features { values }
+        }));
+        bar.inc(step.len() as u64);
+    }
+    Ok(features)
 }
 
 /// Solver-length groups of the figures.
@@ -301,9 +218,6 @@ impl ModelReach {
 #[serde(deny_unknown_fields)]
 pub struct RatingModel {
     pub format: u32,
-    pub engine: String,
-    pub seed: u64,
-    pub signals: SignalConfig,
     /// The human-move nets the features were computed with.
     pub maia: MaiaSpec,
     pub trees_config: TreeConfig,

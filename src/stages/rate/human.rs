@@ -1,7 +1,8 @@
 //! What the human-move nets say about a puzzle's line: for every solver
-//! move and every opponent reply, how likely players of each Maia rating
-//! are to play it ([`crate::maia`]), how it ranks among their choices, how
-//! spread their choices are, and how tempting the best wrong move is.
+//! move, how likely players of each rating net are to play it
+//! ([`crate::maia`]), how it ranks among their choices, how spread their
+//! choices are, and how likely the best wrong move is. The opponent's
+//! replies are not read: they would cost as many forward passes again.
 //!
 //! The nets see each position with its history: the puzzle's FEN, the
 //! opponent's first move, then the line up to the move asked about.
@@ -9,16 +10,13 @@
 //! once (a single-move proxy shares its position with its puzzle).
 
 use anyhow::{Result, anyhow};
-use shakmaty::{CastlingMode, Move};
+use shakmaty::Move;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use crate::chess::line::ucis_text;
 use crate::chess::record::Puzzle;
 use crate::maia::{History, MaiaNets, MoveProbabilities};
-
-/// Positions evaluated per call of the nets (a progress step).
-const CHUNK: usize = 256;
 
 /// One move of the line as the nets see it, with per-net figures in the
 /// order of the nets' ratings (lowest first).
@@ -34,9 +32,6 @@ pub(crate) struct MoveChoice {
     pub entropy: Vec<f64>,
     /// Probability of the most likely move that is not accepted, per net.
     pub wrong_probability: Vec<f64>,
-    /// The wrong move with the highest probability averaged over the nets
-    /// (UCI), if any: the decoy a human reaches for.
-    pub tempting: Option<String>,
     /// Legal moves in the position.
     pub legal_moves: usize,
 }
@@ -46,9 +41,6 @@ pub(crate) struct MoveChoice {
 pub(crate) struct HumanSignals {
     /// The solver's moves, in order.
     pub solver: Vec<MoveChoice>,
-    /// The opponent's replies inside the line (not the first move that
-    /// sets the puzzle), in order.
-    pub replies: Vec<MoveChoice>,
     /// The nets' ratings, lowest first.
     pub ratings: Vec<f64>,
 }
@@ -63,13 +55,14 @@ fn position_key(puzzle: &Puzzle, ply: usize) -> String {
     format!("{} {}", puzzle.fen, ucis_text(&puzzle.moves[..ply]))
 }
 
-/// The nets' signals of every puzzle, in order. Lines must replay legally
-/// (the rate stage checks them when reading).
+/// The nets' signals of every puzzle, in order (the caller counts
+/// progress). Lines must replay legally (the rate stage checks them when
+/// reading).
 pub(crate) fn human_signals(nets: &MaiaNets, puzzles: &[&Puzzle]) -> Result<Vec<HumanSignals>> {
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut histories = Vec::new();
     for puzzle in puzzles {
-        for ply in 1..puzzle.moves.len() {
+        for ply in (1..puzzle.moves.len()).step_by(2) {
             if let Entry::Vacant(slot) = index.entry(position_key(puzzle, ply)) {
                 slot.insert(histories.len());
                 histories.push(history_before(puzzle, ply).map_err(|e| {
@@ -78,13 +71,7 @@ pub(crate) fn human_signals(nets: &MaiaNets, puzzles: &[&Puzzle]) -> Result<Vec<
             }
         }
     }
-    let bar = crate::core::progress::items(histories.len() as u64, "maia");
-    let mut evaluated: Vec<MoveProbabilities> = Vec::with_capacity(histories.len());
-    for chunk in histories.chunks(CHUNK) {
-        evaluated.extend(nets.evaluate(chunk));
-        bar.inc(chunk.len() as u64);
-    }
-    bar.finish_and_clear();
+    let evaluated = nets.evaluate(&histories);
     let ratings: Vec<f64> = nets.ratings().iter().map(|&r| f64::from(r)).collect();
     puzzles
         .iter()
@@ -96,14 +83,11 @@ pub(crate) fn human_signals(nets: &MaiaNets, puzzles: &[&Puzzle]) -> Result<Vec<
                 ratings: ratings.clone(),
                 ..HumanSignals::default()
             };
-            for ply in 1..puzzle.moves.len() {
+            for ply in (1..puzzle.moves.len()).step_by(2) {
                 let probabilities = &evaluated[index[&position_key(puzzle, ply)]];
-                let choice = move_choice(probabilities, |m| line.accepts(ply, m));
-                if ply % 2 == 1 {
-                    signals.solver.push(choice);
-                } else {
-                    signals.replies.push(choice);
-                }
+                signals
+                    .solver
+                    .push(move_choice(probabilities, |m| line.accepts(ply, m)));
             }
             Ok(signals)
         })
@@ -119,7 +103,6 @@ fn move_choice(probabilities: &MoveProbabilities, accepted: impl Fn(Move) -> boo
         legal_moves: moves.len(),
         ..MoveChoice::default()
     };
-    let mut wrong_total = vec![0.0f64; moves.len()];
     for net in 0..nets {
         let p = probabilities.at_net(net);
         let accepted_p: f64 = p
@@ -156,18 +139,7 @@ fn move_choice(probabilities: &MoveProbabilities, accepted: impl Fn(Move) -> boo
         choice.rank.push((above + 1) as f64);
         choice.entropy.push(entropy);
         choice.wrong_probability.push(wrong_best);
-        for (i, q) in p.iter().enumerate() {
-            if !is_accepted[i] {
-                wrong_total[i] += f64::from(*q);
-            }
-        }
     }
-    choice.tempting = wrong_total
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !is_accepted[*i])
-        .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(&a.0)))
-        .map(|(i, _)| moves[i].to_uci(CastlingMode::Standard).to_string());
     choice
 }
 

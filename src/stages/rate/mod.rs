@@ -1,34 +1,30 @@
 //! `puzzleforge rate`: estimates a Lichess-like rating for puzzles that have
-//! none (mined puzzles), from what human players of each rating would play
-//! and from engine and board signals.
+//! none (mined puzzles), from what human players would play and what the
+//! board shows.
 //!
-//! A puzzle's difficulty for humans is read from four kinds of signal, one
+//! A puzzle's difficulty for humans is read from two kinds of signal, one
 //! table of features in the end ([`features::FEATURES`]):
-//! - human-move nets ([`crate::maia`], [`human`]): for every solver move
-//!   and every opponent reply of the line, the probability that players of
-//!   each of the nine Maia ratings (1100-1900) play it, its rank among their
-//!   choices, the lowest rating whose most likely move it is, how spread
-//!   their choices are, and how tempting the best wrong move is (and
-//!   whether the engine's wide scan calls that move a blunder);
-//! - an engine ladder: Stockfish's weakened player (its `Skill::pick_best`
-//!   rule driven by our seeded RNG) at several strengths, several attempts
-//!   each; an attempt solves the puzzle only when it finds every solver move;
-//! - engine probes: the search depth at which the engine first finds the
-//!   solver move and keeps it, the score gap to the second move, and a wide
-//!   shallow scan of every legal move;
-//! - board features: legal moves, available checks and captures, whether the
-//!   solution captures, checks, sacrifices or recaptures, piece count, mate.
+//! - human-move nets ([`crate::maia`], [`human`]): for every solver move,
+//!   the probability that players of the lowest and highest Maia-1 rating
+//!   (1100, 1900) play it, its rank among their choices, how spread their
+//!   choices are, and how likely the best wrong move is;
+//! - board features ([`signals`]): legal moves, available checks, captures
+//!   and mates, whether the solution captures, checks, sacrifices,
+//!   recaptures or retreats, material, piece count, solver length, mate.
 //!
-//! The features are mapped to a rating by gradient-boosted trees, recalibrated
-//! so that the mean true rating of the puzzles given an estimate matches it
-//! over the whole range, with a deviation per solver-length group and band
-//! of the estimate ([`model`]). The model is fitted on real Lichess puzzles
+//! No engine searches: a puzzle costs a few milliseconds of one core, so a
+//! calibration reads hundreds of thousands of rated puzzles and a generated
+//! pool is rated at the pace it is mined. The features are mapped to a
+//! rating by gradient-boosted trees, recalibrated so that the mean true
+//! rating of the puzzles given an estimate matches it over the whole range,
+//! with a deviation per solver-length group and band of the estimate
+//! ([`model`]). The model is fitted on real Lichess puzzles
 //! (`--calibrate`), which carry ratings from many human attempts, and saved
 //! as a JSON file (`--save-model`, reused with `--model`) that also records
-//! the signal settings and the nets, so a release rates the same way later.
-//! Calibration reports held-out figures ([`calibrate`]) beside the model of
-//! format 2 (ridge regressions on the engine and board features) on the
-//! same folds. The measured figures are in docs/results.md.
+//! the nets, so a release rates the same way later. Calibration reports
+//! held-out figures ([`figures`]); `--evaluate` gives the same figures for a
+//! rated file the model has never seen. The measured figures are in
+//! docs/rating.md.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -39,39 +35,40 @@ use std::path::{Path, PathBuf};
 use crate::chess::columns::Column;
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of};
 use crate::core::error::bad_input;
-use crate::core::settings::{flags_over, load_section_or_bare, switch_on};
+use crate::core::settings::{flags_over, load_section_or_bare};
 use crate::core::summary::{Report, Summary};
-use crate::engine::pool::{EnginePool, PoolConfig};
-use crate::engine::process::EngineSpec;
-use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::maia::{DEFAULT_MODELS_DIR, MaiaNets};
 
 mod calibrate;
 mod config;
 mod features;
+mod figures;
 mod fit;
 mod human;
 mod model;
 mod signals;
 mod store;
 pub use calibrate::{
-    BandFigures, Calibrated, CalibrationReport, EndFigures, ExtractionReport, FeatureJob,
-    GroupReach, HeldOut, InRangeFigures, ReachBand, ReachFigures, calibrate,
+    Calibrated, CalibrationReport, CurvePoint, ExtractionReport, FeatureJob, calibrate,
+};
+pub use figures::{
+    BandFigures, BandTable, EndFigures, Figures, GroupReach, HeldOut, InRangeFigures,
+    ReachFigures,
 };
 pub use config::*;
 pub use features::{Features, feature_names};
 pub use fit::*;
 pub use model::{DeviationTable, Estimator, Recalibration, TreeConfig, TreeNode, Trees};
 
-/// `puzzleforge rate` flags. `--model`, `--seed`, `--folds`,
-/// `--calibrate-max-rows` and `--baseline` override the `[rate]` keys of
-/// their names ([`crate::core::settings::flags_over`]).
+/// `puzzleforge rate` flags. `--model`, `--seed`, `--folds` and
+/// `--calibrate-max-rows` override the `[rate]` keys of their names
+/// ([`crate::core::settings::flags_over`]).
 #[derive(Args, Debug, Serialize)]
 pub struct RateArgs {
     /// Puzzles to rate (CSV or JSON Lines, optionally .zst). Without it,
     /// `rate` only calibrates (--calibrate) or computes features.
     #[serde(skip)]
-    #[arg(required_unless_present = "calibrate", requires = "output")]
+    #[arg(required_unless_present_any = ["calibrate", "evaluate"], requires = "output")]
     pub input: Option<PathBuf>,
     /// Rated puzzles (.csv/.jsonl[.zst]): every row gets Rating and RatingDeviation.
     #[arg(short, long, requires = "input")]
@@ -88,7 +85,7 @@ pub struct RateArgs {
     #[arg(long)]
     #[serde(skip)]
     pub save_model: Option<PathBuf>,
-    /// Seed for the ladder and the calibration folds.
+    /// Seed for the calibration folds and sample.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Folds for the held-out calibration figures.
@@ -97,10 +94,19 @@ pub struct RateArgs {
     /// Use at most this many calibration rows (a seeded sample).
     #[arg(long)]
     pub calibrate_max_rows: Option<usize>,
-    /// Also measure the plain-ladder baseline when calibrating (slow).
-    #[arg(long)]
-    #[serde(serialize_with = "switch_on")]
-    pub baseline: bool,
+    /// Also measure the learning curve of the calibration: trees fitted on
+    /// this many whole puzzles of folds 1 and up, scored on fold 0
+    /// (comma-separated, e.g. 30000,100000,300000; every row is the last
+    /// point).
+    #[arg(long, value_delimiter = ',', value_name = "ROWS", requires = "calibrate")]
+    #[serde(skip)]
+    pub learning_curve: Vec<usize>,
+    /// Rate the rated puzzles of these files as if they had no rating,
+    /// with the model (--model or [rate] model), and report how close the
+    /// estimates come to their Lichess ratings (repeatable).
+    #[arg(long, value_name = "FILE", conflicts_with = "calibrate")]
+    #[serde(skip)]
+    pub evaluate: Vec<PathBuf>,
     /// The feature store: a folder where the calibration rows' features
     /// are kept by puzzle, content and feature version. Rows found there
     /// are not computed again; rows computed are added batch by batch, so
@@ -136,9 +142,6 @@ pub struct RateArgs {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    #[command(flatten)]
-    #[serde(skip)]
-    pub engine: EngineArgs,
 }
 
 /// Runs `puzzleforge rate` from its flags: the `[rate]` section of
@@ -147,7 +150,9 @@ pub struct RateArgs {
 pub fn run_rate(args: &RateArgs) -> Result<Summary> {
     let section: RateConfig = load_section_or_bare(args.config.as_deref(), "rate")?;
     let config = flags_over(&section, args)?;
-    let (engine, pool) = args.engine.resolve(&EngineConfig::default())?;
+    if !args.evaluate.is_empty() {
+        return evaluate_files(&config, &args.evaluate);
+    }
     let features = FeatureJob {
         store: args.features.as_deref(),
         shard: args.shard,
@@ -163,9 +168,8 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
         calibrate: &args.calibrate,
         save_model: args.save_model.as_deref(),
         features,
+        learning_curve: &args.learning_curve,
         config: &config,
-        engine,
-        pool,
     };
     if args.input.is_some() {
         run_rate_with(&job)?.into_summary()
@@ -205,7 +209,7 @@ fn check_settings(config: &RateConfig) -> Result<()> {
             config.proxy_share
         )));
     }
-    validate_signals(&config.signals)
+    config.trees.check()
 }
 
 /// Calibrates on `job.calibrate` (features from and into the store), saves
@@ -218,8 +222,13 @@ fn calibrate_now(job: &RateJob, human: &mut String) -> Result<(Calibrated, MaiaN
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_MODELS_DIR));
     let nets = load_nets(&nets_dir, None)?;
-    let pool = engine_pool(job, "calibration")?;
-    let calibrated = calibrate(&pool, &nets, job.calibrate, config, &job.features)?;
+    let calibrated = calibrate(
+        &nets,
+        job.calibrate,
+        config,
+        &job.features,
+        job.learning_curve,
+    )?;
     human.push_str(&calibrated.extraction.human());
     if let Some(report) = &calibrated.report {
         human.push_str(&report.human());
@@ -244,9 +253,9 @@ pub(crate) struct RateJob<'a> {
     pub save_model: Option<&'a Path>,
     /// Where the calibration rows' features come from and go.
     pub features: FeatureJob<'a>,
+    /// Sizes of the calibration's learning curve (none: no curve).
+    pub learning_curve: &'a [usize],
     pub config: &'a RateConfig,
-    pub engine: EngineSpec,
-    pub pool: PoolConfig,
 }
 
 /// Rates `job.input` into `job.output`, calibrating first when asked.
@@ -269,7 +278,7 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
     if let Some(model) = &model
         && !needs_estimate.is_empty()
     {
-        estimate_ratings(job, model, &mut rated, &needs_estimate, &mut human)?;
+        estimate_ratings(model, &mut rated, &needs_estimate)?;
     }
     for puzzle in &mut rated {
         puzzle.set(Column::RatingSource, "lichess");
@@ -325,11 +334,6 @@ pub(crate) struct RateSummary {
     calibration: serde_json::Value,
 }
 
-fn engine_pool(job: &RateJob, what: &str) -> Result<EnginePool> {
-    EnginePool::new(job.engine.clone(), job.pool.clone())
-        .with_context(|| format!("starting the engine for {what}"))
-}
-
 /// The model that rates the puzzles without a Lichess rating: calibrated now
 /// (and saved when asked), loaded from the configured file, or none when every
 /// puzzle has its Lichess rating. Also returns the calibration report's JSON
@@ -347,20 +351,7 @@ fn rating_model(
         return Ok((calibrated.model.map(|m| (m, nets)), report));
     }
     if let Some(path) = &config.model {
-        let model = RatingModel::load(path)?;
-        let beside = path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(NETS_BESIDE_THE_MODEL);
-        let nets_dir = config.maia.clone().unwrap_or_else(|| {
-            if beside.is_dir() {
-                beside
-            } else {
-                PathBuf::from(DEFAULT_MODELS_DIR)
-            }
-        });
-        let nets = load_nets(&nets_dir, Some(&model.maia))?;
-        return Ok((Some((model, nets)), serde_json::Value::Null));
+        return Ok((Some(load_model(path, config)?), serde_json::Value::Null));
     }
     if needs_estimate.is_empty() {
         return Ok((None, serde_json::Value::Null));
@@ -374,26 +365,34 @@ fn rating_model(
     )))
 }
 
-/// Computes the signals of the puzzles at `needs_estimate` and sets their
+/// The model at `path` and the nets it reads: `[rate] maia` when set,
+/// else `maia/` beside the model when there, else `models/maia`.
+fn load_model(path: &Path, config: &RateConfig) -> Result<(RatingModel, MaiaNets)> {
+    let model = RatingModel::load(path)?;
+    let beside = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(NETS_BESIDE_THE_MODEL);
+    let nets_dir = config.maia.clone().unwrap_or_else(|| {
+        if beside.is_dir() {
+            beside
+        } else {
+            PathBuf::from(DEFAULT_MODELS_DIR)
+        }
+    });
+    let nets = load_nets(&nets_dir, Some(&model.maia))?;
+    Ok((model, nets))
+}
+
+/// Computes the features of the puzzles at `needs_estimate` and sets their
 /// rating and deviation from the model.
 fn estimate_ratings(
-    job: &RateJob,
     (model, nets): &(RatingModel, MaiaNets),
     rated: &mut [Puzzle],
     needs_estimate: &[usize],
-    human: &mut String,
 ) -> Result<()> {
-    let pool = engine_pool(job, "rating")?;
-    if pool.engine_id() != model.engine {
-        // Signals depend on the engine; a different one shifts them.
-        human.push_str(&format!(
-            "rate: warning: the model was fitted with {:?}, rating with {:?}\n",
-            model.engine,
-            pool.engine_id()
-        ));
-    }
     let targets: Vec<&Puzzle> = needs_estimate.iter().map(|&i| &rated[i]).collect();
-    let features = compute_features(&pool, nets, &targets, &model.signals, model.seed, false)?;
+    let features = compute_features(nets, &targets)?;
     let estimates: Vec<(i32, i32)> = targets
         .iter()
         .zip(&features)
@@ -406,6 +405,87 @@ fn estimate_ratings(
     Ok(())
 }
 
+/// The figures of one rated file the model rated as if unrated.
+#[derive(Serialize, Debug, Clone)]
+struct Evaluation {
+    file: String,
+    /// Rows with a Lichess rating from plays, rated by the model.
+    rows: usize,
+    skipped: usize,
+    /// This process's CPU-seconds per puzzle rated (features and trees).
+    cpu_seconds_per_puzzle: f64,
+    figures: Figures,
+}
+
+/// `rate --evaluate FILE...`: rates every rated puzzle of each file with
+/// the model as if it had no rating, and reports the figures a calibration
+/// reports held out ([`figures`]).
+fn evaluate_files(config: &RateConfig, files: &[PathBuf]) -> Result<Summary> {
+    check_settings(config)?;
+    let path = config.model.as_deref().ok_or_else(|| {
+        bad_input("rate --evaluate: give the model to evaluate (--model, or [rate] model)")
+    })?;
+    let (model, nets) = load_model(path, config)?;
+    let mut human = String::new();
+    let mut evaluations = Vec::new();
+    for file in files {
+        let (puzzles, rejected) = read_rateable(file)?;
+        let rated: Vec<&Puzzle> = puzzles
+            .iter()
+            .filter(|p| p.rating.is_some() && p.nb_plays.is_none_or(|n| n > 0))
+            .collect();
+        if rated.is_empty() {
+            return Err(bad_input(format!(
+                "rate --evaluate: {} has no puzzle with a Lichess rating",
+                file.display()
+            )));
+        }
+        let cpu_before = calibrate::cpu_seconds();
+        let features = compute_features(&nets, &rated)?;
+        let scores: Vec<(i32, i32)> = rated
+            .iter()
+            .zip(&features)
+            .map(|(p, f)| model.rate(p.solver_moves(), f))
+            .collect();
+        let cpu = calibrate::cpu_seconds() - cpu_before;
+        let figures = Figures::of(&figures::Scored {
+            estimate: scores.iter().map(|s| f64::from(s.0)).collect(),
+            deviation: scores.iter().map(|s| f64::from(s.1)).collect(),
+            rating: rated
+                .iter()
+                .map(|p| f64::from(p.rating.unwrap_or_default()))
+                .collect(),
+            length: rated.iter().map(|p| p.solver_moves()).collect(),
+            mate: features.iter().map(mates).collect(),
+            proxy: vec![false; rated.len()],
+        });
+        let evaluation = Evaluation {
+            file: file.display().to_string(),
+            rows: rated.len(),
+            skipped: rejected.len() + puzzles.len() - rated.len(),
+            cpu_seconds_per_puzzle: cpu / rated.len() as f64,
+            figures,
+        };
+        human.push_str(&format!(
+            "rate --evaluate {}: {} rated puzzles ({} skipped), {:.0} puzzles per CPU-second\n{}",
+            evaluation.file,
+            evaluation.rows,
+            evaluation.skipped,
+            1.0 / evaluation.cpu_seconds_per_puzzle.max(1e-9),
+            evaluation.figures.human()
+        ));
+        evaluations.push(evaluation);
+    }
+    Ok(Summary::new(
+        human,
+        json!({
+            "command": "rate",
+            "model": path.display().to_string(),
+            "evaluations": evaluations,
+        }),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,25 +496,6 @@ mod tests {
             average_ranks(&[10.0, 20.0, 10.0, 30.0]),
             vec![1.5, 3.0, 1.5, 4.0]
         );
-    }
-
-    #[test]
-    fn ridge_recovers_a_linear_map_and_ignores_constant_features() {
-        let xs: Vec<Vec<f64>> = (0..20)
-            .map(|i| vec![f64::from(i), 5.0, f64::from(i % 3)])
-            .collect();
-        let ys: Vec<f64> = xs
-            .iter()
-            .map(|x| 1000.0 + 30.0 * x[0] - 50.0 * x[2])
-            .collect();
-        let fit = RidgeFit::fit(&xs, &ys, 1e-6).expect("fits");
-        assert_eq!(fit.weights[1], 0.0);
-        for (x, y) in xs.iter().zip(&ys) {
-            assert!((fit.predict(x) - y).abs() < 1e-3);
-        }
-        // A strong penalty shrinks towards the mean rating.
-        let shrunk = RidgeFit::fit(&xs, &ys, 1e9).expect("fits");
-        assert!((shrunk.predict(&xs[0]) - shrunk.intercept).abs() < 1.0);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The rating model of format 5: gradient-boosted trees over the feature
+//! The rating model of format 6: gradient-boosted trees over the feature
 //! table (fitted with `forust-ml`, stored here as plain split/leaf arrays),
 //! an isotonic recalibration of the trees' output (`pav_regression`) fitted
 //! on out-of-fold predictions so that, read by the estimate, the mean true
@@ -17,6 +17,13 @@
 //! single-move non-mate like the proxies around it (format 4 did, and a
 //! group shift of about -480 points took it back; docs/results.md). The
 //! group shifts and the deviations are still read from whole puzzles alone.
+//!
+//! The recalibration, the shifts and the deviations are fitted on
+//! out-of-fold outputs of the trees: each row's output comes from trees
+//! fitted on the folds (by source game) it is not in. A calibration
+//! computes those once, for its held-out figures and its final model
+//! alike (`folds` + 1 tree fits in all), which is what lets it fit on
+//! hundreds of thousands of rows.
 //!
 //! Everything is deterministic: the trees are grown single-threaded with no
 //! row or column sampling, and the out-of-fold fits run in parallel with
@@ -43,13 +50,12 @@ pub struct TreeConfig {
     pub min_leaf_weight: f32,
     /// L2 penalty on leaf weights.
     pub l2: f32,
-    /// Folds (by source game, inside the training rows) of the out-of-fold
-    /// predictions the recalibration and the deviations are fitted on.
-    pub inner_folds: usize,
     /// Training rows are weighed by the 400-point band of their true
     /// rating: weight = (rows per band on average / rows in the band) to
-    /// this power (0: every row alike; 1: every band alike), so that the
-    /// rare ends of the range count.
+    /// this power (0: every row alike, the fit's own mix; 1: every band
+    /// alike). The recalibration is weighed the same way, so this is how
+    /// a fit is aimed at another mix than the one it reads
+    /// (docs/rating.md).
     pub band_balance: f64,
     /// Weight of a single-move proxy row against a genuine puzzle.
     pub proxy_weight: f64,
@@ -58,15 +64,40 @@ pub struct TreeConfig {
 impl Default for TreeConfig {
     fn default() -> Self {
         Self {
-            iterations: 400,
-            learning_rate: 0.05,
-            max_depth: 5,
-            min_leaf_weight: 20.0,
+            iterations: 500,
+            learning_rate: 0.08,
+            max_depth: 7,
+            min_leaf_weight: 50.0,
             l2: 1.0,
-            inner_folds: 5,
-            band_balance: 0.5,
+            band_balance: 0.0,
             proxy_weight: 1.0,
         }
+    }
+}
+
+impl TreeConfig {
+    /// Checks every setting is a number a fit can use, naming the key.
+    pub(crate) fn check(&self) -> Result<()> {
+        let bad = |key: &str, why: &str| Err(bad_input(format!("[rate.trees] {key}: {why}")));
+        if self.iterations == 0 || self.max_depth == 0 {
+            return bad("iterations and max_depth", "must be at least 1");
+        }
+        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
+            return bad("learning_rate", "must be a positive number");
+        }
+        for (key, value) in [
+            ("min_leaf_weight", f64::from(self.min_leaf_weight)),
+            ("l2", f64::from(self.l2)),
+            ("proxy_weight", self.proxy_weight),
+        ] {
+            if !(value.is_finite() && value >= 0.0) {
+                return bad(key, "must be a number at least 0");
+            }
+        }
+        if !(0.0..=1.0).contains(&self.band_balance) {
+            return bad("band_balance", "must be within 0-1");
+        }
+        Ok(())
     }
 }
 
@@ -94,7 +125,7 @@ pub enum TreeNode {
 }
 
 /// The boosted trees: the base score plus every tree's leaf.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Trees {
     pub base_score: f64,
     /// Each tree's nodes, root first; in the model file one line of JSON
@@ -266,6 +297,13 @@ fn tree_input(features: &[f64], proxy: bool) -> Vec<f64> {
     input
 }
 
+impl Trees {
+    /// The trees' output for a whole puzzle (not a proxy) with `features`.
+    pub(crate) fn predict_whole(&self, features: &[f64]) -> f64 {
+        self.predict(&tree_input(features, false))
+    }
+}
+
 /// Grows the trees on `rows` (their features and kind).
 pub(crate) fn fit_trees(rows: &FitRows, config: &TreeConfig) -> Result<Trees> {
     let n = rows.x.len();
@@ -293,6 +331,33 @@ pub(crate) fn fit_trees(rows: &FitRows, config: &TreeConfig) -> Result<Trees> {
         .fit(&matrix, &rows.y, &rows.weight, None)
         .map_err(|e| bad_input(format!("fitting the rating trees: {e}")))?;
     Ok(Trees::of_booster(&booster))
+}
+
+/// Each row's output of trees fitted on the other folds (`fold % folds`),
+/// in row order; the folds are fitted in parallel.
+pub(crate) fn out_of_fold(rows: &FitRows, folds: usize, config: &TreeConfig) -> Result<Vec<f64>> {
+    let folds = folds.max(2);
+    let fold_fits: Vec<Result<(Vec<usize>, Vec<f64>)>> = (0..folds)
+        .into_par_iter()
+        .map(|fold| {
+            let (train, held): (Vec<usize>, Vec<usize>) =
+                (0..rows.x.len()).partition(|&i| rows.fold[i] % folds != fold);
+            let trees = fit_trees(&rows.subset(&train), config)?;
+            let predicted = held
+                .iter()
+                .map(|&i| trees.predict(&tree_input(rows.x[i], rows.proxy[i])))
+                .collect();
+            Ok((held, predicted))
+        })
+        .collect();
+    let mut output = vec![0.0; rows.x.len()];
+    for fit in fold_fits {
+        let (held, predicted) = fit?;
+        for (i, p) in held.into_iter().zip(predicted) {
+            output[i] = p;
+        }
+    }
+    Ok(output)
 }
 
 /// Weights of rows with true ratings `y`: see [`TreeConfig::band_balance`].
@@ -531,39 +596,31 @@ impl Estimator {
     }
 
     /// Fits the trees on every row, and the recalibration and deviations
-    /// on out-of-fold predictions of trees fitted on the inner folds.
-    pub(crate) fn fit(rows: &FitRows, groups: usize, config: &TreeConfig) -> Result<Self> {
-        let folds = config.inner_folds.max(2);
-        let fold_fits: Vec<Result<(Vec<usize>, Vec<f64>)>> = (0..folds)
-            .into_par_iter()
-            .map(|fold| {
-                let train: Vec<usize> = (0..rows.x.len())
-                    .filter(|&i| rows.fold[i] % folds != fold)
-                    .collect();
-                let held: Vec<usize> = (0..rows.x.len())
-                    .filter(|&i| rows.fold[i] % folds == fold)
-                    .collect();
-                let trees = fit_trees(&rows.subset(&train), config)?;
-                Ok((
-                    held.clone(),
-                    held.iter()
-                        .map(|&i| trees.predict(&tree_input(rows.x[i], rows.proxy[i])))
-                        .collect(),
-                ))
-            })
-            .collect();
-        let mut output = vec![0.0; rows.x.len()];
-        for fit in fold_fits {
-            let (held, predicted) = fit?;
-            for (i, p) in held.into_iter().zip(predicted) {
-                output[i] = p;
-            }
-        }
-        let recalibration = Recalibration::fit(&output, &rows.y, &rows.weight)?;
+    /// on out-of-fold outputs over `folds` folds of the rows' `fold` keys.
+    #[cfg(test)]
+    pub(crate) fn fit(
+        rows: &FitRows,
+        groups: usize,
+        folds: usize,
+        config: &TreeConfig,
+    ) -> Result<Self> {
+        let output = out_of_fold(rows, folds, config)?;
+        Self::from_outputs(fit_trees(rows, config)?, rows, &output, groups)
+    }
+
+    /// The estimator of `trees` (fitted on `rows`), its recalibration,
+    /// shifts and deviations fitted on the rows' out-of-fold `output`.
+    pub(crate) fn from_outputs(
+        trees: Trees,
+        rows: &FitRows,
+        output: &[f64],
+        groups: usize,
+    ) -> Result<Self> {
+        let recalibration = Recalibration::fit(output, &rows.y, &rows.weight)?;
         // The shifts and the deviations: whole puzzles only.
         let whole = rows.whole_puzzles();
         let (truth, group) = (pick(&rows.y, &whole), pick(&rows.group, &whole));
-        let mapped = pick(&recalibration.apply_all(&output), &whole);
+        let mapped = pick(&recalibration.apply_all(output), &whole);
         let shifts = GroupShifts::fit(&mapped, &truth, &group, groups);
         let estimate: Vec<f64> = mapped
             .iter()
@@ -571,7 +628,6 @@ impl Estimator {
             .map(|(m, g)| m + shifts.shift(*g))
             .collect();
         let deviations = DeviationTable::fit(&estimate, &truth, &group, groups);
-        let trees = fit_trees(rows, config)?;
         Ok(Self {
             trees,
             recalibration,
@@ -583,7 +639,7 @@ impl Estimator {
     /// The estimate of a whole puzzle of model `group` with features `x`
     /// (not yet clamped to the rating range).
     pub fn estimate(&self, x: &[f64], group: usize) -> f64 {
-        let output = self.trees.predict(&tree_input(x, false));
+        let output = self.trees.predict_whole(x);
         self.recalibration.apply(output) + self.shifts.shift(group)
     }
 }
@@ -730,7 +786,7 @@ mod tests {
             min_leaf_weight: 1.0,
             ..TreeConfig::default()
         };
-        let estimator = Estimator::fit(&rows, 1, &config).expect("fits");
+        let estimator = Estimator::fit(&rows, 1, 5, &config).expect("fits");
         assert_eq!(estimator.shifts.rows, vec![200]);
         let shift = estimator.shifts.shift(0);
         assert!(shift.abs() < 30.0, "shift {shift}");

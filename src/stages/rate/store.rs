@@ -3,8 +3,7 @@
 //! session's larger fit computes no row twice.
 //!
 //! A store is a folder with one subfolder per feature version: the hash of
-//! [`FeatureSettings`] (the engine, the seed, the signal budgets, the nets'
-//! sha256 and the feature names), with that `settings.json` inside. Its rows
+//! [`FeatureSettings`] (the nets' sha256 and the feature names), with that `settings.json` inside. Its rows
 //! live in part files `part-<sha256>.csv.zst`, each written atomically when a
 //! batch of rows is done (a killed extraction loses at most one batch) and
 //! named by its own bytes (two shards on two machines never collide: copy
@@ -20,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::config::{MaiaSpec, SignalConfig};
+use super::config::MaiaSpec;
 use super::features::Features;
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
@@ -30,9 +29,6 @@ use crate::core::fileio::{sha256_bytes, write_atomic};
 /// are other rows.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub(crate) struct FeatureSettings {
-    pub engine: String,
-    pub seed: u64,
-    pub signals: SignalConfig,
     pub maia: MaiaSpec,
     pub features: Vec<String>,
 }
@@ -49,7 +45,7 @@ impl FeatureSettings {
 pub(crate) const ROWS_PER_PART: usize = 200;
 
 /// The columns before the features in a part file.
-const KEY_COLUMNS: [&str; 3] = ["PuzzleId", "Content", "baseline_solve_rate"];
+const KEY_COLUMNS: [&str; 2] = ["PuzzleId", "Content"];
 
 /// A row's key: its id and the hash of its position and moves.
 pub(crate) fn row_key(puzzle: &Puzzle) -> (String, String) {
@@ -69,7 +65,6 @@ pub(crate) fn stored_value(value: f64) -> f64 {
 pub(crate) fn stored(features: Features) -> Features {
     Features {
         values: features.values.into_iter().map(stored_value).collect(),
-        baseline_solve_rate: features.baseline_solve_rate.map(stored_value),
     }
 }
 
@@ -185,16 +180,9 @@ impl FeatureStore {
             let values = (KEY_COLUMNS.len()..record.len())
                 .map(|j| number(&record[j]))
                 .collect::<Result<Vec<f64>>>()?;
-            let baseline_solve_rate = match &record[2] {
-                "" => None,
-                text => Some(number(text)?),
-            };
             self.rows.insert(
                 (record[0].to_string(), record[1].to_string()),
-                Features {
-                    values,
-                    baseline_solve_rate,
-                },
+                Features { values },
             );
         }
         Ok(())
@@ -215,14 +203,7 @@ impl FeatureStore {
         writer.write_record(&self.header)?;
         for (puzzle, features) in rows {
             let (id, content) = row_key(puzzle);
-            let mut record = vec![
-                id,
-                content,
-                features
-                    .baseline_solve_rate
-                    .map(|r| (r as f32).to_string())
-                    .unwrap_or_default(),
-            ];
+            let mut record = vec![id, content];
             record.extend(features.values.iter().map(|v| (*v as f32).to_string()));
             writer.write_record(&record)?;
         }
