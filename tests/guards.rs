@@ -915,3 +915,88 @@ fn a_stray_quote_rejects_its_line_and_the_rows_after_it_are_read() {
         "{message}"
     );
 }
+
+/// A number no setting can mean (NaN, an infinity, a negative wait, price
+/// or share) is refused as the config is read, by `run` before any stage
+/// (the release was written and only the eval stage refused `timeout_s =
+/// -1`) and by a standalone command's `--config` (which said "invalid
+/// type: null, expected f64" for `nan`, naming no file or key): exit 2
+/// naming the file, the dotted key, the value and its line.
+#[test]
+fn nan_infinite_and_negative_numbers_are_refused_as_the_config_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let cases: [(&str, &[&str]); 6] = [
+        (
+            "[eval.client]\ntimeout_s = -1\n",
+            &[
+                "eval.client.timeout_s = -1",
+                "must be a positive number of seconds",
+            ],
+        ),
+        (
+            "[eval.client]\ntimeout_s = nan\n",
+            &["eval.client.timeout_s = NaN", "must be a finite number"],
+        ),
+        (
+            "[eval.client]\nmax_failed_share = 1.5\n",
+            &["eval.client.max_failed_share = 1.5", "from 0 to 1"],
+        ),
+        (
+            "[eval.prices.some-model]\nprompt_per_million = -2.5\n",
+            &[
+                "eval.prices.some-model.prompt_per_million = -2.5",
+                "zero or more",
+            ],
+        ),
+        (
+            "[engine]\nhandshake_secs = inf\n",
+            &["engine.handshake_secs = inf", "finite"],
+        ),
+        (
+            "[generate]\nmax_cpu_hours = 0\n",
+            &["generate.max_cpu_hours = 0", "positive number of hours"],
+        ),
+    ];
+    for (section, needles) in cases {
+        std::fs::write(&config, format!("{text}\n{section}")).unwrap();
+        let line = text.lines().count() + 3;
+        let mut all = vec!["pipeline.toml"];
+        all.extend_from_slice(needles);
+        let stderr = refused(dir.path(), &["run"], &all);
+        assert!(stderr.contains(&format!("(line {line})")), "{stderr}");
+        assert!(!dir.path().join("out").exists(), "{needles:?}: a stage ran");
+    }
+
+    // Standalone commands read their section through the same check.
+    let puzzles = data("lichess_db_puzzle_subset_1499.csv");
+    let puzzles = puzzles.to_str().unwrap();
+    std::fs::write(&config, "[eval.client]\ntimeout_s = nan\n").unwrap();
+    let needles = [
+        "pipeline.toml",
+        "eval.client.timeout_s = NaN (line 2)",
+        "finite",
+    ];
+    refused(
+        dir.path(),
+        &[
+            "eval",
+            puzzles,
+            "--model",
+            "random",
+            "--config",
+            "pipeline.toml",
+            "-o",
+            "e",
+        ],
+        &needles,
+    );
+    assert!(!dir.path().join("e").exists());
+    refused(
+        dir.path(),
+        &["split", puzzles, "--config", "pipeline.toml", "-o", "s"],
+        &needles,
+    );
+    assert!(!dir.path().join("s").exists());
+}
