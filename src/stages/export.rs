@@ -43,7 +43,7 @@ pub enum SplitChoice {
 /// Command-line arguments of `puzzleforge export`.
 #[derive(Args, Debug, Clone)]
 pub struct ExportArgs {
-    /// A release folder written by `split`.
+    /// A release folder, as `run` or `split` writes it.
     pub release: PathBuf,
     /// The format to write: Inspect samples, DSPy examples, OpenAI evals
     /// samples, or Lichess-format CSV (see each value below).
