@@ -69,8 +69,9 @@ pub struct SolverPosition {
     pub legal_moves: Vec<String>,
     /// The solution's move.
     pub expected: String,
-    /// Moves accepted as correct: the expected move first, then, on the
-    /// puzzle's final move when it mates, every other mating move (sorted).
+    /// Moves accepted as correct (`PuzzleLine::accepted_moves`, the rule
+    /// eval scores by): the expected move first, then every other move that
+    /// checkmates (sorted).
     pub accepted: Vec<String>,
 }
 
@@ -90,9 +91,10 @@ pub fn solver_positions(puzzle: &Puzzle) -> std::result::Result<Vec<SolverPositi
                 .collect();
             legal_moves.sort();
             let mut accepted = vec![expected.clone()];
-            let mut others: Vec<String> = legal
-                .iter()
-                .filter(|m| **m != solution && line.accepts(ply, **m))
+            let mut others: Vec<String> = line
+                .accepted_moves(ply)
+                .into_iter()
+                .filter(|&m| m != solution)
                 .map(|m| m.to_uci(CastlingMode::Standard).to_string())
                 .collect();
             others.sort();
