@@ -6,8 +6,9 @@
 #   scripts/llm_server.sh serve [PORT]   # starts the server in the background, waits until it answers
 #   scripts/llm_server.sh stop
 #
-# Everything lives in .llm/ (gitignored). After `serve`, run the test with
-#   PUZZLEFORGE_LLM_URL=http://127.0.0.1:PORT/v1 cargo test --test eval_llm
+# Everything lives in .llm/ (gitignored). After `serve`, run the test (module
+# eval_llm of the integration-test binary `tests`, ignored by default) with
+#   PUZZLEFORGE_LLM_URL=http://127.0.0.1:PORT/v1 cargo test --test tests -- --ignored eval_llm
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"

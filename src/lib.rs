@@ -7,8 +7,8 @@
 //!
 //! | folder | owns |
 //! |---|---|
-//! | [`pipeline`] | `puzzleforge run` and `merge`: the config, the stage order, manifests, the release lock |
-//! | [`tools`] | commands beside the pipeline: `check` and the `bench` benchmarks |
+//! | [`pipeline`] | `puzzleforge run` and `merge`: the config, the stage order, manifests, the release lock, `run --aim`'s aimed tier (`aim`), `run --plan`'s sample (`plan`) and a generation target's projected cost (`cost`) |
+//! | [`tools`] | commands beside the pipeline: `check`, `verify`'s re-check of a release (`recheck`) and the `bench` benchmarks |
 //! | [`stages`] | one module per stage, in the order they run |
 //! | [`maia`] | human-move networks: the Maia-1 nets read from lc0's files, lc0's input and move encoding, the forward pass |
 //! | [`engine`] | UCI engines: the protocol, the process, the pool, the weakened player, the uniqueness criteria |

@@ -39,8 +39,8 @@ enum Command {
     Mine(puzzleforge::stages::mine::MineArgs),
     /// Re-analyse mined puzzles at K times the nodes and with a second engine.
     Verify(puzzleforge::stages::verify::VerifyArgs),
-    /// Estimate Lichess-scale ratings of mined puzzles from engine signals
-    /// (fit on real Lichess puzzles with --calibrate).
+    /// Estimate Lichess-scale ratings of mined puzzles with the fitted
+    /// rating model (fit on real Lichess puzzles with --calibrate).
     Rate(puzzleforge::stages::rate::RateArgs),
     /// Draw a stratified, game-grouped train/test release from puzzle pools.
     Split(Box<puzzleforge::stages::release::SplitArgs>),

@@ -381,3 +381,64 @@ fn garbage_names_the_engine_and_the_line() {
     assert!(message.contains("Stockfish 15.1: "), "{message}");
     assert!(message.contains("from the fault engine"), "{message}");
 }
+
+/// Whether a live process runs `sleep` with exactly `argument` (a zombie's
+/// command line reads empty, so an ended one does not count).
+fn sleep_is_running(argument: &str) -> bool {
+    let wanted = format!("sleep\0{argument}\0");
+    std::fs::read_dir("/proc")
+        .expect("read /proc")
+        .filter_map(Result::ok)
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .any(|cmdline| cmdline.ends_with(wanted.as_bytes()))
+}
+
+/// FAKE engines that are wrapper scripts whose child keeps the output pipe
+/// open (a `sleep` in the background, and one run without `exec`): the
+/// command still ends at the handshake deadline, naming the program as no
+/// engine, and the `sleep` ends with it (the engine's process group is
+/// killed), where it used to hang the run and outlive it.
+#[test]
+fn a_wrapper_whose_child_holds_the_pipe_neither_hangs_nor_outlives_the_run() {
+    let out = tempfile::tempdir().expect("temp dir");
+    // Arguments no other process has: this test's pid in the fraction.
+    let pid = std::process::id();
+    let scripts = [
+        (
+            "fake-background-engine.sh",
+            format!("1000.{pid}1"),
+            "&\nwait",
+        ),
+        ("fake-no-exec-engine.sh", format!("1000.{pid}2"), ""),
+    ];
+    for (name, argument, tail) in &scripts {
+        let script = out.path().join(name);
+        std::fs::write(&script, format!("#!/bin/sh\nsleep {argument} {tail}\n"))
+            .expect("write script");
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("make script executable");
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "mine",
+                "tests/data/lichess_game_export_ZlCTzfMG_eval_clk.pgn",
+                "-o",
+            ])
+            .arg(out.path().join("mined"))
+            .arg("--engine")
+            .arg(&script)
+            .args(["--handshake-deadline", "0.5", "--workers", "1"])
+            .output()
+            .expect("run puzzleforge");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{} is not a UCI engine", script.display())),
+            "{name}: names the program: {stderr}"
+        );
+        assert!(
+            !sleep_is_running(argument),
+            "{name}: `sleep {argument}` outlived the run"
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //! (llama.cpp's llama-server with SmolLM2-135M-Instruct). Ignored by
 //! default: it needs that server, which takes ~17 minutes to build. Run it
 //! with PUZZLEFORGE_LLM_URL naming the server (e.g.
-//! http://127.0.0.1:8089/v1) and `cargo test -- --ignored eval_llm`.
+//! http://127.0.0.1:8089/v1) and `cargo test --test tests -- --ignored
+//! eval_llm`; without it the test fails.
 
 use std::path::Path;
 use std::process::Command;

@@ -1,12 +1,14 @@
 //! `puzzleforge export`: every format read back by a parser of that format,
 //! with one record per solver position (or per puzzle for `lichess`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use puzzleforge::chess::record::read_puzzles;
+use puzzleforge::stages::eval::task::{is_correct, puzzle_tasks};
 use puzzleforge::stages::export::solver_positions;
 use serde_json::Value;
+use shakmaty::{CastlingMode, Position};
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
@@ -194,4 +196,134 @@ fn a_folder_without_a_release_is_bad_input() {
         s(&root.path().join("x")),
     ]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Accepted moves of each solver position, by puzzle id and position
+/// index: the expected move first, then the others sorted (the order every
+/// export writes them in).
+type Accepted = BTreeMap<(String, usize), Vec<String>>;
+
+/// The expected move first, then the other accepted moves sorted.
+fn expected_first(expected: &str, moves: impl IntoIterator<Item = String>) -> Vec<String> {
+    let others: BTreeSet<String> = moves.into_iter().filter(|m| m != expected).collect();
+    std::iter::once(expected.to_string())
+        .chain(others)
+        .collect()
+}
+
+/// An Inspect `target` or OpenAI evals `ideal`: one move, or a list when
+/// several are accepted.
+fn moves_of(target: &Value) -> Vec<String> {
+    match target {
+        Value::String(one) => vec![one.clone()],
+        Value::Array(many) => many
+            .iter()
+            .map(|m| m.as_str().expect("a move is a string").to_string())
+            .collect(),
+        other => panic!("a target is a move or a list of moves, not {other}"),
+    }
+}
+
+/// `puzzle-3` as Inspect and OpenAI evals spell a record's id.
+fn split_id(id: &str) -> (String, usize) {
+    let (puzzle, index) = id.rsplit_once('-').expect("id is PUZZLE-INDEX");
+    (
+        puzzle.to_string(),
+        index.parse().expect("index is a number"),
+    )
+}
+
+/// The one acceptance rule: on every solver position of every puzzle of a
+/// release, the moves `eval` scores as correct (every legal move put to its
+/// judge) are exactly the accepted moves of each export format, the
+/// expected move first.
+#[test]
+fn eval_and_every_export_accept_the_same_moves_on_every_puzzle() {
+    let root = tempfile::tempdir().unwrap();
+    let release = root.path().join("out/r/release");
+    // Quotas above any cell's size: the release holds every puzzle of the
+    // real Lichess sample that split keeps.
+    run_ok(&[
+        "split",
+        "tests/data/lichess_db_puzzle_subset_1499.csv",
+        "-o",
+        s(&release),
+        "--train-per-cell",
+        "2000",
+        "--test-per-cell",
+        "2000",
+    ]);
+
+    // The card says what the Source column holds.
+    let card = std::fs::read_to_string(release.join("README.md")).unwrap();
+    assert!(
+        card.contains("gives each puzzle's origin: `lichess` (the Lichess puzzle database)"),
+        "{card}"
+    );
+
+    let mut by_eval = Accepted::new();
+    for split in ["train", "test"] {
+        let puzzles = read_puzzles(&release.join(format!("{split}.csv"))).unwrap();
+        for (index, puzzle) in puzzles.iter().enumerate() {
+            for task in puzzle_tasks(index, puzzle).unwrap() {
+                let correct = task
+                    .position
+                    .legal_moves()
+                    .into_iter()
+                    .map(|m| m.to_uci(CastlingMode::Standard))
+                    .filter(|uci| is_correct(&task, uci))
+                    .map(|uci| uci.to_string());
+                let accepted = expected_first(&task.expected.to_string(), correct);
+                by_eval.insert((puzzle.id.clone(), task.move_index), accepted);
+            }
+        }
+    }
+    // Mates in one with a second mating move (43jqD's kind): positions
+    // whose lists hold more than the expected move. No row of the real
+    // Lichess data has a mate away from a mating line's last move (none of
+    // tests/data's 6,300); `chess::line`'s table covers those cases.
+    let several = by_eval.values().filter(|moves| moves.len() > 1).count();
+    assert!(
+        several > 0,
+        "the release has positions with several answers"
+    );
+
+    for format in ["inspect", "dspy", "openai-evals"] {
+        let out = root.path().join(format);
+        run_ok(&["export", s(&release), "--format", format, "-o", s(&out)]);
+        let mut by_export = Accepted::new();
+        for split in ["train", "test"] {
+            for r in jsonl(&out.join(format!("{split}.jsonl"))) {
+                let (key, moves) = match format {
+                    "inspect" => (split_id(r["id"].as_str().unwrap()), moves_of(&r["target"])),
+                    "dspy" => {
+                        let key = (
+                            r["puzzle_id"].as_str().unwrap().to_string(),
+                            r["position_index"].as_u64().unwrap() as usize,
+                        );
+                        let moves = moves_of(&r["accepted_moves"]);
+                        assert_eq!(moves[0], r["move"], "dspy {key:?}: the label comes first");
+                        (key, moves)
+                    }
+                    _ => (split_id(r["id"].as_str().unwrap()), moves_of(&r["ideal"])),
+                };
+                assert!(
+                    by_export.insert(key.clone(), moves).is_none(),
+                    "{format}: {key:?} twice"
+                );
+            }
+        }
+        assert_eq!(
+            by_export.len(),
+            by_eval.len(),
+            "{format}: one record per position"
+        );
+        for (key, moves) in &by_eval {
+            assert_eq!(
+                by_export.get(key),
+                Some(moves),
+                "{format} and eval on {key:?}"
+            );
+        }
+    }
 }

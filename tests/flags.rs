@@ -13,6 +13,7 @@ use puzzleforge::engine::settings::{EngineArgs, EngineConfig};
 use puzzleforge::stages::eval::EvalArgs;
 use puzzleforge::stages::eval::config::EvalConfig;
 use puzzleforge::stages::eval::rollout::RolloutArgs;
+use puzzleforge::stages::export::Split;
 use puzzleforge::stages::ingest_games::{GamesArgs, IngestGamesConfig, TimeClass};
 use puzzleforge::stages::ingest_puzzles::{IngestPuzzlesConfig, PuzzlesArgs};
 use puzzleforge::stages::mine::{MineArgs, MineConfig};
@@ -155,4 +156,32 @@ fn a_number_flag_must_be_finite() {
         let parsed = Command::<EngineArgs>::try_parse_from(["puzzleforge", "--deadline", bad]);
         assert!(parsed.is_err(), "{bad}");
     }
+}
+
+/// `eval --split` takes the release split `export --split` names, typed:
+/// train or test (eval asks one split), nothing else; `--retry-failed`,
+/// which did nothing (failed calls are never cached), is gone.
+#[test]
+fn eval_takes_one_typed_split_and_no_retry_flag() {
+    let args: EvalArgs = parse(&["set", "-o", "out"]);
+    assert_eq!(args.split, Split::Test, "the test split by default");
+    let args: EvalArgs = parse(&["set", "-o", "out", "--split", "train"]);
+    assert_eq!(args.split, Split::Train);
+    for refused in [
+        &["set", "-o", "out", "--split", "both"][..],
+        &["set", "-o", "out", "--split", "tset"],
+        &["set", "-o", "out", "--retry-failed"],
+    ] {
+        let mut argv = vec!["puzzleforge"];
+        argv.extend_from_slice(refused);
+        assert!(
+            Command::<EvalArgs>::try_parse_from(argv).is_err(),
+            "{refused:?}"
+        );
+    }
+    let rollout = ["puzzleforge", "--model", "random", "-o", "out"];
+    assert!(Command::<RolloutArgs>::try_parse_from(rollout).is_ok());
+    let parsed =
+        Command::<RolloutArgs>::try_parse_from([&rollout[..], &["--retry-failed"]].concat());
+    assert!(parsed.is_err(), "rollout has no --retry-failed either");
 }

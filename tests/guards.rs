@@ -491,10 +491,12 @@ fn puzzles_with_a_huge_row(path: &Path, filler: &[u8], count: usize, quoted: boo
 }
 
 /// Every CSV goes through the one bounded reader: a quoted field of 256
-/// Mi line breaks (a row of 256 MiB) is rejected as too long by `ingest
-/// puzzles`, and an unquoted 512 MiB line by `split`, each under a 256 MiB
-/// address-space cap (they took 8 bytes per line break, and the whole
-/// line twice over), with the rows around it kept and numbered right.
+/// Mi line breaks (once a row of 256 MiB, now two stray quotes, each
+/// rejected with its line alone) is read by `ingest puzzles`, and an
+/// unquoted 512 MiB line is rejected as too long by `split`, each under a
+/// 256 MiB address-space cap (they took 8 bytes per line break, and the
+/// whole line twice over), with the rows around it kept and numbered
+/// right.
 #[test]
 fn every_csv_reader_is_bounded_and_memory_stays_flat() {
     let dir = tempfile::tempdir().unwrap();
@@ -513,11 +515,21 @@ fn every_csv_reader_is_bounded_and_memory_stays_flat() {
         ],
     );
     let ingest = summary(&output);
-    assert_eq!(ingest["rows_read"], 41, "{ingest}");
+    assert_eq!(ingest["rows_read"], 42, "{ingest}");
     assert_eq!(ingest["written"], 40, "{ingest}");
+    assert_eq!(
+        ingest["rejected_by_reason"]["unclosed_quote"], 2,
+        "{ingest}"
+    );
     let rejects = std::fs::read_to_string(dir.path().join("pool.csv.rejects.csv")).unwrap();
-    assert!(rejects.contains("row_too_long"), "{rejects}");
-    assert!(rejects.contains("HUGE01"), "{rejects}");
+    // The field's first line break ends line 22.
+    let closing = 22 + (256u64 << 20);
+    assert!(rejects.contains("\n22,HUGE01,unclosed_quote,"), "{rejects}");
+    assert!(rejects.contains("would take more than"), "{rejects}");
+    assert!(
+        rejects.contains(&format!("\n{closing},,unclosed_quote,")),
+        "{rejects}"
+    );
 
     let unquoted = dir.path().join("unquoted.csv.zst");
     puzzles_with_a_huge_row(&unquoted, b"x", 512 << 20, false);
@@ -851,4 +863,140 @@ fn a_stored_batch_without_its_record_says_how_to_play_it_again() {
     );
     assert!(!stderr.contains("os error"), "{stderr}");
     assert!(!dir.path().join("out/two/release").exists());
+}
+
+/// A Lichess CSV of 40 rows with one stray quote on line 22 (it opens a
+/// quoted field it never closes): the reader rejects line 22 alone, naming
+/// it, and reads the 19 rows after it (they vanished into one
+/// `wrong_column_count` reject, exit 0). `read_puzzles`, for files that
+/// must be clean, names the line.
+#[test]
+fn a_stray_quote_rejects_its_line_and_the_rows_after_it_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let mut lines: Vec<String> = text.lines().take(41).map(str::to_string).collect();
+    // Line 22 (the header is line 1): a quote opening its Themes cell.
+    let themes = 7;
+    let mut cells: Vec<String> = lines[21].split(',').map(str::to_string).collect();
+    let stray_id = cells[0].clone();
+    cells[themes].insert(0, '"');
+    lines[21] = cells.join(",");
+    let bad = dir.path().join("stray.csv");
+    std::fs::write(&bad, lines.join("\n") + "\n").unwrap();
+    let json = summary(&run(
+        dir.path(),
+        &["ingest", "puzzles", "--json", "stray.csv", "-o", "out.csv"],
+    ));
+    assert_eq!(json["rows_read"], 40, "{json}");
+    assert_eq!(json["accepted"], 39, "{json}");
+    assert_eq!(json["rejected"], 1, "{json}");
+    assert_eq!(json["rejected_by_reason"]["unclosed_quote"], 1, "{json}");
+    let rejects = std::fs::read_to_string(dir.path().join("out.csv.rejects.csv")).unwrap();
+    let rows: Vec<&str> = rejects.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{rejects}");
+    assert!(
+        rows[0].starts_with(&format!("22,{stray_id},unclosed_quote,")),
+        "{rejects}"
+    );
+    assert!(rows[0].contains("column 8 on line 22"), "{rejects}");
+    // Read on, the quote would have swallowed every row after it.
+    assert!(
+        rows[0].contains("it would take 20 lines, to the end of the file"),
+        "{rejects}"
+    );
+    let kept = puzzleforge::chess::record::read_puzzles(&dir.path().join("out.csv")).unwrap();
+    let last_id = lines[40].split(',').next().unwrap();
+    assert_eq!(kept.last().map(|p| p.id.as_str()), Some(last_id));
+
+    let error = puzzleforge::chess::record::read_puzzles(&bad).unwrap_err();
+    let message = format!("{error:#}");
+    assert!(
+        message.contains("stray.csv line 22: unclosed_quote"),
+        "{message}"
+    );
+}
+
+/// A number no setting can mean (NaN, an infinity, a negative wait, price
+/// or share) is refused as the config is read, by `run` before any stage
+/// (the release was written and only the eval stage refused `timeout_s =
+/// -1`) and by a standalone command's `--config` (which said "invalid
+/// type: null, expected f64" for `nan`, naming no file or key): exit 2
+/// naming the file, the dotted key, the value and its line.
+#[test]
+fn nan_infinite_and_negative_numbers_are_refused_as_the_config_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let cases: [(&str, &[&str]); 6] = [
+        (
+            "[eval.client]\ntimeout_s = -1\n",
+            &[
+                "eval.client.timeout_s = -1",
+                "must be a positive number of seconds",
+            ],
+        ),
+        (
+            "[eval.client]\ntimeout_s = nan\n",
+            &["eval.client.timeout_s = NaN", "must be a finite number"],
+        ),
+        (
+            "[eval.client]\nmax_failed_share = 1.5\n",
+            &["eval.client.max_failed_share = 1.5", "from 0 to 1"],
+        ),
+        (
+            "[eval.prices.some-model]\nprompt_per_million = -2.5\n",
+            &[
+                "eval.prices.some-model.prompt_per_million = -2.5",
+                "zero or more",
+            ],
+        ),
+        (
+            "[engine]\nhandshake_secs = inf\n",
+            &["engine.handshake_secs = inf", "finite"],
+        ),
+        (
+            "[generate]\nmax_cpu_hours = 0\n",
+            &["generate.max_cpu_hours = 0", "positive number of hours"],
+        ),
+    ];
+    for (section, needles) in cases {
+        std::fs::write(&config, format!("{text}\n{section}")).unwrap();
+        let line = text.lines().count() + 3;
+        let mut all = vec!["pipeline.toml"];
+        all.extend_from_slice(needles);
+        let stderr = refused(dir.path(), &["run"], &all);
+        assert!(stderr.contains(&format!("(line {line})")), "{stderr}");
+        assert!(!dir.path().join("out").exists(), "{needles:?}: a stage ran");
+    }
+
+    // Standalone commands read their section through the same check.
+    let puzzles = data("lichess_db_puzzle_subset_1499.csv");
+    let puzzles = puzzles.to_str().unwrap();
+    std::fs::write(&config, "[eval.client]\ntimeout_s = nan\n").unwrap();
+    let needles = [
+        "pipeline.toml",
+        "eval.client.timeout_s = NaN (line 2)",
+        "finite",
+    ];
+    refused(
+        dir.path(),
+        &[
+            "eval",
+            puzzles,
+            "--model",
+            "random",
+            "--config",
+            "pipeline.toml",
+            "-o",
+            "e",
+        ],
+        &needles,
+    );
+    assert!(!dir.path().join("e").exists());
+    refused(
+        dir.path(),
+        &["split", puzzles, "--config", "pipeline.toml", "-o", "s"],
+        &needles,
+    );
+    assert!(!dir.path().join("s").exists());
 }

@@ -257,9 +257,11 @@ fn corrupted_rows_are_rejected_by_reason_and_good_rows_kept() {
 }
 
 /// The CSV writer copies plain cells as they are and quotes the rest by
-/// csv's rule: cells holding a delimiter, a quote or a line break, and
-/// space-runs inside Themes/Moves/OpeningTags, come back exactly as
-/// `Puzzle` reads them, and every other row is byte-identical to the input.
+/// csv's rule: cells holding a delimiter or a quote, and space-runs inside
+/// Themes/Moves/OpeningTags, come back exactly as `Puzzle` reads them, and
+/// every other row is byte-identical to the input. (A line break inside a
+/// cell is no puzzle row's: `tests/guards.rs` has it rejected with its
+/// line.)
 #[test]
 fn cells_needing_quotes_or_spacing_fixes_round_trip() {
     let (header, rows) = sample_lines();
@@ -268,7 +270,7 @@ fn cells_needing_quotes_or_spacing_fixes_round_trip() {
         .from_writer(Vec::new());
     writer.write_record(header.split(',')).unwrap();
     let mut quoted: Vec<String> = rows[0].split(',').map(str::to_string).collect();
-    quoted[9] = "Sicilian_Defense, \"Najdorf\"\nVariation".to_string();
+    quoted[9] = "Sicilian_Defense, \"Najdorf\"\tVariation".to_string();
     writer.write_record(&quoted).unwrap();
     let mut spaced: Vec<String> = rows[1].split(',').map(str::to_string).collect();
     spaced[7] = format!("  {}\t", spaced[7].replace(' ', "   "));
@@ -611,8 +613,11 @@ proptest! {
     }
 }
 
-/// On CRLF input (read by the csv reader from the first line) rejects name
-/// the row's own line, after blank lines and a cell spanning two lines too.
+/// On CRLF input (read by the csv grammar, line by line) rejects name the
+/// row's own line, after blank lines and after a cell that opens a quote
+/// and runs past its line's end (no puzzle row's: its line and the stray
+/// quote of the next are rejected each with its line, and the rows after
+/// them read as before).
 #[test]
 fn reject_lines_are_exact_on_crlf_input() {
     let (header, rows) = sample_lines();
@@ -642,17 +647,20 @@ fn reject_lines_are_exact_on_crlf_input() {
     let out = dir.path().join("out.csv");
     let (code, json, stderr) = ingest_cli(&input, &out, &[]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(json["rejected"], 2, "{json}");
+    assert_eq!(json["rejected"], 4, "{json}");
     let rejects = std::fs::read_to_string(dir.path().join("out.csv.rejects.csv")).unwrap();
     let lines: Vec<&str> = rejects.lines().skip(1).collect();
     assert!(lines[0].starts_with("3,rat01,bad_integer,"), "{rejects}");
-    assert!(lines[1].starts_with("7,fen01,"), "{rejects}");
+    let opened = format!("5,{},unclosed_quote,", two_lines[0]);
+    assert!(lines[1].starts_with(&opened), "{rejects}");
+    assert!(lines[2].starts_with("6,,unclosed_quote,"), "{rejects}");
+    assert!(lines[3].starts_with("7,fen01,"), "{rejects}");
 }
 
 /// A row longer than 1 MiB is rejected as `row_too_long` without being
 /// held whole: its reject line keeps the row's first bytes only, and the
-/// rows around it are read as before. On a plain line, inside quotes
-/// spanning lines (the csv grammar), and in JSON Lines.
+/// rows around it are read as before. On a plain line, inside quotes (the
+/// csv grammar), and in JSON Lines.
 #[test]
 fn a_row_longer_than_a_mebibyte_is_rejected_and_its_reject_line_cut() {
     let (header, rows) = sample_lines();
@@ -671,7 +679,7 @@ fn a_row_longer_than_a_mebibyte_is_rejected_and_its_reject_line_cut() {
         header.clone(),
         rows[0].clone(),
         quoted.join(","),
-        format!("long2,\"{long}\n{long}\",3"),
+        format!("long2,\"{long},\"\"{long}\",3"),
         rows[1].clone(),
     ]
     .join("\n")

@@ -435,20 +435,39 @@ impl PuzzleLine {
         self.last_position().is_checkmate()
     }
 
-    /// Is `candidate` an accepted answer on the solver move at `ply`? The
-    /// solution's move, or, on the last move of a line that ends in mate,
-    /// any mating move (as Lichess accepts).
+    /// The line's move at `ply` and the position it is played in, when
+    /// `ply` is a solver move of the line (an odd ply: the opponent plays
+    /// the even ones, and only a solver move has answers).
+    fn solver_move_at(&self, ply: usize) -> Option<(Move, &Chess)> {
+        if ply.is_multiple_of(2) {
+            return None;
+        }
+        self.moves.get(ply).copied().zip(self.positions.get(ply))
+    }
+
+    /// Is `candidate` an accepted answer on the solver move at `ply`, by
+    /// the one rule ([`accepts_answer`])? Never on an opponent's ply.
     pub(crate) fn accepts(&self, ply: usize, candidate: Move) -> bool {
-        let Some((&solution, position)) = self.moves.get(ply).zip(self.positions.get(ply)) else {
-            return false;
+        self.solver_move_at(ply)
+            .is_some_and(|(solution, position)| accepts_answer(position, solution, candidate))
+    }
+
+    /// Every answer accepted on the solver move at `ply`: the line's move
+    /// first, then every other legal move [`accepts_answer`] takes, in
+    /// shakmaty's legal-move order. Empty for an opponent's ply or one past
+    /// the line.
+    pub(crate) fn accepted_moves(&self, ply: usize) -> Vec<Move> {
+        let Some((solution, position)) = self.solver_move_at(ply) else {
+            return Vec::new();
         };
-        candidate == solution
-            || (ply + 1 == self.moves.len()
-                && self.ends_in_checkmate()
-                && position
-                    .clone()
-                    .play(candidate)
-                    .is_ok_and(|p| p.is_checkmate()))
+        let mut accepted = vec![solution];
+        accepted.extend(
+            position
+                .legal_moves()
+                .into_iter()
+                .filter(|&m| m != solution && accepts_answer(position, solution, m)),
+        );
+        accepted
     }
 
     /// The solver's turns in order: the index of the move in the line, the
@@ -458,6 +477,27 @@ impl PuzzleLine {
             .step_by(2)
             .map(|ply| (ply, &self.positions[ply], self.moves[ply]))
     }
+}
+
+/// The one rule for whether an answer is accepted on a solver move
+/// (Lichess's): the line's move (`solution`), or any move that
+/// checkmates, at any solver move of any line. A mate ends the game, so a
+/// solver who mates has won the puzzle whatever the line goes on to play:
+/// refusing it would mark a won game wrong. Every judge of answers (eval's
+/// scoring, every export format's accepted moves, verify's engines) asks
+/// this, so that they agree on every puzzle. `candidate` need not be legal
+/// in `position`; an illegal move is refused.
+pub(crate) fn accepts_answer(position: &Chess, solution: Move, candidate: Move) -> bool {
+    candidate == solution || checkmates(position, candidate)
+}
+
+/// Does `candidate`, played in `position`, checkmate? False when it is
+/// not legal there.
+fn checkmates(position: &Chess, candidate: Move) -> bool {
+    position
+        .clone()
+        .play(candidate)
+        .is_ok_and(|after| after.is_checkmate())
 }
 
 /// FEN fields that identify a position: board, turn, castling, en passant
@@ -542,5 +582,138 @@ mod tests {
         assert_eq!(error.code(), "illegal_move");
         assert_eq!(line.plies(), 1);
         assert!(line.check_puzzle_shape().is_err());
+    }
+
+    /// The line of `moves` from `fen` and the move `uci` where the `ply`-th
+    /// move is played.
+    fn line_and_move(fen: &str, moves: &str, ply: usize, uci: &str) -> (PuzzleLine, Move) {
+        let moves: Vec<&str> = moves.split_whitespace().collect();
+        let line = PuzzleLine::parse(fen, &moves).unwrap();
+        let candidate = UciMove::from_ascii(uci.as_bytes())
+            .unwrap()
+            .to_move(&line.positions()[ply])
+            .unwrap();
+        (line, candidate)
+    }
+
+    #[test]
+    fn the_line_s_move_or_any_mate_is_accepted_at_every_solver_move() {
+        // Lichess puzzle 43jqD: after e4d5 both Qh2# and Rxh2# mate.
+        let two_mates = "r1b1k2r/1pq2p2/p3p1p1/2bp4/4P3/2N2Q2/PPP3BP/3R1R1K w kq - 0 25";
+        // After Nc3 the line plays Ra3, but Ra8 is a back-rank mate.
+        let back_rank = "6k1/5ppp/8/8/8/8/n4PPP/R5K1 b - - 0 1";
+        // f7-f8 uncovers the a7 rook's check: as a queen it guards g7 and
+        // g8, as a knight it checks too (a double check; the c4 bishop
+        // guards g8); either way the king has no square.
+        let promotion = "7r/R4P1k/p5pp/8/2B5/8/8/2K5 b - - 0 1";
+        let cases = [
+            ("the line's mate", two_mates, "e4d5 c7h2", 1, "c7h2", true),
+            (
+                "a second mate in one",
+                two_mates,
+                "e4d5 c7h2",
+                1,
+                "h8h2",
+                true,
+            ),
+            (
+                "a move that does not mate",
+                two_mates,
+                "e4d5 c7h2",
+                1,
+                "e6d5",
+                false,
+            ),
+            (
+                "the line's quiet last move",
+                back_rank,
+                "a2c3 a1a3",
+                1,
+                "a1a3",
+                true,
+            ),
+            (
+                "a mate on the last move of a line that does not end in mate",
+                back_rank,
+                "a2c3 a1a3",
+                1,
+                "a1a8",
+                true,
+            ),
+            (
+                "another quiet move",
+                back_rank,
+                "a2c3 a1a3",
+                1,
+                "a1a2",
+                false,
+            ),
+            (
+                "a mate on a solver move before the last",
+                back_rank,
+                "a2c3 a1a3 c3b5 a3a8",
+                1,
+                "a1a8",
+                true,
+            ),
+            (
+                "the opponent's move is no answer",
+                back_rank,
+                "a2c3 a1a3",
+                0,
+                "a2c3",
+                false,
+            ),
+            (
+                "the line's queen promotion",
+                promotion,
+                "a6a5 f7f8q",
+                1,
+                "f7f8q",
+                true,
+            ),
+            (
+                "a knight promotion that mates",
+                promotion,
+                "a6a5 f7f8q",
+                1,
+                "f7f8n",
+                true,
+            ),
+            (
+                "a quiet bishop move",
+                promotion,
+                "a6a5 f7f8q",
+                1,
+                "c4d3",
+                false,
+            ),
+        ];
+        for (name, fen, moves, ply, uci, accepted) in cases {
+            let (line, candidate) = line_and_move(fen, moves, ply, uci);
+            assert_eq!(line.accepts(ply, candidate), accepted, "{name}");
+            assert_eq!(
+                line.accepted_moves(ply).contains(&candidate),
+                accepted,
+                "{name}: the list agrees with the rule"
+            );
+        }
+        // The back-rank line does not end in mate: the old rule refused Ra8.
+        let (line, _) = line_and_move(back_rank, "a2c3 a1a3", 1, "a1a3");
+        assert!(!line.ends_in_checkmate());
+        let uci_list = |line: &PuzzleLine, ply| -> Vec<String> {
+            line.accepted_moves(ply)
+                .into_iter()
+                .map(|m| uci_of(m).to_string())
+                .collect()
+        };
+        assert_eq!(uci_list(&line, 1), ["a1a3", "a1a8"]);
+        let (line, _) = line_and_move(two_mates, "e4d5 c7h2", 1, "c7h2");
+        let mut mates = uci_list(&line, 1);
+        assert_eq!(mates[0], "c7h2", "the line's move comes first");
+        mates.sort();
+        assert_eq!(mates, ["c7h2", "h8h2"]);
+        assert!(line.accepted_moves(0).is_empty());
+        assert!(line.accepted_moves(2).is_empty());
     }
 }

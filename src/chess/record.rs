@@ -24,7 +24,9 @@ use shakmaty::uci::UciMove;
 
 use crate::chess::columns::{self, Column, ColumnType};
 use crate::chess::line::{LineError, PuzzleLine, read_fen, read_ucis, ucis_text};
-use crate::core::csv_reader::{MAX_ROW_BYTES, RecordReader, Row, read_line_bounded};
+use crate::core::csv_reader::{
+    MAX_ROW_BYTES, OpenQuote, Reach, RecordReader, Row, read_line_bounded,
+};
 use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, open_input};
 
@@ -232,6 +234,48 @@ impl RowError {
             reason,
             detail: detail.into(),
         }
+    }
+
+    /// The reject of a row the CSV reader could not read whole (too long,
+    /// or a quote its line ended inside), or `None` for a row read whole.
+    pub(crate) fn of_unread(row: &Row, line: u64) -> Option<Self> {
+        if row.too_long {
+            return Some(Self::too_long());
+        }
+        row.open_quote.map(|quote| Self::open_quote(quote, line))
+    }
+
+    /// The reject of a row whose line ends inside a quoted field: the line
+    /// the quote opened on, and how many lines the csv grammar would have
+    /// read into the field, the rows among them lost.
+    pub(crate) fn open_quote(quote: OpenQuote, line: u64) -> Self {
+        let OpenQuote { column, reach } = quote;
+        let lines = |n: u64| match n {
+            1 => "1 line".to_string(),
+            n => format!("{n} lines"),
+        };
+        let read_on = match reach {
+            Reach::EndsOn(end) => format!(
+                "read on, it would take {}, to line {end}",
+                lines(end - line + 1)
+            ),
+            Reach::EndOfInput(after) => format!(
+                "read on, it would take {}, to the end of the file",
+                lines(after + 1)
+            ),
+            Reach::Beyond(after) => format!(
+                "read on, it would take more than {} ({MAX_ROW_BYTES} bytes)",
+                lines(after + 1)
+            ),
+        };
+        RowError::new(
+            "unclosed_quote",
+            format!(
+                "a quoted field opens in column {column} on line {line} and is not closed by \
+                 the end of that line ({read_on}); puzzle rows hold no line break inside a \
+                 field, so line {line} is rejected alone and the next line read as the next row"
+            ),
+        )
     }
 
     /// The reject of a row longer than the reader holds.
@@ -624,7 +668,15 @@ pub(crate) fn for_each_row(
                         path.display()
                     )));
                 }
-                Ok(Some(_)) => {}
+                Ok(Some(line)) => {
+                    if let Some(quote) = record.open_quote {
+                        return Err(bad_input(format!(
+                            "{} line {line}: bad header: {}",
+                            path.display(),
+                            RowError::open_quote(quote, line)
+                        )));
+                    }
+                }
                 Ok(None) => return Err(bad_input(format!("{}: no header", path.display()))),
                 Err(e) => {
                     return Err(bad_input(format!("{}: bad header: {e}", path.display())));
@@ -639,10 +691,11 @@ pub(crate) fn for_each_row(
             loop {
                 match reader.read(&mut record) {
                     Ok(None) => return Ok(()),
-                    Ok(Some(line)) if record.too_long => {
-                        on_row((line, Err(RowError::too_long())))?;
-                    }
                     Ok(Some(line)) => {
+                        if let Some(error) = RowError::of_unread(&record, line) {
+                            on_row((line, Err(error)))?;
+                            continue;
+                        }
                         let cells: std::result::Result<Vec<&str>, _> =
                             record.iter().map(std::str::from_utf8).collect();
                         let row = match cells {

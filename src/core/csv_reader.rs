@@ -3,15 +3,15 @@
 //! the file's records, each read into a recycled [`Row`] with the line it
 //! starts on.
 //!
-//! A quote-free line (every line of the Lichess dump) is split at its
-//! commas in place; from the first line with a quote or a carriage return
-//! on, `csv_core` reads the rest by the full csv grammar. No record is held
-//! beyond [`MAX_ROW_BYTES`] (counting every byte of the record, the line
-//! breaks inside its quoted fields too), and its line number is counted,
-//! not looked up in a list of line ends, so memory stays flat whatever the
-//! input's longest record.
+//! Every record is one line: a quote-free line (every line of the Lichess
+//! dump) is split at its commas in place, a line with a quote or a
+//! carriage return is read by `csv_core`, the full csv grammar, and a
+//! quote its line ends inside is reported with the line, never read on
+//! into the lines after it ([`RecordReader`]). No line is held beyond
+//! [`MAX_ROW_BYTES`], so memory stays flat whatever the input's longest
+//! line.
 
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 
 /// The longest row read (bytes, its line break left out): a longer one is
 /// rejected as `row_too_long` without being held whole, so memory never
@@ -32,6 +32,29 @@ pub(crate) struct Row {
     /// Longer than [`MAX_ROW_BYTES`]: `bytes` holds its first
     /// [`TOO_LONG_KEPT`] bytes only.
     pub(crate) too_long: bool,
+    /// A quoted field its line ended inside: the row holds the fields
+    /// before it only ([`RecordReader`]).
+    pub(crate) open_quote: Option<OpenQuote>,
+}
+
+/// A quoted field left open at its line's end, and how far the csv grammar
+/// would have read it on: what its reject line tells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpenQuote {
+    /// The field's column, from 1.
+    pub(crate) column: usize,
+    pub(crate) reach: Reach,
+}
+
+/// How far a quote left open at a line's end would run, read on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Its record would end on this line (the quote closed by another).
+    EndsOn(u64),
+    /// To the end of the input, this many lines after the quote's.
+    EndOfInput(u64),
+    /// Past the [`MAX_ROW_BYTES`] looked at: more than this many lines.
+    Beyond(u64),
 }
 
 impl Row {
@@ -41,6 +64,7 @@ impl Row {
             cells: Vec::with_capacity(16),
             plain: false,
             too_long: false,
+            open_quote: None,
         }
     }
 
@@ -49,6 +73,7 @@ impl Row {
         self.cells.clear();
         self.plain = false;
         self.too_long = false;
+        self.open_quote = None;
     }
 
     /// Makes the row a too-long one: its first bytes kept (split at their
@@ -103,84 +128,231 @@ impl Row {
 
 /// The CSV records of the puzzle file, with the line each starts on.
 ///
+/// A record is one line: no puzzle file holds a line break inside a field
+/// (Lichess's dump has none; a puzzle's cells are ids, a FEN, moves,
+/// numbers, words and URLs), so a quote left open at a line's end is a stray quote, not a
+/// field running on. Read by the full csv grammar, that one quote would
+/// swallow every line up to the next quote in the file (or to its end)
+/// into a single record, and the good rows among them would vanish into
+/// one reject. Instead the line is given back as a row with
+/// [`Row::open_quote`] set, and the next line is read as the next record.
+///
 /// Lines without a quote or a carriage return (every line of the Lichess
 /// dump) are records whose fields are the text between commas: the csv
 /// grammar leaves nothing else to decide, so such a line is read straight
-/// into its [`Row`] and split at its commas. From the first line that holds
-/// either byte, everything left goes through the `csv` crate's reader, so
-/// quoting, multi-line fields and CRLF endings follow it exactly. Blank
-/// lines are skipped, as csv does. Line numbers are exact on both: on the
-/// csv reader's they are counted from the line breaks it consumed, because
-/// csv's own count runs one short after a CRLF ending or a blank line.
+/// into its [`Row`] and split at its commas. A line that holds either byte
+/// goes through `csv_core`, the `csv` crate's grammar, so quoting and CRLF
+/// endings follow it exactly (a lone carriage return ends a record there,
+/// as csv reads it, so one line may hold several). Blank lines are
+/// skipped, as csv does. Every line is read bounded ([`MAX_ROW_BYTES`]),
+/// so memory stays flat whatever the input's longest line.
 pub(crate) struct RecordReader {
-    /// The input until the switch to the csv reader.
-    lines: Option<Box<dyn BufRead + Send>>,
-    csv: Option<CsvRecords>,
-    /// Lines read before the csv reader took over.
-    lines_before_csv: u64,
+    input: Rewound,
+    /// The csv grammar, reset at each line.
+    core: csv_core::Reader,
+    /// A line being read by the csv grammar, its `\n` kept (the grammar
+    /// needs it to end the line's last record), and how far it is read.
+    pending: Vec<u8>,
+    at: usize,
+    /// Where each field of a record read by the grammar ends.
+    ends: Vec<usize>,
     line: u64,
 }
 
 impl RecordReader {
     pub(crate) fn new(input: Box<dyn BufRead + Send>) -> Self {
         Self {
-            lines: Some(input),
-            csv: None,
-            lines_before_csv: 0,
+            input: Rewound {
+                front: Vec::new(),
+                at: 0,
+                rest: input,
+            },
+            core: csv_core::Reader::new(),
+            pending: Vec::new(),
+            at: 0,
+            ends: vec![0; 32],
             line: 0,
         }
     }
 
     /// Reads the next record into `row`; its line number, or `None` at the
     /// end of the input. A row longer than [`MAX_ROW_BYTES`] comes back cut
-    /// ([`Row::too_long`]).
+    /// ([`Row::too_long`]), one whose line ends inside a quoted field with
+    /// [`Row::open_quote`] set.
     pub(crate) fn read(&mut self, row: &mut Row) -> Result<Option<u64>, String> {
-        if let Some(input) = self.lines.as_mut() {
-            loop {
-                row.clear();
-                let (n, cut) = read_line_bounded(input.as_mut(), &mut row.bytes, MAX_ROW_BYTES)
-                    .map_err(|e| e.to_string())?;
-                if n == 0 {
-                    return Ok(None);
-                }
-                self.line += 1;
-                if cut {
-                    // Its end is its line's: a line this long is no puzzle,
-                    // whatever quotes it holds.
-                    row.cut();
+        loop {
+            row.clear();
+            if self.at < self.pending.len() {
+                if self.read_pending(row).map_err(|e| e.to_string())? {
                     return Ok(Some(self.line));
                 }
-                if row.bytes.last() == Some(&b'\n') {
-                    row.bytes.pop();
-                }
-                if memchr::memchr2(b'"', b'\r', &row.bytes).is_some() {
-                    break;
-                }
-                if row.bytes.is_empty() {
-                    continue;
-                }
-                row.split_plain_line();
+                continue;
+            }
+            self.skip_blank_lines().map_err(|e| e.to_string())?;
+            let (n, cut) = read_line_bounded(&mut self.input, &mut row.bytes, MAX_ROW_BYTES)
+                .map_err(|e| e.to_string())?;
+            if n == 0 {
+                return Ok(None);
+            }
+            self.line += 1;
+            if cut {
+                // Its end is its line's: a line this long is no puzzle,
+                // whatever quotes it holds.
+                row.cut();
                 return Ok(Some(self.line));
             }
-            // This line needs the full csv grammar: hand it and the rest of
-            // the input to the csv reader.
-            let rest = self.lines.take().ok_or("the input is gone")?;
-            let mut line = std::mem::take(&mut row.bytes);
-            line.push(b'\n');
-            let chained: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(line).chain(rest));
-            self.lines_before_csv = self.line - 1;
-            self.csv = Some(CsvRecords::new(chained));
-        }
-        let Some(csv) = self.csv.as_mut() else {
-            return Ok(None);
-        };
-        row.clear();
-        match csv.read(row).map_err(|e| e.to_string())? {
-            Some(line) => {
-                self.line = self.lines_before_csv + line;
-                Ok(Some(self.line))
+            if row.bytes.last() == Some(&b'\n') {
+                row.bytes.pop();
             }
-            None => Ok(None),
+            if memchr::memchr2(b'"', b'\r', &row.bytes).is_some() {
+                // Handed to the grammar, the buffers swapped (no copy).
+                std::mem::swap(&mut self.pending, &mut row.bytes);
+                self.pending.push(b'\n');
+                self.at = 0;
+                self.core.reset();
+                continue;
+            }
+            if row.bytes.is_empty() {
+                continue;
+            }
+            row.split_plain_line();
+            return Ok(Some(self.line));
+        }
+    }
+
+    /// Reads the next record of the pending line into `row` by the csv
+    /// grammar; false when the rest of the line holds none (only line
+    /// ends). The line is at most [`MAX_ROW_BYTES`] long, so its fields
+    /// are too.
+    fn read_pending(&mut self, row: &mut Row) -> std::io::Result<bool> {
+        use csv_core::ReadRecordResult as Read;
+        let start = self.at;
+        let (mut out_len, mut ends_len) = (0, 0);
+        row.bytes.resize(self.pending.len().max(1), 0);
+        loop {
+            let input = &self.pending[self.at..];
+            let (result, read, written, ended) =
+                self.core
+                    .read_record(input, &mut row.bytes[out_len..], &mut self.ends[ends_len..]);
+            self.at += read;
+            out_len += written;
+            ends_len += ended;
+            match result {
+                Read::OutputFull => {
+                    let grown = row.bytes.len() * 2;
+                    row.bytes.resize(grown, 0);
+                }
+                Read::OutputEndsFull => self.ends.resize(self.ends.len() * 2, 0),
+                Read::Record => {
+                    row.bytes.truncate(out_len);
+                    let mut from = 0;
+                    for &end in &self.ends[..ends_len] {
+                        row.cells.push(from..end);
+                        from = end;
+                    }
+                    return Ok(true);
+                }
+                Read::InputEmpty | Read::End => {
+                    // The whole line is read and its `\n` did not end a
+                    // record: either nothing but line ends was left, or
+                    // the `\n` fell inside a quoted field that never
+                    // closed. The line is that field's row, its complete
+                    // fields kept (the PuzzleId, for its reject line).
+                    self.core.reset();
+                    let left = &self.pending[start..];
+                    if left.iter().all(is_line_end) {
+                        return Ok(false);
+                    }
+                    let complete = if ends_len > 0 {
+                        self.ends[ends_len - 1]
+                    } else {
+                        0
+                    };
+                    row.bytes.truncate(complete);
+                    let mut from = 0;
+                    for &end in &self.ends[..ends_len] {
+                        row.cells.push(from..end);
+                        from = end;
+                    }
+                    row.open_quote = Some(OpenQuote {
+                        column: ends_len + 1,
+                        reach: self.reach_of_open_quote()?,
+                    });
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// How far the csv grammar would read on the quoted field the current
+    /// line left open, for its reject line: the lines after it are looked
+    /// at (at most [`MAX_ROW_BYTES`] of them, so memory stays bounded) and
+    /// put back, to be read as the rows they are.
+    fn reach_of_open_quote(&mut self) -> std::io::Result<Reach> {
+        use csv_core::ReadRecordResult as Read;
+        let mut grammar = csv_core::Reader::new();
+        // Scratch: the field's bytes are not kept, only where it ends.
+        let (mut out, mut ends) = ([0u8; 4096], [0usize; 64]);
+        // Into the quoted field, as the line left it.
+        let _ = grammar.read_record(b"\"", &mut out, &mut ends);
+        let mut looked = Vec::new();
+        let mut newlines = 0u64;
+        let reach = 'look: loop {
+            let room = MAX_ROW_BYTES.saturating_sub(looked.len());
+            if room == 0 {
+                break Reach::Beyond(newlines);
+            }
+            let available = match self.input.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                let unended = looked.last().is_some_and(|&b| b != b'\n');
+                break Reach::EndOfInput(newlines + u64::from(unended));
+            }
+            let taken = available.len().min(room);
+            looked.extend_from_slice(&available[..taken]);
+            self.input.consume(taken);
+            let mut fed = looked.len() - taken;
+            while fed < looked.len() {
+                let chunk = &looked[fed..];
+                let (result, read, _, _) = grammar.read_record(chunk, &mut out, &mut ends);
+                let consumed = &chunk[..read];
+                fed += read;
+                if result == Read::Record {
+                    // The line break that ended the record is its line's.
+                    let inside = consumed.strip_suffix(b"\n").unwrap_or(consumed);
+                    newlines += memchr::memchr_iter(b'\n', inside).count() as u64;
+                    break 'look Reach::EndsOn(self.line + 1 + newlines);
+                }
+                newlines += memchr::memchr_iter(b'\n', consumed).count() as u64;
+                if result == Read::InputEmpty {
+                    break;
+                }
+            }
+        };
+        self.input.put_back(looked);
+        Ok(reach)
+    }
+
+    /// Passes over the blank lines (`\n` alone) at the input's front in
+    /// bulk, counting them: a broken file may hold millions of them (the
+    /// line breaks of a stray quote's field), and one read per line would
+    /// be slow.
+    fn skip_blank_lines(&mut self) -> std::io::Result<()> {
+        loop {
+            let available = match self.input.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            let blank = available.iter().take_while(|&&b| b == b'\n').count();
+            if blank == 0 {
+                return Ok(());
+            }
+            self.line += blank as u64;
+            self.input.consume(blank);
         }
     }
 
@@ -229,101 +401,58 @@ pub(crate) fn read_line_bounded(
     }
 }
 
-/// CSV records by the csv grammar (`csv_core`, as the `csv` crate reads
-/// them: `,` delimited, `"` quoted, any line end), a record's bytes kept
-/// only up to [`MAX_ROW_BYTES`]: the rest of a longer record is parsed
-/// through and dropped. Lines are counted as the bytes are consumed, so
-/// nothing grows with the line breaks inside a record.
-struct CsvRecords {
-    input: Box<dyn BufRead + Send>,
-    core: csv_core::Reader,
-    /// `\n` bytes consumed so far.
-    newlines: u64,
-    ends: Vec<usize>,
-    /// Where a too-long record's dropped bytes go.
-    spill: Vec<u8>,
+/// The input, with what a look-ahead read put back in front of it.
+struct Rewound {
+    front: Vec<u8>,
+    at: usize,
+    rest: Box<dyn BufRead + Send>,
+}
+
+impl Rewound {
+    /// Puts `bytes` back, to be read again before anything else.
+    fn put_back(&mut self, mut bytes: Vec<u8>) {
+        bytes.extend_from_slice(&self.front[self.at..]);
+        self.front = bytes;
+        self.at = 0;
+    }
+}
+
+impl std::io::Read for Rewound {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buffer.len());
+        buffer[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Rewound {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.at < self.front.len() {
+            Ok(&self.front[self.at..])
+        } else {
+            self.rest.fill_buf()
+        }
+    }
+
+    fn consume(&mut self, amount: usize) {
+        if self.at < self.front.len() {
+            // `fill_buf` gave the front, so `amount` lies within it.
+            self.at += amount;
+            if self.at >= self.front.len() {
+                self.front.clear();
+                self.at = 0;
+            }
+        } else {
+            self.rest.consume(amount);
+        }
+    }
 }
 
 /// Whether `byte` ends a line for csv.
 fn is_line_end(byte: &u8) -> bool {
     matches!(byte, b'\n' | b'\r')
-}
-
-impl CsvRecords {
-    fn new(input: Box<dyn BufRead + Send>) -> Self {
-        Self {
-            input,
-            core: csv_core::Reader::new(),
-            newlines: 0,
-            ends: vec![0; 32],
-            spill: vec![0; 1 << 16],
-        }
-    }
-
-    /// Reads the next record into `row`; the line (1-based) it starts on:
-    /// csv reads the line ends before a record (the `\n` of a CRLF, blank
-    /// lines) as part of it, so its line is the one of its first byte that
-    /// is no line end. `None` at the end.
-    fn read(&mut self, row: &mut Row) -> std::io::Result<Option<u64>> {
-        use csv_core::ReadRecordResult as Read;
-        let (mut out_len, mut ends_len) = (0, 0);
-        let mut line: Option<u64> = None;
-        row.bytes.resize(256, 0);
-        loop {
-            let input = self.input.fill_buf()?;
-            let (result, read, written, ended) = if row.too_long {
-                // Parsed through, nothing kept.
-                let mut ends = [0usize; 64];
-                self.core.read_record(input, &mut self.spill, &mut ends)
-            } else {
-                self.core
-                    .read_record(input, &mut row.bytes[out_len..], &mut self.ends[ends_len..])
-            };
-            let consumed = &input[..read];
-            if line.is_none()
-                && let Some(at) = consumed.iter().position(|b| !is_line_end(b))
-            {
-                let before = memchr::memchr_iter(b'\n', &consumed[..at]).count() as u64;
-                line = Some(self.newlines + before + 1);
-            }
-            self.newlines += memchr::memchr_iter(b'\n', consumed).count() as u64;
-            self.input.consume(read);
-            if !row.too_long {
-                out_len += written;
-                ends_len += ended;
-            }
-            match result {
-                Read::InputEmpty => {}
-                Read::OutputFull if row.too_long => {}
-                Read::OutputFull if row.bytes.len() > MAX_ROW_BYTES => {
-                    // The first cell's first bytes, for the reject line.
-                    let first = if ends_len > 0 { self.ends[0] } else { out_len };
-                    row.bytes.truncate(first.min(TOO_LONG_KEPT));
-                    row.cells.clear();
-                    row.cells.push(0..row.bytes.len());
-                    row.too_long = true;
-                }
-                Read::OutputFull => {
-                    let grown = (row.bytes.len() * 2).min(MAX_ROW_BYTES + 1);
-                    row.bytes.resize(grown, 0);
-                }
-                Read::OutputEndsFull if row.too_long => {}
-                Read::OutputEndsFull => self.ends.resize(self.ends.len() * 2, 0),
-                Read::Record => {
-                    if !row.too_long {
-                        row.bytes.truncate(out_len);
-                        let mut from = 0;
-                        for &end in &self.ends[..ends_len] {
-                            row.cells.push(from..end);
-                            from = end;
-                        }
-                    }
-                    return Ok(Some(line.unwrap_or(self.newlines + 1)));
-                }
-                Read::End => return Ok(None),
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -360,14 +489,52 @@ mod tests {
 
     #[test]
     fn quotes_and_crlf_go_through_the_csv_grammar_with_exact_lines() {
-        let text = "id,x\nplain,1\r\n\r\n\"two\nlines\",\"a,b\"\r\nlast,\"q\"\"q\"\n";
+        let text = "id,x\nplain,1\r\n\r\n\"two\",\"a,b\"\r\nlast,\"q\"\"q\"\nx,1\ry,2\n";
         assert_eq!(
             records(text),
             [
                 (1, cells(&["id", "x"])),
                 (2, cells(&["plain", "1"])),
-                (4, cells(&["two\nlines", "a,b"])),
-                (6, cells(&["last", "q\"q"])),
+                (4, cells(&["two", "a,b"])),
+                (5, cells(&["last", "q\"q"])),
+                // A lone carriage return ends a record, as csv reads it.
+                (6, cells(&["x", "1"])),
+                (6, cells(&["y", "2"])),
+            ]
+        );
+    }
+
+    /// A quote left open at its line's end is that line's row, marked with
+    /// the column it opened in and holding the fields before it; the next
+    /// line is the next row, with its own line number, whether the quote
+    /// would have closed lines later or never.
+    #[test]
+    fn a_quote_open_at_its_lines_end_is_that_lines_row_alone() {
+        let text = "id,a,b\nP1,\"x,1\nP2,2,3\n\"two\nlines\",4,5\nP3,6,7\nP4,\"";
+        let input: Box<dyn BufRead + Send> = Box::new(std::io::Cursor::new(text.to_string()));
+        let mut reader = RecordReader::new(input);
+        let mut row = Row::new();
+        let mut out = Vec::new();
+        let open = |column, reach| Some(OpenQuote { column, reach });
+        while let Some(line) = reader.read(&mut row).unwrap() {
+            let cells: Vec<String> = row
+                .iter()
+                .map(|c| String::from_utf8_lossy(c).into())
+                .collect();
+            out.push((line, cells, row.open_quote));
+        }
+        assert_eq!(
+            out,
+            [
+                (1, cells(&["id", "a", "b"]), None),
+                // Read on, its quote would close on line 4.
+                (2, cells(&["P1"]), open(2, Reach::EndsOn(4))),
+                (3, cells(&["P2", "2", "3"]), None),
+                (4, cells(&[]), open(1, Reach::EndsOn(5))),
+                // The stray closing quote of line 5 is a plain byte.
+                (5, cells(&["lines\"", "4", "5"]), None),
+                (6, cells(&["P3", "6", "7"]), None),
+                (7, cells(&["P4"]), open(2, Reach::EndOfInput(0))),
             ]
         );
     }
@@ -387,8 +554,7 @@ mod tests {
     }
 
     #[test]
-    fn a_too_long_record_under_the_csv_grammar_is_parsed_through() {
-        // The quoted header hands the rest to the csv grammar.
+    fn a_too_long_quoted_line_is_cut_before_the_csv_grammar() {
         let text = format!(
             "\"h\",x\n\"id\",\"{}\"\nnext,1\n",
             "y".repeat(MAX_ROW_BYTES + 10)
@@ -399,7 +565,7 @@ mod tests {
         assert_eq!(reader.read(&mut row).unwrap(), Some(1));
         assert_eq!(reader.read(&mut row).unwrap(), Some(2));
         assert!(row.too_long);
-        assert_eq!(row.get(0), Some(&b"id"[..]));
+        assert!(row.bytes.starts_with(b"\"id\",\"yyy"));
         assert_eq!(reader.read(&mut row).unwrap(), Some(3));
         assert!(!row.too_long);
         assert_eq!(row.get(0), Some(&b"next"[..]));

@@ -68,7 +68,160 @@ pub(crate) fn relative_to(config_path: &Path, path: &Path) -> PathBuf {
 fn read_table(path: &Path) -> Result<toml::Table> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| bad_input(format!("config {}: {e}", path.display())))
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| bad_input(format!("config {}: {e}", path.display())))?;
+    check_numbers(&table, &text, path)?;
+    Ok(table)
+}
+
+/// What a number of the config must be.
+#[derive(Clone, Copy)]
+enum Bound {
+    /// Above zero: a time (a wait of 0 s or less ends at once).
+    Positive,
+    /// Zero or above: a price, a temperature.
+    NotNegative,
+    /// From 0 to 1.
+    Share,
+}
+
+/// The keys whose numbers have a sign or range, by name: each name means
+/// one thing wherever it stands (a wait in seconds, a price, a share), so
+/// a key of that name in a section added later is checked too, and a bare
+/// `--config` file (the keys without their `[section]`) the same as
+/// `pipeline.toml`.
+const BOUNDED_KEYS: [(&str, Bound, &str); 8] = [
+    (
+        "timeout_s",
+        Bound::Positive,
+        "must be a positive number of seconds",
+    ),
+    (
+        "deadline_secs",
+        Bound::Positive,
+        "must be a positive number of seconds",
+    ),
+    (
+        "handshake_secs",
+        Bound::Positive,
+        "must be a positive number of seconds",
+    ),
+    (
+        "max_cpu_hours",
+        Bound::Positive,
+        "must be a positive number of hours",
+    ),
+    ("temperature", Bound::NotNegative, "must be zero or more"),
+    (
+        "prompt_per_million",
+        Bound::NotNegative,
+        "must be a price of zero or more",
+    ),
+    (
+        "completion_per_million",
+        Bound::NotNegative,
+        "must be a price of zero or more",
+    ),
+    (
+        "max_failed_share",
+        Bound::Share,
+        "must be a share from 0 to 1",
+    ),
+];
+
+/// Checks every number of a config file, before any section is read from
+/// it or any stage runs: a float must be finite (TOML's `nan` and `inf`
+/// mean no setting, and through JSON, where flags are laid over a section,
+/// a NaN would read as a missing value), and a key of [`BOUNDED_KEYS`]
+/// within its bound. The error names the file, the dotted key, its value
+/// and, where the key is written, its line. `run` and every standalone
+/// command's `--config` read their file through this one check.
+pub(crate) fn check_numbers(table: &toml::Table, text: &str, path: &Path) -> Result<()> {
+    check_table(table, "", text, path)
+}
+
+fn check_table(table: &toml::Table, section: &str, text: &str, path: &Path) -> Result<()> {
+    for (key, value) in table {
+        check_value(value, section, key, text, path)?;
+    }
+    Ok(())
+}
+
+fn check_value(
+    value: &toml::Value,
+    section: &str,
+    key: &str,
+    text: &str,
+    path: &Path,
+) -> Result<()> {
+    let dotted = if section.is_empty() {
+        key.to_string()
+    } else {
+        format!("{section}.{key}")
+    };
+    let (number, shown) = match value {
+        toml::Value::Table(inner) => return check_table(inner, &dotted, text, path),
+        toml::Value::Array(items) => {
+            // An array of tables (`[[split.bands]]`) names its keys under
+            // the array's name, as its header does.
+            for item in items {
+                match item {
+                    toml::Value::Table(inner) => check_table(inner, &dotted, text, path)?,
+                    _ => check_value(item, section, key, text, path)?,
+                }
+            }
+            return Ok(());
+        }
+        toml::Value::Float(number) => (*number, number.to_string()),
+        toml::Value::Integer(number) => (*number as f64, number.to_string()),
+        _ => return Ok(()),
+    };
+    let why = if !number.is_finite() {
+        Some("must be a finite number")
+    } else {
+        BOUNDED_KEYS
+            .iter()
+            .find(|(name, _, _)| *name == key)
+            .and_then(|&(_, bound, what)| {
+                let within = match bound {
+                    Bound::Positive => number > 0.0,
+                    Bound::NotNegative => number >= 0.0,
+                    Bound::Share => (0.0..=1.0).contains(&number),
+                };
+                (!within).then_some(what)
+            })
+    };
+    let Some(why) = why else {
+        return Ok(());
+    };
+    let line = line_of(text, section, key)
+        .map(|n| format!(" (line {n})"))
+        .unwrap_or_default();
+    Err(bad_input(format!(
+        "{}: {dotted} = {shown}{line}: {why}",
+        path.display()
+    )))
+}
+
+/// The line (from 1) where `key` is set in the table `[section]` of a
+/// config's text, when it is written there.
+pub(crate) fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
+    let mut table = String::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            table = header.trim_matches(['[', ']', ' ']).to_string();
+            continue;
+        }
+        if table == section
+            && line
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            return Some(index + 1);
+        }
+    }
+    None
 }
 
 fn section_of<T: DeserializeOwned>(value: toml::Value, path: &Path, section: &str) -> Result<T> {

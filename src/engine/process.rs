@@ -15,6 +15,7 @@ use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -238,6 +239,9 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         spec.validate().map_err(EngineError::Fatal)?;
         let mut child = Command::new(&spec.path)
+            // Its own process group, so that ending the engine ends every
+            // process a wrapper script started too ([`Engine::kill_group`]).
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -525,8 +529,29 @@ impl Engine {
     /// Ends the process at once (after a fault).
     pub(crate) fn kill(mut self) {
         self.stdin = None;
+        self.kill_group();
         let _ = self.child.kill();
         self.reap();
+    }
+
+    /// Kills the engine's process group: the engine and whatever it
+    /// started. A wrapper script's child (`sleep 1000 &`, a program run
+    /// without `exec`) keeps the engine's output pipe open, so the reader
+    /// thread would never end and `reap` would wait for it, and the child
+    /// would outlive the run. The group's id is the engine's pid, which
+    /// Linux keeps reserved while any process of the group lives (and,
+    /// once the group is empty, hands out again only after the whole pid
+    /// range), so this reaches no other process even after the engine
+    /// itself was reaped.
+    fn kill_group(&mut self) {
+        let Ok(group) = libc::pid_t::try_from(self.child.id()) else {
+            return;
+        };
+        // SAFETY: killpg only sends a signal; an empty group is ESRCH,
+        // which leaves nothing to do.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
     }
 
     fn reap(&mut self) {
@@ -553,6 +578,7 @@ impl Drop for Engine {
                 Err(_) => break,
             }
         }
+        self.kill_group();
         let _ = self.child.kill();
         self.reap();
     }

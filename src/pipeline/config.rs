@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
-use crate::core::settings::relative_to;
+use crate::core::settings::{check_numbers, line_of, relative_to};
 use crate::pipeline::stage::StageName;
 
 /// The default config file, relative to the working directory.
@@ -145,15 +145,23 @@ impl PipelineConfig {
         }
     }
 
-    /// Parses config text; `origin` names the file in errors.
+    /// Parses config text; `origin` names the file in errors. Its numbers
+    /// are checked as every config file's are
+    /// ([`crate::core::settings::check_numbers`]): finite, and within the
+    /// bounds of their keys.
     pub fn parse(text: &str, origin: &Path) -> Result<Self> {
-        toml::from_str(text).map_err(|e| {
+        let config = toml::from_str(text).map_err(|e| {
             bad_input(format!(
                 "{}: {}",
                 origin.display(),
                 e.to_string().trim_end().replace('\n', "\n    ")
             ))
-        })
+        })?;
+        // The text parsed as the config, so it parses as a table too.
+        if let Ok(table) = toml::from_str::<toml::Table>(text) {
+            check_numbers(&table, text, origin)?;
+        }
+        Ok(config)
     }
 
     /// Reads and parses a config file, its paths resolved against the
@@ -335,12 +343,6 @@ impl PipelineConfig {
         if generate.max_games == 0 {
             fail("generate", "max_games", "must be at least 1".into())?;
         }
-        if generate
-            .max_cpu_hours
-            .is_some_and(|h| h.is_nan() || h <= 0.0)
-        {
-            fail("generate", "max_cpu_hours", "must be positive".into())?;
-        }
         if generate.max_per_game == Some(0) {
             fail("generate", "max_per_game", "must be at least 1".into())?;
         }
@@ -376,8 +378,9 @@ impl PipelineConfig {
         Ok(())
     }
 
-    /// Every number with a sane range, checked whole before any stage: the
-    /// engine's deadlines, the ingest filters, and `[split]` (its bands,
+    /// Every number with a sane range, checked whole before any stage (the
+    /// signs of times, prices and shares are checked as the file is read,
+    /// by [`check_numbers`]): the ingest filters, and `[split]` (its bands,
     /// cells and tiers, with or without `[generate]`), so that a mistake
     /// never hangs a run or surfaces hours later at the release stage.
     fn validate_ranges(
@@ -386,19 +389,6 @@ impl PipelineConfig {
         fail: &dyn Fn(&str, &str, String) -> Result<()>,
     ) -> Result<()> {
         use crate::stages::release::cells::{LENGTH_RANGE, RATING_RANGE};
-        let seconds = [
-            ("deadline_secs", self.engine.deadline_secs),
-            ("handshake_secs", self.engine.handshake_secs),
-        ];
-        for (key, value) in seconds {
-            if !(value.is_finite() && value > 0.0) {
-                fail(
-                    "engine",
-                    key,
-                    format!("must be a positive number of seconds, not {value}"),
-                )?;
-            }
-        }
         let gain = self.ingest.games.min_win_chance_gain;
         if !(gain.is_finite() && (0.0..2.0).contains(&gain)) {
             fail(
@@ -569,27 +559,6 @@ pub(crate) fn key_error(path: &Path, section: &str, key: &str, why: &str) -> any
         .map(|n| format!(" (line {n})"))
         .unwrap_or_default();
     bad_input(format!("{}: {section}.{key}{line}: {why}", path.display()))
-}
-
-/// The line (from 1) where `key` is set in the table `[section]` of a
-/// config's text, when it is written there.
-fn line_of(text: &str, section: &str, key: &str) -> Option<usize> {
-    let mut table = String::new();
-    for (index, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if let Some(header) = line.strip_prefix('[') {
-            table = header.trim_matches(['[', ']', ' ']).to_string();
-            continue;
-        }
-        if table == section
-            && line
-                .strip_prefix(key)
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        {
-            return Some(index + 1);
-        }
-    }
-    None
 }
 
 /// Resolves the Maia nets' folder of a generation layer's `maia` table.

@@ -3,6 +3,18 @@
 //! and `stage.json` manifests, scratch folders, the release lock, and the
 //! shards of one release merged into the bytes of a single run.
 //!
+//! - `run`: the stages of one release in order, skipping those unchanged.
+//! - `merge`: the shards of `run --shard I/N` merged into one release.
+//! - `aim`: `run --aim`, a tier whose rating window is where a model's
+//!   solve curve (from its eval) gives the asked solve rate.
+//! - `plan`: `run --plan`, a short sample of a generation target's games.
+//! - `cost`: the engine CPU-hours a generation target's cells are projected
+//!   to cost, with an interval, from the games counted (a plan's or a
+//!   budget-stopped run's).
+//! - `generate`: generating to order; `generate_bench`: `bench generate`.
+//! - `config`, `stage`, `adapters`, `manifest`, `lock`: the typed config,
+//!   the stage contract, each stage's adapter, `stage.json`, the lock.
+//!
 //! May use: [`crate::stages`] and everything below. Nothing below uses it.
 
 pub(crate) mod stage;

@@ -32,6 +32,25 @@ pub enum ExportFormat {
     Lichess,
 }
 
+/// One split of a release: the part of its puzzles in `train.csv` or in
+/// `test.csv`. `eval --split` takes one; `export --split` one or both
+/// ([`SplitChoice`]).
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    Train,
+    Test,
+}
+
+impl Split {
+    /// The split's name: its files' stem (`test.csv`) and what reports say.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Split::Train => "train",
+            Split::Test => "test",
+        }
+    }
+}
+
 /// Which split(s) to export.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SplitChoice {
@@ -40,10 +59,21 @@ pub enum SplitChoice {
     Both,
 }
 
+impl SplitChoice {
+    /// The splits chosen, train before test.
+    pub const fn splits(self) -> &'static [Split] {
+        match self {
+            SplitChoice::Train => &[Split::Train],
+            SplitChoice::Test => &[Split::Test],
+            SplitChoice::Both => &[Split::Train, Split::Test],
+        }
+    }
+}
+
 /// Command-line arguments of `puzzleforge export`.
 #[derive(Args, Debug, Clone)]
 pub struct ExportArgs {
-    /// A release folder written by `split`.
+    /// A release folder, as `run` or `split` writes it.
     pub release: PathBuf,
     /// The format to write: Inspect samples, DSPy examples, OpenAI evals
     /// samples, or Lichess-format CSV (see each value below).
@@ -69,8 +99,9 @@ pub struct SolverPosition {
     pub legal_moves: Vec<String>,
     /// The solution's move.
     pub expected: String,
-    /// Moves accepted as correct: the expected move first, then, on the
-    /// puzzle's final move when it mates, every other mating move (sorted).
+    /// Moves accepted as correct (`PuzzleLine::accepted_moves`, the rule
+    /// eval scores by): the expected move first, then every other move that
+    /// checkmates (sorted).
     pub accepted: Vec<String>,
 }
 
@@ -90,9 +121,10 @@ pub fn solver_positions(puzzle: &Puzzle) -> std::result::Result<Vec<SolverPositi
                 .collect();
             legal_moves.sort();
             let mut accepted = vec![expected.clone()];
-            let mut others: Vec<String> = legal
-                .iter()
-                .filter(|m| **m != solution && line.accepts(ply, **m))
+            let mut others: Vec<String> = line
+                .accepted_moves(ply)
+                .into_iter()
+                .filter(|&m| m != solution)
                 .map(|m| m.to_uci(CastlingMode::Standard).to_string())
                 .collect();
             others.sort();
@@ -284,15 +316,11 @@ pub(crate) fn export_report(args: &ExportArgs) -> Result<Report<ExportSummary>> 
         bail_input!("export: {} is not a folder", args.release.display());
     }
     crate::stages::release::card::check_release_files(&args.release)?;
-    let splits: &[&str] = match args.split {
-        SplitChoice::Train => &["train"],
-        SplitChoice::Test => &["test"],
-        SplitChoice::Both => &["train", "test"],
-    };
     let mut human = String::new();
     let mut files = Vec::new();
     let mut totals = Vec::new();
-    for split in splits {
+    let splits: Vec<&str> = args.split.splits().iter().map(|s| s.name()).collect();
+    for split in &splits {
         let input = release_split_file(&args.release, split)?;
         let mut puzzles = Vec::new();
         let mut skipped = Vec::new();
@@ -356,7 +384,7 @@ pub(crate) fn export_report(args: &ExportArgs) -> Result<Report<ExportSummary>> 
         ));
         files.push(name);
     }
-    write_tool_files(args, splits, &mut human, &mut files)?;
+    write_tool_files(args, &splits, &mut human, &mut files)?;
     let record = ExportSummary {
         command: "export",
         format: format_name(args.format),

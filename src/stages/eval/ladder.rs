@@ -136,7 +136,7 @@ pub(crate) fn ladder(
 
 /// Net `net`'s chance of solving each puzzle of the run: the product over
 /// the puzzle's solver positions of the probability its policy puts on the
-/// moves judged right there (every mating move of a mate in one). By
+/// moves judged right there (the line's move and every mating move). By
 /// puzzle index, in index order.
 fn solve_chances(
     policies: &Policies,

@@ -37,6 +37,7 @@ use crate::core::settings::{flags_over, load_section, switch_off};
 use crate::core::summary::{Report, Summary};
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineArgs;
+use crate::stages::export::Split;
 use client::{ChatClient, Endpoint, default_cache_dir};
 use config::{EvalConfig, EvalEngine};
 use human::Policies;
@@ -72,10 +73,10 @@ pub struct EvalArgs {
     #[arg(short = 'o', long = "output")]
     #[serde(skip)]
     pub output: PathBuf,
-    /// Split of a release folder: test or train.
-    #[arg(long, default_value = "test")]
+    /// Split of a release folder (ignored for a puzzle file).
+    #[arg(long, value_enum, default_value = "test")]
     #[serde(skip)]
-    pub split: String,
+    pub split: Split,
     /// Asks every position K times; each repeat draws its own seeds from the run's seed.
     #[arg(long)]
     pub repeats: Option<u32>,
@@ -98,11 +99,6 @@ pub struct EvalArgs {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// Failed calls are never cached, so every run asks them again; this
-    /// flag is accepted for scripts written when failures were cached.
-    #[arg(long)]
-    #[serde(skip)]
-    pub retry_failed: bool,
     /// Skip the engine regret computation.
     #[arg(long)]
     #[serde(rename = "regret.enabled", serialize_with = "switch_off")]
@@ -138,13 +134,9 @@ impl EvalArgs {
 }
 
 /// The puzzle file of a set and the sha256 that identifies the set.
-pub(crate) fn resolve_set(set: &Path, split: &str) -> Result<(PathBuf, String)> {
+pub(crate) fn resolve_set(set: &Path, split: Split) -> Result<(PathBuf, String)> {
     if set.is_dir() {
-        if split != "test" && split != "train" {
-            return Err(bad_input(format!(
-                "--split {split:?}: expected test or train"
-            )));
-        }
+        let split = split.name();
         let manifest = set.join("manifest.json");
         let hash = if manifest.is_file() {
             sha256_file(&manifest)?
@@ -592,7 +584,7 @@ impl EvalInputs {
         Ok(report::RunInfo {
             model: self.model.label(),
             set: args.set.display().to_string(),
-            split: args.split.clone(),
+            split: args.split.name().to_string(),
             set_sha256: self.set_sha256.clone(),
             templates: templates.iter().map(|t| t.name().to_string()).collect(),
             template_fingerprints: templates.iter().map(Template::fingerprint).collect(),
@@ -738,7 +730,7 @@ fn load_puzzles(args: &EvalArgs, config: &EvalConfig) -> Result<(Vec<Puzzle>, St
             "--limit 0 asks for no puzzles: give at least 1, or leave --limit out for the whole set",
         ));
     }
-    let (puzzle_path, set_sha256) = resolve_set(&args.set, &args.split)?;
+    let (puzzle_path, set_sha256) = resolve_set(&args.set, args.split)?;
     let mut puzzles = read_puzzles(&puzzle_path)?;
     if let Some(n) = args.limit {
         puzzles = sample::stratified(puzzles, n, config.seed, config.rating_bin_width);

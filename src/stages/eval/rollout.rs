@@ -140,11 +140,6 @@ pub struct RolloutArgs {
     /// (default: the config's [eval] seed; 0 without one).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Failed calls are never cached, so every run asks them again; this
-    /// flag is accepted for scripts written when failures were cached.
-    #[arg(long)]
-    #[serde(skip)]
-    pub retry_failed: bool,
     /// Engine executable or definition file.
     #[arg(long, value_name = "PATH")]
     #[serde(skip)]

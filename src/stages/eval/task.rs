@@ -10,7 +10,7 @@ use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Color, Move, Position};
 
 pub use crate::chess::line::fen_of;
-use crate::chess::line::{LineError, legal_move, parse_position};
+use crate::chess::line::{LineError, accepts_answer, legal_move, parse_position};
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 
@@ -21,13 +21,12 @@ pub struct PositionTask {
     pub puzzle_index: usize,
     /// 0 for the first solver move, 1 for the second, ...
     pub move_index: usize,
-    /// Whether this is the puzzle's last solver move.
-    pub is_last: bool,
-    /// Whether the puzzle is a mate in one (any mating move is right).
-    pub mate_in_one: bool,
     pub position: Chess,
-    /// The reference answer.
+    /// The reference answer, as the puzzle spells it.
     pub expected: UciMove,
+    /// The reference answer played in `position`: what
+    /// [`crate::chess::line::accepts_answer`] compares an answer with.
+    pub(crate) solution: Move,
     /// SAN of the moves from the puzzle's FEN to this position.
     pub history_san: Vec<String>,
 }
@@ -96,8 +95,6 @@ pub(crate) fn legal_uci_move(position: &Chess, uci: &UciMove, what: &str) -> Res
 pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<PositionTask>> {
     let what = format!("puzzle {} (#{})", puzzle.id, puzzle_index + 1);
     let line = puzzle.line().map_err(|e| bad_line(e, &what))?;
-    let solver_moves = line.solver_moves();
-    let mate_in_one = puzzle.has_theme("mateIn1");
     // SAN of the moves leading to each position.
     let history: Vec<String> = line
         .positions()
@@ -107,15 +104,14 @@ pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<Position
         .collect();
     let tasks = line
         .solver_turns()
-        .map(|(ply, position, _)| {
+        .map(|(ply, position, solution)| {
             let move_index = ply / 2;
             PositionTask {
                 puzzle_index,
                 move_index,
-                is_last: move_index + 1 == solver_moves,
-                mate_in_one,
                 position: position.clone(),
                 expected: puzzle.moves[ply],
+                solution,
                 history_san: history[..ply].to_vec(),
             }
         })
@@ -123,21 +119,13 @@ pub fn puzzle_tasks(puzzle_index: usize, puzzle: &Puzzle) -> Result<Vec<Position
     Ok(tasks)
 }
 
-/// Whether `played` (legal) answers the task correctly: the reference
-/// move, or any mating move on a mate in one or on the puzzle's last move.
-pub(crate) fn is_correct(task: &PositionTask, played: &UciMove) -> bool {
-    if *played == task.expected {
-        return true;
-    }
-    if !(task.mate_in_one || task.is_last) {
-        return false;
-    }
-    let Ok(m) = legal_uci_move(&task.position, played, "answer") else {
-        return false;
-    };
-    let mut after = task.position.clone();
-    after.play_unchecked(m);
-    after.is_checkmate()
+/// Whether `played` answers the task correctly, by the rule every judge of
+/// answers shares ([`accepts_answer`]): the reference move, or any move
+/// that checkmates. A move not legal in the position is not correct.
+pub fn is_correct(task: &PositionTask, played: &UciMove) -> bool {
+    played
+        .to_move(&task.position)
+        .is_ok_and(|m| accepts_answer(&task.position, task.solution, m))
 }
 
 /// One question of a run: a position under a template in a repeat.

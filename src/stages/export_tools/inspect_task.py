@@ -6,7 +6,8 @@ Run it unchanged from this folder:
     inspect eval task.py -T split=train --model mockllm/model
 
 Each sample is one position of a puzzle; the target lists every accepted
-move (on a mating final move, every mate), and the scorer accepts any of them.
+move (the line's move and every move that checkmates), and the scorer
+accepts any of them.
 """
 
 import re

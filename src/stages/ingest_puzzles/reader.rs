@@ -67,9 +67,9 @@ fn read_csv_batches(
             let slot = batch.next_slot();
             match reader.read(slot) {
                 Ok(Some(line)) => {
-                    let too_long = slot.too_long;
+                    let unread = RowError::of_unread(slot, line);
                     batch.lines.push(line);
-                    batch.prerejected.push(too_long.then(RowError::too_long));
+                    batch.prerejected.push(unread);
                     batch.len += 1;
                 }
                 Ok(None) => {
@@ -232,7 +232,12 @@ fn start_csv_reader(
             input,
             &format!("the header is longer than {MAX_ROW_BYTES} bytes"),
         )?,
-        Ok(Some(_)) => {}
+        Ok(Some(line)) => {
+            if let Some(quote) = record.open_quote {
+                let error = RowError::open_quote(quote, line);
+                bail_input_header(input, &format!("line {line}: {error}"))?;
+            }
+        }
         Ok(None) => bail_input_header(input, "no header")?,
         Err(e) => bail_input_header(input, &e)?,
     }

@@ -13,6 +13,7 @@ use super::input::{MineUnit, Target};
 use super::line::extend_line;
 use super::results::{Found, UnitResult};
 use crate::chess::capture::is_trivial_capture;
+use crate::chess::line::accepts_answer;
 use crate::engine::criterion::{self, Criterion, Rule, Turn};
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit, SearchRequest};
@@ -80,7 +81,7 @@ pub(super) fn full_search(
             "best move {best_move} is not legal"
         )));
     };
-    if config.missed_only && played_an_accepted_move(position, target, best, best_score) {
+    if config.missed_only && played_an_accepted_move(position, target, best) {
         return Ok(None);
     }
     if !config.trivial_captures && is_trivial_capture(position, best) {
@@ -109,18 +110,13 @@ pub(super) fn full_search(
 }
 
 /// Did the game's player find the move (Epoch keeps only positions where
-/// the player missed it)? The best move, or on a mate in 1 any mating move,
-/// which the puzzle accepts as well.
-fn played_an_accepted_move(position: &Chess, target: &Target, best: Move, score: Score) -> bool {
+/// the player missed it)? A move the puzzle would accept as its answer
+/// ([`accepts_answer`]): the best move, or any move that checkmates.
+fn played_an_accepted_move(position: &Chess, target: &Target, best: Move) -> bool {
     let Some(played) = target.played else {
         return false;
     };
-    played.to_move(position).is_ok_and(|m| {
-        m == best
-            || (score == Score::Mate(1) && {
-                let mut after = position.clone();
-                after.play_unchecked(m);
-                after.is_checkmate()
-            })
-    })
+    played
+        .to_move(position)
+        .is_ok_and(|m| accepts_answer(position, best, m))
 }

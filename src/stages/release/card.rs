@@ -389,7 +389,10 @@ fn source_mix(train: &[Puzzle], test: &[Puzzle]) -> String {
         text.push_str(&format!("| {what} | {in_train} | {in_test} |\n"));
     }
     text.push_str(&format!(
-        "| all | {} | {} |\n\nThe `Source` column gives each puzzle's.\n\n",
+        "| all | {} | {} |\n\nThe `Source` column of `train.csv` and `test.csv` gives each \
+         puzzle's origin: `lichess` (the Lichess puzzle database), `selfplay` (puzzleforge's \
+         self-play), `lichess-game` (mined from Lichess games) or `pgn` (mined from another PGN \
+         file); any other value is the one its pool gave.\n\n",
         train.len(),
         test.len()
     ));
