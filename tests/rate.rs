@@ -5,8 +5,7 @@
 
 use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
 use puzzleforge::stages::rate::{
-    RateConfig, RatingModel, TreeConfig, average_ranks, feature_names, has_lichess_rating,
-    spearman,
+    RateConfig, RatingModel, TreeConfig, average_ranks, feature_names, has_lichess_rating, spearman,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -442,7 +441,11 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
     assert_eq!(curve[0]["rows"], 30);
     let everything = curve[1]["rows"].as_u64().expect("rows");
     assert!((31..72).contains(&everything), "{everything}");
-    assert!(curve.iter().all(|p| p["rmse"].as_f64().is_some_and(f64::is_finite)));
+    assert!(
+        curve
+            .iter()
+            .all(|p| p["rmse"].as_f64().is_some_and(f64::is_finite))
+    );
 
     // Floors for 72 puzzles and small trees: far below what the full
     // calibration measures, far above chance.
@@ -611,5 +614,8 @@ fn evaluate_scores_the_committed_model_on_rated_rows() {
         .expect("run puzzleforge");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("unrated.csv") && stderr.contains("no puzzle with a Lichess rating"), "{stderr}");
+    assert!(
+        stderr.contains("unrated.csv") && stderr.contains("no puzzle with a Lichess rating"),
+        "{stderr}"
+    );
 }

@@ -89,7 +89,9 @@ impl CalibrationReport {
                     p.rows,
                     p.rmse,
                     p.rmse_in_range,
-                    p.spearman.map(|s| format!("{s:.3}")).unwrap_or_else(|| "-".into())
+                    p.spearman
+                        .map(|s| format!("{s:.3}"))
+                        .unwrap_or_else(|| "-".into())
                 ));
             }
         }
@@ -489,7 +491,12 @@ impl Calibration<'_> {
     /// The learning curve ([`CurvePoint`]): trees fitted on growing
     /// prefixes of folds 1 and up, scored on fold 0; the last point, every
     /// row of folds 1 and up, is the out-of-fold `output` itself.
-    fn learning_curve(&self, sizes: &[usize], all: &FitRows, output: &[f64]) -> Result<Vec<CurvePoint>> {
+    fn learning_curve(
+        &self,
+        sizes: &[usize],
+        all: &FitRows,
+        output: &[f64],
+    ) -> Result<Vec<CurvePoint>> {
         let n = self.ratings.len();
         let held: Vec<usize> = (0..n)
             .filter(|&i| self.rows.fold(i) == 0 && !self.rows.proxy[i])

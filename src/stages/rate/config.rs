@@ -104,5 +104,6 @@ pub(crate) fn load_nets(dir: &Path, expected: Option<&MaiaSpec>) -> Result<MaiaN
             dir.display()
         )));
     }
-    MaiaNets::load_ratings(dir, &RATE_NETS).with_context(|| format!("loading the human-move nets in {}", dir.display()))
+    MaiaNets::load_ratings(dir, &RATE_NETS)
+        .with_context(|| format!("loading the human-move nets in {}", dir.display()))
 }

@@ -246,7 +246,9 @@ pub(crate) const FEATURES: &[Feature] = &[
     ("pieces", |s| s.pieces()),
     ("material_up", |s| s.material.0),
     ("piece_material", |s| s.material.1),
-    ("checks_in_line", |s| s.board_sum(|b| b.is_check) / s.turns()),
+    ("checks_in_line", |s| {
+        s.board_sum(|b| b.is_check) / s.turns()
+    }),
     ("captures_in_line", |s| {
         s.board_sum(|b| b.is_capture) / s.turns()
     }),
@@ -261,7 +263,9 @@ pub(crate) const FEATURES: &[Feature] = &[
             !s.board.is_empty() && s.board.iter().all(|b| b.is_check > 0.0),
         ))
     }),
-    ("last_is_quiet", |s| s.board.last().map_or(0.0, |b| b.is_quiet)),
+    ("last_is_quiet", |s| {
+        s.board.last().map_or(0.0, |b| b.is_quiet)
+    }),
     // The board at the first solver move.
     ("in_check", |s| s.first_board(|b| b.in_check)),
     ("after_capture", |s| s.first_board(|b| b.after_capture)),

@@ -136,7 +136,8 @@ impl Figures {
 
     /// The figures as lines for a terminal.
     pub fn human(&self) -> String {
-        let mut out = String::from("  group          rows  spearman  rmse  bias  in-dev | length\n");
+        let mut out =
+            String::from("  group          rows  spearman  rmse  bias  in-dev | length\n");
         for h in &self.held_out {
             out.push_str(&format!(
                 "  {:<13} {:>6}  {:>8}  {:>4.0}  {:>+4.0}  {:>5.1}% | {:>6}\n",

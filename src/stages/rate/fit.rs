@@ -17,7 +17,6 @@ use super::human;
 use super::model::*;
 use super::signals;
 
-
 /// A puzzle that already carries a rating from human plays on Lichess.
 pub fn has_lichess_rating(puzzle: &Puzzle) -> bool {
     puzzle.rating.is_some() && puzzle.nb_plays.is_some_and(|n| n > 0)

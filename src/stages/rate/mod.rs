@@ -51,12 +51,11 @@ mod store;
 pub use calibrate::{
     Calibrated, CalibrationReport, CurvePoint, ExtractionReport, FeatureJob, calibrate,
 };
-pub use figures::{
-    BandFigures, BandTable, EndFigures, Figures, GroupReach, HeldOut, InRangeFigures,
-    ReachFigures,
-};
 pub use config::*;
 pub use features::{Features, feature_names};
+pub use figures::{
+    BandFigures, BandTable, EndFigures, Figures, GroupReach, HeldOut, InRangeFigures, ReachFigures,
+};
 pub use fit::*;
 pub use model::{DeviationTable, Estimator, Recalibration, TreeConfig, TreeNode, Trees};
 
@@ -98,7 +97,12 @@ pub struct RateArgs {
     /// this many whole puzzles of folds 1 and up, scored on fold 0
     /// (comma-separated, e.g. 30000,100000,300000; every row is the last
     /// point).
-    #[arg(long, value_delimiter = ',', value_name = "ROWS", requires = "calibrate")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "ROWS",
+        requires = "calibrate"
+    )]
     #[serde(skip)]
     pub learning_curve: Vec<usize>,
     /// Rate the rated puzzles of these files as if they had no rating,

@@ -147,7 +147,6 @@ fn board_facts(position: &Chess, solution: Move, previous: Option<Move>) -> Boar
     }
 }
 
-
 /// Per solver move of `line`, the board facts of its position and
 /// solution (the move before it is the opponent's).
 pub(crate) fn board_signals(line: &PuzzleLine) -> Vec<BoardFacts> {
@@ -163,7 +162,9 @@ fn material(position: &Chess, color: Color) -> f64 {
     let board = position.board();
     Role::ALL
         .iter()
-        .map(|&role| role_value(role) * (board.by_role(role) & board.by_color(color)).count() as f64)
+        .map(|&role| {
+            role_value(role) * (board.by_role(role) & board.by_color(color)).count() as f64
+        })
         .sum()
 }
 
