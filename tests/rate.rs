@@ -371,7 +371,7 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
     let config = write_config(
         dir.path(),
         &RateConfig {
-            calibrate_max_rows: 72,
+            calibrate_max_rows: 200,
             ..tiny_config()
         },
     );
@@ -416,14 +416,14 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
     };
     let first_model = dir.path().join("model-1.json");
     let summary = calibrate(&first_model, "2");
-    assert_eq!(summary["calibration"]["rows"], 72);
+    assert_eq!(summary["calibration"]["rows"], 200);
     assert_eq!(summary["calibration"]["cached_rows"], 0);
 
     let (header, rows) = read_features(&features);
     assert_eq!(header[5..], feature_names()[..]);
     assert_eq!(
         rows.len(),
-        72 + summary["calibration"]["proxy_rows"].as_u64().unwrap() as usize
+        200 + summary["calibration"]["proxy_rows"].as_u64().unwrap() as usize
     );
     for row in &rows {
         for (name, value) in header[5..].iter().zip(&row[5..]) {
@@ -440,14 +440,14 @@ fn calibration_on_a_seeded_subset_is_sound_and_deterministic() {
     assert_eq!(curve.len(), 2, "{curve:?}");
     assert_eq!(curve[0]["rows"], 30);
     let everything = curve[1]["rows"].as_u64().expect("rows");
-    assert!((31..72).contains(&everything), "{everything}");
+    assert!((31..200).contains(&everything), "{everything}");
     assert!(
         curve
             .iter()
             .all(|p| p["rmse"].as_f64().is_some_and(f64::is_finite))
     );
 
-    // Floors for 72 puzzles and small trees: far below what the full
+    // Floors for 200 puzzles and small trees: far below what the full
     // calibration measures, far above chance.
     let all = figure(&summary, "all", "spearman");
     assert!(all >= 0.5, "held-out Spearman {all}");
