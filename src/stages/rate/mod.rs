@@ -28,7 +28,7 @@
 //! the signal settings and the nets, so a release rates the same way later.
 //! Calibration reports held-out figures ([`calibrate`]) beside the model of
 //! format 2 (ridge regressions on the engine and board features) on the
-//! same folds. The measured figures are in docs/results.md.
+//! same folds. The measured figures are in docs/results/rating.md.
 
 use anyhow::{Context, Result};
 use clap::Args;

@@ -15,8 +15,9 @@
 //! always rated as whole: the trees learn how much harder the longer
 //! puzzle behind a proxy is, instead of rating the rare genuine
 //! single-move non-mate like the proxies around it (format 4 did, and a
-//! group shift of about -480 points took it back; docs/results.md). The
-//! group shifts and the deviations are still read from whole puzzles alone.
+//! group shift of about -480 points took it back;
+//! docs/results/rating.md). The group shifts and the deviations are
+//! still read from whole puzzles alone.
 //!
 //! Everything is deterministic: the trees are grown single-threaded with no
 //! row or column sampling, and the out-of-fold fits run in parallel with
