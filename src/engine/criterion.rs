@@ -33,7 +33,7 @@
 //!   side that has a mate is nearly always winning already and has slower
 //!   mates besides, so that rule, and the stricter "no second mate at all"
 //!   this project held before, passes almost none of the missed mates of
-//!   three or more moves (docs/results.md has the counts).
+//!   three or more moves (docs/results/generation.md has the counts).
 //! * **Gap** (a second engine, on its own scale): best - second >= the gap.
 //!   Engines score on different scales, so another engine is held to
 //!   agreement on the move and a gap, not to absolute thresholds. When both

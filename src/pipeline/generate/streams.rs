@@ -229,7 +229,7 @@ fn stream_cells(config: &Sections<'_>, quotas: &BTreeMap<Cell, Quota>) -> Result
 /// Lock-step turns, not turns by need: giving the next batch to the stream
 /// with the least CPU per puzzle it still wanted sent the CPU to the hard
 /// band, which turns it into cells slowest, and filled fewer of the APO
-/// shape's cells for the same CPU (docs/results.md, "turns by need").
+/// shape's cells for the same CPU (docs/results/generation.md, "turns by need").
 fn take_turns(
     walks: &mut [Walk<'_>],
     mode: Mode,

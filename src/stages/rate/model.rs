@@ -15,8 +15,9 @@
 //! always rated as whole: the trees learn how much harder the longer
 //! puzzle behind a proxy is, instead of rating the rare genuine
 //! single-move non-mate like the proxies around it (format 4 did, and a
-//! group shift of about -480 points took it back; docs/results.md). The
-//! group shifts and the deviations are still read from whole puzzles alone.
+//! group shift of about -480 points took it back;
+//! docs/results/rating.md). The group shifts and the deviations are
+//! still read from whole puzzles alone.
 //!
 //! The recalibration, the shifts and the deviations are fitted on
 //! out-of-fold outputs of the trees: each row's output comes from trees
