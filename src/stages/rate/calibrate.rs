@@ -648,17 +648,20 @@ pub fn calibrate(
         mate: calibration.mates.clone(),
         proxy: rows.proxy.clone(),
     });
-    let learning_curve = if curve.is_empty() {
-        Vec::new()
-    } else {
-        calibration.learning_curve(curve, &all, &output)?
-    };
-    let estimator = Estimator::from_outputs(
-        fit_trees(&all, &config.trees)?,
-        &all,
-        &output,
-        MODEL_GROUPS.len(),
-    )?;
+    // The final trees and the learning curve's fits are independent: one
+    // core each (a tree fit is single-threaded, for its bits).
+    let (trees, learning_curve) = rayon::join(
+        || fit_trees(&all, &config.trees),
+        || {
+            if curve.is_empty() {
+                Ok(Vec::new())
+            } else {
+                calibration.learning_curve(curve, &all, &output)
+            }
+        },
+    );
+    let (trees, learning_curve) = (trees?, learning_curve?);
+    let estimator = Estimator::from_outputs(trees, &all, &output, MODEL_GROUPS.len())?;
     let model = RatingModel {
         format: MODEL_FORMAT,
         maia,
