@@ -15,9 +15,12 @@
 //! | [`chess`] | the puzzle record and what is read off a board: lines, derived columns, themes, PGN |
 //! | [`core`] | files, errors, progress, summaries, shards, seeds: nothing about chess |
 //!
-//! `main.rs` sits on top: it parses the command line and calls one command.
+//! [`cli`] sits on top: the commands and their flags, and the gate every
+//! output path goes through; `main.rs` parses the command line with it and
+//! calls one command.
 
 pub mod chess;
+pub mod cli;
 pub mod core;
 pub mod engine;
 pub mod maia;

@@ -1000,3 +1000,287 @@ fn nan_infinite_and_negative_numbers_are_refused_as_the_config_is_read() {
     );
     assert!(!dir.path().join("s").exists());
 }
+
+/// The path-valued flags that only read (inputs, engines, configs, models)
+/// and `merge --output` (a release `merge` writes itself, under its lock,
+/// checking a finished one instead of writing it): every other path-valued
+/// flag must be one of `puzzleforge::cli::OUTPUT_FLAGS`.
+const READ_ONLY_PATH_FLAGS: &[(&str, &str)] = &[
+    ("run", "config"),
+    ("run", "engine"),
+    ("run", "aim"),
+    ("merge", "shards"),
+    ("merge", "output"),
+    ("merge", "config"),
+    ("merge", "engine"),
+    ("ingest puzzles", "input"),
+    ("ingest games", "input"),
+    ("check", "input"),
+    ("check", "engine"),
+    ("selfplay", "engine"),
+    ("mine", "input"),
+    ("mine", "engine"),
+    ("verify", "input"),
+    ("verify", "second_engine"),
+    ("verify", "config"),
+    ("verify", "engine"),
+    ("rate", "input"),
+    ("rate", "calibrate"),
+    ("rate", "model"),
+    ("rate", "maia"),
+    ("rate", "config"),
+    ("rate", "engine"),
+    ("split", "pool"),
+    ("split", "config"),
+    ("split", "exclude"),
+    ("split", "exclude_releases_under"),
+    ("split", "verify"),
+    ("split", "generate"),
+    ("split", "games"),
+    ("export", "release"),
+    ("eval", "set"),
+    ("eval", "prompt"),
+    ("eval", "config"),
+    ("eval", "maia_models"),
+    ("eval", "engine"),
+    ("compare", "run_a"),
+    ("compare", "run_b"),
+    ("rollout", "prompt"),
+    ("rollout", "config"),
+    ("rollout", "engine"),
+    ("bench pool", "puzzles"),
+    ("bench pool", "engine"),
+    ("bench ingest", "sample"),
+    ("bench ingest", "script"),
+    ("bench pgn", "game"),
+    ("bench mine", "pgn"),
+    ("bench mine", "engine"),
+    ("bench generate", "config"),
+    ("bench generate", "engine"),
+    ("bench maia", "models"),
+    ("bench maia", "sample"),
+    ("bench maia", "script"),
+    ("bench maia", "lc0_venv"),
+];
+
+/// Every path-valued argument of every command of `command` (by its
+/// words and clap id), read off the clap definition the binary parses.
+fn path_flags(command: &clap::Command, words: &str, out: &mut Vec<(String, clap::Arg)>) {
+    for arg in command.get_arguments() {
+        if arg.get_value_parser().type_id() == std::any::TypeId::of::<PathBuf>() {
+            out.push((words.to_string(), arg.clone()));
+        }
+    }
+    for sub in command.get_subcommands() {
+        let words = format!("{words} {}", sub.get_name());
+        path_flags(sub, words.trim(), out);
+    }
+}
+
+/// The other arguments a command needs to parse (its inputs, and any
+/// output it requires pointed at a fresh folder), by clap id.
+fn required_besides(words: &str) -> Vec<(&'static str, Vec<&'static str>)> {
+    let pool = "pool.csv";
+    match words {
+        "ingest puzzles" => vec![("input", vec![pool]), ("output", vec!["-o", "fresh/p.csv"])],
+        "ingest games" => vec![
+            ("input", vec!["g.pgn"]),
+            ("output", vec!["-o", "fresh/c.csv"]),
+        ],
+        "selfplay" => vec![("output", vec!["-o", "fresh/g.pgn"])],
+        "mine" => vec![
+            ("input", vec!["g.pgn"]),
+            ("output", vec!["-o", "fresh/m.csv"]),
+        ],
+        "verify" => vec![("input", vec![pool])],
+        "rate" => vec![("input", vec![pool]), ("output", vec!["-o", "fresh/r.csv"])],
+        "split" => vec![("pool", vec![pool]), ("output", vec!["-o", "fresh/split"])],
+        "export" => vec![
+            ("release", vec!["fresh/release"]),
+            ("format", vec!["--format", "lichess"]),
+            ("output", vec!["-o", "fresh/export"]),
+        ],
+        "eval" => vec![
+            ("set", vec![pool]),
+            ("model", vec!["--model", "random"]),
+            ("output", vec!["-o", "fresh/eval"]),
+        ],
+        "compare" => vec![("run_a", vec!["a"]), ("run_b", vec!["b"])],
+        "rollout" => vec![
+            ("model", vec!["--model", "random"]),
+            ("output", vec!["-o", "fresh/rollout"]),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// Every path-valued output flag of every command, read off the clap
+/// definition, pointed into a finished release, into a run's stage folder
+/// or through a symbolic link into the release: exit 2 naming the flag and
+/// the folder, before any work, and not one byte of the release changes.
+/// A path-valued flag that is neither an output nor known to read only
+/// fails the test, so a new flag cannot skip the gate.
+#[test]
+fn every_output_flag_of_every_command_is_refused_in_a_finished_release() {
+    use puzzleforge::core::finished::Target;
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    std::os::unix::fs::symlink("out/r1/release", dir.path().join("link")).unwrap();
+    let before = folder_bytes(&dir.path().join("out"));
+
+    let mut flags = Vec::new();
+    path_flags(&puzzleforge::cli::command(), "", &mut flags);
+    let outputs = puzzleforge::cli::OUTPUT_FLAGS;
+    let unclassified: Vec<String> = flags
+        .iter()
+        .filter(|(words, arg)| {
+            let id = arg.get_id().as_str();
+            !outputs.iter().any(|f| f.command == *words && f.id == id)
+                && !READ_ONLY_PATH_FLAGS.contains(&(words.as_str(), id))
+        })
+        .map(|(words, arg)| format!("{words} {}", arg.get_id()))
+        .collect();
+    assert!(
+        unclassified.is_empty(),
+        "path-valued flags neither in cli::OUTPUT_FLAGS nor read only: {unclassified:?}"
+    );
+    for flag in outputs {
+        let arg = flags
+            .iter()
+            .find(|(words, arg)| *words == flag.command && arg.get_id() == flag.id)
+            .map(|(_, arg)| arg)
+            .unwrap_or_else(|| panic!("{} {}: not a path flag of the CLI", flag.command, flag.id));
+        let long = format!("--{}", arg.get_long().expect("output flags are named"));
+        let (inside, stage, linked) = match flag.target {
+            Target::File => (
+                "out/r1/release/train.csv",
+                "out/r1/export/new.csv",
+                "link/new.csv",
+            ),
+            Target::Folder => ("out/r1/release", "out/r1/export/new", "link/new"),
+        };
+        for (path, named) in [
+            (inside, "out/r1/release"),
+            (stage, "out/r1"),
+            (linked, "out/r1/release"),
+        ] {
+            let mut args: Vec<&str> = flag.command.split(' ').collect();
+            for (id, tokens) in required_besides(flag.command) {
+                if id != flag.id {
+                    args.extend(tokens);
+                }
+            }
+            args.extend([long.as_str(), path]);
+            let stderr = refused(dir.path(), &args, &[&long, named, "never changes"]);
+            assert!(stderr.contains(path), "{args:?}: {stderr}");
+        }
+    }
+    assert!(
+        folder_bytes(&dir.path().join("out")) == before,
+        "a refused command wrote"
+    );
+    assert!(
+        !dir.path().join("fresh").exists(),
+        "a refused command wrote"
+    );
+}
+
+/// The output paths a command derives are gated as its flags are:
+/// `verify` with no `-o` (its report beside the input, here inside a
+/// release) and `eval -o DIR` whose `DIR/cache` is a link into a release.
+#[test]
+fn derived_output_paths_are_refused_in_a_finished_release() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    let before = folder_bytes(&dir.path().join("out"));
+    refused(
+        dir.path(),
+        &["verify", "out/r1/release/train.csv"],
+        &["--output", "out/r1/release", "never changes"],
+    );
+    std::fs::create_dir(dir.path().join("evals")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("out/r1/release"),
+        dir.path().join("evals/cache"),
+    )
+    .unwrap();
+    refused(
+        dir.path(),
+        &[
+            "eval",
+            "out/r1/release",
+            "--model",
+            "random",
+            "--limit",
+            "1",
+            "-o",
+            "evals",
+        ],
+        &["eval.cache_dir", "symbolic link"],
+    );
+    assert!(
+        folder_bytes(&dir.path().join("out")) == before,
+        "a refused command wrote"
+    );
+}
+
+/// A file in a release folder that its manifest does not list is damage:
+/// `export` and `verify` (re-checking the release) exit 2 naming it.
+#[test]
+fn a_file_the_manifest_does_not_list_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    // The release as written reads clean.
+    summary(&run(
+        dir.path(),
+        &[
+            "export",
+            "--json",
+            "out/r1/release",
+            "--format",
+            "lichess",
+            "-o",
+            "clean",
+        ],
+    ));
+    std::fs::write(dir.path().join("out/r1/release/extra.csv"), "PuzzleId\n").unwrap();
+    for args in [
+        vec![
+            "export",
+            "out/r1/release",
+            "--format",
+            "lichess",
+            "-o",
+            "exported",
+        ],
+        vec!["verify", "out/r1/release"],
+    ] {
+        refused(dir.path(), &args, &["extra.csv", "does not list"]);
+    }
+    assert!(!dir.path().join("exported").exists());
+}
+
+/// A generation run named after a finished release that was not generated
+/// is refused (exit 2, "never changes") before any game: no generation
+/// store is created and the release's files stay as they were.
+#[test]
+fn a_generation_run_into_a_finished_release_is_refused_before_any_game() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), "");
+    summary(&run(dir.path(), &["run", "--json"]));
+    let before = folder_bytes(&dir.path().join("out/r1/release"));
+    crate::common::generation_config(dir.path(), "gen.toml", "out", 1, "");
+    refused(
+        dir.path(),
+        &["run", "--config", "gen.toml", "--release", "r1"],
+        &["out/r1/release", "never changes", "--release NEW"],
+    );
+    assert!(
+        !dir.path().join("out/.generate").exists(),
+        "a refused run generated"
+    );
+    assert!(folder_bytes(&dir.path().join("out/r1/release")) == before);
+}

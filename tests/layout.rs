@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Folders by layer: a folder may use folders of a lower layer only.
-const LAYERS: [(&str, u32); 7] = [
+const LAYERS: [(&str, u32); 8] = [
     ("core", 0),
     ("chess", 1),
     ("engine", 2),
@@ -21,6 +21,7 @@ const LAYERS: [(&str, u32); 7] = [
     ("stages", 3),
     ("tools", 4),
     ("pipeline", 4),
+    ("cli", 5),
 ];
 
 type ModulePath = Vec<String>;

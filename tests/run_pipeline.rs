@@ -885,7 +885,8 @@ fn a_run_without_a_terminal_writes_plain_lines_and_ends_with_what_it_made() {
     assert!(
         stderr.contains("next: the puzzle sources hold too few puzzles")
             && stderr.contains("[generate] enabled = true")
-            && stderr.contains("puzzleforge run --plan --release r1"),
+            && stderr.contains("`puzzleforge run --plan --release r1-generated`")
+            && stderr.contains("`puzzleforge run --release r1-generated`"),
         "{stderr}"
     );
     // The card's source mix: every puzzle of this release is Lichess's.

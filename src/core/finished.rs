@@ -11,7 +11,7 @@
 //! `--rewrite-release`), and no standalone command (`split -o`, `export
 //! -o`, `eval -o`, ...) writes into a release folder, into a run's folder or
 //! into a folder holding releases. Where a command may write is decided
-//! here, once, by [`refuse_finished_target`].
+//! here, once, by [`guard_output`], which every output flag goes through.
 
 use anyhow::Result;
 use std::path::{Component, Path, PathBuf};
@@ -190,17 +190,22 @@ pub enum Target {
     File,
 }
 
-/// Refuses (exit 2) a path `command` would write that is, or is inside, a
-/// release folder or a run's folder, a folder that holds a release, or a
-/// symbolic link to a folder. The error names the release and the two
-/// commands that make a new one instead. A finished release is immutable
-/// to every command but `run --rewrite-release`.
-pub fn refuse_finished_target(path: &Path, target: Target, command: &str) -> Result<()> {
+/// The one gate every path-valued output flag of every command goes
+/// through before the command does any work: refuses (exit 2) a path
+/// `command` would write through `flag` that is, or is inside, a release
+/// folder or a run's folder (so any of its stage folders,
+/// `<output_dir>/<release>/<stage>/`), a folder that holds a release, or a
+/// symbolic link to a folder; a link anywhere on the path is followed, so
+/// a link into a release is judged where it leads. The error names the
+/// flag, the release and the two commands that make a new one instead. A
+/// finished release is immutable to every command but `run
+/// --rewrite-release`.
+pub fn guard_output(path: &Path, target: Target, command: &str, flag: &str) -> Result<()> {
     let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if link && (target == Target::Folder || path.is_dir()) {
         return Err(bad_input(format!(
-            "{} is a symbolic link: `{command}` writes no release or report through a link \
-             (it would change the folder the link points at); give a new folder",
+            "{} ({flag}) is a symbolic link: `{command}` writes no release or report through \
+             a link (it would change the folder the link points at); give a new folder",
             path.display()
         )));
     }
@@ -211,10 +216,16 @@ pub fn refuse_finished_target(path: &Path, target: Target, command: &str) -> Res
     };
     for folder in start.ancestors() {
         if looks_like_release(folder) {
-            return Err(written_into(path, command, folder, "the finished release"));
+            return Err(written_into(
+                path,
+                command,
+                flag,
+                folder,
+                "the finished release",
+            ));
         }
         if is_run_folder(folder) {
-            return Err(written_into(path, command, folder, "the run folder"));
+            return Err(written_into(path, command, flag, folder, "the run folder"));
         }
     }
     if target == Target::Folder
@@ -223,6 +234,7 @@ pub fn refuse_finished_target(path: &Path, target: Target, command: &str) -> Res
         return Err(written_into(
             path,
             command,
+            flag,
             &release,
             "a folder holding the finished release",
         ));
@@ -284,11 +296,18 @@ fn release_within(dir: &Path, depth: usize) -> Option<PathBuf> {
     None
 }
 
-/// The error of a command asked to write `path`, inside `what` `folder`.
-fn written_into(path: &Path, command: &str, folder: &Path, what: &str) -> anyhow::Error {
+/// The error of a command asked to write `path` (given by `flag`), inside
+/// `what` `folder`.
+fn written_into(
+    path: &Path,
+    command: &str,
+    flag: &str,
+    folder: &Path,
+    what: &str,
+) -> anyhow::Error {
     bad_input(format!(
-        "{}: `{command}` would write into {what} {}, and a finished release never changes. \
-         Give `{command}` a new folder outside it, or make a new release with \
+        "{}: `{command} {flag}` would write into {what} {}, and a finished release never \
+         changes. Give {flag} a path outside it, or make a new release with \
          `puzzleforge run --release NEW` (or `puzzleforge split POOL -o NEW`)",
         path.display(),
         folder.display()
@@ -307,11 +326,11 @@ mod tests {
         std::fs::create_dir_all(&release).unwrap();
         std::fs::write(release.join(RELEASE_MANIFEST), "{}").unwrap();
         let inside = dir.path().join("other/../r/new");
-        assert!(refuse_finished_target(&inside, Target::Folder, "split").is_err());
+        assert!(guard_output(&inside, Target::Folder, "split", "-o").is_err());
         let beside = dir.path().join("r/../new");
-        assert!(refuse_finished_target(&beside, Target::Folder, "split").is_ok());
-        assert!(refuse_finished_target(dir.path(), Target::Folder, "split").is_err());
+        assert!(guard_output(&beside, Target::Folder, "split", "-o").is_ok());
+        assert!(guard_output(dir.path(), Target::Folder, "split", "-o").is_err());
         let file = dir.path().join("pool.csv");
-        assert!(refuse_finished_target(&file, Target::File, "ingest puzzles").is_ok());
+        assert!(guard_output(&file, Target::File, "ingest puzzles", "-o").is_ok());
     }
 }

@@ -52,11 +52,10 @@ pub struct PlanArgs {
 pub(crate) fn run_plan(
     args: &PlanArgs,
     config: &PipelineConfig,
-    config_path: &std::path::Path,
     ctx: &RunContext,
     tier: Option<&str>,
 ) -> Result<Summary> {
-    check_can_plan(args, config, config_path)?;
+    check_can_plan(args)?;
     let generate = &config.generate;
     let games = match (args.plan_games, args.plan_cpu_hours) {
         (Some(games), _) => games,
@@ -145,18 +144,9 @@ pub(crate) fn run_plan(
     ))
 }
 
-/// A plan needs `[generate]` on and a positive `--plan-cpu-hours`.
-fn check_can_plan(
-    args: &PlanArgs,
-    config: &PipelineConfig,
-    config_path: &std::path::Path,
-) -> Result<()> {
-    if !config.generate.enabled {
-        return Err(bad_input(format!(
-            "run --plan projects what [generate]'s target costs, but [generate] is off in {}: set `[generate] enabled = true`",
-            config_path.display()
-        )));
-    }
+/// A plan needs a positive `--plan-cpu-hours` (`run` turns `[generate]`
+/// on for a plan).
+fn check_can_plan(args: &PlanArgs) -> Result<()> {
     if let Some(hours) = args.plan_cpu_hours.filter(|h| !(h.is_finite() && *h > 0.0)) {
         return Err(bad_input(format!(
             "--plan-cpu-hours must be a positive number of hours, not {hours}"
@@ -221,7 +211,7 @@ fn headline(
         // target's cost, is unmeasured; only a lower bound is claimed.
         Some(hours) => {
             text.push_str(&format!(
-                "  projected: at least {} engine CPU-hours in all, at least {} hours of wall time with {workers_named}: {unreached} of {cells} target cell{} had no puzzle in the sample, so no rate is measured for {} and no interval can be given\n",
+                "  projected: at least {} engine CPU-hours in all, at least {} hours of wall time with {workers_named} (a lower bound: the low end of the reached cells' interval plus the least the others need): {unreached} of {cells} target cell{} had no puzzle in the sample, so no rate is measured for {} and no interval can be given\n",
                 cost::short(hours),
                 wall(hours),
                 plural(cells),

@@ -78,6 +78,11 @@ pub struct RunArgs {
 /// Runs the pipeline.
 pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let mut config = PipelineConfig::load(&args.config)?;
+    // A plan only prices generation: it samples with [generate] on whether
+    // or not the config runs it, so `run --plan` works on a config that
+    // has not turned generation on yet.
+    let planned_off = args.plan.plan && !config.generate.enabled;
+    config.generate.enabled |= planned_off;
     // `--aim` adds its tier to [split.tiers]; from here on it is the tier
     // the run produces, as a `--tier` would be.
     let tier = crate::pipeline::aim::add_aimed_tier(&args.aim, &mut config, &args.config)?
@@ -105,7 +110,15 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         None => config.pipeline.output_dir.join(&release),
     };
     if args.plan.plan {
-        return run_plan(args, &config, &stages, release_dir, tier);
+        let mut summary = run_plan(args, &config, &stages, release_dir, tier)?;
+        if planned_off {
+            summary.human.push_str(&format!(
+                "  [generate] is off in {}: planned as if on; set `[generate] enabled = true` \
+                 there to generate\n",
+                args.config.display()
+            ));
+        }
+        return Ok(summary);
     }
     refuse_linked_release(&release_dir)?;
     std::fs::create_dir_all(&release_dir)
@@ -142,6 +155,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         Ok(done) => done,
         Err(error) => return generation_fell_short(&ctx, &release, error),
     };
+    let eval_line = eval_result_line(&report);
     let mut record = RunSummary {
         release: release.clone(),
         release_dir,
@@ -161,7 +175,8 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         record.shard = Some(*shard);
         record.left_for_merge = Some(left_for_merge);
     }
-    human.push_str(&what_it_made(&ctx, &release, &args.config)?);
+    human.push_str(&what_it_made(&ctx, &release, args)?);
+    human.push_str(&eval_line);
     let mut shortfall = None;
     if args.strict {
         let (error, strict) = strict_shortfall(&ctx)?;
@@ -255,7 +270,8 @@ enum UnfilledCells {
 
 /// The run's last lines: what it made, the cells it left unfilled, and
 /// the next command to fill them (nothing when no release was drawn).
-fn what_it_made(ctx: &RunContext, release: &str, config_path: &Path) -> Result<String> {
+fn what_it_made(ctx: &RunContext, release: &str, args: &RunArgs) -> Result<String> {
+    let config_path = args.config.as_path();
     let dir = ctx.stage_dir(StageName::Release);
     let Some(manifest) = ReleaseManifest::load(&dir)? else {
         return Ok(String::new());
@@ -283,10 +299,19 @@ fn what_it_made(ctx: &RunContext, release: &str, config_path: &Path) -> Result<S
         labels.len(),
         first_of(&labels, 3).join(", ")
     ));
-    let config = match config_path.to_str() {
+    let mut config = match config_path.to_str() {
         Some(crate::pipeline::config::DEFAULT_CONFIG) => String::new(),
         _ => format!(" --config {}", config_path.display()),
     };
+    // The flags that chose this release's tier, kept in the next command
+    // so that it plans (or makes) the same tier.
+    if let Some(tier) = &args.tier {
+        config.push_str(&format!(" --tier {tier}"));
+    }
+    if let (Some(aim), Some(rate)) = (&args.aim.aim, args.aim.solve_rate) {
+        config.push_str(&format!(" --aim {} --solve-rate {rate}", aim.display()));
+    }
+    let filled = counts.cells - counts.unfilled_cells;
     let next = match &ctx.generated {
         Some(generated) if generated.stop_is_budget() => format!(
             "next: raise [generate] max_games or max_cpu_hours in {} (the cost above says how far) and run `puzzleforge run{config} --release {release}` again: it reuses the games already played",
@@ -295,14 +320,69 @@ fn what_it_made(ctx: &RunContext, release: &str, config_path: &Path) -> Result<S
         Some(_) => format!(
             "next: `puzzleforge run{config} --plan --release {release}` projects what the unfilled cells cost",
         ),
-        None => format!(
-            "next: the puzzle sources hold too few puzzles for them: point [sources] puzzles in {} at the full Lichess dump (lichess_db_puzzle.csv.zst), or generate them: set [generate] enabled = true, see the cost with `puzzleforge run{config} --plan --release {release}`, then run without --plan (leave ingest_puzzles and ingest_games out of pipeline.stages for an all-generated release)",
-            config_path.display()
-        ),
+        None => {
+            // This release is finished and never changes: generation goes
+            // into a new one, named here so that the commands run as
+            // written.
+            let fresh = fresh_release_name(ctx, release);
+            let limit = if filled == 0 {
+                format!(
+                    "the puzzle sources are the limit: they hold no puzzle for any of the {} cells",
+                    counts.cells
+                )
+            } else {
+                "the puzzle sources hold too few puzzles for them".to_string()
+            };
+            format!(
+                "next: {limit}: point [sources] puzzles in {path} at the full Lichess dump (lichess_db_puzzle.csv.zst), or generate them into a new release: see the cost with `puzzleforge run{config} --plan --release {fresh}`, then set [generate] enabled = true in {path} and run `puzzleforge run{config} --release {fresh}` (leave ingest_puzzles and ingest_games out of pipeline.stages for an all-generated release)",
+                path = config_path.display()
+            )
+        }
     };
     text.push_str(&next);
     text.push('\n');
     Ok(text)
+}
+
+/// The eval's result in one plain line (`eval: puzzle accuracy 60.2% ±
+/// 2.1% (n=480 puzzles)`), read off the eval stage's counts; nothing when
+/// the run has no eval stage or its counts lack the accuracy.
+fn eval_result_line(report: &[StageReport]) -> String {
+    let Some(counts) = report
+        .iter()
+        .find(|r| r.stage == StageName::Eval)
+        .map(|r| &r.counts)
+    else {
+        return String::new();
+    };
+    let (Some(accuracy), Some(puzzles)) = (
+        counts["puzzle_accuracy"].as_f64(),
+        counts["puzzles"].as_u64(),
+    ) else {
+        return String::new();
+    };
+    let se = counts["puzzle_accuracy_se"]
+        .as_f64()
+        .map(|se| format!(" ± {:.1}%", se * 100.0))
+        .unwrap_or_default();
+    format!(
+        "eval: puzzle accuracy {:.1}%{se} (n={puzzles} puzzles)\n",
+        accuracy * 100.0
+    )
+}
+
+/// A release name beside `release` that no folder of the output folder
+/// holds yet: `RELEASE-generated`, else `RELEASE-generated-2`, ...
+fn fresh_release_name(ctx: &RunContext, release: &str) -> String {
+    let output_dir = ctx.release_dir.parent().unwrap_or(Path::new("."));
+    let base = format!("{release}-generated");
+    (1..)
+        .map(|n| match n {
+            1 => base.clone(),
+            n => format!("{base}-{n}"),
+        })
+        .find(|name| std::fs::symlink_metadata(output_dir.join(name)).is_err())
+        .unwrap_or(base)
 }
 
 /// A stage refused what generation made (too few puzzles for the
@@ -356,7 +436,7 @@ fn run_plan(
         generated: None,
         excluded_releases: None,
     };
-    crate::pipeline::plan::run_plan(&args.plan, config, &args.config, &ctx, tier)
+    crate::pipeline::plan::run_plan(&args.plan, config, &ctx, tier)
 }
 
 /// A shard's line of the summary: the stages it leaves for `merge`.
@@ -676,10 +756,6 @@ pub(crate) fn run_stages(
                 counts: previous.map(|p| p.counts).unwrap_or_default(),
             }
         } else {
-            // A line per stage as it starts (timestamped; on a terminal
-            // as well as in a cron log), so that a long stage is never
-            // silent from its start.
-            crate::core::progress::note(&format!("stage {}: started", stage.name()));
             run_stage(stage.as_ref(), ctx, redo)
                 .with_context(|| format!("stage {}", stage.name()))?
         };
@@ -752,6 +828,10 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
             counts: previous.counts,
         });
     }
+    // A line per stage as it starts its work (timestamped; on a terminal
+    // as well as in a cron log), so that a long stage is never silent from
+    // its start; a stage skipped above starts nothing and says nothing.
+    crate::core::progress::note(&format!("stage {}: started", stage.name()));
     let folder = StageFolder {
         scratch: fresh_scratch(&ctx.release_dir, stage.name())?,
         committed: dir,
@@ -847,14 +927,26 @@ pub(crate) fn check_kept<'a>(
 }
 
 /// Under `[generate]`: the finished release's games came from the store
-/// `key` names (checked before anything is played into another).
+/// `key` names (checked before anything is played into another). A
+/// finished release whose puzzles were not generated at all would come out
+/// differently too: refused here, before the first game, not after a
+/// minute of play when its release stage is checked.
 fn check_kept_store(ctx: &RunContext, key: &str) -> Result<()> {
     let dir = ctx.stage_dir(StageName::Selfplay);
-    let Some(previous) = StageManifest::previous(&dir) else {
-        return Ok(());
+    let recorded = StageManifest::previous(&dir).and_then(|previous| {
+        crate::pipeline::generate::recorded_store(&previous.fingerprint.config)
+    });
+    let Some(recorded) = recorded else {
+        return Err(kept_error(
+            ctx,
+            &format!(
+                "it would now come out differently (its puzzles were not generated, and \
+                 [generate] is on: these settings generate into {key}); make a new release \
+                 with `--release NEW`"
+            ),
+        ));
     };
-    let recorded = crate::pipeline::generate::recorded_store(&previous.fingerprint.config);
-    if let Some(recorded) = recorded.filter(|recorded| recorded != key) {
+    if recorded != key {
         // As JSON (quoted), as the message always named it.
         let recorded = Value::String(recorded);
         return Err(kept_error(

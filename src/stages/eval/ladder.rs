@@ -476,6 +476,22 @@ fn pct(v: f64) -> String {
     format!("{:.1}%", 100.0 * v)
 }
 
+/// The human-equivalent rating with its ± 1 se interval, in one reading:
+/// `1534 (± 1 se: 1480 to 1590)`, or on a flat ladder `among 1100-1900
+/// (flat ladder; ± 1 se: below 1100 to among 1100-1900)`, the ladder's
+/// note said once rather than inside each end.
+pub(crate) fn label_with_interval(e: &HumanEquivalent) -> String {
+    const FLAT: &str = " (flat ladder)";
+    let [low, high] = &e.interval_1se;
+    let (low, high) = (low.trim_end_matches(FLAT), high.trim_end_matches(FLAT));
+    match e.label.strip_suffix(FLAT) {
+        Some(_) if low == high && e.label.starts_with(low) => e.label.clone(),
+        Some(label) => format!("{label} (flat ladder; ± 1 se: {low} to {high})"),
+        None if low == high && low == e.label => e.label.clone(),
+        None => format!("{} (± 1 se: {low} to {high})", e.label),
+    }
+}
+
 /// `report.md`'s ladder section: the rating, how it is read, the picture
 /// and the accuracies side by side.
 pub(crate) fn ladder_markdown(

@@ -393,6 +393,18 @@ fn engine_pin(pool: &EnginePool) -> Result<EnginePin> {
 pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
     let section: EvalConfig = load_section(args.config.as_deref(), "eval")?;
     let config = flags_over(&section, args)?;
+    // The response cache (and the Maia policies kept in it) is written
+    // too, wherever the config or -o puts it: through the same gate as -o.
+    let cache = config
+        .cache_dir
+        .clone()
+        .unwrap_or_else(|| default_cache_dir(&args.output));
+    crate::core::finished::guard_output(
+        &cache,
+        crate::core::finished::Target::Folder,
+        "eval",
+        "eval.cache_dir (by default --output's cache/)",
+    )?;
     // One eval at a time per output folder: two would pay every call twice
     // and the last to write would win. (Under `run`, the release lock
     // already keeps a second run out of the stage's folder.)

@@ -432,8 +432,8 @@ fn command_summary(
     if let Some(e) = &equivalent {
         let _ = write!(
             human,
-            "\nhuman-equivalent rating (Maia ladder): {} (± 1 se: {} to {})",
-            e.label, e.interval_1se[0], e.interval_1se[1]
+            "\nhuman-equivalent rating (Maia ladder): {}",
+            super::ladder::label_with_interval(e)
         );
     }
     let record = EvalSummary {

@@ -142,7 +142,52 @@ pub(crate) fn check_release_files(dir: &Path) -> Result<()> {
             )));
         }
     }
+    // A file the manifest does not list was put there after the release
+    // was written (or is left from another one): readers that take every
+    // file of the folder (an export's copy, a reader globbing `*.csv`)
+    // would take it for the release's, so it is damage like an edit.
+    for name in files_in(dir)? {
+        let known = name == crate::stages::release::manifest::MANIFEST_FILE
+            || name == crate::core::finished::STAGE_RECORD
+            || outputs.contains_key(&name);
+        if !known {
+            return Err(bad_input(format!(
+                "{}: a file that {} does not list: the release is damaged (move the file out \
+                 of the release folder, or write the release again)",
+                dir.join(&name).display(),
+                manifest_path.display()
+            )));
+        }
+    }
     Ok(())
+}
+
+/// The files under `dir` (its folders walked, links not followed), each
+/// named as a manifest names it: relative to `dir`, `/`-separated.
+fn files_in(dir: &Path) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        let folder = dir.join(&relative);
+        let entries = std::fs::read_dir(&folder)
+            .map_err(|e| bad_input(format!("cannot list {}: {e}", folder.display())))?;
+        for entry in entries {
+            let entry =
+                entry.map_err(|e| bad_input(format!("cannot list {}: {e}", folder.display())))?;
+            let name = relative.join(entry.file_name());
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                pending.push(name);
+            } else {
+                let parts: Vec<String> = name
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                names.push(parts.join("/"));
+            }
+        }
+    }
+    names.sort();
+    Ok(names)
 }
 
 /// The puzzle files of a release: `train` and `test`, CSV preferred, JSON

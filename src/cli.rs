@@ -1,0 +1,256 @@
+//! The command line: the commands and their flags (one clap definition,
+//! which `main.rs` parses and the tests read), and the gate every output
+//! path goes through before a command does any work.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::core::finished::{Target, guard_output};
+use crate::core::summary::Summary;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "puzzleforge",
+    version,
+    about = "Renews chess puzzle benchmarks for evaluating and prompt-optimizing LLMs"
+)]
+pub struct Cli {
+    /// Print exactly one JSON summary object on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the stages of pipeline.toml in order into output/<release>/,
+    /// skipping stages whose inputs and config are unchanged.
+    Run(crate::pipeline::run::RunArgs),
+    /// Combine the shard folders of `run --shard I/N` into one release
+    /// (byte-identical to an unsharded run), then run the remaining stages.
+    Merge(crate::pipeline::merge::MergeArgs),
+    /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
+    #[command(subcommand)]
+    Ingest(IngestCommand),
+    /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
+    /// whether the best move is unique; one JSON object per position on stdout.
+    Check(crate::tools::check::CheckArgs),
+    /// Play reproducible self-play games (Epoch's generator) into a PGN file.
+    Selfplay(crate::stages::selfplay::SelfplayArgs),
+    /// Mine Epoch-style puzzles from games or candidate positions.
+    Mine(crate::stages::mine::MineArgs),
+    /// Re-analyse mined puzzles at K times the nodes and with a second engine.
+    Verify(crate::stages::verify::VerifyArgs),
+    /// Estimate Lichess-scale ratings of mined puzzles with the fitted
+    /// rating model (fit on real Lichess puzzles with --calibrate).
+    Rate(crate::stages::rate::RateArgs),
+    /// Draw a stratified, game-grouped train/test release from puzzle pools.
+    Split(Box<crate::stages::release::SplitArgs>),
+    /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
+    Export(crate::stages::export::ExportArgs),
+    /// Ask a model (or a baseline player) every solver position of a puzzle set and report.
+    Eval(crate::stages::eval::EvalArgs),
+    /// Compare two eval runs metric by metric: paired tests on the puzzles
+    /// both scored (McNemar, paired t), else one-sided Welch t-tests.
+    Compare(crate::stages::eval::compare::CompareArgs),
+    /// Play short games from start positions against Stockfish and report regret.
+    Rollout(crate::stages::eval::rollout::RolloutArgs),
+    /// Benchmarks (measure speed; not tests).
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// The `ingest` subcommands.
+// Parsed once per run, so the size difference between variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand, Debug)]
+pub enum IngestCommand {
+    /// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,
+    /// filter and sample; OUT's extension picks CSV or JSON Lines.
+    Puzzles(crate::stages::ingest_puzzles::PuzzlesArgs),
+    /// Find puzzle candidates in a Lichess game dump (PGN, plain or .zst)
+    /// from its embedded `[%eval]` analysis.
+    Games(crate::stages::ingest_games::GamesArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Push positions through the engine pool and report CPU and wall-time ratios.
+    Pool(crate::tools::bench::pool::BenchPoolArgs),
+    /// Time `ingest puzzles` against the python-chess peer.
+    Ingest(crate::tools::bench::ingest::BenchIngestArgs),
+    /// PGN parse + replay throughput against pgn-reader alone.
+    Pgn(crate::tools::bench::pgn::BenchPgnArgs),
+    /// Compare the mining funnel with exhaustive analysis: recall and engine nodes.
+    Mine(crate::tools::bench::mine::BenchMineArgs),
+    /// Generated puzzles per engine CPU-hour, overall and for a tier, side
+    /// by side with Epoch's exhaustive procedure on the same games.
+    Generate(crate::pipeline::generate_bench::BenchGenerateArgs),
+    /// Positions per second per core through the nine Maia nets, against
+    /// lc0's own backend.
+    Maia(crate::tools::bench::maia::BenchMaiaArgs),
+}
+
+/// The clap definition of every command and flag, as `main` parses it.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// One path-valued flag through which a command writes.
+#[derive(Clone, Copy, Debug)]
+pub struct OutputFlag {
+    /// The command's words (`ingest puzzles`).
+    pub command: &'static str,
+    /// The clap id of the flag (its field's name).
+    pub id: &'static str,
+    /// Whether it names a file or a folder the command fills.
+    pub target: Target,
+}
+
+const fn output(command: &'static str, id: &'static str, target: Target) -> OutputFlag {
+    OutputFlag {
+        command,
+        id,
+        target,
+    }
+}
+
+/// Every path-valued flag of every command that writes where it points.
+/// `run` and `merge` are not here: they write a release themselves, under
+/// its lock, and check a finished one instead of writing it
+/// (`docs/integrity.md`). `tests/guards.rs` reads every path-valued flag
+/// off [`command`] and fails on one that is neither here nor known to be
+/// read only, so a new output flag cannot skip the gate.
+pub const OUTPUT_FLAGS: &[OutputFlag] = &[
+    output("ingest puzzles", "output", Target::File),
+    output("ingest puzzles", "rejects", Target::File),
+    output("ingest games", "output", Target::File),
+    output("selfplay", "output", Target::File),
+    output("mine", "output", Target::File),
+    output("verify", "output", Target::File),
+    output("verify", "puzzles_out", Target::File),
+    output("rate", "output", Target::File),
+    output("rate", "save_model", Target::File),
+    output("rate", "features", Target::Folder),
+    output("rate", "features_out", Target::File),
+    output("split", "output", Target::Folder),
+    output("export", "output", Target::Folder),
+    output("eval", "output", Target::Folder),
+    output("compare", "output", Target::Folder),
+    output("rollout", "output", Target::Folder),
+    output("bench generate", "dir", Target::Folder),
+    output("bench pgn", "dir", Target::Folder),
+];
+
+/// How `--help` shows the flag `id` of `command` (`--output`, or the
+/// value's name for a positional argument).
+fn flag_name(command: &clap::Command, id: &str) -> String {
+    let Some(arg) = command.get_arguments().find(|a| a.get_id() == id) else {
+        return id.to_string();
+    };
+    match (arg.get_long(), arg.get_short()) {
+        (Some(long), _) => format!("--{long}"),
+        (None, Some(short)) => format!("-{short}"),
+        (None, None) => format!("<{}>", id.to_uppercase()),
+    }
+}
+
+/// Refuses (exit 2), before the command starts, every output path its
+/// flags name that lies in a finished release, a run's folder or behind a
+/// link into either ([`guard_output`]), naming the flag.
+pub fn guard_outputs(matches: &ArgMatches) -> Result<()> {
+    let root = command();
+    let mut words = Vec::new();
+    let (mut definition, mut matches) = (&root, matches);
+    while let Some((name, sub)) = matches.subcommand() {
+        words.push(name);
+        definition = definition
+            .find_subcommand(name)
+            .with_context(|| format!("no command `{name}` in the definition it was parsed by"))?;
+        matches = sub;
+    }
+    let words = words.join(" ");
+    for flag in OUTPUT_FLAGS.iter().filter(|f| f.command == words) {
+        let path = matches
+            .try_get_one::<PathBuf>(flag.id)
+            .with_context(|| format!("`{words}`: no path flag `{}`", flag.id))?;
+        if let Some(path) = path {
+            guard_output(path, flag.target, &words, &flag_name(definition, flag.id))?;
+        }
+    }
+    Ok(())
+}
+
+/// The output paths a command derives when its flag is left out, through
+/// the same gate: `verify`'s report beside its input. (`eval`'s response
+/// cache, which its config may place, is guarded where it is resolved.)
+fn guard_derived_outputs(command: &Command) -> Result<()> {
+    match command {
+        Command::Verify(args)
+            if args.output.is_none() && !crate::tools::recheck::is_recheck(args) =>
+        {
+            guard_output(
+                &crate::stages::verify::default_report_path(&args.input),
+                Target::File,
+                "verify",
+                "--output (by default INPUT's name with .verify.jsonl, beside it)",
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Parses the command line (exiting on a usage error, as clap does),
+/// guards its output paths and runs it. Returns whether `--json` was
+/// given, with the command's summary or error.
+pub fn parse_and_run() -> (bool, Result<Summary>) {
+    let matches = command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
+    crate::core::progress::set_json_lines(cli.json);
+    let result = guard_outputs(&matches).and_then(|()| dispatch(&cli.command));
+    (cli.json, result)
+}
+
+/// Runs one parsed command; its output paths were guarded by
+/// [`guard_outputs`] (the paths it derives are guarded here).
+fn dispatch(command: &Command) -> Result<Summary> {
+    guard_derived_outputs(command)?;
+    match command {
+        Command::Run(args) => crate::pipeline::run::run_pipeline(args),
+        Command::Merge(args) => crate::pipeline::merge::run_merge(args),
+        Command::Ingest(IngestCommand::Puzzles(args)) => {
+            crate::stages::ingest_puzzles::run_puzzles(args)
+        }
+        Command::Ingest(IngestCommand::Games(args)) => crate::stages::ingest_games::run_games(args),
+        Command::Check(args) => crate::tools::check::run_check(args),
+        Command::Selfplay(args) => crate::stages::selfplay::run_selfplay(args),
+        Command::Mine(args) => crate::stages::mine::run_mine(args),
+        Command::Verify(args) if crate::tools::recheck::is_recheck(args) => {
+            crate::tools::recheck::run_recheck(args)
+        }
+        Command::Verify(args) => crate::stages::verify::run_verify(args),
+        Command::Rate(args) => crate::stages::rate::run_rate(args),
+        Command::Split(args) => crate::stages::release::run_split(args),
+        Command::Export(args) => crate::stages::export::run_export(args),
+        Command::Eval(args) => crate::stages::eval::run_eval(args),
+        Command::Compare(args) => crate::stages::eval::compare::run_compare(args),
+        Command::Rollout(args) => crate::stages::eval::rollout::run_rollout(args),
+        Command::Bench(BenchCommand::Pool(args)) => crate::tools::bench::pool::run_bench_pool(args),
+        Command::Bench(BenchCommand::Ingest(args)) => {
+            crate::tools::bench::ingest::run_bench_ingest(args)
+        }
+        Command::Bench(BenchCommand::Pgn(args)) => crate::tools::bench::pgn::run_bench_pgn(args),
+        Command::Bench(BenchCommand::Mine(args)) => crate::tools::bench::mine::run_bench_mine(args),
+        Command::Bench(BenchCommand::Generate(args)) => {
+            crate::pipeline::generate_bench::run_bench_generate(args)
+        }
+        Command::Bench(BenchCommand::Maia(args)) => crate::tools::bench::maia::run_bench_maia(args),
+    }
+}
