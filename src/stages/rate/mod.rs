@@ -538,10 +538,11 @@ mod tests {
         assert!(reach.reaches(3, false, high - 1, high + 99));
         assert!(!reach.reaches(3, false, high, high + 100));
         // The single-move non-mates (the generated puzzles' shape) reach
-        // as far: the trees tell them from the proxies, so their group
-        // shift is small (format 4's took them back by about 480 points).
+        // the APO shape's bottom and top bins too: the trees tell them from
+        // the proxies, so their group shift is small (format 4's took them
+        // back by about 480 points).
         let (one_low, one_high) = reach.range(1, false);
-        assert!(one_high >= 2700 && one_low == 400, "{one_low}-{one_high}");
+        assert!(one_high >= 2700 && one_low <= 500, "{one_low}-{one_high}");
         let one_shift = model.estimator.shifts.shift(model_group(1, false));
         assert!(one_shift.abs() < 150.0, "shift {one_shift}");
         // Every cell of the APO shape's 1-2 move band, 400-2000, is reached.
