@@ -12,7 +12,6 @@ use std::path::Path;
 use super::ladder::Ladder;
 use super::metrics::{self, Breakdowns, CellMetrics, PositionRecord};
 use super::puzzle_rating::PuzzleRatingReport;
-use super::report::RunInfo;
 use crate::core::fileio::write_atomic;
 use crate::core::stats::chart_error;
 
@@ -28,6 +27,16 @@ const REGRET_BINS: [(f64, &str); 8] = [
     (f64::INFINITY, "invalid"),
 ];
 
+/// What the pictures need to know of the run beside its figures.
+pub(super) struct PicturedRun<'a> {
+    /// The player, as the ladder's picture names it.
+    pub model: &'a str,
+    /// The prompt templates asked (the illegal rate by template is drawn
+    /// for two or more).
+    pub templates: &'a [String],
+    pub rating_bin_width: i32,
+}
+
 /// Draws the pictures that mean something for this run and returns their
 /// (title, file name), in the order the report shows them: accuracy by
 /// rating when some puzzle is rated, the regret histogram when regret was
@@ -36,7 +45,7 @@ const REGRET_BINS: [(f64, &str); 8] = [
 /// `none`, would make a bar chart of nothing).
 pub(super) fn draw_pictures(
     dir: &Path,
-    run: &RunInfo,
+    run: &PicturedRun<'_>,
     b: &Breakdowns,
     records: &[PositionRecord],
     human_ladder: Option<&Ladder>,
@@ -114,12 +123,12 @@ pub(super) fn draw_pictures(
         drawn.push((title, file));
     }
     if let Some(r) = &output_rating
-        && puzzle_rating_chart(&dir.join(RATING_PICTURE), r, run.config.rating_bin_width)?
+        && puzzle_rating_chart(&dir.join(RATING_PICTURE), r, run.rating_bin_width)?
     {
         drawn.push(("Puzzle rating", RATING_PICTURE));
     }
     if let Some(l) = human_ladder
-        && super::ladder_chart::draw_ladder(&dir.join(LADDER_PICTURE), l, &run.model, b)?
+        && super::ladder_chart::draw_ladder(&dir.join(LADDER_PICTURE), l, run.model, b)?
     {
         drawn.push(("Human ladder", LADDER_PICTURE));
     }

@@ -12,7 +12,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use super::charts::{LADDER_PICTURE, draw_pictures};
+use super::charts::{LADDER_PICTURE, PicturedRun, draw_pictures};
 use super::config::EvalConfig;
 use super::ladder::{self, Ladder, LadderReport};
 use super::metrics::{self, Breakdowns, CellMetrics, PositionRecord, breakdowns};
@@ -229,9 +229,14 @@ pub(crate) fn write_run(
     write_jsonl(&dir.join("positions.jsonl"), records)?;
     write_calls(dir, output, tasks)?;
     write_runtime(dir, output, wall)?;
+    let pictured = PicturedRun {
+        model: &run.model,
+        templates: &run.templates,
+        rating_bin_width: run.config.rating_bin_width,
+    };
     let pictures = draw_pictures(
         dir,
-        run,
+        &pictured,
         &b,
         records,
         output.ladder.as_ref(),
