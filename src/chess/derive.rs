@@ -11,6 +11,11 @@ use crate::chess::columns::{self, Column};
 use crate::chess::line::PuzzleLine;
 use crate::chess::record::Puzzle;
 
+/// The rating deviation taken for a puzzle without one: a typical Lichess
+/// puzzle's (the puzzle rating's fit and the rating model's calibration
+/// both read it).
+pub(crate) const TYPICAL_RATING_DEVIATION: f64 = 90.0;
+
 /// Game phase of a puzzle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {

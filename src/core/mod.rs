@@ -1,7 +1,8 @@
 //! Plumbing every other folder uses and that knows nothing about chess,
 //! engines or stages: errors and exit codes, files (zstd, atomic writes,
 //! hashes), finished releases known by their file names and where no
-//! command may write, progress bars, command summaries, the slicing of work
+//! command may write, progress bars, command summaries, the shared statistics (mean, median,
+//! percentages, the isotonic fit) and the chart error, the slicing of work
 //! into shards and the one seed derivation every random draw comes from.
 //!
 //! May use: external crates only.
@@ -15,4 +16,5 @@ pub mod progress;
 pub(crate) mod seed;
 pub mod settings;
 pub(crate) mod shard;
+pub(crate) mod stats;
 pub mod summary;

@@ -10,14 +10,21 @@
 use anyhow::Result;
 use clap::ValueEnum;
 use serde::Serialize;
-use serde_json::{Value, json};
-use std::path::{Component, Path, PathBuf};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
 use crate::pipeline::config::{ExportSection, PipelineConfig};
 use crate::pipeline::generate::{Generated, Part};
+use crate::pipeline::provenance::Provenance;
+pub(crate) use crate::pipeline::releases::{earlier_releases, finished_releases};
 use crate::pipeline::stage::{RunContext, Stage, StageFolder, StageName};
+use crate::pipeline::summary::{
+    ExportsSummary, FormatSummary, GeneratedGamesSummary, InputSummary, InputsSummary,
+    MineFileSummary, RateFileSummary, SourceSummary, SourcesSummary, StageSummary,
+    VerifyFileSummary, VerifyTotals,
+};
 use crate::stages::eval::config::EvalConfig;
 use crate::stages::export::{ExportFormat, SplitChoice};
 use crate::stages::ingest_games::IngestGamesConfig;
@@ -25,7 +32,6 @@ use crate::stages::ingest_puzzles::IngestPuzzlesConfig;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
 use crate::stages::release::cells::SplitConfig;
-use crate::stages::release::manifest::{ReleaseManifest, RunProvenance, Settings, Source};
 use crate::stages::selfplay::SelfplayConfig;
 use crate::stages::verify::{VerifyConfig, VerifyCounts};
 
@@ -133,104 +139,63 @@ fn stage_files(ctx: &RunContext, stage: StageName, ending: &str) -> Vec<PathBuf>
     files
 }
 
-/// The summary of a stage that reads sources (`ingest_puzzles`,
-/// `ingest_games`): each source's own summary.
+/// A stage's config section as its fingerprint records it.
+fn recorded(section: &impl Serialize) -> Result<Value> {
+    Ok(serde_json::to_value(section)?)
+}
+
+/// A section with the run seed beside it (`ingest_puzzles`).
 #[derive(Serialize)]
-struct SourcesSummary<S> {
-    sources: usize,
-    files: Vec<SourceSummary<S>>,
+struct Seeded<'a, T> {
+    filters: &'a T,
+    seed: u64,
 }
 
-impl<S> SourcesSummary<S> {
-    fn of(files: Vec<SourceSummary<S>>) -> Self {
-        Self {
-            sources: files.len(),
-            files,
-        }
-    }
-}
-
-/// One source and its summary.
+/// `selfplay`'s config under `[generate]`: the settings the games were
+/// played with (generation's profile, not `[selfplay]`'s values) and the
+/// generation's fingerprint.
 #[derive(Serialize)]
-struct SourceSummary<S> {
-    source: PathBuf,
-    summary: S,
+struct PlayedSelfplay<G> {
+    selfplay: Value,
+    generate: G,
 }
 
-/// The summary of a stage that reads the files of the stage before it
-/// (`mine`, `rate`): each input's own summary.
+/// `mine`'s config under `[generate]`: `[mine]` (which mines the Lichess
+/// game candidates) and the settings the generated games were mined with.
 #[derive(Serialize)]
-struct InputsSummary<S> {
-    inputs: usize,
-    files: Vec<InputSummary<S>>,
+struct MinedWith<'a, G> {
+    mine: &'a MineConfig,
+    generated_with: Value,
+    generate: G,
 }
 
-impl<S> InputsSummary<S> {
-    fn of(files: Vec<InputSummary<S>>) -> Self {
-        Self {
-            inputs: files.len(),
-            files,
-        }
-    }
-}
-
-/// One input file and its summary.
+/// `rate`'s config under `[generate]`.
 #[derive(Serialize)]
-struct InputSummary<S> {
-    input: PathBuf,
-    summary: S,
+struct RatedWith<'a, G> {
+    rate: &'a RateConfig,
+    generate: G,
 }
 
-/// The `selfplay` summary under `[generate]`: the games written from the
-/// store, and the generation's funnel and cost.
+/// `verify`'s config under `[generate]`.
 #[derive(Serialize)]
-struct GeneratedGamesSummary<'a> {
-    games: u64,
-    first_game: u64,
-    last_game: u64,
-    output: String,
-    generate: &'a crate::pipeline::generate::GenerateReport,
-    engine_cpu_hours: f64,
+struct VerifiedWith<G> {
+    verify: Value,
+    generate: G,
 }
 
-/// One `mine` input's summary: mined now, or (the generated games) written
-/// from the store, where they were mined as they were played.
+/// `release`'s config: `[split]`, the run seed and the tier drawn.
 #[derive(Serialize)]
-#[serde(untagged)]
-enum MineFileSummary {
-    FromStore {
-        puzzles: u64,
-        from_store: String,
-        output: String,
-    },
-    Mined(crate::stages::mine::MineSummary),
+struct SplitWith<'a> {
+    split: &'a SplitConfig,
+    seed: u64,
+    tier: Option<&'a str>,
 }
 
-/// One `rate` input's summary: rated now, or (the generated puzzles)
-/// written from the store, where they were rated as they were played.
+/// `eval`'s config: `[eval]` as records keep it, and the run seed.
 #[derive(Serialize)]
-#[serde(untagged)]
-enum RateFileSummary {
-    FromStore {
-        written: u64,
-        from_store: String,
-        output: String,
-    },
-    Rated(crate::stages::rate::RateSummary),
-}
-
-/// The `export` summary: each format's own.
-#[derive(Serialize)]
-struct ExportsSummary {
-    formats: usize,
-    exports: Vec<FormatSummary>,
-}
-
-/// One format of `export.formats` and its export's summary.
-#[derive(Serialize)]
-struct FormatSummary {
-    format: String,
-    summary: crate::stages::export::ExportSummary,
+struct EvalWith {
+    eval: EvalConfig,
+    seed: u64,
 }
 
 /// `ingest_puzzles`: validates every configured puzzle source.
@@ -247,15 +212,18 @@ impl Stage for IngestPuzzles {
         StageName::IngestPuzzles
     }
 
-    fn config_section(&self, _ctx: &RunContext) -> Value {
-        json!({"filters": self.filters, "seed": self.seed})
+    fn config_section(&self, _ctx: &RunContext) -> Result<Value> {
+        recorded(&Seeded {
+            filters: &self.filters,
+            seed: self.seed,
+        })
     }
 
     fn inputs(&self, _ctx: &RunContext) -> Result<Vec<PathBuf>> {
         Ok(self.sources.clone())
     }
 
-    fn execute(&self, _ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, _ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let config = IngestPuzzlesConfig {
             seed: self.seed,
             ..self.filters.clone()
@@ -277,7 +245,7 @@ impl Stage for IngestPuzzles {
                 summary,
             });
         }
-        Ok(serde_json::to_value(SourcesSummary::of(files))?)
+        Ok(StageSummary::IngestPuzzles(SourcesSummary::of(files)))
     }
 }
 
@@ -294,15 +262,15 @@ impl Stage for IngestGames {
         StageName::IngestGames
     }
 
-    fn config_section(&self, _ctx: &RunContext) -> Value {
-        json!(self.section)
+    fn config_section(&self, _ctx: &RunContext) -> Result<Value> {
+        recorded(&self.section)
     }
 
     fn inputs(&self, _ctx: &RunContext) -> Result<Vec<PathBuf>> {
         Ok(self.sources.clone())
     }
 
-    fn execute(&self, _ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, _ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let mut files = Vec::new();
         for source in &self.sources {
             let output = output_name(source, ".candidates.csv");
@@ -318,7 +286,7 @@ impl Stage for IngestGames {
                 summary,
             });
         }
-        Ok(serde_json::to_value(SourcesSummary::of(files))?)
+        Ok(StageSummary::IngestGames(SourcesSummary::of(files)))
     }
 }
 
@@ -333,13 +301,15 @@ impl Stage for Selfplay {
         StageName::Selfplay
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
+    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
         match &ctx.generated {
             // The games were played with generation's profile, not
             // `[selfplay]`'s values: record those played.
-            Some(generated) => json!({"selfplay": generated.played_settings("selfplay"),
-                "generate": generated.fingerprint()}),
-            None => json!(self.section),
+            Some(generated) => recorded(&PlayedSelfplay {
+                selfplay: generated.played_settings("selfplay"),
+                generate: generated.fingerprint(),
+            }),
+            None => recorded(&self.section),
         }
     }
 
@@ -355,7 +325,7 @@ impl Stage for Selfplay {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         if let Some(generated) = &ctx.generated {
             // The games were played into the batch store; the release
             // holds those up to the stopping game, and the funnel.
@@ -370,10 +340,10 @@ impl Stage for Selfplay {
                 first_game: generated.first,
                 last_game: generated.last,
                 output: folder.committed_path(output),
-                generate: &generated.report,
+                generate: generated.report.clone(),
                 engine_cpu_hours: generated.cpu_seconds / 3600.0,
             };
-            return Ok(serde_json::to_value(summary)?);
+            return Ok(StageSummary::GeneratedGames(Box::new(summary)));
         }
         let pool = ctx.engine_pool(StageName::Selfplay)?;
         // A shard plays its slice of the game numbers; each game's bytes
@@ -394,7 +364,7 @@ impl Stage for Selfplay {
         )?
         .record;
         summary.output = folder.committed_path(output);
-        Ok(serde_json::to_value(summary)?)
+        Ok(StageSummary::Selfplay(summary))
     }
 }
 
@@ -439,14 +409,16 @@ impl Stage for Mine {
         StageName::Mine
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
+    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
         match &ctx.generated {
             // `[mine]` mines the Lichess game candidates; the generated
             // games were mined with generation's profile.
-            Some(generated) => json!({"mine": self.section,
-                "generated_with": generated.played_settings("mine"),
-                "generate": generated.fingerprint()}),
-            None => json!(self.section),
+            Some(generated) => recorded(&MinedWith {
+                mine: &self.section,
+                generated_with: generated.played_settings("mine"),
+                generate: generated.fingerprint(),
+            }),
+            None => recorded(&self.section),
         }
     }
 
@@ -463,7 +435,7 @@ impl Stage for Mine {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let pool = ctx.engine_pool(StageName::Mine)?;
         let mut files = Vec::new();
         let games = stage_files(ctx, StageName::Selfplay, ".pgn");
@@ -506,7 +478,7 @@ impl Stage for Mine {
                 summary: MineFileSummary::Mined(summary),
             });
         }
-        Ok(serde_json::to_value(InputsSummary::of(files))?)
+        Ok(StageSummary::Mine(InputsSummary::of(files)))
     }
 }
 
@@ -522,11 +494,13 @@ impl Stage for Rate {
         StageName::Rate
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
+    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
         match &ctx.generated {
-            Some(generated) => json!({"rate": self.section,
-                "generate": generated.fingerprint()}),
-            None => json!(self.section),
+            Some(generated) => recorded(&RatedWith {
+                rate: &self.section,
+                generate: generated.fingerprint(),
+            }),
+            None => recorded(&self.section),
         }
     }
 
@@ -544,7 +518,7 @@ impl Stage for Rate {
         false
     }
 
-    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let mut files = Vec::new();
         for input in stage_files(ctx, StageName::Mine, ".puzzles.csv") {
             let output = output_name(&input, ".csv");
@@ -577,7 +551,7 @@ impl Stage for Rate {
                 summary: RateFileSummary::Rated(summary),
             });
         }
-        Ok(serde_json::to_value(InputsSummary::of(files))?)
+        Ok(StageSummary::Rate(InputsSummary::of(files)))
     }
 }
 
@@ -637,11 +611,13 @@ impl Stage for Verify {
         StageName::Verify
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
+    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
         match &ctx.generated {
-            Some(generated) => json!({"verify": self.section.recorded(),
-                "generate": generated.fingerprint()}),
-            None => self.section.recorded(),
+            Some(generated) => recorded(&VerifiedWith {
+                verify: self.section.recorded(),
+                generate: generated.fingerprint(),
+            }),
+            None => Ok(self.section.recorded()),
         }
     }
 
@@ -657,7 +633,7 @@ impl Stage for Verify {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let pool = ctx.engine_pool(StageName::Verify)?;
         let config = &self.section;
         let second = match &config.second_engine {
@@ -691,251 +667,26 @@ impl Stage for Verify {
             if let Some(map) = recorded.as_object_mut() {
                 map.remove("report");
             }
-            files.push(json!({
-                "input": puzzles,
-                "report": report,
-                "counts": recorded,
-            }));
+            files.push(VerifyFileSummary {
+                input: puzzles,
+                report,
+                counts: recorded,
+            });
         }
-        let totals = serde_json::to_value(VerifyTotals {
+        let totals = VerifyTotals {
             factor: config.factor,
             policy: config.policy,
             second_engine: second.as_ref().map(|p| p.engine_id().to_string()),
-            second_engine_settings: config.second_engine.as_ref(),
+            second_engine_settings: config.second_engine.clone(),
             counts,
             files,
-        })?;
+        };
         crate::core::fileio::write_atomic(
             &folder.scratch_path(Self::SUMMARY),
             format!("{}\n", serde_json::to_string_pretty(&totals)?).as_bytes(),
         )?;
-        Ok(totals)
+        Ok(StageSummary::Verify(totals))
     }
-}
-
-/// The `verify` stage's `verify.json`: its settings, the counts summed
-/// over its files, and each file's own summary.
-#[derive(Serialize)]
-struct VerifyTotals<'a> {
-    factor: u64,
-    policy: crate::stages::verify::Policy,
-    second_engine: Option<String>,
-    second_engine_settings: Option<&'a crate::stages::verify::SecondEngineConfig>,
-    #[serde(flatten)]
-    counts: VerifyCounts,
-    files: Vec<Value>,
-}
-
-/// The earlier releases a run's release excludes (see
-/// [`Release::earlier_releases`]); `[generate]` excludes their positions too.
-pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
-    Release::earlier_releases(ctx)
-}
-
-/// Every finished release under the output folder but this run's, each
-/// checked against its manifest: what a release drawn now excludes. Read
-/// while the output folder's lock is held, so no release is half written.
-pub(crate) fn finished_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
-    let own = ctx.stage_dir(StageName::Release);
-    let releases = Release::releases_found(ctx, &own)?;
-    for release in &releases {
-        crate::stages::release::card::check_release_files(release)?;
-    }
-    Ok(releases)
-}
-
-/// What a release records of the run that made it: the run's input files
-/// (named as the config names them, relative to its folder), the settings
-/// of the stages that made its puzzles, and (at the draw) the engines.
-struct Provenance {
-    /// `(config key, file)`.
-    files: Vec<(&'static str, PathBuf)>,
-    /// The sections of the stages that ran (`None`: the stage did not).
-    selfplay: Option<SelfplayConfig>,
-    mine: Option<MineConfig>,
-    rate: Option<RateConfig>,
-    verify: Option<VerifyConfig>,
-}
-
-impl Provenance {
-    fn of(config: &PipelineConfig) -> Provenance {
-        let generate = config.generate.enabled;
-        let runs = |stage: StageName| generate || config.pipeline.stages.contains(&stage);
-        let mut files: Vec<(&'static str, PathBuf)> = Vec::new();
-        let listed = |stage: StageName| config.pipeline.stages.contains(&stage);
-        if listed(StageName::IngestPuzzles) {
-            files.extend(
-                config
-                    .sources
-                    .puzzles
-                    .iter()
-                    .map(|p| ("sources.puzzles", p.clone())),
-            );
-        }
-        if listed(StageName::IngestGames) {
-            files.extend(
-                config
-                    .sources
-                    .games
-                    .iter()
-                    .map(|p| ("sources.games", p.clone())),
-            );
-        }
-        if generate {
-            files.extend(
-                config
-                    .generate
-                    .exclude
-                    .iter()
-                    .map(|p| ("generate.exclude", p.clone())),
-            );
-        }
-        if runs(StageName::Rate) {
-            files.extend(config.rate.model.iter().map(|p| ("rate.model", p.clone())));
-        }
-        let seed = config.pipeline.seed;
-        Provenance {
-            files,
-            selfplay: (listed(StageName::Selfplay) && !generate).then(|| SelfplayConfig {
-                seed,
-                ..config.selfplay.clone()
-            }),
-            mine: runs(StageName::Mine).then(|| config.mine.clone()),
-            rate: runs(StageName::Rate).then(|| RateConfig {
-                seed,
-                ..config.rate.clone()
-            }),
-            verify: runs(StageName::Verify).then(|| config.verify.clone()),
-        }
-    }
-
-    /// The manifest's `sources`, `engine`, `second_engine` and `settings`.
-    /// Files are named relative to the config's folder and identified by
-    /// sha256, engines by `id name` and sha256 (never by where they are on
-    /// this machine), so shards merged elsewhere record the same.
-    fn record(&self, ctx: &RunContext) -> Result<RunProvenance> {
-        let name = |path: &Path| {
-            path.strip_prefix(&ctx.config_dir)
-                .unwrap_or(path)
-                .display()
-                .to_string()
-        };
-        let sha = |path: &Path| {
-            crate::core::fileio::sha256_file(path)
-                .map_err(|e| bad_input(format!("release provenance: {}: {e:#}", path.display())))
-        };
-        let sources = self
-            .files
-            .iter()
-            .map(|(key, path)| {
-                Ok(Source {
-                    key: key.to_string(),
-                    path: name(path),
-                    sha256: sha(path)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let engine = match &ctx.engine {
-            Some(engine) => serde_json::to_value(engine_identity(&engine.spec, &engine.pool)?)?,
-            None => Value::Null,
-        };
-        let second = match self.verify.as_ref().and_then(|v| v.second_engine.as_ref()) {
-            Some(second) => {
-                let spec = second.spec()?;
-                let pool = ctx
-                    .engine
-                    .as_ref()
-                    .map(|e| e.pool.clone())
-                    .unwrap_or_default();
-                serde_json::to_value(SecondEngineIdentity {
-                    identity: engine_identity(&spec, &pool)?,
-                    depth: second.depth,
-                    min_gap_cp: second.min_gap_cp,
-                })?
-            }
-            None => Value::Null,
-        };
-        let mut settings = Settings::default();
-        // Under `[generate]` each profile's own selfplay and mine settings
-        // are in `generate.figures.settings`.
-        if let Some(selfplay) = &self.selfplay {
-            settings.selfplay = Some(json!(selfplay));
-        }
-        if let Some(mine) = &self.mine {
-            settings.mine = Some(json!(mine));
-        }
-        if let Some(rate) = &self.rate {
-            let mut value = json!(rate);
-            if let Some(model) = &rate.model {
-                value["model"] = json!({"path": name(model), "sha256": sha(model)?});
-            }
-            settings.rate = Some(value);
-        }
-        if let Some(verify) = &self.verify {
-            let mut value = verify.recorded();
-            if let Some(second) = &verify.second_engine {
-                value["second_engine"]["path"] = json!(name(&second.path));
-            }
-            settings.verify = Some(value);
-        }
-        Ok(RunProvenance {
-            sources,
-            engine,
-            second_engine: second,
-            settings,
-        })
-    }
-}
-
-/// An engine as a release names it: its UCI `id name` (split into name and
-/// version), its binary's sha256 and the options sent.
-#[derive(Serialize)]
-struct EngineIdentity<'a> {
-    id: String,
-    name: String,
-    /// `None` when the `id name` does not end in a version number.
-    version: Option<String>,
-    sha256: String,
-    #[serde(serialize_with = "crate::core::summary::serialize_pairs")]
-    options: &'a [(String, String)],
-}
-
-/// The second engine as a release names it: its identity and the search
-/// it checks with.
-#[derive(Serialize)]
-struct SecondEngineIdentity<'a> {
-    #[serde(flatten)]
-    identity: EngineIdentity<'a>,
-    depth: u32,
-    min_gap_cp: i32,
-}
-
-/// The identity of the engine `spec` starts (asked by starting it).
-fn engine_identity<'a>(
-    spec: &'a crate::engine::process::EngineSpec,
-    pool: &crate::engine::pool::PoolConfig,
-) -> Result<EngineIdentity<'a>> {
-    let engine = crate::engine::process::Engine::start_with_handshake(
-        spec,
-        pool.handshake_deadline,
-        pool.deadline,
-    )
-    .map_err(|e| bad_input(format!("{}: {e}", spec.path.display())))?;
-    let id = engine.id_name().to_string();
-    drop(engine);
-    let (name, version) = match id.rsplit_once(' ') {
-        Some((name, version)) if version.starts_with(|c: char| c.is_ascii_digit()) => {
-            (name.to_string(), Some(version.to_string()))
-        }
-        _ => (id.clone(), None),
-    };
-    Ok(EngineIdentity {
-        sha256: crate::core::fileio::sha256_file(&spec.path)?,
-        id,
-        name,
-        version,
-        options: &spec.options,
-    })
 }
 
 /// `release`: the stratified, game-grouped train/test split.
@@ -984,83 +735,6 @@ impl Release {
         let path = ctx.stage_dir(StageName::Verify).join(Verify::SUMMARY);
         (self.verifies && path.is_file()).then_some(path)
     }
-
-    /// The earlier releases whose puzzles this release must not repeat:
-    /// when it draws, those found under the output folder's lock
-    /// ([`RunContext::excluded_releases`]); else, for a release already
-    /// written, the ones its manifest records (it never learns of releases
-    /// written after it); for a new one, every release under the output
-    /// folder (other release names). Each is first checked against its
-    /// manifest.
-    pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        if let Some(drawn_against) = &ctx.excluded_releases {
-            return Ok(drawn_against.clone());
-        }
-        let own = ctx.stage_dir(StageName::Release);
-        let releases = match recorded_exclusions(&own)? {
-            Some(recorded) => recorded,
-            None => Self::releases_found(ctx, &own)?,
-        };
-        for release in &releases {
-            crate::stages::release::card::check_release_files(release)?;
-        }
-        Ok(releases)
-    }
-
-    /// Every release under the output folder but this run's.
-    fn releases_found(ctx: &RunContext, own: &Path) -> Result<Vec<PathBuf>> {
-        let root = ctx
-            .release_dir
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."));
-        let mut releases = crate::stages::release::find_releases(&root, own)?;
-        let this_run = ctx.release_dir.canonicalize().ok();
-        releases.retain(|r| {
-            r.canonicalize()
-                .ok()
-                .zip(this_run.as_ref())
-                .is_none_or(|(r, this)| !r.starts_with(this))
-        });
-        Ok(releases)
-    }
-}
-
-/// The release folders a written release excluded, as its manifest records
-/// them (its `exclusions.files`, relative to the release folder); `None`
-/// when `release` holds no finished release.
-fn recorded_exclusions(release: &Path) -> Result<Option<Vec<PathBuf>>> {
-    let Some(manifest) = ReleaseManifest::load(release)? else {
-        return Ok(None);
-    };
-    let mut folders: Vec<PathBuf> = Vec::new();
-    for file in &manifest.exclusions.files {
-        if let Some(folder) = lexically_normal(&release.join(&file.path)).parent()
-            && !folders.iter().any(|f| f == folder)
-        {
-            folders.push(folder.to_path_buf());
-        }
-    }
-    Ok(Some(folders))
-}
-
-/// `path` with `.` and `name/..` removed, so that a release named from
-/// another's manifest (`out/b/release/../../a/release`) has the name it has
-/// when found (`out/a/release`), and so the same fingerprint.
-fn lexically_normal(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir
-                if matches!(normal.components().next_back(), Some(Component::Normal(_))) =>
-            {
-                normal.pop();
-            }
-            other => normal.push(other),
-        }
-    }
-    normal
 }
 
 impl Stage for Release {
@@ -1068,21 +742,25 @@ impl Stage for Release {
         StageName::Release
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Value {
-        json!({"split": self.section, "seed": self.seed, "tier": ctx.tier})
+    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
+        recorded(&SplitWith {
+            split: &self.section,
+            seed: self.seed,
+            tier: ctx.tier.as_deref(),
+        })
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = self.pool(ctx);
         inputs.extend(self.verify_summary(ctx));
         inputs.extend(Self::generate_summary(ctx));
-        for release in Self::earlier_releases(ctx)? {
+        for release in earlier_releases(ctx)? {
             inputs.extend(crate::stages::release::card::split_files(&release));
         }
         Ok(inputs)
     }
 
-    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let pool = self.pool(ctx);
         if pool.is_empty() {
             return Err(bad_input(
@@ -1099,7 +777,7 @@ impl Stage for Release {
             train_per_cell: None,
             test_per_cell: None,
             strict: false,
-            exclude: Self::earlier_releases(ctx)?
+            exclude: earlier_releases(ctx)?
                 .iter()
                 .flat_map(|release| crate::stages::release::card::split_files(release))
                 .collect(),
@@ -1119,7 +797,7 @@ impl Stage for Release {
         };
         let mut summary = crate::stages::release::run_split_with(&args, config)?.record;
         summary.output = folder.committed_folder();
-        Ok(serde_json::to_value(summary)?)
+        Ok(StageSummary::Release(summary))
     }
 }
 
@@ -1169,8 +847,8 @@ impl Stage for Export {
         StageName::Export
     }
 
-    fn config_section(&self, _ctx: &RunContext) -> Value {
-        json!(self.section)
+    fn config_section(&self, _ctx: &RunContext) -> Result<Value> {
+        recorded(&self.section)
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
@@ -1179,7 +857,7 @@ impl Stage for Export {
         ))
     }
 
-    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let mut done = Vec::new();
         for (name, format) in &self.formats {
             let args = crate::stages::export::ExportArgs {
@@ -1199,7 +877,7 @@ impl Stage for Export {
             formats: done.len(),
             exports: done,
         };
-        Ok(serde_json::to_value(summary)?)
+        Ok(StageSummary::Export(summary))
     }
 }
 
@@ -1216,9 +894,12 @@ impl Stage for Eval {
         StageName::Eval
     }
 
-    fn config_section(&self, _ctx: &RunContext) -> Value {
+    fn config_section(&self, _ctx: &RunContext) -> Result<Value> {
         let section = crate::stages::eval::section_for_records(&self.section);
-        json!({"eval": section, "seed": self.seed})
+        recorded(&EvalWith {
+            eval: section,
+            seed: self.seed,
+        })
     }
 
     /// The release's splits, and the Maia nets the eval reads (the
@@ -1234,7 +915,7 @@ impl Stage for Eval {
         true
     }
 
-    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let engine = ctx.engine()?;
         let args = crate::stages::eval::EvalArgs {
             set: ctx.stage_dir(StageName::Release),
@@ -1277,6 +958,6 @@ impl Stage for Eval {
         };
         let mut summary = crate::stages::eval::run_eval_with(&args, config, &engine)?.record;
         summary.run_dir = folder.committed_folder();
-        Ok(serde_json::to_value(summary)?)
+        Ok(StageSummary::Eval(summary))
     }
 }

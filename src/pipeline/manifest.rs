@@ -119,7 +119,7 @@ pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Fingerp
     Ok(Fingerprint {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         inputs,
-        config: relative_to_config(stage.config_section(ctx), &ctx.config_dir),
+        config: relative_to_config(stage.config_section(ctx)?, &ctx.config_dir),
         engine,
         shard: ctx.shard,
     })

@@ -18,6 +18,7 @@
 //! May use: [`crate::stages`] and everything below. Nothing below uses it.
 
 pub(crate) mod stage;
+pub(crate) mod summary;
 pub(crate) mod adapters;
 pub mod aim;
 pub(crate) mod config;
@@ -25,7 +26,9 @@ pub(crate) mod cost;
 pub(crate) mod generate;
 pub mod generate_bench;
 pub(crate) mod lock;
+pub(crate) mod provenance;
 pub(crate) mod manifest;
 pub mod merge;
 pub mod plan;
+pub(crate) mod releases;
 pub mod run;

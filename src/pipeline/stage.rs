@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
+use crate::pipeline::summary::StageSummary;
 
 /// A stage `run` knows: its name in `pipeline.stages`, in `stage.json` and
 /// as its folder's name.
@@ -193,17 +194,24 @@ pub trait Stage {
     /// The stage's name in `pipeline.stages` and its folder name.
     fn name(&self) -> StageName;
     /// The config the stage depends on (its section, plus the seed when it
-    /// draws random numbers).
-    fn config_section(&self, ctx: &RunContext) -> Value;
+    /// draws random numbers), as its fingerprint records it.
+    fn config_section(&self, ctx: &RunContext) -> Result<Value>;
     /// Files the stage reads; their sha256 go into the fingerprint.
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>>;
     /// Whether results depend on the engine binary.
     fn uses_engine(&self) -> bool {
         false
     }
-    /// Does the work, writing outputs into `folder.scratch`; returns counts
-    /// for the manifest, naming files where they will live.
-    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value>;
+    /// Does the work, writing outputs into `folder.scratch`; returns the
+    /// stage's summary, naming files where they will live.
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary>;
+    /// Does the work ([`Stage::work`]) and returns its summary as the
+    /// stage's `stage.json` records it (under `counts`).
+    fn execute(&self, ctx: &RunContext, folder: &StageFolder) -> Result<Value> {
+        let summary = self.work(ctx, folder)?;
+        serde_json::to_value(&summary)
+            .with_context(|| format!("recording the summary of stage {}", self.name()))
+    }
 }
 
 #[cfg(test)]

@@ -16,18 +16,18 @@
 //! mean and variance so far that a t-test on it says nothing.
 
 use anyhow::{Context, Result};
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use statrs::distribution::{Binomial, ContinuousCDF, DiscreteCDF, StudentsT};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use super::metrics::{self, PositionRecord, Samples, group, mean, variance};
+use super::metrics::{self, PositionRecord, Samples, group, variance};
 use super::puzzle_rating::PuzzleRating;
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
+use crate::core::stats::mean;
 use crate::core::summary::Summary;
 
 #[derive(clap::Args, Debug)]
@@ -179,31 +179,68 @@ pub fn paired_t(pairs: &[(f64, f64)], higher_is_better: bool) -> Option<Paired> 
     Some(paired(t, p))
 }
 
-/// The compared metrics: name, whether higher is better, and whether the
-/// difference is tested (the raw cp regret is not: see the module comment).
-const METRICS: [(&str, bool, bool); 6] = [
-    ("puzzle_accuracy", true, true),
-    ("position_accuracy", true, true),
-    ("illegal_rate", false, true),
-    ("unparseable_rate", false, true),
-    ("mean_score_loss", false, true),
-    ("mean_regret", false, false),
-];
+/// A compared metric, by its name in `compare.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Metric {
+    PuzzleAccuracy,
+    PositionAccuracy,
+    IllegalRate,
+    UnparseableRate,
+    MeanScoreLoss,
+    MeanRegret,
+}
 
-fn samples_of<'a>(s: &'a Samples, metric: &str) -> &'a [f64] {
-    match metric {
-        "puzzle_accuracy" => &s.puzzle_solved,
-        "position_accuracy" => &s.position_correct,
-        "illegal_rate" => &s.illegal,
-        "unparseable_rate" => &s.unparseable,
-        "mean_score_loss" => &s.score_loss,
-        _ => &s.regret,
+impl Metric {
+    /// The compared metrics, in the tables' order.
+    const ALL: [Metric; 6] = [
+        Metric::PuzzleAccuracy,
+        Metric::PositionAccuracy,
+        Metric::IllegalRate,
+        Metric::UnparseableRate,
+        Metric::MeanScoreLoss,
+        Metric::MeanRegret,
+    ];
+
+    /// The metric's name in the tables.
+    fn as_str(self) -> &'static str {
+        match self {
+            Metric::PuzzleAccuracy => "puzzle_accuracy",
+            Metric::PositionAccuracy => "position_accuracy",
+            Metric::IllegalRate => "illegal_rate",
+            Metric::UnparseableRate => "unparseable_rate",
+            Metric::MeanScoreLoss => "mean_score_loss",
+            Metric::MeanRegret => "mean_regret",
+        }
+    }
+
+    /// Whether a higher value is better.
+    fn higher_is_better(self) -> bool {
+        matches!(self, Metric::PuzzleAccuracy | Metric::PositionAccuracy)
+    }
+
+    /// Whether the difference is tested (the raw cp regret is not: see the
+    /// module comment).
+    fn is_tested(self) -> bool {
+        self != Metric::MeanRegret
+    }
+
+    /// The metric's samples of one run.
+    fn samples(self, s: &Samples) -> &[f64] {
+        match self {
+            Metric::PuzzleAccuracy => &s.puzzle_solved,
+            Metric::PositionAccuracy => &s.position_correct,
+            Metric::IllegalRate => &s.illegal,
+            Metric::UnparseableRate => &s.unparseable,
+            Metric::MeanScoreLoss => &s.score_loss,
+            Metric::MeanRegret => &s.regret,
+        }
     }
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Difference {
-    pub metric: String,
+    pub metric: Metric,
     pub a: Option<f64>,
     pub b: Option<f64>,
     pub difference: Option<f64>,
@@ -220,20 +257,21 @@ pub(crate) struct Difference {
 fn differences(a: &[&PositionRecord], b: &[&PositionRecord]) -> Vec<Difference> {
     let (sa, sb) = (Samples::of(a), Samples::of(b));
     let pairing = Pairing::of(a, b);
-    METRICS
-        .iter()
-        .map(|&(metric, higher, tested)| {
-            let (xa, xb) = (samples_of(&sa, metric), samples_of(&sb, metric));
+    Metric::ALL
+        .into_iter()
+        .map(|metric| {
+            let (higher, tested) = (metric.higher_is_better(), metric.is_tested());
+            let (xa, xb) = (metric.samples(&sa), metric.samples(&sb));
             let (ma, mb) = (mean(xa), mean(xb));
             let paired = match (tested, pairing.pairs(metric)) {
                 (false, _) => None,
                 (true, pairs) if pairs.is_empty() => None,
-                (true, pairs) if metric == "mean_score_loss" => paired_t(&pairs, higher),
+                (true, pairs) if metric == Metric::MeanScoreLoss => paired_t(&pairs, higher),
                 (true, pairs) => mcnemar(&pairs, higher),
             };
             let welch = if tested { welch(xa, xb, higher) } else { None };
             Difference {
-                metric: metric.to_string(),
+                metric,
                 a: ma,
                 b: mb,
                 difference: ma.zip(mb).map(|(a, b)| b - a),
@@ -313,8 +351,8 @@ impl Pairing {
         pairing
     }
 
-    /// The paired values of `metric`.
-    fn pairs(&self, metric: &str) -> Vec<(f64, f64)> {
+    /// The paired values of `metric` (none for the untested raw regret).
+    fn pairs(&self, metric: Metric) -> Vec<(f64, f64)> {
         use metrics::Verdict;
         let of = |value: fn(&PositionRecord) -> Option<f64>| {
             self.positions
@@ -323,14 +361,16 @@ impl Pairing {
                 .collect()
         };
         match metric {
-            "puzzle_accuracy" => self.solved.clone(),
-            "position_accuracy" => of(|r| Some(f64::from(u8::from(r.verdict == Verdict::Correct)))),
-            "illegal_rate" => of(|r| Some(f64::from(u8::from(r.verdict == Verdict::Illegal)))),
-            "unparseable_rate" => {
+            Metric::PuzzleAccuracy => self.solved.clone(),
+            Metric::PositionAccuracy => {
+                of(|r| Some(f64::from(u8::from(r.verdict == Verdict::Correct))))
+            }
+            Metric::IllegalRate => of(|r| Some(f64::from(u8::from(r.verdict == Verdict::Illegal)))),
+            Metric::UnparseableRate => {
                 of(|r| Some(f64::from(u8::from(r.verdict == Verdict::Unparseable))))
             }
-            "mean_score_loss" => of(|r| r.score_loss),
-            _ => Vec::new(),
+            Metric::MeanScoreLoss => of(|r| r.score_loss),
+            Metric::MeanRegret => Vec::new(),
         }
     }
 }
@@ -353,23 +393,61 @@ pub(crate) fn read_records(run: &Path) -> Result<Vec<PositionRecord>> {
     Ok(records)
 }
 
-fn rating_bin_width(run: &Path) -> i32 {
-    std::fs::read_to_string(run.join("config.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| {
-            v.pointer("/config/rating_bin_width")
-                .and_then(|w| w.as_i64())
-        })
-        .map_or(100, |w| w as i32)
+/// A JSON file of a run read as `T`; a missing file, a missing field or a
+/// field of the wrong type is an error naming the file.
+fn read_run_file<T: serde::de::DeserializeOwned>(run: &Path, name: &str) -> Result<T> {
+    let path = run.join(name);
+    let bytes = std::fs::read(&path)
+        .map_err(|e| bad_input(format!("{}: not an eval run ({e})", path.display())))?;
+    serde_json::from_slice(&bytes).map_err(|e| bad_input(format!("{}: {e}", path.display())))
 }
 
-/// A run's puzzle rating, as its `report.json` gives it (none for runs
-/// written before it was reported).
-fn puzzle_rating(run: &Path) -> Option<PuzzleRating> {
-    let text = std::fs::read_to_string(run.join("report.json")).ok()?;
-    let report: serde_json::Value = serde_json::from_str(&text).ok()?;
-    serde_json::from_value(report.get("puzzle_rating")?.clone()).ok()
+/// The rating bins a run's breakdowns used: its `config.json`'s eval
+/// config, read whole.
+fn rating_bin_width(run: &Path) -> Result<i32> {
+    let recorded: super::report::RunInfo = read_run_file(run, "config.json")?;
+    Ok(recorded.config.rating_bin_width)
+}
+
+/// What `compare` reads of a run's `report.json`.
+#[derive(Deserialize)]
+struct ReportedRating {
+    /// `null` for a set without ratings; a report without the field is
+    /// an error.
+    #[serde(deserialize_with = "Option::deserialize")]
+    puzzle_rating: Option<ReportedPuzzleRating>,
+}
+
+/// `report.json`'s `puzzle_rating`: the overall rating is what compare
+/// shows.
+#[derive(Deserialize)]
+struct ReportedPuzzleRating {
+    #[serde(flatten)]
+    overall: PuzzleRating,
+}
+
+/// A run's puzzle rating, as its `report.json` gives it.
+fn puzzle_rating(run: &Path) -> Result<Option<PuzzleRating>> {
+    let report: ReportedRating = read_run_file(run, "report.json")?;
+    Ok(report.puzzle_rating.map(|r| r.overall))
+}
+
+/// `compare.json`: the two runs, their puzzle ratings, and every
+/// metric's difference overall and by cell.
+#[derive(Serialize)]
+struct CompareReport<'a> {
+    run_a: String,
+    run_b: String,
+    puzzle_rating: RatingPair<'a>,
+    overall: &'a [Difference],
+    cells: &'a BTreeMap<String, BTreeMap<String, Vec<Difference>>>,
+}
+
+/// Each run's puzzle rating.
+#[derive(Serialize)]
+struct RatingPair<'a> {
+    a: Option<&'a PuzzleRating>,
+    b: Option<&'a PuzzleRating>,
 }
 
 fn fmt(v: Option<f64>) -> String {
@@ -379,7 +457,7 @@ fn fmt(v: Option<f64>) -> String {
 pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
     let a = read_records(&args.run_a)?;
     let b = read_records(&args.run_b)?;
-    let width = rating_bin_width(&args.run_a);
+    let width = rating_bin_width(&args.run_a)?;
     let all_a: Vec<&PositionRecord> = a.iter().collect();
     let all_b: Vec<&PositionRecord> = b.iter().collect();
     let overall = differences(&all_a, &all_b);
@@ -395,14 +473,17 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         }
         cells.insert(dimension.to_string(), by_cell);
     }
-    let (rating_a, rating_b) = (puzzle_rating(&args.run_a), puzzle_rating(&args.run_b));
-    let json = json!({
-        "run_a": args.run_a.display().to_string(),
-        "run_b": args.run_b.display().to_string(),
-        "puzzle_rating": {"a": rating_a, "b": rating_b},
-        "overall": overall,
-        "cells": cells,
-    });
+    let (rating_a, rating_b) = (puzzle_rating(&args.run_a)?, puzzle_rating(&args.run_b)?);
+    let json = serde_json::to_value(CompareReport {
+        run_a: args.run_a.display().to_string(),
+        run_b: args.run_b.display().to_string(),
+        puzzle_rating: RatingPair {
+            a: rating_a.as_ref(),
+            b: rating_b.as_ref(),
+        },
+        overall: &overall,
+        cells: &cells,
+    })?;
     let mut md = format!(
         "# Compare\n\nA = `{}`, B = `{}`; p = one-sided p-value of \"B better than A\": on the \
          puzzles (or positions) both runs scored, paired tests (exact McNemar on solved or not, \
@@ -426,7 +507,7 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {test} |",
-                d.metric,
+                d.metric.as_str(),
                 fmt(d.a),
                 fmt(d.b),
                 fmt(d.difference),
@@ -495,7 +576,7 @@ fn illegal_rate_picture(
         }
     }
     let top = values.iter().cloned().fold(0.0, f64::max).max(0.05) * 1.15;
-    super::report::bar_chart(
+    super::charts::bar_chart(
         path,
         "Illegal-move rate by template, run A and run B",
         &labels,
@@ -554,7 +635,7 @@ mod tests {
         let (ra, rb): (Vec<&PositionRecord>, Vec<&PositionRecord>) =
             (a.iter().collect(), b.iter().collect());
         let diffs = differences(&ra, &rb);
-        let get = |name: &str| diffs.iter().find(|d| d.metric == name).unwrap();
+        let get = |name: &str| diffs.iter().find(|d| d.metric.as_str() == name).unwrap();
         let raw = get("mean_regret");
         assert!(raw.b.unwrap() > 5.0 * raw.a.unwrap(), "{raw:?}");
         assert!(raw.welch.is_none(), "the raw mean is not tested");
@@ -580,7 +661,7 @@ mod tests {
         let diffs = differences(&ra, &rb);
         let solved = diffs
             .iter()
-            .find(|d| d.metric == "puzzle_accuracy")
+            .find(|d| d.metric == Metric::PuzzleAccuracy)
             .unwrap();
         let paired = solved.paired.as_ref().unwrap();
         assert_eq!(paired.test, "mcnemar_exact");
@@ -610,7 +691,7 @@ mod tests {
         let diffs = differences(&ra, &rb);
         let loss = diffs
             .iter()
-            .find(|d| d.metric == "mean_score_loss")
+            .find(|d| d.metric == Metric::MeanScoreLoss)
             .unwrap();
         let paired = loss.paired.as_ref().unwrap();
         assert_eq!(paired.test, "paired_t");
@@ -623,7 +704,7 @@ mod tests {
         let diffs = differences(&ra, &ro);
         let solved = diffs
             .iter()
-            .find(|d| d.metric == "puzzle_accuracy")
+            .find(|d| d.metric == Metric::PuzzleAccuracy)
             .unwrap();
         assert!(solved.paired.is_none());
         assert_eq!(

@@ -136,7 +136,7 @@ pub(crate) fn regret_of(best: Score, after: Option<Score>, mated: bool) -> f64 {
 /// The expected score (0 to 1) of `score` for the side it is from:
 /// (1 + Lichess's winning chances) / 2; a mate for that side is 1, a mate
 /// against it 0.
-pub(crate) fn expected_score(score: Score) -> f64 {
+pub(crate) fn win_expectation(score: Score) -> f64 {
     (1.0 + win_chances(score)) / 2.0
 }
 
@@ -147,9 +147,9 @@ pub(crate) fn score_loss_of(best: Score, after: Option<Score>, mated: bool) -> f
     let ours = match after {
         None if mated => 1.0,
         None => 0.5,
-        Some(theirs) => 1.0 - expected_score(theirs),
+        Some(theirs) => 1.0 - win_expectation(theirs),
     };
-    (expected_score(best) - ours).max(0.0)
+    (win_expectation(best) - ours).max(0.0)
 }
 
 /// Fills `regret_cp` and `score_loss` of every record (except no-answers). Each distinct
@@ -381,7 +381,7 @@ mod tests {
         // +500, not 100,000 cp.
         let missed = score_loss_of(Score::Mate(2), Some(Score::Cp(-500)), false);
         assert!(
-            close(missed, 1.0 - expected_score(Score::Cp(500))),
+            close(missed, 1.0 - win_expectation(Score::Cp(500))),
             "{missed}"
         );
         assert!(missed < 0.15, "{missed}");

@@ -4,10 +4,7 @@
 //! human-equivalent rating (where the player's puzzle accuracy falls among
 //! the nine) and a picture.
 
-use anyhow::{Context, Result};
-use plotters::prelude::*;
 use serde::Serialize;
-use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -20,7 +17,7 @@ use super::prompt::Template;
 use super::puzzle_rating::{self, Attempt, PuzzleRating};
 use super::task::{Job, PositionTask};
 use crate::chess::record::Puzzle;
-use crate::core::fileio::write_atomic;
+use crate::core::stats::{isotonic, pct};
 use crate::maia::NetFile;
 use shakmaty::uci::UciMove;
 
@@ -208,32 +205,6 @@ impl Placement {
             Placement::Within { .. } => "within",
         }
     }
-}
-
-/// The non-decreasing sequence nearest `values` in squared error
-/// (isotonic regression by pooling adjacent violators, equal weights: every
-/// net answered the same positions). Nine points: written out rather than
-/// a crate.
-pub(crate) fn isotonic(values: &[f64]) -> Vec<f64> {
-    // Blocks of (sum, count), each mean above the one before.
-    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(values.len());
-    for &v in values {
-        blocks.push((v, 1));
-        while blocks.len() >= 2 {
-            let (s2, n2) = blocks[blocks.len() - 1];
-            let (s1, n1) = blocks[blocks.len() - 2];
-            if s1 / n1 as f64 <= s2 / n2 as f64 {
-                break;
-            }
-            blocks.pop();
-            let last = blocks.len() - 1;
-            blocks[last] = (s1 + s2, n1 + n2);
-        }
-    }
-    blocks
-        .into_iter()
-        .flat_map(|(sum, n)| std::iter::repeat_n(sum / n as f64, n))
-        .collect()
 }
 
 /// Where `accuracy` falls on the non-decreasing curve through
@@ -448,32 +419,42 @@ struct NetFigures {
 
 /// `report.json`'s `human_ladder`: the nets, each net's figures, the
 /// player's beside them and its human-equivalent rating.
-pub(crate) fn ladder_json(ladder: &Ladder, model: &str, b: &Breakdowns) -> Value {
-    let empty = BTreeMap::new();
-    let model_bins = b.by.get("rating_bin").unwrap_or(&empty);
-    json!({
-        "models_dir": ladder.models_dir,
-        "nets": ladder.nets,
-        "move_choice": "each net's most likely move",
-        "players": ladder
-            .players
-            .iter()
-            .map(|p| NetFigures {
-                figures: PlayerFigures::of(&p.name(), &p.overall, &p.by_rating_bin),
-                rating: p.rating,
-                puzzle_rating: p.puzzle_rating.clone(),
-                expected_solve_rate: p.expected_solve_rate,
-                expected_puzzle_rating: p.expected_rating.clone(),
-            })
-            .collect::<Vec<_>>(),
-        "model": PlayerFigures::of(model, &b.overall, model_bins),
-        "human_equivalent_rating": human_equivalent(ladder, &b.overall),
-        "expected_ladder": expected_ladder(ladder),
-    })
+#[derive(Serialize)]
+pub(crate) struct LadderReport<'a> {
+    models_dir: &'a str,
+    nets: &'a [NetFile],
+    move_choice: &'static str,
+    players: Vec<NetFigures>,
+    model: PlayerFigures,
+    human_equivalent_rating: HumanEquivalent,
+    expected_ladder: ExpectedLadder,
 }
 
-fn pct(v: f64) -> String {
-    format!("{:.1}%", 100.0 * v)
+impl<'a> LadderReport<'a> {
+    /// The report of `ladder` beside the player `model` with breakdowns `b`.
+    pub(crate) fn of(ladder: &'a Ladder, model: &str, b: &Breakdowns) -> Self {
+        let empty = BTreeMap::new();
+        let model_bins = b.by.get("rating_bin").unwrap_or(&empty);
+        LadderReport {
+            models_dir: &ladder.models_dir,
+            nets: &ladder.nets,
+            move_choice: "each net's most likely move",
+            players: ladder
+                .players
+                .iter()
+                .map(|p| NetFigures {
+                    figures: PlayerFigures::of(&p.name(), &p.overall, &p.by_rating_bin),
+                    rating: p.rating,
+                    puzzle_rating: p.puzzle_rating.clone(),
+                    expected_solve_rate: p.expected_solve_rate,
+                    expected_puzzle_rating: p.expected_rating.clone(),
+                })
+                .collect(),
+            model: PlayerFigures::of(model, &b.overall, model_bins),
+            human_equivalent_rating: human_equivalent(ladder, &b.overall),
+            expected_ladder: expected_ladder(ladder),
+        }
+    }
 }
 
 /// The human-equivalent rating with its ± 1 se interval, in one reading:
@@ -628,210 +609,6 @@ fn ladder_bin_tables(md: &mut String, ladder: &Ladder, model: &str, b: &Breakdow
     }
 }
 
-/// The ladder's picture: puzzle accuracy by rating bin for the nine nets
-/// and the player (left), and each net's overall puzzle accuracy against
-/// its rating with the player's accuracy and human-equivalent rating
-/// (right). `None` when no puzzle is rated.
-pub(crate) fn draw_ladder(
-    path: &Path,
-    ladder: &Ladder,
-    model: &str,
-    b: &Breakdowns,
-) -> Result<bool> {
-    let first = &ladder.players[0];
-    let bins: Vec<&String> = metrics::ordered_cells("rating_bin", &first.by_rating_bin)
-        .into_iter()
-        .map(|(cell, _)| cell)
-        .filter(|cell| cell.as_str() != "unrated")
-        .collect();
-    if bins.is_empty() {
-        return Ok(false);
-    }
-    let empty = BTreeMap::new();
-    let model_bins = b.by.get("rating_bin").unwrap_or(&empty);
-    let equivalent = human_equivalent(ladder, &b.overall);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1200, 520)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
-        let (left, right) = root.split_horizontally(820);
-        draw_bins_panel(&left, ladder, &bins, model, model_bins)?;
-        draw_overall_panel(&right, ladder, &equivalent, b.overall.puzzle_accuracy)?;
-        root.present().map_err(plot_error)?;
-    }
-    write_atomic(path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
-    Ok(true)
-}
-
-/// An area of the ladder's picture.
-type Panel<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-
-/// The colour of the `i`-th net of the ladder: light blue (the weakest) to
-/// dark blue (the strongest).
-fn ladder_color(ladder: &Ladder, i: usize) -> RGBColor {
-    let t = i as f64 / (ladder.players.len().max(2) - 1) as f64;
-    let mix = |a: f64, b: f64| (a + (b - a) * t).round() as u8;
-    RGBColor(mix(158.0, 8.0), mix(202.0, 48.0), mix(225.0, 107.0))
-}
-
-/// The left panel: puzzle accuracy by rating bin, one line per net and
-/// the player's in red.
-fn draw_bins_panel(
-    area: &Panel,
-    ladder: &Ladder,
-    bins: &[&String],
-    model: &str,
-    model_bins: &BTreeMap<String, CellMetrics>,
-) -> Result<()> {
-    let n = bins.len();
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            "Puzzle accuracy by rating bin: the Maia ladder and the player",
-            ("sans-serif", 18),
-        )
-        .margin(15)
-        .x_label_area_size(50)
-        .y_label_area_size(60)
-        .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..1.0)
-        .map_err(plot_error)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n)
-        .x_label_style(("sans-serif", 11))
-        // A bin by its lower bound: 24 labels of `(1400, 1500]` would
-        // overlap.
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            match (i >= 0.0 && (x - i).abs() < 1e-9).then(|| bins.get(i as usize)) {
-                Some(Some(cell)) => cell
-                    .trim_start_matches('(')
-                    .split(',')
-                    .next()
-                    .unwrap_or(cell)
-                    .to_string(),
-                _ => String::new(),
-            }
-        })
-        .x_desc("puzzle rating bin (its lower bound)")
-        .y_desc("puzzle accuracy")
-        .draw()
-        .map_err(plot_error)?;
-    for (i, player) in ladder.players.iter().enumerate() {
-        let color = ladder_color(ladder, i);
-        let points: Vec<(f64, f64)> = bins
-            .iter()
-            .enumerate()
-            .filter_map(|(x, cell)| {
-                player
-                    .by_rating_bin
-                    .get(*cell)
-                    .map(|m| (x as f64, m.puzzle_accuracy))
-            })
-            .collect();
-        chart
-            .draw_series(LineSeries::new(points, color.stroke_width(2)))
-            .map_err(plot_error)?
-            .label(player.name())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-    }
-    let own: Vec<(f64, f64)> = bins
-        .iter()
-        .enumerate()
-        .filter_map(|(x, cell)| model_bins.get(*cell).map(|m| (x as f64, m.puzzle_accuracy)))
-        .collect();
-    chart
-        .draw_series(LineSeries::new(own.clone(), RED.stroke_width(3)))
-        .map_err(plot_error)?
-        .label(model.to_string())
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RED.stroke_width(3)));
-    chart
-        .draw_series(own.into_iter().map(|p| Circle::new(p, 4, RED.filled())))
-        .map_err(plot_error)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 11))
-        .draw()
-        .map_err(plot_error)?;
-    Ok(())
-}
-
-/// The right panel: each net's overall puzzle accuracy against its rating,
-/// the fitted curve, and the player's `accuracy` with its human-equivalent
-/// rating.
-fn draw_overall_panel(
-    area: &Panel,
-    ladder: &Ladder,
-    equivalent: &HumanEquivalent,
-    accuracy: f64,
-) -> Result<()> {
-    let lowest = f64::from(ladder.players[0].rating);
-    let highest = f64::from(ladder.players[ladder.players.len() - 1].rating);
-    let mut side = ChartBuilder::on(area)
-        .caption(
-            format!("Overall: human-equivalent {}", equivalent.label),
-            ("sans-serif", 16),
-        )
-        .margin(15)
-        .x_label_area_size(50)
-        .y_label_area_size(60)
-        .build_cartesian_2d((lowest - 100.0)..(highest + 100.0), 0f64..1.0)
-        .map_err(plot_error)?;
-    side.configure_mesh()
-        .x_desc("Maia net rating")
-        .y_desc("puzzle accuracy, all puzzles")
-        .x_labels(5)
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .draw()
-        .map_err(plot_error)?;
-    let ladder_points: Vec<(f64, f64)> = ladder
-        .players
-        .iter()
-        .map(|p| (f64::from(p.rating), p.overall.puzzle_accuracy))
-        .collect();
-    let fitted_points: Vec<(f64, f64)> = ladder
-        .players
-        .iter()
-        .zip(&equivalent.fitted_ladder)
-        .map(|(p, f)| (f64::from(p.rating), *f))
-        .collect();
-    side.draw_series(LineSeries::new(
-        fitted_points,
-        ladder_color(ladder, ladder.players.len() - 1),
-    ))
-    .map_err(plot_error)?;
-    side.draw_series(
-        ladder_points
-            .iter()
-            .enumerate()
-            .map(|(i, p)| Circle::new(*p, 4, ladder_color(ladder, i).filled())),
-    )
-    .map_err(plot_error)?;
-    side.draw_series(LineSeries::new(
-        [(lowest - 100.0, accuracy), (highest + 100.0, accuracy)],
-        RED.stroke_width(2),
-    ))
-    .map_err(plot_error)?;
-    if let Some(rating) = equivalent.rating {
-        side.draw_series(std::iter::once(Circle::new(
-            (rating, accuracy),
-            6,
-            RED.filled(),
-        )))
-        .map_err(plot_error)?;
-    }
-    Ok(())
-}
-
-fn plot_error(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("drawing the human ladder: {e}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -839,18 +616,6 @@ mod tests {
     const RATINGS: [f64; 9] = [
         1100.0, 1200.0, 1300.0, 1400.0, 1500.0, 1600.0, 1700.0, 1800.0, 1900.0,
     ];
-
-    #[test]
-    fn isotonic_pools_the_nets_that_break_the_order() {
-        assert_eq!(isotonic(&[0.1, 0.2, 0.3]), [0.1, 0.2, 0.3]);
-        assert_eq!(isotonic(&[0.1, 0.3, 0.2, 0.4]), [0.1, 0.25, 0.25, 0.4]);
-        let pooled = isotonic(&[0.3, 0.2, 0.1]);
-        for v in pooled {
-            assert!((v - 0.2).abs() < 1e-12);
-        }
-        let fitted = isotonic(&[0.2, 0.5, 0.4, 0.3, 0.6]);
-        assert!((fitted[1] - 0.4).abs() < 1e-12 && (fitted[3] - 0.4).abs() < 1e-12);
-    }
 
     #[test]
     fn placement_reads_the_ladder_backwards() {

@@ -1,5 +1,6 @@
 //! Per-position records and the metrics computed from them.
 
+use crate::core::stats::{mean, median};
 use serde::{Deserialize, Serialize};
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
@@ -135,24 +136,6 @@ impl Samples {
         samples.puzzle_solved = trials.values().map(|&s| flag(s)).collect();
         samples
     }
-}
-
-pub(crate) fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
-pub(crate) fn median(values: &[f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    Some(if sorted.len() % 2 == 1 {
-        sorted[mid]
-    } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    })
 }
 
 /// Sample variance (n - 1); 0 for fewer than two values.

@@ -5,12 +5,14 @@
 //! nine Maia-1 nets on the same positions). `compare` tests two runs
 //! against each other; `rollout` plays short games against Stockfish.
 
+pub(crate) mod charts;
 pub(crate) mod client;
 pub mod compare;
 pub mod config;
 pub(crate) mod engine_ops;
 pub(crate) mod human;
 pub(crate) mod ladder;
+pub(crate) mod ladder_chart;
 pub(crate) mod metrics;
 pub mod parse;
 pub(crate) mod players;

@@ -31,7 +31,7 @@ pub(crate) const RATING_RANGE: (f64, f64) = (0.0, 4000.0);
 const HALF_CHI2_95: f64 = 3.841_458_820_694_124 / 2.0;
 /// The deviation taken for a puzzle without one (a typical Lichess
 /// puzzle's).
-pub(crate) const TYPICAL_DEVIATION: f64 = 90.0;
+pub(crate) use crate::chess::derive::TYPICAL_RATING_DEVIATION as TYPICAL_DEVIATION;
 
 /// One puzzle attempt: the puzzle's rating and deviation, and its score:
 /// 1 solved, 0 not, or between for a player whose chance of solving it is
@@ -51,7 +51,7 @@ fn g(deviation: f64) -> f64 {
 
 /// The chance a player of `rating` solves a puzzle of `puzzle` rating and
 /// `deviation`, under Glicko-2.
-pub(crate) fn expected_score(rating: f64, puzzle: f64, deviation: f64) -> f64 {
+pub(crate) fn glicko_solve_chance(rating: f64, puzzle: f64, deviation: f64) -> f64 {
     sigmoid(g(deviation) * (rating - puzzle) / GLICKO_SCALE)
 }
 
@@ -83,7 +83,7 @@ fn slope(attempts: &[Attempt], rating: f64) -> f64 {
         .iter()
         .map(|a| {
             let k = g(a.deviation);
-            let e = expected_score(rating, a.rating, a.deviation);
+            let e = glicko_solve_chance(rating, a.rating, a.deviation);
             k * (a.score - e)
         })
         .sum()
@@ -254,13 +254,13 @@ mod tests {
     }
 
     #[test]
-    fn expected_score_is_glicko_2s() {
+    fn glicko_solve_chance_is_glicko_2s() {
         // Glickman's example: mu = 0, mu_j = -0.5756, phi_j = 0.1727:
         // g = 0.9955, E = 0.639.
-        let e = expected_score(1500.0, 1400.0, 30.0);
+        let e = glicko_solve_chance(1500.0, 1400.0, 30.0);
         assert!((e - 0.639).abs() < 1e-3, "{e}");
         assert!((g(30.0) - 0.9955).abs() < 1e-4);
-        assert_eq!(expected_score(1500.0, 1500.0, 350.0), 0.5);
+        assert_eq!(glicko_solve_chance(1500.0, 1500.0, 350.0), 0.5);
     }
 
     #[test]
@@ -289,7 +289,10 @@ mod tests {
         let attempts: Vec<Attempt> = (0..2000)
             .map(|i| {
                 let rating = 800.0 + f64::from(i % 200) * 10.0;
-                attempt(rating, uniform() < expected_score(1850.0, rating, 80.0))
+                attempt(
+                    rating,
+                    uniform() < glicko_solve_chance(1850.0, rating, 80.0),
+                )
             })
             .collect();
         let fit = PuzzleRating::fit(&attempts).expect("a fit");
@@ -307,7 +310,7 @@ mod tests {
                 Attempt {
                     rating,
                     deviation: 80.0,
-                    score: expected_score(1600.0, rating, 80.0),
+                    score: glicko_solve_chance(1600.0, rating, 80.0),
                 }
             })
             .collect();

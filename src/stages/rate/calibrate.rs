@@ -24,6 +24,7 @@ use super::fit::*;
 use super::model::{Estimator, FitRows, band_weights, fit_trees, out_of_fold, pick};
 use super::store::{FeatureSettings, FeatureStore, ROWS_PER_PART, row_key, stored};
 use crate::chess::columns::Column;
+use crate::chess::derive::TYPICAL_RATING_DEVIATION;
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 use crate::core::seed::{self, Domain, Key};
@@ -705,8 +706,6 @@ pub(crate) fn certainty_weight(rating_deviation: Option<i32>) -> f64 {
 /// The model's typical miss (rating points) the certainty weight adds the
 /// rating's own noise to: about the held-out RMSE.
 const MODEL_ERROR: f64 = 250.0;
-/// The median rating deviation of rated Lichess puzzles.
-const TYPICAL_RATING_DEVIATION: f64 = 90.0;
 
 impl MaiaSpec {
     /// The spec of the nets a calibration loaded (from `[rate] maia`, else

@@ -165,8 +165,9 @@ fn log_p(p: f64) -> f64 {
     (p + PROBABILITY_FLOOR).ln()
 }
 
+/// The mean of `values`, 0 for none.
 fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len().max(1) as f64
+    crate::core::stats::mean(values).unwrap_or(0.0)
 }
 
 /// Least-squares slope of `values` against `ratings`, per 100 points.

@@ -248,8 +248,9 @@ pub(crate) fn rmse(predicted: &[f64], truth: &[f64]) -> f64 {
         .sqrt()
 }
 
+/// The mean of `values`, 0 for none.
 fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len().max(1) as f64
+    crate::core::stats::mean(values).unwrap_or(0.0)
 }
 
 fn within(estimate: &[f64], deviation: &[f64], truth: &[f64]) -> f64 {

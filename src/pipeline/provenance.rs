@@ -1,0 +1,212 @@
+//! What a release records of the run that made it (its manifest's
+//! `sources`, `engine`, `second_engine` and `settings`): the run's input
+//! files by config key, the settings of the stages that made its puzzles,
+//! and the engines, each asked its identity by starting it.
+
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+use crate::core::error::bad_input;
+use crate::pipeline::config::PipelineConfig;
+use crate::pipeline::stage::{RunContext, StageName};
+use crate::stages::mine::MineConfig;
+use crate::stages::rate::RateConfig;
+use crate::stages::release::manifest::{RunProvenance, Settings, Source};
+use crate::stages::selfplay::SelfplayConfig;
+use crate::stages::verify::VerifyConfig;
+
+/// What a release records of the run that made it: the run's input files
+/// (named as the config names them, relative to its folder), the settings
+/// of the stages that made its puzzles, and (at the draw) the engines.
+pub(crate) struct Provenance {
+    /// `(config key, file)`.
+    files: Vec<(&'static str, PathBuf)>,
+    /// The sections of the stages that ran (`None`: the stage did not).
+    selfplay: Option<SelfplayConfig>,
+    mine: Option<MineConfig>,
+    rate: Option<RateConfig>,
+    verify: Option<VerifyConfig>,
+}
+
+impl Provenance {
+    pub(crate) fn of(config: &PipelineConfig) -> Provenance {
+        let generate = config.generate.enabled;
+        let runs = |stage: StageName| generate || config.pipeline.stages.contains(&stage);
+        let mut files: Vec<(&'static str, PathBuf)> = Vec::new();
+        let listed = |stage: StageName| config.pipeline.stages.contains(&stage);
+        if listed(StageName::IngestPuzzles) {
+            files.extend(
+                config
+                    .sources
+                    .puzzles
+                    .iter()
+                    .map(|p| ("sources.puzzles", p.clone())),
+            );
+        }
+        if listed(StageName::IngestGames) {
+            files.extend(
+                config
+                    .sources
+                    .games
+                    .iter()
+                    .map(|p| ("sources.games", p.clone())),
+            );
+        }
+        if generate {
+            files.extend(
+                config
+                    .generate
+                    .exclude
+                    .iter()
+                    .map(|p| ("generate.exclude", p.clone())),
+            );
+        }
+        if runs(StageName::Rate) {
+            files.extend(config.rate.model.iter().map(|p| ("rate.model", p.clone())));
+        }
+        let seed = config.pipeline.seed;
+        Provenance {
+            files,
+            selfplay: (listed(StageName::Selfplay) && !generate).then(|| SelfplayConfig {
+                seed,
+                ..config.selfplay.clone()
+            }),
+            mine: runs(StageName::Mine).then(|| config.mine.clone()),
+            rate: runs(StageName::Rate).then(|| RateConfig {
+                seed,
+                ..config.rate.clone()
+            }),
+            verify: runs(StageName::Verify).then(|| config.verify.clone()),
+        }
+    }
+
+    /// The manifest's `sources`, `engine`, `second_engine` and `settings`.
+    /// Files are named relative to the config's folder and identified by
+    /// sha256, engines by `id name` and sha256 (never by where they are on
+    /// this machine), so shards merged elsewhere record the same.
+    pub(crate) fn record(&self, ctx: &RunContext) -> Result<RunProvenance> {
+        let name = |path: &Path| {
+            path.strip_prefix(&ctx.config_dir)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        };
+        let sha = |path: &Path| {
+            crate::core::fileio::sha256_file(path)
+                .map_err(|e| bad_input(format!("release provenance: {}: {e:#}", path.display())))
+        };
+        let sources = self
+            .files
+            .iter()
+            .map(|(key, path)| {
+                Ok(Source {
+                    key: key.to_string(),
+                    path: name(path),
+                    sha256: sha(path)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let engine = match &ctx.engine {
+            Some(engine) => serde_json::to_value(engine_identity(&engine.spec, &engine.pool)?)?,
+            None => Value::Null,
+        };
+        let second = match self.verify.as_ref().and_then(|v| v.second_engine.as_ref()) {
+            Some(second) => {
+                let spec = second.spec()?;
+                let pool = ctx
+                    .engine
+                    .as_ref()
+                    .map(|e| e.pool.clone())
+                    .unwrap_or_default();
+                serde_json::to_value(SecondEngineIdentity {
+                    identity: engine_identity(&spec, &pool)?,
+                    depth: second.depth,
+                    min_gap_cp: second.min_gap_cp,
+                })?
+            }
+            None => Value::Null,
+        };
+        let mut settings = Settings::default();
+        // Under `[generate]` each profile's own selfplay and mine settings
+        // are in `generate.figures.settings`.
+        if let Some(selfplay) = &self.selfplay {
+            settings.selfplay = Some(json!(selfplay));
+        }
+        if let Some(mine) = &self.mine {
+            settings.mine = Some(json!(mine));
+        }
+        if let Some(rate) = &self.rate {
+            let mut value = json!(rate);
+            if let Some(model) = &rate.model {
+                value["model"] = json!({"path": name(model), "sha256": sha(model)?});
+            }
+            settings.rate = Some(value);
+        }
+        if let Some(verify) = &self.verify {
+            let mut value = verify.recorded();
+            if let Some(second) = &verify.second_engine {
+                value["second_engine"]["path"] = json!(name(&second.path));
+            }
+            settings.verify = Some(value);
+        }
+        Ok(RunProvenance {
+            sources,
+            engine,
+            second_engine: second,
+            settings,
+        })
+    }
+}
+
+/// An engine as a release names it: its UCI `id name` (split into name and
+/// version), its binary's sha256 and the options sent.
+#[derive(Serialize)]
+struct EngineIdentity<'a> {
+    id: String,
+    name: String,
+    /// `None` when the `id name` does not end in a version number.
+    version: Option<String>,
+    sha256: String,
+    #[serde(serialize_with = "crate::core::summary::serialize_pairs")]
+    options: &'a [(String, String)],
+}
+
+/// The second engine as a release names it: its identity and the search
+/// it checks with.
+#[derive(Serialize)]
+struct SecondEngineIdentity<'a> {
+    #[serde(flatten)]
+    identity: EngineIdentity<'a>,
+    depth: u32,
+    min_gap_cp: i32,
+}
+
+/// The identity of the engine `spec` starts (asked by starting it).
+fn engine_identity<'a>(
+    spec: &'a crate::engine::process::EngineSpec,
+    pool: &crate::engine::pool::PoolConfig,
+) -> Result<EngineIdentity<'a>> {
+    let engine = crate::engine::process::Engine::start_with_handshake(
+        spec,
+        pool.handshake_deadline,
+        pool.deadline,
+    )
+    .map_err(|e| bad_input(format!("{}: {e}", spec.path.display())))?;
+    let id = engine.id_name().to_string();
+    drop(engine);
+    let (name, version) = match id.rsplit_once(' ') {
+        Some((name, version)) if version.starts_with(|c: char| c.is_ascii_digit()) => {
+            (name.to_string(), Some(version.to_string()))
+        }
+        _ => (id.clone(), None),
+    };
+    Ok(EngineIdentity {
+        sha256: crate::core::fileio::sha256_file(&spec.path)?,
+        id,
+        name,
+        version,
+        options: &spec.options,
+    })
+}
