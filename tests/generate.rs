@@ -847,13 +847,16 @@ fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
         "{after:?}"
     );
 
-    // A plan needs [generate], and its flags need --plan.
+    // A plan prices generation whether [generate] is on or not (it says
+    // which), reusing the sample above; its flags need --plan.
     let off = std::fs::read_to_string(&one)
         .unwrap()
         .replace("enabled = true", "enabled = false");
     std::fs::write(root.join("off.toml"), off).unwrap();
-    let out = fails(root, &["run", "--config", "off.toml", "--plan"]);
-    assert!(out.contains("[generate] is off"), "{out}");
+    let output = puzzleforge(root, &["run", "--config", "off.toml", "--plan"]);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(err.contains("[generate] is off") && err.contains("planned as if on"), "{err}");
     let out = fails(root, &["run", "--config", "one.toml", "--plan-games", "4"]);
     assert!(out.contains("--plan"), "{out}");
 }

@@ -229,7 +229,11 @@ fn a_generated_release_names_its_sources_and_rechecks_from_its_card() {
     let said = String::from_utf8_lossy(&verify.stderr);
     assert!(said.contains("re-checked 1 puzzle of"), "{said}");
     let check = run_card(commands[1]);
-    assert!(check.status.success());
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     let line: Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(line["PuzzleId"], id.as_str());
     assert_eq!(line["move_is_best"], true, "{line:#}");

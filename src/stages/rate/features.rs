@@ -421,7 +421,7 @@ mod tests {
         let unique: std::collections::HashSet<&&str> = names.iter().collect();
         assert_eq!(unique.len(), names.len());
         // Net 0 and net 1 of the per-net features are the nets' ratings.
-        assert_eq!(super::super::config::RATE_NETS, [1100, 1900]);
+        assert_eq!(crate::stages::rate::config::RATE_NETS, [1100, 1900]);
         assert!(names.contains(&"maia_first_p_1100") && names.contains(&"maia_first_p_1900"));
     }
 

@@ -165,6 +165,13 @@ pub(crate) fn check_release_files(dir: &Path) -> Result<()> {
 /// The files under `dir` (its folders walked, links not followed), each
 /// named as a manifest names it: relative to `dir`, `/`-separated.
 fn files_in(dir: &Path) -> Result<Vec<String>> {
+    // The parent of a bare file name (`train.csv`, run in the release's
+    // folder) is the empty path: the current folder.
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     let mut names = Vec::new();
     let mut pending = vec![PathBuf::new()];
     while let Some(relative) = pending.pop() {
