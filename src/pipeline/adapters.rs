@@ -59,7 +59,7 @@ pub fn stage(
         }),
         StageName::Selfplay => Box::new(Selfplay {
             section: SelfplayConfig {
-                seed,
+                seed: config.selfplay_seed(),
                 ..config.selfplay.clone()
             },
         }),
@@ -798,7 +798,7 @@ impl Provenance {
         Provenance {
             files,
             selfplay: (listed(StageName::Selfplay) && !generate).then(|| SelfplayConfig {
-                seed,
+                seed: config.selfplay_seed(),
                 ..config.selfplay.clone()
             }),
             mine: runs(StageName::Mine).then(|| config.mine.clone()),
