@@ -1026,3 +1026,158 @@ fn a_cpu_budget_is_kept_within_a_game_and_shared_by_every_profile() {
         "{stderr}"
     );
 }
+
+/// The rows of a puzzle file as maps of column to value.
+fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    reader
+        .records()
+        .map(|r| {
+            let record = r.unwrap();
+            header
+                .iter()
+                .cloned()
+                .zip(record.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// Branches (`[mine] branch_moves`) add puzzles the games alone do not
+/// give, each under its root game's id (so the per-game cap, the dedup,
+/// the split and the draw treat a game and its branches as one), keep
+/// every puzzle of the games, and give the same release with any number of
+/// workers.
+#[test]
+fn branches_add_puzzles_under_their_games_id_the_same_with_any_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let budget =
+        "batch_games = 3\nmax_games = 6\n[generate.mine]\nmissed_only = false\nmates = true\n";
+    generation_config(root, "plain.toml", "P", 2, budget);
+    let branched = format!("{budget}branch_moves = 3\n");
+    generation_config(root, "one.toml", "B1", 1, &branched);
+    generation_config(root, "two.toml", "B2", 2, &branched);
+    for config in ["plain.toml", "one.toml", "two.toml"] {
+        run(root, &["run", "--config", config]);
+    }
+    assert_same_release(&root.join("B1/gen"), &root.join("B2/gen"));
+
+    let mined = |output: &str| {
+        let mut rows = Vec::new();
+        for batch in batches(&root.join(output)) {
+            rows.extend(csv_rows(
+                &store(&root.join(output)).join(batch).join("mined.csv"),
+            ));
+        }
+        rows
+    };
+    let (plain, branched) = (mined("P"), mined("B1"));
+    let ids = |rows: &[std::collections::BTreeMap<String, String>]| {
+        rows.iter()
+            .map(|r| r["PuzzleId"].clone())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert!(
+        ids(&plain).is_subset(&ids(&branched)),
+        "a game's puzzle was lost"
+    );
+    let added: Vec<_> = branched
+        .iter()
+        .filter(|r| !ids(&plain).contains(&r["PuzzleId"]))
+        .collect();
+    assert!(!added.is_empty(), "the branches added no puzzle");
+    // Each added puzzle carries the id of one of the 6 games it branched.
+    for row in &added {
+        let game: u64 = row["GameId"]
+            .strip_prefix("selfplay-5-")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{row:?}"));
+        assert!((1..=6).contains(&game), "{row:?}");
+    }
+    // The batch records count the positions analysed on branches.
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(
+            store(&root.join("B1"))
+                .join(&batches(&root.join("B1"))[0])
+                .join("batch.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let branches: u64 = record["per_game"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["branches"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(branches > 0, "{record:#}");
+}
+
+/// Renewal without `[generate]`: a release other than the config's
+/// `pipeline.release` plays games of its own (a self-play seed from its
+/// name), so a later release of the default config mines puzzles the
+/// first did not have; the config's own release keeps the run seed (its
+/// games are the ones it always played), and a rerun of a later release
+/// plays nothing again.
+#[test]
+fn a_later_release_of_a_fixed_game_count_plays_new_games() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = r#"
+[pipeline]
+seed = 7
+output_dir = "out"
+release = "first"
+stages = ["selfplay", "mine"]
+
+[engine]
+path = "/usr/games/stockfish"
+workers = 2
+
+[selfplay]
+games = 6
+max_plies = 80
+chaos_white_elo = [1350, 1400]
+chaos_black_elo = [1350, 1400]
+
+[mine]
+nodes = 20000
+shallow_depth = 5
+max_solver_moves = 3
+max_per_game = 100
+# Found moves and hanging pieces kept: puzzles in a few games.
+missed_only = false
+trivial_captures = true
+"#;
+    std::fs::write(root.join("pipeline.toml"), config).unwrap();
+    run(root, &["run"]);
+    run(root, &["run", "--release", "second"]);
+    let games = |release: &str| {
+        std::fs::read_to_string(root.join(format!("out/{release}/selfplay/games.pgn"))).unwrap()
+    };
+    assert!(
+        games("first").contains("[Seed \"7\"]"),
+        "{}",
+        games("first")
+    );
+    assert!(!games("second").contains("[Seed \"7\"]"));
+    let fens = |release: &str| {
+        csv_rows(&root.join(format!("out/{release}/mine/games.puzzles.csv")))
+            .into_iter()
+            .map(|r| r["FEN"].clone())
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (first, second) = (fens("first"), fens("second"));
+    assert!(!first.is_empty() && !second.is_empty());
+    assert!(
+        second.difference(&first).next().is_some(),
+        "the second release mined only the first's puzzles"
+    );
+    // A rerun of the later release plays and mines nothing again.
+    let again = run(root, &["run", "--release", "second"]);
+    for stage in again["stages"].as_array().unwrap() {
+        assert_eq!(stage["skipped"], true, "{stage:#}");
+    }
+}

@@ -79,6 +79,10 @@ pub(crate) enum Domain {
     /// The self-play seed of a named generation profile's games (a band's
     /// profile under `[generate]`). Key: [`Key::Name`], the profile name.
     GenerateProfileSeed,
+    /// The self-play seed of a release other than the config's
+    /// `pipeline.release` (without `[generate]`). Key: [`Key::Name`], the
+    /// release name.
+    SelfplayRelease,
     /// The Monte Carlo draws of a generation cost plan (`run --plan`, and
     /// the cost of the cells a run left unfilled): each cell's rate from
     /// its posterior, then its waiting time. Key: [`Key::Run`].
@@ -109,6 +113,7 @@ impl Domain {
             Domain::RolloutRetryJitter => "rollout-retry-jitter",
             Domain::GenerateProfileSeed => "generate-profile-seed",
             Domain::GeneratePlan => "generate-plan",
+            Domain::SelfplayRelease => "selfplay-release",
             Domain::EvalMaiaMove => "eval-maia-move",
         }
     }
@@ -174,7 +179,7 @@ mod tests {
 
     /// Every domain, in pipeline order (`listed_at` makes a new domain a
     /// compile error until it is added here).
-    const ALL: [Domain; 16] = [
+    const ALL: [Domain; 17] = [
         Domain::IngestSample,
         Domain::SelfplayGame,
         Domain::RateCalibrationSample,
@@ -191,6 +196,7 @@ mod tests {
         Domain::GenerateProfileSeed,
         Domain::GeneratePlan,
         Domain::EvalMaiaMove,
+        Domain::SelfplayRelease,
     ];
 
     fn listed_at(domain: Domain) -> usize {
@@ -211,6 +217,7 @@ mod tests {
             Domain::GenerateProfileSeed => 13,
             Domain::GeneratePlan => 14,
             Domain::EvalMaiaMove => 15,
+            Domain::SelfplayRelease => 16,
         }
     }
 

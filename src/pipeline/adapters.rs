@@ -65,7 +65,7 @@ pub fn stage(
         }),
         StageName::Selfplay => Box::new(Selfplay {
             section: SelfplayConfig {
-                seed,
+                seed: config.selfplay_seed(),
                 ..config.selfplay.clone()
             },
         }),

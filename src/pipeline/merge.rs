@@ -420,8 +420,12 @@ fn merge_rated(name: &str, shards: &[ShardDir], target: &Path, kept: &KeptRows) 
 
 /// `puzzleforge merge`.
 pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
-    let config = PipelineConfig::load(&args.config)?;
+    let mut config = PipelineConfig::load(&args.config)?;
     config.validate(&args.config, args.tier.as_deref())?;
+    // The release's self-play seed, as `run --shard` played it.
+    if let Some(name) = args.output.file_name().and_then(|n| n.to_str()) {
+        config.for_release(name);
+    }
     let (sliced, rest) = merge_plan(&config, &args.config)?;
     let release_dir = args.output.clone();
     check_release_dir(&release_dir, &config.pipeline.output_dir, &args.config)?;

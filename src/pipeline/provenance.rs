@@ -70,7 +70,7 @@ impl Provenance {
         Provenance {
             files,
             selfplay: (listed(StageName::Selfplay) && !generate).then(|| SelfplayConfig {
-                seed,
+                seed: config.selfplay_seed(),
                 ..config.selfplay.clone()
             }),
             mine: runs(StageName::Mine).then(|| config.mine.clone()),

@@ -90,6 +90,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let tier = tier.as_deref();
     config.validate(&args.config, tier)?;
     let release = release_name(args, &config)?;
+    config.for_release(&release);
     let mut stages = crate::pipeline::adapters::configured(&config, &args.config)?;
     let mut left_for_merge = Vec::new();
     if args.shard.is_some() {

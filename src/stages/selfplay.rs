@@ -21,9 +21,9 @@
 //! whatever the number of workers.
 
 use anyhow::{Context, Result};
-use rand::Rng;
 use rand::distr::Distribution;
 use rand::distr::weighted::WeightedIndex;
+use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
@@ -444,6 +444,21 @@ fn players_of(config: &SelfplayConfig) -> String {
         ),
         None => "weakened Stockfish players".to_string(),
     }
+}
+
+/// The self-play seed of release `release` of a config whose run seed is
+/// `run_seed`, for a release other than the config's `pipeline.release`
+/// (which plays with the run seed itself, so the default run's games are
+/// the ones it always played). Without `[generate]` a release plays a
+/// fixed `selfplay.games` games: a later release of the same config would
+/// replay the first one's games, and every puzzle they hold is one an
+/// earlier release has (and excludes). A seed from the release's name
+/// gives each release games of its own, and depends on nothing but the
+/// config and the name: a rerun, a shard or a merge of the release plays
+/// the same games, whatever other releases the output folder holds or in
+/// which order they were made.
+pub(crate) fn release_seed(run_seed: u64, release: &str) -> u64 {
+    seed::rng(run_seed, Domain::SelfplayRelease, Key::Name(release)).next_u64()
 }
 
 /// Plays the games (indices 1..=games) across the pool, in index order.

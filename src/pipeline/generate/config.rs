@@ -340,3 +340,29 @@ impl Settings {
         Ok((digest[..16].to_string(), settings))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed `hard` band profile and `hard` tier branch the games
+    /// where a non-mate long line shows (docs/generation.md, "Long non-mate
+    /// lines"); generation's own profile and the others do not.
+    #[test]
+    fn the_committed_hard_profile_and_tier_branch_their_games() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline.toml");
+        let config = crate::pipeline::config::PipelineConfig::load(&path).unwrap();
+        let sections = config.generate_sections();
+        let branches = |tier: Option<&str>, profile: Option<&str>| {
+            Settings::of(&sections, tier, profile)
+                .unwrap()
+                .mine
+                .branch_moves
+        };
+        assert_eq!(branches(None, Some("hard")), 4);
+        assert_eq!(branches(Some("hard"), None), 4);
+        assert_eq!(branches(None, None), 0);
+        assert_eq!(branches(None, Some("easy")), 0);
+        assert_eq!(branches(None, Some("human")), 0);
+    }
+}

@@ -79,6 +79,41 @@ pub struct MineConfig {
     /// rule lets a second-best move be worth. Written out only when on.
     #[serde(skip_serializing_if = "is_false")]
     pub played_bound: bool,
+    /// Branches (`[mine] branch_moves`, 0 = off): at a position whose
+    /// shallow screen passed on a non-mate score (the sign of a long
+    /// line), the game is branched at the earlier moves of the side that
+    /// blundered into it, with up to this many of its other moves (those
+    /// that lose against its best move at `branch_depth`, the least
+    /// losing first), and each position a branch reaches is mined as a
+    /// position of the game. A branch's puzzles keep the game's id.
+    /// Written out only when on.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub branch_moves: u32,
+    /// How many of that side's moves before the position are branched at
+    /// (1: the move that led to it; 2: that one and the one before).
+    #[serde(skip_serializing_if = "is_default_branch_points")]
+    pub branch_points: u32,
+    /// Depth of the search over every move at a branch point that ranks
+    /// the other moves.
+    #[serde(skip_serializing_if = "is_default_branch_depth")]
+    pub branch_depth: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
+/// `branch_points` unless set.
+const BRANCH_POINTS: u32 = 2;
+/// `branch_depth` unless set.
+const BRANCH_DEPTH: u32 = 6;
+
+fn is_default_branch_points(value: &u32) -> bool {
+    *value == BRANCH_POINTS
+}
+
+fn is_default_branch_depth(value: &u32) -> bool {
+    *value == BRANCH_DEPTH
 }
 
 fn is_false(value: &bool) -> bool {
@@ -116,6 +151,9 @@ impl Default for MineConfig {
             trivial_captures: false,
             line_screen: false,
             played_bound: false,
+            branch_moves: 0,
+            branch_points: BRANCH_POINTS,
+            branch_depth: BRANCH_DEPTH,
         }
     }
 }
@@ -132,6 +170,11 @@ impl MineConfig {
             crate::bail_input!(
                 "mine: min_solver_moves must be between 1 and max_solver_moves ({})",
                 self.max_solver_moves
+            );
+        }
+        if self.branch_moves > 0 && (self.branch_points == 0 || self.branch_depth == 0) {
+            crate::bail_input!(
+                "mine: with branch_moves set, branch_points and branch_depth must be at least 1"
             );
         }
         Ok(())
@@ -204,6 +247,10 @@ pub struct MineArgs {
     #[arg(long)]
     #[serde(serialize_with = "switch_on")]
     pub played_bound: bool,
+    /// Branch the games where a long line shows, with up to N other moves
+    /// of the side that blundered (`[mine] branch_moves`).
+    #[arg(long, value_name = "N")]
+    pub branch_moves: Option<u32>,
     #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,

@@ -48,44 +48,78 @@ pub(crate) fn mine_unit(
     };
     // Shallow best scores by position index, for the played-move filter.
     let mut shallow_best: HashMap<usize, Score> = HashMap::new();
+    // Positions whose screens passed on a non-mate shallow score: where
+    // branches start (`[mine] branch_moves`).
+    let mut signs = Vec::new();
     for target in targets.iter().rev() {
-        let Some(position) = line.position_after(target.after) else {
-            continue;
-        };
-        if target.after == 0 || position.legal_moves().is_empty() {
-            continue;
-        }
-        result.positions += 1;
-        if !config.exhaustive
-            && config.played_bound
-            && played_move_rules_out(target, &shallow_best, config)
-        {
-            continue;
-        }
-        if !config.exhaustive
-            && !shallow_pass(
-                session,
-                unit,
-                &line,
-                target,
-                config,
-                &mut shallow_best,
-                &mut result,
-            )?
-        {
-            continue;
-        }
-        if let Some(found) = full_search(session, unit, target, position, config, &mut result)? {
+        let searched = result.full_searches;
+        if let Some(found) = analyse_target(
+            session,
+            unit,
+            &line,
+            target,
+            config,
+            &mut shallow_best,
+            &mut result,
+        )? {
             result.found.push(found);
+        }
+        if result.full_searches > searched
+            && matches!(shallow_best.get(&target.after), Some(Score::Cp(_)))
+        {
+            signs.push(target.after);
         }
     }
     result.found.reverse();
+    if config.branch_moves > 0 {
+        super::branch::mine_branches(
+            session,
+            unit,
+            &line,
+            &signs,
+            &shallow_best,
+            config,
+            &mut result,
+        )?;
+    }
     Ok(result)
+}
+
+/// One target through the funnel: the played-move bound, the shallow pass
+/// and its screens, then the full search where they let it through.
+pub(super) fn analyse_target(
+    session: &mut Session,
+    unit: &MineUnit,
+    line: &PuzzleLine,
+    target: &Target,
+    config: &MineConfig,
+    shallow_best: &mut HashMap<usize, Score>,
+    result: &mut UnitResult,
+) -> Result<Option<super::results::Found>, EngineError> {
+    let Some(position) = line.position_after(target.after) else {
+        return Ok(None);
+    };
+    if target.after == 0 || position.legal_moves().is_empty() {
+        return Ok(None);
+    }
+    result.positions += 1;
+    if !config.exhaustive
+        && config.played_bound
+        && played_move_rules_out(target, shallow_best, config)
+    {
+        return Ok(None);
+    }
+    if !config.exhaustive
+        && !shallow_pass(session, unit, line, target, config, shallow_best, result)?
+    {
+        return Ok(None);
+    }
+    full_search(session, unit, target, position, config, result)
 }
 
 /// The unit's moves played from its FEN, up to the first illegal one;
 /// `None` when the FEN is not a legal position.
-fn unit_line(unit: &MineUnit) -> Option<PuzzleLine> {
+pub(super) fn unit_line(unit: &MineUnit) -> Option<PuzzleLine> {
     let mut line = PuzzleLine::from_read_fen(&unit.start_fen).ok()?;
     for uci in &unit.moves {
         if line.play_move(*uci).is_err() {

@@ -49,6 +49,7 @@ mod results;
 mod line;
 mod verdict;
 mod funnel;
+mod branch;
 mod output;
 mod check;
 mod run;

@@ -69,16 +69,18 @@ pub(crate) fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
 }
 
 fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
-    // The game up to the puzzle's position, then the puzzle's line.
+    // The game (or its branch) up to the puzzle's position, then the
+    // puzzle's line.
+    let game_moves = found.branch.as_deref().unwrap_or(&unit.moves);
     let mut line = PuzzleLine::from_read_fen(&unit.start_fen).ok()?;
-    for uci in &unit.moves[..found.after] {
+    for uci in game_moves.get(..found.after)? {
         line.play_move(*uci).ok()?;
     }
     for uci in &found.line {
         line.play_move(*uci).ok()?;
     }
     let fen = Fen::from_position(line.position_after(found.after - 1)?, EnPassantMode::Legal);
-    let leading = unit.moves[found.after - 1];
+    let leading = *game_moves.get(found.after.checked_sub(1)?)?;
     let themes = cheap_themes(
         line.position_after(found.after)?,
         &line.moves()[found.after..],

@@ -25,6 +25,9 @@ pub(crate) struct Found {
     pub zobrist: u64,
     /// The rule the puzzle passed: the criterion's, or `mate`.
     pub criterion: Criterion,
+    /// Found on a branch of the game ([`super::branch`]): the moves from
+    /// the unit's start to the puzzle position, in place of the game's.
+    pub branch: Option<Vec<UciMove>>,
 }
 
 /// What one unit produced.
@@ -34,6 +37,9 @@ pub(crate) struct UnitResult {
     pub positions: u64,
     pub full_searches: u64,
     pub nodes: u64,
+    /// Positions analysed on branches of the game (counted in `positions`
+    /// too).
+    pub branches: u64,
 }
 
 /// Totals over units.

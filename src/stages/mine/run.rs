@@ -85,6 +85,14 @@ pub struct UnitFunnel {
     pub positions: u64,
     pub full_searches: u64,
     pub candidates: u64,
+    /// Positions analysed on branches of the game (`[mine] branch_moves`),
+    /// counted in `positions` too; written out only when some were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub branches: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// What [`mine_loaded_per_unit`] gives back beside the files it writes.
@@ -114,6 +122,7 @@ pub(crate) fn mine_loaded_per_unit(
             positions: r.positions,
             full_searches: r.full_searches,
             candidates: r.found.len() as u64,
+            branches: r.branches,
         })
         .collect();
     let cpu_seconds = pool.search_cpu_seconds() - cpu_before;

@@ -106,6 +106,7 @@ pub(super) fn full_search(
             Rule::Mate => Criterion::Mate,
             _ => config.criterion,
         },
+        branch: None,
     }))
 }
 

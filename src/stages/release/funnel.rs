@@ -104,11 +104,13 @@ mod tests {
             positions: 60,
             full_searches: 0,
             candidates: 0,
+            ..UnitFunnel::default()
         });
         funnel.add_game(UnitFunnel {
             positions: 40,
             full_searches: 7,
             candidates: 2,
+            ..UnitFunnel::default()
         });
         funnel.mined = 2;
         funnel.kept = 1;
