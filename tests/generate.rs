@@ -856,7 +856,10 @@ fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
     let output = puzzleforge(root, &["run", "--config", "off.toml", "--plan"]);
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{err}");
-    assert!(err.contains("[generate] is off") && err.contains("planned as if on"), "{err}");
+    assert!(
+        err.contains("[generate] is off") && err.contains("planned as if on"),
+        "{err}"
+    );
     let out = fails(root, &["run", "--config", "one.toml", "--plan-games", "4"]);
     assert!(out.contains("--plan"), "{out}");
 }

@@ -615,7 +615,9 @@ fn the_maia_pins_are_the_rating_models_nets() {
     // The model reads some of the nine nets (format 6: 1100 and 1900); each
     // it reads is pinned by the same sha256 as the nets everything else
     // reads.
-    let ratings = model["maia"]["ratings"].as_array().expect("the model's nets");
+    let ratings = model["maia"]["ratings"]
+        .as_array()
+        .expect("the model's nets");
     let sha256 = model["maia"]["sha256"].as_array().expect("their sha256");
     assert_eq!(ratings.len(), sha256.len());
     assert!(!ratings.is_empty());
