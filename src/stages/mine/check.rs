@@ -5,10 +5,10 @@
 use anyhow::Result;
 
 use super::config::MineConfig;
-use super::funnel::mine_units;
 use super::input::MineUnit;
 use super::output::select_puzzles;
 use super::results::MineRun;
+use super::unit::mine_units;
 use crate::engine::pool::EnginePool;
 
 /// The funnel against the exhaustive search on the same units and one pool:

@@ -12,78 +12,14 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use super::config::MineConfig;
-use super::input::{MineUnit, Target, game_targets};
-use super::results::{MineRun, UnitResult};
+use super::input::{MineUnit, Target};
+use super::results::UnitResult;
 use super::verdict::{full_search, rule_for, search_request};
 use crate::chess::line::{PuzzleLine, uci_of};
 use crate::engine::criterion::{self, Rule, Scores, Slack};
-use crate::engine::pool::{EnginePool, Session};
+use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit, SearchResult};
 use crate::engine::uci::Score;
-
-/// Mines every unit across the pool (one unit of work per game).
-pub(crate) fn mine_units(
-    units: &[MineUnit],
-    config: &MineConfig,
-    pool: &EnginePool,
-) -> Result<MineRun> {
-    let results = pool.map(units, |session, _, unit| mine_unit(session, unit, config))?;
-    Ok(MineRun { results })
-}
-
-/// Analyses one unit's targets, last to first, on one engine.
-pub(crate) fn mine_unit(
-    session: &mut Session,
-    unit: &MineUnit,
-    config: &MineConfig,
-) -> Result<UnitResult, EngineError> {
-    let mut result = UnitResult::default();
-    let Some(line) = unit_line(unit) else {
-        return Ok(result);
-    };
-    let targets: Vec<Target> = if unit.targets.is_empty() {
-        game_targets(&line, &unit.moves, config.min_fullmove)
-    } else {
-        unit.targets.clone()
-    };
-    // Shallow best scores by position index, for the played-move filter.
-    let mut shallow_best: HashMap<usize, Score> = HashMap::new();
-    // Positions whose screens passed on a non-mate shallow score: where
-    // branches start (`[mine] branch_moves`).
-    let mut signs = Vec::new();
-    for target in targets.iter().rev() {
-        let searched = result.full_searches;
-        if let Some(found) = analyse_target(
-            session,
-            unit,
-            &line,
-            target,
-            config,
-            &mut shallow_best,
-            &mut result,
-        )? {
-            result.found.push(found);
-        }
-        if result.full_searches > searched
-            && matches!(shallow_best.get(&target.after), Some(Score::Cp(_)))
-        {
-            signs.push(target.after);
-        }
-    }
-    result.found.reverse();
-    if config.branch_moves > 0 {
-        super::branch::mine_branches(
-            session,
-            unit,
-            &line,
-            &signs,
-            &shallow_best,
-            config,
-            &mut result,
-        )?;
-    }
-    Ok(result)
-}
 
 /// One target through the funnel: the played-move bound, the shallow pass
 /// and its screens, then the full search where they let it through.

@@ -50,6 +50,7 @@ mod line;
 mod verdict;
 mod funnel;
 mod branch;
+mod unit;
 mod output;
 mod check;
 mod run;

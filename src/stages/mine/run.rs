@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 use super::config::{MineArgs, MineConfig};
-use super::funnel::mine_units;
 use super::input::{Loaded, load_input};
 use super::output::select_puzzles;
+use super::unit::mine_units;
 use crate::chess::columns::{self, Column};
 use crate::chess::record::PuzzleWriter;
 use crate::core::settings::flags_over;

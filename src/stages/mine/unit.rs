@@ -1,0 +1,80 @@
+//! One game's unit of work: its targets through the funnel
+//! ([`super::funnel`]), last to first, then the branches of its prefix
+//! where the funnel saw the sign of a non-mate line ([`super::branch`]).
+//! Apart from both so that the branches can reuse the funnel without the
+//! funnel knowing of them.
+
+use anyhow::Result;
+use std::collections::HashMap;
+
+use super::config::MineConfig;
+use super::funnel::{analyse_target, unit_line};
+use super::input::{MineUnit, Target, game_targets};
+use super::results::{MineRun, UnitResult};
+use crate::engine::pool::{EnginePool, Session};
+use crate::engine::process::EngineError;
+use crate::engine::uci::Score;
+
+/// Mines every unit across the pool (one unit of work per game).
+pub(crate) fn mine_units(
+    units: &[MineUnit],
+    config: &MineConfig,
+    pool: &EnginePool,
+) -> Result<MineRun> {
+    let results = pool.map(units, |session, _, unit| mine_unit(session, unit, config))?;
+    Ok(MineRun { results })
+}
+
+/// Analyses one unit's targets, last to first, on one engine.
+pub(crate) fn mine_unit(
+    session: &mut Session,
+    unit: &MineUnit,
+    config: &MineConfig,
+) -> Result<UnitResult, EngineError> {
+    let mut result = UnitResult::default();
+    let Some(line) = unit_line(unit) else {
+        return Ok(result);
+    };
+    let targets: Vec<Target> = if unit.targets.is_empty() {
+        game_targets(&line, &unit.moves, config.min_fullmove)
+    } else {
+        unit.targets.clone()
+    };
+    // Shallow best scores by position index, for the played-move filter.
+    let mut shallow_best: HashMap<usize, Score> = HashMap::new();
+    // Positions whose screens passed on a non-mate shallow score: where
+    // branches start (`[mine] branch_moves`).
+    let mut signs = Vec::new();
+    for target in targets.iter().rev() {
+        let searched = result.full_searches;
+        if let Some(found) = analyse_target(
+            session,
+            unit,
+            &line,
+            target,
+            config,
+            &mut shallow_best,
+            &mut result,
+        )? {
+            result.found.push(found);
+        }
+        if result.full_searches > searched
+            && matches!(shallow_best.get(&target.after), Some(Score::Cp(_)))
+        {
+            signs.push(target.after);
+        }
+    }
+    result.found.reverse();
+    if config.branch_moves > 0 {
+        super::branch::mine_branches(
+            session,
+            unit,
+            &line,
+            &signs,
+            &shallow_best,
+            config,
+            &mut result,
+        )?;
+    }
+    Ok(result)
+}
