@@ -613,16 +613,23 @@ pub(crate) fn thread_cpu_seconds() -> f64 {
     now.tv_sec as f64 + now.tv_nsec as f64 / 1e9
 }
 
+/// CPU seconds of `who` (getrusage), 0 when it cannot be read.
+fn rusage_cpu_seconds(who: libc::c_int) -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let time = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
+/// CPU seconds of this process, every thread (getrusage).
+pub(crate) fn own_cpu_seconds() -> f64 {
+    rusage_cpu_seconds(libc::RUSAGE_SELF)
+}
+
 /// CPU seconds of this process plus its reaped children (getrusage).
 pub(crate) fn process_tree_cpu_seconds() -> f64 {
-    fn seconds(who: libc::c_int) -> f64 {
-        // SAFETY: getrusage writes into the zeroed struct we own.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        if unsafe { libc::getrusage(who, &mut usage) } != 0 {
-            return 0.0;
-        }
-        let time = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        time(usage.ru_utime) + time(usage.ru_stime)
-    }
-    seconds(libc::RUSAGE_SELF) + seconds(libc::RUSAGE_CHILDREN)
+    own_cpu_seconds() + rusage_cpu_seconds(libc::RUSAGE_CHILDREN)
 }

@@ -29,6 +29,7 @@ use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::shard::Shard;
+use crate::engine::process::own_cpu_seconds;
 use crate::maia::{DEFAULT_MODELS_DIR, MaiaNets};
 
 /// What a calibration measured.
@@ -103,7 +104,7 @@ impl CalibrationReport {
 /// A calibration row: a puzzle rated by Lichess players. Rows of the dump
 /// say how many played it; rows that carry a rating without play counts
 /// count too, unless the rating is puzzleforge's own estimate.
-fn rated_by_players(puzzle: &Puzzle) -> bool {
+pub(crate) fn rated_by_players(puzzle: &Puzzle) -> bool {
     puzzle.rating.is_some()
         && puzzle.nb_plays.is_none_or(|n| n > 0)
         && puzzle.get(Column::RatingSource.name()) != Some("estimated")
@@ -333,18 +334,6 @@ impl ExtractionReport {
     }
 }
 
-/// CPU seconds of this process so far (every thread).
-pub(crate) fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0 {
-        let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        seconds(usage.ru_utime) + seconds(usage.ru_stime)
-    } else {
-        0.0
-    }
-}
-
 /// The features of every calibration row, from the store where it holds
 /// them and computed otherwise (batch by batch into the store, when there
 /// is one), as the store keeps them. Rows neither stored nor computed
@@ -387,7 +376,7 @@ fn calibration_features(
             .collect()
     };
     let bar = crate::core::progress::items(todo.len() as u64, "features");
-    let cpu_before = cpu_seconds();
+    let cpu_before = own_cpu_seconds();
     let batch = if store.is_some() {
         ROWS_PER_PART
     } else {
@@ -410,7 +399,7 @@ fn calibration_features(
         }
     }
     bar.finish_and_clear();
-    let cpu = cpu_seconds() - cpu_before;
+    let cpu = own_cpu_seconds() - cpu_before;
     let report = ExtractionReport {
         store: store
             .as_ref()

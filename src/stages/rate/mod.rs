@@ -37,6 +37,7 @@ use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of};
 use crate::core::error::bad_input;
 use crate::core::settings::{flags_over, load_section_or_bare};
 use crate::core::summary::{Report, Summary};
+use crate::engine::process::own_cpu_seconds;
 use crate::maia::{DEFAULT_MODELS_DIR, MaiaNets};
 
 mod calibrate;
@@ -388,6 +389,25 @@ fn load_model(path: &Path, config: &RateConfig) -> Result<(RatingModel, MaiaNets
     Ok((model, nets))
 }
 
+/// A puzzle's estimated (rating, deviation).
+type Estimate = (i32, i32);
+
+/// The features of `targets` and the model's estimate of each, every
+/// puzzle rated as whole.
+fn rate_puzzles(
+    model: &RatingModel,
+    nets: &MaiaNets,
+    targets: &[&Puzzle],
+) -> Result<(Vec<Features>, Vec<Estimate>)> {
+    let features = compute_features(nets, targets)?;
+    let estimates = targets
+        .iter()
+        .zip(&features)
+        .map(|(puzzle, features)| model.rate(puzzle.solver_moves(), features))
+        .collect();
+    Ok((features, estimates))
+}
+
 /// Computes the features of the puzzles at `needs_estimate` and sets their
 /// rating and deviation from the model.
 fn estimate_ratings(
@@ -396,12 +416,7 @@ fn estimate_ratings(
     needs_estimate: &[usize],
 ) -> Result<()> {
     let targets: Vec<&Puzzle> = needs_estimate.iter().map(|&i| &rated[i]).collect();
-    let features = compute_features(nets, &targets)?;
-    let estimates: Vec<(i32, i32)> = targets
-        .iter()
-        .zip(&features)
-        .map(|(puzzle, features)| model.rate(puzzle.solver_moves(), features))
-        .collect();
+    let (_, estimates) = rate_puzzles(model, nets, &targets)?;
     for (&index, (rating, deviation)) in needs_estimate.iter().zip(estimates) {
         rated[index].rating = Some(rating);
         rated[index].rating_deviation = Some(deviation);
@@ -436,7 +451,7 @@ fn evaluate_files(config: &RateConfig, files: &[PathBuf]) -> Result<Summary> {
         let (puzzles, rejected) = read_rateable(file)?;
         let rated: Vec<&Puzzle> = puzzles
             .iter()
-            .filter(|p| p.rating.is_some() && p.nb_plays.is_none_or(|n| n > 0))
+            .filter(|p| calibrate::rated_by_players(p))
             .collect();
         if rated.is_empty() {
             return Err(bad_input(format!(
@@ -444,14 +459,9 @@ fn evaluate_files(config: &RateConfig, files: &[PathBuf]) -> Result<Summary> {
                 file.display()
             )));
         }
-        let cpu_before = calibrate::cpu_seconds();
-        let features = compute_features(&nets, &rated)?;
-        let scores: Vec<(i32, i32)> = rated
-            .iter()
-            .zip(&features)
-            .map(|(p, f)| model.rate(p.solver_moves(), f))
-            .collect();
-        let cpu = calibrate::cpu_seconds() - cpu_before;
+        let cpu_before = own_cpu_seconds();
+        let (features, scores) = rate_puzzles(&model, &nets, &rated)?;
+        let cpu = own_cpu_seconds() - cpu_before;
         let figures = Figures::of(&figures::Scored {
             estimate: scores.iter().map(|s| f64::from(s.0)).collect(),
             deviation: scores.iter().map(|s| f64::from(s.1)).collect(),
