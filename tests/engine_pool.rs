@@ -316,37 +316,47 @@ fn resolve_engine_prefers_flag_then_config_then_default() {
     assert!(error.to_string().contains("--engine"), "{error}");
 }
 
+/// Writes an executable `#!/bin/sh` script `name` in `dir` with `body`:
+/// a FAKE engine for the handshake tests.
+fn fake_engine_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let script = dir.join(name);
+    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("make script executable");
+    script
+}
+
+/// `mine` on the bundled game with `program` as the engine, one worker and
+/// a half-second handshake deadline, writing under `out`.
+fn mine_with_engine(out: &Path, program: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "mine",
+            "tests/data/lichess_game_export_ZlCTzfMG_eval_clk.pgn",
+            "-o",
+        ])
+        .arg(out.join("mined"))
+        .arg("--engine")
+        .arg(program)
+        .args(["--handshake-deadline", "0.5", "--workers", "1"])
+        .output()
+        .expect("run puzzleforge")
+}
+
 /// A program that never answers `uciok` is named as not an engine and the
 /// command exits 2 after one try (no restarts), the handshake bounded by
 /// its own deadline rather than the search deadline.
 #[test]
 fn a_program_that_is_not_an_engine_is_a_usage_error() {
     let out = tempfile::tempdir().expect("temp dir");
-    let garbage = out.path().join("garbage-engine.sh");
-    std::fs::write(
-        &garbage,
-        "#!/bin/sh\necho 'hello, I print garbage'\nexec cat >/dev/null\n",
-    )
-    .expect("write script");
-    std::fs::set_permissions(
-        &garbage,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("make script executable");
+    let garbage = fake_engine_script(
+        out.path(),
+        "garbage-engine.sh",
+        "echo 'hello, I print garbage'\nexec cat >/dev/null",
+    );
     for program in [Path::new("/bin/cat"), garbage.as_path()] {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "mine",
-                "tests/data/lichess_game_export_ZlCTzfMG_eval_clk.pgn",
-                "-o",
-            ])
-            .arg(out.path().join("mined"))
-            .arg("--engine")
-            .arg(program)
-            .args(["--handshake-deadline", "0.5", "--workers", "1"])
-            .output()
-            .expect("run puzzleforge");
+        let output = mine_with_engine(out.path(), program);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(
             output.status.code(),
@@ -412,24 +422,8 @@ fn a_wrapper_whose_child_holds_the_pipe_neither_hangs_nor_outlives_the_run() {
         ("fake-no-exec-engine.sh", format!("1000.{pid}2"), ""),
     ];
     for (name, argument, tail) in &scripts {
-        let script = out.path().join(name);
-        std::fs::write(&script, format!("#!/bin/sh\nsleep {argument} {tail}\n"))
-            .expect("write script");
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .expect("make script executable");
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "mine",
-                "tests/data/lichess_game_export_ZlCTzfMG_eval_clk.pgn",
-                "-o",
-            ])
-            .arg(out.path().join("mined"))
-            .arg("--engine")
-            .arg(&script)
-            .args(["--handshake-deadline", "0.5", "--workers", "1"])
-            .output()
-            .expect("run puzzleforge");
+        let script = fake_engine_script(out.path(), name, &format!("sleep {argument} {tail}"));
+        let output = mine_with_engine(out.path(), &script);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
         assert!(
