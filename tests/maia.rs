@@ -238,7 +238,8 @@ fn results_are_the_same_bits_whatever_the_batching_and_threads() {
             .iter()
             .map(|r| {
                 (0..r.nets())
-                    .flat_map(|n| r.at_net(n).iter().map(|p| p.to_bits()))
+                    .flat_map(|n| r.at_net(n).iter().chain(r.pooled_at(n)))
+                    .map(|v| v.to_bits())
                     .collect()
             })
             .collect()
@@ -259,6 +260,26 @@ fn a_subset_of_ratings_gives_the_same_probabilities() {
     let alone = &one.evaluate(std::slice::from_ref(&position))[0];
     let all = &nets().evaluate(&[position])[0];
     assert_eq!(alone.at_net(0), all.at_net(4));
+    assert_eq!(alone.pooled_at(0), all.pooled_at(4));
+}
+
+/// The pooled tower (the rating features' board summary): one mean per
+/// filter of a ReLU output, so 64 values, none negative; positions that
+/// differ read differently, and the nets read one position differently.
+#[test]
+fn the_pooled_tower_has_one_mean_per_filter_and_tells_positions_apart() {
+    let histories: Vec<History> = reference().iter().take(2).map(history).collect();
+    let results = nets().evaluate(&histories);
+    for result in &results {
+        for net in 0..result.nets() {
+            let pooled = result.pooled_at(net);
+            assert_eq!(pooled.len(), 64);
+            assert!(pooled.iter().all(|v| *v >= 0.0 && v.is_finite()));
+            assert!(pooled.iter().any(|v| *v > 0.0));
+        }
+    }
+    assert_ne!(results[0].pooled_at(8), results[1].pooled_at(8));
+    assert_ne!(results[0].pooled_at(0), results[0].pooled_at(8));
 }
 
 /// The one fingerprint of the nets (what store keys and manifests record):

@@ -1,6 +1,8 @@
 //! The forward pass of one net over a batch of positions, on the CPU: the
 //! input convolution, the residual tower with squeeze-excitation, and the
-//! convolutional policy head (the value head is not computed).
+//! convolutional policy head (the value head is not computed). The tower's
+//! output averaged over the squares (one value per filter) is kept too: a
+//! summary of how the net reads the board, which the rating model uses.
 //!
 //! Activations are kept square-major (`[position * 64 + square][channel]`),
 //! so a 3x3 convolution is one im2col copy and one matrix product
@@ -165,15 +167,23 @@ impl Network {
         self.policy.outputs
     }
 
+    /// Filters of the residual tower: the length of a board's pooled
+    /// output.
+    pub fn filters(&self) -> usize {
+        self.filters
+    }
+
     /// Runs the net on `boards` positions: `input` is
     /// `[board * 64 + square][input plane]`; `policy` receives
-    /// `[board * 64 + square][policy plane]`.
+    /// `[board * 64 + square][policy plane]` and `pooled` the tower's
+    /// output averaged over the squares, `[board][filter]`.
     pub fn forward(
         &self,
         boards: usize,
         input: &[f32],
         scratch: &mut Scratch,
         policy: &mut Vec<f32>,
+        pooled: &mut Vec<f32>,
     ) {
         let rows = boards * SQUARES;
         let c = self.filters;
@@ -187,6 +197,18 @@ impl Network {
             block.conv1.forward(x, rows, true, col, t);
             block.conv2.forward(t, rows, false, col, u);
             block.excite_and_add(boards, c, u, x);
+        }
+        pooled.clear();
+        pooled.resize(boards * c, 0.0);
+        for (board, sums) in pooled.chunks_exact_mut(c).enumerate() {
+            for square in x[board * SQUARES * c..(board + 1) * SQUARES * c].chunks_exact(c) {
+                for (sum, v) in sums.iter_mut().zip(square) {
+                    *sum += v;
+                }
+            }
+            for sum in sums.iter_mut() {
+                *sum /= SQUARES as f32;
+            }
         }
         self.policy1.forward(x, rows, true, col, t);
         policy.clear();

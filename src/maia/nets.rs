@@ -47,6 +47,8 @@ pub struct MoveProbabilities {
     nets: usize,
     /// `[net][move]`.
     probabilities: Vec<f32>,
+    /// The tower's output averaged over the squares, `[net][filter]`.
+    pooled: Vec<f32>,
 }
 
 impl MoveProbabilities {
@@ -65,6 +67,13 @@ impl MoveProbabilities {
     pub fn at_net(&self, net: usize) -> &[f32] {
         let n = self.moves.len();
         &self.probabilities[net * n..(net + 1) * n]
+    }
+
+    /// The residual tower's output under net `net`, averaged over the
+    /// squares: one value per filter.
+    pub fn pooled_at(&self, net: usize) -> &[f32] {
+        let filters = self.pooled.len() / self.nets.max(1);
+        &self.pooled[net * filters..(net + 1) * filters]
     }
 
     /// The probability of move `move_index` under each net, lowest rating
@@ -111,6 +120,11 @@ impl MaiaNets {
         // The first failure in rating order, whichever thread saw one first.
         let nets = loaded.into_iter().collect::<Result<Vec<_>>>()?;
         Ok(MaiaNets { nets })
+    }
+
+    /// The residual tower's filters of each net, in rating order.
+    pub fn filters(&self) -> Vec<usize> {
+        self.nets.iter().map(|n| n.network.filters()).collect()
     }
 
     /// The nets' ratings, in the order results are given.
@@ -178,14 +192,22 @@ impl MaiaNets {
                 moves: moves.clone(),
                 nets: self.nets.len(),
                 probabilities: Vec::with_capacity(moves.len() * self.nets.len()),
+                pooled: Vec::new(),
             })
             .collect();
         let mut scratch = Scratch::default();
         let mut policy = Vec::new();
         let mut logits = Vec::new();
+        let mut pooled = Vec::new();
         for net in &self.nets {
             net.network
-                .forward(boards, &input, &mut scratch, &mut policy);
+                .forward(boards, &input, &mut scratch, &mut policy, &mut pooled);
+            let filters = net.network.filters();
+            for (board, result) in results.iter_mut().enumerate() {
+                result
+                    .pooled
+                    .extend_from_slice(&pooled[board * filters..(board + 1) * filters]);
+            }
             let planes = net.network.policy_planes();
             for (board, (_, slots)) in legal.iter().enumerate() {
                 logits.clear();

@@ -565,7 +565,7 @@ pub fn calibrate(
     let maia = MaiaSpec::of_dir_of(nets, config)?;
     let settings = FeatureSettings {
         maia: maia.clone(),
-        features: feature_names().iter().map(|s| s.to_string()).collect(),
+        features: feature_names(),
     };
     let (candidates, candidate_proxy) = candidate_rows(lichess, config);
     let (features, extraction) = calibration_features(nets, &candidates, &settings, job)?;

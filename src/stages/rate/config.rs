@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::core::error::bad_input;
 use crate::maia::MaiaNets;
 
+use super::features::POOLED_FILTERS;
 use super::model::TreeConfig;
 
 /// Lowest and highest rating the model may give (Lichess's puzzle range).
@@ -104,6 +105,17 @@ pub(crate) fn load_nets(dir: &Path, expected: Option<&MaiaSpec>) -> Result<MaiaN
             dir.display()
         )));
     }
-    MaiaNets::load_ratings(dir, &RATE_NETS)
-        .with_context(|| format!("loading the human-move nets in {}", dir.display()))
+    let nets = MaiaNets::load_ratings(dir, &RATE_NETS)
+        .with_context(|| format!("loading the human-move nets in {}", dir.display()))?;
+    // The pooled features are named per filter: another width would shift
+    // every name after the first net's.
+    let filters = nets.filters();
+    if filters.iter().any(|&f| f != POOLED_FILTERS) {
+        return Err(bad_input(format!(
+            "rate: the human-move nets in {} have {filters:?} filters; the rating features \
+             read Maia-1 nets of {POOLED_FILTERS}",
+            dir.display()
+        )));
+    }
+    Ok(nets)
 }

@@ -2,6 +2,9 @@
 //! reading one number off a puzzle's signals (the board's,
 //! [`super::signals`], and the human-move nets', [`super::human`]). A model
 //! stores the names it was fitted on; a feature is added by adding a row.
+//! After the table come each net's pooled tower at the first solver move
+//! ([`crate::maia::MoveProbabilities::pooled_at`]), 64 numbers a net: how
+//! the net reads the board, beyond the moves it would play.
 //!
 //! No feature needs an engine search: each costs the nets' forward passes
 //! over the solver's positions and a walk over the legal moves, so that
@@ -10,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::config::RATE_NETS;
 use super::human::{HumanSignals, MoveChoice};
 use super::signals::BoardFacts;
 use crate::chess::line::PuzzleLine;
@@ -42,14 +46,33 @@ impl Features {
     }
 }
 
-/// Computes every feature of one puzzle.
+/// Filters of the nets' residual towers (every Maia-1 net has 64): the
+/// pooled features of one net at one position.
+pub(crate) const POOLED_FILTERS: usize = 64;
+
+/// Computes every feature of one puzzle: the table's, then each net's
+/// pooled tower at the first solver move (zeros where a net gives none).
 pub(crate) fn feature_values(signals: &Signals) -> Vec<f64> {
-    FEATURES.iter().map(|(_, f)| f(signals)).collect()
+    let mut values: Vec<f64> = FEATURES.iter().map(|(_, f)| f(signals)).collect();
+    let first = signals.human.solver.first();
+    for net in 0..RATE_NETS.len() {
+        let pooled = first.and_then(|c| c.pooled.get(net));
+        values.extend(
+            (0..POOLED_FILTERS)
+                .map(|i| pooled.and_then(|p| p.get(i)).map_or(0.0, |v| f64::from(*v))),
+        );
+    }
+    values
 }
 
-/// The names of the features, in order.
-pub fn feature_names() -> Vec<&'static str> {
-    FEATURES.iter().map(|(name, _)| *name).collect()
+/// The names of the features, in order: the table's, then
+/// `maia_first_pool_{rating}_{filter}`.
+pub fn feature_names() -> Vec<String> {
+    let mut names: Vec<String> = FEATURES.iter().map(|(name, _)| name.to_string()).collect();
+    for rating in RATE_NETS {
+        names.extend((0..POOLED_FILTERS).map(|i| format!("maia_first_pool_{rating}_{i:02}")));
+    }
+    names
 }
 
 /// Added to a probability before its logarithm: the nets give some moves
@@ -418,11 +441,13 @@ mod tests {
     #[test]
     fn names_are_unique_and_per_net_names_follow_the_nets() {
         let names = feature_names();
-        let unique: std::collections::HashSet<&&str> = names.iter().collect();
+        let unique: std::collections::HashSet<&String> = names.iter().collect();
         assert_eq!(unique.len(), names.len());
         // Net 0 and net 1 of the per-net features are the nets' ratings.
         assert_eq!(crate::stages::rate::config::RATE_NETS, [1100, 1900]);
-        assert!(names.contains(&"maia_first_p_1100") && names.contains(&"maia_first_p_1900"));
+        let has = |name: &str| names.iter().any(|n| n == name);
+        assert!(has("maia_first_p_1100") && has("maia_first_p_1900"));
+        assert!(has("maia_first_pool_1900_63"));
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub(crate) struct MoveChoice {
     pub wrong_probability: Vec<f64>,
     /// Legal moves in the position.
     pub legal_moves: usize,
+    /// The net's residual tower averaged over the squares
+    /// ([`MoveProbabilities::pooled_at`]), per net.
+    pub pooled: Vec<Vec<f32>>,
 }
 
 /// The nets' view of a whole puzzle.
@@ -139,6 +142,7 @@ fn move_choice(probabilities: &MoveProbabilities, accepted: impl Fn(Move) -> boo
         choice.rank.push((above + 1) as f64);
         choice.entropy.push(entropy);
         choice.wrong_probability.push(wrong_best);
+        choice.pooled.push(probabilities.pooled_at(net).to_vec());
     }
     choice
 }
