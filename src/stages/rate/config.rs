@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use crate::core::error::bad_input;
 use crate::maia::MaiaNets;
 
-use super::features::POOLED_FILTERS;
 use super::model::TreeConfig;
 
 /// Lowest and highest rating the model may give (Lichess's puzzle range).
@@ -68,6 +67,11 @@ impl Default for RateConfig {
 /// the nets between them add little a tree cannot read off these two
 /// (docs/rating.md, "What the features cost").
 pub(crate) const RATE_NETS: [u32; 2] = [1100, 1900];
+
+/// Filters of the nets' residual towers (every Maia-1 net has 64): the
+/// pooled features of one net at one position
+/// ([`super::features::feature_values`]).
+pub(crate) const POOLED_FILTERS: usize = 64;
 
 /// The folder of the nets, beside a model file.
 pub(crate) const NETS_BESIDE_THE_MODEL: &str = "maia";

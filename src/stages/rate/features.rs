@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::config::RATE_NETS;
+use super::config::{POOLED_FILTERS, RATE_NETS};
 use super::human::{HumanSignals, MoveChoice};
 use super::signals::BoardFacts;
 use crate::chess::line::PuzzleLine;
@@ -45,10 +45,6 @@ impl Features {
         self.values.get(index).copied()
     }
 }
-
-/// Filters of the nets' residual towers (every Maia-1 net has 64): the
-/// pooled features of one net at one position.
-pub(crate) const POOLED_FILTERS: usize = 64;
 
 /// Computes every feature of one puzzle: the table's, then each net's
 /// pooled tower at the first solver move (zeros where a net gives none).
