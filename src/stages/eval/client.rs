@@ -832,6 +832,34 @@ mod tests {
         assert_eq!(parse_retry_after("soon", now), None);
     }
 
+    /// The body's bytes key the cache: our fields in their order, an
+    /// `extra_body` key that is one of ours in its place, the others after
+    /// them in sorted order.
+    #[test]
+    fn request_bodies_keep_their_bytes() {
+        let endpoint = parse_openai_spec("openai:m@http://127.0.0.1:9/v1").unwrap();
+        let config = ClientConfig {
+            temperature: Some(0.5),
+            max_tokens: Some(7),
+            extra_body: BTreeMap::from([
+                ("top_p".to_string(), serde_json::json!(0.9)),
+                ("temperature".to_string(), serde_json::json!(0)),
+                ("seed".to_string(), serde_json::json!("theirs")),
+            ]),
+            ..ClientConfig::default()
+        };
+        let client = ChatClient::new(endpoint, config, None).unwrap();
+        let messages = [Message {
+            role: "user".to_string(),
+            content: "e4?".to_string(),
+        }];
+        let body = client.body(&messages, 3).unwrap();
+        assert_eq!(
+            body.to_string(),
+            r#"{"model":"m","messages":[{"role":"user","content":"e4?"}],"temperature":0,"max_tokens":7,"seed":"theirs","top_p":0.9}"#
+        );
+    }
+
     #[test]
     fn completion_bodies() {
         let ok = parse_completion(
