@@ -30,6 +30,20 @@ struct FaultPlan {
 }
 
 impl FaultPlan {
+    /// Reads one `setoption name Fault<Name> value <v>` (given without its
+    /// `setoption name Fault` prefix); unknown names are ignored.
+    fn set(&mut self, rest: &str) {
+        let (name, value) = rest.split_once(" value ").unwrap_or((rest, ""));
+        let value = value.trim();
+        match name.trim() {
+            "Mode" => self.mode = Some(value.to_string()),
+            "After" => self.after = value.parse().ok(),
+            "StateDir" => self.state_dir = Some(PathBuf::from(value)),
+            "Times" => self.times = value.parse().ok(),
+            _ => {}
+        }
+    }
+
     /// Claims one fault from the shared budget (marker files), if any is left.
     fn claim(&self) -> bool {
         let Some(dir) = &self.state_dir else {
@@ -67,11 +81,19 @@ fn main() {
         std::process::exit(1);
     };
     let hung = Arc::new(AtomicBool::new(false));
-    let forward_hung = Arc::clone(&hung);
+    forward_replies(engine_out, Arc::clone(&hung));
+    relay_commands(&mut engine_in, &hung);
+    drop(engine_in);
+    let _ = engine.wait();
+}
+
+/// Copies the engine's lines to our stdout on a thread of their own, until
+/// the engine ends or the fault hangs us (then they are swallowed).
+fn forward_replies(engine_out: std::process::ChildStdout, hung: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         for line in BufReader::new(engine_out).lines() {
             let Ok(line) = line else { return };
-            if forward_hung.load(Ordering::SeqCst) {
+            if hung.load(Ordering::SeqCst) {
                 continue;
             }
             let mut stdout = std::io::stdout().lock();
@@ -83,22 +105,19 @@ fn main() {
             }
         }
     });
+}
 
+/// Passes our stdin's commands to the engine, reading the `Fault*` options
+/// as the plan and injecting the fault when it is due; until `quit` or the
+/// end of either stream.
+fn relay_commands(engine_in: &mut std::process::ChildStdin, hung: &AtomicBool) {
     let mut plan = FaultPlan::default();
     let mut commands = 0u64;
     let mut faulted = false;
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         if let Some(rest) = line.strip_prefix("setoption name Fault") {
-            let (name, value) = rest.split_once(" value ").unwrap_or((rest, ""));
-            let value = value.trim();
-            match name.trim() {
-                "Mode" => plan.mode = Some(value.to_string()),
-                "After" => plan.after = value.parse().ok(),
-                "StateDir" => plan.state_dir = Some(PathBuf::from(value)),
-                "Times" => plan.times = value.parse().ok(),
-                _ => {}
-            }
+            plan.set(rest);
             continue;
         }
         if hung.load(Ordering::SeqCst) {
@@ -108,21 +127,8 @@ fn main() {
         let due = plan.after.is_some_and(|after| commands >= after);
         if due && !faulted && plan.mode.is_some() && plan.claim() {
             faulted = true;
-            match plan.mode.as_deref() {
-                Some("exit") => std::process::exit(3),
-                Some("hang") => {
-                    hung.store(true, Ordering::SeqCst);
-                    continue;
-                }
-                Some("garbage") => {
-                    let mut stdout = std::io::stdout().lock();
-                    let _ = writeln!(
-                        stdout,
-                        "info depth ?? score cp garbage from the fault engine"
-                    );
-                    let _ = stdout.flush();
-                }
-                _ => {}
+            if inject(plan.mode.as_deref(), hung) {
+                continue;
             }
         }
         if writeln!(engine_in, "{line}")
@@ -135,6 +141,26 @@ fn main() {
             break;
         }
     }
-    drop(engine_in);
-    let _ = engine.wait();
+}
+
+/// Does the fault `mode`; whether the command that triggered it is
+/// swallowed (a hang), rather than passed on.
+fn inject(mode: Option<&str>, hung: &AtomicBool) -> bool {
+    match mode {
+        Some("exit") => std::process::exit(3),
+        Some("hang") => {
+            hung.store(true, Ordering::SeqCst);
+            true
+        }
+        Some("garbage") => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(
+                stdout,
+                "info depth ?? score cp garbage from the fault engine"
+            );
+            let _ = stdout.flush();
+            false
+        }
+        _ => false,
+    }
 }

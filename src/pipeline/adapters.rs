@@ -597,12 +597,7 @@ impl Verify {
         if let Some(path) = files.puzzles_out {
             generated.write_puzzles(Part::Verified, path, None)?;
         }
-        Ok(crate::stages::verify::summarize(
-            config,
-            &verdicts,
-            &[],
-            files.report,
-        ))
+        crate::stages::verify::summarize(config, &verdicts, &[], files.report)
     }
 }
 
@@ -614,10 +609,10 @@ impl Stage for Verify {
     fn config_section(&self, ctx: &RunContext) -> Result<Value> {
         match &ctx.generated {
             Some(generated) => recorded(&VerifiedWith {
-                verify: self.section.recorded(),
+                verify: self.section.recorded()?,
                 generate: generated.fingerprint(),
             }),
-            None => Ok(self.section.recorded()),
+            None => Ok(self.section.recorded()?),
         }
     }
 

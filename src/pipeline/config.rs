@@ -617,7 +617,7 @@ mod tests {
         let keys = |value: &serde_json::Value| -> Vec<String> {
             value.as_object().unwrap().keys().cloned().collect()
         };
-        let recorded = config.verify.recorded();
+        let recorded = config.verify.recorded().unwrap();
         assert_eq!(
             keys(&recorded),
             [
@@ -650,7 +650,7 @@ mod tests {
             nodes: Some(500),
             ..config.verify.clone()
         };
-        assert_eq!(set.recorded()["nodes"], 500);
+        assert_eq!(set.recorded().unwrap()["nodes"], 500);
         // Unknown keys are still refused, naming the key.
         let error =
             PipelineConfig::parse("[verify]\nfactr = 2\n", Path::new("p.toml")).unwrap_err();

@@ -24,7 +24,7 @@
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use std::collections::{BTreeMap, HashSet};
@@ -182,6 +182,14 @@ impl ShardDir {
     }
 }
 
+/// `value` as JSON text (a string quoted, none as `null`), as the merge
+/// errors have always named shas, options and stores.
+fn as_json<T: Serialize>(value: &T) -> String {
+    // The values named (strings, string maps, options of them) always
+    // serialize; the placeholder only keeps the error message whole.
+    serde_json::to_string(value).unwrap_or_else(|_| "?".to_string())
+}
+
 /// Whether `path` is a readable file with the sha256 `sha`.
 fn same_sha(path: &Path, sha: &str) -> bool {
     sha256_file(path).is_ok_and(|actual| actual == sha)
@@ -256,16 +264,16 @@ fn check_same_run(stage: StageName, expected: &Fingerprint, shards: &[ShardDir])
             return Err(bad_input(format!(
                 "{}: stage {stage} ran with another engine (sha256 {}, merge has {})",
                 shard.dir.display(),
-                json!(theirs.map(|e| &e.sha256)),
-                json!(ours.map(|e| &e.sha256))
+                as_json(&theirs.map(|e| &e.sha256)),
+                as_json(&ours.map(|e| &e.sha256))
             )));
         }
         if theirs.map(|e| &e.options) != ours.map(|e| &e.options) {
             return Err(bad_input(format!(
                 "{}: stage {stage} ran with another engine (options {}, merge has {})",
                 shard.dir.display(),
-                json!(theirs.map(|e| &e.options)),
-                json!(ours.map(|e| &e.options))
+                as_json(&theirs.map(|e| &e.options)),
+                as_json(&ours.map(|e| &e.options))
             )));
         }
     }
@@ -302,6 +310,28 @@ fn same_output_names(stage: StageName, shards: &[ShardDir]) -> Result<Vec<String
     Ok(names)
 }
 
+/// A merged stage's `counts` in its `stage.json`: the shards merged and
+/// what merging did to each output file.
+#[derive(Serialize)]
+struct MergedCounts {
+    merged_shards: usize,
+    files: BTreeMap<String, FileCounts>,
+}
+
+/// What merging did to one output file, by how the stage merges.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum FileCounts {
+    /// An ingest output all shards agree on, taken from the first.
+    Copied { copied_from_shard: usize },
+    /// The self-play games, concatenated.
+    Concatenated { bytes: usize },
+    /// The mined puzzles: the shards' rows and the puzzles kept.
+    Mined { shard_rows: usize, puzzles: u64 },
+    /// The rated rows of the kept puzzles.
+    Rated { puzzles: usize },
+}
+
 /// Writes the merged outputs of `stage` into `scratch`; returns counts.
 fn merge_stage(
     stage: StageName,
@@ -327,12 +357,21 @@ fn merge_stage(
         };
         counts.insert(name, file_counts);
     }
-    Ok(json!({"merged_shards": shards.len(), "files": counts}))
+    let counts = MergedCounts {
+        merged_shards: shards.len(),
+        files: counts,
+    };
+    Ok(serde_json::to_value(counts)?)
 }
 
 /// An ingest output: every shard ingested the same sources whole, so all
 /// must agree; the first shard's copy is taken.
-fn copy_agreed(stage: StageName, name: &str, shards: &[ShardDir], target: &Path) -> Result<Value> {
+fn copy_agreed(
+    stage: StageName,
+    name: &str,
+    shards: &[ShardDir],
+    target: &Path,
+) -> Result<FileCounts> {
     let first = shards[0].outputs(stage)?.get(name);
     for shard in &shards[1..] {
         let theirs = shard.outputs(stage)?.get(name);
@@ -341,26 +380,33 @@ fn copy_agreed(stage: StageName, name: &str, shards: &[ShardDir], target: &Path)
                 "{} and {}: {stage}/{name} differ (sha256 {} and {}); every shard must ingest the same sources with the same config",
                 shards[0].dir.display(),
                 shard.dir.display(),
-                json!(first),
-                json!(theirs)
+                as_json(&first),
+                as_json(&theirs)
             )));
         }
     }
     std::fs::copy(shards[0].file(stage, name), target)
         .with_context(|| format!("copying {}", target.display()))?;
-    Ok(json!({"copied_from_shard": 0}))
+    Ok(FileCounts::Copied {
+        copied_from_shard: 0,
+    })
 }
 
 /// The self-play games: each shard played its slice of the game numbers,
 /// so the files concatenated in shard order are the single run's.
-fn concatenate(stage: StageName, name: &str, shards: &[ShardDir], target: &Path) -> Result<Value> {
+fn concatenate(
+    stage: StageName,
+    name: &str,
+    shards: &[ShardDir],
+    target: &Path,
+) -> Result<FileCounts> {
     let mut bytes = Vec::new();
     for shard in shards {
         let path = shard.file(stage, name);
         bytes.extend(std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?);
     }
     crate::core::fileio::write_atomic(target, &bytes)?;
-    Ok(json!({"bytes": bytes.len()}))
+    Ok(FileCounts::Concatenated { bytes: bytes.len() })
 }
 
 /// The mined puzzles concatenated in shard order, repeated positions
@@ -370,7 +416,7 @@ fn merge_mined(
     shards: &[ShardDir],
     target: &Path,
     kept: &mut KeptRows,
-) -> Result<Value> {
+) -> Result<FileCounts> {
     let mut all = Vec::new();
     let mut owner = Vec::new();
     for (at, shard) in shards.iter().enumerate() {
@@ -395,11 +441,19 @@ fn merge_mined(
     }
     writer.finish()?;
     kept.insert(name.to_string(), kept_here);
-    Ok(json!({"shard_rows": all.len(), "puzzles": written}))
+    Ok(FileCounts::Mined {
+        shard_rows: all.len(),
+        puzzles: written,
+    })
 }
 
 /// The rated rows of the puzzles the mine merge kept, in shard order.
-fn merge_rated(name: &str, shards: &[ShardDir], target: &Path, kept: &KeptRows) -> Result<Value> {
+fn merge_rated(
+    name: &str,
+    shards: &[ShardDir],
+    target: &Path,
+    kept: &KeptRows,
+) -> Result<FileCounts> {
     let kept_rows = kept.get(name).ok_or_else(|| {
         bad_input(format!(
             "rate/{name} has no mine/{name} to follow: merge needs mine with rate"
@@ -415,7 +469,9 @@ fn merge_rated(name: &str, shards: &[ShardDir], target: &Path, kept: &KeptRows) 
         writer.write(puzzle)?;
     }
     writer.finish()?;
-    Ok(json!({"puzzles": merged.len()}))
+    Ok(FileCounts::Rated {
+        puzzles: merged.len(),
+    })
 }
 
 /// `puzzleforge merge`.
@@ -477,18 +533,31 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         (sliced, rest)
     };
 
+    merge_then_run(&mut ctx, &shards, &sliced, &rest, args.force)
+}
+
+/// Merges the sliced stages of `shards` into the release, runs the `rest`
+/// on it and sums both up.
+fn merge_then_run(
+    ctx: &mut RunContext,
+    shards: &[ShardDir],
+    sliced: &Stages,
+    rest: &Stages,
+    force: bool,
+) -> Result<Summary> {
+    let release_dir = ctx.release_dir.clone();
     let mut human = format!(
         "merge: {} shards -> {}\n",
         shards.len(),
         release_dir.display()
     );
-    let (merged_human, mut report) = merge_sliced(&sliced, &ctx, &shards, args.force)?;
+    let (merged_human, mut report) = merge_sliced(sliced, ctx, shards, force)?;
     human.push_str(&merged_human);
     let (rest_human, rest_report) = run_stages(
-        &mut ctx,
-        &rest,
+        ctx,
+        rest,
         Redo {
-            force: args.force,
+            force,
             rewrite_release: false,
         },
     )?;
@@ -503,7 +572,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
     let record = MergeSummary {
         command: "merge",
         release_dir,
-        shards: shard_names(&shards),
+        shards: shard_names(shards),
         count: shards[0].shard.count,
         stages: report,
     };
@@ -606,8 +675,8 @@ fn check_same_store(generated: &Generated, shards: &[ShardDir]) -> Result<()> {
             return Err(bad_input(format!(
                 "{}: the shard generated into store {}, this merge reads store {}; merge with the shards' pipeline.toml and engine",
                 shard.dir.display(),
-                json!(theirs),
-                json!(ours)
+                as_json(&theirs),
+                as_json(&ours)
             )));
         }
     }

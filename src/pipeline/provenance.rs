@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
@@ -16,6 +16,14 @@ use crate::stages::rate::RateConfig;
 use crate::stages::release::manifest::{RunProvenance, Settings, Source};
 use crate::stages::selfplay::SelfplayConfig;
 use crate::stages::verify::VerifyConfig;
+
+/// The rating model a release's `settings.rate.model` names: by its path
+/// relative to the config's folder and its bytes.
+#[derive(Serialize)]
+struct ModelFile {
+    path: String,
+    sha256: String,
+}
 
 /// What a release records of the run that made it: the run's input files
 /// (named as the config names them, relative to its folder), the settings
@@ -132,22 +140,25 @@ impl Provenance {
         // Under `[generate]` each profile's own selfplay and mine settings
         // are in `generate.figures.settings`.
         if let Some(selfplay) = &self.selfplay {
-            settings.selfplay = Some(json!(selfplay));
+            settings.selfplay = Some(serde_json::to_value(selfplay)?);
         }
         if let Some(mine) = &self.mine {
-            settings.mine = Some(json!(mine));
+            settings.mine = Some(serde_json::to_value(mine)?);
         }
         if let Some(rate) = &self.rate {
-            let mut value = json!(rate);
+            let mut value = serde_json::to_value(rate)?;
             if let Some(model) = &rate.model {
-                value["model"] = json!({"path": name(model), "sha256": sha(model)?});
+                value["model"] = serde_json::to_value(ModelFile {
+                    path: name(model),
+                    sha256: sha(model)?,
+                })?;
             }
             settings.rate = Some(value);
         }
         if let Some(verify) = &self.verify {
-            let mut value = verify.recorded();
+            let mut value = verify.recorded()?;
             if let Some(second) = &verify.second_engine {
-                value["second_engine"]["path"] = json!(name(&second.path));
+                value["second_engine"]["path"] = Value::String(name(&second.path));
             }
             settings.verify = Some(value);
         }

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use shakmaty::{CastlingMode, Color, Position};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -172,43 +172,64 @@ fn target(position: &SolverPosition) -> Value {
 /// the release schema, with where the puzzle and its rating come from
 /// (`source`: `lichess`, `selfplay`, ...; `rating_source`: `lichess` or
 /// `estimated`), so a user can tell a Lichess rating from an estimate.
-fn metadata(puzzle: &Puzzle, split: &str, position: &SolverPosition) -> Result<Value, String> {
-    let mut map = serde_json::Map::new();
-    map.insert("puzzle_id".into(), Value::from(puzzle.id.clone()));
-    map.insert("position_index".into(), Value::from(position.index));
-    map.insert("split".into(), Value::from(split));
-    map.insert("fen".into(), Value::from(position.fen.clone()));
-    map.insert(
-        "normalized_fen".into(),
-        Value::from(position_key_fen(&position.fen)),
-    );
-    for (key, column) in METADATA_COLUMNS {
-        map.insert(key.into(), puzzle.typed_cell(column.name(), column.kind())?);
-    }
-    // The solver moves of the line itself, whatever the release says.
-    map.insert("num_moves".into(), Value::from(puzzle.solver_moves()));
-    Ok(Value::Object(map))
+#[derive(Serialize)]
+struct Metadata<'a> {
+    puzzle_id: &'a str,
+    position_index: usize,
+    split: &'a str,
+    fen: &'a str,
+    normalized_fen: String,
+    rating: Value,
+    rating_deviation: Value,
+    rating_source: Value,
+    rating_bin: Value,
+    themes: Value,
+    opening_tags: Value,
+    mate: Value,
+    source: Value,
+    game_id: Value,
+    // The `verify` verdicts; null for puzzles that were not verified.
+    verify_deeper: Value,
+    verify_second: Value,
+    margin: Value,
+    verified: Value,
+    /// The solver moves of the line itself, whatever the release says.
+    num_moves: usize,
 }
 
-/// The release columns in every export's metadata, by metadata key.
-const METADATA_COLUMNS: [(&str, Column); 13] = [
-    ("rating", Column::Rating),
-    ("rating_deviation", Column::RatingDeviation),
-    ("rating_source", Column::RatingSource),
-    ("rating_bin", Column::RatingBin),
-    ("themes", Column::Themes),
-    ("opening_tags", Column::OpeningTags),
-    ("mate", Column::Mate),
-    ("source", Column::Source),
-    ("game_id", Column::GameId),
-    // The `verify` verdicts; null for puzzles that were not verified.
-    ("verify_deeper", Column::VerifyDeeper),
-    ("verify_second", Column::VerifySecond),
-    ("margin", Column::Margin),
-    ("verified", Column::Verified),
-];
+impl<'a> Metadata<'a> {
+    fn of(
+        puzzle: &'a Puzzle,
+        split: &'a str,
+        position: &'a SolverPosition,
+    ) -> Result<Metadata<'a>, String> {
+        let cell = |column: Column| puzzle.typed_cell(column.name(), column.kind());
+        Ok(Metadata {
+            puzzle_id: &puzzle.id,
+            position_index: position.index,
+            split,
+            fen: &position.fen,
+            normalized_fen: position_key_fen(&position.fen),
+            rating: cell(Column::Rating)?,
+            rating_deviation: cell(Column::RatingDeviation)?,
+            rating_source: cell(Column::RatingSource)?,
+            rating_bin: cell(Column::RatingBin)?,
+            themes: cell(Column::Themes)?,
+            opening_tags: cell(Column::OpeningTags)?,
+            mate: cell(Column::Mate)?,
+            source: cell(Column::Source)?,
+            game_id: cell(Column::GameId)?,
+            verify_deeper: cell(Column::VerifyDeeper)?,
+            verify_second: cell(Column::VerifySecond)?,
+            margin: cell(Column::Margin)?,
+            verified: cell(Column::Verified)?,
+            num_moves: puzzle.solver_moves(),
+        })
+    }
+}
 
-/// The metadata keys DSPy examples carry beside their inputs and label.
+/// The metadata keys DSPy examples carry beside their inputs and label
+/// (the fields of [`DspyExample`] after `accepted_moves`).
 const DSPY_METADATA: [&str; 9] = [
     "puzzle_id",
     "position_index",
@@ -221,44 +242,104 @@ const DSPY_METADATA: [&str; 9] = [
     "game_id",
 ];
 
-fn record(
+/// One solver position as an export writes it, by format.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ExportRecord<'a> {
+    /// Inspect: a sample with its input, target, id and metadata.
+    Inspect {
+        input: String,
+        target: Value,
+        id: String,
+        metadata: Metadata<'a>,
+    },
+    Dspy(DspyExample<'a>),
+    /// OpenAI evals: the chat, the ideal answer, id and metadata.
+    OpenaiEvals {
+        input: [ChatTurn; 2],
+        ideal: Value,
+        id: String,
+        metadata: Metadata<'a>,
+    },
+    /// Lichess exports write CSV rows, not records.
+    Lichess,
+}
+
+/// A DSPy example: its inputs, label and accepted answers, then the
+/// metadata keys of [`DSPY_METADATA`].
+#[derive(Serialize)]
+struct DspyExample<'a> {
+    position_fen: &'a str,
+    side_to_move: &'static str,
+    legal_moves_uci: String,
+    #[serde(rename = "move")]
+    expected: &'a str,
+    accepted_moves: &'a [String],
+    puzzle_id: &'a str,
+    position_index: usize,
+    rating: Value,
+    rating_source: Value,
+    themes: Value,
+    mate: Value,
+    num_moves: usize,
+    source: Value,
+    game_id: Value,
+}
+
+/// One message of an OpenAI evals chat.
+#[derive(Serialize)]
+struct ChatTurn {
+    role: &'static str,
+    content: String,
+}
+
+fn record<'a>(
     format: ExportFormat,
-    puzzle: &Puzzle,
-    split: &str,
-    position: &SolverPosition,
-) -> Result<Value, String> {
+    puzzle: &'a Puzzle,
+    split: &'a str,
+    position: &'a SolverPosition,
+) -> Result<ExportRecord<'a>, String> {
     let id = format!("{}-{}", puzzle.id, position.index);
-    let metadata = metadata(puzzle, split, position)?;
+    let metadata = Metadata::of(puzzle, split, position)?;
     Ok(match format {
-        ExportFormat::Inspect => json!({
-            "input": prompt(position),
-            "target": target(position),
-            "id": id,
-            "metadata": metadata,
+        ExportFormat::Inspect => ExportRecord::Inspect {
+            input: prompt(position),
+            target: target(position),
+            id,
+            metadata,
+        },
+        ExportFormat::Dspy => ExportRecord::Dspy(DspyExample {
+            position_fen: &position.fen,
+            side_to_move: color_name(position.side_to_move),
+            legal_moves_uci: position.legal_moves.join(" "),
+            expected: &position.expected,
+            accepted_moves: &position.accepted,
+            puzzle_id: metadata.puzzle_id,
+            position_index: metadata.position_index,
+            rating: metadata.rating,
+            rating_source: metadata.rating_source,
+            themes: metadata.themes,
+            mate: metadata.mate,
+            num_moves: metadata.num_moves,
+            source: metadata.source,
+            game_id: metadata.game_id,
         }),
-        ExportFormat::Dspy => {
-            let mut example = json!({
-                "position_fen": position.fen,
-                "side_to_move": color_name(position.side_to_move),
-                "legal_moves_uci": position.legal_moves.join(" "),
-                "move": position.expected,
-                "accepted_moves": position.accepted,
-            });
-            for key in DSPY_METADATA {
-                example[key] = metadata[key].clone();
-            }
-            example
-        }
-        ExportFormat::OpenaiEvals => json!({
-            "input": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": prompt(position)},
+        ExportFormat::OpenaiEvals => ExportRecord::OpenaiEvals {
+            input: [
+                ChatTurn {
+                    role: "system",
+                    content: SYSTEM_PROMPT.to_string(),
+                },
+                ChatTurn {
+                    role: "user",
+                    content: prompt(position),
+                },
             ],
-            "ideal": target(position),
-            "id": id,
-            "metadata": metadata,
-        }),
-        ExportFormat::Lichess => Value::Null,
+            ideal: target(position),
+            id,
+            metadata,
+        },
+        ExportFormat::Lichess => ExportRecord::Lichess,
     })
 }
 
@@ -339,30 +420,14 @@ pub(crate) fn export_report(args: &ExportArgs) -> Result<Report<ExportSummary>> 
             }
             format => {
                 let name = format!("{split}.jsonl");
-                let path = args.output.join(&name);
-                let mut file = AtomicFile::create(&path)?;
-                let mut count = 0usize;
-                for puzzle in &puzzles {
-                    let positions = match solver_positions(puzzle) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            let place = format!("{}: puzzle {}", input.display(), puzzle.id);
-                            skipped.push(e.at(place).to_string());
-                            continue;
-                        }
-                    };
-                    for position in &positions {
-                        let value = record(format, puzzle, split, position).map_err(|why| {
-                            crate::core::error::bad_input(format!("{}: {why}", input.display()))
-                        })?;
-                        let mut line = serde_json::to_vec(&value)?;
-                        line.push(b'\n');
-                        file.write_all(&line)
-                            .with_context(|| format!("writing {}", path.display()))?;
-                        count += 1;
-                    }
-                }
-                file.commit()?;
+                let count = write_records(
+                    format,
+                    split,
+                    &puzzles,
+                    &input,
+                    &args.output.join(&name),
+                    &mut skipped,
+                )?;
                 (name, count)
             }
         };
@@ -395,6 +460,43 @@ pub(crate) fn export_report(args: &ExportArgs) -> Result<Report<ExportSummary>> 
     Ok(Report::new(human, record))
 }
 
+/// Writes the records of every solver position of `puzzles` (of `split`,
+/// read from `input`) to `path` as JSON Lines; returns how many. A puzzle
+/// whose line does not play is added to `skipped`.
+fn write_records(
+    format: ExportFormat,
+    split: &str,
+    puzzles: &[Puzzle],
+    input: &Path,
+    path: &Path,
+    skipped: &mut Vec<String>,
+) -> Result<usize> {
+    let mut file = AtomicFile::create(path)?;
+    let mut count = 0usize;
+    for puzzle in puzzles {
+        let positions = match solver_positions(puzzle) {
+            Ok(p) => p,
+            Err(e) => {
+                let place = format!("{}: puzzle {}", input.display(), puzzle.id);
+                skipped.push(e.at(place).to_string());
+                continue;
+            }
+        };
+        for position in &positions {
+            let value = record(format, puzzle, split, position).map_err(|why| {
+                crate::core::error::bad_input(format!("{}: {why}", input.display()))
+            })?;
+            let mut line = serde_json::to_vec(&value)?;
+            line.push(b'\n');
+            file.write_all(&line)
+                .with_context(|| format!("writing {}", path.display()))?;
+            count += 1;
+        }
+    }
+    file.commit()?;
+    Ok(count)
+}
+
 /// Writes what the format's tool runs ([`tool_files`]) and, for DSPy, the
 /// field note, adding each file to `files` and a line to `human`.
 fn write_tool_files(
@@ -410,12 +512,14 @@ fn write_tool_files(
         files.push(name);
     }
     if args.format == ExportFormat::Dspy {
-        let note = json!({
-            "inputs": ["position_fen", "side_to_move", "legal_moves_uci"],
-            "label": "move",
-            "metadata": std::iter::once("accepted_moves").chain(DSPY_METADATA).collect::<Vec<_>>(),
-            "note": DSPY_FIELDS_NOTE,
-        });
+        let note = DspyFieldsNote {
+            inputs: ["position_fen", "side_to_move", "legal_moves_uci"],
+            label: "move",
+            metadata: std::iter::once("accepted_moves")
+                .chain(DSPY_METADATA)
+                .collect(),
+            note: DSPY_FIELDS_NOTE,
+        };
         let mut text = serde_json::to_string_pretty(&note)?;
         text.push('\n');
         write_atomic(&args.output.join("dspy_fields.json"), text.as_bytes())?;
@@ -424,6 +528,16 @@ fn write_tool_files(
         files.push("dspy_fields.json".to_string());
     }
     Ok(())
+}
+
+/// `dspy_fields.json`: which keys of a DSPy example are inputs, which is
+/// the label and which are metadata.
+#[derive(Serialize)]
+struct DspyFieldsNote {
+    inputs: [&'static str; 3],
+    label: &'static str,
+    metadata: Vec<&'static str>,
+    note: &'static str,
 }
 
 /// The format's name as the CLI and `[export]` spell it (`openai-evals`),

@@ -33,7 +33,7 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use shakmaty::Position;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -43,7 +43,7 @@ use crate::chess::columns::Column;
 use crate::chess::record::Puzzle;
 use crate::core::fileio::AtomicFile;
 use crate::core::settings::{flags_over, switch_on};
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use crate::engine::criterion::{self, Criterion, Margin, Rule, Scores, Turn};
 use crate::engine::pool::{EnginePool, PoolConfig, Session};
 use crate::engine::process::{EngineError, EngineSpec, Limit, SearchRequest};
@@ -241,9 +241,9 @@ impl VerifyConfig {
     /// The settings as a release records them (`settings.verify`) and a
     /// run's stage fingerprints them: [`Self::PER_PUZZLE_KEYS`] only where
     /// set, so that a release made without them reads as it always has.
-    pub fn recorded(&self) -> Value {
-        let mut value = json!(self);
-        let defaults = json!(Self::default());
+    pub fn recorded(&self) -> serde_json::Result<Value> {
+        let mut value = serde_json::to_value(self)?;
+        let defaults = serde_json::to_value(Self::default())?;
         if let Some(map) = value.as_object_mut() {
             for key in Self::PER_PUZZLE_KEYS {
                 if map.get(key) == defaults.get(key) {
@@ -251,7 +251,7 @@ impl VerifyConfig {
                 }
             }
         }
-        value
+        Ok(value)
     }
 }
 
@@ -500,7 +500,7 @@ pub fn run_verify_with(
             .collect();
         crate::chess::record::write_puzzles(path, &marked)?;
     }
-    Ok(summarize(config, &verdicts, &unreadable, files.report))
+    summarize(config, &verdicts, &unreadable, files.report)
 }
 
 /// The margins the summary tabulates: how many puzzles that pass the deeper
@@ -591,7 +591,7 @@ pub(crate) fn summarize(
     verdicts: &[Verdict],
     unreadable: &[String],
     report: &Path,
-) -> (Summary, VerifyCounts) {
+) -> Result<(Summary, VerifyCounts)> {
     let counts = VerifyCounts::of(verdicts);
     let mut human = format!(
         "verify: {} puzzles, {} checked at {}x nodes: best move holds {}, best move and criterion hold {}; {} not checkable, {} unreadable rows -> {}",
@@ -629,25 +629,50 @@ pub(crate) fn summarize(
     for problem in unreadable.iter().take(10) {
         human.push_str(&format!("\n  {problem}"));
     }
-    let json = json!({
-        "command": "verify",
-        "puzzles": counts.puzzles,
-        "checked": counts.checked,
-        "factor": config.factor,
-        "best_holds": counts.best_holds,
-        "best_and_criterion_hold": counts.best_and_criterion_hold,
-        "not_checkable": counts.not_checkable,
-        "unreadable_rows": unreadable.len(),
-        "margin_fails": counts.margin_fails,
-        "second_engine_pass": counts.second_engine_pass,
-        "second_engine_fail": counts.second_engine_fail,
-        "verified": counts.verified,
-        "failed": counts.failed,
-        "policy": config.policy,
-        "margins": counts.margins,
-        "report": report.display().to_string(),
-    });
-    (Summary::new(human, json), counts)
+    let record = VerifySummary {
+        command: "verify",
+        puzzles: counts.puzzles,
+        checked: counts.checked,
+        factor: config.factor,
+        best_holds: counts.best_holds,
+        best_and_criterion_hold: counts.best_and_criterion_hold,
+        not_checkable: counts.not_checkable,
+        unreadable_rows: unreadable.len(),
+        margin_fails: counts.margin_fails,
+        second_engine_pass: counts.second_engine_pass,
+        second_engine_fail: counts.second_engine_fail,
+        verified: counts.verified,
+        failed: counts.failed,
+        policy: config.policy,
+        margins: &counts.margins,
+        report: report.display().to_string(),
+    };
+    let summary = Report::new(human, record).into_summary()?;
+    Ok((summary, counts))
+}
+
+/// The summary of one verify run (`verify --json`, and the verify stage's
+/// summary).
+#[derive(Serialize)]
+struct VerifySummary<'a> {
+    command: &'static str,
+    puzzles: u64,
+    checked: u64,
+    factor: u64,
+    best_holds: u64,
+    best_and_criterion_hold: u64,
+    not_checkable: u64,
+    unreadable_rows: usize,
+    margin_fails: u64,
+    second_engine_pass: u64,
+    second_engine_fail: u64,
+    verified: u64,
+    failed: u64,
+    policy: Policy,
+    /// Every row, even none (unlike [`VerifyCounts`], which leaves out an
+    /// empty table).
+    margins: &'a [MarginRow],
+    report: String,
 }
 
 /// Of the Epoch puzzles that pass the deeper check: how many keep each of

@@ -5,15 +5,14 @@
 //! object per position on stdout, in input order.
 
 use crate::chess::line::{parse_move, read_fen, read_position};
-use crate::core::summary::Summary;
-use crate::engine::criterion::{self, Criterion, Turn};
-use crate::engine::pool::EnginePool;
+use crate::core::summary::{Report, Summary};
+use crate::engine::criterion::{self, Criterion, Judged, Turn};
+use crate::engine::pool::{EnginePool, EngineStats};
 use crate::engine::process::{Limit, SearchRequest};
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::engine::uci::Score;
 use anyhow::Context;
 use serde::Serialize;
-use serde_json::json;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, EnPassantMode};
@@ -192,63 +191,12 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
     pool_config.progress = Some("check".to_string());
     let pool = EnginePool::new(spec, pool_config)?;
     let criterion = args.criterion;
-    let verdicts = pool
-        .map(&items, |session, _, item| {
-            let request = SearchRequest {
-                fen: item.fen.clone(),
-                moves: Vec::new(),
-                limit,
-                multipv: 2,
-            };
-            // A position on its own is judged as a puzzle's first move.
-            criterion::judge(
-                session,
-                &request,
-                &item.position,
-                criterion.into(),
-                Turn::First,
-            )
-            .map(|(judged, _)| judged)
-        })
-        .map_err(
-            |error| match error.downcast_ref::<crate::engine::pool::UnitFailed>() {
-                Some(failed) => {
-                    let line = items.get(failed.item).map_or(0, |item| item.line);
-                    error.context(format!("checking {} line {line}", args.input.display()))
-                }
-                None => error,
-            },
-        )?;
-
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let (mut unique_count, mut best_matches, mut with_move) = (0u64, 0u64, 0u64);
-    for (item, verdict) in items.iter().zip(&verdicts) {
-        let mut line = CheckLine {
-            fen: item.fen.to_string(),
-            best_move: &verdict.best_move,
-            best_score: verdict.best_score,
-            second_move: &verdict.second_move,
-            second_score: verdict.second_score,
-            unique: verdict.unique(),
-            why: &verdict.decision.why,
-            criterion: criterion.name(),
-            puzzle_id: item.id.as_ref(),
-            given_move: None,
-            move_is_best: None,
-        };
-        unique_count += u64::from(verdict.unique());
-        if let Some(given) = &item.given_move {
-            let is_best = verdict.best_move.as_ref() == Some(given);
-            with_move += 1;
-            best_matches += u64::from(is_best);
-            line.given_move = Some(given);
-            line.move_is_best = Some(is_best);
-        }
-        let object = serde_json::to_value(&line)?;
-        writeln!(out, "{object}").context("cannot write to stdout")?;
-    }
-    out.flush().context("cannot write to stdout")?;
+    let verdicts = judge_items(&pool, &items, limit, criterion, args)?;
+    let Tally {
+        unique: unique_count,
+        best_matches,
+        with_move,
+    } = write_lines(&items, &verdicts, criterion)?;
 
     let stats = pool.stats();
     let total_nodes: u64 = stats.iter().map(|s| s.nodes).sum();
@@ -269,16 +217,119 @@ pub fn run_check(args: &CheckArgs) -> anyhow::Result<Summary> {
         restarts,
         if restarts == 1 { "" } else { "s" },
     );
-    let json = json!({
-        "command": "check",
-        "positions": items.len(),
-        "unique": unique_count,
-        "criterion": criterion.name(),
-        "limit": limit,
-        "with_move": with_move,
-        "move_is_best": best_matches,
-        "engine": pool.engine_id(),
-        "engines": stats,
-    });
-    Ok(Summary::new(human, json))
+    let record = CheckSummary {
+        command: "check",
+        positions: items.len(),
+        unique: unique_count,
+        criterion: criterion.name(),
+        limit,
+        with_move,
+        move_is_best: best_matches,
+        engine: pool.engine_id(),
+        engines: stats,
+    };
+    Report::new(human, record).into_summary()
+}
+
+/// The `check` summary (`--json`).
+#[derive(Serialize)]
+struct CheckSummary<'a> {
+    command: &'static str,
+    positions: usize,
+    unique: u64,
+    criterion: &'static str,
+    limit: Limit,
+    with_move: u64,
+    move_is_best: u64,
+    engine: &'a str,
+    engines: Vec<EngineStats>,
+}
+
+/// Judges every item's position with the engines of `pool` (a position on
+/// its own as a puzzle's first move); a failure names the input line.
+fn judge_items(
+    pool: &EnginePool,
+    items: &[CheckItem],
+    limit: Limit,
+    criterion: Criterion,
+    args: &CheckArgs,
+) -> anyhow::Result<Vec<Judged>> {
+    pool.map(items, |session, _, item| {
+        let request = SearchRequest {
+            fen: item.fen.clone(),
+            moves: Vec::new(),
+            limit,
+            multipv: 2,
+        };
+        criterion::judge(
+            session,
+            &request,
+            &item.position,
+            criterion.into(),
+            Turn::First,
+        )
+        .map(|(judged, _)| judged)
+    })
+    .map_err(
+        |error| match error.downcast_ref::<crate::engine::pool::UnitFailed>() {
+            Some(failed) => {
+                let line = items.get(failed.item).map_or(0, |item| item.line);
+                error.context(format!("checking {} line {line}", args.input.display()))
+            }
+            None => error,
+        },
+    )
+}
+
+/// What the lines written say in all.
+struct Tally {
+    /// Positions with a unique best move.
+    unique: u64,
+    /// Given moves that are the best move.
+    best_matches: u64,
+    /// Items with a given move.
+    with_move: u64,
+}
+
+/// Writes one JSON line per item to stdout: the engine's verdict, and
+/// whether the given move (if any) is the best.
+fn write_lines(
+    items: &[CheckItem],
+    verdicts: &[Judged],
+    criterion: Criterion,
+) -> anyhow::Result<Tally> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut tally = Tally {
+        unique: 0,
+        best_matches: 0,
+        with_move: 0,
+    };
+    for (item, verdict) in items.iter().zip(verdicts) {
+        let mut line = CheckLine {
+            fen: item.fen.to_string(),
+            best_move: &verdict.best_move,
+            best_score: verdict.best_score,
+            second_move: &verdict.second_move,
+            second_score: verdict.second_score,
+            unique: verdict.unique(),
+            why: &verdict.decision.why,
+            criterion: criterion.name(),
+            puzzle_id: item.id.as_ref(),
+            given_move: None,
+            move_is_best: None,
+        };
+        tally.unique += u64::from(verdict.unique());
+        if let Some(given) = &item.given_move {
+            let is_best = verdict.best_move.as_ref() == Some(given);
+            tally.with_move += 1;
+            tally.best_matches += u64::from(is_best);
+            line.given_move = Some(given);
+            line.move_is_best = Some(is_best);
+        }
+        let object = serde_json::to_value(&line)?;
+        writeln!(out, "{object}").context("cannot write to stdout")?;
+    }
+    out.flush().context("cannot write to stdout")?;
+    Ok(tally)
 }

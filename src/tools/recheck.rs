@@ -19,14 +19,16 @@
 //! after every puzzle is reported.
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use shakmaty::uci::UciMove;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
 use crate::chess::record::{Puzzle, read_puzzles};
 use crate::core::error::bad_input;
-use crate::core::summary::Summary;
+use crate::core::summary::{Report, Summary};
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineConfig;
 use crate::stages::release::card::{check_release_files, is_release_dir, split_files};
@@ -170,14 +172,7 @@ pub fn run_recheck(args: &VerifyArgs) -> Result<Summary> {
         differing,
         skipped: skipped.len(),
     };
-    Ok(recheck_summary(
-        args,
-        &config,
-        &from,
-        &outcome,
-        &pool,
-        second.as_ref(),
-    ))
+    recheck_summary(args, &config, &from, &outcome, &pool, second.as_ref())
 }
 
 /// What a re-check found.
@@ -201,65 +196,162 @@ fn write_lines(
     let mut out = std::io::BufWriter::new(stdout.lock());
     let mut differing = Vec::new();
     for ((file, recorded), verdict) in checkable.iter().zip(verdicts) {
-        let (line, agrees) = compare_line(file, recorded, verdict);
-        if !agrees {
+        let line = compare_line(file, recorded, verdict);
+        if !line.agrees {
             differing.push(recorded.id.clone());
         }
-        writeln!(out, "{line}").context("cannot write to stdout")?;
+        writeln!(out, "{}", serde_json::to_string(&line)?).context("cannot write to stdout")?;
     }
     for (file, puzzle) in skipped {
-        let line = json!({"PuzzleId": puzzle.id, "file": file.display().to_string(),
-            "skipped": "no Nodes column (not a puzzle puzzleforge mined): give --nodes N to search it"});
-        writeln!(out, "{line}").context("cannot write to stdout")?;
+        let line = SkippedLine {
+            puzzle_id: &puzzle.id,
+            file: file.display().to_string(),
+            skipped: "no Nodes column (not a puzzle puzzleforge mined): give --nodes N to search it",
+        };
+        writeln!(out, "{}", serde_json::to_string(&line)?).context("cannot write to stdout")?;
     }
     out.flush().context("cannot write to stdout")?;
     Ok(differing)
 }
 
+/// A puzzle the re-check could not search: its line on stdout.
+#[derive(Serialize)]
+struct SkippedLine<'a> {
+    #[serde(rename = "PuzzleId")]
+    puzzle_id: &'a str,
+    file: String,
+    skipped: &'static str,
+}
+
+/// One re-checked puzzle's line on stdout: its verdict columns as recorded
+/// and as the search marks them now, and those that differ.
+#[derive(Serialize)]
+struct CompareLine<'a> {
+    #[serde(rename = "PuzzleId")]
+    puzzle_id: &'a str,
+    file: String,
+    expected_move: &'a str,
+    recorded: RecordedVerdict,
+    now: CurrentVerdict<'a>,
+    differs: Vec<&'static str>,
+    agrees: bool,
+}
+
+/// The compared verdict columns ([`COMPARED`]) of one puzzle, typed as the
+/// release's JSON Lines hold them (booleans, numbers, null where empty); a
+/// cell its type cannot read stays as written.
+#[derive(Serialize)]
+struct VerdictColumns {
+    #[serde(rename = "VerifyDeeper")]
+    verify_deeper: Value,
+    #[serde(rename = "VerifySecond")]
+    verify_second: Value,
+    #[serde(rename = "Margin")]
+    margin: Value,
+    #[serde(rename = "Verified")]
+    verified: Value,
+}
+
+impl VerdictColumns {
+    fn of(puzzle: &Puzzle) -> VerdictColumns {
+        VerdictColumns {
+            verify_deeper: typed_cell(puzzle, Column::VerifyDeeper),
+            verify_second: typed_cell(puzzle, Column::VerifySecond),
+            margin: typed_cell(puzzle, Column::Margin),
+            verified: typed_cell(puzzle, Column::Verified),
+        }
+    }
+}
+
+/// What the release recorded: the verdict columns and the mining search
+/// the margin is computed from.
+#[derive(Serialize)]
+struct RecordedVerdict {
+    #[serde(flatten)]
+    columns: VerdictColumns,
+    #[serde(rename = "BestScore")]
+    best_score: Value,
+    #[serde(rename = "SecondScore")]
+    second_score: Value,
+    #[serde(rename = "Nodes")]
+    nodes: Value,
+}
+
+/// What the search says now: the verdict columns it would write and the
+/// deeper search itself.
+#[derive(Serialize)]
+struct CurrentVerdict<'a> {
+    #[serde(flatten)]
+    columns: VerdictColumns,
+    best_move: &'a Option<UciMove>,
+    best_score: Option<i32>,
+    second_score: Option<i32>,
+    nodes: u64,
+    error: &'a Option<String>,
+}
+
+/// A puzzle's cell of `column`, trimmed ("" where absent).
+fn cell(puzzle: &Puzzle, column: Column) -> String {
+    puzzle.get(column).unwrap_or_default().trim().to_string()
+}
+
+/// A puzzle's cell of `column` typed as the release's JSON Lines hold it;
+/// a cell its type cannot read stays as written.
+fn typed_cell(puzzle: &Puzzle, column: Column) -> Value {
+    let text = cell(puzzle, column);
+    column
+        .kind()
+        .json_value(&text)
+        .unwrap_or(Value::String(text))
+}
+
 /// One re-checked puzzle's line: its verdict columns as recorded and as
-/// `verdict` marks them now, and those that differ; whether none does.
-fn compare_line(file: &Path, recorded: &Puzzle, verdict: &Verdict) -> (Value, bool) {
+/// `verdict` marks them now, and those that differ.
+fn compare_line<'a>(file: &Path, recorded: &'a Puzzle, verdict: &'a Verdict) -> CompareLine<'a> {
     let mut now = recorded.clone();
     verdict.mark(&mut now);
-    let cell = |p: &Puzzle, c: Column| p.get(c).unwrap_or_default().trim().to_string();
-    let differs: Vec<&str> = COMPARED
+    let differs: Vec<&'static str> = COMPARED
         .iter()
         .filter(|&&c| !same_cell(c, &cell(recorded, c), &cell(&now, c)))
         .map(|c| c.name())
         .collect();
-    // Typed as the release's JSON Lines hold them (booleans, numbers,
-    // null where empty); a cell its type cannot read stays as written.
-    let typed = |p: &Puzzle, c: Column| {
-        let text = cell(p, c);
-        c.kind().json_value(&text).unwrap_or(Value::String(text))
-    };
-    let columns = |p: &Puzzle| {
-        COMPARED
-            .iter()
-            .map(|&c| (c.name().to_string(), typed(p, c)))
-            .collect::<serde_json::Map<_, _>>()
-    };
-    let mut recorded_json = columns(recorded);
-    for c in [Column::BestScore, Column::SecondScore, Column::Nodes] {
-        recorded_json.insert(c.name().to_string(), typed(recorded, c));
+    CompareLine {
+        puzzle_id: &recorded.id,
+        file: file.display().to_string(),
+        expected_move: &verdict.expected_move,
+        recorded: RecordedVerdict {
+            columns: VerdictColumns::of(recorded),
+            best_score: typed_cell(recorded, Column::BestScore),
+            second_score: typed_cell(recorded, Column::SecondScore),
+            nodes: typed_cell(recorded, Column::Nodes),
+        },
+        now: CurrentVerdict {
+            columns: VerdictColumns::of(&now),
+            best_move: &verdict.best_move,
+            best_score: verdict.best_score,
+            second_score: verdict.second_score,
+            nodes: verdict.nodes,
+            error: &verdict.error,
+        },
+        agrees: differs.is_empty(),
+        differs,
     }
-    let mut now_json = columns(&now);
-    now_json.insert("best_move".into(), json!(verdict.best_move));
-    now_json.insert("best_score".into(), json!(verdict.best_score));
-    now_json.insert("second_score".into(), json!(verdict.second_score));
-    now_json.insert("nodes".into(), json!(verdict.nodes));
-    now_json.insert("error".into(), json!(verdict.error));
-    let agrees = differs.is_empty();
-    let line = json!({
-        "PuzzleId": recorded.id,
-        "file": file.display().to_string(),
-        "expected_move": verdict.expected_move,
-        "recorded": recorded_json,
-        "now": now_json,
-        "differs": differs,
-        "agrees": agrees,
-    });
-    (line, agrees)
+}
+
+/// The re-check's summary (`verify --recheck --json`).
+#[derive(Serialize)]
+struct RecheckSummary<'a> {
+    command: &'static str,
+    recheck: bool,
+    input: String,
+    settings_from: &'a str,
+    settings: &'a VerifyConfig,
+    puzzles: usize,
+    agree: usize,
+    differ: &'a [String],
+    skipped: usize,
+    engine: &'a str,
+    second_engine: Option<&'a str>,
 }
 
 /// The re-check's summary; a shortfall when any puzzle differs.
@@ -270,7 +362,7 @@ fn recheck_summary(
     outcome: &Outcome,
     pool: &EnginePool,
     second: Option<&EnginePool>,
-) -> Summary {
+) -> Result<Summary> {
     let Outcome {
         checked,
         differing,
@@ -305,22 +397,20 @@ fn recheck_summary(
         },
         pool.engine_id(),
     );
-    let mut summary = Summary::new(
-        human,
-        json!({
-            "command": "verify",
-            "recheck": true,
-            "input": args.input.display().to_string(),
-            "settings_from": from,
-            "settings": config,
-            "puzzles": checked,
-            "agree": agree,
-            "differ": differing,
-            "skipped": skipped,
-            "engine": pool.engine_id(),
-            "second_engine": second.map(|p| p.engine_id().to_string()),
-        }),
-    );
+    let record = RecheckSummary {
+        command: "verify",
+        recheck: true,
+        input: args.input.display().to_string(),
+        settings_from: from,
+        settings: config,
+        puzzles: *checked,
+        agree,
+        differ: differing,
+        skipped: *skipped,
+        engine: pool.engine_id(),
+        second_engine: second.map(|p| p.engine_id()),
+    };
+    let mut summary = Report::new(human, record).into_summary()?;
     if !differing.is_empty() {
         summary.shortfall = Some(format!(
             "verify: {} of {checked} puzzles differ from what {} recorded: {}",
@@ -329,7 +419,7 @@ fn recheck_summary(
             differing.join(", ")
         ));
     }
-    summary
+    Ok(summary)
 }
 
 /// Two cells of `column` say the same: margins as numbers, verdicts as

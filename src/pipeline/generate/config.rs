@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -222,40 +222,8 @@ impl Settings {
         tier: Option<&str>,
         profile: Option<&str>,
     ) -> Result<Settings> {
+        check_tables(config)?;
         let generate = &config.generate;
-        for name in generate.tiers.keys() {
-            if !config.split.tiers.contains_key(name) {
-                return Err(bad_input(format!(
-                    "[generate.tiers.{name}]: {name:?} is not a tier of [split.tiers]"
-                )));
-            }
-        }
-        // Every tier's and profile's tables must hold keys of their
-        // sections, used by this run or not: a misspelt key (or a band's
-        // keys under a profile's header) would otherwise wait silently for
-        // the run that plays that profile.
-        let tables = generate
-            .tiers
-            .iter()
-            .map(|(name, p)| (format!("generate.tiers.{name}"), p))
-            .chain(
-                generate
-                    .profiles
-                    .iter()
-                    .map(|(name, p)| (format!("generate.profiles.{name}"), p)),
-            );
-        for (name, table) in tables {
-            overlay(
-                config.selfplay,
-                &[(format!("{name}.selfplay"), &table.selfplay)],
-                &SELFPLAY_OWN_KEYS,
-            )?;
-            overlay(
-                config.mine,
-                &[(format!("{name}.mine"), &table.mine)],
-                &MINE_OWN_KEYS,
-            )?;
-        }
         let tier = generate.tier.as_deref().or(tier);
         let tier_profile = tier.and_then(|name| Some((name, generate.tiers.get(name)?)));
         let mut selfplay_layers = vec![("generate.selfplay".to_string(), &generate.selfplay)];
@@ -315,10 +283,10 @@ impl Settings {
         };
         // Files by content, not by path: shards on other machines agree.
         let mut rate = serde_json::to_value(&self.rate)?;
-        rate["model"] = json!(model);
+        rate["model"] = serde_json::to_value(model)?;
         let mut verify = serde_json::to_value(&self.verify)?;
         if let Some(second) = verify.get_mut("second_engine").filter(|v| v.is_object()) {
-            second["path"] = json!(second_sha);
+            second["path"] = serde_json::to_value(second_sha)?;
         }
         // Maia players by their nets' bytes, not the folder's path.
         let mut selfplay = serde_json::to_value(&self.selfplay)?;
@@ -326,19 +294,82 @@ impl Settings {
             && let Some(table) = selfplay.get_mut("maia").and_then(Value::as_object_mut)
         {
             table.remove("models_dir");
-            table.insert("nets".to_string(), json!(maia.fingerprint()?));
+            table.insert(
+                "nets".to_string(),
+                serde_json::to_value(maia.fingerprint()?)?,
+            );
         }
-        let settings = json!({
-            "tool_version": env!("CARGO_PKG_VERSION"),
-            "selfplay": selfplay,
-            "mine": self.mine,
-            "rate": rate,
-            "verify": verify,
-            "engine": {"sha256": engine.sha256, "options": engine.spec.options},
-        });
+        let settings = serde_json::to_value(StoreSettings {
+            tool_version: env!("CARGO_PKG_VERSION"),
+            selfplay,
+            mine: &self.mine,
+            rate,
+            verify,
+            engine: StoreEngine {
+                sha256: engine.sha256,
+                options: &engine.spec.options,
+            },
+        })?;
         let digest = sha256_bytes(serde_json::to_string(&settings)?.as_bytes());
         Ok((digest[..16].to_string(), settings))
     }
+}
+
+/// Checks `[generate.tiers]` against `[split.tiers]`, and that every
+/// tier's and profile's tables hold keys of their sections, used by this
+/// run or not: a misspelt key (or a band's keys under a profile's header)
+/// would otherwise wait silently for the run that plays that profile.
+fn check_tables(config: &Sections<'_>) -> Result<()> {
+    let generate = &config.generate;
+    for name in generate.tiers.keys() {
+        if !config.split.tiers.contains_key(name) {
+            return Err(bad_input(format!(
+                "[generate.tiers.{name}]: {name:?} is not a tier of [split.tiers]"
+            )));
+        }
+    }
+    let tables = generate
+        .tiers
+        .iter()
+        .map(|(name, p)| (format!("generate.tiers.{name}"), p))
+        .chain(
+            generate
+                .profiles
+                .iter()
+                .map(|(name, p)| (format!("generate.profiles.{name}"), p)),
+        );
+    for (name, table) in tables {
+        overlay(
+            config.selfplay,
+            &[(format!("{name}.selfplay"), &table.selfplay)],
+            &SELFPLAY_OWN_KEYS,
+        )?;
+        overlay(
+            config.mine,
+            &[(format!("{name}.mine"), &table.mine)],
+            &MINE_OWN_KEYS,
+        )?;
+    }
+    Ok(())
+}
+
+/// What the generation store is keyed by (and records): the settings its
+/// games and puzzles depend on, files and nets by content.
+#[derive(Serialize)]
+struct StoreSettings<'a> {
+    tool_version: &'static str,
+    selfplay: Value,
+    mine: &'a crate::stages::mine::MineConfig,
+    rate: Value,
+    verify: Value,
+    engine: StoreEngine<'a>,
+}
+
+/// The engine of a store's key: its build and options, not its path.
+#[derive(Serialize)]
+struct StoreEngine<'a> {
+    sha256: &'a str,
+    options: &'a [(String, String)],
 }
 
 #[cfg(test)]

@@ -74,20 +74,7 @@ pub(super) fn draw_pictures(
         drawn.push((title, file));
     }
 
-    let mut counts = [0f64; REGRET_BINS.len()];
-    let mut total = 0f64;
-    for r in records {
-        if let Some(regret) = r.regret_cp {
-            let bin = REGRET_BINS
-                .iter()
-                .position(|(upper, _)| regret <= *upper)
-                .unwrap_or(REGRET_BINS.len() - 1);
-            counts[bin] += 1.0;
-            total += 1.0;
-        }
-    }
-    if total > 0.0 {
-        let shares: Vec<f64> = counts.iter().map(|c| c / total).collect();
+    if let Some(shares) = regret_shares(records) {
         let labels: Vec<String> = REGRET_BINS.iter().map(|(_, l)| l.to_string()).collect();
         let (title, file) = ("Regret per position", "regret_distribution.svg");
         bar_chart(
@@ -132,8 +119,14 @@ pub(super) fn draw_pictures(
     {
         drawn.push(("Human ladder", LADDER_PICTURE));
     }
-    // A picture an earlier run into this folder drew, and this one does
-    // not, would be read as this run's.
+    remove_undrawn(dir, &drawn)?;
+    Ok(drawn)
+}
+
+/// Removes the pictures of [`PICTURES`] not in `drawn`: a picture an
+/// earlier run into this folder drew, and this one does not, would be read
+/// as this run's.
+fn remove_undrawn(dir: &Path, drawn: &[(&'static str, &'static str)]) -> Result<()> {
     for file in PICTURES {
         if !drawn.iter().any(|(_, f)| *f == file) {
             let path = dir.join(file);
@@ -143,7 +136,25 @@ pub(super) fn draw_pictures(
             }
         }
     }
-    Ok(drawn)
+    Ok(())
+}
+
+/// The share of the positions with a regret in each of [`REGRET_BINS`];
+/// none when no position has one.
+fn regret_shares(records: &[PositionRecord]) -> Option<Vec<f64>> {
+    let mut counts = [0f64; REGRET_BINS.len()];
+    let mut total = 0f64;
+    for r in records {
+        if let Some(regret) = r.regret_cp {
+            let bin = REGRET_BINS
+                .iter()
+                .position(|(upper, _)| regret <= *upper)
+                .unwrap_or(REGRET_BINS.len() - 1);
+            counts[bin] += 1.0;
+            total += 1.0;
+        }
+    }
+    (total > 0.0).then(|| counts.iter().map(|c| c / total).collect())
 }
 
 /// The human ladder's picture (accuracy by rating bin of the nine Maia
@@ -236,12 +247,9 @@ pub(crate) fn bar_chart(
     write_atomic(path, svg.as_bytes()).with_context(|| format!("writing {}", path.display()))
 }
 
-/// The solve rate of the attempts in each rating bin (± 1 se), at the
-/// bin's mean puzzle rating, beside the fitted rating's Glicko-2 curve (at
-/// the attempts' median puzzle deviation). False when there is nothing to
-/// draw.
-fn puzzle_rating_chart(path: &Path, report: &PuzzleRatingReport, bin_width: i32) -> Result<bool> {
-    let width = f64::from(bin_width.max(1));
+/// Per rating bin of `width` with attempts, in rating order: the bin's
+/// mean puzzle rating, its solve rate and the rate's standard error.
+fn solve_rate_points(report: &PuzzleRatingReport, width: f64) -> Vec<(f64, f64, f64)> {
     let mut bins: BTreeMap<i64, (f64, f64, f64)> = BTreeMap::new();
     for a in &report.attempts {
         let bin = bins.entry((a.rating / width).floor() as i64).or_default();
@@ -249,16 +257,24 @@ fn puzzle_rating_chart(path: &Path, report: &PuzzleRatingReport, bin_width: i32)
         bin.1 += a.score;
         bin.2 += a.rating;
     }
-    if bins.is_empty() {
-        return Ok(false);
-    }
-    let points: Vec<(f64, f64, f64)> = bins
-        .values()
+    bins.values()
         .map(|(n, solved, sum)| {
             let rate = solved / n;
             (sum / n, rate, (rate * (1.0 - rate) / n).sqrt())
         })
-        .collect();
+        .collect()
+}
+
+/// The solve rate of the attempts in each rating bin (± 1 se), at the
+/// bin's mean puzzle rating, beside the fitted rating's Glicko-2 curve (at
+/// the attempts' median puzzle deviation). False when there is nothing to
+/// draw.
+fn puzzle_rating_chart(path: &Path, report: &PuzzleRatingReport, bin_width: i32) -> Result<bool> {
+    let width = f64::from(bin_width.max(1));
+    let points = solve_rate_points(report, width);
+    if points.is_empty() {
+        return Ok(false);
+    }
     let mut deviations: Vec<f64> = report.attempts.iter().map(|a| a.deviation).collect();
     deviations.sort_by(f64::total_cmp);
     let deviation = deviations[deviations.len() / 2];

@@ -25,7 +25,7 @@
 use anyhow::{Context, Result};
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -272,30 +272,48 @@ impl ChatClient {
         self.http_requests.load(Ordering::Relaxed)
     }
 
-    /// The request body for these messages.
-    pub fn body(&self, messages: &[Message], seed: u64) -> Value {
-        let mut body = Map::new();
-        body.insert("model".into(), self.endpoint.model.clone().into());
-        body.insert("messages".into(), json!(messages));
-        if let Some(t) = self.config.temperature {
-            body.insert("temperature".into(), json!(t));
-        }
-        if let Some(m) = self.config.max_tokens {
-            body.insert("max_tokens".into(), json!(m));
-        }
-        if self.config.send_seed {
-            body.insert("seed".into(), json!(seed));
-        }
-        for (key, value) in &self.config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
-        Value::Object(body)
+    /// The request body for these messages: the model, the messages, the
+    /// configured sampling settings and `extra_body` (whose keys replace
+    /// ours in place, and otherwise follow in their sorted order).
+    pub fn body(&self, messages: &[Message], seed: u64) -> Result<Value> {
+        let mut extra: BTreeMap<&str, &Value> = self
+            .config
+            .extra_body
+            .iter()
+            .map(|(key, value)| (key.as_str(), value))
+            .collect();
+        let mut ours = |key: &str, value| match extra.remove(key) {
+            Some(given) => BodyField::Given(given),
+            None => value,
+        };
+        let body = RequestBody {
+            model: ours("model", BodyField::Ours(Scalar::Text(&self.endpoint.model))),
+            messages: ours("messages", BodyField::Messages(messages)),
+            temperature: self
+                .config
+                .temperature
+                .map(|t| ours("temperature", BodyField::Ours(Scalar::Float(t)))),
+            max_tokens: self
+                .config
+                .max_tokens
+                .map(|m| ours("max_tokens", BodyField::Ours(Scalar::Int(m.into())))),
+            seed: self
+                .config
+                .send_seed
+                .then(|| ours("seed", BodyField::Ours(Scalar::Int(seed)))),
+            extra,
+        };
+        Ok(serde_json::to_value(body)?)
     }
 
     /// The cache key of a request body.
-    pub(crate) fn cache_key(&self, body: &Value) -> String {
-        let keyed = json!({ "endpoint": self.endpoint.chat_url(), "body": body });
-        sha256_bytes(keyed.to_string().as_bytes())
+    /// The sha256 of the compact JSON text of the endpoint and the body.
+    pub(crate) fn cache_key(&self, body: &Value) -> Result<String> {
+        let keyed = CacheKeyed {
+            endpoint: self.endpoint.chat_url(),
+            body,
+        };
+        Ok(sha256_bytes(serde_json::to_string(&keyed)?.as_bytes()))
     }
 
     fn cache_path(&self, key: &str) -> Option<PathBuf> {
@@ -335,8 +353,8 @@ impl ChatClient {
         seed: u64,
         jitter_seed: u64,
     ) -> Result<(ChatOutcome, String)> {
-        let body = self.body(messages, seed);
-        let key = self.cache_key(&body);
+        let body = self.body(messages, seed)?;
+        let key = self.cache_key(&body)?;
         if let Some(hit) = self.cache_get(&key) {
             return Ok((hit, key));
         }
@@ -659,6 +677,48 @@ fn snippet(text: &str) -> String {
     one_line.chars().take(200).collect()
 }
 
+/// A chat request's body as sent: the fields we set, in this order, then
+/// the configured `extra_body` fields not among them.
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: BodyField<'a>,
+    messages: BodyField<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<BodyField<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<BodyField<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<BodyField<'a>>,
+    #[serde(flatten)]
+    extra: BTreeMap<&'a str, &'a Value>,
+}
+
+/// One field of a request body: ours, or the `extra_body` value that
+/// replaces it.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum BodyField<'a> {
+    Ours(Scalar<'a>),
+    Messages(&'a [Message]),
+    Given(&'a Value),
+}
+
+/// A scalar setting of a request body.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Scalar<'a> {
+    Text(&'a str),
+    Float(f64),
+    Int(u64),
+}
+
+/// What a cache entry is keyed by: the endpoint and the body sent to it.
+#[derive(Serialize)]
+struct CacheKeyed<'a> {
+    endpoint: String,
+    body: &'a Value,
+}
+
 /// Reads a chat-completions reply body; `None` when it is not one.
 fn parse_completion(text: &str) -> Option<ChatOutcome> {
     let value: Value = serde_json::from_str(text).ok()?;
@@ -770,6 +830,34 @@ mod tests {
             "a date in the past: retry now"
         );
         assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    /// The body's bytes key the cache: our fields in their order, an
+    /// `extra_body` key that is one of ours in its place, the others after
+    /// them in sorted order.
+    #[test]
+    fn request_bodies_keep_their_bytes() {
+        let endpoint = parse_openai_spec("openai:m@http://127.0.0.1:9/v1").unwrap();
+        let config = ClientConfig {
+            temperature: Some(0.5),
+            max_tokens: Some(7),
+            extra_body: BTreeMap::from([
+                ("top_p".to_string(), serde_json::json!(0.9)),
+                ("temperature".to_string(), serde_json::json!(0)),
+                ("seed".to_string(), serde_json::json!("theirs")),
+            ]),
+            ..ClientConfig::default()
+        };
+        let client = ChatClient::new(endpoint, config, None).unwrap();
+        let messages = [Message {
+            role: "user".to_string(),
+            content: "e4?".to_string(),
+        }];
+        let body = client.body(&messages, 3).unwrap();
+        assert_eq!(
+            body.to_string(),
+            r#"{"model":"m","messages":[{"role":"user","content":"e4?"}],"temperature":0,"max_tokens":7,"seed":"theirs","top_p":0.9}"#
+        );
     }
 
     #[test]

@@ -454,17 +454,17 @@ fn fmt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.4}"))
 }
 
-pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
-    let a = read_records(&args.run_a)?;
-    let b = read_records(&args.run_b)?;
-    let width = rating_bin_width(&args.run_a)?;
-    let all_a: Vec<&PositionRecord> = a.iter().collect();
-    let all_b: Vec<&PositionRecord> = b.iter().collect();
-    let overall = differences(&all_a, &all_b);
-    let mut cells: BTreeMap<String, BTreeMap<String, Vec<Difference>>> = BTreeMap::new();
+/// The differences between the runs in every cell of every dimension
+/// that both runs have, by dimension and cell.
+fn cell_differences(
+    a: &[PositionRecord],
+    b: &[PositionRecord],
+    width: i32,
+) -> BTreeMap<String, BTreeMap<String, Vec<Difference>>> {
+    let mut cells = BTreeMap::new();
     for dimension in metrics::DIMENSIONS {
-        let ga = group(&a, dimension, width);
-        let gb = group(&b, dimension, width);
+        let ga = group(a, dimension, width);
+        let gb = group(b, dimension, width);
         let mut by_cell = BTreeMap::new();
         for (cell, ra) in &ga {
             if let Some(rb) = gb.get(cell) {
@@ -473,6 +473,42 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         }
         cells.insert(dimension.to_string(), by_cell);
     }
+    cells
+}
+
+/// Appends a Markdown table of `diffs` to `md`: each metric in both runs,
+/// the difference, its p-value and the test that gave it.
+fn difference_table(md: &mut String, diffs: &[Difference]) {
+    let _ = writeln!(
+        md,
+        "| metric | A | B | B - A | p | test |\n|---|---|---|---|---|---|"
+    );
+    for d in diffs {
+        let test = match (&d.paired, &d.welch) {
+            (Some(paired), _) => format!("{} ({} pairs)", paired.test, paired.pairs),
+            (None, Some(_)) => "welch".to_string(),
+            (None, None) => "-".to_string(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {test} |",
+            d.metric.as_str(),
+            fmt(d.a),
+            fmt(d.b),
+            fmt(d.difference),
+            fmt(d.p_one_sided)
+        );
+    }
+}
+
+pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
+    let a = read_records(&args.run_a)?;
+    let b = read_records(&args.run_b)?;
+    let width = rating_bin_width(&args.run_a)?;
+    let all_a: Vec<&PositionRecord> = a.iter().collect();
+    let all_b: Vec<&PositionRecord> = b.iter().collect();
+    let overall = differences(&all_a, &all_b);
+    let cells = cell_differences(&a, &b, width);
     let (rating_a, rating_b) = (puzzle_rating(&args.run_a)?, puzzle_rating(&args.run_b)?);
     let json = serde_json::to_value(CompareReport {
         run_a: args.run_a.display().to_string(),
@@ -493,29 +529,7 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         args.run_a.display(),
         args.run_b.display()
     );
-    let table = |md: &mut String, diffs: &[Difference]| {
-        let _ = writeln!(
-            md,
-            "| metric | A | B | B - A | p | test |\n|---|---|---|---|---|---|"
-        );
-        for d in diffs {
-            let test = match (&d.paired, &d.welch) {
-                (Some(paired), _) => format!("{} ({} pairs)", paired.test, paired.pairs),
-                (None, Some(_)) => "welch".to_string(),
-                (None, None) => "-".to_string(),
-            };
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {test} |",
-                d.metric.as_str(),
-                fmt(d.a),
-                fmt(d.b),
-                fmt(d.difference),
-                fmt(d.p_one_sided)
-            );
-        }
-    };
-    table(&mut md, &overall);
+    difference_table(&mut md, &overall);
     let label =
         |r: &Option<PuzzleRating>| r.as_ref().map_or_else(|| "-".into(), PuzzleRating::label);
     let rating_line = format!(
@@ -528,7 +542,7 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         let _ = writeln!(md, "\n## By {}\n", dimension.replace('_', " "));
         for (cell, diffs) in metrics::ordered_cells(dimension, by_cell) {
             let _ = writeln!(md, "### {cell}\n");
-            table(&mut md, diffs);
+            difference_table(&mut md, diffs);
         }
     }
     if let Some(out) = &args.output {
@@ -541,7 +555,7 @@ pub fn run_compare(args: &CompareArgs) -> Result<Summary> {
         illegal_rate_picture(&out.join("illegal_rate_by_template.svg"), &a, &b, width)?;
     }
     let mut human = String::new();
-    table(&mut human, &overall);
+    difference_table(&mut human, &overall);
     human.push_str(&rating_line);
     Ok(Summary::new(human, json))
 }

@@ -234,6 +234,18 @@ pub(crate) fn compute_regret(
         }
         pairs.insert(pair, value);
     }
+    mark_regret(records, &fens, &pairs);
+    Ok(searches)
+}
+
+/// Sets every record's `regret_cp` and `score_loss` from the best scores
+/// of `fens` and the scores after the moves of `pairs` (with whether the
+/// move mates); a no-answer gets none, an invalid answer the penalty.
+fn mark_regret(
+    records: &mut [PositionRecord],
+    fens: &HashMap<Fen, Option<Score>>,
+    pairs: &HashMap<(Fen, UciMove), (Option<Score>, bool)>,
+) {
     for r in records.iter_mut() {
         (r.regret_cp, r.score_loss) = match r.verdict {
             Verdict::NoAnswer => (None, None),
@@ -256,7 +268,6 @@ pub(crate) fn compute_regret(
             }
         };
     }
-    Ok(searches)
 }
 
 /// The regret searches of an eval: made now, and read from the cache.

@@ -123,22 +123,7 @@ pub(crate) fn policies(
         .map(|n| format!("{}:{}", n.rating, n.sha256))
         .collect::<Vec<_>>()
         .join(",");
-    let mut keys = Vec::with_capacity(tasks.len());
-    let mut positions: Vec<Option<PositionPolicy>> = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        let puzzle = &puzzles[task.puzzle_index];
-        let fen = puzzle.fen.to_string();
-        let played = played_before(puzzle, task);
-        let key = sha256_bytes(
-            format!("puzzleforge-maia|{nets_key}|{fen}|{}", ucis_text(played)).as_bytes(),
-        );
-        let path = cache_dir.map(|dir| cache_path(dir, &key));
-        positions.push(
-            path.as_deref()
-                .and_then(|p| cache_get(p, &fen, played, nets.len())),
-        );
-        keys.push(path);
-    }
+    let (keys, mut positions) = cached_policies(&nets_key, nets.len(), puzzles, tasks, cache_dir);
     let cached = positions.iter().filter(|p| p.is_some()).count();
     let missing: Vec<usize> = (0..tasks.len())
         .filter(|&i| positions[i].is_none())
@@ -187,6 +172,34 @@ pub(crate) fn policies(
         positions: positions.into_iter().flatten().collect(),
         cached,
     })
+}
+
+/// Each task's cache file (none without a cache folder) and its policy
+/// where the cache holds it for these nets (`nets_key`, `net_count` nets).
+fn cached_policies(
+    nets_key: &str,
+    net_count: usize,
+    puzzles: &[Puzzle],
+    tasks: &[PositionTask],
+    cache_dir: Option<&Path>,
+) -> (Vec<Option<PathBuf>>, Vec<Option<PositionPolicy>>) {
+    let mut keys = Vec::with_capacity(tasks.len());
+    let mut positions = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        let puzzle = &puzzles[task.puzzle_index];
+        let fen = puzzle.fen.to_string();
+        let played = played_before(puzzle, task);
+        let key = sha256_bytes(
+            format!("puzzleforge-maia|{nets_key}|{fen}|{}", ucis_text(played)).as_bytes(),
+        );
+        let path = cache_dir.map(|dir| cache_path(dir, &key));
+        positions.push(
+            path.as_deref()
+                .and_then(|p| cache_get(p, &fen, played, net_count)),
+        );
+        keys.push(path);
+    }
+    (keys, positions)
 }
 
 fn cache_path(dir: &Path, key: &str) -> PathBuf {

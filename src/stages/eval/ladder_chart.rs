@@ -59,6 +59,30 @@ fn ladder_color(ladder: &Ladder, i: usize) -> RGBColor {
     RGBColor(mix(158.0, 8.0), mix(202.0, 48.0), mix(225.0, 107.0))
 }
 
+/// The label of the tick at `x`: the bin there by its lower bound (24
+/// labels of `(1400, 1500]` would overlap); none between bins.
+fn bin_label(bins: &[&String], x: f64) -> String {
+    let i = x.round();
+    match (i >= 0.0 && (x - i).abs() < 1e-9).then(|| bins.get(i as usize)) {
+        Some(Some(cell)) => cell
+            .trim_start_matches('(')
+            .split(',')
+            .next()
+            .unwrap_or(cell)
+            .to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The puzzle accuracy of each of `bins` that `by_bin` has, at the bin's
+/// index.
+fn accuracy_points(bins: &[&String], by_bin: &BTreeMap<String, CellMetrics>) -> Vec<(f64, f64)> {
+    bins.iter()
+        .enumerate()
+        .filter_map(|(x, cell)| by_bin.get(*cell).map(|m| (x as f64, m.puzzle_accuracy)))
+        .collect()
+}
+
 /// The left panel: puzzle accuracy by rating bin, one line per net and
 /// the player's in red.
 fn draw_bins_panel(
@@ -84,36 +108,14 @@ fn draw_bins_panel(
         .disable_x_mesh()
         .x_labels(n)
         .x_label_style(("sans-serif", 11))
-        // A bin by its lower bound: 24 labels of `(1400, 1500]` would
-        // overlap.
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            match (i >= 0.0 && (x - i).abs() < 1e-9).then(|| bins.get(i as usize)) {
-                Some(Some(cell)) => cell
-                    .trim_start_matches('(')
-                    .split(',')
-                    .next()
-                    .unwrap_or(cell)
-                    .to_string(),
-                _ => String::new(),
-            }
-        })
+        .x_label_formatter(&|x| bin_label(bins, *x))
         .x_desc("puzzle rating bin (its lower bound)")
         .y_desc("puzzle accuracy")
         .draw()
         .map_err(chart_error)?;
     for (i, player) in ladder.players.iter().enumerate() {
         let color = ladder_color(ladder, i);
-        let points: Vec<(f64, f64)> = bins
-            .iter()
-            .enumerate()
-            .filter_map(|(x, cell)| {
-                player
-                    .by_rating_bin
-                    .get(*cell)
-                    .map(|m| (x as f64, m.puzzle_accuracy))
-            })
-            .collect();
+        let points = accuracy_points(bins, &player.by_rating_bin);
         chart
             .draw_series(LineSeries::new(points, color.stroke_width(2)))
             .map_err(chart_error)?
@@ -122,11 +124,7 @@ fn draw_bins_panel(
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
     }
-    let own: Vec<(f64, f64)> = bins
-        .iter()
-        .enumerate()
-        .filter_map(|(x, cell)| model_bins.get(*cell).map(|m| (x as f64, m.puzzle_accuracy)))
-        .collect();
+    let own = accuracy_points(bins, model_bins);
     chart
         .draw_series(LineSeries::new(own.clone(), RED.stroke_width(3)))
         .map_err(chart_error)?

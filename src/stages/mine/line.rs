@@ -38,34 +38,16 @@ pub(super) fn extend_line(
         if pos.is_game_over() {
             break;
         }
-        let request = |moves: &[UciMove], multipv: u32| SearchRequest {
-            fen: unit.start_fen.clone(),
-            moves: moves.to_vec(),
-            limit: config.limit(),
-            multipv,
-        };
-        // The opponent's reply: the engine's best move, the longest
-        // resistance when it is mated.
-        let reply = session.search(&request(&moves, 1))?;
-        nodes += reply.nodes;
-        let Some(reply_uci) = reply.best_move else {
+        let Some((reply_uci, reply_move, mut after_reply)) =
+            opponent_reply(session, unit, config, &moves, &pos, &mut nodes)?
+        else {
             break;
         };
-        let Ok(reply_move) = reply_uci.to_move(&pos) else {
-            return Err(EngineError::Garbage(format!(
-                "reply {reply_uci} is not legal"
-            )));
-        };
-        let mut after_reply = pos.clone();
-        after_reply.play_unchecked(reply_move);
-        if after_reply.is_game_over() {
-            break;
-        }
         let mut next_moves = moves.clone();
         next_moves.push(uci_of(reply_move));
         let (judged, searched) = criterion::judge(
             session,
-            &request(&next_moves, 2),
+            &line_request(unit, config, &next_moves, 2),
             &after_reply,
             rule,
             Turn::Later,
@@ -101,6 +83,52 @@ pub(super) fn extend_line(
         return Ok(None);
     }
     Ok(Some((line, nodes)))
+}
+
+/// A search of the position after `moves` from the unit's start, at the
+/// mining limit.
+fn line_request(
+    unit: &MineUnit,
+    config: &MineConfig,
+    moves: &[UciMove],
+    multipv: u32,
+) -> SearchRequest {
+    SearchRequest {
+        fen: unit.start_fen.clone(),
+        moves: moves.to_vec(),
+        limit: config.limit(),
+        multipv,
+    }
+}
+
+/// The opponent's reply at `pos` (after `moves`): the engine's best move,
+/// the longest resistance when it is mated, as UCI and as played, with the
+/// position after it. `None` when the engine has no move or the reply ends
+/// the game. Adds the search's nodes to `nodes`.
+fn opponent_reply(
+    session: &mut Session,
+    unit: &MineUnit,
+    config: &MineConfig,
+    moves: &[UciMove],
+    pos: &Chess,
+    nodes: &mut u64,
+) -> Result<Option<(UciMove, Move, Chess)>, EngineError> {
+    let reply = session.search(&line_request(unit, config, moves, 1))?;
+    *nodes += reply.nodes;
+    let Some(reply_uci) = reply.best_move else {
+        return Ok(None);
+    };
+    let Ok(reply_move) = reply_uci.to_move(pos) else {
+        return Err(EngineError::Garbage(format!(
+            "reply {reply_uci} is not legal"
+        )));
+    };
+    let mut after_reply = pos.clone();
+    after_reply.play_unchecked(reply_move);
+    if after_reply.is_game_over() {
+        return Ok(None);
+    }
+    Ok(Some((reply_uci, reply_move, after_reply)))
 }
 
 /// The position after `line` from `start`, when every move is legal.

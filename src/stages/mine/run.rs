@@ -104,6 +104,35 @@ pub(crate) struct MinedUnits {
     pub puzzles: u64,
 }
 
+impl MineSummary {
+    /// The summary's lines for a person, with the first reasons of
+    /// `skipped` games.
+    fn human(&self, skipped: &[String]) -> String {
+        let mut human = format!(
+            "mine: {} games ({} skipped), {} positions analysed, {} full searches, {} candidates, \
+             {} puzzles ({:.3} per game); {} engine nodes ({} per puzzle), {:.1} engine CPU s ({} per puzzle) -> {}",
+            self.games,
+            self.skipped,
+            self.positions_analysed,
+            self.full_searches,
+            self.candidates,
+            self.puzzles,
+            self.puzzles_per_game,
+            self.engine_nodes,
+            self.engine_nodes_per_puzzle
+                .map_or("-".to_string(), |v| format!("{v:.0}")),
+            self.engine_cpu_seconds,
+            self.engine_cpu_seconds_per_puzzle
+                .map_or("-".to_string(), |v| format!("{v:.2}")),
+            self.output
+        );
+        for reason in skipped.iter().take(10) {
+            human.push_str(&format!("\n  skipped {reason}"));
+        }
+        human
+    }
+}
+
 /// [`run_mine_loaded`], also returning each unit's funnel and the count of
 /// puzzles written.
 pub(crate) fn mine_loaded_per_unit(
@@ -147,23 +176,6 @@ pub(crate) fn mine_loaded_per_unit(
             Some(x / puzzles.len() as f64)
         }
     };
-    let human = format!(
-        "mine: {games} games ({} skipped), {} positions analysed, {} full searches, {} candidates, \
-         {} puzzles ({per_game:.3} per game); {} engine nodes ({} per puzzle), {cpu_seconds:.1} engine CPU s ({} per puzzle) -> {}",
-        loaded.skipped.len(),
-        stats.positions,
-        stats.full_searches,
-        stats.candidates,
-        puzzles.len(),
-        stats.nodes,
-        per_puzzle(stats.nodes as f64).map_or("-".to_string(), |v| format!("{v:.0}")),
-        per_puzzle(cpu_seconds).map_or("-".to_string(), |v| format!("{v:.2}")),
-        output.display()
-    );
-    let mut human = human;
-    for skipped in loaded.skipped.iter().take(10) {
-        human.push_str(&format!("\n  skipped {skipped}"));
-    }
     let record = MineSummary {
         command: "mine",
         games,
@@ -183,7 +195,7 @@ pub(crate) fn mine_loaded_per_unit(
         output: output.display().to_string(),
     };
     Ok(MinedUnits {
-        summary: Report::new(human, record),
+        summary: Report::new(record.human(&loaded.skipped), record),
         per_unit,
         puzzles: puzzles.len() as u64,
     })

@@ -314,22 +314,40 @@ fn card_schema(columns: &[String]) -> String {
     yaml
 }
 
-fn dataset_card(
-    train: &[Puzzle],
-    test: &[Puzzle],
-    cells: &[CellOutcome],
-    manifest: &ReleaseManifest,
-    columns: &[String],
-    has_games: bool,
-) -> String {
-    let total = train.len() + test.len();
+/// The card's `## Format` section: the columns, and the files that hold
+/// them.
+const FORMAT_SECTION: &str = concat!(
+    "## Format\n\n",
+    "Rows follow the Lichess puzzle convention: `FEN` is the position before the opponent's \
+         move; `Moves` is UCI, the opponent's move first, then solver and opponent alternating. \
+         After the ten Lichess columns come `NumMoves` (solver moves), `RatingBin` (the `(lo, hi]` \
+         rating bin), `Mate`, `Source` (`lichess`, `selfplay`, `lichess-game`), `RatingSource` \
+         (`lichess`, or `estimated` by puzzleforge's rating model) and `GameId` (the source game; \
+         no game has puzzles in both splits), then the other columns puzzleforge writes and any \
+         other columns of the pool. A puzzle that never was on Lichess has `Popularity` 0 and \
+         `NbPlays` 0 (no one has voted on or played it there). The verdicts of puzzleforge's \
+         `verify` are booleans: `VerifyDeeper` (the same engine at more nodes agrees), \
+         `VerifySecond` (a second engine agrees on every solver move) and `Verified` (every \
+         check that ran passed), `null` where a check did not run (a Lichess puzzle; no second \
+         engine).\n\n\
+         Every file has the same columns. `train.jsonl` and `test.jsonl` (the dataset's files) \
+         hold typed values: integers, booleans, `null` where a value is empty, `Themes` and \
+         `OpeningTags` as lists of strings; the front matter declares their features, and \
+         `datasets.load_dataset(\"<this folder>\")` loads them with those types. `train.csv` \
+         and `test.csv` hold the same rows as Lichess writes them: `True`/`False`, empty \
+         cells, space-separated themes; read them with nullable types (pandas `Int64`, \
+         `boolean`) for the same schema.\n\n"
+);
+
+/// The card's YAML front matter: license, tags, size category for `total`
+/// puzzles, and the schema of `columns`.
+fn front_matter(total: usize, columns: &[String]) -> String {
     let size = match total {
         0..1000 => "n<1K",
         1000..10000 => "1K<n<10K",
         10000..100000 => "10K<n<100K",
         _ => "100K<n<1M",
     };
-    let unfilled = cells.iter().filter(|c| !c.filled()).count();
     let mut card = String::new();
     card.push_str("---\n");
     card.push_str("license: cc0-1.0\n");
@@ -340,6 +358,19 @@ fn dataset_card(
     card.push_str(&format!("size_categories:\n- {size}\n"));
     card.push_str(&card_schema(columns));
     card.push_str("---\n\n");
+    card
+}
+
+fn dataset_card(
+    train: &[Puzzle],
+    test: &[Puzzle],
+    cells: &[CellOutcome],
+    manifest: &ReleaseManifest,
+    columns: &[String],
+    has_games: bool,
+) -> String {
+    let unfilled = cells.iter().filter(|c| !c.filled()).count();
+    let mut card = front_matter(train.len() + test.len(), columns);
     card.push_str("# puzzleforge chess puzzle release\n\n");
     card.push_str(&format!(
         "{} train and {} test chess puzzles, stratified by rating bin, solver length and mate, \
@@ -358,28 +389,7 @@ fn dataset_card(
     if let Some(generate) = &manifest.generate {
         card.push_str(&generated_paragraph(train, test, &generate.figures));
     }
-    card.push_str("## Format\n\n");
-    card.push_str(
-        "Rows follow the Lichess puzzle convention: `FEN` is the position before the opponent's \
-         move; `Moves` is UCI, the opponent's move first, then solver and opponent alternating. \
-         After the ten Lichess columns come `NumMoves` (solver moves), `RatingBin` (the `(lo, hi]` \
-         rating bin), `Mate`, `Source` (`lichess`, `selfplay`, `lichess-game`), `RatingSource` \
-         (`lichess`, or `estimated` by puzzleforge's rating model) and `GameId` (the source game; \
-         no game has puzzles in both splits), then the other columns puzzleforge writes and any \
-         other columns of the pool. A puzzle that never was on Lichess has `Popularity` 0 and \
-         `NbPlays` 0 (no one has voted on or played it there). The verdicts of puzzleforge's \
-         `verify` are booleans: `VerifyDeeper` (the same engine at more nodes agrees), \
-         `VerifySecond` (a second engine agrees on every solver move) and `Verified` (every \
-         check that ran passed), `null` where a check did not run (a Lichess puzzle; no second \
-         engine).\n\n\
-         Every file has the same columns. `train.jsonl` and `test.jsonl` (the dataset's files) \
-         hold typed values: integers, booleans, `null` where a value is empty, `Themes` and \
-         `OpeningTags` as lists of strings; the front matter declares their features, and \
-         `datasets.load_dataset(\"<this folder>\")` loads them with those types. `train.csv` \
-         and `test.csv` hold the same rows as Lichess writes them: `True`/`False`, empty \
-         cells, space-separated themes; read them with nullable types (pandas `Int64`, \
-         `boolean`) for the same schema.\n\n",
-    );
+    card.push_str(FORMAT_SECTION);
     card.push_str("## How it was drawn\n\n");
     card.push_str(&format!(
         "Seed {}. Each cell is drawn with its own ChaCha8 RNG seeded from the seed and the cell \

@@ -286,26 +286,9 @@ impl SplitConfig {
         let mut table = BTreeMap::new();
         let mut cell_count = 0usize;
         for band in bands {
+            check_band(band, width)?;
             let [lo, hi] = band.ratings;
             let [short, long] = band.lengths;
-            if !RATING_RANGE.contains(&lo) || !RATING_RANGE.contains(&hi) {
-                bail_input!(
-                    "split: band ratings [{lo}, {hi}] must lie within {}..={}",
-                    RATING_RANGE.start(),
-                    RATING_RANGE.end()
-                );
-            }
-            if lo >= hi || lo.rem_euclid(width) != 0 || hi.rem_euclid(width) != 0 {
-                bail_input!(
-                    "split: band ratings [{lo}, {hi}] must be increasing multiples of bin_width {width}"
-                );
-            }
-            if short == 0 || short > long || long > *LENGTH_RANGE.end() {
-                bail_input!(
-                    "split: band lengths [{short}, {long}] must be 1 <= min <= max <= {}",
-                    LENGTH_RANGE.end()
-                );
-            }
             let mates = [false, true]
                 .iter()
                 .filter(|m| band.mate.admits(**m))
@@ -351,6 +334,33 @@ impl SplitConfig {
         }
         Ok(table)
     }
+}
+
+/// Checks that a band's ratings are increasing multiples of `width` within
+/// [`RATING_RANGE`] and its lengths an increasing range within
+/// [`LENGTH_RANGE`].
+fn check_band(band: &Band, width: i32) -> Result<()> {
+    let [lo, hi] = band.ratings;
+    let [short, long] = band.lengths;
+    if !RATING_RANGE.contains(&lo) || !RATING_RANGE.contains(&hi) {
+        bail_input!(
+            "split: band ratings [{lo}, {hi}] must lie within {}..={}",
+            RATING_RANGE.start(),
+            RATING_RANGE.end()
+        );
+    }
+    if lo >= hi || lo.rem_euclid(width) != 0 || hi.rem_euclid(width) != 0 {
+        bail_input!(
+            "split: band ratings [{lo}, {hi}] must be increasing multiples of bin_width {width}"
+        );
+    }
+    if short == 0 || short > long || long > *LENGTH_RANGE.end() {
+        bail_input!(
+            "split: band lengths [{short}, {long}] must be 1 <= min <= max <= {}",
+            LENGTH_RANGE.end()
+        );
+    }
+    Ok(())
 }
 
 /// One stratum: rating bin `(bin_lo, bin_hi]`, solver length, mate or not.

@@ -33,7 +33,7 @@ pub(crate) mod provenance;
 use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::Digest;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -593,25 +593,20 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     Ok(summary)
 }
 
-/// Draws a release from `args.pool` with the `[split]` settings `config`
-/// (the pipeline runner's entry; `args.config` and the section flags are
-/// not read).
-pub(crate) fn run_split_with(
-    args: &SplitArgs,
-    config: SplitConfig,
-) -> Result<Report<SplitSummary>> {
-    let tier = match &args.tier {
-        None => None,
-        Some(name) => Some(config.tiers.get(name).cloned().ok_or_else(|| {
-            let known: Vec<&str> = config.tiers.keys().map(String::as_str).collect();
-            bad_input(format!(
-                "split: no tier named {name:?} (configured: {})",
-                known.join(", ")
-            ))
-        })?),
+/// The `[split.tiers]` entry `--tier` names (none without it); an unknown
+/// name, or a tier whose bounds admit nothing, is an error.
+fn chosen_tier(args: &SplitArgs, config: &SplitConfig) -> Result<Option<Tier>> {
+    let Some(name) = &args.tier else {
+        return Ok(None);
     };
-    if let (Some(name), Some((key, why))) = (&args.tier, tier.as_ref().and_then(Tier::empty_bounds))
-    {
+    let tier = config.tiers.get(name).cloned().ok_or_else(|| {
+        let known: Vec<&str> = config.tiers.keys().map(String::as_str).collect();
+        bad_input(format!(
+            "split: no tier named {name:?} (configured: {})",
+            known.join(", ")
+        ))
+    })?;
+    if let Some((key, why)) = tier.empty_bounds() {
         let from = args
             .config
             .as_ref()
@@ -620,6 +615,17 @@ pub(crate) fn run_split_with(
             "split: {from}split.tiers.{name}.{key}: {why}"
         )));
     }
+    Ok(Some(tier))
+}
+
+/// Draws a release from `args.pool` with the `[split]` settings `config`
+/// (the pipeline runner's entry; `args.config` and the section flags are
+/// not read).
+pub(crate) fn run_split_with(
+    args: &SplitArgs,
+    config: SplitConfig,
+) -> Result<Report<SplitSummary>> {
+    let tier = chosen_tier(args, &config)?;
     let quotas = config.quota_table(tier.as_ref())?;
 
     let exclude_files = exclusion_files(args)?;
@@ -793,14 +799,48 @@ fn engine_json(args: &SplitArgs) -> Result<Value> {
     if args.engine_id.is_none() && args.engine_option.is_empty() {
         return Ok(Value::Null);
     }
-    let mut options = serde_json::Map::new();
+    // In the order given; a name given again keeps its place, with the
+    // later value.
+    let mut options: Vec<(String, String)> = Vec::new();
     for option in &args.engine_option {
         let (name, value) = option
             .split_once('=')
             .ok_or_else(|| bad_input(format!("--engine-option {option:?} is not NAME=VALUE")))?;
-        options.insert(name.trim().to_string(), Value::from(value.trim()));
+        let (name, value) = (name.trim().to_string(), value.trim().to_string());
+        match options.iter_mut().find(|(known, _)| *known == name) {
+            Some(slot) => slot.1 = value,
+            None => options.push((name, value)),
+        }
     }
-    Ok(json!({"id": args.engine_id, "options": options}))
+    Ok(serde_json::to_value(RecordedEngine {
+        id: args.engine_id.as_deref(),
+        options,
+    })?)
+}
+
+/// The engine a `split` records (`--engine-id`, `--engine-option`).
+#[derive(Serialize)]
+struct RecordedEngine<'a> {
+    id: Option<&'a str>,
+    #[serde(serialize_with = "crate::core::summary::serialize_pairs")]
+    options: Vec<(String, String)>,
+}
+
+/// How a release's cells, draw and grouping work, in words (the
+/// manifest's `method`).
+#[derive(Serialize)]
+struct DrawMethod {
+    cells: &'static str,
+    draw: &'static str,
+    grouping: &'static str,
+}
+
+impl DrawMethod {
+    const DESCRIBED: DrawMethod = DrawMethod {
+        cells: "rating bin (lo, hi] x solver moves x mate",
+        draw: "per cell, ChaCha8Rng seeded from sha256(\"puzzleforge-split|<seed>|<cell key>\"), candidates sorted by PuzzleId then shuffled",
+        grouping: "greedy over cells, scarcest first: a game's side is fixed by its first selected puzzle; later cells use fixed games only on their side and give free games to the side needing more",
+    };
 }
 
 /// The verification figures to embed (`--verify FILE`), or null.
@@ -888,11 +928,7 @@ fn release_manifest(
             .and_then(|tier| tier.aim.clone()),
         seed: config.seed,
         config: serde_json::to_value(config)?,
-        method: json!({
-            "cells": "rating bin (lo, hi] x solver moves x mate",
-            "draw": "per cell, ChaCha8Rng seeded from sha256(\"puzzleforge-split|<seed>|<cell key>\"), candidates sorted by PuzzleId then shuffled",
-            "grouping": "greedy over cells, scarcest first: a game's side is fixed by its first selected puzzle; later cells use fixed games only on their side and give free games to the side needing more",
-        }),
+        method: serde_json::to_value(DrawMethod::DESCRIBED)?,
         engine: engine_json(args)?,
         inputs,
         skipped: pool.skipped.clone(),
@@ -987,6 +1023,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use manifest::MANIFEST_FILE;
+    use serde_json::json;
 
     #[derive(Parser)]
     struct Cli {
