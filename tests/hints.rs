@@ -138,10 +138,11 @@ pub(crate) fn do_what_it_says(config: &Path, before: &str) {
             if before.contains("set [generate] enabled = true") && line.starts_with("enabled = ") {
                 line = "enabled = true".to_string();
             }
-            if before.contains("raise [generate] max_games") {
-                if let Some(games) = line.strip_prefix("max_games = ") {
-                    line = format!("max_games = {}", games.parse::<u64>().unwrap() * 2);
-                }
+            if let Some(games) = line
+                .strip_prefix("max_games = ")
+                .filter(|_| before.contains("raise [generate] max_games"))
+            {
+                line = format!("max_games = {}", games.parse::<u64>().unwrap() * 2);
             }
         }
         lines.push(line);
@@ -176,7 +177,9 @@ pub(crate) fn follow_hints(
         .map(|(before, command)| (1, before, command))
         .collect();
     while let Some((step, before, command)) = pending.pop() {
-        if ran.contains(&command) || step > depth {
+        // Every hint is checked, even one seen before: what was fresh
+        // then may be finished now.
+        if step > depth {
             continue;
         }
         if let Some(release) = release_named(&command) {

@@ -846,7 +846,7 @@ fn a_run_without_a_terminal_writes_plain_lines_and_ends_with_what_it_made() {
         line.len() > 23
             && line.starts_with("[20")
             && line[1..21].ends_with('Z')
-            && line[1..21].as_bytes()[10] == b'T'
+            && line.as_bytes()[11] == b'T'
             && line[21..].starts_with("] ")
     };
     for stage in ["ingest_puzzles", "ingest_games", "release", "export"] {

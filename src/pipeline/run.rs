@@ -301,19 +301,20 @@ fn what_it_made(ctx: &RunContext, release: &str, args: &RunArgs) -> Result<Strin
         first_of(&labels, 3).join(", ")
     ));
     let config = hint_flags(args);
+    // This release is finished and never changes: more puzzles go into a
+    // new one, named here so that the commands run as written.
     let next = match &ctx.generated {
         Some(generated) if generated.stop_is_budget() => format!(
-            "next: raise [generate] max_games or max_cpu_hours in {} (the cost above says how far) and run `puzzleforge run{config} --release {release}` again: it reuses the games already played",
-            config_path.display()
+            "next: raise [generate] max_games or max_cpu_hours in {} (the cost above says how far) and run `puzzleforge run{config} --release {}`: it reuses the games already played ({release} is finished and never changes)",
+            config_path.display(),
+            fresh_release_name(ctx, &format!("{release}-next")),
         ),
         Some(_) => format!(
-            "next: `puzzleforge run{config} --plan --release {release}` projects what the unfilled cells cost",
+            "next: `puzzleforge run{config} --plan --release {}` projects what a new release of the target costs, reusing the games already played",
+            fresh_release_name(ctx, &format!("{release}-next")),
         ),
         None => {
-            // This release is finished and never changes: generation goes
-            // into a new one, named here so that the commands run as
-            // written.
-            let fresh = fresh_release_name(ctx, release);
+            let fresh = fresh_release_name(ctx, &format!("{release}-generated"));
             // The candidates the sources held for the target's cells, and
             // the puzzles those cells want.
             let available: usize = manifest.cells.iter().map(|c| c.available).sum();
@@ -393,11 +394,11 @@ fn eval_result_line(report: &[StageReport]) -> String {
     )
 }
 
-/// A release name beside `release` that no folder of the output folder
-/// holds yet: `RELEASE-generated`, else `RELEASE-generated-2`, ...
-fn fresh_release_name(ctx: &RunContext, release: &str) -> String {
+/// A release name beside the release folder that no folder of the output
+/// folder holds yet: `base`, else `base-2`, `base-3`, ...
+fn fresh_release_name(ctx: &RunContext, base: &str) -> String {
     let output_dir = ctx.release_dir.parent().unwrap_or(Path::new("."));
-    let base = format!("{release}-generated");
+    let base = base.to_string();
     (1..)
         .map(|n| match n {
             1 => base.clone(),
