@@ -841,14 +841,40 @@ fn a_run_without_a_terminal_writes_plain_lines_and_ends_with_what_it_made() {
     let output = run(dir.path(), &["run"]);
     assert!(output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let stamped = |line: &str| line.starts_with('[') && line.contains(" GMT] ");
+    // `[2026-12-03T03:00:12Z] ...`: UTC, RFC 3339 to the second.
+    let stamped = |line: &str| {
+        line.len() > 23
+            && line.starts_with("[20")
+            && line[1..21].ends_with('Z')
+            && line.as_bytes()[11] == b'T'
+            && line[21..].starts_with("] ")
+    };
     for stage in ["ingest_puzzles", "ingest_games", "release", "export"] {
-        let said = format!(" GMT] stage {stage}: started");
-        assert!(
-            stderr.lines().any(|l| stamped(l) && l.contains(&said)),
-            "{said}: {stderr}"
-        );
+        for said in [
+            format!("Z] stage {stage}: started"),
+            format!("Z] stage {stage}: done in "),
+        ] {
+            assert!(
+                stderr.lines().any(|l| stamped(l) && l.contains(&said)),
+                "{said}: {stderr}"
+            );
+        }
     }
+    // The summary's stage lines say when each stage ended.
+    assert!(
+        stderr.lines().any(|l| l.starts_with("  release ")
+            && l.split_whitespace()
+                .nth(3)
+                .is_some_and(|t| t.len() == 20 && t.ends_with('Z'))),
+        "{stderr}"
+    );
+    // A bar's end line gives its final count.
+    assert!(
+        stderr
+            .lines()
+            .any(|l| stamped(l) && l.contains("puzzles: 262.41 KiB/262.41 KiB (100%)")),
+        "{stderr}"
+    );
     // The ingest's byte bar, as a plain line.
     assert!(
         stderr
@@ -910,5 +936,5 @@ fn a_run_without_a_terminal_writes_plain_lines_and_ends_with_what_it_made() {
     let quiet = run(dir.path(), &["run", "--json"]);
     summary(&quiet);
     let stderr = String::from_utf8_lossy(&quiet.stderr);
-    assert!(!stderr.contains(" GMT] "), "{stderr}");
+    assert!(!stderr.contains("Z] "), "{stderr}");
 }

@@ -17,6 +17,7 @@ mod flags;
 mod generate;
 mod guards;
 mod help;
+mod hints;
 mod ingest_games;
 mod ingest_puzzles;
 mod layout;

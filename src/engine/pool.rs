@@ -262,7 +262,7 @@ impl EnginePool {
             }
         });
         if let Some(bar) = bar {
-            bar.finish_and_clear();
+            crate::core::progress::finish(&bar);
         }
         let mut failures = failures
             .into_inner()

@@ -48,12 +48,15 @@ pub struct PlanArgs {
 }
 
 /// Runs the sample and writes the plan. `ctx` is the run's context (no
-/// release folder is written); `tier` is `run --tier`.
+/// release folder is written); `tier` is `run --tier`; `command` is the
+/// `puzzleforge run` with the flags that chose config and tier, which the
+/// plan's hints extend into commands that run as written.
 pub(crate) fn run_plan(
     args: &PlanArgs,
     config: &PipelineConfig,
     ctx: &RunContext,
     tier: Option<&str>,
+    command: &str,
 ) -> Result<Summary> {
     check_can_plan(args)?;
     let generate = &config.generate;
@@ -133,7 +136,7 @@ pub(crate) fn run_plan(
     ));
     human.push_str(&budget.human());
     let more = format!(
-        "sample more games (--plan-games {})",
+        "sample more games with `{command} --plan --plan-games {} --release {release}`",
         games.saturating_mul(4)
     );
     human.push_str(&projection.human_never_reached(&samples, "  ", &more));

@@ -300,33 +300,38 @@ fn what_it_made(ctx: &RunContext, release: &str, args: &RunArgs) -> Result<Strin
         labels.len(),
         first_of(&labels, 3).join(", ")
     ));
-    let mut config = match config_path.to_str() {
-        Some(crate::pipeline::config::DEFAULT_CONFIG) => String::new(),
-        _ => format!(" --config {}", config_path.display()),
-    };
-    // The flags that chose this release's tier, kept in the next command
-    // so that it plans (or makes) the same tier.
-    if let Some(tier) = &args.tier {
-        config.push_str(&format!(" --tier {tier}"));
-    }
-    if let (Some(aim), Some(rate)) = (&args.aim.aim, args.aim.solve_rate) {
-        config.push_str(&format!(" --aim {} --solve-rate {rate}", aim.display()));
-    }
-    let filled = counts.cells - counts.unfilled_cells;
+    let config = hint_flags(args);
+    // This release is finished and never changes: more puzzles go into a
+    // new one, named here so that the commands run as written.
     let next = match &ctx.generated {
         Some(generated) if generated.stop_is_budget() => format!(
-            "next: raise [generate] max_games or max_cpu_hours in {} (the cost above says how far) and run `puzzleforge run{config} --release {release}` again: it reuses the games already played",
-            config_path.display()
+            "next: raise [generate] max_games or max_cpu_hours in {} (the cost above says how far) and run `puzzleforge run{config} --release {}`: it reuses the games already played ({release} is finished and never changes)",
+            config_path.display(),
+            fresh_release_name(ctx, &format!("{release}-next")),
         ),
         Some(_) => format!(
-            "next: `puzzleforge run{config} --plan --release {release}` projects what the unfilled cells cost",
+            "next: `puzzleforge run{config} --plan --release {}` projects what a new release of the target costs, reusing the games already played",
+            fresh_release_name(ctx, &format!("{release}-next")),
         ),
         None => {
-            // This release is finished and never changes: generation goes
-            // into a new one, named here so that the commands run as
-            // written.
-            let fresh = fresh_release_name(ctx, release);
-            let limit = if filled == 0 {
+            let fresh = fresh_release_name(ctx, &format!("{release}-generated"));
+            // The candidates the sources held for the target's cells, and
+            // the puzzles those cells want.
+            let available: usize = manifest.cells.iter().map(|c| c.available).sum();
+            let wanted: usize = manifest
+                .cells
+                .iter()
+                .map(|c| c.wanted_train + c.wanted_test)
+                .sum();
+            if manifest.aim.is_some() {
+                // An aimed tier is a narrow band: what limits it is how few
+                // of the sources' puzzles fall inside it, said plainly.
+                text.push_str(&format!(
+                    "the pool is the limit: {available} candidate puzzle{} in the aimed band, cells need {wanted}; add puzzle sources or turn on generation\n",
+                    if available == 1 { "" } else { "s" }
+                ));
+            }
+            let limit = if available == 0 {
                 format!(
                     "the puzzle sources are the limit: they hold no puzzle for any of the {} cells",
                     counts.cells
@@ -343,6 +348,23 @@ fn what_it_made(ctx: &RunContext, release: &str, args: &RunArgs) -> Result<Strin
     text.push_str(&next);
     text.push('\n');
     Ok(text)
+}
+
+/// The flags of `run` that a hint's command repeats: the config (when it
+/// is not the default) and the flags that chose the tier, so that the
+/// command plans (or makes) the same tier from the same config.
+fn hint_flags(args: &RunArgs) -> String {
+    let mut flags = match args.config.to_str() {
+        Some(crate::pipeline::config::DEFAULT_CONFIG) => String::new(),
+        _ => format!(" --config {}", args.config.display()),
+    };
+    if let Some(tier) = &args.tier {
+        flags.push_str(&format!(" --tier {tier}"));
+    }
+    if let (Some(aim), Some(rate)) = (&args.aim.aim, args.aim.solve_rate) {
+        flags.push_str(&format!(" --aim {} --solve-rate {rate}", aim.display()));
+    }
+    flags
 }
 
 /// The eval's result in one plain line (`eval: puzzle accuracy 60.2% ±
@@ -372,11 +394,11 @@ fn eval_result_line(report: &[StageReport]) -> String {
     )
 }
 
-/// A release name beside `release` that no folder of the output folder
-/// holds yet: `RELEASE-generated`, else `RELEASE-generated-2`, ...
-fn fresh_release_name(ctx: &RunContext, release: &str) -> String {
+/// A release name beside the release folder that no folder of the output
+/// folder holds yet: `base`, else `base-2`, `base-3`, ...
+fn fresh_release_name(ctx: &RunContext, base: &str) -> String {
     let output_dir = ctx.release_dir.parent().unwrap_or(Path::new("."));
-    let base = format!("{release}-generated");
+    let base = base.to_string();
     (1..)
         .map(|n| match n {
             1 => base.clone(),
@@ -437,7 +459,8 @@ fn run_plan(
         generated: None,
         excluded_releases: None,
     };
-    crate::pipeline::plan::run_plan(&args.plan, config, &ctx, tier)
+    let command = format!("puzzleforge run{}", hint_flags(args));
+    crate::pipeline::plan::run_plan(&args.plan, config, &ctx, tier, &command)
 }
 
 /// A shard's line of the summary: the stages it leaves for `merge`.
@@ -771,12 +794,25 @@ pub(crate) fn run_stages(
             seconds: outcome.seconds + generated_seconds,
             ..outcome
         };
+        // When the stage ended (or was found unchanged), in the summary
+        // line too: the summary comes at the end of a cron log, and says
+        // when each of its stages finished. Only the log holds times; no
+        // release file does.
+        let ended = crate::core::progress::timestamp(std::time::SystemTime::now());
+        let counts = compact_counts(&outcome.counts);
+        if !outcome.skipped {
+            crate::core::progress::note(&format!(
+                "stage {}: done in {:.1}s{}{counts}",
+                stage.name(),
+                outcome.seconds,
+                if counts.is_empty() { "" } else { ", " },
+            ));
+        }
         human.push_str(&format!(
-            "  {:<16} {:<8} {:>8.1}s  {}\n",
+            "  {:<16} {:<8} {:>8.1}s  {ended}  {counts}\n",
             stage.name(),
             if outcome.skipped { "skipped" } else { "done" },
             outcome.seconds,
-            compact_counts(&outcome.counts)
         ));
         report.push(StageReport {
             stage: stage.name(),

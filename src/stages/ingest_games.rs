@@ -591,7 +591,7 @@ pub(crate) fn games_report(
     let candidates = writer
         .finish()
         .with_context(|| format!("finishing {}", output.display()))?;
-    bar.finish_and_clear();
+    crate::core::progress::finish(&bar);
     let throughput = Throughput {
         file_bytes,
         pgn_bytes: pgn_bytes.load(Ordering::Relaxed),

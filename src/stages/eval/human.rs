@@ -165,7 +165,7 @@ pub(crate) fn policies(
             }
             bar.inc(indices.len() as u64);
         }
-        bar.finish_and_clear();
+        crate::core::progress::finish(&bar);
     }
     Ok(Policies {
         nets,

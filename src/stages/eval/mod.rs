@@ -241,7 +241,7 @@ fn answer_jobs(
             (answers, 0, None)
         }
     };
-    bar.finish_and_clear();
+    crate::core::progress::finish(&bar);
     Ok(result)
 }
 

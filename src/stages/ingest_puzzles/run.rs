@@ -167,7 +167,7 @@ pub fn ingest_puzzles(
             None => committed,
         }
     });
-    bar.finish_and_clear();
+    crate::core::progress::finish(&bar);
     let mut stats = result?.finish()?;
     stats.seconds = started.elapsed().as_secs_f64();
     stats.rows_per_sec = stats.rows_read as f64 / stats.seconds.max(1e-9);

@@ -398,7 +398,7 @@ fn calibration_features(
             features[i] = Some(f);
         }
     }
-    bar.finish_and_clear();
+    crate::core::progress::finish(&bar);
     let cpu = own_cpu_seconds() - cpu_before;
     let report = ExtractionReport {
         store: store

@@ -99,7 +99,7 @@ pub(crate) fn pearson(xs: &[f64], ys: &[f64]) -> Option<f64> {
 pub(crate) fn compute_features(nets: &MaiaNets, targets: &[&Puzzle]) -> Result<Vec<Features>> {
     let bar = crate::core::progress::items(targets.len() as u64, "rate");
     let features = compute_features_with(nets, targets, &bar);
-    bar.finish_and_clear();
+    crate::core::progress::finish(&bar);
     features
 }
 

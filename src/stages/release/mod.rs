@@ -421,7 +421,7 @@ fn read_pool(
             Ok(())
         })
         .with_context(|| format!("reading pool {}", path.display()))?;
-        bar.finish_and_clear();
+        crate::core::progress::finish(&bar);
         read.inputs.push(PoolFile {
             path: path.display().to_string(),
             sha256: sha256_file(path)?,
