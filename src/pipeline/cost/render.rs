@@ -247,7 +247,7 @@ pub(crate) fn unfilled(
     text.push_str(&projection.human_never_reached(
         samples,
         "    ",
-        "raise the budget (`run --plan --plan-games N` measures more games first)",
+        "raise the budget (`run --plan --plan-games 80`, with this run's --config and --release, measures more games first)",
     ));
     (text, cost)
 }
