@@ -4,43 +4,7 @@
 
 use std::path::Path;
 
-use puzzleforge::chess::record::{read_puzzles, write_puzzles};
-
-use crate::common::{data, puzzleforge, summary};
-
-/// The eval run of `engine:stockfish?nodes=1` on the sample's first 300
-/// puzzles, and a file of the other 1,199 for the tier's source.
-fn eval_run(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    assert!(
-        Path::new("/usr/games/stockfish").exists(),
-        "Stockfish is required at /usr/games/stockfish"
-    );
-    let puzzles = read_puzzles(&data("lichess_db_puzzle_subset_1499.csv")).unwrap();
-    let (seen, unseen) = puzzles.split_at(300);
-    let set = dir.join("seen.csv");
-    write_puzzles(&set, seen).unwrap();
-    let source = dir.join("unseen.csv");
-    write_puzzles(&source, unseen).unwrap();
-    let eval_config = dir.join("eval.toml");
-    std::fs::write(&eval_config, "[eval.regret]\nenabled = false\n").unwrap();
-    let run = dir.join("runs/depth1");
-    summary(&puzzleforge(
-        dir,
-        &[
-            "--json",
-            "eval",
-            set.to_str().unwrap(),
-            "--model",
-            "engine:stockfish?nodes=1",
-            "--no-ladder",
-            "--config",
-            eval_config.to_str().unwrap(),
-            "-o",
-            run.to_str().unwrap(),
-        ],
-    ));
-    (run, source)
-}
+use crate::common::{data, eval_run, puzzleforge, summary};
 
 fn write_config(dir: &Path, source: &Path) -> std::path::PathBuf {
     let config = dir.join("pipeline.toml");

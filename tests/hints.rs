@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::common::{data, summary};
+use crate::common::{data, eval_run};
 
 const STOCKFISH: &str = "/usr/games/stockfish";
 
@@ -207,33 +207,6 @@ pub(crate) fn follow_hints(
         );
     }
     ran
-}
-
-/// The eval run of `engine:stockfish?nodes=1` on the sample's first 300
-/// puzzles (as tests/aim.rs makes it): what `run --aim` aims at.
-fn eval_run(dir: &Path) -> std::path::PathBuf {
-    let puzzles = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
-    let seen: Vec<&str> = puzzles.lines().take(301).collect();
-    let set = dir.join("seen.csv");
-    std::fs::write(&set, seen.join("\n") + "\n").unwrap();
-    std::fs::write(dir.join("eval.toml"), "[eval.regret]\nenabled = false\n").unwrap();
-    let run = dir.join("runs/depth1");
-    summary(&crate::common::puzzleforge(
-        dir,
-        &[
-            "--json",
-            "eval",
-            set.to_str().unwrap(),
-            "--model",
-            "engine:stockfish?nodes=1",
-            "--no-ladder",
-            "--config",
-            "eval.toml",
-            "-o",
-            "runs/depth1",
-        ],
-    ));
-    run
 }
 
 #[test]

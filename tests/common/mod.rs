@@ -171,3 +171,40 @@ max_per_game = 100
     std::fs::write(&path, config).unwrap();
     path
 }
+
+/// The eval run of `engine:stockfish?nodes=1` on the sample's first 300
+/// puzzles (what `run --aim` aims at), and a file of the other 1,199 for
+/// an aimed tier's source.
+pub fn eval_run(dir: &Path) -> (PathBuf, PathBuf) {
+    assert!(
+        Path::new("/usr/games/stockfish").exists(),
+        "Stockfish is required at /usr/games/stockfish"
+    );
+    let puzzles =
+        puzzleforge::chess::record::read_puzzles(&data("lichess_db_puzzle_subset_1499.csv"))
+            .unwrap();
+    let (seen, unseen) = puzzles.split_at(300);
+    let set = dir.join("seen.csv");
+    puzzleforge::chess::record::write_puzzles(&set, seen).unwrap();
+    let source = dir.join("unseen.csv");
+    puzzleforge::chess::record::write_puzzles(&source, unseen).unwrap();
+    let eval_config = dir.join("eval.toml");
+    std::fs::write(&eval_config, "[eval.regret]\nenabled = false\n").unwrap();
+    let run = dir.join("runs/depth1");
+    summary(&puzzleforge(
+        dir,
+        &[
+            "--json",
+            "eval",
+            set.to_str().unwrap(),
+            "--model",
+            "engine:stockfish?nodes=1",
+            "--no-ladder",
+            "--config",
+            eval_config.to_str().unwrap(),
+            "-o",
+            run.to_str().unwrap(),
+        ],
+    ));
+    (run, source)
+}
