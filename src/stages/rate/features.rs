@@ -50,9 +50,8 @@ impl Features {
 /// pooled tower at the first solver move (zeros where a net gives none).
 pub(crate) fn feature_values(signals: &Signals) -> Vec<f64> {
     let mut values: Vec<f64> = FEATURES.iter().map(|(_, f)| f(signals)).collect();
-    let first = signals.human.solver.first();
     for net in 0..RATE_NETS.len() {
-        let pooled = first.and_then(|c| c.pooled.get(net));
+        let pooled = signals.human.first_pooled.get(net);
         values.extend(
             (0..POOLED_FILTERS)
                 .map(|i| pooled.and_then(|p| p.get(i)).map_or(0.0, |v| f64::from(*v))),

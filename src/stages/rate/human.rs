@@ -34,9 +34,6 @@ pub(crate) struct MoveChoice {
     pub wrong_probability: Vec<f64>,
     /// Legal moves in the position.
     pub legal_moves: usize,
-    /// The net's residual tower averaged over the squares
-    /// ([`MoveProbabilities::pooled_at`]), per net.
-    pub pooled: Vec<Vec<f32>>,
 }
 
 /// The nets' view of a whole puzzle.
@@ -46,6 +43,9 @@ pub(crate) struct HumanSignals {
     pub solver: Vec<MoveChoice>,
     /// The nets' ratings, lowest first.
     pub ratings: Vec<f64>,
+    /// Each net's residual tower averaged over the squares at the first
+    /// solver move ([`MoveProbabilities::pooled_at`]), per net.
+    pub first_pooled: Vec<Vec<f32>>,
 }
 
 /// The position before line move `ply` of `puzzle`, as a history.
@@ -88,6 +88,11 @@ pub(crate) fn human_signals(nets: &MaiaNets, puzzles: &[&Puzzle]) -> Result<Vec<
             };
             for ply in (1..puzzle.moves.len()).step_by(2) {
                 let probabilities = &evaluated[index[&position_key(puzzle, ply)]];
+                if ply == 1 {
+                    signals.first_pooled = (0..probabilities.nets())
+                        .map(|net| probabilities.pooled_at(net).to_vec())
+                        .collect();
+                }
                 signals
                     .solver
                     .push(move_choice(probabilities, |m| line.accepts(ply, m)));
@@ -142,7 +147,6 @@ fn move_choice(probabilities: &MoveProbabilities, accepted: impl Fn(Move) -> boo
         choice.rank.push((above + 1) as f64);
         choice.entropy.push(entropy);
         choice.wrong_probability.push(wrong_best);
-        choice.pooled.push(probabilities.pooled_at(net).to_vec());
     }
     choice
 }
