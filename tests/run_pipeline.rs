@@ -213,6 +213,35 @@ fn a_new_release_excludes_the_puzzles_of_earlier_ones() {
     assert!(files.contains("first/release/train.csv"), "{files}");
 }
 
+/// A pool the earlier releases have used up: `run` names the releases that
+/// emptied it and what a run can do about it (run has no flag that turns
+/// the exclusion off, unlike `split`).
+#[test]
+fn a_pool_earlier_releases_used_up_names_what_run_can_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "sample = 2");
+    let config = config.to_str().unwrap();
+    summary(&run(
+        dir.path(),
+        &["run", "--json", "--config", config, "--release", "first"],
+    ));
+    let output = run(
+        dir.path(),
+        &["run", "--json", "--config", config, "--release", "second"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    for said in [
+        "fewer than split.min_puzzles = 1: the exclusions removed",
+        "first/release/",
+        "add puzzles to the pool ([sources] puzzles",
+        "[generate] enabled = true",
+    ] {
+        assert!(stderr.contains(said), "{said}: {stderr}");
+    }
+    assert!(!stderr.contains("--exclude-releases-under"), "{stderr}");
+}
+
 #[test]
 fn same_config_and_seed_give_the_same_bytes() {
     let a = tempfile::tempdir().unwrap();

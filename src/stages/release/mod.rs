@@ -644,7 +644,14 @@ pub(crate) fn run_split_with(
     if args.strict && !unfilled.is_empty() {
         return Err(unfilled_cells_error(&unfilled, drawn.cells.len()));
     }
-    too_few_puzzles(&drawn, &config, &exclude_files, &exclusions)?;
+    // `run` (and `merge`) pass their provenance: there every earlier
+    // release under output_dir is excluded, with no flag to turn it off.
+    let remedy = if args.provenance.is_some() {
+        "releases never share a puzzle, so add puzzles to the pool ([sources] puzzles: the full Lichess dump) or generate them ([generate] enabled = true; `run --plan` says what that costs)"
+    } else {
+        "exclude fewer releases (--exclude, --exclude-releases-under) or add puzzles to the pool"
+    };
+    too_few_puzzles(&drawn, &config, &exclude_files, &exclusions, remedy)?;
     let manifest = release_manifest(
         args,
         &config,
@@ -746,6 +753,7 @@ fn too_few_puzzles(
     config: &SplitConfig,
     exclude_files: &[PathBuf],
     exclusions: &Exclusions,
+    remedy: &str,
 ) -> Result<()> {
     let total = drawn.train.len() + drawn.test.len();
     if total >= config.min_puzzles {
@@ -760,7 +768,8 @@ fn too_few_puzzles(
             .map(|(path, n)| format!("{} removed {n}", path.display()))
             .collect();
         format!(
-            "the exclusions removed {removed} puzzles ({}); exclude fewer releases (--exclude, --exclude-releases-under) or add puzzles to the pool",
+            "the exclusions removed {removed} puzzle{} ({}); {remedy}",
+            if removed == 1 { "" } else { "s" },
             files.join(", ")
         )
     } else {
