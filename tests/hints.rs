@@ -411,8 +411,8 @@ fn fake_model_server() -> String {
 /// the evals, the comparison and the re-checks. A hint that would play a
 /// whole generated release (hours) runs as its plan (`--plan` appended);
 /// every other line runs for real. Long (the committed config's runs and
-/// plans: tens of minutes on 2 cores), so `cargo test --test tests --
-/// --ignored readme` runs it.
+/// plans: about 15 minutes on 2 cores, more than the whole suite may take),
+/// so `cargo test --test tests -- --ignored readme` runs it.
 #[test]
 #[ignore = "long: the committed config's runs and plans (cargo test --test tests -- --ignored readme)"]
 fn readme_commands_and_their_hints_run_as_written_on_the_committed_config() {
