@@ -164,6 +164,12 @@ pub fn value(run_seed: u64, domain: Domain, key: Key<'_>) -> u64 {
     rng(run_seed, domain, key).next_u64()
 }
 
+/// A self-play seed drawn from [`rng`], in 63 bits: it is released in the
+/// `Seed` column, an int64 in a release's card and JSON Lines files.
+pub fn selfplay_seed(run_seed: u64, domain: Domain, key: Key<'_>) -> u64 {
+    value(run_seed, domain, key) & (i64::MAX as u64)
+}
+
 /// The fixed domains' base: the run seed expanded by `seed_from_u64`, on
 /// one of its 2^64 streams.
 fn seeded_stream(run_seed: u64, stream: u64) -> ChaCha8Rng {

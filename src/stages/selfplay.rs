@@ -21,9 +21,9 @@
 //! whatever the number of workers.
 
 use anyhow::{Context, Result};
+use rand::Rng;
 use rand::distr::Distribution;
 use rand::distr::weighted::WeightedIndex;
-use rand::{Rng, RngCore};
 use serde::{Deserialize, Serialize};
 use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
@@ -457,11 +457,8 @@ fn players_of(config: &SelfplayConfig) -> String {
 /// config and the name: a rerun, a shard or a merge of the release plays
 /// the same games, whatever other releases the output folder holds or in
 /// which order they were made.
-///
-/// 63 bits, as a profile's seed: the seed is released in the `Seed` column,
-/// an int64 in the card and the JSON Lines files.
 pub(crate) fn release_seed(run_seed: u64, release: &str) -> u64 {
-    seed::rng(run_seed, Domain::SelfplayRelease, Key::Name(release)).next_u64() & (i64::MAX as u64)
+    seed::selfplay_seed(run_seed, Domain::SelfplayRelease, Key::Name(release))
 }
 
 /// Plays the games (indices 1..=games) across the pool, in index order.

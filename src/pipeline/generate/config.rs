@@ -142,11 +142,8 @@ fn overlay<T: Serialize + serde::de::DeserializeOwned>(
 /// The self-play seed of a named profile's games: drawn from the run seed
 /// and the profile's name ([`Domain::GenerateProfileSeed`]).
 fn profile_seed(run_seed: u64, name: &str) -> u64 {
-    use rand::RngCore;
-    // 63 bits: the seed is released in the `Seed` column, an int64 in the
-    // card and the JSON Lines files (a run seed is a user's, and fits).
-    crate::core::seed::rng(run_seed, Domain::GenerateProfileSeed, Key::Name(name)).next_u64()
-        & (i64::MAX as u64)
+    // A run seed is a user's, and fits the int64 `Seed` column.
+    crate::core::seed::selfplay_seed(run_seed, Domain::GenerateProfileSeed, Key::Name(name))
 }
 
 impl Default for GenerateConfig {
