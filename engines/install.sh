@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the UCI engines puzzleforge analyses with: Debian's Stockfish,
 # and Debian's Ethereal (ethereal-chess), the independent second engine of
-# `[verify.second_engine]`.
-# Idempotent: does nothing but report when the engines are already there.
-# Prints each engine's path and its `id name`.
+# `[verify.second_engine]`; then fetches the human games the committed
+# `[sources] human_games` names (engines/human-games.sh).
+# Idempotent: does nothing but report when all is already there.
+# Prints each engine's path and its `id name`, and the games' file.
 set -euo pipefail
 
 # Installs Debian package $2 unless $1 (or the package's name on PATH) is
@@ -48,3 +49,4 @@ stockfish=$(ensure /usr/games/stockfish stockfish)
 ethereal=$(ensure /usr/games/ethereal-chess ethereal-chess)
 report "$stockfish"
 report "$ethereal"
+"$(dirname "${BASH_SOURCE[0]}")/human-games.sh"

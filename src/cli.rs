@@ -85,6 +85,9 @@ pub enum BenchCommand {
     Ingest(crate::tools::bench::ingest::BenchIngestArgs),
     /// PGN parse + replay throughput against pgn-reader alone.
     Pgn(crate::tools::bench::pgn::BenchPgnArgs),
+    /// Reading a human games file into the pool self-play starts from:
+    /// games per second and memory, against pgn-reader alone.
+    HumanGames(crate::tools::bench::human_games::BenchHumanGamesArgs),
     /// Compare the mining funnel with exhaustive analysis: recall and engine nodes.
     Mine(crate::tools::bench::mine::BenchMineArgs),
     /// Generated puzzles per engine CPU-hour, overall and for a tier, side
@@ -247,6 +250,9 @@ fn dispatch(command: &Command) -> Result<Summary> {
             crate::tools::bench::ingest::run_bench_ingest(args)
         }
         Command::Bench(BenchCommand::Pgn(args)) => crate::tools::bench::pgn::run_bench_pgn(args),
+        Command::Bench(BenchCommand::HumanGames(args)) => {
+            crate::tools::bench::human_games::run_bench_human_games(args)
+        }
         Command::Bench(BenchCommand::Mine(args)) => crate::tools::bench::mine::run_bench_mine(args),
         Command::Bench(BenchCommand::Generate(args)) => {
             crate::pipeline::generate_bench::run_bench_generate(args)

@@ -1064,6 +1064,7 @@ const READ_ONLY_PATH_FLAGS: &[(&str, &str)] = &[
     ("bench ingest", "sample"),
     ("bench ingest", "script"),
     ("bench pgn", "game"),
+    ("bench human-games", "games"),
     ("bench mine", "pgn"),
     ("bench mine", "engine"),
     ("bench generate", "config"),

@@ -336,7 +336,8 @@ fn an_aimed_run_says_when_the_pool_is_the_limit() {
 fn committed_config_copy(root: &Path) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::copy(repo.join("pipeline.toml"), root.join("pipeline.toml")).unwrap();
-    for folder in ["engines", "models", "tests"] {
+    // `data/`: the human games engines/install.sh fetched.
+    for folder in ["engines", "models", "tests", "data"] {
         std::os::unix::fs::symlink(repo.join(folder), root.join(folder)).unwrap();
     }
 }

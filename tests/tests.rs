@@ -18,6 +18,7 @@ mod generate;
 mod guards;
 mod help;
 mod hints;
+mod human_games;
 mod ingest_games;
 mod ingest_puzzles;
 mod layout;

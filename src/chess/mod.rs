@@ -9,6 +9,7 @@
 pub mod capture;
 pub(crate) mod columns;
 pub mod derive;
+pub mod human_games;
 pub(crate) mod line;
 pub mod pgn;
 pub mod record;

@@ -259,6 +259,9 @@ pub(crate) fn keep_all(_tags: &Tags) -> Result<(), Rejection> {
 /// prose, and keeping them whole would let garbage input grow memory.
 const MAX_COMMENT_BYTES: usize = 4096;
 
+/// Longest tag line read whole (pgn-reader's default is 255 bytes).
+pub(crate) const MAX_TAG_LINE_BYTES: usize = 8192;
+
 /// Streams games from PGN text. See the module documentation.
 pub struct PgnGames<R: Read, F> {
     reader: Reader<MarkStreamErrors<R>>,
@@ -283,7 +286,11 @@ impl<R: Read, F: FnMut(&Tags) -> Result<(), Rejection>> PgnGames<R, F> {
     /// being replayed.
     pub(crate) fn with_filter(reader: R, filter: F) -> Self {
         PgnGames {
-            reader: Reader::new(MarkStreamErrors(reader)),
+            // Tag lines up to 8 KiB: a game grown from a human game carries
+            // its source game's moves in one tag (`SourceMoves`).
+            reader: Reader::build(MarkStreamErrors(reader))
+                .set_supported_tag_line_length(MAX_TAG_LINE_BYTES)
+                .finish(),
             visitor: GameVisitor {
                 filter,
                 number: 0,
@@ -440,6 +447,16 @@ impl<F> GameVisitor<F> {
     }
 }
 
+/// A tag value as text: UTF-8 when it is, else Latin-1 (ISO 8859-1, each
+/// byte its own code point), the encoding of older PGN collections, whose
+/// accented player names would otherwise come out as replacement marks.
+fn decode_tag_value(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_string(),
+        Err(_) => bytes.iter().map(|&b| char::from(b)).collect(),
+    }
+}
+
 fn is_standard_variant(variant: &str) -> bool {
     let variant = variant.trim();
     variant.is_empty()
@@ -540,7 +557,7 @@ impl<F: FnMut(&Tags) -> Result<(), Rejection>> Visitor for GameVisitor<F> {
             ));
             return ControlFlow::Continue(());
         }
-        let value = value.decode_utf8_lossy().into_owned();
+        let value = decode_tag_value(&value.decode());
         state.tags.entries.push((name, value));
         ControlFlow::Continue(())
     }

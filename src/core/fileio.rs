@@ -335,6 +335,16 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(hex(&hasher.finalize()))
 }
 
+/// Hex sha256 of a file's content as [`open_input`] reads it: a zstd
+/// file's decompressed bytes, so that two compressions of one text (other
+/// zstd versions, other levels) hash alike.
+pub(crate) fn sha256_content(path: &Path) -> Result<String> {
+    let mut input = open_input(path)?;
+    let mut hasher = Sha256::new();
+    io::copy(&mut input, &mut hasher).with_context(|| format!("hashing {}", path.display()))?;
+    Ok(hex(&hasher.finalize()))
+}
+
 /// Hex sha256 of bytes.
 pub(crate) fn sha256_bytes(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))

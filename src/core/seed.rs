@@ -91,6 +91,9 @@ pub(crate) enum Domain {
     /// probabilities at temperature 1. Key: [`Key::Pair`], (repeat,
     /// position).
     EvalMaiaMove,
+    /// Which games of the human games file `run` mines for human-game
+    /// puzzles (`[human_games] mine_games`). Key: [`Key::Run`].
+    HumanGamesSample,
 }
 
 impl Domain {
@@ -115,6 +118,7 @@ impl Domain {
             Domain::GeneratePlan => "generate-plan",
             Domain::SelfplayRelease => "selfplay-release",
             Domain::EvalMaiaMove => "eval-maia-move",
+            Domain::HumanGamesSample => "human-games-sample",
         }
     }
 }
@@ -185,7 +189,7 @@ mod tests {
 
     /// Every domain, in pipeline order (`listed_at` makes a new domain a
     /// compile error until it is added here).
-    const ALL: [Domain; 17] = [
+    const ALL: [Domain; 18] = [
         Domain::IngestSample,
         Domain::SelfplayGame,
         Domain::RateCalibrationSample,
@@ -203,6 +207,7 @@ mod tests {
         Domain::GeneratePlan,
         Domain::EvalMaiaMove,
         Domain::SelfplayRelease,
+        Domain::HumanGamesSample,
     ];
 
     fn listed_at(domain: Domain) -> usize {
@@ -224,6 +229,7 @@ mod tests {
             Domain::GeneratePlan => 14,
             Domain::EvalMaiaMove => 15,
             Domain::SelfplayRelease => 16,
+            Domain::HumanGamesSample => 17,
         }
     }
 

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
-use crate::pipeline::config::{ExportSection, PipelineConfig};
+use crate::engine::pool::EnginePool;
+use crate::pipeline::config::{ExportSection, HumanGamesSection, PipelineConfig};
 use crate::pipeline::generate::{Generated, Part};
 use crate::pipeline::provenance::Provenance;
 pub(crate) use crate::pipeline::releases::{earlier_releases, finished_releases};
@@ -71,6 +72,7 @@ pub fn stage(
         }),
         StageName::Mine => Box::new(Mine {
             section: config.mine.clone(),
+            human_games: HumanGamesInput::of(config)?,
         }),
         StageName::Rate => Box::new(Rate {
             section: RateConfig {
@@ -368,14 +370,102 @@ impl Stage for Selfplay {
     }
 }
 
-/// `mine`: unique-best-move puzzles from the self-play games and from the
-/// Lichess game candidates.
+/// `mine`: unique-best-move puzzles from the self-play games, from the
+/// Lichess game candidates and from human games.
 struct Mine {
     /// `[mine]`.
     section: MineConfig,
+    /// `[human_games]` with games to mine, and its file.
+    human_games: Option<HumanGamesInput>,
+}
+
+/// The human games `mine` draws its human-game puzzles from.
+#[derive(Serialize)]
+struct HumanGamesInput {
+    #[serde(skip)]
+    path: PathBuf,
+    #[serde(flatten)]
+    section: HumanGamesSection,
+    seed: u64,
+}
+
+impl HumanGamesInput {
+    /// `[human_games]` when it mines games; they need `[sources]
+    /// human_games`.
+    fn of(config: &PipelineConfig) -> Result<Option<HumanGamesInput>> {
+        let section = &config.human_games;
+        if section.mine_games == 0 {
+            return Ok(None);
+        }
+        let Some(path) = &config.sources.human_games else {
+            crate::bail_input!(
+                "[human_games] mine_games = {} needs [sources] human_games: the file to draw \
+                 the games from",
+                section.mine_games
+            );
+        };
+        Ok(Some(HumanGamesInput {
+            path: path.clone(),
+            section: section.clone(),
+            seed: config.pipeline.seed,
+        }))
+    }
+
+    /// The drawn games as units, or this shard's slice of them.
+    fn units(&self, ctx: &RunContext) -> Result<crate::stages::mine::Loaded> {
+        use crate::chess::human_games::{HumanPool, PoolLimits};
+        let limits = PoolLimits {
+            min_plies: self.section.min_plies,
+            max_games: self.section.pool_games,
+        };
+        let pool = HumanPool::shared(&self.path, limits)?;
+        let mut units =
+            crate::stages::mine::human_game_units(&pool, self.section.mine_games, self.seed);
+        if let Some(shard) = &ctx.shard {
+            let range = shard.range(units.len() as u64);
+            units = units[range.start as usize..range.end as usize].to_vec();
+        }
+        Ok(crate::stages::mine::Loaded {
+            units,
+            skipped: Vec::new(),
+        })
+    }
+}
+
+/// `mine`'s config with human games to mine: `[mine]`, `[human_games]`
+/// and the seed that draws them (without, `[mine]` alone, as before).
+#[derive(Serialize)]
+struct MineWithHumanGames<'a, S> {
+    #[serde(flatten)]
+    mine: S,
+    human_games: &'a HumanGamesInput,
 }
 
 impl Mine {
+    /// Mines the drawn human games into `human_games.puzzles.csv`.
+    fn mine_human_games(
+        &self,
+        ctx: &RunContext,
+        pool: &EnginePool,
+        folder: &StageFolder,
+        human: &HumanGamesInput,
+    ) -> Result<InputSummary<MineFileSummary>> {
+        let loaded = human.units(ctx)?;
+        let output = "human_games.puzzles.csv";
+        let mut summary = crate::stages::mine::run_mine_loaded(
+            &self.section,
+            pool,
+            &loaded,
+            &folder.scratch_path(output),
+        )?
+        .record;
+        summary.output = folder.committed_path(output);
+        Ok(InputSummary {
+            input: human.path.clone(),
+            summary: MineFileSummary::Mined(summary),
+        })
+    }
+
     /// The mine input `input`, or this shard's part of it.
     fn load(
         ctx: &RunContext,
@@ -410,21 +500,26 @@ impl Stage for Mine {
     }
 
     fn config_section(&self, ctx: &RunContext) -> Result<Value> {
-        match &ctx.generated {
+        let mine = match &ctx.generated {
             // `[mine]` mines the Lichess game candidates; the generated
             // games were mined with generation's profile.
             Some(generated) => recorded(&MinedWith {
                 mine: &self.section,
                 generated_with: generated.played_settings("mine"),
                 generate: generated.fingerprint(),
-            }),
-            None => recorded(&self.section),
+            })?,
+            None => recorded(&self.section)?,
+        };
+        match &self.human_games {
+            Some(human_games) => recorded(&MineWithHumanGames { mine, human_games }),
+            None => Ok(mine),
         }
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = stage_files(ctx, StageName::Selfplay, ".pgn");
         inputs.extend(stage_files(ctx, StageName::IngestGames, ".candidates.csv"));
+        inputs.extend(self.human_games.as_ref().map(|h| h.path.clone()));
         if let Some(generated) = &ctx.generated {
             inputs.extend(generated.inputs(Some(Part::Mined)));
         }
@@ -477,6 +572,9 @@ impl Stage for Mine {
                 input,
                 summary: MineFileSummary::Mined(summary),
             });
+        }
+        if let Some(human) = &self.human_games {
+            files.push(self.mine_human_games(ctx, &pool, folder, human)?);
         }
         Ok(StageSummary::Mine(InputsSummary::of(files)))
     }

@@ -25,6 +25,9 @@ pub struct PipelineConfig {
     pub pipeline: PipelineSection,
     pub engine: crate::engine::settings::EngineConfig,
     pub sources: SourcesSection,
+    /// Human-game puzzles (off by default).
+    #[serde(skip_serializing_if = "is_default")]
+    pub human_games: HumanGamesSection,
     pub ingest: IngestSection,
     pub selfplay: crate::stages::selfplay::SelfplayConfig,
     pub mine: crate::stages::mine::MineConfig,
@@ -42,6 +45,10 @@ pub struct PipelineConfig {
     pub generate: crate::pipeline::generate::GenerateConfig,
 }
 
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
 fn is_off(generate: &crate::pipeline::generate::GenerateConfig) -> bool {
     !generate.enabled
 }
@@ -54,6 +61,39 @@ pub struct SourcesSection {
     pub puzzles: Vec<PathBuf>,
     /// Game dumps (PGN, plain or zstd) to find candidates in.
     pub games: Vec<PathBuf>,
+    /// Human games (PGN, plain or zstd, UTF-8 or Latin-1) that a
+    /// `[selfplay.human]` profile starts its games from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub human_games: Option<PathBuf>,
+}
+
+/// `[human_games]`: human-game puzzles, mined by the `mine` stage from
+/// games of `[sources] human_games` with `[mine]`'s rules. Their positions
+/// are public (game databases hold them): the card, the manifest and each
+/// row (`Source` = `human-game`) say so, and they never count as
+/// generated.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HumanGamesSection {
+    /// Games drawn with the run seed from the file and mined; 0 (the
+    /// default) leaves human-game puzzles out.
+    pub mine_games: u64,
+    /// A drawn game has at least this many plies.
+    pub min_plies: usize,
+    /// The games are drawn from the first this many games of the file
+    /// that start from the standard position and are long enough: memory
+    /// stays bounded on a dump of a hundred million games.
+    pub pool_games: u64,
+}
+
+impl Default for HumanGamesSection {
+    fn default() -> Self {
+        Self {
+            mine_games: 0,
+            min_plies: 20,
+            pool_games: 200_000,
+        }
+    }
 }
 
 /// Settings of the `ingest` stages.
@@ -162,6 +202,7 @@ impl PipelineConfig {
             rate: &self.rate,
             verify: self.verify.clone(),
             split: &self.split,
+            human_games: self.sources.human_games.as_deref(),
         }
     }
 
@@ -209,6 +250,13 @@ impl PipelineConfig {
         resolve(&mut self.pipeline.output_dir);
         self.sources.puzzles.iter_mut().for_each(resolve);
         self.sources.games.iter_mut().for_each(resolve);
+        self.sources.human_games.iter_mut().for_each(resolve);
+        if let (Some(human), Some(games)) =
+            (self.selfplay.human.as_mut(), &self.sources.human_games)
+            && human.games.as_os_str().is_empty()
+        {
+            human.games = games.clone();
+        }
         self.engine.path.iter_mut().for_each(resolve);
         self.rate.model.iter_mut().for_each(resolve);
         resolve(&mut self.eval.maia.models_dir);

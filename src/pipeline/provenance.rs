@@ -62,6 +62,19 @@ impl Provenance {
                     .map(|p| ("sources.games", p.clone())),
             );
         }
+        let human_start = |table: &toml::Table| table.contains_key("human");
+        let grows_from_human_games = config.selfplay.human.is_some()
+            || (generate
+                && (human_start(&config.generate.selfplay)
+                    || (config.generate.tiers.values())
+                        .chain(config.generate.profiles.values())
+                        .any(|profile| human_start(&profile.selfplay))));
+        if (config.human_games.mine_games > 0 && listed(StageName::Mine)) || grows_from_human_games
+        {
+            files.extend(
+                (config.sources.human_games.iter()).map(|p| ("sources.human_games", p.clone())),
+            );
+        }
         if generate {
             files.extend(
                 config
@@ -101,9 +114,15 @@ impl Provenance {
                 .display()
                 .to_string()
         };
-        let sha = |path: &Path| {
-            crate::core::fileio::sha256_file(path)
-                .map_err(|e| bad_input(format!("release provenance: {}: {e:#}", path.display())))
+        let sha = |key: &str, path: &Path| {
+            // Human games by their text, as their games' `SourceFile` tag
+            // names them: two zstd builds of one text hash alike.
+            if key == "sources.human_games" {
+                crate::core::fileio::sha256_content(path)
+            } else {
+                crate::core::fileio::sha256_file(path)
+            }
+            .map_err(|e| bad_input(format!("release provenance: {}: {e:#}", path.display())))
         };
         let sources = self
             .files
@@ -112,7 +131,7 @@ impl Provenance {
                 Ok(Source {
                     key: key.to_string(),
                     path: name(path),
-                    sha256: sha(path)?,
+                    sha256: sha(key, path)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -150,7 +169,7 @@ impl Provenance {
             if let Some(model) = &rate.model {
                 value["model"] = serde_json::to_value(ModelFile {
                     path: name(model),
-                    sha256: sha(model)?,
+                    sha256: sha("rate.model", model)?,
                 })?;
             }
             settings.rate = Some(value);

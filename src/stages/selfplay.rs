@@ -32,7 +32,9 @@ use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use crate::chess::human_games::{HumanPool, PoolLimits, SourceGame};
 use crate::core::fileio::AtomicFile;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, switch_on};
@@ -104,6 +106,93 @@ pub struct SelfplayConfig {
     /// (`[selfplay.maia]`; absent: Stockfish plays).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maia: Option<MaiaPlayers>,
+    /// Games start from a human game's position instead of the opening
+    /// (`[selfplay.human]`; absent: from the standard start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub human: Option<HumanStart>,
+}
+
+/// `[selfplay.human]`: each game starts from a prefix of a human game
+/// (which game, and how many of its plies, drawn with the game's seed),
+/// and the players carry on from there.
+///
+/// Why: weak self-play reaches positions where long forcing lines end in
+/// mate; real games reach the middlegames where long non-mate
+/// combinations live (docs/generation.md, "Human games"). The positions
+/// of the source game are public; mining drops a puzzle whose position is
+/// one of them, so what a grown game gives is new.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HumanStart {
+    /// The PGN of human games (`.pgn` or `.pgn.zst`, UTF-8 or Latin-1).
+    /// Under `run` it is `[sources] human_games`, and a profile sets only
+    /// the other keys.
+    pub games: PathBuf,
+    /// Inclusive range of the prefix's length in plies, drawn per game
+    /// (capped at the source game's length less one ply).
+    pub plies: [u32; 2],
+    /// The pool: the first this many games of the file that start from the
+    /// standard position and are long enough (`min_game_plies`).
+    pub pool_games: u64,
+    /// A game of the pool has at least this many plies (absent: one more
+    /// than the shortest prefix).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_game_plies: Option<u32>,
+    /// The new play stops after this many plies (absent: at the game's end
+    /// or `max_plies`). With 0 and a long `plies` range a game is its
+    /// source game, and what mining keeps comes from its branches
+    /// (`[mine] branch_moves`): positions one move off the human game.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continue_plies: Option<u32>,
+}
+
+impl Default for HumanStart {
+    fn default() -> Self {
+        Self {
+            games: PathBuf::new(),
+            plies: [20, 60],
+            pool_games: 200_000,
+            min_game_plies: None,
+            continue_plies: None,
+        }
+    }
+}
+
+impl HumanStart {
+    fn validate(&self) -> Result<()> {
+        if self.games.as_os_str().is_empty() {
+            crate::bail_input!(
+                "selfplay.human.games is not set: under `run`, set [sources] human_games \
+                 (engines/human-games.sh fetches the committed config's file)"
+            );
+        }
+        if self.plies[0] > self.plies[1] {
+            crate::bail_input!("selfplay.human.plies range {:?} is empty", self.plies);
+        }
+        if self.pool_games == 0 {
+            crate::bail_input!("selfplay.human.pool_games must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// The pool's limits: by default a game needs a ply after the
+    /// shortest prefix.
+    pub(crate) fn limits(&self) -> PoolLimits {
+        PoolLimits {
+            min_plies: self.min_game_plies.unwrap_or(self.plies[0] + 1) as usize,
+            max_games: self.pool_games,
+        }
+    }
+}
+
+/// The pool `start` names, from the process's cache or read now.
+pub(crate) fn human_pool(start: &HumanStart) -> Result<Arc<HumanPool>> {
+    HumanPool::shared(&start.games, start.limits())
+}
+
+/// The sha256 of the human games `start` names (a store key's).
+pub(crate) fn human_games_sha256(start: &HumanStart) -> Result<String> {
+    crate::chess::human_games::content_sha256(&start.games)
 }
 
 /// `[selfplay.maia]`: which Maia-1 nets play the moves after the opening.
@@ -226,6 +315,7 @@ impl Default for SelfplayConfig {
             site: "puzzleforge".to_string(),
             date: "????.??.??".to_string(),
             maia: None,
+            human: None,
         }
     }
 }
@@ -256,6 +346,9 @@ impl SelfplayConfig {
         }
         if self.max_plies == 0 {
             crate::bail_input!("max_plies must be at least 1");
+        }
+        if let Some(human) = &self.human {
+            human.validate()?;
         }
         if let Some(maia) = &self.maia {
             maia.validate()?;
@@ -471,8 +564,9 @@ pub(crate) fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<V
 /// Maia nets, when humans play, are loaded once for all of them.
 fn play_indices(config: &SelfplayConfig, pool: &EnginePool, indices: &[u64]) -> Result<Vec<Game>> {
     let maia = config.maia.as_ref().map(MaiaBench::load).transpose()?;
+    let human = config.human.as_ref().map(human_pool).transpose()?;
     pool.map(indices, |session, _, &index| {
-        play_game(session, config, maia.as_ref(), index)
+        play_game(session, config, maia.as_ref(), human.as_deref(), index)
     })
 }
 
@@ -489,6 +583,8 @@ pub struct Game {
     pub result: String,
     /// Why it ended: checkmate, stalemate, ...
     pub ending: String,
+    /// The human game whose prefix it starts with (`[selfplay.human]`).
+    pub source: Option<SourceGame>,
 }
 
 impl Game {
@@ -528,13 +624,25 @@ impl Game {
             },
         );
         tag("Ending", &self.ending);
-        tag("Mode", config.mode.name());
+        tag(
+            "Mode",
+            if self.source.is_some() {
+                "human"
+            } else {
+                config.mode.name()
+            },
+        );
         tag("Seed", &config.seed.to_string());
         tag("Weakening", weakening);
         tag(
             "Reproducible",
             if config.engine_limit { "false" } else { "true" },
         );
+        if let Some(source) = &self.source {
+            for (name, value) in source_tags(source) {
+                tag(&name, &escape_tag_value(&value));
+            }
+        }
         text.push('\n');
         let mut tokens = Vec::new();
         for (i, san) in self.sans.iter().enumerate() {
@@ -658,12 +766,23 @@ fn play_game(
     session: &mut Session,
     config: &SelfplayConfig,
     maia: Option<&MaiaBench>,
+    human: Option<&HumanPool>,
     index: u64,
 ) -> Result<Game, EngineError> {
     let mut rng = seed::rng(config.seed, Domain::SelfplayGame, Key::Index(index));
     let mut board = Board::new();
-    let cap = config.max_plies as usize;
+    let mut cap = config.max_plies as usize;
+    let source = match (human, &config.human) {
+        (Some(pool), Some(start)) => Some(play_human_prefix(&mut board, pool, start, &mut rng)?),
+        _ => None,
+    };
+    if let (Some(source), Some(start)) = (&source, &config.human)
+        && let Some(more) = start.continue_plies
+    {
+        cap = cap.min(source.ply + more as usize);
+    }
     match config.mode {
+        _ if source.is_some() => {}
         Mode::Chaos => {
             for _ in 0..config.chaos_plies {
                 if board.ending().is_some() || board.sans.len() >= cap {
@@ -709,7 +828,7 @@ fn play_game(
         let start = thread_cpu_seconds();
         let game = play_maia_game(board, bench, &mut rng, cap, index);
         session.charge_cpu_seconds(thread_cpu_seconds() - start);
-        return game;
+        return game.map(|game| Game { source, ..game });
     }
     let (white_elo, black_elo) = match config.mode {
         Mode::Chaos => (
@@ -753,7 +872,62 @@ fn play_game(
         ucis: board.ucis,
         result: result.to_string(),
         ending: ending.to_string(),
+        source,
     })
+}
+
+/// Plays a prefix of a human game on `board`: the game drawn uniformly
+/// from the pool, its length uniformly from `start.plies` (capped so that
+/// the source game goes on after it), both with the game's generator.
+fn play_human_prefix(
+    board: &mut Board,
+    pool: &HumanPool,
+    start: &HumanStart,
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> Result<SourceGame, EngineError> {
+    let game = &pool.games.games[rng.random_range(0..pool.games.games.len())];
+    // The pool holds games longer than the shortest prefix.
+    let longest = (start.plies[1] as usize).min(game.moves.len().saturating_sub(1));
+    let shortest = (start.plies[0] as usize).min(longest);
+    let ply = rng.random_range(shortest..=longest);
+    for uci in &game.moves[..ply] {
+        let m = board.legal_move(*uci).map_err(|e| {
+            EngineError::Fatal(format!(
+                "{} game {}: {e}",
+                pool.games.path.display(),
+                game.number
+            ))
+        })?;
+        board.play(m);
+    }
+    Ok(SourceGame {
+        file_sha256: pool.sha256.clone(),
+        game: game.clone(),
+        ply,
+    })
+}
+
+/// The PGN tags naming a grown game's source: the file by its sha256, the
+/// game by its number in the file and its own tags, the prefix's length,
+/// and the source game's moves (UCI), from which mining knows its
+/// positions (`SourceMoves`).
+pub(crate) fn source_tags(source: &SourceGame) -> Vec<(String, String)> {
+    let mut tags = vec![
+        ("SourceFile".to_string(), source.file_sha256.clone()),
+        ("SourceGame".to_string(), source.game.number.to_string()),
+        ("SourcePly".to_string(), source.ply.to_string()),
+    ];
+    for (name, value) in source.game.tags() {
+        tags.push((format!("Source{name}"), value.to_string()));
+    }
+    let moves: Vec<String> = source.game.moves.iter().map(|m| m.to_string()).collect();
+    tags.push(("SourceMoves".to_string(), moves.join(" ")));
+    tags
+}
+
+/// A PGN tag value with its quotes and backslashes escaped.
+fn escape_tag_value(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 /// The rest of game `index` after its opening, each side's move drawn from
@@ -806,6 +980,7 @@ fn play_maia_game(
         ucis: board.ucis,
         result: result.to_string(),
         ending: ending.to_string(),
+        source: None,
     })
 }
 

@@ -23,6 +23,8 @@ pub enum Source {
     Selfplay,
     LichessGame,
     Pgn,
+    /// A game of `[sources] human_games`: its positions are public.
+    HumanGame,
 }
 
 impl Source {
@@ -31,6 +33,7 @@ impl Source {
             Source::Selfplay => "selfplay",
             Source::LichessGame => "lichess-game",
             Source::Pgn => "pgn",
+            Source::HumanGame => "human-game",
         }
     }
 }
@@ -54,6 +57,18 @@ pub struct MineUnit {
     pub moves: Vec<UciMove>,
     /// Positions to analyse: after `k` moves, with the move then played.
     pub targets: Vec<Target>,
+    /// For a game grown from a human game: the position keys of that
+    /// source game, sorted (its `SourceMoves` tag). A puzzle at one of them
+    /// is a public position, not a new one, and is dropped.
+    pub public_positions: Vec<u64>,
+}
+
+impl MineUnit {
+    /// Whether the position with key `zobrist` is one of the source
+    /// game's.
+    pub(crate) fn is_public(&self, zobrist: u64) -> bool {
+        self.public_positions.binary_search(&zobrist).is_ok()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,6 +142,23 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
             (Source::Pgn, format!("pgn-{}", game.number), String::new())
         };
         let start = &game.initial;
+        let public_positions = match game.tags.get("SourceMoves") {
+            Some(text) => {
+                let moves = text
+                    .split_whitespace()
+                    .map(|m| m.parse::<UciMove>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| {
+                        bad_input(format!(
+                            "{} game {}: SourceMoves: {e}",
+                            path.display(),
+                            game.number
+                        ))
+                    })?;
+                crate::chess::human_games::position_keys(&moves)
+            }
+            None => Vec::new(),
+        };
         units.push(MineUnit {
             source,
             game_id,
@@ -140,6 +172,7 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
             start_fen: Fen::from_position(start, EnPassantMode::Legal),
             moves: game.moves.iter().map(|m| uci_of(m.mv)).collect(),
             targets: Vec::new(),
+            public_positions,
         });
     }
     Ok(Loaded { units, skipped })
@@ -201,8 +234,54 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
                 after: 1,
                 played: None,
             }],
+            public_positions: Vec::new(),
         });
         Ok(())
     })?;
     Ok(Loaded { units, skipped })
+}
+
+/// `count` games of `pool` drawn with `seed` (every game at most once),
+/// in file order, as units to mine: the human-game puzzles of a run
+/// (`[human_games] mine_games`). Their ids name the file by the first 8
+/// hex digits of its sha256 and the game by its number in the file, and
+/// their `GameUrl` names file, game and ply (`<file>#game=N&ply=P`).
+pub(crate) fn human_game_units(
+    pool: &crate::chess::human_games::HumanPool,
+    count: u64,
+    seed: u64,
+) -> Vec<MineUnit> {
+    use crate::core::seed::{Domain, Key};
+    let games = &pool.games.games;
+    let mut rng = crate::core::seed::rng(seed, Domain::HumanGamesSample, Key::Run);
+    let amount = (count as usize).min(games.len());
+    let mut picked = rand::seq::index::sample(&mut rng, games.len(), amount).into_vec();
+    picked.sort_unstable();
+    let file = pool
+        .games
+        .path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    picked
+        .into_iter()
+        .map(|index| {
+            let game = &games[index];
+            let tag = |name: &str| game.tag(name).unwrap_or_default().to_string();
+            MineUnit {
+                source: Source::HumanGame,
+                game_id: format!("human-{}-{}", &pool.sha256[..8], game.number),
+                game_url: format!("{file}#game={}", game.number),
+                seed: String::new(),
+                white_elo: tag("WhiteElo"),
+                black_elo: tag("BlackElo"),
+                first_ply: 1,
+                keep_id: None,
+                start_fen: Fen::default(),
+                moves: game.moves.to_vec(),
+                targets: Vec::new(),
+                public_positions: Vec::new(),
+            }
+        })
+        .collect()
 }

@@ -101,6 +101,7 @@ fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
         Source::LichessGame if !unit.game_url.is_empty() && !unit.game_url.contains('#') => {
             format!("{}#{ply}", unit.game_url)
         }
+        Source::HumanGame => format!("{}&ply={ply}", unit.game_url),
         _ => unit.game_url.clone(),
     };
     let mut puzzle = Puzzle {

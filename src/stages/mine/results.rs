@@ -40,6 +40,9 @@ pub(crate) struct UnitResult {
     /// Positions analysed on branches of the game (counted in `positions`
     /// too).
     pub branches: u64,
+    /// Found at a position of the game's human source game, and dropped
+    /// (not in `found`).
+    pub public: u64,
 }
 
 /// Totals over units.

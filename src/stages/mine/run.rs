@@ -89,6 +89,10 @@ pub struct UnitFunnel {
     /// counted in `positions` too; written out only when some were.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub branches: u64,
+    /// Found at a position of the game's human source game and dropped
+    /// (a public position); written out only when some were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub public: u64,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -152,6 +156,7 @@ pub(crate) fn mine_loaded_per_unit(
             full_searches: r.full_searches,
             candidates: r.found.len() as u64,
             branches: r.branches,
+            public: r.public,
         })
         .collect();
     let cpu_seconds = pool.search_cpu_seconds() - cpu_before;

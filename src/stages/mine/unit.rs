@@ -35,11 +35,22 @@ pub(crate) fn mine_unit(
     let Some(line) = unit_line(unit) else {
         return Ok(result);
     };
-    let targets: Vec<Target> = if unit.targets.is_empty() {
+    let mut targets: Vec<Target> = if unit.targets.is_empty() {
         game_targets(&line, &unit.moves, config.min_fullmove)
     } else {
         unit.targets.clone()
     };
+    // A position of the human source game could only give a public puzzle
+    // (dropped below): it is not searched at all. On the hard band's games
+    // no kept line came from a branch of the human prefix (docs/results/
+    // generation.md, "Human games").
+    if !unit.public_positions.is_empty() {
+        targets.retain(|target| {
+            line.positions()
+                .get(target.after)
+                .is_none_or(|position| !unit.is_public(position_key(position)))
+        });
+    }
     // Shallow best scores by position index, for the played-move filter.
     let mut shallow_best: HashMap<usize, Score> = HashMap::new();
     // Positions whose screens passed on a non-mate shallow score: where
@@ -76,5 +87,20 @@ pub(crate) fn mine_unit(
             &mut result,
         )?;
     }
+    drop_public(unit, &mut result);
     Ok(result)
+}
+
+fn position_key(position: &shakmaty::Chess) -> u64 {
+    use shakmaty::Position;
+    let key: shakmaty::zobrist::Zobrist64 = position.zobrist_hash(shakmaty::EnPassantMode::Legal);
+    key.0
+}
+
+/// Drops what was found at a position of the unit's source game (a game
+/// grown from a human game): such a puzzle is public, not new.
+fn drop_public(unit: &MineUnit, result: &mut UnitResult) {
+    let before = result.found.len();
+    result.found.retain(|found| !unit.is_public(found.zobrist));
+    result.public = (before - result.found.len()) as u64;
 }

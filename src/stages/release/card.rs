@@ -422,11 +422,17 @@ fn dataset_card(
 /// other `Source` a pool held), so a reader knows how much of the release
 /// a model may have seen in public puzzle sets.
 fn source_mix(train: &[Puzzle], test: &[Puzzle]) -> String {
+    // Always listed, even at 0.
     const KNOWN: [(&str, &str); 3] = [
         ("lichess", "Lichess puzzle database"),
         ("selfplay", "generated (puzzleforge self-play)"),
         ("lichess-game", "mined from Lichess games"),
     ];
+    // Listed where the release holds some.
+    const HUMAN_GAME: (&str, &str) = (
+        "human-game",
+        "mined from human games (public positions, `[sources] human_games`)",
+    );
     let source = |p: &Puzzle| p.get(Column::Source).unwrap_or("").to_string();
     let mut sources: Vec<String> = KNOWN.iter().map(|(s, _)| s.to_string()).collect();
     for puzzle in train.iter().chain(test) {
@@ -440,10 +446,11 @@ fn source_mix(train: &[Puzzle], test: &[Puzzle]) -> String {
     for name in &sources {
         let (in_train, in_test) = (count(train, name), count(test, name));
         let known = KNOWN.iter().find(|(s, _)| s == name).map(|(_, what)| *what);
+        let described = known.or((name == HUMAN_GAME.0).then_some(HUMAN_GAME.1));
         if in_train + in_test == 0 && known.is_none() {
             continue;
         }
-        let what = match (known, name.as_str()) {
+        let what = match (described, name.as_str()) {
             (Some(what), _) => format!("{what} (`{name}`)"),
             (None, "") => "no `Source`".to_string(),
             (None, other) => format!("`{other}`"),

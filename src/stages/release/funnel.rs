@@ -22,6 +22,9 @@ pub(crate) struct GenerationFunnel {
     /// Positions that passed the verdict, before the per-game cap and the
     /// dedup.
     pub candidates: u64,
+    /// Found at a position of the game's human source game and dropped
+    /// before `candidates` (public, not new).
+    pub public: u64,
     /// Puzzles mined (after the cap and the dedup).
     pub mined: u64,
     /// Puzzles whose position could not be read back.
@@ -43,13 +46,14 @@ impl GenerationFunnel {
         self.positions += game.positions;
         self.full_searches += game.full_searches;
         self.candidates += game.candidates;
+        self.public += game.public;
     }
 
     /// The counts by the names the JSON gives them, in the JSON's order
     /// (alphabetical), each with whether the JSON has it: the game counts
     /// once a game was counted, a puzzle step once a puzzle reached it.
     /// (The files have always been written that way.)
-    fn named(&self) -> [(&'static str, u64, bool); 11] {
+    fn named(&self) -> [(&'static str, u64, bool); 12] {
         let played = self.games > 0;
         [
             ("candidates", self.candidates, played),
@@ -64,6 +68,7 @@ impl GenerationFunnel {
             ("kept", self.kept, self.kept > 0),
             ("mined", self.mined, self.mined > 0),
             ("positions", self.positions, played),
+            ("public", self.public, self.public > 0),
             (
                 "repeated_position",
                 self.repeated_position,

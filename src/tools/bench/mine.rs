@@ -97,6 +97,7 @@ fn bench_units(args: &BenchMineArgs, pool: &EnginePool) -> Result<Vec<MineUnit>>
             start_fen: shakmaty::fen::Fen::default(),
             moves: game.ucis,
             targets: Vec::new(),
+            public_positions: Vec::new(),
         })
         .collect();
     Ok(units)

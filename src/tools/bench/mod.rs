@@ -6,6 +6,7 @@
 //! its batch through `pipeline::generate`, and `tools` and `pipeline` are
 //! one layer that may not use each other (tests/layout.rs).
 
+pub mod human_games;
 pub mod ingest;
 pub mod maia;
 pub mod mine;

@@ -50,7 +50,7 @@ pub struct BenchPgnArgs {
 }
 
 /// A pgn-reader visitor that keeps nothing: the parser's own cost.
-struct ParseOnly;
+pub(crate) struct ParseOnly;
 
 impl Visitor for ParseOnly {
     type Tags = ();

@@ -1,0 +1,247 @@
+//! Human games as a source (`[sources] human_games`): games grown from a
+//! human game's prefix name their source and keep only new positions;
+//! human-game puzzles are mined from drawn games and say they are public;
+//! a missing file names the script that fetches it. Real Stockfish, the
+//! committed sample of master games, tiny budgets.
+
+use puzzleforge::chess::human_games::position_keys;
+use puzzleforge::chess::pgn::{GameItem, GameRecord, PgnGames};
+use serde_json::Value;
+use shakmaty::fen::Fen;
+use shakmaty::uci::UciMove;
+use shakmaty::zobrist::Zobrist64;
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Position};
+use std::path::{Path, PathBuf};
+
+use crate::common::{data, generation_config, puzzleforge, summary};
+
+const SAMPLE: &str = "master_games_sample_145.pgn";
+
+fn games_of(path: &Path) -> Vec<GameRecord> {
+    let file = std::fs::File::open(path).unwrap();
+    PgnGames::new(file)
+        .map(|item| match item.unwrap() {
+            GameItem::Game(game) => *game,
+            other => panic!("{}: {other:?}", path.display()),
+        })
+        .collect()
+}
+
+fn ucis(game: &GameRecord) -> Vec<UciMove> {
+    game.moves
+        .iter()
+        .map(|m| m.mv.to_uci(CastlingMode::Standard))
+        .collect()
+}
+
+/// The position key of a puzzle row (FEN, then the opponent's move).
+fn puzzle_key(row: &csv::StringRecord, headers: &csv::StringRecord) -> u64 {
+    let column = |name: &str| &row[headers.iter().position(|h| h == name).unwrap()];
+    let fen: Fen = column("FEN").parse().unwrap();
+    let mut position: Chess = fen.into_position(CastlingMode::Standard).unwrap();
+    let first: UciMove = column("Moves").split(' ').next().unwrap().parse().unwrap();
+    let m = first.to_move(&position).unwrap();
+    position.play_unchecked(m);
+    let key: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+    key.0
+}
+
+fn rows(path: &Path) -> (csv::StringRecord, Vec<csv::StringRecord>) {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let rows = reader.records().map(Result::unwrap).collect();
+    (headers, rows)
+}
+
+fn store_batches(output: &Path) -> Vec<PathBuf> {
+    let store = std::fs::read_dir(output.join(".generate"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let mut batches: Vec<PathBuf> = std::fs::read_dir(store)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("batch-")
+        })
+        .collect();
+    batches.sort();
+    batches
+}
+
+/// A human start's game replays its source game's first `SourcePly` moves
+/// (the source named by number in the file, its moves and tags as the file
+/// has them), mining searches none of the source game's positions (they
+/// could only give public puzzles), and no puzzle kept from the game sits
+/// at a position of the source game.
+#[test]
+fn games_grown_from_human_games_name_their_source_and_keep_only_new_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let generate = format!(
+        "batch_games = 4\nmax_games = 8\n\n[generate.selfplay]\n\
+         human = {{ plies = [30, 50] }}\nmax_plies = 120\n\n\
+         [generate.mine]\nmissed_only = false\n\n\
+         [sources]\nhuman_games = \"{}\"\n",
+        data(SAMPLE).display()
+    );
+    generation_config(root, "h.toml", "H", 2, &generate);
+    let run = summary(&puzzleforge(root, &["run", "--config", "h.toml", "--json"]));
+    assert_eq!(run["generate"]["stop"], "quotas_met", "{run:#}");
+
+    let sample = games_of(&data(SAMPLE));
+    let mut kept = 0;
+    for batch in store_batches(&root.join("H")) {
+        let games = games_of(&batch.join("games.pgn"));
+        assert!(!games.is_empty());
+        let record: Value =
+            serde_json::from_str(&std::fs::read_to_string(batch.join("batch.json")).unwrap())
+                .unwrap();
+        let mut source_keys = std::collections::HashMap::new();
+        for (game, funnel) in games.iter().zip(record["per_game"].as_array().unwrap()) {
+            let tag = |name: &str| game.tags.get(name).unwrap().to_string();
+            assert_eq!(tag("Mode"), "human");
+            let number: usize = tag("SourceGame").parse().unwrap();
+            let ply: usize = tag("SourcePly").parse().unwrap();
+            let source = &sample[number - 1];
+            assert_eq!(source.number as usize, number);
+            assert_eq!(tag("SourceWhite"), source.tags.get("White").unwrap());
+            let source_moves = ucis(source);
+            let written: Vec<UciMove> = tag("SourceMoves")
+                .split(' ')
+                .map(|m| m.parse().unwrap())
+                .collect();
+            assert_eq!(written, source_moves, "game {number}");
+            assert!(
+                (30..=50).contains(&ply) && ply < source_moves.len(),
+                "{ply}"
+            );
+            assert_eq!(ucis(game)[..ply], source_moves[..ply]);
+            // Positions analysed: only those after the prefix (a position
+            // after k moves, k >= 1, with a move played from it).
+            let on_game =
+                funnel["positions"].as_u64().unwrap() - funnel["branches"].as_u64().unwrap_or(0);
+            assert!(
+                on_game as usize <= game.moves.len() - ply,
+                "game {}: {on_game} positions analysed, {} after the prefix",
+                funnel["game"],
+                game.moves.len() - ply
+            );
+            let id = format!("selfplay-{}-{}", tag("Seed"), tag("Round"));
+            source_keys.insert(id, position_keys(&source_moves));
+        }
+        let (headers, mined) = rows(&batch.join("mined.csv"));
+        let game_id = headers.iter().position(|h| h == "GameId").unwrap();
+        for row in &mined {
+            let keys = &source_keys[&row[game_id]];
+            assert!(
+                keys.binary_search(&puzzle_key(row, &headers)).is_err(),
+                "{row:?} is a position of its source game"
+            );
+        }
+        kept += mined.len();
+    }
+    assert!(kept > 0, "the grown games gave no puzzle");
+}
+
+/// `[human_games] mine_games` mines games drawn from the file: each
+/// puzzle's row says `human-game` and names file, game and ply, and its
+/// position is that game's at that ply. The same seed draws the same games.
+#[test]
+fn human_game_puzzles_are_mined_from_drawn_games_and_say_where_they_stand() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let config = format!(
+        r#"
+[pipeline]
+seed = 7
+output_dir = "out"
+release = "h"
+stages = ["mine"]
+
+[engine]
+path = "/usr/games/stockfish"
+workers = 2
+
+[sources]
+human_games = "{}"
+
+[human_games]
+mine_games = 6
+
+[mine]
+nodes = 20000
+shallow_depth = 5
+max_solver_moves = 3
+max_per_game = 100
+"#,
+        data(SAMPLE).display()
+    );
+    std::fs::write(root.join("p.toml"), config).unwrap();
+    summary(&puzzleforge(root, &["run", "--config", "p.toml", "--json"]));
+    let mined = root.join("out/h/mine/human_games.puzzles.csv");
+    let (headers, puzzles) = rows(&mined);
+    assert!(!puzzles.is_empty(), "six master games gave no puzzle");
+    let column = |row: &csv::StringRecord, name: &str| {
+        row[headers.iter().position(|h| h == name).unwrap()].to_string()
+    };
+    let sample = games_of(&data(SAMPLE));
+    for row in &puzzles {
+        assert_eq!(column(row, "Source"), "human-game");
+        let url = column(row, "GameUrl");
+        let (file, place) = url.split_once('#').unwrap();
+        assert_eq!(file, SAMPLE);
+        let fields: Vec<usize> = place
+            .split('&')
+            .map(|kv| kv.split_once('=').unwrap().1.parse().unwrap())
+            .collect();
+        let (number, ply) = (fields[0], fields[1]);
+        assert_eq!(column(row, "Ply"), ply.to_string());
+        assert!(column(row, "GameId").ends_with(&format!("-{number}")));
+        // FEN is the position before the game's move at ply `ply`.
+        let game = &sample[number - 1];
+        let mut position = Chess::default();
+        for played in &game.moves[..ply - 1] {
+            position.play_unchecked(played.mv);
+        }
+        assert_eq!(
+            column(row, "FEN"),
+            Fen::from_position(&position, EnPassantMode::Legal).to_string()
+        );
+    }
+    // Another folder, the same seed: the same rows.
+    std::fs::create_dir(root.join("again")).unwrap();
+    std::fs::copy(root.join("p.toml"), root.join("again/p.toml")).unwrap();
+    summary(&puzzleforge(
+        &root.join("again"),
+        &["run", "--config", "p.toml", "--json"],
+    ));
+    assert_eq!(
+        std::fs::read(&mined).unwrap(),
+        std::fs::read(root.join("again/out/h/mine/human_games.puzzles.csv")).unwrap()
+    );
+}
+
+/// A profile that starts from human games whose file is missing stops
+/// before any game with exit 2, naming the file and the script.
+#[test]
+fn missing_human_games_name_the_script_that_fetches_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let generate = "[generate.selfplay]\nhuman = { plies = [20, 40] }\n\n\
+                    [sources]\nhuman_games = \"absent/games.pgn.zst\"\n";
+    generation_config(root, "m.toml", "M", 1, generate);
+    let output = puzzleforge(root, &["run", "--config", "m.toml"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("absent/games.pgn.zst"), "{stderr}");
+    assert!(stderr.contains("engines/human-games.sh"), "{stderr}");
+    assert!(
+        !root.join("M/gen/selfplay/stage.json").exists(),
+        "a stage ran before the missing file was named"
+    );
+}
