@@ -317,8 +317,10 @@ fn config_is_checked_whole_before_any_stage() {
 }
 
 /// An edited `rate_model.json` (a base score of 1e300, a tree child out of
-/// the tree) is refused when loaded, naming the file and what is wrong,
-/// where it was taken and rated with.
+/// the tree; and what a damaged file once passed with wrong ratings and
+/// exit 0: a deviation of -500, no tree, fewer shifts than groups, a shift
+/// of 1e6, a falling map) is refused when loaded (exit 2), naming the file
+/// and the field, and no output is written.
 #[test]
 fn an_edited_rating_model_is_refused_on_load() {
     let dir = tempfile::tempdir().unwrap();
@@ -327,7 +329,37 @@ fn an_edited_rating_model_is_refused_on_load() {
         serde_json::from_slice(&std::fs::read(&committed).unwrap()).unwrap();
     let puzzles = data("generated_rated_puzzles.csv");
     type Edit = fn(&mut serde_json::Value);
-    let edits: [(&str, Edit, &str); 2] = [
+    let edits: [(&str, Edit, &str); 7] = [
+        (
+            "deviation.json",
+            |m| m["estimator"]["deviations"]["deviations"][1][3] = serde_json::json!(-500.0),
+            "estimator.deviations.deviations[1][3] is -500",
+        ),
+        (
+            "no-trees.json",
+            |m| m["estimator"]["trees"]["trees"] = serde_json::json!([]),
+            "estimator.trees.trees is empty",
+        ),
+        (
+            "shifts.json",
+            |m| {
+                m["estimator"]["shifts"]["shifts"]
+                    .as_array_mut()
+                    .unwrap()
+                    .pop();
+            },
+            "estimator.shifts.shifts has 3 shifts for the model's 4 groups",
+        ),
+        (
+            "shift.json",
+            |m| m["estimator"]["shifts"]["shifts"][2] = serde_json::json!(1e6),
+            "estimator.shifts.shifts[2] is 1000000",
+        ),
+        (
+            "map.json",
+            |m| m["estimator"]["recalibration"]["points"][1][1] = serde_json::json!(100.0),
+            "estimator.recalibration.points[1]",
+        ),
         (
             "base.json",
             |m| m["estimator"]["trees"]["base_score"] = serde_json::json!(1e300),

@@ -259,7 +259,11 @@ impl RatingModel {
                 MODEL_GROUPS.join(", ")
             )));
         }
-        if let Err(why) = model.estimator.check(model.features.len()) {
+        if let Err(why) = model.estimator.check(
+            model.features.len(),
+            MODEL_GROUPS.len(),
+            RATING_CEILING - RATING_FLOOR,
+        ) {
             return Err(bad_input(format!(
                 "{}: not a usable rating model: {why}; restore it or calibrate again",
                 path.display()

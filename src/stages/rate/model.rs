@@ -575,22 +575,80 @@ pub struct Estimator {
 }
 
 impl Estimator {
-    /// Checks every number of the estimator is finite and within reach,
-    /// and its trees can be walked (see [`Trees::check`]) over `features`
-    /// and the row kind.
-    pub(crate) fn check(&self, features: usize) -> std::result::Result<(), String> {
+    /// Checks the estimator whole, each failure naming its field in the
+    /// model file: every number finite and within reach, its trees
+    /// walkable (see [`Trees::check`]) over `features` and the row kind,
+    /// at least one tree, the recalibration map rising, one shift per
+    /// group of `groups` and within `±span` (the rating scale's), and a
+    /// positive deviation for every group and band. A model that fails
+    /// would write wrong ratings, never an error: a deviation of -500 into
+    /// `RatingDeviation`, every rating 1574-1584 from no tree.
+    pub(crate) fn check(
+        &self,
+        features: usize,
+        groups: usize,
+        span: f64,
+    ) -> std::result::Result<(), String> {
         self.trees.check(features + 1)?;
-        for (i, (x, y, w)) in self.recalibration.points.iter().enumerate() {
-            check_number(&format!("recalibration point {i}'s output"), *x)?;
-            check_number(&format!("recalibration point {i}'s rating"), *y)?;
-            check_number(&format!("recalibration point {i}'s weight"), *w)?;
+        if self.trees.trees.is_empty() {
+            return Err("estimator.trees.trees is empty: a model has at least one tree".into());
         }
-        for (g, shift) in self.shifts.shifts.iter().enumerate() {
-            check_number(&format!("group {g}'s shift"), *shift)?;
+        let points = &self.recalibration.points;
+        if points.is_empty() {
+            return Err("estimator.recalibration.points is empty: the map needs a point".into());
         }
-        for (g, bands) in self.deviations.deviations.iter().enumerate() {
+        for (i, (x, y, w)) in points.iter().enumerate() {
+            check_number(&format!("estimator.recalibration.points[{i}]'s output"), *x)?;
+            check_number(&format!("estimator.recalibration.points[{i}]'s rating"), *y)?;
+            check_number(&format!("estimator.recalibration.points[{i}]'s weight"), *w)?;
+        }
+        for (i, pair) in points.windows(2).enumerate() {
+            let ((x0, y0, _), (x1, y1, _)) = (pair[0], pair[1]);
+            if x1 < x0 || y1 < y0 {
+                return Err(format!(
+                    "estimator.recalibration.points[{}] ({x1}, {y1}) falls below point {i} \
+                     ({x0}, {y0}): the map rises with the trees' output",
+                    i + 1
+                ));
+            }
+        }
+        let shifts = &self.shifts.shifts;
+        if shifts.len() != groups {
+            return Err(format!(
+                "estimator.shifts.shifts has {} shifts for the model's {groups} groups",
+                shifts.len()
+            ));
+        }
+        for (g, shift) in shifts.iter().enumerate() {
+            if !shift.is_finite() || shift.abs() > span {
+                return Err(format!(
+                    "estimator.shifts.shifts[{g}] is {shift}: a shift moves a rating within the \
+                     scale, at most ±{span}"
+                ));
+            }
+        }
+        let deviations = &self.deviations.deviations;
+        if deviations.len() != groups {
+            return Err(format!(
+                "estimator.deviations.deviations has {} groups for the model's {groups}",
+                deviations.len()
+            ));
+        }
+        for (g, bands) in deviations.iter().enumerate() {
+            if bands.len() != DEVIATION_BANDS {
+                return Err(format!(
+                    "estimator.deviations.deviations[{g}] has {} bands, not {DEVIATION_BANDS}",
+                    bands.len()
+                ));
+            }
             for (b, deviation) in bands.iter().enumerate() {
-                check_number(&format!("group {g} band {b}'s deviation"), *deviation)?;
+                let field = format!("estimator.deviations.deviations[{g}][{b}]");
+                check_number(&field, *deviation)?;
+                if *deviation <= 0.0 {
+                    return Err(format!(
+                        "{field} is {deviation}: a deviation is a positive number of points"
+                    ));
+                }
             }
         }
         Ok(())
@@ -795,10 +853,14 @@ mod tests {
             let miss = estimator.estimate(&[x], 0) - whole_rating(x);
             assert!(miss.abs() < 80.0, "feature {x}: miss {miss}");
         }
-        assert!(estimator.check(1).is_ok());
+        assert!(estimator.check(1, 1, 2900.0).is_ok());
         assert!(
-            estimator.check(0).is_err(),
+            estimator.check(0, 1, 2900.0).is_err(),
             "the trees split on the row kind"
+        );
+        assert!(
+            estimator.check(1, 2, 2900.0).is_err(),
+            "one shift for two groups"
         );
     }
 
