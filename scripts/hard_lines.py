@@ -28,10 +28,12 @@ def game_sources(pgn: Path) -> dict:
 
 def count(store: Path) -> dict:
     cpu = 0.0
+    games = 0
     lines = []
     for batch in sorted(store.glob("batch-*")):
         record = json.loads((batch / "batch.json").read_text())
         cpu += record["engine_cpu_seconds"]
+        games += record["games"]
         sources = game_sources(batch / "games.pgn")
         with open(batch / "verified.csv", newline="") as f:
             for row in csv.DictReader(f):
@@ -47,6 +49,7 @@ def count(store: Path) -> dict:
     per = lambda n: round(n / hours, 1) if hours else None
     return {
         "store": str(store),
+        "games": games,
         "engine_cpu_hours": round(hours, 3),
         "verified_lines": len(lines),
         "lines_3_5": len(long),
