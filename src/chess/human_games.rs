@@ -13,12 +13,11 @@
 
 use anyhow::Result;
 use shakmaty::uci::UciMove;
-use shakmaty::zobrist::Zobrist64;
-use shakmaty::{Chess, EnPassantMode, Position};
+use shakmaty::{Chess, Position};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::line::uci_of;
+use super::line::{position_key, uci_of};
 use super::pgn::{GameItem, PgnGames};
 use crate::core::error::bad_input;
 use crate::core::fileio::{open_input, sha256_content};
@@ -219,22 +218,17 @@ pub struct SourceGame {
 /// counters). Stops at the first illegal move.
 pub fn position_keys(moves: &[UciMove]) -> Vec<u64> {
     let mut position = Chess::default();
-    let mut keys = vec![key(&position)];
+    let mut keys = vec![position_key(&position)];
     for uci in moves {
         let Ok(m) = uci.to_move(&position) else {
             break;
         };
         position.play_unchecked(m);
-        keys.push(key(&position));
+        keys.push(position_key(&position));
     }
     keys.sort_unstable();
     keys.dedup();
     keys
-}
-
-fn key(position: &Chess) -> u64 {
-    let hash: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
-    hash.0
 }
 
 #[cfg(test)]

@@ -500,6 +500,15 @@ fn checkmates(position: &Chess, candidate: Move) -> bool {
         .is_ok_and(|after| after.is_checkmate())
 }
 
+/// The Zobrist hash of a position (en passant only when a capture there is
+/// legal; no clocks): the key mining deduplicates puzzles by, a game's
+/// repetitions are counted by, and a human source game's positions are
+/// known by.
+pub(crate) fn position_key(position: &Chess) -> u64 {
+    let hash: shakmaty::zobrist::Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
+    hash.0
+}
+
 /// FEN fields that identify a position: board, turn, castling, en passant
 /// (only when an en passant capture is legal); no clocks.
 pub(crate) fn normalized_fen(position: &Chess) -> String {

@@ -260,7 +260,7 @@ pub(crate) fn keep_all(_tags: &Tags) -> Result<(), Rejection> {
 const MAX_COMMENT_BYTES: usize = 4096;
 
 /// Longest tag line read whole (pgn-reader's default is 255 bytes).
-pub(crate) const MAX_TAG_LINE_BYTES: usize = 8192;
+const MAX_TAG_LINE_BYTES: usize = 8192;
 
 /// Streams games from PGN text. See the module documentation.
 pub struct PgnGames<R: Read, F> {

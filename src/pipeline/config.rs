@@ -202,7 +202,6 @@ impl PipelineConfig {
             rate: &self.rate,
             verify: self.verify.clone(),
             split: &self.split,
-            human_games: self.sources.human_games.as_deref(),
         }
     }
 
@@ -251,12 +250,6 @@ impl PipelineConfig {
         self.sources.puzzles.iter_mut().for_each(resolve);
         self.sources.games.iter_mut().for_each(resolve);
         self.sources.human_games.iter_mut().for_each(resolve);
-        if let (Some(human), Some(games)) =
-            (self.selfplay.human.as_mut(), &self.sources.human_games)
-            && human.games.as_os_str().is_empty()
-        {
-            human.games = games.clone();
-        }
         self.engine.path.iter_mut().for_each(resolve);
         self.rate.model.iter_mut().for_each(resolve);
         resolve(&mut self.eval.maia.models_dir);
@@ -264,6 +257,14 @@ impl PipelineConfig {
         self.generate.exclude.iter_mut().for_each(resolve);
         if let Some(maia) = self.selfplay.maia.as_mut() {
             resolve(&mut maia.models_dir);
+        }
+        // `[selfplay.human]` without its own `games` starts from
+        // `[sources] human_games` (already resolved).
+        if let Some(human) = self.selfplay.human.as_mut() {
+            match &self.sources.human_games {
+                Some(games) if human.games.as_os_str().is_empty() => human.games = games.clone(),
+                _ => resolve(&mut human.games),
+            }
         }
         let generate = &mut self.generate;
         let layers = std::iter::once(&mut generate.selfplay).chain(
@@ -273,6 +274,7 @@ impl PipelineConfig {
         );
         for layer in layers {
             resolve_maia_folder(layer, config_path);
+            resolve_human_games(layer, config_path, self.sources.human_games.as_deref());
         }
     }
 
@@ -629,6 +631,31 @@ pub(crate) fn key_error(path: &Path, section: &str, key: &str, why: &str) -> any
     bad_input(format!("{}: {section}.{key}{line}: {why}", path.display()))
 }
 
+/// Resolves the games file of a generation layer's `human` table, as
+/// [`resolve_maia_folder`] does the nets' folder: a layer's `human`
+/// replaces the one below it whole, so a table without `games` means
+/// `[sources] human_games` (`sources`, already resolved; left unset
+/// without it, for the section's own check to report), and one with
+/// `games` names a file relative to the config. A value that is not a
+/// string is left for the section's own check to report.
+fn resolve_human_games(layer: &mut toml::Table, config_path: &Path, sources: Option<&Path>) {
+    let Some(toml::Value::Table(human)) = layer.get_mut("human") else {
+        return;
+    };
+    let games = match human.get("games") {
+        None => match sources {
+            Some(games) => games.to_path_buf(),
+            None => return,
+        },
+        Some(toml::Value::String(games)) => relative_to(config_path, Path::new(games)),
+        Some(_) => return,
+    };
+    human.insert(
+        "games".to_string(),
+        toml::Value::String(games.to_string_lossy().into_owned()),
+    );
+}
+
 /// Resolves the Maia nets' folder of a generation layer's `maia` table.
 /// A layer's `maia` replaces the one below it whole, so a table without
 /// `models_dir` means the default folder (`models/maia`), which is
@@ -778,6 +805,45 @@ maia = { white = [1100, 1100], black = [1100, 1100], models_dir = "/abs/nets" }
             folder(&generate.profiles["easy"].selfplay).as_deref(),
             Some("/abs/nets")
         );
+    }
+
+    /// A `human` table without `games` starts from `[sources]
+    /// human_games`; one with its own names a file relative to the config,
+    /// like every path the config names.
+    #[test]
+    fn human_games_resolve_to_the_sources_file_or_against_the_config_folder() {
+        let text = r#"
+[sources]
+human_games = "data/games.pgn.zst"
+[selfplay]
+human = { plies = [20, 40] }
+[generate.tiers.hard.selfplay]
+human = { plies = [30, 50] }
+[generate.profiles.own.selfplay]
+human = { games = "other.pgn" }
+"#;
+        let origin = Path::new("/srv/cron/pipeline.toml");
+        let mut config = PipelineConfig::parse(text, origin).unwrap();
+        config.resolve_paths(origin);
+        let human = config.selfplay.human.as_ref().expect("a human start");
+        assert_eq!(human.games, Path::new("/srv/cron/data/games.pgn.zst"));
+        let games = |layer: &toml::Table| {
+            layer
+                .get("human")
+                .and_then(|h| h.get("games"))
+                .and_then(toml::Value::as_str)
+                .map(str::to_string)
+        };
+        let generate = &config.generate;
+        assert_eq!(
+            games(&generate.tiers["hard"].selfplay).as_deref(),
+            Some("/srv/cron/data/games.pgn.zst")
+        );
+        assert_eq!(
+            games(&generate.profiles["own"].selfplay).as_deref(),
+            Some("/srv/cron/other.pgn")
+        );
+        assert_eq!(games(&generate.selfplay), None);
     }
 
     #[test]

@@ -28,13 +28,12 @@ use serde::{Deserialize, Serialize};
 use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
 use shakmaty::uci::UciMove;
-use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, Position};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::chess::human_games::{HumanPool, PoolLimits, SourceGame};
+use crate::chess::line::position_key;
 use crate::core::fileio::AtomicFile;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, switch_on};
@@ -183,16 +182,6 @@ impl HumanStart {
             max_games: self.pool_games,
         }
     }
-}
-
-/// The pool `start` names, from the process's cache or read now.
-pub(crate) fn human_pool(start: &HumanStart) -> Result<Arc<HumanPool>> {
-    HumanPool::shared(&start.games, start.limits())
-}
-
-/// The sha256 of the human games `start` names (a store key's).
-pub(crate) fn human_games_sha256(start: &HumanStart) -> Result<String> {
-    crate::chess::human_games::content_sha256(&start.games)
 }
 
 /// `[selfplay.maia]`: which Maia-1 nets play the moves after the opening.
@@ -564,7 +553,10 @@ pub(crate) fn play_games(config: &SelfplayConfig, pool: &EnginePool) -> Result<V
 /// Maia nets, when humans play, are loaded once for all of them.
 fn play_indices(config: &SelfplayConfig, pool: &EnginePool, indices: &[u64]) -> Result<Vec<Game>> {
     let maia = config.maia.as_ref().map(MaiaBench::load).transpose()?;
-    let human = config.human.as_ref().map(human_pool).transpose()?;
+    // The pool is read once per process and file.
+    let human = (config.human.as_ref())
+        .map(|start| HumanPool::shared(&start.games, start.limits()))
+        .transpose()?;
     pool.map(indices, |session, _, &index| {
         play_game(session, config, maia.as_ref(), human.as_deref(), index)
     })
@@ -681,7 +673,7 @@ struct Board {
 impl Board {
     fn new() -> Self {
         let position = Chess::default();
-        let hash = zobrist(&position);
+        let hash = position_key(&position);
         Self {
             position,
             ucis: Vec::new(),
@@ -694,7 +686,7 @@ impl Board {
         self.ucis.push(m.to_uci(CastlingMode::Standard));
         let san = SanPlus::from_move_and_play_unchecked(&mut self.position, m);
         self.sans.push(san.to_string());
-        self.hashes.push(zobrist(&self.position));
+        self.hashes.push(position_key(&self.position));
     }
 
     /// The result and reason when the game is over.
@@ -752,11 +744,6 @@ impl Board {
             ))
         })
     }
-}
-
-fn zobrist(position: &Chess) -> u64 {
-    let hash: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
-    hash.0
 }
 
 /// Plays game `index` (1-based) on one engine: after the opening the nets

@@ -188,9 +188,6 @@ pub(crate) struct Sections<'a> {
     pub rate: &'a crate::stages::rate::RateConfig,
     pub verify: crate::stages::verify::VerifyConfig,
     pub split: &'a crate::stages::release::cells::SplitConfig,
-    /// `[sources] human_games`: the games a `[selfplay.human]` profile
-    /// starts from, unless it names its own.
-    pub human_games: Option<&'a Path>,
 }
 
 /// The engine of the run, as the stages use it.
@@ -246,16 +243,11 @@ impl Settings {
             mine_layers.push((format!("generate.profiles.{name}.mine"), &named.mine));
             seed = profile_seed(config.seed, name);
         }
-        let mut selfplay = crate::stages::selfplay::SelfplayConfig {
+        let selfplay = crate::stages::selfplay::SelfplayConfig {
             seed,
             games: 0,
             ..overlay(config.selfplay, &selfplay_layers, &SELFPLAY_OWN_KEYS)?
         };
-        if let (Some(human), Some(games)) = (selfplay.human.as_mut(), config.human_games)
-            && human.games.as_os_str().is_empty()
-        {
-            human.games = games.to_path_buf();
-        }
         selfplay.validate()?;
         let mine = crate::stages::mine::MineConfig {
             max_per_game: generate.max_per_game.unwrap_or(config.mine.max_per_game),
@@ -313,7 +305,7 @@ impl Settings {
             table.remove("games");
             table.insert(
                 "games_sha256".to_string(),
-                Value::String(crate::stages::selfplay::human_games_sha256(human)?),
+                Value::String(crate::chess::human_games::content_sha256(&human.games)?),
             );
         }
         let settings = serde_json::to_value(StoreSettings {

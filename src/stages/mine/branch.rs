@@ -26,8 +26,7 @@
 //! any number of workers.
 
 use shakmaty::uci::UciMove;
-use shakmaty::zobrist::Zobrist64;
-use shakmaty::{Chess, EnPassantMode, Move, Position};
+use shakmaty::{Chess, Move, Position};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::config::MineConfig;
@@ -35,7 +34,7 @@ use super::funnel::{analyse_target, unit_line};
 use super::input::{MineUnit, Target};
 use super::results::UnitResult;
 use super::verdict::search_request;
-use crate::chess::line::{PuzzleLine, uci_of};
+use crate::chess::line::{PuzzleLine, position_key, uci_of};
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit};
 use crate::engine::uci::Score;
@@ -66,7 +65,7 @@ pub(super) fn mine_branches(
     result: &mut UnitResult,
 ) -> Result<(), EngineError> {
     let points = branch_points(signs, config.branch_points);
-    let mut seen: HashSet<u64> = line.positions().iter().map(zobrist).collect();
+    let mut seen: HashSet<u64> = line.positions().iter().map(position_key).collect();
     for at in points {
         let Some(position) = line.position_after(at) else {
             continue;
@@ -84,7 +83,9 @@ pub(super) fn mine_branches(
         for m in branch_moves(session, unit, history, position, played, config, result)? {
             let mut reached = position.clone();
             reached.play_unchecked(m);
-            if reached.fullmoves().get() < config.min_fullmove || !seen.insert(zobrist(&reached)) {
+            if reached.fullmoves().get() < config.min_fullmove
+                || !seen.insert(position_key(&reached))
+            {
                 continue;
             }
             let mut moves = history.to_vec();
@@ -200,11 +201,6 @@ pub(crate) fn pick_branch_moves(
     // Least losing first; the search's order breaks ties (a stable sort).
     picked.sort_by_key(|&(cp, _)| std::cmp::Reverse(cp));
     picked.into_iter().take(count).map(|(_, uci)| uci).collect()
-}
-
-fn zobrist(position: &Chess) -> u64 {
-    let hash: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
-    hash.0
 }
 
 #[cfg(test)]

@@ -4,16 +4,15 @@
 //! outputs of mining slices. Apart because merging shards uses the dedup
 //! without mining anything.
 
+use shakmaty::EnPassantMode;
 use shakmaty::fen::Fen;
-use shakmaty::zobrist::Zobrist64;
-use shakmaty::{EnPassantMode, Position};
 use std::collections::HashSet;
 
 use super::config::MineConfig;
 use super::input::{MineUnit, Source};
 use super::results::{Found, MineRun};
 use crate::chess::columns::Column;
-use crate::chess::line::{PuzzleLine, ucis_text};
+use crate::chess::line::{PuzzleLine, position_key, ucis_text};
 use crate::chess::record::Puzzle;
 use crate::chess::themes::cheap_themes;
 
@@ -51,8 +50,7 @@ pub(crate) fn select_puzzles(
 pub(crate) fn puzzle_zobrist(puzzle: &Puzzle) -> Option<u64> {
     let mut line = PuzzleLine::from_read_fen(&puzzle.fen).ok()?;
     line.play_move(*puzzle.moves.first()?).ok()?;
-    let zobrist: Zobrist64 = line.last_position().zobrist_hash(EnPassantMode::Legal);
-    Some(zobrist.0)
+    Some(position_key(line.last_position()))
 }
 
 /// Drops every puzzle whose position an earlier one has (first occurrence

@@ -11,6 +11,7 @@ use super::config::MineConfig;
 use super::funnel::{analyse_target, unit_line};
 use super::input::{MineUnit, Target, game_targets};
 use super::results::{MineRun, UnitResult};
+use crate::chess::line::position_key;
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::EngineError;
 use crate::engine::uci::Score;
@@ -89,12 +90,6 @@ pub(crate) fn mine_unit(
     }
     drop_public(unit, &mut result);
     Ok(result)
-}
-
-fn position_key(position: &shakmaty::Chess) -> u64 {
-    use shakmaty::Position;
-    let key: shakmaty::zobrist::Zobrist64 = position.zobrist_hash(shakmaty::EnPassantMode::Legal);
-    key.0
 }
 
 /// Drops what was found at a position of the unit's source game (a game

@@ -5,15 +5,14 @@
 //! this decides what passes, the same in the funnel and in `--exhaustive`.
 
 use shakmaty::uci::UciMove;
-use shakmaty::zobrist::Zobrist64;
-use shakmaty::{Chess, EnPassantMode, Move, Position};
+use shakmaty::{Chess, Move};
 
 use super::config::MineConfig;
 use super::input::{MineUnit, Target};
 use super::line::extend_line;
 use super::results::{Found, UnitResult};
 use crate::chess::capture::is_trivial_capture;
-use crate::chess::line::accepts_answer;
+use crate::chess::line::{accepts_answer, position_key};
 use crate::engine::criterion::{self, Criterion, Rule, Turn};
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit, SearchRequest};
@@ -93,7 +92,6 @@ pub(super) fn full_search(
         return Ok(None);
     };
     result.nodes += line_nodes;
-    let zobrist: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
     Ok(Some(Found {
         after: target.after,
         best_move,
@@ -101,7 +99,7 @@ pub(super) fn full_search(
         second_score: judged.second_score,
         nodes: deep.nodes,
         line,
-        zobrist: zobrist.0,
+        zobrist: position_key(position),
         criterion: match rule {
             Rule::Mate => Criterion::Mate,
             _ => config.criterion,
