@@ -43,6 +43,9 @@ pub enum Command {
     Selfplay(crate::stages::selfplay::SelfplayArgs),
     /// Mine Epoch-style puzzles from games or candidate positions.
     Mine(crate::stages::mine::MineArgs),
+    /// (Re)write the Themes column of a puzzle file with Lichess's themes,
+    /// decided from each row's FEN and moves.
+    Tag(crate::tools::tag::TagArgs),
     /// Re-analyse mined puzzles at K times the nodes and with a second engine.
     Verify(crate::stages::verify::VerifyArgs),
     /// Estimate Lichess-scale ratings of mined puzzles with the fitted
@@ -137,6 +140,8 @@ pub const OUTPUT_FLAGS: &[OutputFlag] = &[
     output("verify", "output", Target::File),
     output("verify", "puzzles_out", Target::File),
     output("rate", "output", Target::File),
+    output("tag", "output", Target::File),
+    output("tag", "rejects", Target::File),
     output("rate", "save_model", Target::File),
     output("rate", "features", Target::Folder),
     output("rate", "features_out", Target::File),
@@ -193,6 +198,12 @@ pub fn guard_outputs(matches: &ArgMatches) -> Result<()> {
 /// cache, which its config may place, is guarded where it is resolved.)
 fn guard_derived_outputs(command: &Command) -> Result<()> {
     match command {
+        Command::Tag(args) if args.rejects.is_none() => guard_output(
+            &crate::stages::ingest_puzzles::rejects::default_rejects_path(&args.output),
+            Target::File,
+            "tag",
+            "--rejects (by default the output's name plus .rejects.csv)",
+        ),
         Command::Verify(args)
             if args.output.is_none() && !crate::tools::recheck::is_recheck(args) =>
         {
@@ -240,6 +251,7 @@ fn dispatch(command: &Command) -> Result<Summary> {
         }
         Command::Verify(args) => crate::stages::verify::run_verify(args),
         Command::Rate(args) => crate::stages::rate::run_rate(args),
+        Command::Tag(args) => crate::tools::tag::run_tag(args),
         Command::Split(args) => crate::stages::release::run_split(args),
         Command::Export(args) => crate::stages::export::run_export(args),
         Command::Eval(args) => crate::stages::eval::run_eval(args),

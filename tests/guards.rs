@@ -1068,6 +1068,8 @@ const READ_ONLY_PATH_FLAGS: &[(&str, &str)] = &[
     ("verify", "config"),
     ("verify", "engine"),
     ("rate", "input"),
+    ("tag", "puzzles"),
+    ("tag", "engine"),
     ("rate", "calibrate"),
     ("rate", "model"),
     ("rate", "maia"),
@@ -1138,6 +1140,7 @@ fn required_besides(words: &str) -> Vec<(&'static str, Vec<&'static str>)> {
         ],
         "verify" => vec![("input", vec![pool])],
         "rate" => vec![("input", vec![pool]), ("output", vec!["-o", "fresh/r.csv"])],
+        "tag" => vec![("puzzles", vec![pool]), ("output", vec!["-o", "fresh/t.csv"])],
         "split" => vec![("pool", vec![pool]), ("output", vec!["-o", "fresh/split"])],
         "export" => vec![
             ("release", vec!["fresh/release"]),

@@ -31,5 +31,6 @@ mod run_pipeline;
 mod selfplay;
 mod shard_merge;
 mod split;
+mod tag;
 mod uci_parser;
 mod verify;

@@ -1,6 +1,6 @@
 //! Chess knowledge shared by the stages: the puzzle record and its files,
 //! its columns, a puzzle's line played on the board, what is derived from
-//! it (length, mate, rating bin, phase), themes, the trivial-capture rule,
+//! it (length, mate, rating bin, phase), Lichess's themes (`tagger`), the trivial-capture rule,
 //! win chances and PGN reading.
 //!
 //! May use: [`crate::core`]. Must not reach into engines, stages or the
@@ -13,5 +13,5 @@ pub mod human_games;
 pub(crate) mod line;
 pub mod pgn;
 pub mod record;
-pub(crate) mod themes;
+pub mod tagger;
 pub(crate) mod wincalc;

@@ -9,3 +9,4 @@
 pub mod bench;
 pub mod check;
 pub mod recheck;
+pub mod tag;

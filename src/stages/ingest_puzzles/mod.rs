@@ -25,7 +25,7 @@ mod stats;
 mod reader;
 mod encode;
 mod validate;
-mod rejects;
+pub(crate) mod rejects;
 mod sample;
 mod commit;
 mod run;

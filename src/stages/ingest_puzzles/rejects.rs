@@ -10,12 +10,12 @@ use crate::chess::record::RowError;
 use crate::core::fileio::AtomicFile;
 
 /// Where rejected rows go: line, PuzzleId, reason, detail.
-pub(super) struct RejectsFile {
+pub(crate) struct RejectsFile {
     csv: csv::Writer<AtomicFile>,
 }
 
 impl RejectsFile {
-    pub(super) fn create(path: &Path) -> Result<Self> {
+    pub(crate) fn create(path: &Path) -> Result<Self> {
         let mut csv = csv::WriterBuilder::new()
             .terminator(csv::Terminator::Any(b'\n'))
             .from_writer(AtomicFile::create(path)?);
@@ -24,7 +24,7 @@ impl RejectsFile {
         Ok(Self { csv })
     }
 
-    pub(super) fn write(&mut self, line: u64, id: &[u8], error: &RowError) -> Result<()> {
+    pub(crate) fn write(&mut self, line: u64, id: &[u8], error: &RowError) -> Result<()> {
         // Control characters escaped (`\0`), so the rejects file stays text
         // a user can read and grep.
         let id: String = String::from_utf8_lossy(id.trim_ascii())
@@ -43,7 +43,7 @@ impl RejectsFile {
         Ok(())
     }
 
-    pub(super) fn commit(self) -> Result<()> {
+    pub(crate) fn commit(self) -> Result<()> {
         let path = self.csv.get_ref().path().to_path_buf();
         let file = self
             .csv

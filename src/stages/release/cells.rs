@@ -93,6 +93,9 @@ pub struct Tier {
     pub mate: MateRule,
     /// Keep puzzles with at least one of these themes (empty: any).
     pub themes_any: Vec<String>,
+    /// Keep puzzles with every one of these themes (empty: any).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub themes_all: Vec<String>,
     /// Quotas for the tier; when absent the section's quotas are used,
     /// restricted to cells the tier can hold (bin midpoint inside the rating
     /// bounds, length inside the move bounds, mate rule admitting the cell).
@@ -151,12 +154,14 @@ impl Tier {
             && self.max_solver_moves.is_none_or(|m| length <= m)
             && self.mate.admits(is_mate(puzzle))
             && (self.themes_any.is_empty() || self.themes_any.iter().any(|t| puzzle.has_theme(t)))
+            && self.themes_all.iter().all(|t| puzzle.has_theme(t))
     }
 
     /// The key and the reason when the tier's bounds admit no puzzle at
     /// all (a minimum above its maximum); `None` when they can. Said up
     /// front: drawn from the pool, such a tier only ever reported "the
     /// pool has too few puzzles", which points at the pool, not the tier.
+    /// A theme that is not a Lichess theme is refused the same way.
     pub(crate) fn empty_bounds(&self) -> Option<(&'static str, String)> {
         let bounds = [
             (
@@ -172,7 +177,7 @@ impl Tier {
                 self.max_solver_moves.map(|n| n as i64),
             ),
         ];
-        bounds
+        let crossed = bounds
             .into_iter()
             .find_map(|(low, high, lo, hi)| match (lo, hi) {
                 (Some(lo), Some(hi)) if lo > hi => Some((
@@ -180,7 +185,23 @@ impl Tier {
                     format!("{lo} is above {high} {hi}: no puzzle would be in the tier"),
                 )),
                 _ => None,
-            })
+            });
+        // A misspelt theme would empty the tier just as surely.
+        let unknown_theme = [
+            ("themes_any", &self.themes_any),
+            ("themes_all", &self.themes_all),
+        ]
+        .into_iter()
+        .find_map(|(key, themes)| {
+            let unknown = themes
+                .iter()
+                .find(|t| crate::chess::tagger::theme_kind(t).is_none())?;
+            Some((
+                key,
+                format!("{unknown:?} is not a Lichess theme (docs/themes.md lists them)"),
+            ))
+        });
+        crossed.or(unknown_theme)
     }
 
     fn holds_cell(&self, cell: &Cell) -> bool {
