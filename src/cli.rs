@@ -91,6 +91,9 @@ pub enum BenchCommand {
     /// Reading a human games file into the pool self-play starts from:
     /// games per second and memory, against pgn-reader alone.
     HumanGames(crate::tools::bench::human_games::BenchHumanGamesArgs),
+    /// Tagging Lichess's themes: puzzles per CPU-second, against replaying
+    /// the lines alone.
+    Tag(crate::tools::bench::tag::BenchTagArgs),
     /// Compare the mining funnel with exhaustive analysis: recall and engine nodes.
     Mine(crate::tools::bench::mine::BenchMineArgs),
     /// Generated puzzles per engine CPU-hour, overall and for a tier, side
@@ -265,6 +268,7 @@ fn dispatch(command: &Command) -> Result<Summary> {
         Command::Bench(BenchCommand::HumanGames(args)) => {
             crate::tools::bench::human_games::run_bench_human_games(args)
         }
+        Command::Bench(BenchCommand::Tag(args)) => crate::tools::bench::tag::run_bench_tag(args),
         Command::Bench(BenchCommand::Mine(args)) => crate::tools::bench::mine::run_bench_mine(args),
         Command::Bench(BenchCommand::Generate(args)) => {
             crate::pipeline::generate_bench::run_bench_generate(args)

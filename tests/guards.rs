@@ -1070,6 +1070,7 @@ const READ_ONLY_PATH_FLAGS: &[(&str, &str)] = &[
     ("rate", "input"),
     ("tag", "puzzles"),
     ("tag", "engine"),
+    ("bench tag", "input"),
     ("rate", "calibrate"),
     ("rate", "model"),
     ("rate", "maia"),
@@ -1140,7 +1141,10 @@ fn required_besides(words: &str) -> Vec<(&'static str, Vec<&'static str>)> {
         ],
         "verify" => vec![("input", vec![pool])],
         "rate" => vec![("input", vec![pool]), ("output", vec!["-o", "fresh/r.csv"])],
-        "tag" => vec![("puzzles", vec![pool]), ("output", vec!["-o", "fresh/t.csv"])],
+        "tag" => vec![
+            ("puzzles", vec![pool]),
+            ("output", vec!["-o", "fresh/t.csv"]),
+        ],
         "split" => vec![("pool", vec![pool]), ("output", vec!["-o", "fresh/split"])],
         "export" => vec![
             ("release", vec!["fresh/release"]),

@@ -12,6 +12,7 @@ pub mod maia;
 pub mod mine;
 pub mod pgn;
 pub mod pool;
+pub mod tag;
 
 /// A figure of a peer's JSON (python-chess, lc0) as a number: 0 when it is
 /// missing or not a number, so that a peer's odd output still leaves the
