@@ -386,6 +386,7 @@ fn dataset_card(
         card.push_str(&aim_paragraph(aim));
     }
     card.push_str(&source_mix(train, test));
+    card.push_str(&super::theme_mix::theme_mix_section(train, test));
     if let Some(generate) = &manifest.generate {
         card.push_str(&generated_paragraph(train, test, &generate.figures));
     }

@@ -29,6 +29,7 @@ pub(crate) mod draw;
 pub(crate) mod funnel;
 pub(crate) mod manifest;
 pub(crate) mod provenance;
+pub(crate) mod theme_mix;
 
 use anyhow::{Context, Result};
 use clap::Args;
