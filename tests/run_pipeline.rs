@@ -959,6 +959,26 @@ fn a_run_without_a_terminal_writes_plain_lines_and_ends_with_what_it_made() {
         "{card}"
     );
     assert!(card.contains(&format!("- {first}: ")), "{card}");
+    // The card's theme mix: each theme's share beside Lichess's share in
+    // the same cells; every puzzle here has a rating, so every one has a
+    // cell in the reference.
+    let total = counts["train"].as_u64().unwrap() + counts["test"].as_u64().unwrap();
+    assert!(
+        card.contains("## Theme mix")
+            && card.contains(&format!(
+                "{total} of the release's {total} puzzles have a cell"
+            )),
+        "{card}"
+    );
+    let shares: Vec<f64> = card
+        .lines()
+        .find(|line| line.starts_with("| mate |"))
+        .unwrap_or_else(|| panic!("no mate row: {card}"))
+        .split('|')
+        .filter_map(|cell| cell.trim().strip_suffix('%')?.parse().ok())
+        .collect();
+    assert_eq!(shares.len(), 2, "{card}");
+    assert!(shares.iter().all(|s| (0.0..=100.0).contains(s)), "{card}");
 
     // Under --json: no plain lines, one JSON object on stdout.
     std::fs::remove_dir_all(dir.path().join("out")).unwrap();

@@ -128,8 +128,5 @@ pub(crate) fn theme_mix_section(train: &[Puzzle], test: &[Puzzle]) -> String {
 /// The themes compared: those the board or a score decides (the players'
 /// themes and zugzwang are Lichess's alone).
 fn compared(theme: &str) -> bool {
-    matches!(
-        theme_kind(theme),
-        Some(ThemeKind::Board | ThemeKind::Score)
-    )
+    matches!(theme_kind(theme), Some(ThemeKind::Board | ThemeKind::Score))
 }
