@@ -143,6 +143,7 @@ pub const OUTPUT_FLAGS: &[OutputFlag] = &[
     output("verify", "output", Target::File),
     output("verify", "puzzles_out", Target::File),
     output("rate", "output", Target::File),
+    output("rate", "rejects", Target::File),
     output("tag", "output", Target::File),
     output("tag", "rejects", Target::File),
     output("rate", "save_model", Target::File),
@@ -197,8 +198,9 @@ pub fn guard_outputs(matches: &ArgMatches) -> Result<()> {
 }
 
 /// The output paths a command derives when its flag is left out, through
-/// the same gate: `verify`'s report beside its input. (`eval`'s response
-/// cache, which its config may place, is guarded where it is resolved.)
+/// the same gate: `verify`'s report beside its input, `tag`'s and `rate`'s
+/// rejects beside their output. (`eval`'s response cache, which its config
+/// may place, is guarded where it is resolved.)
 fn guard_derived_outputs(command: &Command) -> Result<()> {
     match command {
         Command::Tag(args) if args.rejects.is_none() => guard_output(
@@ -207,6 +209,17 @@ fn guard_derived_outputs(command: &Command) -> Result<()> {
             "tag",
             "--rejects (by default the output's name plus .rejects.csv)",
         ),
+        Command::Rate(args) if args.rejects.is_none() => match &args.output {
+            // Rating writes its rejects beside its output; without an
+            // output (clap then has no input either) it rates nothing.
+            Some(output) => guard_output(
+                &crate::stages::ingest_puzzles::rejects::default_rejects_path(output),
+                Target::File,
+                "rate",
+                "--rejects (by default the output's name plus .rejects.csv)",
+            ),
+            None => Ok(()),
+        },
         Command::Verify(args)
             if args.output.is_none() && !crate::tools::recheck::is_recheck(args) =>
         {

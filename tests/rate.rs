@@ -181,6 +181,10 @@ fn calibrated_model_is_reused_with_identical_results_and_rating_is_reproducible(
 
     let loaded = RatingModel::load(&model).expect("the saved model loads");
     assert_eq!(loaded.maia.ratings, [1100, 1900]);
+    // The model records the longest line it was fitted on, which decides
+    // which lines `rate` flags as beyond it.
+    let longest = calibration_rows().iter().map(Puzzle::solver_moves).max();
+    assert_eq!(loaded.longest_line, longest);
     assert_eq!(loaded.trees_config, tiny_config().trees);
 
     // The saved model rates the same puzzles to the same bytes, twice.
@@ -240,23 +244,28 @@ fn committed_model_rates_and_bad_rows_are_reported_not_fatal() {
     puzzles.insert(1, broken);
     write_puzzles(&input, &puzzles).expect("write input");
     let out = dir.path().join("rated.jsonl");
+    let rejects = dir.path().join("bad-rows.csv");
     let run = rate(&[
         input.to_str().unwrap(),
         "-o",
         out.to_str().unwrap(),
+        "--rejects",
+        rejects.to_str().unwrap(),
         "--model",
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models/rate_model.json")
-            .to_str()
-            .unwrap(),
+        committed_model().to_str().unwrap(),
         "--json",
     ]);
     let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON summary");
     assert_eq!(summary["rejected"], 1);
-    let example = summary["rejected_examples"][0].as_str().unwrap_or_default();
+    assert_eq!(summary["rejected_by_reason"]["illegal_move"], 1);
+    assert_eq!(summary["rejects"], rejects.to_str().unwrap());
+    assert_eq!(
+        reject_rows(&rejects),
+        [(3, "broken".to_string(), "illegal_move".to_string())]
+    );
     assert!(
-        example.contains("line 3") && example.contains("broken"),
-        "{example}"
+        !dir.path().join("rated.jsonl.rejects.csv").exists(),
+        "--rejects is where they go"
     );
     let rated = read_puzzles(&out).expect("read rated");
     let ids: Vec<&str> = rated.iter().map(|p| p.id.as_str()).collect();
@@ -266,6 +275,255 @@ fn committed_model_rates_and_bad_rows_are_reported_not_fatal() {
             .iter()
             .all(|p| p.rating.is_some() && p.rating_deviation.is_some())
     );
+    // Lines of the lengths the model was fitted on carry no flag, nor its
+    // column: such files keep the bytes they had before flags.
+    assert_eq!(summary["beyond_model_lengths"], 0);
+    assert!(rated.iter().all(|p| p.get("RatingFlag").is_none()));
+}
+
+fn committed_model() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json")
+}
+
+/// The rows of a rejects file (`line,PuzzleId,reason,detail`): line, id
+/// and reason of each.
+fn reject_rows(path: &Path) -> Vec<(u64, String, String)> {
+    let mut reader = csv::Reader::from_path(path)
+        .unwrap_or_else(|e| panic!("{}: no rejects file: {e}", path.display()));
+    let header = reader.headers().expect("a header").clone();
+    assert_eq!(
+        header.iter().collect::<Vec<_>>(),
+        ["line", "PuzzleId", "reason", "detail"]
+    );
+    reader
+        .records()
+        .map(|row| {
+            let row = row.expect("a rejects row");
+            (
+                row[0].parse().expect("a line number"),
+                row[1].to_string(),
+                row[2].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A Lichess-columns CSV row of an unrated puzzle (the other seven cells
+/// empty).
+fn unrated_row(id: &str, fen: &str, moves: &str) -> String {
+    format!("{id},{fen},{moves},,,,,,,")
+}
+
+const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+
+/// Twelve bad rows among good ones, of every kind a row can be bad: each
+/// is named in the rejects file with its line, id (where the row could be
+/// read) and reason, and the good rows around them are rated and written.
+/// Before, the summary named the first five and no file named them all.
+#[test]
+fn every_bad_row_is_named_in_the_rejects_file_with_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good: Vec<Puzzle> = puzzles_to_rate()[..3]
+        .iter()
+        .cloned()
+        .map(|mut p| {
+            p.extra.clear();
+            p
+        })
+        .collect();
+    let good_file = dir.path().join("good.csv");
+    write_puzzles(&good_file, &good).expect("write good rows");
+    let good_text = std::fs::read_to_string(&good_file).expect("read good rows");
+    let mut good_lines = good_text.lines();
+    let header = good_lines.next().expect("a header");
+    let good_lines: Vec<&str> = good_lines.collect();
+    let (first_fen, first_moves) = (good[0].fen.to_string(), good[0].moves_text());
+    // (row, PuzzleId the rejects file names, reason)
+    let bad: Vec<(String, &str, &str)> = vec![
+        (
+            unrated_row("b01", START, "e2e5 e7e5"),
+            "b01",
+            "illegal_move",
+        ),
+        (unrated_row("b02", START, "zz99 e7e5"), "", "bad_move"),
+        (unrated_row("b03", "not a fen", "e2e4 e7e5"), "", "bad_fen"),
+        (
+            unrated_row("b04", "8/8/8/8/8/8/8/8 w - - 0 1", "e2e4 e7e5"),
+            "b04",
+            "illegal_position",
+        ),
+        (
+            unrated_row("b05", START, "e2e4 e7e5 g1f3"),
+            "b05",
+            "odd_move_count",
+        ),
+        (unrated_row("b06", START, "e2e4"), "b06", "too_few_moves"),
+        (
+            format!("b07,{START},e2e4 e7e5,abc,,,,,,"),
+            "",
+            "bad_integer",
+        ),
+        (
+            format!("b08,{START},e2e4 e7e5,,,,,,"),
+            "",
+            "wrong_column_count",
+        ),
+        (
+            unrated_row(&good[0].id, &first_fen, &first_moves),
+            good[0].id.as_str(),
+            "duplicate_id",
+        ),
+        (
+            unrated_row("b10", START, "e2e4 e7e4"),
+            "b10",
+            "illegal_move",
+        ),
+        (
+            unrated_row("b11", START, "g1g3 e7e5"),
+            "b11",
+            "illegal_move",
+        ),
+        (
+            unrated_row("b12", START, "e2e4 e8e7"),
+            "b12",
+            "illegal_move",
+        ),
+    ];
+    assert_eq!(bad.len(), 12);
+    // The good rows first, middle and last; the bad ones between.
+    let mut lines = vec![header.to_string(), good_lines[0].to_string()];
+    let mut expected = Vec::new();
+    for (i, (row, id, reason)) in bad.iter().enumerate() {
+        if i == 6 {
+            lines.push(good_lines[1].to_string());
+        }
+        lines.push(row.clone());
+        expected.push((lines.len() as u64, id.to_string(), reason.to_string()));
+    }
+    lines.push(good_lines[2].to_string());
+    let input = dir.path().join("mixed.csv");
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write input");
+
+    let out = dir.path().join("rated.csv");
+    let run = rate(&[
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--model",
+        committed_model().to_str().unwrap(),
+        "--json",
+    ]);
+    let rejects = dir.path().join("rated.csv.rejects.csv");
+    assert_eq!(reject_rows(&rejects), expected, "every bad row, by line");
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON summary");
+    assert_eq!(summary["rejected"], 12);
+    assert_eq!(summary["rejects"], rejects.to_str().unwrap());
+    let by_reason = summary["rejected_by_reason"]
+        .as_object()
+        .expect("by reason");
+    assert_eq!(by_reason["illegal_move"], 4);
+    assert_eq!(
+        by_reason.values().filter_map(|n| n.as_u64()).sum::<u64>(),
+        12
+    );
+    assert_eq!(summary["written"], 3);
+    let rated = read_puzzles(&out).expect("read rated");
+    let ids: Vec<&str> = rated.iter().map(|p| p.id.as_str()).collect();
+    let good_ids: Vec<&str> = good.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, good_ids);
+    assert!(
+        rated
+            .iter()
+            .all(|p| p.get("RatingSource") == Some("estimated"))
+    );
+}
+
+/// A PuzzleId seen earlier in the file is refused and named with the line
+/// of the first, which is kept (as `ingest puzzles` keeps it). Before,
+/// both rows were rated and written under one id.
+#[test]
+fn a_repeated_puzzle_id_is_rejected_naming_its_first_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut puzzles: Vec<Puzzle> = puzzles_to_rate()[5..7].to_vec();
+    let first = puzzles[0].clone();
+    let mut other = puzzles[1].clone();
+    other.id = first.id.clone();
+    puzzles[1] = other;
+    assert_ne!(puzzles[0].fen, puzzles[1].fen, "two puzzles under one id");
+    let input = dir.path().join("pool.csv");
+    write_puzzles(&input, &puzzles).expect("write input");
+    let out = dir.path().join("rated.csv");
+    // Both keep their Lichess rating: no model is needed.
+    let run = rate(&[
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    let rated = read_puzzles(&out).expect("read rated");
+    assert_eq!(rated.len(), 1, "one puzzle per id");
+    assert_eq!(
+        (&rated[0].id, &rated[0].fen),
+        (&first.id, &first.fen),
+        "the first is kept"
+    );
+    let rejects = dir.path().join("rated.csv.rejects.csv");
+    assert_eq!(
+        reject_rows(&rejects),
+        [(3, first.id.clone(), "duplicate_id".to_string())]
+    );
+    let text = std::fs::read_to_string(&rejects).expect("read rejects");
+    assert!(text.contains("appeared on line 2"), "{text}");
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON summary");
+    assert_eq!(summary["rejected_by_reason"]["duplicate_id"], 1);
+}
+
+/// A line far longer than any the model was fitted on (the Lichess
+/// database's longest is 15 solver moves): 100 solver moves of knights
+/// going out and back from the start, every move legal. It is rated, and
+/// flagged `RatingFlag` `beyond_model_lengths` where a row of a length
+/// the model knows is not; the summary counts it. Before, it took a
+/// rating like any other without a word.
+#[test]
+fn a_line_beyond_the_models_lengths_is_rated_and_flagged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shuffle = ["g1f3", "g8f6", "f3g1", "f6g8"].repeat(50).join(" ");
+    let normal = &puzzles_to_rate()[0];
+    let text = format!(
+        "PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags\n\
+         {}\n{}\n",
+        unrated_row(&normal.id, &normal.fen.to_string(), &normal.moves_text()),
+        unrated_row("knights100", START, &shuffle),
+    );
+    let input = dir.path().join("long.csv");
+    std::fs::write(&input, text).expect("write input");
+    let out = dir.path().join("rated.csv");
+    let run = rate(&[
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--model",
+        committed_model().to_str().unwrap(),
+        "--json",
+    ]);
+    let rated = read_puzzles(&out).expect("read rated");
+    assert_eq!(rated.len(), 2, "both are rated");
+    let long = &rated[1];
+    assert_eq!(long.solver_moves(), 100);
+    let rating = long.rating.expect("the long line is rated");
+    assert!((400..=3300).contains(&rating), "{rating}");
+    assert_eq!(long.get("RatingFlag"), Some("beyond_model_lengths"));
+    assert_eq!(long.get("RatingSource"), Some("estimated"));
+    assert_eq!(
+        rated[0].get("RatingFlag"),
+        Some(""),
+        "a line the model knows"
+    );
+    assert!(rated[0].rating.is_some());
+    let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("JSON summary");
+    assert_eq!(summary["beyond_model_lengths"], 1);
+    assert_eq!(summary["longest_fitted_line"], 15);
+    assert_eq!(summary["rejected"], 0);
 }
 
 #[test]

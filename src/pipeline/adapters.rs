@@ -636,6 +636,9 @@ impl Stage for Rate {
             let job = crate::stages::rate::RateJob {
                 input: &input,
                 output: &folder.scratch_path(&output),
+                // Counted in the stage's summary, not listed: a rejects
+                // file would be one more output of every run's stage.
+                rejects: None,
                 calibrate: &[],
                 save_model: None,
                 features: Default::default(),

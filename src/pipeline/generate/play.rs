@@ -214,6 +214,8 @@ fn rate_batch(settings: &Settings, mined: &Path, rated: &Path) -> Result<f64> {
     crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
         input: mined,
         output: rated,
+        // A batch's files are the five batch.json records.
+        rejects: None,
         calibrate: &[],
         save_model: None,
         features: Default::default(),

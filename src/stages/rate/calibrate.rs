@@ -657,6 +657,8 @@ pub fn calibrate(
         maia,
         trees_config: config.trees.clone(),
         rows: rows.puzzles.len(),
+        // Proxies are single moves: the longest line is a whole puzzle's.
+        longest_line: calibration.lengths.iter().max().copied(),
         features: settings.features.clone(),
         groups: MODEL_GROUPS.iter().map(|s| s.to_string()).collect(),
         estimator,

@@ -4,9 +4,10 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::Path;
 
-use crate::chess::record::{Puzzle, for_each_row};
+use crate::chess::record::{Puzzle, RowError, for_each_row};
 use crate::core::error::bad_input;
 use crate::maia::MaiaNets;
 use rayon::prelude::*;
@@ -22,25 +23,54 @@ pub fn has_lichess_rating(puzzle: &Puzzle) -> bool {
     puzzle.rating.is_some() && puzzle.nb_plays.is_some_and(|n| n > 0)
 }
 
+/// A row `rate` reads but does not rate: its line in the file, its
+/// PuzzleId (empty when the row could not be read) and why, as a rejects
+/// file holds it ([`crate::stages::ingest_puzzles::rejects::RejectsFile`]).
+#[derive(Clone, Debug)]
+pub(crate) struct RateReject {
+    pub line: u64,
+    pub id: String,
+    pub error: RowError,
+}
+
 /// Reads a puzzle file, keeping the puzzles whose moves replay legally from
-/// their FEN; every other row is reported (file, line, reason) and skipped.
-pub(crate) fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<String>)> {
+/// their FEN, each PuzzleId once; every other row is returned as a reject
+/// (line, id, reason), in file order. A repeated PuzzleId is a reject
+/// naming the line of the first, which is kept: as `ingest puzzles` does,
+/// so a rated file keys one puzzle by one id (the release keys its
+/// exclusions and its duplicates by id).
+pub(crate) fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<RateReject>)> {
     let mut puzzles = Vec::new();
     let mut rejected = Vec::new();
+    let mut first_line: HashMap<String, u64> = HashMap::new();
     for_each_row(path, |(line, row)| {
         match row {
-            Ok(puzzle) => match puzzle.line() {
-                Ok(_) => puzzles.push(puzzle),
-                Err(e) => rejected.push(
-                    e.at(format_args!(
-                        "{} line {line}: puzzle {}",
-                        path.display(),
-                        puzzle.id
-                    ))
-                    .to_string(),
-                ),
-            },
-            Err(e) => rejected.push(format!("{} line {line}: {e}", path.display())),
+            Ok(puzzle) => {
+                let outcome = match (puzzle.line(), first_line.get(&puzzle.id)) {
+                    (Err(e), _) => Err(RowError::new(e.code(), e.to_string())),
+                    (Ok(_), Some(first)) => Err(RowError::new(
+                        "duplicate_id",
+                        format!("the PuzzleId appeared on line {first}, which is kept"),
+                    )),
+                    (Ok(_), None) => Ok(()),
+                };
+                match outcome {
+                    Ok(()) => {
+                        first_line.insert(puzzle.id.clone(), line);
+                        puzzles.push(puzzle);
+                    }
+                    Err(error) => rejected.push(RateReject {
+                        line,
+                        id: puzzle.id,
+                        error,
+                    }),
+                }
+            }
+            Err(error) => rejected.push(RateReject {
+                line,
+                id: String::new(),
+                error,
+            }),
         }
         Ok(())
     })?;
@@ -212,6 +242,15 @@ impl ModelReach {
     }
 }
 
+/// The longest line of the Lichess puzzle database, in solver moves (the
+/// 2025 copy's 2,789,509 rows: 3 of 15 moves, none longer; 32,425 of 6 and
+/// more), which the models fitted before they recorded their own longest
+/// line were fitted on, the committed one included. Past it a rating is
+/// an extrapolation no held-out figure vouches for: the committed model
+/// rates 100 solver moves of knights going out and back from the start
+/// 2266, as it would a hard puzzle.
+pub(crate) const LICHESS_LONGEST_LINE: usize = 15;
+
 /// The fitted rating model, as stored in a release.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -222,6 +261,12 @@ pub struct RatingModel {
     pub trees_config: TreeConfig,
     /// Calibration rows (puzzles and proxies) the model was fitted on.
     pub rows: usize,
+    /// The longest line, in solver moves, of the puzzles the model was
+    /// fitted on: `rate` rates a longer one but flags it
+    /// ([`RatingModel::longest_fitted_line`]). Absent from the models
+    /// fitted before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_line: Option<usize>,
     pub features: Vec<String>,
     /// The deviation groups ([`MODEL_GROUPS`]).
     pub groups: Vec<String>,
@@ -259,6 +304,13 @@ impl RatingModel {
                 MODEL_GROUPS.join(", ")
             )));
         }
+        if model.longest_line == Some(0) {
+            return Err(bad_input(format!(
+                "{}: not a usable rating model: longest_line is 0: a model is fitted on \
+                 lines of at least one solver move; restore it or calibrate again",
+                path.display()
+            )));
+        }
         if let Err(why) = model.estimator.check(
             model.features.len(),
             MODEL_GROUPS.len(),
@@ -270,6 +322,13 @@ impl RatingModel {
             )));
         }
         Ok(model)
+    }
+
+    /// The longest line, in solver moves, the model was fitted on: the one
+    /// it records, else [`LICHESS_LONGEST_LINE`] (a model from before the
+    /// record, fitted on the Lichess database).
+    pub fn longest_fitted_line(&self) -> usize {
+        self.longest_line.unwrap_or(LICHESS_LONGEST_LINE)
     }
 
     /// Rating and deviation for a puzzle of `solver_moves` with `features`.

@@ -31,6 +31,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
@@ -40,6 +41,7 @@ use crate::core::settings::{flags_over, load_section_or_bare};
 use crate::core::summary::{Report, Summary};
 use crate::engine::process::own_cpu_seconds;
 use crate::maia::{DEFAULT_MODELS_DIR, MaiaNets};
+use crate::stages::ingest_puzzles::rejects::{RejectsFile, default_rejects_path};
 
 mod calibrate;
 mod config;
@@ -82,6 +84,11 @@ pub struct RateArgs {
     /// Rate with this fitted model (JSON written by --save-model).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Where the rows that could not be rated go, each with its line,
+    /// PuzzleId, reason and detail (default: OUTPUT + `.rejects.csv`).
+    #[arg(long, value_name = "FILE", requires = "input")]
+    #[serde(skip)]
+    pub rejects: Option<PathBuf>,
     /// Write the model fitted by --calibrate here.
     #[arg(long)]
     #[serde(skip)]
@@ -168,9 +175,15 @@ pub fn run_rate(args: &RateArgs) -> Result<Summary> {
     };
     // Without puzzles to rate (clap requires `-o` with them), `rate` only
     // calibrates or computes features; the job's paths are then unused.
+    let output = args.output.as_deref().unwrap_or(Path::new(""));
+    let rejects = args
+        .rejects
+        .clone()
+        .unwrap_or_else(|| default_rejects_path(output));
     let job = RateJob {
         input: args.input.as_deref().unwrap_or(Path::new("")),
-        output: args.output.as_deref().unwrap_or(Path::new("")),
+        output,
+        rejects: Some(&rejects),
         calibrate: &args.calibrate,
         save_model: args.save_model.as_deref(),
         features,
@@ -253,6 +266,11 @@ fn calibrate_now(job: &RateJob, human: &mut String) -> Result<(Calibrated, MaiaN
 pub(crate) struct RateJob<'a> {
     pub input: &'a Path,
     pub output: &'a Path,
+    /// Where every row not rated is named (line, PuzzleId, reason,
+    /// detail). `None` writes no such file and counts them only: the
+    /// pipeline's stage and generation's batches, whose input is the
+    /// miner's own output and whose folders list their files.
+    pub rejects: Option<&'a Path>,
     /// Lichess puzzle files to fit a model on; empty = use `config.model`.
     pub calibrate: &'a [PathBuf],
     /// Where to write the fitted model.
@@ -288,9 +306,25 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
     }
     for puzzle in &mut rated {
         puzzle.set(Column::RatingSource, "lichess");
+        // A flag is this run's word on its own rating: an input's flag,
+        // from an earlier run or another model, goes.
+        puzzle.extra.retain(|(name, _)| name != RATING_FLAG);
     }
     for &index in &needs_estimate {
         rated[index].set(Column::RatingSource, "estimated");
+    }
+    // Set after RatingSource, so the flag's column (there only when a row
+    // is flagged: files of the lengths the model knows keep their bytes)
+    // comes after it whatever row is flagged first.
+    let longest_line = model.as_ref().map(|(model, _)| model.longest_fitted_line());
+    let mut beyond_model_lengths = 0;
+    if let Some(longest) = longest_line {
+        for &index in &needs_estimate {
+            if rated[index].solver_moves() > longest {
+                rated[index].set(RATING_FLAG, BEYOND_MODEL_LENGTHS);
+                beyond_model_lengths += 1;
+            }
+        }
     }
     let columns = extra_columns_of(&rated);
     let mut writer = PuzzleWriter::create(job.output, &columns)?;
@@ -298,6 +332,21 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
         writer.write(puzzle)?;
     }
     let written = writer.finish()?;
+    let mut rejected_by_reason: BTreeMap<String, usize> = BTreeMap::new();
+    for reject in &rejected {
+        *rejected_by_reason
+            .entry(reject.error.reason.to_string())
+            .or_default() += 1;
+    }
+    // Written once the rating is done, so a run refused before it (a bad
+    // model, no model) leaves no file behind, as it leaves no output.
+    if let Some(path) = job.rejects {
+        let mut file = RejectsFile::create(path)?;
+        for reject in &rejected {
+            file.write(reject.line, reject.id.as_bytes(), &reject.error)?;
+        }
+        file.commit()?;
+    }
     human.push_str(&format!(
         "rate: {written} puzzles written to {} ({} estimated, {} kept their Lichess rating, {} rejected)\n",
         job.output.display(),
@@ -305,8 +354,17 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
         rated.len() - needs_estimate.len(),
         rejected.len()
     ));
-    for line in rejected.iter().take(5) {
-        human.push_str(&format!("  rejected: {line}\n"));
+    for (reason, n) in &rejected_by_reason {
+        human.push_str(&format!("  rejected {reason}: {n}\n"));
+    }
+    if let Some(path) = job.rejects.filter(|_| !rejected.is_empty()) {
+        human.push_str(&format!("rejects: {}\n", path.display()));
+    }
+    if let (Some(longest), 1..) = (longest_line, beyond_model_lengths) {
+        human.push_str(&format!(
+            "rate: {beyond_model_lengths} puzzles rated beyond the model's lengths (lines longer \
+             than its {longest} solver moves), flagged {RATING_FLAG} {BEYOND_MODEL_LENGTHS}\n"
+        ));
     }
     let record = RateSummary {
         command: "rate",
@@ -316,11 +374,22 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
         estimated: needs_estimate.len(),
         kept_lichess_rating: rated.len() - needs_estimate.len(),
         rejected: rejected.len(),
-        rejected_examples: rejected.iter().take(5).cloned().collect(),
+        rejected_by_reason,
+        rejects: job.rejects.map(|p| p.display().to_string()),
+        beyond_model_lengths,
+        longest_fitted_line: longest_line,
         calibration: calibration_json,
     };
     Ok(Report::new(human, record))
 }
+
+/// The column that flags a rating the model gave by extrapolating, and
+/// its one value: a line longer than any the model was fitted on
+/// ([`RatingModel::longest_fitted_line`]). Not a declared column
+/// ([`crate::chess::columns`]): a declared one is in every release, and
+/// this one is only in the files that hold a flagged row.
+const RATING_FLAG: &str = "RatingFlag";
+const BEYOND_MODEL_LENGTHS: &str = "beyond_model_lengths";
 
 /// The stage's JSON summary.
 #[derive(Serialize, Debug, Clone)]
@@ -333,9 +402,18 @@ pub(crate) struct RateSummary {
     /// Puzzles rated by the model (they had no Lichess rating).
     estimated: usize,
     kept_lichess_rating: usize,
+    /// Rows not rated (not written): unreadable, a line that does not
+    /// replay, a PuzzleId already seen.
     rejected: usize,
-    /// The first five rows rejected, each with why.
-    rejected_examples: Vec<String>,
+    rejected_by_reason: BTreeMap<String, usize>,
+    /// The file naming every rejected row; null where none is written
+    /// ([`RateJob::rejects`]).
+    rejects: Option<String>,
+    /// Puzzles rated though their line is longer than any the model was
+    /// fitted on, flagged `RatingFlag` `beyond_model_lengths`.
+    beyond_model_lengths: usize,
+    /// That length, in solver moves; null when no model rated.
+    longest_fitted_line: Option<usize>,
     /// The calibration's report, or null when none ran.
     calibration: serde_json::Value,
 }
@@ -523,6 +601,31 @@ mod tests {
         assert_eq!(model_group(1, false), 1);
         assert_eq!(model_group(2, true), 2);
         assert_eq!(model_group(5, false), 3);
+    }
+
+    /// The longest line a model was fitted on: the one it records (a
+    /// calibration writes it), else the Lichess database's (the committed
+    /// model predates the record); a record of 0 is a damaged file.
+    #[test]
+    fn a_model_knows_the_longest_line_it_was_fitted_on() {
+        let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json");
+        let model = RatingModel::load(&committed).expect("the committed model loads");
+        assert_eq!(model.longest_line, None);
+        assert_eq!(model.longest_fitted_line(), 15);
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&committed).expect("read the model"))
+                .expect("JSON");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let edited = dir.path().join("model.json");
+        for (longest, fitted) in [(9, Some(9)), (0, None)] {
+            json["longest_line"] = json!(longest);
+            std::fs::write(&edited, json.to_string()).expect("write the model");
+            match (RatingModel::load(&edited), fitted) {
+                (Ok(model), Some(fitted)) => assert_eq!(model.longest_fitted_line(), fitted),
+                (Err(e), None) => assert!(e.to_string().contains("longest_line is 0"), "{e}"),
+                (loaded, _) => panic!("longest_line {longest}: {:?}", loaded.map(|m| m.rows)),
+            }
+        }
     }
 
     /// The committed model's calibrated reach. Calibrated for the natural
