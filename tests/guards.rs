@@ -255,7 +255,9 @@ fn output_dir_empty_or_root_is_refused() {
 /// band (which hung at 10 GB), a huge length, a negative rating, two rows
 /// for one cell, zero or NaN deadlines and a NaN threshold are errors
 /// naming the file and key, and `[split]` is checked without `[generate]`
-/// before ingest runs.
+/// before ingest runs; so are a tier's theme that is not a Lichess theme,
+/// and a stage list out of pipeline order or naming a stage twice (which
+/// once failed in `release` after ingest, or ran with exit 0).
 #[test]
 fn config_is_checked_whole_before_any_stage() {
     let dir = tempfile::tempdir().unwrap();
@@ -302,6 +304,28 @@ fn config_is_checked_whole_before_any_stage() {
         (
             format!("{text}\n[split.tiers.hard]\nmin_rating = -5\n"),
             &["split.tiers.hard.min_rating"],
+        ),
+        (
+            format!("{text}\n[split.tiers.hard]\nthemes_all = [\"forkk\"]\n"),
+            &[
+                "split.tiers.hard.themes_all",
+                "forkk",
+                "not a Lichess theme",
+            ],
+        ),
+        (
+            text.replace(
+                r#"stages = ["ingest_puzzles", "ingest_games", "release", "export"]"#,
+                r#"stages = ["release", "ingest_puzzles"]"#,
+            ),
+            &["pipeline.stages", "ingest_puzzles comes after release"],
+        ),
+        (
+            text.replace(
+                r#"stages = ["ingest_puzzles", "ingest_games", "release", "export"]"#,
+                r#"stages = ["ingest_puzzles", "ingest_puzzles", "release"]"#,
+            ),
+            &["pipeline.stages", "ingest_puzzles is listed twice"],
         ),
     ];
     for (bad, needles) in cases {
@@ -1239,7 +1263,8 @@ fn every_output_flag_of_every_command_is_refused_in_a_finished_release() {
 
 /// The output paths a command derives are gated as its flags are:
 /// `verify` with no `-o` (its report beside the input, here inside a
-/// release) and `eval -o DIR` whose `DIR/cache` is a link into a release.
+/// release), `eval -o DIR` whose `DIR/cache` is a link into a release and
+/// `rate -o FILE` whose `FILE.rejects.csv` is one.
 #[test]
 fn derived_output_paths_are_refused_in_a_finished_release() {
     let dir = tempfile::tempdir().unwrap();
@@ -1271,6 +1296,20 @@ fn derived_output_paths_are_refused_in_a_finished_release() {
         ],
         &["eval.cache_dir", "symbolic link"],
     );
+    // `rate`'s rejects, beside its output by default, here a link to a
+    // file of the release.
+    std::os::unix::fs::symlink(
+        dir.path().join("out/r1/release/train.csv"),
+        dir.path().join("rated.csv.rejects.csv"),
+    )
+    .unwrap();
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    refused(
+        dir.path(),
+        &["rate", pool.to_str().unwrap(), "-o", "rated.csv"],
+        &["--rejects", "out/r1/release", "never changes"],
+    );
+    assert!(!dir.path().join("rated.csv").exists());
     assert!(
         folder_bytes(&dir.path().join("out")) == before,
         "a refused command wrote"

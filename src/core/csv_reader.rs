@@ -1,5 +1,7 @@
-//! The one CSV reader of every CSV puzzleforge reads (puzzle files of
-//! `ingest`, `split`, `eval`, exclusion files, the batches `merge` takes):
+//! The one CSV reader of every CSV file puzzleforge takes from outside or
+//! from another stage (puzzle files of `ingest`, `split`, `eval`, exclusion
+//! files, the batches `merge` takes; the rating model's feature store reads
+//! only its own zstd parts, whole, with the csv crate):
 //! the file's records, each read into a recycled [`Row`] with the line it
 //! starts on.
 //!

@@ -330,6 +330,33 @@ impl PipelineConfig {
                 "no stage to run (an empty or missing pipeline.stages does nothing)".into(),
             );
         }
+        // Each stage reads what the ones before it in pipeline order wrote,
+        // so a list out of that order (or naming a stage twice) would fail
+        // or repeat work only after earlier stages ran.
+        let order = |stage: &StageName| StageName::ALL.iter().position(|s| s == stage);
+        for (i, pair) in stages.windows(2).enumerate() {
+            let (earlier, later) = (&pair[0], &pair[1]);
+            if stages[..=i].contains(later) {
+                return fail(
+                    "pipeline",
+                    "stages",
+                    format!("{} is listed twice", later.as_str()),
+                );
+            }
+            if order(later) < order(earlier) {
+                let all: Vec<&str> = StageName::ALL.iter().map(|s| s.as_str()).collect();
+                return fail(
+                    "pipeline",
+                    "stages",
+                    format!(
+                        "{} comes after {}; stages run in pipeline order: {}",
+                        later.as_str(),
+                        earlier.as_str(),
+                        all.join(", ")
+                    ),
+                );
+            }
+        }
         self.validate_output_dir(&fail)?;
         if self.engine.max_attempts == 0 {
             return fail("engine", "max_attempts", "must be at least 1".into());

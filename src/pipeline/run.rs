@@ -2,7 +2,7 @@
 //! `output/<release>/<stage>/`.
 //!
 //! Each stage writes into a scratch folder that is renamed into place when
-//! the stage succeeds, with a `manifest.json` recording its inputs' sha256,
+//! the stage succeeds, with a `stage.json` recording its inputs' sha256,
 //! its config section, the engine, counts, seconds and its outputs' sha256.
 //! A rerun skips a stage whose fingerprint (inputs, config, engine, tool
 //! version) is unchanged and whose outputs are intact, and redoes the rest.
