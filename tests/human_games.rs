@@ -245,3 +245,70 @@ fn missing_human_games_name_the_script_that_fetches_them() {
         "a stage ran before the missing file was named"
     );
 }
+
+/// Games grown from Lichess puzzles (`[sources] human_games` a puzzle
+/// file): each starts at its source puzzle's FEN (a `FEN` tag), replays
+/// the first `SourcePly` moves of the puzzle's line, names the puzzle by
+/// its row and id, and no puzzle kept from it sits at a position of the
+/// puzzle's line, which is public.
+#[test]
+fn games_grown_from_lichess_puzzles_start_at_their_fen_and_keep_only_new_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let puzzles = data("lichess_db_puzzle_subset_1499.csv");
+    let generate = format!(
+        "batch_games = 4\nmax_games = 8\n\n[generate.selfplay]\n\
+         human = {{ plies = [1, 1] }}\nmax_plies = 60\n\n\
+         [generate.mine]\nmissed_only = false\n\n\
+         [sources]\nhuman_games = \"{}\"\n",
+        puzzles.display()
+    );
+    generation_config(root, "p.toml", "P", 2, &generate);
+    let run = summary(&puzzleforge(root, &["run", "--config", "p.toml", "--json"]));
+    assert_eq!(run["generate"]["stop"], "quotas_met", "{run:#}");
+
+    let (headers, rows_of_file) = rows(&puzzles);
+    let column = |row: &csv::StringRecord, name: &str| {
+        row[headers.iter().position(|h| h == name).unwrap()].to_string()
+    };
+    let mut kept = 0;
+    for batch in store_batches(&root.join("P")) {
+        let games = games_of(&batch.join("games.pgn"));
+        assert!(!games.is_empty());
+        let mut source_keys = std::collections::HashMap::new();
+        for game in &games {
+            let tag = |name: &str| game.tags.get(name).unwrap().to_string();
+            let number: usize = tag("SourceGame").parse().unwrap();
+            let source = &rows_of_file[number - 1];
+            assert_eq!(tag("SourcePuzzleId"), column(source, "PuzzleId"));
+            assert_eq!(tag("FEN"), column(source, "FEN"));
+            assert_eq!(tag("SourceFEN"), column(source, "FEN"));
+            assert_eq!(tag("SourceMoves"), column(source, "Moves"));
+            assert_eq!(tag("SourcePly"), "1");
+            let line: Vec<UciMove> = column(source, "Moves")
+                .split(' ')
+                .map(|m| m.parse().unwrap())
+                .collect();
+            assert_eq!(ucis(game)[..1], line[..1]);
+            let start: Fen = column(source, "FEN").parse().unwrap();
+            let start: Chess = start.into_position(CastlingMode::Standard).unwrap();
+            let id = format!("selfplay-{}-{}", tag("Seed"), tag("Round"));
+            source_keys.insert(
+                id,
+                puzzleforge::chess::human_games::position_keys_from(start, &line),
+            );
+        }
+        let (mined_headers, mined) = rows(&batch.join("mined.csv"));
+        let game_id = mined_headers.iter().position(|h| h == "GameId").unwrap();
+        for row in &mined {
+            let keys = &source_keys[&row[game_id]];
+            assert!(
+                keys.binary_search(&puzzle_key(row, &mined_headers))
+                    .is_err(),
+                "{row:?} is at a position of its source puzzle's line"
+            );
+            kept += 1;
+        }
+    }
+    assert!(kept > 0, "no puzzle was kept from the grown games");
+}

@@ -1,8 +1,10 @@
 //! Human games as a source of starting positions: the games of a PGN file
 //! (a master collection, a Lichess monthly dump; `.pgn` or `.pgn.zst`,
-//! UTF-8 or Latin-1) read once into a compact pool that self-play draws
-//! its prefixes from ([`HumanGames`]), and the provenance a game grown
-//! from one of them carries ([`SourceGame`]).
+//! UTF-8 or Latin-1), or the puzzles of a puzzle file (the Lichess dump:
+//! each puzzle's FEN is a position of a real game, its line the moves
+//! after it), read once into a compact pool that self-play draws its
+//! prefixes from ([`HumanGames`]), and the provenance a game grown from one
+//! of them carries ([`SourceGame`]).
 //!
 //! Apart from [`super::pgn`] because it keeps games, where the reader
 //! streams them: a pool holds each usable game's mainline as UCI moves and
@@ -19,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use super::line::{position_key, uci_of};
 use super::pgn::{GameItem, PgnGames};
+use super::record::for_each_row;
 use crate::core::error::bad_input;
 use crate::core::fileio::{open_input, sha256_content};
 
@@ -39,8 +42,11 @@ pub struct HumanGame {
     /// pool of the master collection is a third of the size it is with a
     /// string per tag. Read them with [`HumanGame::tags`].
     tag_text: Box<str>,
-    /// The mainline from the standard start.
+    /// The mainline from [`HumanGame::start`].
     pub moves: Box<[UciMove]>,
+    /// The FEN the moves start from, for a puzzle (its position before
+    /// the opponent's setting move); `None`: the standard start.
+    pub fen: Option<Box<str>>,
 }
 
 const UNIT: char = '\u{1f}';
@@ -60,7 +66,30 @@ impl HumanGame {
     pub fn tag(&self, name: &str) -> Option<&str> {
         self.tags().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
+
+    /// The position the moves start from.
+    pub fn start(&self) -> Result<Chess> {
+        match &self.fen {
+            None => Ok(Chess::default()),
+            Some(fen) => super::line::parse_position(fen)
+                .map_err(|e| bad_input(format!("source game {}: {e}", self.number))),
+        }
+    }
 }
+
+/// Packs (name, value) tags as [`HumanGame`] keeps them.
+fn pack_tags<'a>(tags: impl Iterator<Item = (&'a str, &'a str)>) -> Box<str> {
+    let mut tag_text = String::new();
+    for (name, value) in tags {
+        // A value holding a separator keeps the rest of it.
+        let value = value.replace([UNIT, RECORD], " ");
+        tag_text.extend([name, UNIT_STR, &value, RECORD_STR]);
+    }
+    tag_text.into_boxed_str()
+}
+
+/// The tags a puzzle start is named by (the puzzle's own columns).
+pub const PUZZLE_TAGS: [&str; 4] = ["PuzzleId", "Rating", "GameUrl", "Themes"];
 
 /// Why games of the file are not in the pool, by reason.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -98,6 +127,9 @@ impl HumanGames {
     /// a file that cannot be read, or holds no usable game, is an error
     /// naming it.
     pub fn load(path: &Path, limits: PoolLimits) -> Result<HumanGames> {
+        if is_puzzle_file(path) {
+            return Self::load_puzzles(path, limits);
+        }
         let input = open_input(path)?;
         let mut pool = HumanGames {
             path: path.to_path_buf(),
@@ -131,18 +163,16 @@ impl HumanGames {
                 pool.skipped.short += 1;
                 continue;
             }
-            let mut tag_text = String::new();
-            for name in SOURCE_TAGS {
-                if let Some(value) = game.tags.get(name) {
-                    // A value holding a separator keeps the rest of it.
-                    let value = value.replace([UNIT, RECORD], " ");
-                    tag_text.extend([name, UNIT_STR, &value, RECORD_STR]);
-                }
-            }
+            let tag_text = pack_tags(
+                SOURCE_TAGS
+                    .iter()
+                    .filter_map(|name| Some((*name, game.tags.get(name)?))),
+            );
             pool.games.push(HumanGame {
                 number: game.number,
-                tag_text: tag_text.into_boxed_str(),
+                tag_text,
                 moves: game.moves.iter().map(|m| uci_of(m.mv)).collect(),
+                fen: None,
             });
         }
         if pool.games.is_empty() {
@@ -155,6 +185,79 @@ impl HumanGames {
         }
         Ok(pool)
     }
+
+    /// Reads a puzzle file (CSV or JSON Lines, plain or `.zst`) as a pool:
+    /// each puzzle is a "game" from its FEN along its line, numbered by its
+    /// row (1 = the first puzzle). `min_plies` does not apply (a puzzle's
+    /// line is short; a prefix is capped by its length); a row that cannot
+    /// be read or replayed, or has fewer than two moves, is counted
+    /// invalid and skipped.
+    fn load_puzzles(path: &Path, limits: PoolLimits) -> Result<HumanGames> {
+        let mut pool = HumanGames {
+            path: path.to_path_buf(),
+            games: Vec::new(),
+            read: 0,
+            skipped: PoolSkips::default(),
+        };
+        for_each_row(path, |(_, row)| {
+            if pool.games.len() as u64 >= limits.max_games {
+                return Ok(());
+            }
+            pool.read += 1;
+            let number = pool.read;
+            let Ok(puzzle) = row else {
+                pool.skipped.invalid += 1;
+                return Ok(());
+            };
+            if puzzle.moves.len() < 2 || puzzle.line().is_err() {
+                pool.skipped.invalid += 1;
+                return Ok(());
+            }
+            let rating = puzzle.rating.map(|r| r.to_string()).unwrap_or_default();
+            let themes = puzzle.themes.join(" ");
+            let values = [
+                puzzle.id.as_str(),
+                rating.as_str(),
+                puzzle.game_url.as_str(),
+                themes.as_str(),
+            ];
+            let tag_text = pack_tags(
+                PUZZLE_TAGS
+                    .iter()
+                    .copied()
+                    .zip(values)
+                    .filter(|(_, value)| !value.is_empty()),
+            );
+            pool.games.push(HumanGame {
+                number,
+                tag_text,
+                moves: puzzle.moves.clone().into_boxed_slice(),
+                fen: Some(puzzle.fen.to_string().into_boxed_str()),
+            });
+            Ok(())
+        })?;
+        if pool.games.is_empty() {
+            return Err(bad_input(format!(
+                "{}: no puzzle whose line replays ({} read)",
+                path.display(),
+                pool.read
+            )));
+        }
+        Ok(pool)
+    }
+}
+
+/// True when `path` names a puzzle file (`.csv`, `.jsonl`, `.json`, each
+/// optionally `.zst`) rather than a PGN.
+pub fn is_puzzle_file(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".zst").unwrap_or(&name);
+    [".csv", ".jsonl", ".json"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
 }
 
 /// A pool with its file's sha256 (of the decompressed text: the same games
@@ -217,7 +320,12 @@ pub struct SourceGame {
 /// (the key the miner's dedup and a release's exclusion use, without move
 /// counters). Stops at the first illegal move.
 pub fn position_keys(moves: &[UciMove]) -> Vec<u64> {
-    let mut position = Chess::default();
+    position_keys_from(Chess::default(), moves)
+}
+
+/// [`position_keys`] of moves played from `start` (a puzzle's FEN).
+pub fn position_keys_from(start: Chess, moves: &[UciMove]) -> Vec<u64> {
+    let mut position = start;
     let mut keys = vec![position_key(&position)];
     for uci in moves {
         let Ok(m) = uci.to_move(&position) else {
@@ -302,6 +410,40 @@ mod tests {
         let pool = HumanGames::load(file.path(), limits).unwrap();
         assert_eq!(pool.games.len(), 3);
         assert_eq!(pool.read, 3);
+    }
+
+    /// A puzzle file is a pool too: each puzzle a "game" from its FEN
+    /// along its line, numbered by its row; a row whose line does not
+    /// replay is counted and skipped, and the keys of its positions start
+    /// at its FEN.
+    #[test]
+    fn a_puzzle_file_is_a_pool_of_games_from_their_fens() {
+        let mut file = tempfile::Builder::new().suffix(".csv").tempfile().unwrap();
+        use std::io::Write;
+        file.write_all(
+            b"PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags\n\
+              a1,8/1R2B3/5p2/1k2bP1p/p6r/5K2/8/8 b - - 7 45,b5c4 b7b4 c4d5 b4h4,2100,80,90,100,crushing skewer,https://lichess.org/x,\n\
+              bad,8/1R2B3/5p2/1k2bP1p/p6r/5K2/8/8 b - - 7 45,b5c4 b7b4 c4d5 b4h5,2100,80,90,100,crushing,,\n\
+              c3,3rk2r/p1p2pp1/1p6/2pQ1b2/2Pn1P2/8/PP1P1KBq/R1B1R3 b - - 3 25,e8f8 d5d8,900,80,90,100,mate,,\n",
+        )
+        .unwrap();
+        assert!(is_puzzle_file(file.path()));
+        let pool = HumanGames::load(file.path(), LIMITS).unwrap();
+        assert_eq!(pool.read, 3);
+        assert_eq!(pool.skipped.invalid, 1);
+        let numbers: Vec<u64> = pool.games.iter().map(|g| g.number).collect();
+        assert_eq!(numbers, [1, 3]);
+        let first = &pool.games[0];
+        assert_eq!(first.tag("PuzzleId"), Some("a1"));
+        assert_eq!(first.tag("Rating"), Some("2100"));
+        assert_eq!(first.tag("Themes"), Some("crushing skewer"));
+        assert_eq!(
+            first.fen.as_deref(),
+            Some("8/1R2B3/5p2/1k2bP1p/p6r/5K2/8/8 b - - 7 45")
+        );
+        let keys = position_keys_from(first.start().unwrap(), &first.moves);
+        assert_eq!(keys.len(), 5);
+        assert!(!keys.contains(&position_key(&Chess::default())));
     }
 
     /// A transposition is one position: 1. Nf3 Nf6 2. Ng1 Ng8 returns to

@@ -580,6 +580,13 @@ pub struct Game {
 }
 
 impl Game {
+    /// The FEN the game starts from when it is not the standard start (a
+    /// game grown from a puzzle).
+    fn start_fen(&self) -> Option<Fen> {
+        let fen = self.source.as_ref()?.game.fen.as_deref()?;
+        fen.parse().ok()
+    }
+
     /// The game as PGN text, ending with a blank line.
     pub(crate) fn to_pgn(&self, config: &SelfplayConfig, engine_name: &str) -> String {
         let weakening = if config.maia.is_some() {
@@ -607,6 +614,11 @@ impl Game {
         tag("WhiteElo", &self.white_elo.to_string());
         tag("BlackElo", &self.black_elo.to_string());
         tag("PlyCount", &self.sans.len().to_string());
+        let start = self.start_fen();
+        if let Some(fen) = &start {
+            tag("SetUp", "1");
+            tag("FEN", &fen.to_string());
+        }
         tag(
             "Termination",
             if self.result == "*" {
@@ -636,10 +648,22 @@ impl Game {
             }
         }
         text.push('\n');
+        // Move numbers count from the start's: a FEN with Black to move
+        // opens with "N...".
+        let (first_move, black_first) = match &start {
+            Some(fen) => {
+                let setup = fen.as_setup();
+                (setup.fullmoves.get(), setup.turn == Color::Black)
+            }
+            None => (1, false),
+        };
         let mut tokens = Vec::new();
         for (i, san) in self.sans.iter().enumerate() {
-            if i % 2 == 0 {
-                tokens.push(format!("{}.", i / 2 + 1));
+            let ply = i + usize::from(black_first);
+            if i == 0 && black_first {
+                tokens.push(format!("{first_move}..."));
+            } else if ply % 2 == 0 {
+                tokens.push(format!("{}.", first_move as usize + ply / 2));
             }
             tokens.push(san.clone());
         }
@@ -664,6 +688,9 @@ impl Game {
 
 /// A game in progress: position, moves so far and repetition history.
 struct Board {
+    /// Where the game starts: the standard position, or a puzzle's FEN
+    /// (`[selfplay.human]` from a puzzle file).
+    start_fen: Fen,
     position: Chess,
     ucis: Vec<UciMove>,
     sans: Vec<String>,
@@ -672,9 +699,13 @@ struct Board {
 
 impl Board {
     fn new() -> Self {
-        let position = Chess::default();
+        Self::starting_at(Chess::default())
+    }
+
+    fn starting_at(position: Chess) -> Self {
         let hash = position_key(&position);
         Self {
+            start_fen: Fen::from_position(&position, EnPassantMode::Legal),
             position,
             ucis: Vec::new(),
             sans: Vec::new(),
@@ -720,7 +751,7 @@ impl Board {
 
     fn request(&self, limit: Limit, multipv: u32) -> SearchRequest {
         SearchRequest {
-            fen: Fen::default(),
+            fen: self.start_fen.clone(),
             moves: self.ucis.clone(),
             limit,
             multipv,
@@ -844,7 +875,7 @@ fn play_game(
             let request = board.request(Limit::Depth(weaken::pick_depth(level)), 1);
             session.search(&request)?.best_move
         } else {
-            weakened_move(session, (&Fen::default(), &board.ucis), level, &mut rng)?
+            weakened_move(session, (&board.start_fen, &board.ucis), level, &mut rng)?
         };
         let Some(uci) = uci else { break };
         let m = board.legal_move(uci)?;
@@ -873,10 +904,17 @@ fn play_human_prefix(
     rng: &mut rand_chacha::ChaCha8Rng,
 ) -> Result<SourceGame, EngineError> {
     let game = &pool.games.games[rng.random_range(0..pool.games.games.len())];
-    // The pool holds games longer than the shortest prefix.
+    // The pool holds games longer than the shortest prefix (a puzzle's
+    // line may be shorter: its prefix is capped by it).
     let longest = (start.plies[1] as usize).min(game.moves.len().saturating_sub(1));
     let shortest = (start.plies[0] as usize).min(longest);
     let ply = rng.random_range(shortest..=longest);
+    if game.fen.is_some() {
+        let position = game
+            .start()
+            .map_err(|e| EngineError::Fatal(format!("{}: {e:#}", pool.games.path.display())))?;
+        *board = Board::starting_at(position);
+    }
     for uci in &game.moves[..ply] {
         let m = board.legal_move(*uci).map_err(|e| {
             EngineError::Fatal(format!(
@@ -907,6 +945,9 @@ pub(crate) fn source_tags(source: &SourceGame) -> Vec<(String, String)> {
     for (name, value) in source.game.tags() {
         tags.push((format!("Source{name}"), value.to_string()));
     }
+    if let Some(fen) = &source.game.fen {
+        tags.push(("SourceFEN".to_string(), fen.to_string()));
+    }
     let moves: Vec<String> = source.game.moves.iter().map(|m| m.to_string()).collect();
     tags.push(("SourceMoves".to_string(), moves.join(" ")));
     tags
@@ -935,7 +976,12 @@ fn play_maia_game(
             .ok_or_else(|| EngineError::Fatal(format!("no Maia net of rating {rating} loaded")))
     };
     let (white_net, black_net) = (net_of(white_rating)?, net_of(black_rating)?);
-    let mut history = History::startpos();
+    let mut history = if board.start_fen == Fen::default() {
+        History::startpos()
+    } else {
+        History::from_read_fen(&board.start_fen)
+            .map_err(|e| EngineError::Fatal(format!("the game's start: {e:#}")))?
+    };
     for uci in &board.ucis {
         // The board played these moves: each is legal where it was played.
         let m = uci

@@ -155,7 +155,19 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
                             game.number
                         ))
                     })?;
-                crate::chess::human_games::position_keys(&moves)
+                // A game grown from a puzzle: the puzzle's line starts at
+                // its FEN.
+                let source_start = match game.tags.get("SourceFEN") {
+                    Some(fen) => crate::chess::line::parse_position(fen).map_err(|e| {
+                        bad_input(format!(
+                            "{} game {}: SourceFEN: {e}",
+                            path.display(),
+                            game.number
+                        ))
+                    })?,
+                    None => shakmaty::Chess::default(),
+                };
+                crate::chess::human_games::position_keys_from(source_start, &moves)
             }
             None => Vec::new(),
         };
@@ -277,7 +289,12 @@ pub(crate) fn human_game_units(
                 black_elo: tag("BlackElo"),
                 first_ply: 1,
                 keep_id: None,
-                start_fen: Fen::default(),
+                // A puzzle file's "game" starts at the puzzle's FEN.
+                start_fen: game
+                    .fen
+                    .as_deref()
+                    .and_then(|fen| fen.parse().ok())
+                    .unwrap_or_default(),
                 moves: game.moves.to_vec(),
                 targets: Vec::new(),
                 public_positions: Vec::new(),
