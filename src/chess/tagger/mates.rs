@@ -135,25 +135,32 @@ fn anastasia(line: &ThemeLine) -> bool {
     blocked && knight
 }
 
-/// A rook mates next to the king, protected by a knight next to the king
-/// that a pawn protects.
-fn hook(line: &ThemeLine) -> bool {
-    let Some(f) = final_board(line) else {
-        return false;
-    };
+/// True when the mating move is a rook's from a square next to the king,
+/// protected by a solver knight that `knight_fits`: the hook and Arabian
+/// mates differ only in where that knight stands.
+fn rook_mates_beside_king_with_knight(f: &Final, knight_fits: impl Fn(Square) -> bool) -> bool {
     if f.last_role != Role::Rook || f.last_to.distance(f.king) != 1 {
         return false;
     }
     let board = f.position.board();
     attackers(f.position, f.pov, f.last_to)
         .into_iter()
-        .any(|knight| {
-            board.role_at(knight) == Some(Role::Knight)
-                && knight.distance(f.king) == 1
-                && attackers(f.position, f.pov, knight)
-                    .into_iter()
-                    .any(|guard| board.role_at(guard) == Some(Role::Pawn))
-        })
+        .any(|knight| board.role_at(knight) == Some(Role::Knight) && knight_fits(knight))
+}
+
+/// A rook mates next to the king, protected by a knight next to the king
+/// that a pawn protects.
+fn hook(line: &ThemeLine) -> bool {
+    let Some(f) = final_board(line) else {
+        return false;
+    };
+    let board = f.position.board();
+    rook_mates_beside_king_with_knight(&f, |knight| {
+        knight.distance(f.king) == 1
+            && attackers(f.position, f.pov, knight)
+                .into_iter()
+                .any(|guard| board.role_at(guard) == Some(Role::Pawn))
+    })
 }
 
 /// A king in the corner mated by a rook next to it, the rook protected by
@@ -166,17 +173,9 @@ fn arabian(line: &ThemeLine) -> bool {
     if !(file == 0 || file == 7) || !(rank == 0 || rank == 7) {
         return false;
     }
-    if f.last_role != Role::Rook || f.last_to.distance(f.king) != 1 {
-        return false;
-    }
-    let board = f.position.board();
-    attackers(f.position, f.pov, f.last_to)
-        .into_iter()
-        .any(|knight| {
-            board.role_at(knight) == Some(Role::Knight)
-                && knight.file().distance(f.king.file()) == 2
-                && knight.rank().distance(f.king.rank()) == 2
-        })
+    rook_mates_beside_king_with_knight(&f, |knight| {
+        knight.file().distance(f.king.file()) == 2 && knight.rank().distance(f.king.rank()) == 2
+    })
 }
 
 /// Two bishops do all the work: every square of the king's box that the
