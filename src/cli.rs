@@ -203,21 +203,11 @@ pub fn guard_outputs(matches: &ArgMatches) -> Result<()> {
 /// may place, is guarded where it is resolved.)
 fn guard_derived_outputs(command: &Command) -> Result<()> {
     match command {
-        Command::Tag(args) if args.rejects.is_none() => guard_output(
-            &crate::stages::ingest_puzzles::rejects::default_rejects_path(&args.output),
-            Target::File,
-            "tag",
-            "--rejects (by default the output's name plus .rejects.csv)",
-        ),
+        Command::Tag(args) if args.rejects.is_none() => guard_default_rejects(&args.output, "tag"),
         Command::Rate(args) if args.rejects.is_none() => match &args.output {
             // Rating writes its rejects beside its output; without an
             // output (clap then has no input either) it rates nothing.
-            Some(output) => guard_output(
-                &crate::stages::ingest_puzzles::rejects::default_rejects_path(output),
-                Target::File,
-                "rate",
-                "--rejects (by default the output's name plus .rejects.csv)",
-            ),
+            Some(output) => guard_default_rejects(output, "rate"),
             None => Ok(()),
         },
         Command::Verify(args)
@@ -232,6 +222,17 @@ fn guard_derived_outputs(command: &Command) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// The rejects file a command writes beside `output` when `--rejects` is
+/// left out, through the gate.
+fn guard_default_rejects(output: &std::path::Path, command: &str) -> Result<()> {
+    guard_output(
+        &crate::stages::ingest_puzzles::rejects::default_rejects_path(output),
+        Target::File,
+        command,
+        "--rejects (by default the output's name plus .rejects.csv)",
+    )
 }
 
 /// Parses the command line (exiting on a usage error, as clap does),

@@ -14,12 +14,13 @@
 //! gives its first `max_games`, in file order, and memory stays bounded.
 
 use anyhow::Result;
+use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use shakmaty::{Chess, Position};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::line::{position_key, uci_of};
+use super::line::{position_key, read_position, uci_of};
 use super::pgn::{GameItem, PgnGames};
 use super::record::for_each_row;
 use crate::core::error::bad_input;
@@ -45,8 +46,9 @@ pub struct HumanGame {
     /// The mainline from [`HumanGame::start`].
     pub moves: Box<[UciMove]>,
     /// The FEN the moves start from, for a puzzle (its position before
-    /// the opponent's setting move); `None`: the standard start.
-    pub fen: Option<Box<str>>,
+    /// the opponent's setting move), read once with the pool; `None`: the
+    /// standard start.
+    pub fen: Option<Box<Fen>>,
 }
 
 const UNIT: char = '\u{1f}';
@@ -71,7 +73,7 @@ impl HumanGame {
     pub fn start(&self) -> Result<Chess> {
         match &self.fen {
             None => Ok(Chess::default()),
-            Some(fen) => super::line::parse_position(fen)
+            Some(fen) => read_position(fen)
                 .map_err(|e| bad_input(format!("source game {}: {e}", self.number))),
         }
     }
@@ -232,7 +234,7 @@ impl HumanGames {
                 number,
                 tag_text,
                 moves: puzzle.moves.clone().into_boxed_slice(),
-                fen: Some(puzzle.fen.to_string().into_boxed_str()),
+                fen: Some(Box::new(puzzle.fen.clone())),
             });
             Ok(())
         })?;
@@ -438,7 +440,7 @@ mod tests {
         assert_eq!(first.tag("Rating"), Some("2100"));
         assert_eq!(first.tag("Themes"), Some("crushing skewer"));
         assert_eq!(
-            first.fen.as_deref(),
+            first.fen.as_ref().map(ToString::to_string).as_deref(),
             Some("8/1R2B3/5p2/1k2bP1p/p6r/5K2/8/8 b - - 7 45")
         );
         let keys = position_keys_from(first.start().unwrap(), &first.moves);

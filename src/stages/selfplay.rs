@@ -582,9 +582,8 @@ pub struct Game {
 impl Game {
     /// The FEN the game starts from when it is not the standard start (a
     /// game grown from a puzzle).
-    fn start_fen(&self) -> Option<Fen> {
-        let fen = self.source.as_ref()?.game.fen.as_deref()?;
-        fen.parse().ok()
+    fn start_fen(&self) -> Option<&Fen> {
+        self.source.as_ref()?.game.fen.as_deref()
     }
 
     /// The game as PGN text, ending with a blank line.
@@ -615,7 +614,7 @@ impl Game {
         tag("BlackElo", &self.black_elo.to_string());
         tag("PlyCount", &self.sans.len().to_string());
         let start = self.start_fen();
-        if let Some(fen) = &start {
+        if let Some(fen) = start {
             tag("SetUp", "1");
             tag("FEN", &fen.to_string());
         }
@@ -650,7 +649,7 @@ impl Game {
         text.push('\n');
         // Move numbers count from the start's: a FEN with Black to move
         // opens with "N...".
-        let (first_move, black_first) = match &start {
+        let (first_move, black_first) = match start {
             Some(fen) => {
                 let setup = fen.as_setup();
                 (setup.fullmoves.get(), setup.turn == Color::Black)
@@ -909,12 +908,10 @@ fn play_human_prefix(
     let longest = (start.plies[1] as usize).min(game.moves.len().saturating_sub(1));
     let shortest = (start.plies[0] as usize).min(longest);
     let ply = rng.random_range(shortest..=longest);
-    if game.fen.is_some() {
-        let position = game
-            .start()
-            .map_err(|e| EngineError::Fatal(format!("{}: {e:#}", pool.games.path.display())))?;
-        *board = Board::starting_at(position);
-    }
+    let start_position = game
+        .start()
+        .map_err(|e| EngineError::Fatal(format!("{}: {e:#}", pool.games.path.display())))?;
+    *board = Board::starting_at(start_position);
     for uci in &game.moves[..ply] {
         let m = board.legal_move(*uci).map_err(|e| {
             EngineError::Fatal(format!(
@@ -976,19 +973,9 @@ fn play_maia_game(
             .ok_or_else(|| EngineError::Fatal(format!("no Maia net of rating {rating} loaded")))
     };
     let (white_net, black_net) = (net_of(white_rating)?, net_of(black_rating)?);
-    let mut history = if board.start_fen == Fen::default() {
-        History::startpos()
-    } else {
-        History::from_read_fen(&board.start_fen)
-            .map_err(|e| EngineError::Fatal(format!("the game's start: {e:#}")))?
-    };
-    for uci in &board.ucis {
-        // The board played these moves: each is legal where it was played.
-        let m = uci
-            .to_move(history.position())
-            .map_err(|e| EngineError::Fatal(format!("replaying the opening's move {uci}: {e}")))?;
-        history.push(m);
-    }
+    // The board played these moves: each is legal where it was played.
+    let mut history = History::from_read_line(&board.start_fen, &board.ucis)
+        .map_err(|e| EngineError::Fatal(format!("replaying the game's opening: {e:#}")))?;
     while board.ending().is_none() && board.sans.len() < cap {
         let net = if board.position.turn() == Color::White {
             white_net

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::chess::record::{
     Puzzle, PuzzleWriter, ReadRow, RowError, extra_columns_of, for_each_row,
 };
-use crate::chess::tagger::{ThemeKind, board_themes, retag, score_theme, theme_kind};
+use crate::chess::tagger::{ThemeKind, board_themes, retag, set_score_theme, theme_kind};
 use crate::core::summary::{Report, Summary};
 use crate::engine::pool::{EnginePool, EngineStats};
 use crate::engine::process::{Limit, SearchRequest, own_cpu_seconds};
@@ -177,9 +177,10 @@ fn tag_row((line, row): ReadRow) -> Tagged {
             id: String::new(),
             error,
         }),
-        Ok(puzzle) => match (retag(&puzzle), puzzle.line()) {
-            (Ok(themes), Ok(replayed)) => {
+        Ok(puzzle) => match puzzle.line() {
+            Ok(replayed) => {
                 let ours = board_themes(&replayed);
+                let themes = retag(&puzzle, &ours);
                 let original_themes = puzzle.themes.clone();
                 let mut retagged = puzzle;
                 retagged.themes = themes;
@@ -190,7 +191,7 @@ fn tag_row((line, row): ReadRow) -> Tagged {
                     scored: false,
                 })
             }
-            (Err(error), _) | (_, Err(error)) => Err(FailedRow {
+            Err(error) => Err(FailedRow {
                 id: puzzle.id.clone(),
                 error: RowError::new(error.code(), error.to_string()),
             }),
@@ -228,10 +229,7 @@ fn score_rows(pool: &EnginePool, nodes: u64, rows: &mut [Tagged]) -> Result<()> 
             continue;
         };
         let Some(score) = score else { continue };
-        let themes = &mut row.retagged.themes;
-        themes.retain(|t| theme_kind(t) != Some(ThemeKind::Score));
-        themes.push(score_theme(i64::from(score)).to_string());
-        themes.sort();
+        set_score_theme(&mut row.retagged.themes, i64::from(score));
         row.scored = true;
     }
     Ok(())

@@ -22,7 +22,7 @@ mod phase;
 use shakmaty::Position;
 
 use crate::chess::columns::Column;
-use crate::chess::line::{LineError, PuzzleLine};
+use crate::chess::line::PuzzleLine;
 use crate::chess::record::Puzzle;
 use line::ThemeLine;
 
@@ -240,15 +240,14 @@ const NORMALIZED_PAWN: f64 = 361.0;
 /// (what the first solver move did); a retag drops them.
 const RETIRED: &[&str] = &["check", "capture"];
 
-/// A puzzle's themes retagged: the board themes from its line; the themes
-/// the board does not decide (score, zugzwang, players, and any name that
-/// is not a Lichess theme, [`RETIRED`] aside) kept as the row has them; and, on a line that
-/// does not mate and has no score theme, the one its `BestScore` column
-/// gives (puzzleforge's own rows record the mining score there). A mating
-/// line carries no score theme, as on Lichess.
-pub fn retag(puzzle: &Puzzle) -> Result<Vec<String>, LineError> {
-    let line = puzzle.line()?;
-    let board = board_themes(&line);
+/// A puzzle's themes retagged, given the board themes of its line
+/// ([`board_themes`]): those; the themes the board does not decide (score,
+/// zugzwang, players, and any name that is not a Lichess theme, [`RETIRED`]
+/// aside) kept as the row has them; and, on a line that does not mate and
+/// has no score theme, the one its `BestScore` column gives (puzzleforge's
+/// own rows record the mining score there). A mating line carries no score
+/// theme, as on Lichess. The one rule mining and `tag` both apply.
+pub fn retag(puzzle: &Puzzle, board: &[&'static str]) -> Vec<String> {
     let mates = board.contains(&"mate");
     let mut themes: Vec<String> = puzzle
         .themes
@@ -275,7 +274,15 @@ pub fn retag(puzzle: &Puzzle) -> Result<Vec<String>, LineError> {
     themes.extend(board.iter().map(|t| t.to_string()));
     themes.sort();
     themes.dedup();
-    Ok(themes)
+    themes
+}
+
+/// Sets the score theme of sorted `themes` from an engine's score (a
+/// search of `tag --nodes`), in place of the one they have.
+pub fn set_score_theme(themes: &mut Vec<String>, centipawns: i64) {
+    themes.retain(|t| theme_kind(t) != Some(ThemeKind::Score));
+    themes.push(score_theme(centipawns).to_string());
+    themes.sort();
 }
 
 #[cfg(test)]
@@ -540,13 +547,14 @@ mod tests {
             ..Puzzle::default()
         };
         puzzle.set(Column::BestScore.name(), "200");
+        let board = board_themes(&puzzle.line().unwrap());
         assert_eq!(
-            retag(&puzzle).unwrap(),
+            retag(&puzzle, &board),
             ["advantage", "endgame", "master", "short", "skewer"]
         );
         puzzle.themes = vec!["crushing".into()];
         assert_eq!(
-            retag(&puzzle).unwrap(),
+            retag(&puzzle, &board),
             ["crushing", "endgame", "short", "skewer"]
         );
     }

@@ -290,11 +290,7 @@ pub(crate) fn human_game_units(
                 first_ply: 1,
                 keep_id: None,
                 // A puzzle file's "game" starts at the puzzle's FEN.
-                start_fen: game
-                    .fen
-                    .as_deref()
-                    .and_then(|fen| fen.parse().ok())
-                    .unwrap_or_default(),
+                start_fen: game.fen.as_deref().cloned().unwrap_or_default(),
                 moves: game.moves.to_vec(),
                 targets: Vec::new(),
                 public_positions: Vec::new(),

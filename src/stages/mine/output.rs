@@ -14,7 +14,7 @@ use super::results::{Found, MineRun};
 use crate::chess::columns::Column;
 use crate::chess::line::{PuzzleLine, position_key, ucis_text};
 use crate::chess::record::Puzzle;
-use crate::chess::tagger::{board_themes, score_theme};
+use crate::chess::tagger::{board_themes, retag};
 
 /// Builds the output: input order, each game's earliest `max_per_game`
 /// puzzles, then no position twice (the first occurrence wins). The cap
@@ -66,28 +66,6 @@ pub(crate) fn dedup_puzzles(puzzles: &[Puzzle]) -> Vec<bool> {
         .collect()
 }
 
-/// Lichess's themes of the puzzle: the board's, and the score theme from
-/// the mining search's score at the puzzle's position when the line does
-/// not mate (Lichess scores the position of the last solver move; mining
-/// has the first at hand, and a found line keeps its advantage).
-fn puzzle_themes(
-    start: &shakmaty::Chess,
-    moves: &[shakmaty::uci::UciMove],
-    found: &Found,
-) -> Option<Vec<String>> {
-    let mut puzzle_line = PuzzleLine::from_position(start.clone());
-    for uci in moves {
-        puzzle_line.play_move(*uci).ok()?;
-    }
-    let board = board_themes(&puzzle_line);
-    let mut themes: Vec<String> = board.iter().map(|t| t.to_string()).collect();
-    if !board.contains(&"mate") {
-        themes.push(score_theme(i64::from(found.best_score.to_cp())).to_string());
-        themes.sort();
-    }
-    Some(themes)
-}
-
 fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
     // The game (or its branch) up to the puzzle's position, then the
     // puzzle's line.
@@ -103,7 +81,6 @@ fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
     let leading = *game_moves.get(found.after.checked_sub(1)?)?;
     let mut moves = vec![leading];
     moves.extend(found.line.iter().cloned());
-    let themes = puzzle_themes(line.position_after(found.after - 1)?, &moves, found)?;
     let ply = unit.first_ply + found.after as u32 - 1;
     let id = match &unit.keep_id {
         Some(id) => id.clone(),
@@ -125,7 +102,6 @@ fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
         id,
         fen,
         moves,
-        themes,
         game_url,
         ..Puzzle::default()
     };
@@ -145,5 +121,11 @@ fn build_puzzle(unit: &MineUnit, found: &Found) -> Option<Puzzle> {
     );
     puzzle.set(Column::Criterion, found.criterion.name());
     puzzle.set(Column::Nodes, found.nodes.to_string());
+    // Lichess's themes: the board's, and the score theme from `BestScore`,
+    // the mining search's score at the puzzle's position, when the line
+    // does not mate (Lichess scores the position of the last solver move;
+    // mining has the first at hand, and a found line keeps its advantage).
+    let board = board_themes(&puzzle.line().ok()?);
+    puzzle.themes = retag(&puzzle, &board);
     Some(puzzle)
 }
