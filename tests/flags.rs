@@ -57,7 +57,7 @@ fn unusual<S: Serialize + DeserializeOwned + Default>() -> S {
 
 fn keeps_every_key<S, F>(flags: &F)
 where
-    S: Serialize + DeserializeOwned + Default,
+    S: Serialize + DeserializeOwned + Default + puzzleforge::core::bounds::Bounded,
     F: Serialize,
 {
     let section: S = unusual();

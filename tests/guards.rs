@@ -340,6 +340,170 @@ fn config_is_checked_whole_before_any_stage() {
     }
 }
 
+/// Every absurd value issue 57 found starting work (or passing
+/// silently) is refused before any stage, exit 2, naming the file, the
+/// key and its bound: a key out of its bound in any section (a profile's
+/// too), keys that bound each other, a quota table of zeros, a stage
+/// list with no games to play. The bounds are the code's one list
+/// (docs/config-bounds.md).
+#[test]
+fn a_value_out_of_its_bound_is_refused_before_any_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let stages = r#"stages = ["ingest_puzzles", "ingest_games", "release", "export"]"#;
+    let with_stages = |list: &str, extra: &str| {
+        format!(
+            "{}\n{extra}",
+            text.replace(stages, &format!("stages = {list}"))
+        )
+    };
+    let selfplay = r#"["selfplay", "mine", "rate", "release"]"#;
+    let generation = "[generate]\nenabled = true\nmax_games = 20\n";
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        (
+            format!(
+                "{text}\n{generation}[[generate.bands]]\nratings = [2800, 400]\nlengths = [3, 5]\nprofile = \"hard\"\n"
+            ),
+            vec!["generate.bands.ratings = [2800, 400]", "an empty range"],
+        ),
+        (
+            with_stages(
+                selfplay,
+                "[mine]\nmin_solver_moves = 4\nmax_solver_moves = 2\n",
+            ),
+            vec!["mine.min_solver_moves = 4 is above max_solver_moves = 2"],
+        ),
+        (
+            format!("{text}\n[mine]\nmax_per_game = 0\n"),
+            vec!["mine.max_per_game = 0 (line", "must lie within 1..=10000"],
+        ),
+        (
+            format!("{text}\n[mine]\nmax_solver_moves = 0\n"),
+            vec!["mine.max_solver_moves = 0", "must lie within 1..=10"],
+        ),
+        (
+            format!("{text}\n[mine]\nmax_solver_moves = 50\n"),
+            vec!["mine.max_solver_moves = 50", "must lie within"],
+        ),
+        (
+            format!("{text}\n[mine]\nnodes = 0\n"),
+            vec!["mine.nodes = 0", "must lie within"],
+        ),
+        (
+            format!("{text}\n[mine]\ndepth = 0\n"),
+            vec!["mine.depth = 0", "must lie within"],
+        ),
+        (
+            format!("{text}\n[mine]\nshallow_depth = 0\n"),
+            vec!["mine.shallow_depth = 0", "must lie within"],
+        ),
+        (
+            format!("{text}\n[mine]\nshallow_depth = 200\n"),
+            vec!["mine.shallow_depth = 200", "must lie within"],
+        ),
+        (
+            format!("{text}\n[verify]\nfactor = 0\n"),
+            vec!["verify.factor = 0", "must lie within"],
+        ),
+        (
+            format!("{text}\n[verify]\nmin_margin_cp = -500\n"),
+            vec!["verify.min_margin_cp = -500", "must lie within"],
+        ),
+        (
+            text.replace(
+                "train_per_cell = 1\ntest_per_cell = 1",
+                "train_per_cell = 0\ntest_per_cell = 0",
+            ),
+            vec!["split.train_per_cell", "every cell's quota is 0"],
+        ),
+        (
+            format!("{text}\n[eval]\nrepeats = 0\n"),
+            vec!["eval.repeats = 0", "must lie within"],
+        ),
+        (
+            format!("{text}\n[eval]\nrating_bin_width = 0\n"),
+            vec!["eval.rating_bin_width = 0", "must lie within"],
+        ),
+        (
+            format!("{text}\n[eval.regret]\nnodes = 0\n"),
+            vec!["eval.regret.nodes = 0", "must lie within"],
+        ),
+        (
+            format!("{text}\n[rate]\nproxy_share = 2.0\n"),
+            vec!["rate.proxy_share = 2.0", "must lie within 0..=1"],
+        ),
+        (
+            format!("{text}\n[selfplay]\nchaos_plies = 100000\n"),
+            vec!["selfplay.chaos_plies = 100000", "must lie within"],
+        ),
+        (
+            text.replace("[split]\n", "[split]\nmin_puzzles = 1000000000\n"),
+            vec!["split.min_puzzles = 1000000000", "must lie within"],
+        ),
+        (
+            text.replace("[split]\n", "[split]\nmin_puzzles = 100000\n"),
+            vec!["split.min_puzzles", "100000 is above the"],
+        ),
+        (
+            format!("{text}\n[engine]\nworkers = 100000\n"),
+            vec!["engine.workers = 100000", "must lie within 0..=256"],
+        ),
+        (
+            format!("{text}\n[selfplay]\nmax_plies = 0\n"),
+            vec!["selfplay.max_plies = 0", "must lie within"],
+        ),
+        (
+            format!("{text}\n[selfplay]\nchaos_white_elo = [2500, 1500]\n"),
+            vec!["selfplay.chaos_white_elo = [2500, 1500]", "empty range"],
+        ),
+        (
+            with_stages(selfplay, "[selfplay]\ngames = 0\n"),
+            vec!["selfplay.games", "0 games"],
+        ),
+        (
+            format!("{text}\n[generate.profiles.hard.mine]\nnodes = 0\n"),
+            vec!["generate.profiles.hard.mine.nodes = 0", "must lie within"],
+        ),
+        (
+            with_stages(
+                selfplay,
+                &format!(
+                    "{generation}[mine]\nmax_solver_moves = 2\n[generate.mine]\nmin_solver_moves = 3\n"
+                ),
+            ),
+            vec!["min_solver_moves = 3 is above max_solver_moves = 2"],
+        ),
+    ];
+    for (bad, needles) in cases {
+        std::fs::write(&config, &bad).unwrap();
+        let mut all = vec!["pipeline.toml"];
+        all.extend_from_slice(&needles);
+        refused(dir.path(), &["run"], &all);
+        assert!(
+            !dir.path().join("out/r1").exists(),
+            "{needles:?}: a stage ran"
+        );
+    }
+    // A standalone command checks its section after its flags.
+    let pgn = data("lichess_game_export_ZlCTzfMG_eval_clk.pgn");
+    let out = dir.path().join("mined.csv");
+    let args = [
+        "mine",
+        pgn.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--max-per-game",
+        "0",
+    ];
+    refused(
+        dir.path(),
+        &args,
+        &["max_per_game = 0", "must lie within 1..=10000"],
+    );
+    assert!(!out.exists());
+}
+
 /// An edited `rate_model.json` (a base score of 1e300, a tree child out of
 /// the tree; and what a damaged file once passed with wrong ratings and
 /// exit 0: a deviation of -500, no tree, fewer shifts than groups, a shift
@@ -997,10 +1161,7 @@ fn nan_infinite_and_negative_numbers_are_refused_as_the_config_is_read() {
     let cases: [(&str, &[&str]); 6] = [
         (
             "[eval.client]\ntimeout_s = -1\n",
-            &[
-                "eval.client.timeout_s = -1",
-                "must be a positive number of seconds",
-            ],
+            &["eval.client.timeout_s = -1", "must be above 0"],
         ),
         (
             "[eval.client]\ntimeout_s = nan\n",
@@ -1008,13 +1169,16 @@ fn nan_infinite_and_negative_numbers_are_refused_as_the_config_is_read() {
         ),
         (
             "[eval.client]\nmax_failed_share = 1.5\n",
-            &["eval.client.max_failed_share = 1.5", "from 0 to 1"],
+            &[
+                "eval.client.max_failed_share = 1.5",
+                "must lie within 0..=1",
+            ],
         ),
         (
             "[eval.prices.some-model]\nprompt_per_million = -2.5\n",
             &[
                 "eval.prices.some-model.prompt_per_million = -2.5",
-                "zero or more",
+                "must lie within 0..=",
             ],
         ),
         (
@@ -1023,7 +1187,7 @@ fn nan_infinite_and_negative_numbers_are_refused_as_the_config_is_read() {
         ),
         (
             "[generate]\nmax_cpu_hours = 0\n",
-            &["generate.max_cpu_hours = 0", "positive number of hours"],
+            &["generate.max_cpu_hours = 0", "must be above 0"],
         ),
     ];
     for (section, needles) in cases {

@@ -318,3 +318,107 @@ fn bench_mine_sets_the_funnel_beside_the_exhaustive_search() {
         assert!(run["cpu_seconds"].as_f64().unwrap() > 0.0, "{out:#}");
     }
 }
+
+/// A standalone `mine` killed mid-run keeps the games it finished
+/// (`OUTPUT.checkpoint.jsonl`) and the same command run again mines only
+/// the rest: its output is byte for byte the output of one uninterrupted
+/// run, a line the kill cut short is mined again, and the checkpoint goes
+/// once the output is written (issue 57: a `mine` killed after 300 s lost
+/// all its work).
+#[test]
+fn a_killed_mine_resumes_where_it_stopped_and_writes_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/master_games_sample_145.pgn");
+    let text = std::fs::read_to_string(&source).unwrap();
+    let games: Vec<&str> = text.split("\n[Event ").take(24).collect();
+    let pgn = dir.path().join("games.pgn");
+    std::fs::write(&pgn, games.join("\n[Event ") + "\n").unwrap();
+    let args = |output: &Path| -> Vec<String> {
+        [
+            "mine",
+            pgn.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+            "--nodes",
+            "5000",
+            "--shallow-depth",
+            "6",
+            "--workers",
+            "1",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let whole = dir.path().join("whole.csv");
+    let once = common::puzzleforge(
+        dir.path(),
+        &args(&whole).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert!(
+        once.status.success(),
+        "{}",
+        String::from_utf8_lossy(&once.stderr)
+    );
+    let checkpoint = |output: &Path| {
+        let mut name = output.as_os_str().to_owned();
+        name.push(".checkpoint.jsonl");
+        std::path::PathBuf::from(name)
+    };
+    assert!(
+        !checkpoint(&whole).exists(),
+        "the checkpoint outlives the output"
+    );
+
+    let resumed = dir.path().join("resumed.csv");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(args(&resumed))
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the first chunk of games is recorded.
+    let recorded = |path: &Path| {
+        std::fs::read_to_string(path)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    while recorded(&checkpoint(&resumed)) < 2 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "mine ended before it was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!resumed.exists());
+    let kept = recorded(&checkpoint(&resumed)) - 1;
+    assert!((1..24).contains(&kept), "{kept} games recorded");
+    // A line cut short by the kill.
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(checkpoint(&resumed))
+        .unwrap();
+    std::io::Write::write_all(&mut file, b"{\"unit\": 23, \"result\": {\"fou").unwrap();
+    drop(file);
+
+    let again = common::puzzleforge(
+        dir.path(),
+        &args(&resumed)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("resuming: {kept} of 24 games already mined")),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&resumed).unwrap(),
+        std::fs::read(&whole).unwrap()
+    );
+    assert!(!checkpoint(&resumed).exists());
+}

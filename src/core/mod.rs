@@ -14,6 +14,7 @@ pub mod finished;
 pub(crate) mod lock;
 pub mod progress;
 pub(crate) mod seed;
+pub mod bounds;
 pub mod settings;
 pub(crate) mod shard;
 pub(crate) mod stats;

@@ -74,68 +74,13 @@ fn read_table(path: &Path) -> Result<toml::Table> {
     Ok(table)
 }
 
-/// What a number of the config must be.
-#[derive(Clone, Copy)]
-enum Bound {
-    /// Above zero: a time (a wait of 0 s or less ends at once).
-    Positive,
-    /// Zero or above: a price, a temperature.
-    NotNegative,
-    /// From 0 to 1.
-    Share,
-}
-
-/// The keys whose numbers have a sign or range, by name: each name means
-/// one thing wherever it stands (a wait in seconds, a price, a share), so
-/// a key of that name in a section added later is checked too, and a bare
-/// `--config` file (the keys without their `[section]`) the same as
-/// `pipeline.toml`.
-const BOUNDED_KEYS: [(&str, Bound, &str); 8] = [
-    (
-        "timeout_s",
-        Bound::Positive,
-        "must be a positive number of seconds",
-    ),
-    (
-        "deadline_secs",
-        Bound::Positive,
-        "must be a positive number of seconds",
-    ),
-    (
-        "handshake_secs",
-        Bound::Positive,
-        "must be a positive number of seconds",
-    ),
-    (
-        "max_cpu_hours",
-        Bound::Positive,
-        "must be a positive number of hours",
-    ),
-    ("temperature", Bound::NotNegative, "must be zero or more"),
-    (
-        "prompt_per_million",
-        Bound::NotNegative,
-        "must be a price of zero or more",
-    ),
-    (
-        "completion_per_million",
-        Bound::NotNegative,
-        "must be a price of zero or more",
-    ),
-    (
-        "max_failed_share",
-        Bound::Share,
-        "must be a share from 0 to 1",
-    ),
-];
-
-/// Checks every number of a config file, before any section is read from
-/// it or any stage runs: a float must be finite (TOML's `nan` and `inf`
-/// mean no setting, and through JSON, where flags are laid over a section,
-/// a NaN would read as a missing value), and a key of [`BOUNDED_KEYS`]
-/// within its bound. The error names the file, the dotted key, its value
+/// Checks every number of a config file is finite, before any section is
+/// read from it or any stage runs: TOML's `nan` and `inf` mean no setting,
+/// and through JSON, where flags are laid over a section, a NaN would read
+/// as a missing value. The error names the file, the dotted key, its value
 /// and, where the key is written, its line. `run` and every standalone
-/// command's `--config` read their file through this one check.
+/// command's `--config` read their file through this one check; the bounds
+/// of the keys are checked on the section ([`crate::core::bounds`]).
 pub(crate) fn check_numbers(table: &toml::Table, text: &str, path: &Path) -> Result<()> {
     check_table(table, "", text, path)
 }
@@ -176,21 +121,7 @@ fn check_value(
         toml::Value::Integer(number) => (*number as f64, number.to_string()),
         _ => return Ok(()),
     };
-    let why = if !number.is_finite() {
-        Some("must be a finite number")
-    } else {
-        BOUNDED_KEYS
-            .iter()
-            .find(|(name, _, _)| *name == key)
-            .and_then(|&(_, bound, what)| {
-                let within = match bound {
-                    Bound::Positive => number > 0.0,
-                    Bound::NotNegative => number >= 0.0,
-                    Bound::Share => (0.0..=1.0).contains(&number),
-                };
-                (!within).then_some(what)
-            })
-    };
+    let why = (!number.is_finite()).then_some("must be a finite number");
     let Some(why) = why else {
         return Ok(());
     };
@@ -248,7 +179,7 @@ fn section_of<T: DeserializeOwned>(value: toml::Value, path: &Path, section: &st
 /// that runs the command finds it.
 pub fn flags_over<S, F>(section: &S, flags: &F) -> Result<S>
 where
-    S: Serialize + DeserializeOwned,
+    S: Serialize + DeserializeOwned + crate::core::bounds::Bounded,
     F: Serialize,
 {
     let mut merged = serde_json::to_value(section).context("serializing a config section")?;
@@ -292,7 +223,11 @@ where
             None => return Err(no_key()),
         }
     }
-    serde_json::from_value(merged).map_err(|e| bad_input(format!("command-line flags: {e}")))
+    let merged: S = serde_json::from_value(merged)
+        .map_err(|e| bad_input(format!("command-line flags: {e}")))?;
+    // The file's keys and the flags together, within their bounds.
+    crate::core::bounds::check_section(&merged)?;
+    Ok(merged)
 }
 
 /// Sets each optional table that a given flag of a dotted name reaches
@@ -375,6 +310,10 @@ mod tests {
         exhaustive: bool,
         exclude_bots: bool,
         client: Client,
+    }
+
+    impl crate::core::bounds::Bounded for Section {
+        const BOUNDS: &'static [crate::core::bounds::Bound] = &[];
     }
 
     fn section() -> Section {
@@ -467,6 +406,10 @@ mod tests {
     struct WithSpare {
         factor: u32,
         spare: Option<Spare>,
+    }
+
+    impl crate::core::bounds::Bounded for WithSpare {
+        const BOUNDS: &'static [crate::core::bounds::Bound] = &[];
     }
 
     #[derive(Serialize, Default)]

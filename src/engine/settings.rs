@@ -84,6 +84,30 @@ pub struct EngineConfig {
 /// 30 s still tells a program that is no engine within half a minute.
 const DEFAULT_HANDSHAKE_SECS: f64 = 30.0;
 
+/// The most engine processes `[engine] workers` may ask for; a run starts
+/// at most one per core of the machine (see [`EngineArgs::resolve`]).
+pub const MAX_WORKERS: usize = 256;
+
+impl crate::core::bounds::Bounded for EngineConfig {
+    const BOUNDS: &'static [crate::core::bounds::Bound] = &[
+        crate::core::bounds::Bound::within(
+            "workers",
+            0.0,
+            MAX_WORKERS as f64,
+            "engine processes; 0 = one per core, and never more than the cores",
+        ),
+        crate::core::bounds::Bound::within("hash_mb", 1.0, 65536.0, "MB of hash per engine"),
+        crate::core::bounds::Bound::above("deadline_secs", 0.0, 86400.0, "seconds of one search"),
+        crate::core::bounds::Bound::above(
+            "handshake_secs",
+            0.0,
+            3600.0,
+            "seconds of one handshake answer",
+        ),
+        crate::core::bounds::Bound::within("max_attempts", 1.0, 100.0, "attempts per unit of work"),
+    ];
+}
+
 fn is_default_handshake(seconds: &f64) -> bool {
     *seconds == DEFAULT_HANDSHAKE_SECS
 }
@@ -147,8 +171,22 @@ impl EngineArgs {
                 EngineSpec::new(executable).with_option("Hash", config.hash_mb)
             }
         };
+        // One engine per core at most: each searches single-threaded to a
+        // node limit, so more engines than cores only share the cores and
+        // finish no sooner, while every result stays the same (output
+        // order never depends on how many engines ran).
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let workers = match config.workers {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            0 => cores,
+            n if n > MAX_WORKERS => crate::bail_input!(
+                "[engine] workers = {n}: at most {MAX_WORKERS} (and a run starts one per core)"
+            ),
+            n if n > cores => {
+                crate::core::progress::note(&format!(
+                    "engine workers {n} capped at this machine's {cores} cores"
+                ));
+                cores
+            }
             n => n,
         };
         let deadline_secs = config.deadline_secs;

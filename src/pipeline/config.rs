@@ -11,6 +11,7 @@ use anyhow::Result;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::{Path, PathBuf};
 
+use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::core::error::bad_input;
 use crate::core::settings::{check_numbers, line_of, relative_to};
 use crate::pipeline::stage::StageName;
@@ -51,6 +52,25 @@ fn is_default<T: Default + PartialEq>(value: &T) -> bool {
 
 fn is_off(generate: &crate::pipeline::generate::GenerateConfig) -> bool {
     !generate.enabled
+}
+
+/// Every section of `pipeline.toml` with bounded keys: the one list `run`
+/// checks before any stage and `docs/config-bounds.md` is written from.
+impl Bounded for PipelineConfig {
+    const BOUNDS: &'static [Bound] = &[];
+    const NESTED: &'static [Nested] = &[
+        Nested::of::<crate::engine::settings::EngineConfig>("engine", Many::One),
+        Nested::of::<HumanGamesSection>("human_games", Many::One),
+        Nested::of::<IngestSection>("ingest", Many::One),
+        Nested::of::<crate::stages::selfplay::SelfplayConfig>("selfplay", Many::One),
+        Nested::of::<crate::stages::mine::MineConfig>("mine", Many::One),
+        Nested::of::<crate::stages::rate::RateConfig>("rate", Many::One),
+        Nested::of::<crate::stages::verify::VerifyConfig>("verify", Many::One),
+        Nested::of::<crate::stages::release::cells::SplitConfig>("split", Many::One),
+        Nested::of::<crate::pipeline::generate::GenerateConfig>("generate", Many::One),
+        Nested::of::<crate::stages::eval::config::EvalConfig>("eval", Many::One),
+        Nested::of::<crate::stages::eval::rollout::RolloutConfig>("rollout", Many::One),
+    ];
 }
 
 /// Input files of the pipeline, relative to the config file's folder.
@@ -96,12 +116,28 @@ impl Default for HumanGamesSection {
     }
 }
 
+impl Bounded for HumanGamesSection {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("mine_games", 0.0, 1e7, "games mined; 0 leaves them out"),
+        Bound::within("min_plies", 1.0, 2000.0, "plies of a game"),
+        Bound::within("pool_games", 1.0, 1e9, "games of the pool"),
+    ];
+}
+
 /// Settings of the `ingest` stages.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IngestSection {
     pub puzzles: crate::stages::ingest_puzzles::IngestPuzzlesConfig,
     pub games: crate::stages::ingest_games::IngestGamesConfig,
+}
+
+impl Bounded for IngestSection {
+    const BOUNDS: &'static [Bound] = &[];
+    const NESTED: &'static [Nested] = &[
+        Nested::of::<crate::stages::ingest_puzzles::IngestPuzzlesConfig>("puzzles", Many::One),
+        Nested::of::<crate::stages::ingest_games::IngestGamesConfig>("games", Many::One),
+    ];
 }
 
 /// Settings of the `export` stage.
@@ -220,6 +256,20 @@ impl PipelineConfig {
         // The text parsed as the config, so it parses as a table too.
         if let Ok(table) = toml::from_str::<toml::Table>(text) {
             check_numbers(&table, text, origin)?;
+            if let Some(found) =
+                crate::core::bounds::check_table(&table, "", Self::BOUNDS, Self::NESTED)
+            {
+                let line = line_of(text, &found.table, found.key)
+                    .map(|n| format!(" (line {n})"))
+                    .unwrap_or_default();
+                return Err(bad_input(format!(
+                    "{}: {} = {}{line}: {}",
+                    origin.display(),
+                    found.dotted(),
+                    found.shown,
+                    found.why
+                )));
+            }
         }
         Ok(config)
     }
@@ -384,6 +434,7 @@ impl PipelineConfig {
         }
         self.validate_ranges(path, &fail)?;
         self.validate_generate(&fail, tier)?;
+        self.validate_stage_sections(path, &fail, tier)?;
         if !is_pgn_date(&self.selfplay.date) {
             let date = &self.selfplay.date;
             return fail(
@@ -399,6 +450,41 @@ impl PipelineConfig {
             return fail("eval", "model", format!("{e:#}"));
         }
         self.validate_paths(&fail)
+    }
+
+    /// Each listed stage's rules across its keys (the bounds of each key
+    /// were checked as the file was read), and every generation profile as
+    /// generation lays it over `[selfplay]` and `[mine]`: a mistake in any
+    /// is refused before the first stage, not when its stage or profile is
+    /// reached hours later.
+    fn validate_stage_sections(
+        &self,
+        path: &Path,
+        fail: &dyn Fn(&str, &str, String) -> Result<()>,
+        tier: Option<&str>,
+    ) -> Result<()> {
+        let named = |e: anyhow::Error| bad_input(format!("{}: {e:#}", path.display()));
+        let stages = &self.pipeline.stages;
+        if stages.contains(&StageName::Selfplay) && !self.generate.enabled {
+            if self.selfplay.games == 0 {
+                fail(
+                    "selfplay",
+                    "games",
+                    "0 games: the selfplay stage would write an empty PGN (set games, or \
+                     [generate] enabled = true to generate to order)"
+                        .into(),
+                )?;
+            }
+            self.selfplay.validate().map_err(named)?;
+        }
+        if stages.contains(&StageName::Mine) {
+            self.mine.validate().map_err(named)?;
+        }
+        if self.generate.enabled {
+            crate::pipeline::generate::check_profiles(&self.generate_sections(), tier)
+                .map_err(named)?;
+        }
+        Ok(())
     }
 
     /// `[generate]`, when enabled: a tier that exists, positive budgets,
@@ -546,10 +632,53 @@ impl PipelineConfig {
         let quotas = std::iter::once((None, None))
             .chain(self.split.tiers.iter().map(|(n, t)| (Some(n), Some(t))));
         for (name, tier) in quotas {
-            if let Err(e) = self.split.quota_table(tier) {
-                let which = name.map(|n| format!(" (tier {n:?})")).unwrap_or_default();
-                return Err(bad_input(format!("{}: {e:#}{which}", path.display())));
+            let which = name.map(|n| format!(" (tier {n:?})")).unwrap_or_default();
+            let table = self
+                .split
+                .quota_table(tier)
+                .map_err(|e| bad_input(format!("{}: {e:#}{which}", path.display())))?;
+            let total: usize = table.values().map(|q| q.train + q.test).sum();
+            // A tier may hold none of the configured cells (it is then an
+            // empty release of that tier); the whole table may not.
+            if name.is_none() && total == 0 {
+                fail(
+                    "split",
+                    "train_per_cell",
+                    "every cell's quota is 0: a release would hold no puzzle".into(),
+                )?;
             }
+            if name.is_none() && self.split.min_puzzles > total {
+                fail(
+                    "split",
+                    "min_puzzles",
+                    format!(
+                        "{} is above the {total} puzzles the quotas can ever draw: no release \
+                         would pass",
+                        self.split.min_puzzles
+                    ),
+                )?;
+            }
+        }
+        let games = &self.ingest.games;
+        if let (Some(lo), Some(hi)) = (games.min_elo, games.max_elo)
+            && lo > hi
+        {
+            fail(
+                "ingest.games",
+                "min_elo",
+                format!("{lo} is above max_elo {hi}: no game would pass"),
+            )?;
+        }
+        let client = &self.eval.client;
+        if client.backoff_min_ms > client.backoff_max_ms {
+            fail(
+                "eval.client",
+                "backoff_min_ms",
+                format!(
+                    "{} is above backoff_max_ms {}",
+                    client.backoff_min_ms, client.backoff_max_ms
+                ),
+            )?;
         }
         Ok(())
     }
@@ -708,6 +837,80 @@ fn resolve_maia_folder(layer: &mut toml::Table, config_path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `docs/config-bounds.md` as the code's bounds write it: the one
+    /// list of every bounded key. Generation's layers take `[selfplay]`'s
+    /// and `[mine]`'s bounds, so their rows are said once.
+    fn config_bounds_markdown() -> String {
+        let mut rows = Vec::new();
+        crate::core::bounds::list(
+            "",
+            PipelineConfig::BOUNDS,
+            PipelineConfig::NESTED,
+            &mut rows,
+        );
+        let layered = [
+            "generate.selfplay.",
+            "generate.mine.",
+            "generate.tiers.",
+            "generate.profiles.",
+        ];
+        let mut text = String::from(
+            "# Every bounded config key\n\n\
+             Generated from the code (each section's `impl Bounded`, beside its typed fields) by\n\
+             `PUZZLEFORGE_WRITE_DOCS=1 cargo test --lib config_bounds_doc`; the test fails when this\n\
+             page and the code differ. `run` checks every key of `pipeline.toml` against this list\n\
+             before any stage runs (exit 2, naming the file, the key and its line); a standalone\n\
+             command checks its section after its flags are laid over it. `[generate.selfplay]`,\n\
+             `[generate.mine]` and every `[generate.tiers.NAME.*]` and `[generate.profiles.NAME.*]`\n\
+             table take the bounds of `[selfplay]` and `[mine]`, checked in each table and again\n\
+             as generation lays them. Keys that bound each other (`min_*` at most `max_*`, a\n\
+             `[low, high]` pair) are listed in [configuration.md](configuration.md).\n\n\
+             | key | bound | what |\n|---|---|---|\n",
+        );
+        for (key, bound) in rows {
+            if layered.iter().any(|prefix| key.starts_with(prefix)) {
+                continue;
+            }
+            text.push_str(&format!(
+                "| `{key}` | {} | {} |\n",
+                bound.rule(),
+                bound.what
+            ));
+        }
+        text
+    }
+
+    #[test]
+    fn config_bounds_doc_is_the_code_s_list() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/config-bounds.md");
+        let expected = config_bounds_markdown();
+        if std::env::var_os("PUZZLEFORGE_WRITE_DOCS").is_some() {
+            std::fs::write(&path, &expected).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == expected,
+            "docs/config-bounds.md differs from the code's bounds: run \
+             PUZZLEFORGE_WRITE_DOCS=1 cargo test --lib config_bounds_doc"
+        );
+    }
+
+    /// The committed config and every section's defaults lie within the
+    /// bounds (a bound tighter than a default would refuse every run).
+    #[test]
+    fn defaults_and_the_committed_config_are_within_bounds() {
+        let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("pipeline.toml");
+        PipelineConfig::load(&committed).unwrap();
+        let defaults = toml::Table::try_from(PipelineConfig::default()).unwrap();
+        let found = crate::core::bounds::check_table(
+            &defaults,
+            "",
+            PipelineConfig::BOUNDS,
+            PipelineConfig::NESTED,
+        );
+        assert_eq!(found, None);
+    }
 
     /// `[verify]` is the stage's `VerifyConfig`: a release records it (and a
     /// run fingerprints it) with the keys a release has always recorded,

@@ -34,6 +34,7 @@ use crate::chess::columns::{self, Column};
 use crate::chess::pgn::{GameItem, GameRecord, PgnGames, Rejection, Tags};
 use crate::chess::record::{Puzzle, PuzzleWriter, parse_game_url};
 use crate::chess::wincalc::Eval;
+use crate::core::bounds::{Bound, Bounded};
 use crate::core::error::bad_input;
 use crate::core::fileio::open_input_with;
 use crate::core::progress;
@@ -135,6 +136,26 @@ pub struct IngestGamesConfig {
     /// The blunder must raise the opponent's winning chances (-1..1 scale)
     /// by more than this.
     pub min_win_chance_gain: f64,
+}
+
+impl Bounded for IngestGamesConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("min_elo", 0.0, 4000.0, "a player rating"),
+        Bound::within("max_elo", 0.0, 4000.0, "a player rating"),
+        Bound::within(
+            "min_advantage_cp",
+            0.0,
+            20000.0,
+            "centipawns; a mate counts 10000 less its moves",
+        ),
+        Bound::within("mate_soon", 1.0, 100.0, "moves to mate"),
+        Bound::above(
+            "min_win_chance_gain",
+            0.0,
+            2.0,
+            "winning chances run from -1 to 1",
+        ),
+    ];
 }
 
 impl Default for IngestGamesConfig {

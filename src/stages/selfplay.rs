@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chess::human_games::{HumanPool, PoolLimits, SourceGame};
 use crate::chess::line::position_key;
+use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::core::fileio::AtomicFile;
 use crate::core::seed::{self, Domain, Key};
 use crate::core::settings::{flags_over, switch_on};
@@ -111,6 +112,56 @@ pub struct SelfplayConfig {
     pub human: Option<HumanStart>,
 }
 
+impl Bounded for SelfplayConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within(
+            "games",
+            0.0,
+            10000000.0,
+            "games; 0 only when [generate] plays them",
+        ),
+        Bound::within("chaos_plies", 0.0, 200.0, "random plies of the opening"),
+        Bound::pair(
+            "chaos_white_elo",
+            1350.0,
+            2850.0,
+            "Stockfish 15.1's UCI_Elo range",
+        ),
+        Bound::pair(
+            "chaos_black_elo",
+            1350.0,
+            2850.0,
+            "Stockfish 15.1's UCI_Elo range",
+        ),
+        Bound::within("opening_plies", 0.0, 200.0, "plies"),
+        Bound::within("opening_multipv", 1.0, 500.0, "lines of the opening search"),
+        Bound::within(
+            "opening_window_cp",
+            0.0,
+            20000.0,
+            "centipawns; a mate counts 10000 less its moves",
+        ),
+        Bound::within("opening_depth", 1.0, 60.0, "plies of search depth"),
+        Bound::within(
+            "white_elo",
+            1350.0,
+            2850.0,
+            "Stockfish 15.1's UCI_Elo range",
+        ),
+        Bound::within(
+            "black_elo",
+            1350.0,
+            2850.0,
+            "Stockfish 15.1's UCI_Elo range",
+        ),
+        Bound::within("max_plies", 1.0, 2000.0, "plies of a game"),
+    ];
+    const NESTED: &'static [Nested] = &[
+        Nested::of::<HumanStart>("human", Many::One),
+        Nested::of::<MaiaPlayers>("maia", Many::One),
+    ];
+}
+
 /// `[selfplay.human]`: each game starts from a prefix of a human game
 /// (which game, and how many of its plies, drawn with the game's seed),
 /// and the players carry on from there.
@@ -145,6 +196,25 @@ pub struct HumanStart {
     pub continue_plies: Option<u32>,
 }
 
+impl Bounded for HumanStart {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::pair(
+            "plies",
+            0.0,
+            2000.0,
+            "plies of the human game before the players carry on",
+        ),
+        Bound::within("pool_games", 1.0, 1000000000.0, "games of the pool"),
+        Bound::within("min_game_plies", 1.0, 2000.0, "plies"),
+        Bound::within(
+            "continue_plies",
+            0.0,
+            2000.0,
+            "plies played after the prefix",
+        ),
+    ];
+}
+
 impl Default for HumanStart {
     fn default() -> Self {
         Self {
@@ -164,12 +234,6 @@ impl HumanStart {
                 "selfplay.human.games is not set: under `run`, set [sources] human_games \
                  (engines/human-games.sh fetches the committed config's file)"
             );
-        }
-        if self.plies[0] > self.plies[1] {
-            crate::bail_input!("selfplay.human.plies range {:?} is empty", self.plies);
-        }
-        if self.pool_games == 0 {
-            crate::bail_input!("selfplay.human.pool_games must be at least 1");
         }
         Ok(())
     }
@@ -204,6 +268,13 @@ pub struct MaiaPlayers {
     pub black: [u32; 2],
     /// The folder holding `maia-RATING.pb.gz`.
     pub models_dir: PathBuf,
+}
+
+impl Bounded for MaiaPlayers {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::pair("white", 1100.0, 1900.0, "the Maia-1 nets, 1100 to 1900"),
+        Bound::pair("black", 1100.0, 1900.0, "the Maia-1 nets, 1100 to 1900"),
+    ];
 }
 
 impl Default for MaiaPlayers {
@@ -312,30 +383,10 @@ impl Default for SelfplayConfig {
 impl SelfplayConfig {
     /// Rejects settings the engine cannot honour (exit 2).
     pub fn validate(&self) -> Result<()> {
-        match self.mode {
-            Mode::Chaos => {
-                for (range, side) in [
-                    (self.chaos_white_elo, "White"),
-                    (self.chaos_black_elo, "Black"),
-                ] {
-                    weaken::check_elo(range[0], &format!("{side}'s lowest chaos"))?;
-                    weaken::check_elo(range[1], &format!("{side}'s highest chaos"))?;
-                    if range[0] > range[1] {
-                        crate::bail_input!("{side}'s chaos Elo range {range:?} is empty");
-                    }
-                }
-            }
-            Mode::Standard => {
-                weaken::check_elo(self.white_elo, "White's")?;
-                weaken::check_elo(self.black_elo, "Black's")?;
-                if self.opening_multipv == 0 || self.opening_depth == 0 {
-                    crate::bail_input!("opening_multipv and opening_depth must be at least 1");
-                }
-            }
-        }
-        if self.max_plies == 0 {
-            crate::bail_input!("max_plies must be at least 1");
-        }
+        // Every number within its bound (Elo ranges within Stockfish's, and
+        // not empty), then what the bounds cannot say alone.
+        crate::core::bounds::check_section(self)
+            .map_err(|e| crate::core::error::bad_input(format!("selfplay.{e}")))?;
         if let Some(human) = &self.human {
             human.validate()?;
         }

@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
 use crate::chess::record::Puzzle;
+use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::core::fileio::AtomicFile;
 use crate::core::settings::{flags_over, switch_on};
 use crate::core::summary::{Report, Summary};
@@ -156,6 +157,18 @@ pub struct SecondEngineConfig {
     pub options: BTreeMap<String, toml::Value>,
 }
 
+impl Bounded for SecondEngineConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("depth", 1.0, 60.0, "plies of the second engine's search"),
+        Bound::within(
+            "min_gap_cp",
+            0.0,
+            20000.0,
+            "centipawns; a mate counts 10000 less its moves",
+        ),
+    ];
+}
+
 impl Default for SecondEngineConfig {
     fn default() -> Self {
         Self {
@@ -231,6 +244,32 @@ pub struct VerifyConfig {
     pub min_margin_win_chance: f64,
     /// The independent engine, if any.
     pub second_engine: Option<SecondEngineConfig>,
+}
+
+impl Bounded for VerifyConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("factor", 1.0, 1000.0, "times the mining search"),
+        Bound::within(
+            "nodes",
+            1.0,
+            100000000000.0,
+            "nodes of the verifying search",
+        ),
+        Bound::within(
+            "min_margin_cp",
+            0.0,
+            20000.0,
+            "centipawns; a mate counts 10000 less its moves",
+        ),
+        Bound::within(
+            "min_margin_win_chance",
+            0.0,
+            2.0,
+            "winning chances run from -1 to 1",
+        ),
+    ];
+    const NESTED: &'static [Nested] =
+        &[Nested::of::<SecondEngineConfig>("second_engine", Many::One)];
 }
 
 impl VerifyConfig {

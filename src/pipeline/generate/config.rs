@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_bytes, sha256_file};
 use crate::core::seed::{Domain, Key};
@@ -65,6 +66,22 @@ pub struct GenerateConfig {
     pub bands: Vec<ProfileBand>,
 }
 
+impl Bounded for GenerateConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("batch_games", 1.0, 100000.0, "games per batch"),
+        Bound::within("max_games", 1.0, 1000000000.0, "the last game number"),
+        Bound::above("max_cpu_hours", 0.0, 1000000.0, "engine CPU-hours"),
+        Bound::within("max_per_game", 1.0, 10000.0, "puzzles kept per game"),
+    ];
+    const NESTED: &'static [Nested] = &[
+        Nested::of::<crate::stages::selfplay::SelfplayConfig>("selfplay", Many::One),
+        Nested::of::<crate::stages::mine::MineConfig>("mine", Many::One),
+        Nested::of::<Profile>("tiers", Many::Named),
+        Nested::of::<Profile>("profiles", Many::Named),
+        Nested::of::<ProfileBand>("bands", Many::Each),
+    ];
+}
+
 /// Cells of the target that a named profile plays for: rating bins inside
 /// `ratings`, solver lengths inside `lengths`, mates as `mate` says (the
 /// keys of `[[split.bands]]`).
@@ -79,6 +96,13 @@ pub struct ProfileBand {
     pub mate: MateRule,
     /// A name of `[generate.profiles]`.
     pub profile: String,
+}
+
+impl Bounded for ProfileBand {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::pair("ratings", 0.0, 4000.0, "Lichess ratings"),
+        Bound::pair("lengths", 1.0, 10.0, "solver moves"),
+    ];
 }
 
 impl ProfileBand {
@@ -101,6 +125,14 @@ pub struct Profile {
     pub selfplay: toml::Table,
     #[serde(skip_serializing_if = "toml::Table::is_empty")]
     pub mine: toml::Table,
+}
+
+impl Bounded for Profile {
+    const BOUNDS: &'static [Bound] = &[];
+    const NESTED: &'static [Nested] = &[
+        Nested::of::<crate::stages::selfplay::SelfplayConfig>("selfplay", Many::One),
+        Nested::of::<crate::stages::mine::MineConfig>("mine", Many::One),
+    ];
 }
 
 /// Keys generation sets itself, which a profile may not.

@@ -50,5 +50,5 @@ pub(crate) use generated::{Generated, Part};
 pub(crate) use play::play_one_batch;
 pub(crate) use report::{CellReport, GenerateReport, GenerateSummary, recorded_store};
 pub(crate) use store::{StepSeconds, read_batch_record};
-pub(crate) use streams::{prepare, sample, store_key};
+pub(crate) use streams::{check_profiles, prepare, sample, store_key};
 pub(crate) use walk::Mode;

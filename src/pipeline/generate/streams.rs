@@ -195,6 +195,26 @@ type StreamCells = (Option<String>, BTreeMap<Cell, Quota>);
 /// The target's cells by the profile that plays for them: generation's
 /// own first (`None`, the cells no band holds), then each named profile in
 /// name order. A profile that holds no cell plays nothing.
+/// Builds the settings of every profile as `run` will, before any stage:
+/// each named profile over generation's own (played by this run or not,
+/// so that a bad key waits for no later run), and each stream this run
+/// plays as it lays its layers (generation's own, the tier's, the band's
+/// profile), so that a value only the layering makes bad
+/// (`min_solver_moves` above a lower layer's `max_solver_moves`) is
+/// refused at once. A profile whose band holds none of the target's cells
+/// is not laid over the tier: the run never plays it.
+pub(crate) fn check_profiles(config: &Sections<'_>, tier: Option<&str>) -> Result<()> {
+    Settings::of(config, None, None)?;
+    for name in config.generate.profiles.keys() {
+        Settings::of(config, None, Some(name))?;
+    }
+    let (_, quotas) = target_quotas(config, tier)?;
+    for (profile, _) in stream_cells(config, &quotas)? {
+        Settings::of(config, tier, profile.as_deref())?;
+    }
+    Ok(())
+}
+
 fn stream_cells(config: &Sections<'_>, quotas: &BTreeMap<Cell, Quota>) -> Result<Vec<StreamCells>> {
     let generate = config.generate;
     for band in &generate.bands {

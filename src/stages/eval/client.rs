@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::prompt::Message;
+use crate::core::bounds::{Bound, Bounded};
 use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_bytes, write_atomic};
 use ureq::http::Uri;
@@ -71,6 +72,21 @@ pub struct ClientConfig {
     /// Left out of records at its default.
     #[serde(skip_serializing_if = "is_zero_share")]
     pub max_failed_share: f64,
+}
+
+impl Bounded for ClientConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("temperature", 0.0, 2.0, "sampling temperature"),
+        Bound::within("max_tokens", 1.0, 10000000.0, "tokens of an answer"),
+        Bound::within("workers", 1.0, 256.0, "requests at once"),
+        Bound::above("timeout_s", 0.0, 86400.0, "seconds of one request"),
+        Bound::within("max_attempts", 1.0, 100.0, "attempts per request"),
+        Bound::within("backoff_min_ms", 0.0, 3600000.0, "milliseconds"),
+        Bound::within("backoff_max_ms", 0.0, 3600000.0, "milliseconds"),
+        Bound::within("max_retry_after_s", 0.0, 86400.0, "seconds"),
+        Bound::within("max_total_wait_s", 0.0, 1000000.0, "seconds"),
+        Bound::within("max_failed_share", 0.0, 1.0, "a share"),
+    ];
 }
 
 /// Default total wait of one call before it gives up, seconds.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::engine::pool::PoolConfig;
 use crate::engine::process::EngineSpec;
 use crate::engine::settings::{EngineArgs, EngineConfig};
@@ -19,6 +20,13 @@ pub struct Price {
     pub completion_per_million: f64,
 }
 
+impl Bounded for Price {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("prompt_per_million", 0.0, 1000000.0, "a price"),
+        Bound::within("completion_per_million", 0.0, 1000000.0, "a price"),
+    ];
+}
+
 /// Engine regret settings: the search behind "eval of the best move minus
 /// eval of the played move".
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -27,6 +35,13 @@ pub struct RegretConfig {
     pub enabled: bool,
     pub nodes: Option<u64>,
     pub depth: Option<u32>,
+}
+
+impl Bounded for RegretConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("nodes", 1.0, 10000000000.0, "nodes of the regret search"),
+        Bound::within("depth", 1.0, 60.0, "plies of the regret search"),
+    ];
 }
 
 impl Default for RegretConfig {
@@ -87,6 +102,20 @@ pub struct EvalConfig {
     pub engine: EngineConfig,
     /// The human-move nets: `maia:RATING` players and the human ladder.
     pub maia: MaiaConfig,
+}
+
+impl Bounded for EvalConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("repeats", 1.0, 1000.0, "tries per puzzle"),
+        Bound::within("rating_bin_width", 1.0, 4000.0, "rating points"),
+        Bound::within("engine_player_nodes", 1.0, 10000000000.0, "nodes"),
+    ];
+    const NESTED: &'static [Nested] = &[
+        Nested::of::<ClientConfig>("client", Many::One),
+        Nested::of::<RegretConfig>("regret", Many::One),
+        Nested::of::<Price>("prices", Many::Named),
+        Nested::of::<crate::engine::settings::EngineConfig>("engine", Many::One),
+    ];
 }
 
 impl Default for EvalConfig {

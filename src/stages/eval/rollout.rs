@@ -22,6 +22,7 @@ use super::parse::{Parsed, parse_reply};
 use super::players::{ModelSpec, ask_model, random_move, request_seed};
 use super::prompt::{PromptSpec, Template};
 use super::task::{PositionView, fen_of, legal_uci_move, position_from_fen, side_name};
+use crate::core::bounds::{Bound, Bounded};
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
 use crate::core::seed::{self, Domain, Key};
@@ -57,6 +58,14 @@ pub struct RolloutConfig {
     /// Strength of the opponent.
     pub opponent_nodes: Option<u64>,
     pub opponent_depth: Option<u32>,
+}
+
+impl Bounded for RolloutConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("max_moves", 1.0, 1000.0, "moves of a rollout"),
+        Bound::within("opponent_nodes", 1.0, 10000000000.0, "nodes"),
+        Bound::within("opponent_depth", 1.0, 60.0, "plies"),
+    ];
 }
 
 const OPENINGS: [(&str, &str); 8] = [

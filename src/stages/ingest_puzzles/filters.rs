@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::row::{CheckedRow, words};
+use crate::core::bounds::{Bound, Bounded};
 
 /// Which puzzles to keep by their mate flag.
 #[derive(clap::ValueEnum, Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,6 +50,23 @@ pub struct IngestPuzzlesConfig {
     pub sample: Option<u64>,
     /// Seed of the sample.
     pub seed: u64,
+}
+
+impl Bounded for IngestPuzzlesConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("min_rating", 0.0, 4000.0, "a Lichess rating"),
+        Bound::within("max_rating", 0.0, 4000.0, "a Lichess rating"),
+        Bound::within("max_rating_deviation", 0.0, 1000.0, "a Glicko deviation"),
+        Bound::within(
+            "min_popularity",
+            -100.0,
+            100.0,
+            "Lichess popularity, -100 to 100",
+        ),
+        Bound::within("min_nb_plays", 0.0, 10000000000.0, "plays"),
+        Bound::within("sample", 1.0, 10000000000.0, "rows kept"),
+        Bound::within("solver_lengths", 1.0, 10.0, "solver moves"),
+    ];
 }
 
 impl Default for IngestPuzzlesConfig {

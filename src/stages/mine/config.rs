@@ -7,6 +7,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
+use crate::core::bounds::{Bound, Bounded};
 use crate::core::settings::{switch_off, switch_on};
 use crate::engine::criterion::Criterion;
 use crate::engine::process::Limit;
@@ -99,6 +100,55 @@ pub struct MineConfig {
     pub branch_depth: u32,
 }
 
+impl Bounded for MineConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("depth", 1.0, 60.0, "plies of the full search"),
+        Bound::within("nodes", 1.0, 10000000000.0, "nodes of the full search"),
+        Bound::within("shallow_depth", 1.0, 60.0, "plies of the shallow pass"),
+        Bound::within(
+            "shallow_margin_cp",
+            0.0,
+            20000.0,
+            "centipawns; a mate counts 10000 less its moves",
+        ),
+        Bound::within(
+            "shallow_margin_win",
+            0.0,
+            2.0,
+            "winning chances run from -1 to 1",
+        ),
+        Bound::within(
+            "shallow_margin_loss_cp",
+            0.0,
+            20000.0,
+            "centipawns; a mate counts 10000 less its moves",
+        ),
+        Bound::within("min_fullmove", 1.0, 1000.0, "a move number"),
+        Bound::within("max_per_game", 1.0, 10000.0, "puzzles kept per game"),
+        Bound::within(
+            "max_solver_moves",
+            1.0,
+            10.0,
+            "solver moves, as a release has them",
+        ),
+        Bound::within(
+            "min_solver_moves",
+            1.0,
+            10.0,
+            "solver moves, as a release has them",
+        ),
+        Bound::within(
+            "winning_cp",
+            0.0,
+            20000.0,
+            "centipawns; a mate counts 10000 less its moves",
+        ),
+        Bound::within("branch_moves", 0.0, 100.0, "moves per branch point"),
+        Bound::within("branch_points", 0.0, 100.0, "branch points per game"),
+        Bound::within("branch_depth", 0.0, 100.0, "plies of a branch"),
+    ];
+}
+
 fn is_zero(value: &u32) -> bool {
     *value == 0
 }
@@ -160,15 +210,13 @@ impl Default for MineConfig {
 
 impl MineConfig {
     pub fn validate(&self) -> Result<()> {
-        if self.depth == 0 || self.nodes == Some(0) || self.shallow_depth == 0 {
-            crate::bail_input!("mine: depth, nodes and shallow_depth must be at least 1");
-        }
-        if self.max_solver_moves == 0 {
-            crate::bail_input!("mine: max_solver_moves must be at least 1");
-        }
-        if self.min_solver_moves == 0 || self.min_solver_moves > self.max_solver_moves {
+        // Every number within its bound, then the keys that bound each other.
+        crate::core::bounds::check_section(self)
+            .map_err(|e| crate::core::error::bad_input(format!("mine.{e}")))?;
+        if self.min_solver_moves > self.max_solver_moves {
             crate::bail_input!(
-                "mine: min_solver_moves must be between 1 and max_solver_moves ({})",
+                "mine.min_solver_moves = {} is above max_solver_moves = {}: no line would be kept",
+                self.min_solver_moves,
                 self.max_solver_moves
             );
         }

@@ -53,6 +53,7 @@ mod branch;
 mod unit;
 mod output;
 mod check;
+mod checkpoint;
 mod run;
 
 pub(crate) use check::FunnelCheck;

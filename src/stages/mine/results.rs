@@ -3,6 +3,7 @@
 //! funnel, the verdict, the output and the funnel check all pass these
 //! along, and none of them owns them.
 
+use serde::{Deserialize, Serialize};
 use shakmaty::uci::UciMove;
 use std::collections::HashSet;
 
@@ -10,7 +11,7 @@ use crate::engine::criterion::Criterion;
 use crate::engine::uci::Score;
 
 /// A position that passed the criterion, with its extended line.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Found {
     /// Moves from the unit's start to the puzzle position.
     pub after: usize,
@@ -30,8 +31,8 @@ pub(crate) struct Found {
     pub branch: Option<Vec<UciMove>>,
 }
 
-/// What one unit produced.
-#[derive(Clone, Debug, Default)]
+/// What one unit produced (kept in a standalone `mine`'s checkpoint).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct UnitResult {
     pub found: Vec<Found>,
     pub positions: u64,

@@ -7,10 +7,11 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+use super::checkpoint::{Checkpoint, checkpoint_path, fingerprint};
 use super::config::{MineArgs, MineConfig};
 use super::input::{Loaded, load_input};
 use super::output::select_puzzles;
-use super::unit::mine_units;
+use super::unit::{mine_units, mine_units_resumable};
 use crate::chess::columns::{self, Column};
 use crate::chess::record::PuzzleWriter;
 use crate::core::settings::flags_over;
@@ -39,7 +40,19 @@ pub fn run_mine_with(
 ) -> Result<Summary> {
     config.validate()?;
     let loaded = load_input(input)?;
-    run_mine_loaded(config, pool, &loaded, output)?.into_summary()
+    let fingerprint = fingerprint(input, config, pool.spec())?;
+    let mut checkpoint = Checkpoint::open(output, &fingerprint, loaded.units.len())?;
+    if !checkpoint.done.is_empty() {
+        crate::core::progress::note(&format!(
+            "mine: resuming: {} of {} games already mined ({})",
+            checkpoint.done.len(),
+            loaded.units.len(),
+            checkpoint_path(output).display()
+        ));
+    }
+    let mined = mine_loaded_with(config, pool, &loaded, output, Some(&mut checkpoint))?;
+    checkpoint.finish()?;
+    mined.summary.into_summary()
 }
 
 /// Mines already loaded units (all of an input, or a slice of it) into
@@ -145,9 +158,24 @@ pub(crate) fn mine_loaded_per_unit(
     loaded: &Loaded,
     output: &Path,
 ) -> Result<MinedUnits> {
+    mine_loaded_with(config, pool, loaded, output, None)
+}
+
+/// [`mine_loaded_per_unit`], resuming from and recording into
+/// `checkpoint` when given (a standalone `mine`).
+fn mine_loaded_with(
+    config: &MineConfig,
+    pool: &EnginePool,
+    loaded: &Loaded,
+    output: &Path,
+    checkpoint: Option<&mut Checkpoint>,
+) -> Result<MinedUnits> {
     config.validate()?;
     let cpu_before = pool.search_cpu_seconds();
-    let run = mine_units(&loaded.units, config, pool)?;
+    let run = match checkpoint {
+        Some(checkpoint) => mine_units_resumable(&loaded.units, config, pool, checkpoint)?,
+        None => mine_units(&loaded.units, config, pool)?,
+    };
     let per_unit = run
         .results
         .iter()

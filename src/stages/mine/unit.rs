@@ -7,6 +7,7 @@
 use anyhow::Result;
 use std::collections::HashMap;
 
+use super::checkpoint::{Checkpoint, GAMES_PER_WORKER_PER_CHUNK};
 use super::config::MineConfig;
 use super::funnel::{analyse_target, unit_line};
 use super::input::{MineUnit, Target, game_targets};
@@ -23,6 +24,38 @@ pub(crate) fn mine_units(
     pool: &EnginePool,
 ) -> Result<MineRun> {
     let results = pool.map(units, |session, _, unit| mine_unit(session, unit, config))?;
+    Ok(MineRun { results })
+}
+
+/// [`mine_units`] for a standalone `mine`: the units `checkpoint` holds
+/// are not mined again, and the others are mined in chunks, each chunk's
+/// results recorded as it finishes. The results are in the units' order,
+/// the same as one pass's.
+pub(crate) fn mine_units_resumable(
+    units: &[MineUnit],
+    config: &MineConfig,
+    pool: &EnginePool,
+    checkpoint: &mut Checkpoint,
+) -> Result<MineRun> {
+    let todo: Vec<usize> = (0..units.len())
+        .filter(|i| !checkpoint.done.contains_key(i))
+        .collect();
+    let chunk = GAMES_PER_WORKER_PER_CHUNK * pool.workers().max(1);
+    for indices in todo.chunks(chunk) {
+        let batch: Vec<&MineUnit> = indices.iter().map(|&i| &units[i]).collect();
+        let results = pool.map(&batch, |session, _, unit| mine_unit(session, unit, config))?;
+        let finished: Vec<(usize, &UnitResult)> = indices.iter().copied().zip(&results).collect();
+        checkpoint.record(&finished)?;
+        checkpoint.done.extend(indices.iter().copied().zip(results));
+    }
+    let results = (0..units.len())
+        .map(|i| {
+            checkpoint
+                .done
+                .remove(&i)
+                .ok_or_else(|| anyhow::anyhow!("mine: game {i} has no result after mining"))
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(MineRun { results })
 }
 

@@ -10,6 +10,7 @@ use crate::core::error::bad_input;
 use crate::maia::MaiaNets;
 
 use super::model::TreeConfig;
+use crate::core::bounds::{Bound, Bounded, Many, Nested};
 
 /// Lowest and highest rating the model may give (Lichess's puzzle range).
 pub(crate) const RATING_FLOOR: f64 = 400.0;
@@ -45,6 +46,20 @@ pub struct RateConfig {
     pub maia: Option<PathBuf>,
     /// The trees a calibration fits.
     pub trees: TreeConfig,
+}
+
+impl Bounded for RateConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("folds", 2.0, 100.0, "cross-validation folds"),
+        Bound::within(
+            "calibrate_max_rows",
+            0.0,
+            1000000000.0,
+            "rows of a fit; 0 = all",
+        ),
+        Bound::within("proxy_share", 0.0, 1.0, "a share"),
+    ];
+    const NESTED: &'static [Nested] = &[Nested::of::<TreeConfig>("trees", Many::One)];
 }
 
 impl Default for RateConfig {

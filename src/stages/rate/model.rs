@@ -37,6 +37,7 @@ use pav_regression::{IsotonicRegression, Point};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::core::bounds::{Bound, Bounded};
 use crate::core::error::bad_input;
 
 /// Settings of the trees (`[rate.trees]`); stored in the model.
@@ -76,29 +77,22 @@ impl Default for TreeConfig {
     }
 }
 
+impl Bounded for TreeConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("iterations", 1.0, 100000.0, "boosting rounds"),
+        Bound::above("learning_rate", 0.0, 1.0, "the step of each tree"),
+        Bound::within("max_depth", 1.0, 30.0, "levels of a tree"),
+        Bound::within("min_leaf_weight", 0.0, 1e9, "weighted rows"),
+        Bound::within("l2", 0.0, 1e9, "a penalty"),
+        Bound::within("band_balance", 0.0, 1.0, "a power from 0 to 1"),
+        Bound::within("proxy_weight", 0.0, 1e6, "a weight"),
+    ];
+}
+
 impl TreeConfig {
     /// Checks every setting is a number a fit can use, naming the key.
     pub(crate) fn check(&self) -> Result<()> {
-        let bad = |key: &str, why: &str| Err(bad_input(format!("[rate.trees] {key}: {why}")));
-        if self.iterations == 0 || self.max_depth == 0 {
-            return bad("iterations and max_depth", "must be at least 1");
-        }
-        if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
-            return bad("learning_rate", "must be a positive number");
-        }
-        for (key, value) in [
-            ("min_leaf_weight", f64::from(self.min_leaf_weight)),
-            ("l2", f64::from(self.l2)),
-            ("proxy_weight", self.proxy_weight),
-        ] {
-            if !(value.is_finite() && value >= 0.0) {
-                return bad(key, "must be a number at least 0");
-            }
-        }
-        if !(0.0..=1.0).contains(&self.band_balance) {
-            return bad("band_balance", "must be within 0-1");
-        }
-        Ok(())
+        crate::core::bounds::check_section(self).map_err(|e| bad_input(format!("[rate.trees] {e}")))
     }
 }
 

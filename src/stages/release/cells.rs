@@ -11,6 +11,7 @@ use crate::chess::columns::Column;
 use crate::chess::derive::{mate_from_themes, rating_bin_edges, rating_bin_label};
 use crate::chess::line::{LineError, normalized_fen, ucis_text};
 use crate::chess::record::{Puzzle, parse_game_url};
+use crate::core::bounds::{Bound, Bounded, Many, Nested};
 
 /// Which mate cells a band or tier covers.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -67,6 +68,15 @@ pub struct Band {
     pub test_per_cell: Option<usize>,
 }
 
+impl Bounded for Band {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::pair("ratings", 0.0, 4000.0, "Lichess ratings"),
+        Bound::pair("lengths", 1.0, 10.0, "solver moves"),
+        Bound::within("train_per_cell", 0.0, 100000.0, "puzzles per cell"),
+        Bound::within("test_per_cell", 0.0, 100000.0, "puzzles per cell"),
+    ];
+}
+
 /// One cell with an explicit quota (a quota table row). Overrides a band's
 /// quota for the same cell; `train = 0, test = 0` removes the cell.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
@@ -78,6 +88,15 @@ pub struct CellQuota {
     pub mate: bool,
     pub train: usize,
     pub test: usize,
+}
+
+impl Bounded for CellQuota {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::pair("bin", 0.0, 4000.0, "Lichess ratings"),
+        Bound::within("length", 1.0, 10.0, "solver moves"),
+        Bound::within("train", 0.0, 100000.0, "puzzles"),
+        Bound::within("test", 0.0, 100000.0, "puzzles"),
+    ];
 }
 
 /// A named subset of the pool with its own quotas (`split --tier NAME`).
@@ -107,6 +126,17 @@ pub struct Tier {
     /// rating bounds come from it). Never read from a config file.
     #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
     pub aim: Option<Aim>,
+}
+
+impl Bounded for Tier {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("min_rating", 0.0, 4000.0, "a rating"),
+        Bound::within("max_rating", 0.0, 4000.0, "a rating"),
+        Bound::within("min_solver_moves", 1.0, 10.0, "solver moves"),
+        Bound::within("max_solver_moves", 1.0, 10.0, "solver moves"),
+        Bound::within("train_per_cell", 0.0, 100000.0, "puzzles per cell"),
+        Bound::within("test_per_cell", 0.0, 100000.0, "puzzles per cell"),
+    ];
 }
 
 /// A tier aimed at a model: the eval run its window was read from, the
@@ -235,6 +265,20 @@ pub struct SplitConfig {
     /// their bytes.
     #[serde(skip_serializing_if = "is_one")]
     pub min_puzzles: usize,
+}
+
+impl Bounded for SplitConfig {
+    const BOUNDS: &'static [Bound] = &[
+        Bound::within("bin_width", 1.0, 4000.0, "rating points"),
+        Bound::within("train_per_cell", 0.0, 100000.0, "puzzles per cell"),
+        Bound::within("test_per_cell", 0.0, 100000.0, "puzzles per cell"),
+        Bound::within("min_puzzles", 0.0, 10000000.0, "puzzles a release needs"),
+    ];
+    const NESTED: &'static [Nested] = &[
+        Nested::of::<Band>("bands", Many::Each),
+        Nested::of::<CellQuota>("cells", Many::Each),
+        Nested::of::<Tier>("tiers", Many::Named),
+    ];
 }
 
 fn is_one(value: &usize) -> bool {
