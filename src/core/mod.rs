@@ -1,5 +1,6 @@
 //! Plumbing every other folder uses and that knows nothing about chess,
-//! engines or stages: errors and exit codes, files (zstd, atomic writes,
+//! engines or stages: errors and exit codes, config bounds and their one
+//! check, files (zstd, atomic writes,
 //! hashes), finished releases known by their file names and where no
 //! command may write, progress bars, command summaries, the shared statistics (mean, median,
 //! percentages, the isotonic fit) and the chart error, the slicing of work
