@@ -132,7 +132,8 @@ def long_functions(body):
         started = False
         j = i
         while j < len(body):
-            for ch in strip_comment(body[j]):
+            # A brace in a char literal (`b'{'`) opens nothing.
+            for ch in re.sub(r"b?'[{}]'", "", strip_comment(body[j])):
                 if ch == "{":
                     depth += 1
                     started = True

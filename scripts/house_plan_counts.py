@@ -24,8 +24,9 @@ from house_counts import FN_START, body_outside_tests, long_functions  # noqa: E
 
 CLAP_DERIVE = re.compile(r"#\[derive\([^)]*\b(clap::)?(Parser|Args|Subcommand)\b")
 RELEASE_RULES = re.compile(
-    r"fn\s+(is_release_dir|holds_release|find_releases|check_release_files|is_finished|"
-    r"finished_release|release_files|is_finished_release)\b"
+    r"fn\s+(is_release_dir|holds_release|find_releases|check_release_files|looks_like_release|"
+    r"register_release|check_registered|is_run_folder|run_release_is_finished|guard_output|"
+    r"split_files)\b"
 )
 
 

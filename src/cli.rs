@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::core::finished::{Target, guard_output};
 use crate::core::summary::Summary;
+use crate::stages::release::folder::{Target, guard_output};
 
 #[derive(Parser, Debug)]
 #[command(

@@ -1361,7 +1361,7 @@ fn required_besides(words: &str) -> Vec<(&'static str, Vec<&'static str>)> {
 /// fails the test, so a new flag cannot skip the gate.
 #[test]
 fn every_output_flag_of_every_command_is_refused_in_a_finished_release() {
-    use puzzleforge::core::finished::Target;
+    use puzzleforge::stages::release::folder::Target;
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), "");
     summary(&run(dir.path(), &["run", "--json"]));

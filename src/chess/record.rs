@@ -611,107 +611,119 @@ pub(crate) type ReadRow = (u64, std::result::Result<Puzzle, RowError>);
 /// calling `on_row` for each in file order. Rows that cannot be read are
 /// passed on as errors with their line number; only an unreadable file
 /// (missing, bad header, corrupt compression) is an error of the call.
-pub(crate) fn for_each_row(
-    path: &Path,
-    mut on_row: impl FnMut(ReadRow) -> Result<()>,
-) -> Result<()> {
+pub(crate) fn for_each_row(path: &Path, on_row: impl FnMut(ReadRow) -> Result<()>) -> Result<()> {
     let mut input = open_input(path)?;
     let first = crate::core::fileio::first_content_byte(&mut input, path)?;
     match first {
         None => Err(bad_input(format!("{}: the file is empty", path.display()))),
-        Some(b'{') => {
-            let mut line = Vec::new();
-            let mut line_number = 0u64;
-            loop {
-                line.clear();
-                let (passed, too_long) = read_line_bounded(&mut input, &mut line, MAX_ROW_BYTES)
-                    .map_err(|e| {
-                        bad_input(format!(
-                            "{}: read failed at line {}: {e}",
-                            path.display(),
-                            line_number + 1
-                        ))
-                    })?;
-                if passed == 0 {
-                    return Ok(());
-                }
-                line_number += 1;
-                if too_long {
-                    on_row((line_number, Err(RowError::too_long())))?;
-                    continue;
-                }
-                let text = match std::str::from_utf8(&line) {
-                    Ok(t) => t.trim(),
-                    Err(_) => {
-                        on_row((line_number, Err(RowError::new("invalid_utf8", "not UTF-8"))))?;
-                        continue;
-                    }
-                };
-                if text.is_empty() {
-                    continue;
-                }
-                let row = serde_json::from_str::<Value>(text)
-                    .map_err(|e| RowError::new("bad_json", e.to_string()))
-                    .and_then(|value| puzzle_from_json(&value));
-                on_row((line_number, row))?;
+        Some(b'{') => for_each_json_row(input, path, on_row),
+        Some(_) => for_each_csv_row(input, path, on_row),
+    }
+}
+
+/// [`for_each_row`] of a JSON Lines file: one object a line, blank lines
+/// skipped.
+fn for_each_json_row(
+    mut input: Box<dyn std::io::BufRead + Send>,
+    path: &Path,
+    mut on_row: impl FnMut(ReadRow) -> Result<()>,
+) -> Result<()> {
+    let mut line = Vec::new();
+    let mut line_number = 0u64;
+    loop {
+        line.clear();
+        let (passed, too_long) =
+            read_line_bounded(&mut input, &mut line, MAX_ROW_BYTES).map_err(|e| {
+                bad_input(format!(
+                    "{}: read failed at line {}: {e}",
+                    path.display(),
+                    line_number + 1
+                ))
+            })?;
+        if passed == 0 {
+            return Ok(());
+        }
+        line_number += 1;
+        if too_long {
+            on_row((line_number, Err(RowError::too_long())))?;
+            continue;
+        }
+        let text = match std::str::from_utf8(&line) {
+            Ok(t) => t.trim(),
+            Err(_) => {
+                on_row((line_number, Err(RowError::new("invalid_utf8", "not UTF-8"))))?;
+                continue;
+            }
+        };
+        if text.is_empty() {
+            continue;
+        }
+        let row = serde_json::from_str::<Value>(text)
+            .map_err(|e| RowError::new("bad_json", e.to_string()))
+            .and_then(|value| puzzle_from_json(&value));
+        on_row((line_number, row))?;
+    }
+}
+
+/// [`for_each_row`] of a CSV file: its header, then each row by the
+/// header's columns.
+fn for_each_csv_row(
+    input: Box<dyn std::io::BufRead + Send>,
+    path: &Path,
+    mut on_row: impl FnMut(ReadRow) -> Result<()>,
+) -> Result<()> {
+    // Every CSV goes through the one bounded reader: no row is held
+    // beyond its bound, however long, and memory stays flat.
+    let mut reader = RecordReader::new(Box::new(input));
+    let mut record = Row::new();
+    match reader.read(&mut record) {
+        Ok(Some(_)) if record.too_long => {
+            return Err(bad_input(format!(
+                "{}: the header is longer than {MAX_ROW_BYTES} bytes",
+                path.display()
+            )));
+        }
+        Ok(Some(line)) => {
+            if let Some(quote) = record.open_quote {
+                return Err(bad_input(format!(
+                    "{} line {line}: bad header: {}",
+                    path.display(),
+                    RowError::open_quote(quote, line)
+                )));
             }
         }
-        Some(_) => {
-            // Every CSV goes through the one bounded reader: no row is held
-            // beyond its bound, however long, and memory stays flat.
-            let mut reader = RecordReader::new(Box::new(input));
-            let mut record = Row::new();
-            match reader.read(&mut record) {
-                Ok(Some(_)) if record.too_long => {
-                    return Err(bad_input(format!(
-                        "{}: the header is longer than {MAX_ROW_BYTES} bytes",
-                        path.display()
-                    )));
+        Ok(None) => return Err(bad_input(format!("{}: no header", path.display()))),
+        Err(e) => {
+            return Err(bad_input(format!("{}: bad header: {e}", path.display())));
+        }
+    }
+    let names = record
+        .iter()
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect();
+    let header = Header::new(names).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+    loop {
+        match reader.read(&mut record) {
+            Ok(None) => return Ok(()),
+            Ok(Some(line)) => {
+                if let Some(error) = RowError::of_unread(&record, line) {
+                    on_row((line, Err(error)))?;
+                    continue;
                 }
-                Ok(Some(line)) => {
-                    if let Some(quote) = record.open_quote {
-                        return Err(bad_input(format!(
-                            "{} line {line}: bad header: {}",
-                            path.display(),
-                            RowError::open_quote(quote, line)
-                        )));
-                    }
-                }
-                Ok(None) => return Err(bad_input(format!("{}: no header", path.display()))),
-                Err(e) => {
-                    return Err(bad_input(format!("{}: bad header: {e}", path.display())));
-                }
+                let cells: std::result::Result<Vec<&str>, _> =
+                    record.iter().map(std::str::from_utf8).collect();
+                let row = match cells {
+                    Ok(cells) => header.parse_row(&cells),
+                    Err(_) => Err(RowError::new("invalid_utf8", "the row is not UTF-8")),
+                };
+                on_row((line, row))?;
             }
-            let names = record
-                .iter()
-                .map(|c| String::from_utf8_lossy(c).into_owned())
-                .collect();
-            let header =
-                Header::new(names).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
-            loop {
-                match reader.read(&mut record) {
-                    Ok(None) => return Ok(()),
-                    Ok(Some(line)) => {
-                        if let Some(error) = RowError::of_unread(&record, line) {
-                            on_row((line, Err(error)))?;
-                            continue;
-                        }
-                        let cells: std::result::Result<Vec<&str>, _> =
-                            record.iter().map(std::str::from_utf8).collect();
-                        let row = match cells {
-                            Ok(cells) => header.parse_row(&cells),
-                            Err(_) => Err(RowError::new("invalid_utf8", "the row is not UTF-8")),
-                        };
-                        on_row((line, row))?;
-                    }
-                    Err(e) => {
-                        return Err(bad_input(format!(
-                            "{}: unreadable after line {}: {e}",
-                            path.display(),
-                            reader.line()
-                        )));
-                    }
-                }
+            Err(e) => {
+                return Err(bad_input(format!(
+                    "{}: unreadable after line {}: {e}",
+                    path.display(),
+                    reader.line()
+                )));
             }
         }
     }

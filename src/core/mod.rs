@@ -1,8 +1,7 @@
 //! Plumbing every other folder uses and that knows nothing about chess,
 //! engines or stages: errors and exit codes, config bounds and their one
 //! check, files (zstd, atomic writes,
-//! hashes), finished releases known by their file names and where no
-//! command may write, progress bars, command summaries, the shared statistics (mean, median,
+//! hashes), progress bars, command summaries, the shared statistics (mean, median,
 //! percentages, the isotonic fit) and the chart error, the slicing of work
 //! into shards and the one seed derivation every random draw comes from.
 //!
@@ -11,7 +10,6 @@
 pub(crate) mod csv_reader;
 pub mod error;
 pub mod fileio;
-pub mod finished;
 pub(crate) mod lock;
 pub mod progress;
 pub(crate) mod seed;

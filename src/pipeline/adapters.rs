@@ -851,7 +851,8 @@ impl Stage for Release {
         inputs.extend(self.verify_summary(ctx));
         inputs.extend(Self::generate_summary(ctx));
         for release in earlier_releases(ctx)? {
-            inputs.extend(crate::stages::release::card::split_files(&release));
+            inputs
+                .extend(crate::stages::release::folder::ReleaseFolder::at(&release).split_files());
         }
         Ok(inputs)
     }
@@ -875,7 +876,9 @@ impl Stage for Release {
             strict: false,
             exclude: earlier_releases(ctx)?
                 .iter()
-                .flat_map(|release| crate::stages::release::card::split_files(release))
+                .flat_map(|release| {
+                    crate::stages::release::folder::ReleaseFolder::at(release).split_files()
+                })
                 .collect(),
             exclude_releases_under: None,
             no_release_exclusion: true,
@@ -948,9 +951,10 @@ impl Stage for Export {
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(crate::stages::release::card::split_files(
-            &ctx.stage_dir(StageName::Release),
-        ))
+        Ok(
+            crate::stages::release::folder::ReleaseFolder::at(&ctx.stage_dir(StageName::Release))
+                .split_files(),
+        )
     }
 
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
@@ -1002,7 +1006,8 @@ impl Stage for Eval {
     /// ladder's nine or the player's one) where they exist.
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs =
-            crate::stages::release::card::split_files(&ctx.stage_dir(StageName::Release));
+            crate::stages::release::folder::ReleaseFolder::at(&ctx.stage_dir(StageName::Release))
+                .split_files();
         inputs.extend(crate::stages::eval::maia_inputs(&self.section));
         Ok(inputs)
     }

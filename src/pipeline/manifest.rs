@@ -16,7 +16,7 @@ use crate::pipeline::stage::{RunContext, Stage, StageName};
 
 /// The runner's record of a stage, beside the stage's outputs (a stage may
 /// write a `manifest.json` of its own, as the release does).
-pub(crate) const MANIFEST: &str = crate::core::finished::STAGE_RECORD;
+pub(crate) const MANIFEST: &str = crate::stages::release::folder::STAGE_RECORD;
 
 /// A stage's `stage.json`. The fields are written in this order; `shard`
 /// only by `run --shard`, `merged_from` only by `merge`.

@@ -22,6 +22,7 @@ pub(crate) mod summary;
 pub(crate) mod adapters;
 pub mod aim;
 pub(crate) mod config;
+mod config_check;
 pub(crate) mod cost;
 pub(crate) mod generate;
 pub mod generate_bench;

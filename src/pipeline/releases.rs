@@ -6,6 +6,7 @@ use anyhow::Result;
 use std::path::{Component, Path, PathBuf};
 
 use crate::pipeline::stage::{RunContext, StageName};
+use crate::stages::release::folder::ReleaseFolder;
 use crate::stages::release::manifest::ReleaseManifest;
 
 /// The earlier releases whose puzzles this release must not repeat:
@@ -25,7 +26,7 @@ pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
         None => releases_found(ctx, &own)?,
     };
     for release in &releases {
-        crate::stages::release::card::check_release_files(release)?;
+        ReleaseFolder::at(release).check()?;
     }
     Ok(releases)
 }
@@ -37,7 +38,7 @@ pub(crate) fn releases_found(ctx: &RunContext, own: &Path) -> Result<Vec<PathBuf
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    let mut releases = crate::stages::release::find_releases(&root, own)?;
+    let mut releases = ReleaseFolder::find_under(&root, own)?;
     let this_run = ctx.release_dir.canonicalize().ok();
     releases.retain(|r| {
         r.canonicalize()
@@ -55,7 +56,7 @@ pub(crate) fn finished_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
     let own = ctx.stage_dir(StageName::Release);
     let releases = releases_found(ctx, &own)?;
     for release in &releases {
-        crate::stages::release::card::check_release_files(release)?;
+        ReleaseFolder::at(release).check()?;
     }
     Ok(releases)
 }

@@ -584,7 +584,7 @@ pub(crate) fn refuse_linked_release(release_dir: &Path) -> Result<()> {
             release_dir.display()
         )));
     }
-    if crate::core::finished::looks_like_release(release_dir) {
+    if crate::stages::release::folder::ReleaseFolder::at(release_dir).looks_like_release() {
         return Err(bad_input(format!(
             "{} holds a finished release written by `split`; a finished release never changes. \
              Make a new release with `puzzleforge run --release NEW`",
@@ -645,7 +645,7 @@ pub(crate) fn check_release_name(release: &str) -> Result<()> {
 /// Whether `release_dir` holds a finished release (its release stage
 /// committed).
 pub(crate) fn release_is_finished(release_dir: &Path) -> bool {
-    crate::core::finished::run_release_is_finished(release_dir)
+    crate::stages::release::folder::run_release_is_finished(release_dir)
 }
 
 /// Starts every engine the run uses once (the `uci` handshake), before the
@@ -893,7 +893,8 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
             Some(parent) if !parent.as_os_str().is_empty() => parent,
             _ => Path::new("."),
         };
-        crate::core::finished::register_release(output_dir, &folder.committed)?;
+        crate::stages::release::folder::ReleaseFolder::at(&folder.committed)
+            .register_in(output_dir)?;
     }
     Ok(StageOutcome {
         skipped: false,

@@ -16,7 +16,8 @@ use crate::chess::line::{LineError, fen_of};
 use crate::chess::record::{LICHESS_COLUMNS, Puzzle, for_each_row};
 use crate::core::fileio::{AtomicFile, write_atomic};
 use crate::core::summary::{Report, Summary};
-use crate::stages::release::card::{fill_lichess_defaults, split_files};
+use crate::stages::release::card::fill_lichess_defaults;
+use crate::stages::release::folder::ReleaseFolder;
 
 /// Output formats of `export`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,7 +352,8 @@ fn position_key_fen(fen: &str) -> String {
 pub(crate) const DSPY_FIELDS_NOTE: &str = "DSPy: inputs are position_fen, side_to_move, legal_moves_uci; the label is move (accepted_moves lists every accepted answer; the other keys are ids and metadata). dspy_load.py loads them: dspy.Example(**row).with_inputs(\"position_fen\", \"side_to_move\", \"legal_moves_uci\").";
 
 fn release_split_file(release: &Path, split: &str) -> Result<PathBuf> {
-    split_files(release)
+    ReleaseFolder::at(release)
+        .split_files()
         .into_iter()
         .find(|p| {
             p.file_name()
@@ -396,7 +398,7 @@ pub(crate) fn export_report(args: &ExportArgs) -> Result<Report<ExportSummary>> 
     if !args.release.is_dir() {
         bail_input!("export: {} is not a folder", args.release.display());
     }
-    crate::stages::release::card::check_release_files(&args.release)?;
+    ReleaseFolder::at(&args.release).check()?;
     let mut human = String::new();
     let mut files = Vec::new();
     let mut totals = Vec::new();

@@ -31,7 +31,7 @@ use crate::core::error::bad_input;
 use crate::core::summary::{Report, Summary};
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineConfig;
-use crate::stages::release::card::{check_release_files, is_release_dir, split_files};
+use crate::stages::release::folder::ReleaseFolder;
 use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
 use crate::stages::verify::{Verdict, VerifyArgs, VerifyConfig, verify_puzzles};
 
@@ -49,14 +49,17 @@ const COMPARED: [Column; 4] = [
 /// Lines). `None` for anything else (`check`'s `FEN[,move]` lines).
 pub(crate) fn puzzle_files(input: &Path) -> Result<Option<(Vec<PathBuf>, Option<PathBuf>)>> {
     if input.is_dir() {
-        if !is_release_dir(input) {
+        if !ReleaseFolder::at(input).is_release() {
             return Err(bad_input(format!(
                 "{}: a folder without a puzzleforge release manifest.json",
                 input.display()
             )));
         }
-        check_release_files(input)?;
-        return Ok(Some((split_files(input), Some(input.to_path_buf()))));
+        ReleaseFolder::at(input).check()?;
+        return Ok(Some((
+            ReleaseFolder::at(input).split_files(),
+            Some(input.to_path_buf()),
+        )));
     }
     let name = input.to_string_lossy();
     let name = name.trim_end_matches(".zst");
@@ -76,10 +79,10 @@ pub(crate) fn puzzle_files(input: &Path) -> Result<Option<(Vec<PathBuf>, Option<
     }
     let folder = input
         .parent()
-        .filter(|dir| is_release_dir(dir))
+        .filter(|dir| ReleaseFolder::at(dir).is_release())
         .map(Path::to_path_buf);
     if let Some(folder) = &folder {
-        check_release_files(folder)?;
+        ReleaseFolder::at(folder).check()?;
     }
     Ok(Some((vec![input.to_path_buf()], folder)))
 }

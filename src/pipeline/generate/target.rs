@@ -77,7 +77,9 @@ impl Target {
         let mut files = config.generate.exclude.clone();
         if config.generate.exclude_earlier_releases {
             for release in releases {
-                files.extend(crate::stages::release::card::split_files(release));
+                files.extend(
+                    crate::stages::release::folder::ReleaseFolder::at(release).split_files(),
+                );
             }
         }
         for file in &files {

@@ -148,7 +148,7 @@ pub(crate) fn resolve_set(set: &Path, split: Split) -> Result<(PathBuf, String)>
                 set.display()
             )));
         };
-        crate::stages::release::card::check_release_files(set)?;
+        crate::stages::release::folder::ReleaseFolder::at(set).check()?;
         let file = set.join(format!("{split}.csv"));
         if !file.is_file() {
             return Err(bad_input(format!(
@@ -401,9 +401,9 @@ pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
         .cache_dir
         .clone()
         .unwrap_or_else(|| default_cache_dir(&args.output));
-    crate::core::finished::guard_output(
+    crate::stages::release::folder::guard_output(
         &cache,
-        crate::core::finished::Target::Folder,
+        crate::stages::release::folder::Target::Folder,
         "eval",
         "eval.cache_dir (by default --output's cache/)",
     )?;

@@ -543,6 +543,69 @@ impl Calibration<'_> {
     }
 }
 
+/// The calibration rows that have features (all of them, unless
+/// `--stored-only`): the puzzles, which are proxies, and their features;
+/// an error when fewer than two rated puzzles per fold have them.
+fn rows_with_features(
+    candidates: Vec<Puzzle>,
+    candidate_proxy: Vec<bool>,
+    features: Vec<Option<Features>>,
+    config: &RateConfig,
+    missing: usize,
+) -> Result<(Vec<Puzzle>, Vec<bool>, Vec<Features>)> {
+    let mut puzzles = Vec::new();
+    let mut proxy = Vec::new();
+    let mut kept = Vec::new();
+    for ((puzzle, is_proxy), f) in candidates.into_iter().zip(candidate_proxy).zip(features) {
+        if let Some(f) = f {
+            puzzles.push(puzzle);
+            proxy.push(is_proxy);
+            kept.push(f);
+        }
+    }
+    let lichess_rows = proxy.iter().filter(|p| !**p).count();
+    if lichess_rows < 2 * config.folds as usize {
+        return Err(bad_input(format!(
+            "calibration needs at least {} rated puzzles with features, {} have them \
+             ({missing} missing from the store)",
+            2 * config.folds,
+            lichess_rows,
+        )));
+    }
+    Ok((puzzles, proxy, kept))
+}
+
+impl<'a> Calibration<'a> {
+    /// The fit's view of `rows`: each row's length, mate, model group,
+    /// true rating and certainty weight.
+    fn of(rows: &'a CalibrationRows, features: &'a [Features], config: &'a RateConfig) -> Self {
+        let lengths: Vec<usize> = rows.puzzles.iter().map(Puzzle::solver_moves).collect();
+        let mates: Vec<bool> = features.iter().map(mates).collect();
+        Self {
+            rows,
+            features,
+            groups: lengths
+                .iter()
+                .zip(&mates)
+                .map(|(&length, &mate)| model_group(length, mate))
+                .collect(),
+            lengths,
+            mates,
+            ratings: rows
+                .puzzles
+                .iter()
+                .map(|p| f64::from(p.rating.unwrap_or_default()))
+                .collect(),
+            certainty: rows
+                .puzzles
+                .iter()
+                .map(|p| certainty_weight(p.rating_deviation))
+                .collect(),
+            config,
+        }
+    }
+}
+
 /// What a calibration made: the model with its held-out figures, or only
 /// features (`--features-only`, `--shard`).
 pub struct Calibrated {
@@ -576,56 +639,19 @@ pub fn calibrate(
             extraction,
         });
     }
-    // The rows with features (all of them, unless `--stored-only`).
-    let mut puzzles = Vec::new();
-    let mut proxy = Vec::new();
-    let mut kept = Vec::new();
-    for ((puzzle, is_proxy), f) in candidates.into_iter().zip(candidate_proxy).zip(features) {
-        if let Some(f) = f {
-            puzzles.push(puzzle);
-            proxy.push(is_proxy);
-            kept.push(f);
-        }
-    }
-    let features = kept;
+    let (puzzles, proxy, features) = rows_with_features(
+        candidates,
+        candidate_proxy,
+        features,
+        config,
+        extraction.missing,
+    )?;
     let lichess_rows = proxy.iter().filter(|p| !**p).count();
-    if lichess_rows < 2 * config.folds as usize {
-        return Err(bad_input(format!(
-            "calibration needs at least {} rated puzzles with features, {} have them \
-             ({} missing from the store)",
-            2 * config.folds,
-            lichess_rows,
-            extraction.missing
-        )));
-    }
     let rows = CalibrationRows::new(puzzles, proxy, config);
     if let Some(path) = job.table {
         write_features(path, &rows, &features, &settings.features)?;
     }
-    let lengths: Vec<usize> = rows.puzzles.iter().map(Puzzle::solver_moves).collect();
-    let mates: Vec<bool> = features.iter().map(mates).collect();
-    let calibration = Calibration {
-        rows: &rows,
-        features: &features,
-        groups: lengths
-            .iter()
-            .zip(&mates)
-            .map(|(&length, &mate)| model_group(length, mate))
-            .collect(),
-        lengths,
-        mates,
-        ratings: rows
-            .puzzles
-            .iter()
-            .map(|p| f64::from(p.rating.unwrap_or_default()))
-            .collect(),
-        certainty: rows
-            .puzzles
-            .iter()
-            .map(|p| certainty_weight(p.rating_deviation))
-            .collect(),
-        config,
-    };
+    let calibration = Calibration::of(&rows, &features, config);
     let everything: Vec<usize> = (0..rows.puzzles.len()).collect();
     let all = calibration.fit_rows(&everything);
     let output = out_of_fold(&all, rows.folds, &config.trees)?;

@@ -9,16 +9,15 @@ use anyhow::Result;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::chess::columns::{self, Column, ColumnType};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, parse_game_url};
-use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
 use crate::stages::release::cells::{Aim, Cell, first_of};
 use crate::stages::release::draw::CellOutcome;
 use crate::stages::release::funnel::GenerationFunnel;
-use crate::stages::release::manifest::{EngineName, ReleaseManifest, ReleaseOutputs};
+use crate::stages::release::manifest::{EngineName, ReleaseManifest};
 use crate::stages::release::plots;
 
 /// What a puzzle that never was on Lichess (one puzzleforge mined) holds in
@@ -102,115 +101,6 @@ pub(crate) fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option
         .filter(|(name, _)| !is_derived(name))
         .map(spelled);
     puzzle.extra = derived.into_iter().chain(others).collect();
-}
-
-/// True when `dir` holds a puzzleforge release manifest.
-pub(crate) fn is_release_dir(dir: &Path) -> bool {
-    ReleaseManifest::is_in(dir)
-}
-
-/// Checks every file the release manifest of `dir` lists against its
-/// sha256, so that a damaged release (a truncated `test.csv`) is refused
-/// (exit 2, naming the file) before anything reads it. A folder without a
-/// `manifest.json` is not a puzzleforge release and is not checked.
-pub(crate) fn check_release_files(dir: &Path) -> Result<()> {
-    crate::core::finished::check_registered(dir)?;
-    let manifest_path = dir.join(crate::stages::release::manifest::MANIFEST_FILE);
-    let Some(manifest) = ReleaseManifest::load_as::<ReleaseOutputs>(dir)? else {
-        return Ok(());
-    };
-    let Some(outputs) = &manifest.outputs else {
-        return Err(bad_input(format!(
-            "{}: a release manifest without \"outputs\"",
-            manifest_path.display()
-        )));
-    };
-    for (name, expected) in outputs {
-        let path = dir.join(name);
-        let actual = sha256_file(&path).map_err(|e| {
-            bad_input(format!(
-                "{}: listed in {} but cannot be read: {e:#}",
-                path.display(),
-                manifest_path.display()
-            ))
-        })?;
-        if &actual != expected {
-            return Err(bad_input(format!(
-                "{}: its sha256 {actual} is not the {expected} that {} records: the release is damaged (restore it, or write it again)",
-                path.display(),
-                manifest_path.display()
-            )));
-        }
-    }
-    // A file the manifest does not list was put there after the release
-    // was written (or is left from another one): readers that take every
-    // file of the folder (an export's copy, a reader globbing `*.csv`)
-    // would take it for the release's, so it is damage like an edit.
-    for name in files_in(dir)? {
-        let known = name == crate::stages::release::manifest::MANIFEST_FILE
-            || name == crate::core::finished::STAGE_RECORD
-            || outputs.contains_key(&name);
-        if !known {
-            return Err(bad_input(format!(
-                "{}: a file that {} does not list: the release is damaged (move the file out \
-                 of the release folder, or write the release again)",
-                dir.join(&name).display(),
-                manifest_path.display()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// The files under `dir` (its folders walked, links not followed), each
-/// named as a manifest names it: relative to `dir`, `/`-separated.
-fn files_in(dir: &Path) -> Result<Vec<String>> {
-    // The parent of a bare file name (`train.csv`, run in the release's
-    // folder) is the empty path: the current folder.
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let mut names = Vec::new();
-    let mut pending = vec![PathBuf::new()];
-    while let Some(relative) = pending.pop() {
-        let folder = dir.join(&relative);
-        let entries = std::fs::read_dir(&folder)
-            .map_err(|e| bad_input(format!("cannot list {}: {e}", folder.display())))?;
-        for entry in entries {
-            let entry =
-                entry.map_err(|e| bad_input(format!("cannot list {}: {e}", folder.display())))?;
-            let name = relative.join(entry.file_name());
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                pending.push(name);
-            } else {
-                let parts: Vec<String> = name
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect();
-                names.push(parts.join("/"));
-            }
-        }
-    }
-    names.sort();
-    Ok(names)
-}
-
-/// The puzzle files of a release: `train` and `test`, CSV preferred, JSON
-/// Lines when the CSV is absent.
-pub(crate) fn split_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for split in ["train", "test"] {
-        for ext in ["csv", "csv.zst", "jsonl", "jsonl.zst"] {
-            let path = dir.join(format!("{split}.{ext}"));
-            if path.is_file() {
-                files.push(path);
-                break;
-            }
-        }
-    }
-    files
 }
 
 /// Writes the release folder and returns `{file name: sha256}` of every
@@ -703,24 +593,5 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("5 kept, 0 verified"), "{text}");
-    }
-
-    /// A release's files are checked against its `outputs` whatever else
-    /// its manifest holds (an earlier version's keys).
-    #[test]
-    fn files_are_checked_against_any_release_manifest() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("test.csv"), "PuzzleId\n").unwrap();
-        let sha = sha256_file(&dir.path().join("test.csv")).unwrap();
-        let manifest = |sha: &str| {
-            json!({"kind": crate::stages::release::manifest::MANIFEST_KIND, "seed": 1,
-                "outputs": {"test.csv": sha}})
-            .to_string()
-        };
-        std::fs::write(dir.path().join("manifest.json"), manifest(&sha)).unwrap();
-        check_release_files(dir.path()).unwrap();
-        std::fs::write(dir.path().join("manifest.json"), manifest("00")).unwrap();
-        let error = check_release_files(dir.path()).unwrap_err().to_string();
-        assert!(error.contains("the release is damaged"), "{error}");
     }
 }

@@ -26,7 +26,7 @@ use crate::stages::release::cells::{Aim, ExcludeBy};
 pub(crate) const MANIFEST_KIND: &str = "puzzleforge-release";
 
 /// The file a release folder records itself in.
-pub(crate) const MANIFEST_FILE: &str = crate::core::finished::RELEASE_MANIFEST;
+pub(crate) const MANIFEST_FILE: &str = "manifest.json";
 
 /// A release's `manifest.json`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]

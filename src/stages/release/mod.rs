@@ -23,6 +23,7 @@
 //! legal are skipped and counted by reason.
 
 pub(crate) mod card;
+pub mod folder;
 pub mod plots;
 pub mod cells;
 pub(crate) mod draw;
@@ -44,7 +45,6 @@ use crate::chess::derive::rating_bin_edges;
 use crate::chess::record::{Puzzle, for_each_row};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
-use crate::core::finished;
 use crate::core::settings::{flags_over, load_section};
 use crate::core::summary::{Report, Summary};
 use cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, game_id, is_mate, position_key};
@@ -145,119 +145,6 @@ pub struct SplitArgs {
     #[arg(skip)]
     #[serde(skip)]
     pub(crate) provenance: Option<RunProvenance>,
-}
-
-/// Release folders under `root` (up to three levels down), sorted, skipping
-/// `own` (the folder being written).
-///
-/// Exclusion never degrades to nothing: a folder that looks like a
-/// release but cannot be read as one (its `manifest.json` missing,
-/// corrupt or not a release's), and a symbolic link to a folder holding a
-/// release, are errors (exit 2) naming the folder and the two ways out,
-/// never skipped; so is a `root` that cannot be read.
-pub(crate) fn find_releases(root: &Path, own: &Path) -> Result<Vec<PathBuf>> {
-    fn walk(dir: &Path, depth: usize, own: &Path, found: &mut Vec<PathBuf>) -> Result<()> {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| bad_input(format!("cannot read the folder {}: {e}", dir.display())))?;
-        let mut dirs: Vec<(PathBuf, bool)> = Vec::new();
-        for entry in entries.filter_map(|e| e.ok()) {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            // Shard folders of `run --shard` hold no release.
-            if name.starts_with('.')
-                || name == "target"
-                || crate::core::shard::is_shard_folder_name(&name)
-            {
-                continue;
-            }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() {
-                dirs.push((path, false));
-            } else if kind.is_symlink() && path.is_dir() {
-                dirs.push((path, true));
-            }
-        }
-        dirs.sort();
-        for (sub, link) in dirs {
-            let same = sub
-                .canonicalize()
-                .ok()
-                .zip(own.canonicalize().ok())
-                .is_some_and(|(a, b)| a == b);
-            if same {
-                continue;
-            }
-            if link {
-                if holds_release(&sub, depth) {
-                    return Err(linked_release_error(&sub));
-                }
-                continue;
-            }
-            if finished::looks_like_release(&sub) {
-                if !card::is_release_dir(&sub) {
-                    return Err(unreadable_release_error(&sub));
-                }
-                found.push(sub.clone());
-            }
-            if depth > 1 {
-                walk(&sub, depth - 1, own, found)?;
-            }
-        }
-        Ok(())
-    }
-    let mut found = Vec::new();
-    // An output folder not made yet (`run --plan`) holds no release.
-    if std::fs::symlink_metadata(root).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
-        return Ok(found);
-    }
-    walk(root, 3, own, &mut found)?;
-    Ok(found)
-}
-
-/// Whether `dir` (a link followed) is or holds, `depth` levels down, a
-/// folder that looks like a release.
-fn holds_release(dir: &Path, depth: usize) -> bool {
-    if finished::looks_like_release(dir) {
-        return true;
-    }
-    depth > 1
-        && std::fs::read_dir(dir).is_ok_and(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .any(|e| e.path().is_dir() && holds_release(&e.path(), depth - 1))
-        })
-}
-
-/// The error of a release folder whose manifest cannot be read: a
-/// release drawn now could not exclude its puzzles.
-fn unreadable_release_error(dir: &Path) -> anyhow::Error {
-    let manifest = dir.join(manifest::MANIFEST_FILE);
-    let why = match ReleaseManifest::load(dir) {
-        Err(e) => format!("{e:#}"),
-        Ok(_) if std::fs::symlink_metadata(&manifest).is_err() => {
-            format!("{} is missing", manifest.display())
-        }
-        Ok(_) => format!("{} is not a release manifest", manifest.display()),
-    };
-    bad_input(format!(
-        "{} looks like a release but cannot be read ({why}), so a new release could not \
-         exclude its puzzles; nothing was drawn. Either restore it (its manifest.json from a \
-         copy, or write it again with `puzzleforge run --release NAME --rewrite-release`), \
-         or move it out of this output folder",
-        dir.display()
-    ))
-}
-
-/// The error of a symbolic link to a release among the releases.
-fn linked_release_error(link: &Path) -> anyhow::Error {
-    bad_input(format!(
-        "{} is a symbolic link to a release folder: puzzleforge reads no release through a \
-         link (another path may write it unseen); nothing was drawn. Either move the folder \
-         itself here in place of the link, or remove the link",
-        link.display()
-    ))
 }
 
 /// How the manifest names a file: relative to the release folder (e.g.
@@ -590,7 +477,7 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    finished::register_release(holder, &args.output)?;
+    folder::ReleaseFolder::at(&args.output).register_in(holder)?;
     Ok(summary)
 }
 
@@ -723,8 +610,8 @@ pub(crate) struct SplitSummary {
 fn exclusion_files(args: &SplitArgs) -> Result<Vec<PathBuf>> {
     let mut exclude_files = Vec::new();
     let add_release = |dir: &Path, files: &mut Vec<PathBuf>| -> Result<()> {
-        card::check_release_files(dir)?;
-        files.extend(card::split_files(dir));
+        folder::ReleaseFolder::at(dir).check()?;
+        files.extend(folder::ReleaseFolder::at(dir).split_files());
         Ok(())
     };
     for path in &args.exclude {
@@ -739,7 +626,7 @@ fn exclusion_files(args: &SplitArgs) -> Result<Vec<PathBuf>> {
         .as_ref()
         .filter(|_| !args.no_release_exclusion)
     {
-        for dir in find_releases(root, &args.output)? {
+        for dir in folder::ReleaseFolder::find_under(root, &args.output)? {
             add_release(&dir, &mut exclude_files)?;
         }
     }

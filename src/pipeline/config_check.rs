@@ -1,0 +1,440 @@
+//! The whole config checked in one pass before the first stage runs:
+//! every key within its bound (as the file is read, [`PipelineConfig::parse`]),
+//! then the keys that bound each other, the stage list, `[split]` whole,
+//! every generation profile as the run lays it, names and files. Apart
+//! from the sections' types (`config.rs`) because it reads them all and
+//! owns none.
+
+use anyhow::Result;
+use std::path::Path;
+
+use crate::core::error::bad_input;
+use crate::core::settings::line_of;
+use crate::pipeline::config::PipelineConfig;
+use crate::pipeline::stage::StageName;
+
+impl PipelineConfig {
+    /// Checks the whole config and every path it names before the first
+    /// stage runs, so that a mistake is reported at once (exit 2, naming the
+    /// file, the key and its line) instead of after hours of self-play.
+    /// `tier` is `run --tier`.
+    pub(crate) fn validate(&self, path: &Path, tier: Option<&str>) -> Result<()> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let fail = |section: &str, key: &str, why: String| {
+            let line = line_of(&text, section, key)
+                .map(|n| format!(" (line {n})"))
+                .unwrap_or_default();
+            let dotted = if section.is_empty() {
+                key.to_string()
+            } else {
+                format!("{section}.{key}")
+            };
+            Err(bad_input(format!(
+                "{}: {dotted}{line}: {why}",
+                path.display()
+            )))
+        };
+        let stages = &self.pipeline.stages;
+        if stages.is_empty() {
+            return fail(
+                "pipeline",
+                "stages",
+                "no stage to run (an empty or missing pipeline.stages does nothing)".into(),
+            );
+        }
+        // Each stage reads what the ones before it in pipeline order wrote,
+        // so a list out of that order (or naming a stage twice) would fail
+        // or repeat work only after earlier stages ran.
+        let order = |stage: &StageName| StageName::ALL.iter().position(|s| s == stage);
+        for (i, pair) in stages.windows(2).enumerate() {
+            let (earlier, later) = (&pair[0], &pair[1]);
+            if stages[..=i].contains(later) {
+                return fail(
+                    "pipeline",
+                    "stages",
+                    format!("{} is listed twice", later.as_str()),
+                );
+            }
+            if order(later) < order(earlier) {
+                let all: Vec<&str> = StageName::ALL.iter().map(|s| s.as_str()).collect();
+                return fail(
+                    "pipeline",
+                    "stages",
+                    format!(
+                        "{} comes after {}; stages run in pipeline order: {}",
+                        later.as_str(),
+                        earlier.as_str(),
+                        all.join(", ")
+                    ),
+                );
+            }
+        }
+        self.validate_output_dir(&fail)?;
+        if self.engine.max_attempts == 0 {
+            return fail("engine", "max_attempts", "must be at least 1".into());
+        }
+        if self.split.bin_width <= 0 {
+            let width = self.split.bin_width;
+            return fail(
+                "split",
+                "bin_width",
+                format!("must be positive, not {width}"),
+            );
+        }
+        if let Some(name) = tier
+            && !self.split.tiers.contains_key(name)
+        {
+            let known: Vec<&str> = self.split.tiers.keys().map(String::as_str).collect();
+            return fail(
+                "split",
+                "tiers",
+                format!(
+                    "--tier {name:?} is not configured (configured: {})",
+                    known.join(", ")
+                ),
+            );
+        }
+        self.validate_ranges(path, &fail)?;
+        self.validate_generate(&fail, tier)?;
+        self.validate_stage_sections(path, &fail, tier)?;
+        if !is_pgn_date(&self.selfplay.date) {
+            let date = &self.selfplay.date;
+            return fail(
+                "selfplay",
+                "date",
+                format!("{date:?} is not a PGN date (YYYY.MM.DD, ? for unknown digits)"),
+            );
+        }
+        if stages.contains(&StageName::Eval)
+            && let Some(model) = &self.eval.model
+            && let Err(e) = crate::stages::eval::players::ModelSpec::parse(model)
+        {
+            return fail("eval", "model", format!("{e:#}"));
+        }
+        self.validate_paths(&fail)
+    }
+
+    /// Each listed stage's rules across its keys (the bounds of each key
+    /// were checked as the file was read), and every generation profile as
+    /// generation lays it over `[selfplay]` and `[mine]`: a mistake in any
+    /// is refused before the first stage, not when its stage or profile is
+    /// reached hours later.
+    fn validate_stage_sections(
+        &self,
+        path: &Path,
+        fail: &dyn Fn(&str, &str, String) -> Result<()>,
+        tier: Option<&str>,
+    ) -> Result<()> {
+        let named = |e: anyhow::Error| bad_input(format!("{}: {e:#}", path.display()));
+        let stages = &self.pipeline.stages;
+        if stages.contains(&StageName::Selfplay) && !self.generate.enabled {
+            if self.selfplay.games == 0 {
+                fail(
+                    "selfplay",
+                    "games",
+                    "0 games: the selfplay stage would write an empty PGN (set games, or \
+                     [generate] enabled = true to generate to order)"
+                        .into(),
+                )?;
+            }
+            self.selfplay.validate().map_err(named)?;
+        }
+        if stages.contains(&StageName::Mine) {
+            self.mine.validate().map_err(named)?;
+        }
+        if self.generate.enabled {
+            crate::pipeline::generate::check_profiles(&self.generate_sections(), tier)
+                .map_err(named)?;
+        }
+        Ok(())
+    }
+
+    /// `[generate]`, when enabled: a tier that exists, positive budgets,
+    /// the stages it feeds, its exclusion files.
+    fn validate_generate(
+        &self,
+        fail: &dyn Fn(&str, &str, String) -> Result<()>,
+        tier: Option<&str>,
+    ) -> Result<()> {
+        let generate = &self.generate;
+        if !generate.enabled {
+            return Ok(());
+        }
+        if let Some(name) = &generate.tier
+            && !self.split.tiers.contains_key(name)
+        {
+            let known: Vec<&str> = self.split.tiers.keys().map(String::as_str).collect();
+            fail(
+                "generate",
+                "tier",
+                format!(
+                    "{name:?} is not a tier of [split.tiers] ({})",
+                    known.join(", ")
+                ),
+            )?;
+        }
+        if let (Some(ours), Some(flag)) = (&generate.tier, tier)
+            && ours != flag
+        {
+            fail(
+                "generate",
+                "tier",
+                format!("{ours:?} differs from --tier {flag:?}"),
+            )?;
+        }
+        if generate.batch_games == 0 {
+            fail("generate", "batch_games", "must be at least 1".into())?;
+        }
+        if generate.max_games == 0 {
+            fail("generate", "max_games", "must be at least 1".into())?;
+        }
+        if generate.max_per_game == Some(0) {
+            fail("generate", "max_per_game", "must be at least 1".into())?;
+        }
+        for stage in [StageName::Selfplay, StageName::Mine, StageName::Rate] {
+            if !self.pipeline.stages.contains(&stage) {
+                fail(
+                    "pipeline",
+                    "stages",
+                    format!("[generate] needs selfplay, mine and rate; {stage} is missing"),
+                )?;
+            }
+        }
+        for file in generate.exclude.iter().filter(|p| !p.exists()) {
+            fail(
+                "generate",
+                "exclude",
+                format!("{} does not exist", file.display()),
+            )?;
+        }
+        for band in &generate.bands {
+            if !generate.profiles.contains_key(&band.profile) {
+                fail(
+                    "generate.bands",
+                    "profile",
+                    format!(
+                        "{:?} is not in [generate.profiles] (known: {:?})",
+                        band.profile,
+                        generate.profiles.keys().collect::<Vec<_>>()
+                    ),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every number with a sane range, checked whole before any stage (the
+    /// signs of times, prices and shares are checked as the file is read,
+    /// by [`check_numbers`]): the ingest filters, and `[split]` (its bands,
+    /// cells and tiers, with or without `[generate]`), so that a mistake
+    /// never hangs a run or surfaces hours later at the release stage.
+    fn validate_ranges(
+        &self,
+        path: &Path,
+        fail: &dyn Fn(&str, &str, String) -> Result<()>,
+    ) -> Result<()> {
+        use crate::stages::release::cells::{LENGTH_RANGE, RATING_RANGE};
+        let gain = self.ingest.games.min_win_chance_gain;
+        if !(gain.is_finite() && (0.0..2.0).contains(&gain)) {
+            fail(
+                "ingest.games",
+                "min_win_chance_gain",
+                format!("{gain} is outside 0..2 (winning chances run from -1 to 1)"),
+            )?;
+        }
+        let rating = |section: &str, key: &str, value: Option<i32>| match value {
+            Some(r) if !RATING_RANGE.contains(&r) => fail(
+                section,
+                key,
+                format!(
+                    "{r} is outside {}..={}",
+                    RATING_RANGE.start(),
+                    RATING_RANGE.end()
+                ),
+            ),
+            _ => Ok(()),
+        };
+        let length = |section: &str, key: &str, value: Option<usize>| match value {
+            Some(n) if !LENGTH_RANGE.contains(&n) => fail(
+                section,
+                key,
+                format!(
+                    "{n} is outside {}..={}",
+                    LENGTH_RANGE.start(),
+                    LENGTH_RANGE.end()
+                ),
+            ),
+            _ => Ok(()),
+        };
+        let puzzles = &self.ingest.puzzles;
+        rating("ingest.puzzles", "min_rating", puzzles.min_rating)?;
+        rating("ingest.puzzles", "max_rating", puzzles.max_rating)?;
+        if let (Some(lo), Some(hi)) = (puzzles.min_rating, puzzles.max_rating)
+            && lo > hi
+        {
+            fail(
+                "ingest.puzzles",
+                "min_rating",
+                format!("{lo} is above max_rating {hi}: no puzzle would pass"),
+            )?;
+        }
+        for n in &puzzles.solver_lengths {
+            length("ingest.puzzles", "solver_lengths", Some(*n))?;
+        }
+        for (name, tier) in &self.split.tiers {
+            let section = format!("split.tiers.{name}");
+            rating(&section, "min_rating", tier.min_rating)?;
+            rating(&section, "max_rating", tier.max_rating)?;
+            length(&section, "min_solver_moves", tier.min_solver_moves)?;
+            length(&section, "max_solver_moves", tier.max_solver_moves)?;
+            if let Some((key, why)) = tier.empty_bounds() {
+                fail(&section, key, why)?;
+            }
+        }
+        let quotas = std::iter::once((None, None))
+            .chain(self.split.tiers.iter().map(|(n, t)| (Some(n), Some(t))));
+        for (name, tier) in quotas {
+            let which = name.map(|n| format!(" (tier {n:?})")).unwrap_or_default();
+            let table = self
+                .split
+                .quota_table(tier)
+                .map_err(|e| bad_input(format!("{}: {e:#}{which}", path.display())))?;
+            let total: usize = table.values().map(|q| q.train + q.test).sum();
+            // A tier may hold none of the configured cells (it is then an
+            // empty release of that tier); the whole table may not.
+            if name.is_none() && total == 0 {
+                fail(
+                    "split",
+                    "train_per_cell",
+                    "every cell's quota is 0: a release would hold no puzzle".into(),
+                )?;
+            }
+            if name.is_none() && self.split.min_puzzles > total {
+                fail(
+                    "split",
+                    "min_puzzles",
+                    format!(
+                        "{} is above the {total} puzzles the quotas can ever draw: no release \
+                         would pass",
+                        self.split.min_puzzles
+                    ),
+                )?;
+            }
+        }
+        let games = &self.ingest.games;
+        if let (Some(lo), Some(hi)) = (games.min_elo, games.max_elo)
+            && lo > hi
+        {
+            fail(
+                "ingest.games",
+                "min_elo",
+                format!("{lo} is above max_elo {hi}: no game would pass"),
+            )?;
+        }
+        let client = &self.eval.client;
+        if client.backoff_min_ms > client.backoff_max_ms {
+            fail(
+                "eval.client",
+                "backoff_min_ms",
+                format!(
+                    "{} is above backoff_max_ms {}",
+                    client.backoff_min_ms, client.backoff_max_ms
+                ),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `pipeline.output_dir`: a folder (or none yet), not the filesystem
+    /// root, where every release is written and read to be excluded.
+    fn validate_output_dir(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
+        let output_dir = &self.pipeline.output_dir;
+        let real = output_dir
+            .canonicalize()
+            .or_else(|_| std::path::absolute(output_dir))
+            .unwrap_or_else(|_| output_dir.clone());
+        if real.parent().is_none() {
+            return fail(
+                "pipeline",
+                "output_dir",
+                format!(
+                    "{} is the filesystem root: releases go into a folder of their own, which \
+                     every new release reads to exclude their puzzles",
+                    output_dir.display()
+                ),
+            );
+        }
+        if std::fs::metadata(output_dir).is_ok_and(|m| !m.is_dir()) {
+            return fail(
+                "pipeline",
+                "output_dir",
+                format!("{} is not a folder", output_dir.display()),
+            );
+        }
+        Ok(())
+    }
+
+    /// Every file the configured stages read must exist.
+    fn validate_paths(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
+        let stages = &self.pipeline.stages;
+        let missing = |p: &Path| !p.exists();
+        if stages.contains(&StageName::IngestPuzzles) {
+            for source in self.sources.puzzles.iter().filter(|p| missing(p)) {
+                fail(
+                    "sources",
+                    "puzzles",
+                    format!("{} does not exist", source.display()),
+                )?;
+            }
+        }
+        if stages.contains(&StageName::IngestGames) {
+            for source in self.sources.games.iter().filter(|p| missing(p)) {
+                fail(
+                    "sources",
+                    "games",
+                    format!("{} does not exist", source.display()),
+                )?;
+            }
+        }
+        if stages.contains(&StageName::Rate)
+            && let Some(model) = self.rate.model.as_ref().filter(|p| missing(p))
+        {
+            fail(
+                "rate",
+                "model",
+                format!("{} does not exist", model.display()),
+            )?;
+        }
+        let uses_engine = [
+            StageName::Selfplay,
+            StageName::Mine,
+            StageName::Rate,
+            StageName::Verify,
+            StageName::Eval,
+        ]
+        .iter()
+        .any(|s| stages.contains(s));
+        if let Some(engine) = self
+            .engine
+            .path
+            .as_ref()
+            .filter(|p| uses_engine && missing(p))
+        {
+            fail(
+                "engine",
+                "path",
+                format!("{} does not exist", engine.display()),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `date` is a PGN date: `YYYY.MM.DD`, each digit or `?`.
+fn is_pgn_date(date: &str) -> bool {
+    let parts: Vec<&str> = date.split('.').collect();
+    parts.len() == 3
+        && [4, 2, 2].iter().zip(&parts).all(|(len, part)| {
+            part.len() == *len && part.chars().all(|c| c.is_ascii_digit() || c == '?')
+        })
+}
