@@ -67,8 +67,9 @@ fn board_themes_agree_with_lichess_on_the_committed_dump_rows() {
     }
 }
 
-/// A row that cannot be read or replayed goes to the rejects file with its
-/// line and reason; the rows around it are tagged and written.
+/// A row that cannot be read or replayed, or repeats an earlier row's
+/// PuzzleId, goes to the rejects file with its line and reason; the rows
+/// around it are tagged and written.
 #[test]
 fn bad_rows_are_named_and_the_good_rows_around_them_kept() {
     let dir = tempfile::tempdir().unwrap();
@@ -79,7 +80,8 @@ fn bad_rows_are_named_and_the_good_rows_around_them_kept() {
          good1,8/1R2B3/5p2/1k2bP1p/p6r/5K2/8/8 b - - 7 45,b5c4 b7b4 c4d5 b4h4,1500,80,90,100,crushing,,\n\
          illegal,8/1R2B3/5p2/1k2bP1p/p6r/5K2/8/8 b - - 7 45,b5c4 b7b4 c4d5 b4h5,1500,80,90,100,crushing,,\n\
          badfen,8/1R2B3/5p2/1k2bP1p/p6r/5K2/8 b - - 7 45,b5c4 b7b4,1500,80,90,100,crushing,,\n\
-         good2,3rk2r/p1p2pp1/1p6/2pQ1b2/2Pn1P2/8/PP1P1KBq/R1B1R3 b - - 3 25,e8f8 d5d8,900,80,90,100,,,\n",
+         good2,3rk2r/p1p2pp1/1p6/2pQ1b2/2Pn1P2/8/PP1P1KBq/R1B1R3 b - - 3 25,e8f8 d5d8,900,80,90,100,,,\n\
+         good1,3rk2r/p1p2pp1/1p6/2pQ1b2/2Pn1P2/8/PP1P1KBq/R1B1R3 b - - 3 25,e8f8 d5d8,900,80,90,100,,,\n",
     )
     .unwrap();
     let out = dir.path().join("tagged.jsonl");
@@ -90,15 +92,20 @@ fn bad_rows_are_named_and_the_good_rows_around_them_kept() {
         out.to_str().unwrap(),
         "--json",
     ]));
-    assert_eq!(run["rows"], 4, "{run:#}");
+    assert_eq!(run["rows"], 5, "{run:#}");
     assert_eq!(run["tagged"], 2, "{run:#}");
-    assert_eq!(run["rejected"], 2, "{run:#}");
+    assert_eq!(run["rejected"], 3, "{run:#}");
     let rejects = std::fs::read_to_string(dir.path().join("tagged.jsonl.rejects.csv")).unwrap();
     let lines: Vec<&str> = rejects.lines().collect();
     assert_eq!(lines[0], "line,PuzzleId,reason,detail");
     assert!(lines[1].starts_with("3,illegal,"), "{rejects}");
     assert!(lines[1].contains("b4h5"), "{rejects}");
     assert!(lines[2].starts_with("4,"), "{rejects}");
+    // A repeated PuzzleId: the first is kept, the repeat named with it.
+    assert!(
+        lines[3].starts_with("6,good1,duplicate_id,") && lines[3].contains("appeared on line 2"),
+        "{rejects}"
+    );
     let written: Vec<Value> = std::fs::read_to_string(&out)
         .unwrap()
         .lines()

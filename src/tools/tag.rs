@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Args;
 use rayon::prelude::*;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::chess::record::{
@@ -367,13 +367,30 @@ fn tag_file(args: &TagArgs) -> Result<TagRecord> {
     };
     let mut agreement = args.agreement.then(AgreementCounts::default);
     let mut batch: Vec<ReadRow> = Vec::with_capacity(BATCH_ROWS);
+    // A repeated PuzzleId is a reject naming the line of the first, which
+    // is kept: as `ingest puzzles` and `rate` do, so one id keys one puzzle.
+    let mut first_line: HashMap<String, u64> = HashMap::new();
     let flush = |batch: &mut Vec<ReadRow>,
                  writer: &mut Option<PuzzleWriter>,
                  rejects: &mut RejectsFile,
                  record: &mut TagRecord,
-                 agreement: &mut Option<AgreementCounts>|
+                 agreement: &mut Option<AgreementCounts>,
+                 first_line: &mut HashMap<String, u64>|
      -> Result<()> {
         let mut tagged: Vec<Tagged> = batch.par_drain(..).map(tag_row).collect();
+        for (line, outcome) in tagged.iter_mut() {
+            let Ok(row) = outcome else { continue };
+            let id = row.retagged.id.clone();
+            if let Some(first) = first_line.get(&id) {
+                let error = RowError::new(
+                    "duplicate_id",
+                    format!("the PuzzleId appeared on line {first}, which is kept"),
+                );
+                *outcome = Err(FailedRow { id, error });
+            } else {
+                first_line.insert(id, *line);
+            }
+        }
         if let (Some(pool), Some(nodes)) = (&pool, args.nodes) {
             score_rows(pool, nodes, &mut tagged)?;
         }
@@ -415,6 +432,7 @@ fn tag_file(args: &TagArgs) -> Result<TagRecord> {
                 &mut rejects,
                 &mut record,
                 &mut agreement,
+                &mut first_line,
             )?;
         }
         Ok(())
@@ -425,6 +443,7 @@ fn tag_file(args: &TagArgs) -> Result<TagRecord> {
         &mut rejects,
         &mut record,
         &mut agreement,
+        &mut first_line,
     )?;
     match writer {
         Some(writer) => {
