@@ -333,6 +333,25 @@ impl AgreementCounts {
     }
 }
 
+/// Turns each row whose PuzzleId an earlier row had into a reject naming
+/// the line of the first, which is kept: as `ingest puzzles` and `rate`
+/// do, so one id keys one puzzle. `first_line` holds the ids seen so far.
+fn reject_repeated_ids(tagged: &mut [Tagged], first_line: &mut HashMap<String, u64>) {
+    for (line, outcome) in tagged.iter_mut() {
+        let Ok(row) = outcome else { continue };
+        let id = row.retagged.id.clone();
+        if let Some(first) = first_line.get(&id) {
+            let error = RowError::new(
+                "duplicate_id",
+                format!("the PuzzleId appeared on line {first}, which is kept"),
+            );
+            *outcome = Err(FailedRow { id, error });
+        } else {
+            first_line.insert(id, *line);
+        }
+    }
+}
+
 fn tag_file(args: &TagArgs) -> Result<TagRecord> {
     let started = own_cpu_seconds();
     let rejects_path = args
@@ -367,8 +386,6 @@ fn tag_file(args: &TagArgs) -> Result<TagRecord> {
     };
     let mut agreement = args.agreement.then(AgreementCounts::default);
     let mut batch: Vec<ReadRow> = Vec::with_capacity(BATCH_ROWS);
-    // A repeated PuzzleId is a reject naming the line of the first, which
-    // is kept: as `ingest puzzles` and `rate` do, so one id keys one puzzle.
     let mut first_line: HashMap<String, u64> = HashMap::new();
     let flush = |batch: &mut Vec<ReadRow>,
                  writer: &mut Option<PuzzleWriter>,
@@ -378,19 +395,7 @@ fn tag_file(args: &TagArgs) -> Result<TagRecord> {
                  first_line: &mut HashMap<String, u64>|
      -> Result<()> {
         let mut tagged: Vec<Tagged> = batch.par_drain(..).map(tag_row).collect();
-        for (line, outcome) in tagged.iter_mut() {
-            let Ok(row) = outcome else { continue };
-            let id = row.retagged.id.clone();
-            if let Some(first) = first_line.get(&id) {
-                let error = RowError::new(
-                    "duplicate_id",
-                    format!("the PuzzleId appeared on line {first}, which is kept"),
-                );
-                *outcome = Err(FailedRow { id, error });
-            } else {
-                first_line.insert(id, *line);
-            }
-        }
+        reject_repeated_ids(&mut tagged, first_line);
         if let (Some(pool), Some(nodes)) = (&pool, args.nodes) {
             score_rows(pool, nodes, &mut tagged)?;
         }
