@@ -223,52 +223,21 @@ impl PipelineConfig {
         Ok(())
     }
 
-    /// Every number with a sane range, checked whole before any stage (the
-    /// signs of times, prices and shares are checked as the file is read,
-    /// by [`check_numbers`]): the ingest filters, and `[split]` (its bands,
-    /// cells and tiers, with or without `[generate]`), so that a mistake
-    /// never hangs a run or surfaces hours later at the release stage.
+    /// The keys that bound each other, checked whole before any stage
+    /// (each key's own bound was checked as the file was read,
+    /// [`crate::core::bounds`]): the ingest filters' ranges, `[split]` (its
+    /// cells and tiers, with or without `[generate]`: the quota tables, a
+    /// `min_puzzles` the quotas can reach), the client's backoff, so that a
+    /// mistake never hangs a run or surfaces hours later at the release
+    /// stage.
     fn validate_ranges(
         &self,
         path: &Path,
         fail: &dyn Fn(&str, &str, String) -> Result<()>,
     ) -> Result<()> {
-        use crate::stages::release::cells::{LENGTH_RANGE, RATING_RANGE};
-        let gain = self.ingest.games.min_win_chance_gain;
-        if !(gain.is_finite() && (0.0..2.0).contains(&gain)) {
-            fail(
-                "ingest.games",
-                "min_win_chance_gain",
-                format!("{gain} is outside 0..2 (winning chances run from -1 to 1)"),
-            )?;
-        }
-        let rating = |section: &str, key: &str, value: Option<i32>| match value {
-            Some(r) if !RATING_RANGE.contains(&r) => fail(
-                section,
-                key,
-                format!(
-                    "{r} is outside {}..={}",
-                    RATING_RANGE.start(),
-                    RATING_RANGE.end()
-                ),
-            ),
-            _ => Ok(()),
-        };
-        let length = |section: &str, key: &str, value: Option<usize>| match value {
-            Some(n) if !LENGTH_RANGE.contains(&n) => fail(
-                section,
-                key,
-                format!(
-                    "{n} is outside {}..={}",
-                    LENGTH_RANGE.start(),
-                    LENGTH_RANGE.end()
-                ),
-            ),
-            _ => Ok(()),
-        };
+        // Each key's own range (ratings 0..=4000, lengths 1..=10, the
+        // win-chance gain) is its bound, checked as the file was read.
         let puzzles = &self.ingest.puzzles;
-        rating("ingest.puzzles", "min_rating", puzzles.min_rating)?;
-        rating("ingest.puzzles", "max_rating", puzzles.max_rating)?;
         if let (Some(lo), Some(hi)) = (puzzles.min_rating, puzzles.max_rating)
             && lo > hi
         {
@@ -278,15 +247,8 @@ impl PipelineConfig {
                 format!("{lo} is above max_rating {hi}: no puzzle would pass"),
             )?;
         }
-        for n in &puzzles.solver_lengths {
-            length("ingest.puzzles", "solver_lengths", Some(*n))?;
-        }
         for (name, tier) in &self.split.tiers {
             let section = format!("split.tiers.{name}");
-            rating(&section, "min_rating", tier.min_rating)?;
-            rating(&section, "max_rating", tier.max_rating)?;
-            length(&section, "min_solver_moves", tier.min_solver_moves)?;
-            length(&section, "max_solver_moves", tier.max_solver_moves)?;
             if let Some((key, why)) = tier.empty_bounds() {
                 fail(&section, key, why)?;
             }

@@ -149,7 +149,7 @@ impl Bounded for IngestGamesConfig {
             "centipawns; a mate counts 10000 less its moves",
         ),
         Bound::within("mate_soon", 1.0, 100.0, "moves to mate"),
-        Bound::above(
+        Bound::within(
             "min_win_chance_gain",
             0.0,
             2.0,
@@ -296,14 +296,6 @@ impl GameFilter {
             && min > max
         {
             return Err(bad_input(format!("min_elo {min} is above max_elo {max}")));
-        }
-        if !(config.min_win_chance_gain.is_finite()
-            && (0.0..2.0).contains(&config.min_win_chance_gain))
-        {
-            return Err(bad_input(format!(
-                "min_win_chance_gain {} is outside 0..2 (winning chances run from -1 to 1)",
-                config.min_win_chance_gain
-            )));
         }
         if config.time_classes.is_empty() {
             return Err(bad_input("time_classes is empty: no game could be kept"));
