@@ -219,6 +219,28 @@ pub(crate) fn game_url_parts(url: &str) -> Option<(&str, Option<u32>)> {
     Some((&id[..8], ply))
 }
 
+/// The line of each PuzzleId first met in a file: a repeated id is a
+/// reject naming the line of the first, which is kept, so that a file keys
+/// one puzzle by one id (as `ingest puzzles` does; `rate` and `tag` read
+/// through this).
+#[derive(Default)]
+pub(crate) struct FirstLines(HashMap<String, u64>);
+
+impl FirstLines {
+    /// `Ok`, recording `id` at `line`, when the id is new; else the
+    /// `duplicate_id` reject naming the line of its first row.
+    pub(crate) fn admit(&mut self, id: &str, line: u64) -> std::result::Result<(), RowError> {
+        if let Some(first) = self.0.get(id) {
+            return Err(RowError::new(
+                "duplicate_id",
+                format!("the PuzzleId appeared on line {first}, which is kept"),
+            ));
+        }
+        self.0.insert(id.to_string(), line);
+        Ok(())
+    }
+}
+
 /// Why one row could not be read as a puzzle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowError {

@@ -189,11 +189,17 @@ pub struct OutOfBound {
 impl OutOfBound {
     /// `table.key`.
     pub fn dotted(&self) -> String {
-        if self.table.is_empty() {
-            self.key.to_string()
-        } else {
-            format!("{}.{}", self.table, self.key)
-        }
+        dotted(&self.table, self.key)
+    }
+}
+
+/// `key` under the dotted table `table` (`mine` + `nodes` = `mine.nodes`;
+/// the top level is the empty table).
+pub fn dotted(table: &str, key: &str) -> String {
+    if table.is_empty() {
+        key.to_string()
+    } else {
+        format!("{table}.{key}")
     }
 }
 
@@ -205,13 +211,6 @@ pub fn check_table(
     bounds: &[Bound],
     nested: &[Nested],
 ) -> Option<OutOfBound> {
-    let join = |key: &str| {
-        if name.is_empty() {
-            key.to_string()
-        } else {
-            format!("{name}.{key}")
-        }
-    };
     for bound in bounds {
         let Some(value) = table.get(bound.key) else {
             continue;
@@ -229,7 +228,7 @@ pub fn check_table(
         let Some(value) = table.get(inner.key) else {
             continue;
         };
-        let here = join(inner.key);
+        let here = dotted(name, inner.key);
         let found = match (inner.many, value) {
             (Many::One, toml::Value::Table(t)) => check_table(t, &here, inner.bounds, inner.nested),
             (Many::Each, toml::Value::Array(items)) => items.iter().find_map(|item| {
@@ -251,8 +250,8 @@ pub fn check_table(
 }
 
 /// [`check_table`] on a typed section after flags or profiles were laid
-/// over it: `Err("key = value is outside ...")`, the key dotted below the
-/// section.
+/// over it: `Err("key = value: must lie within ...")`, the key dotted
+/// below the section.
 pub fn check_section<T: Serialize + Bounded>(value: &T) -> anyhow::Result<()> {
     let table = toml::Table::try_from(value)
         .map_err(|e| anyhow::anyhow!("writing a config section as TOML: {e}"))?;
@@ -270,20 +269,13 @@ pub fn check_section<T: Serialize + Bounded>(value: &T) -> anyhow::Result<()> {
 /// Every bounded key under `name`, dotted, with its bound: the rows of
 /// `docs/config-bounds.md`.
 pub fn list(name: &str, bounds: &[Bound], nested: &[Nested], rows: &mut Vec<(String, Bound)>) {
-    let join = |key: &str| {
-        if name.is_empty() {
-            key.to_string()
-        } else {
-            format!("{name}.{key}")
-        }
-    };
     for bound in bounds {
-        rows.push((join(bound.key), *bound));
+        rows.push((dotted(name, bound.key), *bound));
     }
     for inner in nested {
         let here = match inner.many {
-            Many::One | Many::Each => join(inner.key),
-            Many::Named => format!("{}.NAME", join(inner.key)),
+            Many::One | Many::Each => dotted(name, inner.key),
+            Many::Named => format!("{}.NAME", dotted(name, inner.key)),
         };
         list(&here, inner.bounds, inner.nested, rows);
     }

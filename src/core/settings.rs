@@ -99,11 +99,7 @@ fn check_value(
     text: &str,
     path: &Path,
 ) -> Result<()> {
-    let dotted = if section.is_empty() {
-        key.to_string()
-    } else {
-        format!("{section}.{key}")
-    };
+    let dotted = crate::core::bounds::dotted(section, key);
     let (number, shown) = match value {
         toml::Value::Table(inner) => return check_table(inner, &dotted, text, path),
         toml::Value::Array(items) => {
@@ -121,17 +117,37 @@ fn check_value(
         toml::Value::Integer(number) => (*number as f64, number.to_string()),
         _ => return Ok(()),
     };
-    let why = (!number.is_finite()).then_some("must be a finite number");
-    let Some(why) = why else {
+    if number.is_finite() {
         return Ok(());
-    };
+    }
+    Err(value_error(
+        path,
+        text,
+        section,
+        key,
+        &shown,
+        "must be a finite number",
+    ))
+}
+
+/// A config value refused as the file is read: the file, the dotted key,
+/// the value and, where the key is written, its line, then why.
+pub(crate) fn value_error(
+    path: &Path,
+    text: &str,
+    section: &str,
+    key: &str,
+    shown: &str,
+    why: &str,
+) -> anyhow::Error {
     let line = line_of(text, section, key)
         .map(|n| format!(" (line {n})"))
         .unwrap_or_default();
-    Err(bad_input(format!(
-        "{}: {dotted} = {shown}{line}: {why}",
-        path.display()
-    )))
+    bad_input(format!(
+        "{}: {} = {shown}{line}: {why}",
+        path.display(),
+        crate::core::bounds::dotted(section, key)
+    ))
 }
 
 /// The line (from 1) where `key` is set in the table `[section]` of a

@@ -155,6 +155,8 @@ pub struct EngineArgs {
 impl EngineArgs {
     /// The engine spec and pool settings from these flags over `section`.
     pub fn resolve(&self, section: &EngineConfig) -> anyhow::Result<(EngineSpec, PoolConfig)> {
+        // Laid over, the section's keys are within their bounds (workers
+        // at most MAX_WORKERS, a positive deadline).
         let config = crate::core::settings::flags_over(section, self)?;
         let spec = match config.path.as_deref() {
             Some(path) if path.extension().is_some_and(|ext| ext == "toml") => {
@@ -178,9 +180,6 @@ impl EngineArgs {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let workers = match config.workers {
             0 => cores,
-            n if n > MAX_WORKERS => crate::bail_input!(
-                "[engine] workers = {n}: at most {MAX_WORKERS} (and a run starts one per core)"
-            ),
             n if n > cores => {
                 crate::core::progress::note(&format!(
                     "engine workers {n} capped at this machine's {cores} cores"
@@ -190,11 +189,6 @@ impl EngineArgs {
             n => n,
         };
         let deadline_secs = config.deadline_secs;
-        if !(deadline_secs.is_finite() && deadline_secs > 0.0) {
-            crate::bail_input!(
-                "--deadline must be a positive number of seconds, not {deadline_secs}"
-            );
-        }
         let handshake_secs = self.handshake_deadline.unwrap_or(config.handshake_secs);
         if !(handshake_secs.is_finite() && handshake_secs > 0.0) {
             crate::bail_input!(
@@ -205,7 +199,7 @@ impl EngineArgs {
             workers,
             deadline: Duration::from_secs_f64(deadline_secs),
             handshake_deadline: Duration::from_secs_f64(handshake_secs),
-            max_attempts: config.max_attempts.max(1),
+            max_attempts: config.max_attempts,
             ..Default::default()
         };
         Ok((spec, pool))

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::core::error::bad_input;
-use crate::core::settings::{check_numbers, line_of, relative_to};
+use crate::core::settings::{check_numbers, line_of, relative_to, value_error};
 use crate::pipeline::stage::StageName;
 
 /// The default config file, relative to the working directory.
@@ -259,16 +259,14 @@ impl PipelineConfig {
             if let Some(found) =
                 crate::core::bounds::check_table(&table, "", Self::BOUNDS, Self::NESTED)
             {
-                let line = line_of(text, &found.table, found.key)
-                    .map(|n| format!(" (line {n})"))
-                    .unwrap_or_default();
-                return Err(bad_input(format!(
-                    "{}: {} = {}{line}: {}",
-                    origin.display(),
-                    found.dotted(),
-                    found.shown,
-                    found.why
-                )));
+                return Err(value_error(
+                    origin,
+                    text,
+                    &found.table,
+                    found.key,
+                    &found.shown,
+                    &found.why,
+                ));
             }
         }
         Ok(config)

@@ -9,11 +9,11 @@ use anyhow::Result;
 use clap::Args;
 use rayon::prelude::*;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::chess::record::{
-    Puzzle, PuzzleWriter, ReadRow, RowError, extra_columns_of, for_each_row,
+    FirstLines, Puzzle, PuzzleWriter, ReadRow, RowError, extra_columns_of, for_each_row,
 };
 use crate::chess::tagger::{ThemeKind, board_themes, retag, set_score_theme, theme_kind};
 use crate::core::summary::{Report, Summary};
@@ -334,20 +334,14 @@ impl AgreementCounts {
 }
 
 /// Turns each row whose PuzzleId an earlier row had into a reject naming
-/// the line of the first, which is kept: as `ingest puzzles` and `rate`
-/// do, so one id keys one puzzle. `first_line` holds the ids seen so far.
-fn reject_repeated_ids(tagged: &mut [Tagged], first_line: &mut HashMap<String, u64>) {
+/// the line of the first, which is kept ([`FirstLines`]). `first_lines`
+/// holds the ids seen so far.
+fn reject_repeated_ids(tagged: &mut [Tagged], first_lines: &mut FirstLines) {
     for (line, outcome) in tagged.iter_mut() {
         let Ok(row) = outcome else { continue };
-        let id = row.retagged.id.clone();
-        if let Some(first) = first_line.get(&id) {
-            let error = RowError::new(
-                "duplicate_id",
-                format!("the PuzzleId appeared on line {first}, which is kept"),
-            );
+        if let Err(error) = first_lines.admit(&row.retagged.id, *line) {
+            let id = row.retagged.id.clone();
             *outcome = Err(FailedRow { id, error });
-        } else {
-            first_line.insert(id, *line);
         }
     }
 }
@@ -386,16 +380,16 @@ fn tag_file(args: &TagArgs) -> Result<TagRecord> {
     };
     let mut agreement = args.agreement.then(AgreementCounts::default);
     let mut batch: Vec<ReadRow> = Vec::with_capacity(BATCH_ROWS);
-    let mut first_line: HashMap<String, u64> = HashMap::new();
+    let mut first_lines = FirstLines::default();
     let flush = |batch: &mut Vec<ReadRow>,
                  writer: &mut Option<PuzzleWriter>,
                  rejects: &mut RejectsFile,
                  record: &mut TagRecord,
                  agreement: &mut Option<AgreementCounts>,
-                 first_line: &mut HashMap<String, u64>|
+                 first_lines: &mut FirstLines|
      -> Result<()> {
         let mut tagged: Vec<Tagged> = batch.par_drain(..).map(tag_row).collect();
-        reject_repeated_ids(&mut tagged, first_line);
+        reject_repeated_ids(&mut tagged, first_lines);
         if let (Some(pool), Some(nodes)) = (&pool, args.nodes) {
             score_rows(pool, nodes, &mut tagged)?;
         }
@@ -437,7 +431,7 @@ fn tag_file(args: &TagArgs) -> Result<TagRecord> {
                 &mut rejects,
                 &mut record,
                 &mut agreement,
-                &mut first_line,
+                &mut first_lines,
             )?;
         }
         Ok(())
@@ -448,7 +442,7 @@ fn tag_file(args: &TagArgs) -> Result<TagRecord> {
         &mut rejects,
         &mut record,
         &mut agreement,
-        &mut first_line,
+        &mut first_lines,
     )?;
     match writer {
         Some(writer) => {

@@ -4,10 +4,9 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::path::Path;
 
-use crate::chess::record::{Puzzle, RowError, for_each_row};
+use crate::chess::record::{FirstLines, Puzzle, RowError, for_each_row};
 use crate::core::error::bad_input;
 use crate::maia::MaiaNets;
 use rayon::prelude::*;
@@ -42,23 +41,16 @@ pub(crate) struct RateReject {
 pub(crate) fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<RateReject>)> {
     let mut puzzles = Vec::new();
     let mut rejected = Vec::new();
-    let mut first_line: HashMap<String, u64> = HashMap::new();
+    let mut first_lines = FirstLines::default();
     for_each_row(path, |(line, row)| {
         match row {
             Ok(puzzle) => {
-                let outcome = match (puzzle.line(), first_line.get(&puzzle.id)) {
-                    (Err(e), _) => Err(RowError::new(e.code(), e.to_string())),
-                    (Ok(_), Some(first)) => Err(RowError::new(
-                        "duplicate_id",
-                        format!("the PuzzleId appeared on line {first}, which is kept"),
-                    )),
-                    (Ok(_), None) => Ok(()),
+                let outcome = match puzzle.line() {
+                    Err(e) => Err(RowError::new(e.code(), e.to_string())),
+                    Ok(_) => first_lines.admit(&puzzle.id, line),
                 };
                 match outcome {
-                    Ok(()) => {
-                        first_line.insert(puzzle.id.clone(), line);
-                        puzzles.push(puzzle);
-                    }
+                    Ok(()) => puzzles.push(puzzle),
                     Err(error) => rejected.push(RateReject {
                         line,
                         id: puzzle.id,
