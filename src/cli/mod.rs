@@ -1,14 +1,17 @@
 //! The command line: the commands and their flags (one clap definition,
-//! which `main.rs` parses and the tests read), and the gate every output
-//! path goes through before a command does any work.
+//! which `main.rs` parses and the tests read), and the dispatch of a parsed
+//! command to its stage or tool. The gate every output path goes through
+//! before a command does any work is `guard`.
 
-use std::path::PathBuf;
+mod guard;
 
-use anyhow::{Context, Result};
-use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+use anyhow::Result;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::core::summary::Summary;
 use crate::stages::release::folder::{Target, guard_output};
+
+pub use guard::{OUTPUT_FLAGS, OutputFlag, guard_outputs};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -109,105 +112,19 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// One path-valued flag through which a command writes.
-#[derive(Clone, Copy, Debug)]
-pub struct OutputFlag {
-    /// The command's words (`ingest puzzles`).
-    pub command: &'static str,
-    /// The clap id of the flag (its field's name).
-    pub id: &'static str,
-    /// Whether it names a file or a folder the command fills.
-    pub target: Target,
-}
-
-const fn output(command: &'static str, id: &'static str, target: Target) -> OutputFlag {
-    OutputFlag {
-        command,
-        id,
-        target,
-    }
-}
-
-/// Every path-valued flag of every command that writes where it points.
-/// `run` and `merge` are not here: they write a release themselves, under
-/// its lock, and check a finished one instead of writing it
-/// (`docs/integrity.md`). `tests/guards.rs` reads every path-valued flag
-/// off [`command`] and fails on one that is neither here nor known to be
-/// read only, so a new output flag cannot skip the gate.
-pub const OUTPUT_FLAGS: &[OutputFlag] = &[
-    output("ingest puzzles", "output", Target::File),
-    output("ingest puzzles", "rejects", Target::File),
-    output("ingest games", "output", Target::File),
-    output("selfplay", "output", Target::File),
-    output("mine", "output", Target::File),
-    output("verify", "output", Target::File),
-    output("verify", "puzzles_out", Target::File),
-    output("rate", "output", Target::File),
-    output("rate", "rejects", Target::File),
-    output("tag", "output", Target::File),
-    output("tag", "rejects", Target::File),
-    output("rate", "save_model", Target::File),
-    output("rate", "features", Target::Folder),
-    output("rate", "features_out", Target::File),
-    output("split", "output", Target::Folder),
-    output("export", "output", Target::Folder),
-    output("eval", "output", Target::Folder),
-    output("compare", "output", Target::Folder),
-    output("rollout", "output", Target::Folder),
-    output("bench generate", "dir", Target::Folder),
-    output("bench pgn", "dir", Target::Folder),
-];
-
-/// How `--help` shows the flag `id` of `command` (`--output`, or the
-/// value's name for a positional argument).
-fn flag_name(command: &clap::Command, id: &str) -> String {
-    let Some(arg) = command.get_arguments().find(|a| a.get_id() == id) else {
-        return id.to_string();
-    };
-    match (arg.get_long(), arg.get_short()) {
-        (Some(long), _) => format!("--{long}"),
-        (None, Some(short)) => format!("-{short}"),
-        (None, None) => format!("<{}>", id.to_uppercase()),
-    }
-}
-
-/// Refuses (exit 2), before the command starts, every output path its
-/// flags name that lies in a finished release, a run's folder or behind a
-/// link into either ([`guard_output`]), naming the flag.
-pub fn guard_outputs(matches: &ArgMatches) -> Result<()> {
-    let root = command();
-    let mut words = Vec::new();
-    let (mut definition, mut matches) = (&root, matches);
-    while let Some((name, sub)) = matches.subcommand() {
-        words.push(name);
-        definition = definition
-            .find_subcommand(name)
-            .with_context(|| format!("no command `{name}` in the definition it was parsed by"))?;
-        matches = sub;
-    }
-    let words = words.join(" ");
-    for flag in OUTPUT_FLAGS.iter().filter(|f| f.command == words) {
-        let path = matches
-            .try_get_one::<PathBuf>(flag.id)
-            .with_context(|| format!("`{words}`: no path flag `{}`", flag.id))?;
-        if let Some(path) = path {
-            guard_output(path, flag.target, &words, &flag_name(definition, flag.id))?;
-        }
-    }
-    Ok(())
-}
-
 /// The output paths a command derives when its flag is left out, through
 /// the same gate: `verify`'s report beside its input, `tag`'s and `rate`'s
 /// rejects beside their output. (`eval`'s response cache, which its config
 /// may place, is guarded where it is resolved.)
 fn guard_derived_outputs(command: &Command) -> Result<()> {
     match command {
-        Command::Tag(args) if args.rejects.is_none() => guard_default_rejects(&args.output, "tag"),
+        Command::Tag(args) if args.rejects.is_none() => {
+            guard::guard_default_rejects(&args.output, "tag")
+        }
         Command::Rate(args) if args.rejects.is_none() => match &args.output {
             // Rating writes its rejects beside its output; without an
             // output (clap then has no input either) it rates nothing.
-            Some(output) => guard_default_rejects(output, "rate"),
+            Some(output) => guard::guard_default_rejects(output, "rate"),
             None => Ok(()),
         },
         Command::Verify(args)
@@ -224,28 +141,18 @@ fn guard_derived_outputs(command: &Command) -> Result<()> {
     }
 }
 
-/// The rejects file a command writes beside `output` when `--rejects` is
-/// left out, through the gate.
-fn guard_default_rejects(output: &std::path::Path, command: &str) -> Result<()> {
-    guard_output(
-        &crate::stages::ingest_puzzles::rejects::default_rejects_path(output),
-        Target::File,
-        command,
-        "--rejects (by default the output's name plus .rejects.csv)",
-    )
-}
-
 /// Parses the command line (exiting on a usage error, as clap does),
 /// guards its output paths and runs it. Returns whether `--json` was
 /// given, with the command's summary or error.
 pub fn parse_and_run() -> (bool, Result<Summary>) {
-    let matches = command().get_matches();
+    let root = command();
+    let matches = root.clone().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
     crate::core::progress::set_json_lines(cli.json);
-    let result = guard_outputs(&matches).and_then(|()| dispatch(&cli.command));
+    let result = guard_outputs(&root, &matches).and_then(|()| dispatch(&cli.command));
     (cli.json, result)
 }
 
