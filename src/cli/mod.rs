@@ -3,6 +3,7 @@
 //! command to its stage or tool. The gate every output path goes through
 //! before a command does any work is `guard`.
 
+mod bench;
 mod guard;
 
 use anyhow::Result;
@@ -67,7 +68,7 @@ pub enum Command {
     Rollout(crate::stages::eval::rollout::RolloutArgs),
     /// Benchmarks (measure speed; not tests).
     #[command(subcommand)]
-    Bench(BenchCommand),
+    Bench(bench::BenchCommand),
 }
 
 /// The `ingest` subcommands.
@@ -81,30 +82,6 @@ pub enum IngestCommand {
     /// Find puzzle candidates in a Lichess game dump (PGN, plain or .zst)
     /// from its embedded `[%eval]` analysis.
     Games(crate::stages::ingest_games::GamesArgs),
-}
-
-#[derive(Subcommand, Debug)]
-pub enum BenchCommand {
-    /// Push positions through the engine pool and report CPU and wall-time ratios.
-    Pool(crate::tools::bench::pool::BenchPoolArgs),
-    /// Time `ingest puzzles` against the python-chess peer.
-    Ingest(crate::tools::bench::ingest::BenchIngestArgs),
-    /// PGN parse + replay throughput against pgn-reader alone.
-    Pgn(crate::tools::bench::pgn::BenchPgnArgs),
-    /// Reading a human games file into the pool self-play starts from:
-    /// games per second and memory, against pgn-reader alone.
-    HumanGames(crate::tools::bench::human_games::BenchHumanGamesArgs),
-    /// Tagging Lichess's themes: puzzles per CPU-second, against replaying
-    /// the lines alone.
-    Tag(crate::tools::bench::tag::BenchTagArgs),
-    /// Compare the mining funnel with exhaustive analysis: recall and engine nodes.
-    Mine(crate::tools::bench::mine::BenchMineArgs),
-    /// Generated puzzles per engine CPU-hour, overall and for a tier, side
-    /// by side with Epoch's exhaustive procedure on the same games.
-    Generate(crate::pipeline::generate_bench::BenchGenerateArgs),
-    /// Positions per second per core through the nine Maia nets, against
-    /// lc0's own backend.
-    Maia(crate::tools::bench::maia::BenchMaiaArgs),
 }
 
 /// The clap definition of every command and flag, as `main` parses it.
@@ -181,19 +158,6 @@ fn dispatch(command: &Command) -> Result<Summary> {
         Command::Eval(args) => crate::stages::eval::run_eval(args),
         Command::Compare(args) => crate::stages::eval::compare::run_compare(args),
         Command::Rollout(args) => crate::stages::eval::rollout::run_rollout(args),
-        Command::Bench(BenchCommand::Pool(args)) => crate::tools::bench::pool::run_bench_pool(args),
-        Command::Bench(BenchCommand::Ingest(args)) => {
-            crate::tools::bench::ingest::run_bench_ingest(args)
-        }
-        Command::Bench(BenchCommand::Pgn(args)) => crate::tools::bench::pgn::run_bench_pgn(args),
-        Command::Bench(BenchCommand::HumanGames(args)) => {
-            crate::tools::bench::human_games::run_bench_human_games(args)
-        }
-        Command::Bench(BenchCommand::Tag(args)) => crate::tools::bench::tag::run_bench_tag(args),
-        Command::Bench(BenchCommand::Mine(args)) => crate::tools::bench::mine::run_bench_mine(args),
-        Command::Bench(BenchCommand::Generate(args)) => {
-            crate::pipeline::generate_bench::run_bench_generate(args)
-        }
-        Command::Bench(BenchCommand::Maia(args)) => crate::tools::bench::maia::run_bench_maia(args),
+        Command::Bench(command) => bench::run(command),
     }
 }

@@ -37,38 +37,29 @@ use crate::stages::mine::{self, FunnelCheck, MineConfig};
 use crate::stages::release::cells::{Tier, is_mate};
 
 /// `puzzleforge bench generate`.
-#[derive(clap::Args, Debug)]
+#[derive(Debug, Clone)]
 pub struct BenchGenerateArgs {
     /// Pipeline config: its [selfplay], [mine], [rate], [verify] and
     /// [generate] profiles are what is measured.
-    #[arg(long, default_value = crate::pipeline::config::DEFAULT_CONFIG)]
     pub config: PathBuf,
     /// Self-play games to play.
-    #[arg(long, default_value_t = 40)]
     pub games: u64,
     /// Seed of the games (default: pipeline.seed). Measure on a seed the
     /// settings were not tuned on.
-    #[arg(long)]
     pub seed: Option<u64>,
     /// Play with this tier's generation profile ([generate.tiers.NAME]).
-    #[arg(long)]
     pub tier: Option<String>,
     /// The tier whose puzzles are counted beside the total (default: --tier,
     /// else "hard" when [split.tiers] has it).
-    #[arg(long)]
     pub count_tier: Option<String>,
     /// Full search at this depth (replaces mine.nodes and mine.depth, for
     /// both procedures; Epoch's is 18).
-    #[arg(long)]
     pub depth: Option<u32>,
     /// Epoch's exhaustive search runs on every N-th game (1: every game).
-    #[arg(long, default_value_t = 4)]
     pub exhaustive_every: usize,
     /// Keep the games and the stages' files in this folder (default: a
     /// temporary folder, removed at the end).
-    #[arg(long)]
     pub dir: Option<PathBuf>,
-    #[command(flatten)]
     pub engine: EngineArgs,
 }
 

@@ -26,16 +26,13 @@ use crate::core::summary::Summary;
 use crate::engine::process::thread_cpu_seconds;
 
 /// `puzzleforge bench human-games`.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct BenchHumanGamesArgs {
     /// The human games (`.pgn` or `.pgn.zst`).
-    #[arg(default_value = "data/human-games/master_games.pgn.zst")]
     pub games: PathBuf,
     /// The pool keeps games of at least this many plies.
-    #[arg(long, default_value_t = 21)]
     pub min_plies: usize,
     /// The pool stops at this many games.
-    #[arg(long, default_value_t = 200_000)]
     pub pool_games: u64,
 }
 

@@ -19,32 +19,24 @@ use crate::core::summary::Summary;
 use crate::stages::ingest_puzzles::{IngestPuzzlesConfig, IngestStats, ingest_puzzles};
 
 /// Arguments of `bench ingest`.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct BenchIngestArgs {
     /// Rows in the generated `.csv.zst` input.
-    #[arg(long, default_value_t = 200_000)]
     pub rows: usize,
     /// Rows the python-chess peer validates (its rate is per row, so a
     /// subset is enough and keeps the run short).
-    #[arg(long, default_value_t = 20_000)]
     pub python_rows: usize,
     /// Worker threads for the ingest (0: all cores).
-    #[arg(long, default_value_t = 0)]
     pub threads: usize,
     /// Timed repetitions of the ingest; the best is reported.
-    #[arg(long, default_value_t = 3)]
     pub repeat: usize,
     /// Real Lichess rows to build the input from.
-    #[arg(long, default_value = "tests/data/lichess_db_puzzle_subset_1499.csv")]
     pub sample: PathBuf,
     /// The python-chess peer.
-    #[arg(long, default_value = "scripts/validate_puzzles.py")]
     pub script: PathBuf,
     /// The Python interpreter.
-    #[arg(long, default_value = "python3")]
     pub python: String,
     /// Skip the python-chess peer.
-    #[arg(long)]
     pub no_python: bool,
 }
 

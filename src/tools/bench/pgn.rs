@@ -29,23 +29,16 @@ use crate::core::summary::Summary;
 use crate::stages::ingest_games::{IngestGamesConfig, games_report};
 
 /// `puzzleforge bench pgn`.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct BenchPgnArgs {
     /// Size of each generated PGN file, MiB.
-    #[arg(long, default_value_t = 64)]
     pub mib: u64,
     /// Timed passes over each file; the fastest counts.
-    #[arg(long, default_value_t = 3)]
     pub rounds: u32,
     /// The game to repeat (an analysed Lichess export).
-    #[arg(
-        long,
-        default_value = "tests/data/lichess_game_export_ZlCTzfMG_eval_clk.pgn"
-    )]
     pub game: PathBuf,
     /// Folder for the generated files; default a temporary folder that is
     /// removed afterwards.
-    #[arg(long)]
     pub dir: Option<PathBuf>,
 }
 

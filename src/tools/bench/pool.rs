@@ -18,21 +18,16 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// Arguments of `puzzleforge bench pool`.
-#[derive(clap::Args, Debug)]
+#[derive(Debug, Clone)]
 pub struct BenchPoolArgs {
     /// Puzzle file (Lichess CSV or JSONL) the positions come from.
-    #[arg(long, default_value = "tests/data/lichess_db_puzzle_subset_1499.csv")]
     pub puzzles: PathBuf,
     /// Positions to search (repeats the file's positions if it has fewer).
-    #[arg(long, default_value_t = 200)]
     pub positions: usize,
     /// Nodes per search.
-    #[arg(long, default_value_t = 100_000)]
     pub nodes: u64,
     /// MultiPV per search.
-    #[arg(long, default_value_t = 2)]
     pub multipv: u32,
-    #[command(flatten)]
     pub engine: EngineArgs,
 }
 

@@ -16,13 +16,11 @@ use crate::core::summary::Summary;
 use crate::engine::process::own_cpu_seconds;
 
 /// `puzzleforge bench tag`.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct BenchTagArgs {
     /// Puzzle file to tag (every row must replay).
-    #[arg(long, default_value = "tests/data/lichess_db_puzzle_subset_1499.csv")]
     pub input: PathBuf,
     /// Timed passes; the fastest counts.
-    #[arg(long, default_value_t = 5)]
     pub rounds: u32,
 }
 
