@@ -4,7 +4,10 @@
 //! before a command does any work is `guard`.
 
 mod bench;
+mod check;
+mod compare;
 mod guard;
+mod tag;
 
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -42,14 +45,14 @@ pub enum Command {
     Ingest(IngestCommand),
     /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
     /// whether the best move is unique; one JSON object per position on stdout.
-    Check(crate::tools::check::CheckArgs),
+    Check(check::CheckFlags),
     /// Play reproducible self-play games (Epoch's generator) into a PGN file.
     Selfplay(crate::stages::selfplay::SelfplayArgs),
     /// Mine Epoch-style puzzles from games or candidate positions.
     Mine(crate::stages::mine::MineArgs),
     /// (Re)write the Themes column of a puzzle file with Lichess's themes,
     /// decided from each row's FEN and moves.
-    Tag(crate::tools::tag::TagArgs),
+    Tag(tag::TagFlags),
     /// Re-analyse mined puzzles at K times the nodes and with a second engine.
     Verify(crate::stages::verify::VerifyArgs),
     /// Estimate Lichess-scale ratings of mined puzzles with the fitted
@@ -63,7 +66,7 @@ pub enum Command {
     Eval(crate::stages::eval::EvalArgs),
     /// Compare two eval runs metric by metric: paired tests on the puzzles
     /// both scored (McNemar, paired t), else one-sided Welch t-tests.
-    Compare(crate::stages::eval::compare::CompareArgs),
+    Compare(compare::CompareFlags),
     /// Play short games from start positions against Stockfish and report regret.
     Rollout(crate::stages::eval::rollout::RolloutArgs),
     /// Benchmarks (measure speed; not tests).
@@ -144,7 +147,7 @@ fn dispatch(command: &Command) -> Result<Summary> {
             crate::stages::ingest_puzzles::run_puzzles(args)
         }
         Command::Ingest(IngestCommand::Games(args)) => crate::stages::ingest_games::run_games(args),
-        Command::Check(args) => crate::tools::check::run_check(args),
+        Command::Check(flags) => crate::tools::check::run_check(&flags.args()),
         Command::Selfplay(args) => crate::stages::selfplay::run_selfplay(args),
         Command::Mine(args) => crate::stages::mine::run_mine(args),
         Command::Verify(args) if crate::tools::recheck::is_recheck(args) => {
@@ -152,11 +155,11 @@ fn dispatch(command: &Command) -> Result<Summary> {
         }
         Command::Verify(args) => crate::stages::verify::run_verify(args),
         Command::Rate(args) => crate::stages::rate::run_rate(args),
-        Command::Tag(args) => crate::tools::tag::run_tag(args),
+        Command::Tag(flags) => crate::tools::tag::run_tag(&flags.args()),
         Command::Split(args) => crate::stages::release::run_split(args),
         Command::Export(args) => crate::stages::export::run_export(args),
         Command::Eval(args) => crate::stages::eval::run_eval(args),
-        Command::Compare(args) => crate::stages::eval::compare::run_compare(args),
+        Command::Compare(flags) => crate::stages::eval::compare::run_compare(&flags.args()),
         Command::Rollout(args) => crate::stages::eval::rollout::run_rollout(args),
         Command::Bench(command) => bench::run(command),
     }

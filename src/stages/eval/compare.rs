@@ -30,14 +30,13 @@ use crate::core::fileio::write_atomic;
 use crate::core::stats::mean;
 use crate::core::summary::Summary;
 
-#[derive(clap::Args, Debug)]
+#[derive(Debug, Clone)]
 pub struct CompareArgs {
     /// The baseline run folder.
     pub run_a: PathBuf,
     /// The run compared against it.
     pub run_b: PathBuf,
     /// Folder for compare.json and compare.md.
-    #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
 }
 
