@@ -6,7 +6,10 @@
 mod bench;
 mod check;
 mod compare;
+mod groups;
 mod guard;
+mod merge;
+mod run;
 mod tag;
 
 use anyhow::Result;
@@ -36,10 +39,10 @@ pub struct Cli {
 pub enum Command {
     /// Run the stages of pipeline.toml in order into output/<release>/,
     /// skipping stages whose inputs and config are unchanged.
-    Run(crate::pipeline::run::RunArgs),
+    Run(run::RunFlags),
     /// Combine the shard folders of `run --shard I/N` into one release
     /// (byte-identical to an unsharded run), then run the remaining stages.
-    Merge(crate::pipeline::merge::MergeArgs),
+    Merge(merge::MergeFlags),
     /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
     #[command(subcommand)]
     Ingest(IngestCommand),
@@ -141,8 +144,8 @@ pub fn parse_and_run() -> (bool, Result<Summary>) {
 fn dispatch(command: &Command) -> Result<Summary> {
     guard_derived_outputs(command)?;
     match command {
-        Command::Run(args) => crate::pipeline::run::run_pipeline(args),
-        Command::Merge(args) => crate::pipeline::merge::run_merge(args),
+        Command::Run(flags) => crate::pipeline::run::run_pipeline(&flags.args()),
+        Command::Merge(flags) => crate::pipeline::merge::run_merge(&flags.args()),
         Command::Ingest(IngestCommand::Puzzles(args)) => {
             crate::stages::ingest_puzzles::run_puzzles(args)
         }

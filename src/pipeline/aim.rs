@@ -21,26 +21,20 @@ use crate::stages::release::cells::{Aim, Tier};
 pub(crate) const AIMED_TIER: &str = "aimed";
 
 /// `run --aim` and `--solve-rate`.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct AimArgs {
     /// Aim the release's tier at a model: the folder of an `eval` run of it
     /// (its `positions.jsonl` and `report.json`). The tier holds the
     /// rating window where the model's solve curve, fitted on that run,
     /// gives --solve-rate.
-    #[arg(
-        long,
-        value_name = "EVAL_RUN",
-        requires = "solve_rate",
-        conflicts_with_all = ["tier", "shard"]
-    )]
     pub aim: Option<PathBuf>,
     /// The share of the aimed tier's puzzles the model should solve,
     /// between 0 and 1 (with --aim).
-    #[arg(long, value_name = "RATE", requires = "aim", value_parser = parse_solve_rate)]
     pub solve_rate: Option<f64>,
 }
 
-fn parse_solve_rate(text: &str) -> std::result::Result<f64, String> {
+/// Parses `--solve-rate`: a share strictly between 0 and 1.
+pub(crate) fn parse_solve_rate(text: &str) -> std::result::Result<f64, String> {
     let rate: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number"))?;

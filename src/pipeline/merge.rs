@@ -50,27 +50,21 @@ use crate::pipeline::run::{
 use crate::pipeline::stage::{RunContext, Stage, StageName};
 
 /// Arguments of `puzzleforge merge`.
-#[derive(clap::Args, Debug)]
+#[derive(Debug, Clone)]
 pub struct MergeArgs {
     /// Shard folders written by `run --shard I/N`, all N of them.
-    #[arg(required = true, value_name = "SHARD_DIR")]
     pub shards: Vec<PathBuf>,
     /// The release folder to write (what `run` writes as
     /// `<output_dir>/<release>/`).
-    #[arg(short, long, value_name = "RELEASE_DIR")]
     pub output: PathBuf,
     /// Pipeline config file: the one the shards ran with.
-    #[arg(long, default_value = crate::pipeline::config::DEFAULT_CONFIG)]
     pub config: PathBuf,
     /// Engine binary, overriding the config (as given to the shards).
-    #[arg(long)]
     pub engine: Option<PathBuf>,
     /// Produce this named tier of `[split.tiers]`.
-    #[arg(long)]
     pub tier: Option<String>,
     /// Replace merged stages the release folder already holds with other
     /// bytes, and redo the remaining stages even when unchanged.
-    #[arg(long)]
     pub force: bool,
 }
 

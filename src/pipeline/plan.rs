@@ -25,7 +25,7 @@ use crate::pipeline::cost::{
 use crate::pipeline::stage::RunContext;
 
 /// The `run --plan` flags.
-#[derive(clap::Args, Debug, Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct PlanArgs {
     /// Instead of running, project what the `[generate]` target costs:
     /// play (or reuse from the store) a short sample of each generation
@@ -33,17 +33,14 @@ pub struct PlanArgs {
     /// in total, with a 90% interval, and the cells the sample never
     /// reached; written to `<output_dir>/<release>.plan.json`. The run
     /// afterwards plays none of the sample's games again.
-    #[arg(long, conflicts_with_all = ["shard", "strict", "force", "rewrite_release"])]
     pub plan: bool,
     /// Sample games per profile, rounded up to whole batches (default:
     /// one batch, `generate.batch_games`; with only --plan-cpu-hours, up to
     /// `generate.max_games`).
-    #[arg(long, requires = "plan", value_name = "N")]
     pub plan_games: Option<u64>,
     /// Sample about this many engine CPU-hours in all, split evenly across
     /// the profiles (each stops after the batch that spends its share);
     /// with --plan-games, whichever ends first.
-    #[arg(long, requires = "plan", value_name = "HOURS")]
     pub plan_cpu_hours: Option<f64>,
 }
 

@@ -31,47 +31,37 @@ use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest, UnfilledCell};
 
 /// Arguments of `puzzleforge run`.
-#[derive(clap::Args, Debug)]
+#[derive(Debug, Clone)]
 pub struct RunArgs {
     /// Pipeline config file.
-    #[arg(long, default_value = crate::pipeline::config::DEFAULT_CONFIG)]
     pub config: PathBuf,
     /// Release name: the run writes into `<output_dir>/<release>/`.
-    #[arg(long)]
     pub release: Option<String>,
     /// Engine binary, overriding the config.
-    #[arg(long)]
     pub engine: Option<PathBuf>,
     /// Produce this named tier of `[split.tiers]` instead of the default
     /// quotas.
-    #[arg(long)]
     pub tier: Option<String>,
     /// Redo every stage even when its inputs and config are unchanged; a
     /// finished release is only checked, never changed (see
     /// `--rewrite-release`).
-    #[arg(long)]
     pub force: bool,
     /// Replace a finished release's puzzles when its inputs or settings
     /// changed (or its files were damaged). Without it a published release
     /// never changes: a rerun only checks it, and refuses (exit 2) when it
     /// would now come out differently.
-    #[arg(long)]
     pub rewrite_release: bool,
     /// Do slice I of N (0 <= I < N) of the expensive stages (ingest,
     /// selfplay, mine, rate) into `<output_dir>/<release>.shard-I-of-N/`;
     /// `puzzleforge merge` then combines the N slices and runs the rest.
-    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
     pub shard: Option<Shard>,
     /// Exit 2 (as `split --strict`) when a target cell stays unfilled:
     /// the cells `[generate]` was to fill with generated puzzles, else the
     /// release's `[split]` cells. The release is written first; the error
     /// names the unfilled cells (the `--json` summary lists them under
     /// `strict`).
-    #[arg(long, conflicts_with = "shard")]
     pub strict: bool,
-    #[command(flatten)]
     pub plan: crate::pipeline::plan::PlanArgs,
-    #[command(flatten)]
     pub aim: crate::pipeline::aim::AimArgs,
 }
 
