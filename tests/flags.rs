@@ -8,11 +8,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use puzzleforge::cli::eval::EvalFlags;
+use puzzleforge::cli::rollout::RolloutFlags;
 use puzzleforge::core::settings::flags_over;
 use puzzleforge::engine::settings::{EngineArgs, EngineConfig};
-use puzzleforge::stages::eval::EvalArgs;
 use puzzleforge::stages::eval::config::EvalConfig;
-use puzzleforge::stages::eval::rollout::RolloutArgs;
 use puzzleforge::stages::export::Split;
 use puzzleforge::stages::ingest_games::{GamesArgs, IngestGamesConfig, TimeClass};
 use puzzleforge::stages::ingest_puzzles::{IngestPuzzlesConfig, PuzzlesArgs};
@@ -79,8 +79,10 @@ fn flags_left_out_keep_every_key_of_each_section() {
     keeps_every_key::<VerifyConfig, _>(&parse::<VerifyArgs>(&["in.csv"]));
     keeps_every_key::<RateConfig, _>(&parse::<RateArgs>(&["in.csv", "-o", "o"]));
     keeps_every_key::<SplitConfig, _>(&parse::<SplitArgs>(&["pool.csv", "-o", "o"]));
-    keeps_every_key::<EvalConfig, _>(&parse::<EvalArgs>(&["set", "-o", "o"]));
-    keeps_every_key::<EvalConfig, _>(&parse::<RolloutArgs>(&["--model", "random", "-o", "o"]));
+    keeps_every_key::<EvalConfig, _>(&parse::<EvalFlags>(&["set", "-o", "o"]).args());
+    keeps_every_key::<EvalConfig, _>(
+        &parse::<RolloutFlags>(&["--model", "random", "-o", "o"]).args(),
+    );
     keeps_every_key::<EngineConfig, _>(&parse::<EngineArgs>(&[]));
 }
 
@@ -106,7 +108,7 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
     assert_eq!(config.min_elo, Some(1500));
     assert_eq!(config.max_elo, None);
 
-    let eval: EvalArgs = parse(&["set", "-o", "o", "--workers", "7", "--no-regret"]);
+    let eval = parse::<EvalFlags>(&["set", "-o", "o", "--workers", "7", "--no-regret"]).args();
     let config = flags_over(&EvalConfig::default(), &eval).unwrap();
     assert_eq!(config.client.workers, 7);
     assert!(!config.regret.enabled);
@@ -163,9 +165,9 @@ fn a_number_flag_must_be_finite() {
 /// which did nothing (failed calls are never cached), is gone.
 #[test]
 fn eval_takes_one_typed_split_and_no_retry_flag() {
-    let args: EvalArgs = parse(&["set", "-o", "out"]);
+    let args = parse::<EvalFlags>(&["set", "-o", "out"]).args();
     assert_eq!(args.split, Split::Test, "the test split by default");
-    let args: EvalArgs = parse(&["set", "-o", "out", "--split", "train"]);
+    let args = parse::<EvalFlags>(&["set", "-o", "out", "--split", "train"]).args();
     assert_eq!(args.split, Split::Train);
     for refused in [
         &["set", "-o", "out", "--split", "both"][..],
@@ -175,13 +177,13 @@ fn eval_takes_one_typed_split_and_no_retry_flag() {
         let mut argv = vec!["puzzleforge"];
         argv.extend_from_slice(refused);
         assert!(
-            Command::<EvalArgs>::try_parse_from(argv).is_err(),
+            Command::<EvalFlags>::try_parse_from(argv).is_err(),
             "{refused:?}"
         );
     }
     let rollout = ["puzzleforge", "--model", "random", "-o", "out"];
-    assert!(Command::<RolloutArgs>::try_parse_from(rollout).is_ok());
+    assert!(Command::<RolloutFlags>::try_parse_from(rollout).is_ok());
     let parsed =
-        Command::<RolloutArgs>::try_parse_from([&rollout[..], &["--retry-failed"]].concat());
+        Command::<RolloutFlags>::try_parse_from([&rollout[..], &["--retry-failed"]].concat());
     assert!(parsed.is_err(), "rollout has no --retry-failed either");
 }

@@ -20,3 +20,27 @@ pub struct PipelineFlags {
     #[arg(long)]
     pub tier: Option<String>,
 }
+
+/// The prompt a model is asked with and the run folder: `eval` and
+/// `rollout` (which words `--output` for its own folder).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelRunFlags {
+    /// JSON file with an instruction and few-shot demos.
+    #[arg(long)]
+    pub prompt: Option<PathBuf>,
+    /// Run folder for the report, logs and cache.
+    #[arg(short = 'o', long = "output")]
+    pub output: PathBuf,
+}
+
+/// The engine beside a model's answers (`eval`'s regret and engine
+/// baseline, `rollout`'s opponent), over the `[eval.engine]` section.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EvalEngineFlags {
+    /// Engine executable or definition file (default: config, /usr/games/stockfish, PATH).
+    #[arg(long, value_name = "PATH")]
+    pub engine: Option<PathBuf>,
+    /// Engine processes for regret and the engine baseline.
+    #[arg(long, value_name = "N")]
+    pub engine_workers: Option<usize>,
+}

@@ -3,14 +3,16 @@
 //! command to its stage or tool. The gate every output path goes through
 //! before a command does any work is `guard`.
 
-mod bench;
-mod check;
-mod compare;
-mod groups;
-mod guard;
-mod merge;
-mod run;
-mod tag;
+pub mod bench;
+pub mod check;
+pub mod compare;
+pub mod eval;
+pub mod groups;
+pub mod guard;
+pub mod merge;
+pub mod rollout;
+pub mod run;
+pub mod tag;
 
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -66,12 +68,12 @@ pub enum Command {
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
     Export(crate::stages::export::ExportArgs),
     /// Ask a model (or a baseline player) every solver position of a puzzle set and report.
-    Eval(crate::stages::eval::EvalArgs),
+    Eval(eval::EvalFlags),
     /// Compare two eval runs metric by metric: paired tests on the puzzles
     /// both scored (McNemar, paired t), else one-sided Welch t-tests.
     Compare(compare::CompareFlags),
     /// Play short games from start positions against Stockfish and report regret.
-    Rollout(crate::stages::eval::rollout::RolloutArgs),
+    Rollout(rollout::RolloutFlags),
     /// Benchmarks (measure speed; not tests).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -161,9 +163,9 @@ fn dispatch(command: &Command) -> Result<Summary> {
         Command::Tag(flags) => crate::tools::tag::run_tag(&flags.args()),
         Command::Split(args) => crate::stages::release::run_split(args),
         Command::Export(args) => crate::stages::export::run_export(args),
-        Command::Eval(args) => crate::stages::eval::run_eval(args),
+        Command::Eval(flags) => crate::stages::eval::run_eval(&flags.args()),
         Command::Compare(flags) => crate::stages::eval::compare::run_compare(&flags.args()),
-        Command::Rollout(args) => crate::stages::eval::rollout::run_rollout(args),
+        Command::Rollout(flags) => crate::stages::eval::rollout::run_rollout(&flags.args()),
         Command::Bench(command) => bench::run(command),
     }
 }

@@ -122,40 +122,32 @@ impl Default for RolloutConfig {
 // `puzzleforge rollout`. `--seed` overrides `[eval]`'s seed
 // (`crate::core::settings::flags_over`); the engine flags override
 // `[eval.engine]`.
-#[derive(clap::Args, Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct RolloutArgs {
     /// The player: `openai:MODEL@BASE_URL` (any OpenAI-compatible
     /// endpoint; the API key from [eval.client] api_key_env) or `random`.
     /// Engine and Maia players are eval players, not rollout players.
-    #[arg(long)]
     #[serde(skip)]
     pub model: String,
     /// paper-json, epoch, or a template file.
-    #[arg(long, default_value = "paper-json")]
     #[serde(skip)]
     pub template: String,
     /// JSON file with an instruction and few-shot demos.
-    #[arg(long)]
     #[serde(skip)]
     pub prompt: Option<PathBuf>,
     /// Run folder.
-    #[arg(short = 'o', long = "output")]
     #[serde(skip)]
     pub output: PathBuf,
     /// Pipeline config (TOML) with [eval] and [rollout] sections.
-    #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
     /// The run's seed: every request's sampling seed derives from it
     /// (default: the config's [eval] seed; 0 without one).
-    #[arg(long)]
     pub seed: Option<u64>,
     /// Engine executable or definition file.
-    #[arg(long, value_name = "PATH")]
     #[serde(skip)]
     pub engine: Option<PathBuf>,
     /// Engine processes (games played in parallel).
-    #[arg(long, value_name = "N")]
     #[serde(skip)]
     pub engine_workers: Option<usize>,
 }
