@@ -9,19 +9,25 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use puzzleforge::cli::eval::EvalFlags;
+use puzzleforge::cli::ingest::GamesFlags;
+use puzzleforge::cli::ingest::PuzzlesFlags;
+use puzzleforge::cli::mine::MineFlags;
+use puzzleforge::cli::rate::RateFlags;
 use puzzleforge::cli::rollout::RolloutFlags;
+use puzzleforge::cli::selfplay::SelfplayFlags;
+use puzzleforge::cli::split::SplitFlags;
+use puzzleforge::cli::verify::VerifyFlags;
 use puzzleforge::core::settings::flags_over;
 use puzzleforge::engine::settings::{EngineArgs, EngineConfig};
 use puzzleforge::stages::eval::config::EvalConfig;
 use puzzleforge::stages::export::Split;
-use puzzleforge::stages::ingest_games::{GamesArgs, IngestGamesConfig, TimeClass};
-use puzzleforge::stages::ingest_puzzles::{IngestPuzzlesConfig, PuzzlesArgs};
-use puzzleforge::stages::mine::{MineArgs, MineConfig};
-use puzzleforge::stages::rate::{RateArgs, RateConfig};
-use puzzleforge::stages::release::SplitArgs;
+use puzzleforge::stages::ingest_games::{IngestGamesConfig, TimeClass};
+use puzzleforge::stages::ingest_puzzles::IngestPuzzlesConfig;
+use puzzleforge::stages::mine::MineConfig;
+use puzzleforge::stages::rate::RateConfig;
 use puzzleforge::stages::release::cells::SplitConfig;
-use puzzleforge::stages::selfplay::{SelfplayArgs, SelfplayConfig};
-use puzzleforge::stages::verify::{VerifyArgs, VerifyConfig};
+use puzzleforge::stages::selfplay::SelfplayConfig;
+use puzzleforge::stages::verify::VerifyConfig;
 
 #[derive(Parser)]
 struct Command<T: Args> {
@@ -72,13 +78,15 @@ where
 
 #[test]
 fn flags_left_out_keep_every_key_of_each_section() {
-    keeps_every_key::<IngestPuzzlesConfig, _>(&parse::<PuzzlesArgs>(&["in.csv", "-o", "o"]));
-    keeps_every_key::<IngestGamesConfig, _>(&parse::<GamesArgs>(&["in.pgn", "-o", "o"]));
-    keeps_every_key::<SelfplayConfig, _>(&parse::<SelfplayArgs>(&["-o", "o.pgn"]));
-    keeps_every_key::<MineConfig, _>(&parse::<MineArgs>(&["in.pgn", "-o", "o"]));
-    keeps_every_key::<VerifyConfig, _>(&parse::<VerifyArgs>(&["in.csv"]));
-    keeps_every_key::<RateConfig, _>(&parse::<RateArgs>(&["in.csv", "-o", "o"]));
-    keeps_every_key::<SplitConfig, _>(&parse::<SplitArgs>(&["pool.csv", "-o", "o"]));
+    keeps_every_key::<IngestPuzzlesConfig, _>(
+        &parse::<PuzzlesFlags>(&["in.csv", "-o", "o"]).args(),
+    );
+    keeps_every_key::<IngestGamesConfig, _>(&parse::<GamesFlags>(&["in.pgn", "-o", "o"]).args());
+    keeps_every_key::<SelfplayConfig, _>(&parse::<SelfplayFlags>(&["-o", "o.pgn"]).args());
+    keeps_every_key::<MineConfig, _>(&parse::<MineFlags>(&["in.pgn", "-o", "o"]).args());
+    keeps_every_key::<VerifyConfig, _>(&parse::<VerifyFlags>(&["in.csv"]).args());
+    keeps_every_key::<RateConfig, _>(&parse::<RateFlags>(&["in.csv", "-o", "o"]).args());
+    keeps_every_key::<SplitConfig, _>(&parse::<SplitFlags>(&["pool.csv", "-o", "o"]).args());
     keeps_every_key::<EvalConfig, _>(&parse::<EvalFlags>(&["set", "-o", "o"]).args());
     keeps_every_key::<EvalConfig, _>(
         &parse::<RolloutFlags>(&["--model", "random", "-o", "o"]).args(),
@@ -88,7 +96,7 @@ fn flags_left_out_keep_every_key_of_each_section() {
 
 #[test]
 fn a_flag_given_replaces_its_key_whatever_its_name() {
-    let games: GamesArgs = parse(&[
+    let games = parse::<GamesFlags>(&[
         "in.pgn",
         "-o",
         "o",
@@ -100,7 +108,8 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
         "2026-01-01",
         "--min-elo",
         "1500",
-    ]);
+    ])
+    .args();
     let config = flags_over(&IngestGamesConfig::default(), &games).unwrap();
     assert!(!config.rated_only && !config.exclude_bots);
     assert_eq!(config.time_classes, [TimeClass::Blitz, TimeClass::Rapid]);
@@ -118,7 +127,7 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
     assert_eq!(config.path.as_deref(), Some(std::path::Path::new("sf")));
     assert_eq!(config.deadline_secs, 5.0);
 
-    let mine: MineArgs = parse(&["in.pgn", "-o", "o", "--exhaustive", "--nodes", "9"]);
+    let mine = parse::<MineFlags>(&["in.pgn", "-o", "o", "--exhaustive", "--nodes", "9"]).args();
     let config = flags_over(&MineConfig::default(), &mine).unwrap();
     assert!(config.exhaustive);
     assert_eq!(config.nodes, Some(9));
@@ -127,7 +136,8 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
 #[test]
 fn second_engine_flags_set_the_nested_table_from_its_defaults_or_the_config() {
     use puzzleforge::stages::verify::SecondEngineConfig;
-    let verify: VerifyArgs = parse(&["in.csv", "--second-engine", "e", "--second-depth", "7"]);
+    let verify =
+        parse::<VerifyFlags>(&["in.csv", "--second-engine", "e", "--second-depth", "7"]).args();
     let config = flags_over(&VerifyConfig::default(), &verify).unwrap();
     let second = config.second_engine.unwrap();
     assert_eq!(second.path, std::path::Path::new("e"));
@@ -142,13 +152,15 @@ fn second_engine_flags_set_the_nested_table_from_its_defaults_or_the_config() {
         }),
         ..VerifyConfig::default()
     };
-    let verify: VerifyArgs = parse(&["in.csv", "--second-engine", "e", "--second-min-gap-cp", "9"]);
+    let verify =
+        parse::<VerifyFlags>(&["in.csv", "--second-engine", "e", "--second-min-gap-cp", "9"])
+            .args();
     let second = flags_over(&configured, &verify)
         .unwrap()
         .second_engine
         .unwrap();
     assert_eq!((second.depth, second.min_gap_cp), (3, 9));
-    let left_out = flags_over(&configured, &parse::<VerifyArgs>(&["in.csv"])).unwrap();
+    let left_out = flags_over(&configured, &parse::<VerifyFlags>(&["in.csv"]).args()).unwrap();
     assert_eq!(left_out, configured);
 }
 

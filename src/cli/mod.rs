@@ -7,12 +7,19 @@ pub mod bench;
 pub mod check;
 pub mod compare;
 pub mod eval;
+pub mod export;
 pub mod groups;
 pub mod guard;
+pub mod ingest;
 pub mod merge;
+pub mod mine;
+pub mod rate;
 pub mod rollout;
 pub mod run;
+pub mod selfplay;
+pub mod split;
 pub mod tag;
+pub mod verify;
 
 use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -47,26 +54,26 @@ pub enum Command {
     Merge(merge::MergeFlags),
     /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
     #[command(subcommand)]
-    Ingest(IngestCommand),
+    Ingest(ingest::IngestCommand),
     /// Analyse positions (FEN or FEN,move per line) with MultiPV 2 and say
     /// whether the best move is unique; one JSON object per position on stdout.
     Check(check::CheckFlags),
     /// Play reproducible self-play games (Epoch's generator) into a PGN file.
-    Selfplay(crate::stages::selfplay::SelfplayArgs),
+    Selfplay(selfplay::SelfplayFlags),
     /// Mine Epoch-style puzzles from games or candidate positions.
-    Mine(crate::stages::mine::MineArgs),
+    Mine(mine::MineFlags),
     /// (Re)write the Themes column of a puzzle file with Lichess's themes,
     /// decided from each row's FEN and moves.
     Tag(tag::TagFlags),
     /// Re-analyse mined puzzles at K times the nodes and with a second engine.
-    Verify(crate::stages::verify::VerifyArgs),
+    Verify(verify::VerifyFlags),
     /// Estimate Lichess-scale ratings of mined puzzles with the fitted
     /// rating model (fit on real Lichess puzzles with --calibrate).
-    Rate(crate::stages::rate::RateArgs),
+    Rate(rate::RateFlags),
     /// Draw a stratified, game-grouped train/test release from puzzle pools.
-    Split(Box<crate::stages::release::SplitArgs>),
+    Split(Box<split::SplitFlags>),
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
-    Export(crate::stages::export::ExportArgs),
+    Export(export::ExportFlags),
     /// Ask a model (or a baseline player) every solver position of a puzzle set and report.
     Eval(eval::EvalFlags),
     /// Compare two eval runs metric by metric: paired tests on the puzzles
@@ -77,19 +84,6 @@ pub enum Command {
     /// Benchmarks (measure speed; not tests).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
-}
-
-/// The `ingest` subcommands.
-// Parsed once per run, so the size difference between variants costs nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Subcommand, Debug)]
-pub enum IngestCommand {
-    /// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,
-    /// filter and sample; OUT's extension picks CSV or JSON Lines.
-    Puzzles(crate::stages::ingest_puzzles::PuzzlesArgs),
-    /// Find puzzle candidates in a Lichess game dump (PGN, plain or .zst)
-    /// from its embedded `[%eval]` analysis.
-    Games(crate::stages::ingest_games::GamesArgs),
 }
 
 /// The clap definition of every command and flag, as `main` parses it.
@@ -112,9 +106,11 @@ fn guard_derived_outputs(command: &Command) -> Result<()> {
             Some(output) => guard::guard_default_rejects(output, "rate"),
             None => Ok(()),
         },
-        Command::Verify(args)
-            if args.output.is_none() && !crate::tools::recheck::is_recheck(args) =>
-        {
+        Command::Verify(flags) if flags.output.is_none() => {
+            let args = flags.args();
+            if crate::tools::recheck::is_recheck(&args) {
+                return Ok(());
+            }
             guard_output(
                 &crate::stages::verify::default_report_path(&args.input),
                 Target::File,
@@ -148,21 +144,21 @@ fn dispatch(command: &Command) -> Result<Summary> {
     match command {
         Command::Run(flags) => crate::pipeline::run::run_pipeline(&flags.args()),
         Command::Merge(flags) => crate::pipeline::merge::run_merge(&flags.args()),
-        Command::Ingest(IngestCommand::Puzzles(args)) => {
-            crate::stages::ingest_puzzles::run_puzzles(args)
-        }
-        Command::Ingest(IngestCommand::Games(args)) => crate::stages::ingest_games::run_games(args),
+        Command::Ingest(command) => ingest::run(command),
         Command::Check(flags) => crate::tools::check::run_check(&flags.args()),
-        Command::Selfplay(args) => crate::stages::selfplay::run_selfplay(args),
-        Command::Mine(args) => crate::stages::mine::run_mine(args),
-        Command::Verify(args) if crate::tools::recheck::is_recheck(args) => {
-            crate::tools::recheck::run_recheck(args)
+        Command::Selfplay(flags) => crate::stages::selfplay::run_selfplay(&flags.args()),
+        Command::Mine(flags) => crate::stages::mine::run_mine(&flags.args()),
+        Command::Verify(flags) => {
+            let args = flags.args();
+            match crate::tools::recheck::is_recheck(&args) {
+                true => crate::tools::recheck::run_recheck(&args),
+                false => crate::stages::verify::run_verify(&args),
+            }
         }
-        Command::Verify(args) => crate::stages::verify::run_verify(args),
-        Command::Rate(args) => crate::stages::rate::run_rate(args),
+        Command::Rate(flags) => crate::stages::rate::run_rate(&flags.args()),
         Command::Tag(flags) => crate::tools::tag::run_tag(&flags.args()),
-        Command::Split(args) => crate::stages::release::run_split(args),
-        Command::Export(args) => crate::stages::export::run_export(args),
+        Command::Split(flags) => crate::stages::release::run_split(&flags.args()),
+        Command::Export(flags) => crate::stages::export::run_export(&flags.args()),
         Command::Eval(flags) => crate::stages::eval::run_eval(&flags.args()),
         Command::Compare(flags) => crate::stages::eval::compare::run_compare(&flags.args()),
         Command::Rollout(flags) => crate::stages::eval::rollout::run_rollout(&flags.args()),

@@ -3,7 +3,7 @@
 //! position: the line's moves are played with shakmaty between positions.
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::Value;
 use shakmaty::{CastlingMode, Color, Position};
@@ -72,19 +72,16 @@ impl SplitChoice {
 }
 
 /// Command-line arguments of `puzzleforge export`.
-#[derive(Args, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct ExportArgs {
     /// A release folder, as `run` or `split` writes it.
     pub release: PathBuf,
     /// The format to write: Inspect samples, DSPy examples, OpenAI evals
     /// samples, or Lichess-format CSV (see each value below).
-    #[arg(long, value_enum)]
     pub format: ExportFormat,
     /// Output folder; gets `train.jsonl`/`test.jsonl` (`.csv` for lichess).
-    #[arg(short, long)]
     pub output: PathBuf,
     /// Both splits by default, as `run`'s `[export]` does.
-    #[arg(long, value_enum, default_value = "both")]
     pub split: SplitChoice,
 }
 

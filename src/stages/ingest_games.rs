@@ -178,53 +178,41 @@ impl Default for IngestGamesConfig {
 
 /// `puzzleforge ingest games FILE -o OUT`. Each filter flag overrides its
 /// `[ingest.games]` key ([`crate::core::settings::flags_over`]).
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct GamesArgs {
     /// Lichess game dump, `.pgn` or `.pgn.zst` (zstd detected by content).
     #[serde(skip)]
     pub input: PathBuf,
     /// Output puzzle file: `.csv`, `.jsonl`, optionally followed by `.zst`.
-    #[arg(short, long)]
     #[serde(skip)]
     pub output: PathBuf,
     /// Keep casual (unrated) games too.
-    #[arg(long)]
     #[serde(rename = "rated_only", serialize_with = "switch_off")]
     pub include_casual: bool,
     /// Time-control classes to keep (comma separated; default all).
-    #[arg(long, value_enum, value_delimiter = ',')]
     #[serde(rename = "time_classes")]
     pub time_control: Vec<TimeClass>,
     /// Minimum Elo of both players.
-    #[arg(long)]
     pub min_elo: Option<u32>,
     /// Maximum Elo of both players.
-    #[arg(long)]
     pub max_elo: Option<u32>,
     /// First game date kept (YYYY-MM-DD, from UTCDate).
-    #[arg(long)]
     #[serde(rename = "date_from")]
     pub from: Option<String>,
     /// Last game date kept (YYYY-MM-DD, from UTCDate).
-    #[arg(long)]
     #[serde(rename = "date_to")]
     pub to: Option<String>,
     /// Keep games played by BOT accounts.
-    #[arg(long)]
     #[serde(rename = "exclude_bots", serialize_with = "switch_off")]
     pub include_bots: bool,
     /// Write every position of games without [%eval] as a candidate.
-    #[arg(long)]
     #[serde(serialize_with = "switch_on")]
     pub all_positions: bool,
     /// Minimum advantage of the side to move after the blunder, centipawns.
-    #[arg(long)]
     pub min_advantage_cp: Option<i32>,
     /// Mates in fewer moves than this are Kind=mate.
-    #[arg(long)]
     pub mate_soon: Option<u32>,
     /// Minimum rise of the opponent's winning chances (-1..1 scale).
-    #[arg(long, value_parser = crate::core::settings::finite_number)]
     pub min_win_chance_gain: Option<f64>,
 }
 

@@ -416,52 +416,40 @@ impl SelfplayConfig {
 /// `puzzleforge selfplay`. Each flag but the output and engine ones
 /// overrides the `[selfplay]` key of its name
 /// ([`crate::core::settings::flags_over`]).
-#[derive(clap::Args, Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct SelfplayArgs {
     /// Number of games.
-    #[arg(long)]
     pub games: Option<u64>,
     /// Run seed; game i draws from (seed, i).
-    #[arg(long)]
     pub seed: Option<u64>,
     /// Opening mode.
-    #[arg(long, value_enum)]
     pub mode: Option<Mode>,
     /// White's Elo (standard mode).
-    #[arg(long)]
     pub white_elo: Option<i32>,
     /// Black's Elo (standard mode).
-    #[arg(long)]
     pub black_elo: Option<i32>,
     /// Stop a game after this many plies.
-    #[arg(long)]
     pub max_plies: Option<u32>,
     /// Depth of the standard opening searches.
-    #[arg(long)]
     pub opening_depth: Option<u32>,
     /// PGN Date tag.
-    #[arg(long)]
     pub date: Option<String>,
     /// Maia-1 nets play after the opening instead of the weakened engine:
     /// `1100-1500` draws each side's net from that range per game, `1500`
     /// fixes it (nets from models/maia; `[selfplay.maia]` sets more).
-    #[arg(long, value_name = "RATINGS", value_parser = parse_maia_players)]
     pub maia: Option<MaiaPlayers>,
     /// Weaken with Stockfish's own UCI_LimitStrength (NOT reproducible).
-    #[arg(long)]
     #[serde(serialize_with = "switch_on")]
     pub engine_limit: bool,
     /// Output PGN file (`.zst` to compress).
-    #[arg(short = 'o', long = "output", value_name = "PGN")]
     #[serde(skip)]
     pub output: PathBuf,
-    #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,
 }
 
 /// `--maia 1100-1500` or `--maia 1500`: both sides' range.
-fn parse_maia_players(text: &str) -> Result<MaiaPlayers, String> {
+pub(crate) fn parse_maia_players(text: &str) -> Result<MaiaPlayers, String> {
     let rating = |part: &str| {
         part.trim()
             .parse::<u32>()

@@ -54,7 +54,7 @@ use shakmaty::uci::UciMove;
 
 /// `puzzleforge verify`. The search flags set the [`VerifyConfig`] keys of
 /// their names ([`crate::core::settings::flags_over`]).
-#[derive(clap::Args, Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct VerifyArgs {
     /// Puzzle file written by `mine` (or `rate`); or a release folder, or
     /// any puzzle file with `--puzzle`/`--recheck`, to re-check what it
@@ -62,66 +62,50 @@ pub struct VerifyArgs {
     #[serde(skip)]
     pub input: PathBuf,
     /// Search K times the puzzle's nodes [default: 4, or the release's].
-    #[arg(long)]
     pub factor: Option<u64>,
     /// Base nodes for puzzles without a Nodes column (or for all, with
     /// --nodes-override).
-    #[arg(long)]
     pub nodes: Option<u64>,
     /// Use --nodes for every puzzle, ignoring the Nodes column.
-    #[arg(long, requires = "nodes")]
     #[serde(serialize_with = "switch_on")]
     pub nodes_override: bool,
     /// Criterion to check (default: each puzzle's Criterion column, else epoch).
-    #[arg(long, value_enum)]
     pub criterion: Option<Criterion>,
     /// What the release does with a puzzle that fails a check.
-    #[arg(long, value_enum)]
     pub policy: Option<Policy>,
     /// Epoch puzzles must clear every threshold by this many cp (0: no margin).
-    #[arg(long)]
     pub min_margin_cp: Option<i32>,
     /// Lichess puzzles must clear the win-chance gap by this much (0: none).
-    #[arg(long, value_parser = crate::core::settings::finite_number)]
     pub min_margin_win_chance: Option<f64>,
     /// Second engine executable (e.g. /usr/games/ethereal-chess): checks
     /// every solver move at --second-depth.
-    #[arg(long, value_name = "PATH")]
     #[serde(rename = "second_engine.path")]
     pub second_engine: Option<PathBuf>,
     /// Depth of the second engine's searches.
-    #[arg(long, requires = "second_engine")]
     #[serde(rename = "second_engine.depth")]
     pub second_depth: Option<u32>,
     /// The second engine's best move must lead its second by this many of
     /// its own cp.
-    #[arg(long, requires = "second_engine")]
     #[serde(rename = "second_engine.min_gap_cp")]
     pub second_min_gap_cp: Option<i32>,
     /// Per-puzzle report (JSON Lines). Default: INPUT with `.verify.jsonl`.
-    #[arg(short = 'o', long = "output")]
     #[serde(skip)]
     pub output: Option<PathBuf>,
     /// Also write the puzzles with the verdict columns to this file.
-    #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub puzzles_out: Option<PathBuf>,
     /// Re-check only this puzzle (repeatable); implies `--recheck`.
-    #[arg(long = "puzzle", value_name = "ID")]
     #[serde(skip)]
     pub puzzles: Vec<String>,
     /// Re-check the puzzles' recorded verdicts instead of writing a report
     /// (implied by a release folder or `--puzzle`).
-    #[arg(long)]
     #[serde(skip)]
     pub recheck: bool,
     /// Verify with this pipeline config's `[verify]` (its second engine
     /// included; the flags over it); a re-check uses it instead of the
     /// settings the release records.
-    #[arg(long, value_name = "PIPELINE_TOML")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    #[command(flatten)]
     #[serde(skip)]
     pub engine: EngineArgs,
 }

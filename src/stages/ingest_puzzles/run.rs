@@ -26,55 +26,41 @@ use crate::core::summary::Summary;
 /// filter and write the accepted puzzles. Each filter flag overrides the
 /// `[ingest.puzzles]` key of its name
 /// ([`crate::core::settings::flags_over`]).
-#[derive(clap::Args, Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct PuzzlesArgs {
     /// The puzzle file: Lichess CSV (10 or 11 columns), the APO benchmark's
     /// 15-column CSV, or puzzleforge JSON Lines; plain or zstd.
     #[serde(skip)]
     pub input: PathBuf,
     /// Output file; `.csv`, `.jsonl`, either with `.zst`.
-    #[arg(short, long)]
     #[serde(skip)]
     pub output: PathBuf,
     /// Where rejected rows go (default: OUTPUT + `.rejects.csv`).
-    #[arg(long)]
     #[serde(skip)]
     pub rejects: Option<PathBuf>,
     /// Keep puzzles rated at least this.
-    #[arg(long)]
     pub min_rating: Option<i32>,
     /// Keep puzzles rated at most this.
-    #[arg(long)]
     pub max_rating: Option<i32>,
     /// Keep puzzles whose RatingDeviation is at most this.
-    #[arg(long)]
     pub max_rating_deviation: Option<i32>,
     /// Keep puzzles whose Popularity is at least this (-100..100).
-    #[arg(long)]
     pub min_popularity: Option<i32>,
     /// Keep puzzles played at least this many times on Lichess.
-    #[arg(long)]
     pub min_nb_plays: Option<i32>,
     /// Keep puzzles with any of these themes (comma-separated).
-    #[arg(long, value_delimiter = ',')]
     pub themes_any: Vec<String>,
     /// Keep puzzles with all of these themes (comma-separated).
-    #[arg(long, value_delimiter = ',')]
     pub themes_all: Vec<String>,
     /// Drop puzzles with any of these themes (comma-separated).
-    #[arg(long, value_delimiter = ',')]
     pub themes_none: Vec<String>,
     /// Keep these solver lengths only (comma-separated, e.g. 1,2,3).
-    #[arg(long, value_delimiter = ',')]
     pub solver_lengths: Vec<usize>,
     /// Keep mating puzzles only, non-mating ones only, or both.
-    #[arg(long, value_enum)]
     pub mate: Option<MateFilter>,
     /// Keep a uniform sample of at most N puzzles (input order kept).
-    #[arg(long)]
     pub sample: Option<u64>,
     /// Seed of the sample.
-    #[arg(long)]
     pub seed: Option<u64>,
 }
 
