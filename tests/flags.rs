@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use puzzleforge::cli::eval::EvalFlags;
+use puzzleforge::cli::groups::EngineFlags;
 use puzzleforge::cli::ingest::GamesFlags;
 use puzzleforge::cli::ingest::PuzzlesFlags;
 use puzzleforge::cli::mine::MineFlags;
@@ -18,7 +19,7 @@ use puzzleforge::cli::selfplay::SelfplayFlags;
 use puzzleforge::cli::split::SplitFlags;
 use puzzleforge::cli::verify::VerifyFlags;
 use puzzleforge::core::settings::flags_over;
-use puzzleforge::engine::settings::{EngineArgs, EngineConfig};
+use puzzleforge::engine::settings::EngineConfig;
 use puzzleforge::stages::eval::config::EvalConfig;
 use puzzleforge::stages::export::Split;
 use puzzleforge::stages::ingest_games::{IngestGamesConfig, TimeClass};
@@ -91,7 +92,7 @@ fn flags_left_out_keep_every_key_of_each_section() {
     keeps_every_key::<EvalConfig, _>(
         &parse::<RolloutFlags>(&["--model", "random", "-o", "o"]).args(),
     );
-    keeps_every_key::<EngineConfig, _>(&parse::<EngineArgs>(&[]));
+    keeps_every_key::<EngineConfig, _>(&parse::<EngineFlags>(&[]).args());
 }
 
 #[test]
@@ -122,7 +123,7 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
     assert_eq!(config.client.workers, 7);
     assert!(!config.regret.enabled);
 
-    let engine: EngineArgs = parse(&["--engine", "sf", "--deadline", "5"]);
+    let engine = parse::<EngineFlags>(&["--engine", "sf", "--deadline", "5"]).args();
     let config = flags_over(&EngineConfig::default(), &engine).unwrap();
     assert_eq!(config.path.as_deref(), Some(std::path::Path::new("sf")));
     assert_eq!(config.deadline_secs, 5.0);
@@ -167,7 +168,7 @@ fn second_engine_flags_set_the_nested_table_from_its_defaults_or_the_config() {
 #[test]
 fn a_number_flag_must_be_finite() {
     for bad in ["nan", "inf"] {
-        let parsed = Command::<EngineArgs>::try_parse_from(["puzzleforge", "--deadline", bad]);
+        let parsed = Command::<EngineFlags>::try_parse_from(["puzzleforge", "--deadline", bad]);
         assert!(parsed.is_err(), "{bad}");
     }
 }

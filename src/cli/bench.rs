@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Subcommand;
 
+use super::groups::EngineFlags;
 use crate::core::summary::Summary;
 
 /// The `bench` subcommands.
@@ -68,7 +69,7 @@ pub struct BenchPoolFlags {
     #[arg(long, default_value_t = 2)]
     pub multipv: u32,
     #[command(flatten)]
-    pub engine: crate::engine::settings::EngineArgs,
+    pub engine: EngineFlags,
 }
 
 impl BenchPoolFlags {
@@ -86,7 +87,7 @@ impl BenchPoolFlags {
             positions,
             nodes,
             multipv,
-            engine,
+            engine: engine.args(),
         }
     }
 }
@@ -257,7 +258,7 @@ pub struct BenchMineFlags {
     #[arg(long)]
     pub shallow_depth: Option<u32>,
     #[command(flatten)]
-    pub engine: crate::engine::settings::EngineArgs,
+    pub engine: EngineFlags,
 }
 
 impl BenchMineFlags {
@@ -279,7 +280,7 @@ impl BenchMineFlags {
             pgn,
             depth,
             shallow_depth,
-            engine,
+            engine: engine.args(),
         }
     }
 }
@@ -317,7 +318,7 @@ pub struct BenchGenerateFlags {
     #[arg(long)]
     pub dir: Option<PathBuf>,
     #[command(flatten)]
-    pub engine: crate::engine::settings::EngineArgs,
+    pub engine: EngineFlags,
 }
 
 impl BenchGenerateFlags {
@@ -343,7 +344,7 @@ impl BenchGenerateFlags {
             depth,
             exhaustive_every,
             dir,
-            engine,
+            engine: engine.args(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `puzzleforge check`'s flags, laid into `tools::check`'s arguments.
 
+use super::groups::EngineFlags;
 use std::path::PathBuf;
 
 /// `puzzleforge check`.
@@ -35,7 +36,7 @@ pub struct CheckFlags {
     #[arg(long, value_enum, default_value_t = crate::engine::criterion::Criterion::Epoch)]
     pub criterion: crate::engine::criterion::Criterion,
     #[command(flatten)]
-    pub engine: crate::engine::settings::EngineArgs,
+    pub engine: EngineFlags,
 }
 
 impl CheckFlags {
@@ -55,7 +56,7 @@ impl CheckFlags {
             depth,
             nodes,
             criterion,
-            engine,
+            engine: engine.args(),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::groups::EngineFlags;
 use crate::engine::criterion::Criterion;
 
 /// `puzzleforge mine`.
@@ -58,7 +59,7 @@ pub struct MineFlags {
     #[arg(long, value_name = "N")]
     pub branch_moves: Option<u32>,
     #[command(flatten)]
-    pub engine: crate::engine::settings::EngineArgs,
+    pub engine: EngineFlags,
 }
 
 impl MineFlags {
@@ -98,7 +99,7 @@ impl MineFlags {
             line_screen,
             played_bound,
             branch_moves,
-            engine,
+            engine: engine.args(),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::groups::EngineFlags;
 use crate::stages::selfplay::{MaiaPlayers, Mode, parse_maia_players};
 
 /// `puzzleforge selfplay`.
@@ -43,7 +44,7 @@ pub struct SelfplayFlags {
     #[arg(short = 'o', long = "output", value_name = "PGN")]
     pub output: PathBuf,
     #[command(flatten)]
-    pub engine: crate::engine::settings::EngineArgs,
+    pub engine: EngineFlags,
 }
 
 impl SelfplayFlags {
@@ -75,7 +76,7 @@ impl SelfplayFlags {
             maia,
             engine_limit,
             output,
-            engine,
+            engine: engine.args(),
         }
     }
 }

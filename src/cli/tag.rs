@@ -1,5 +1,6 @@
 //! `puzzleforge tag`'s flags, laid into `tools::tag`'s arguments.
 
+use super::groups::EngineFlags;
 use std::path::PathBuf;
 
 /// `puzzleforge tag`.
@@ -26,7 +27,7 @@ pub struct TagFlags {
     #[arg(long, value_name = "N")]
     pub nodes: Option<u64>,
     #[command(flatten)]
-    pub engine: crate::engine::settings::EngineArgs,
+    pub engine: EngineFlags,
 }
 
 impl TagFlags {
@@ -46,7 +47,7 @@ impl TagFlags {
             rejects,
             agreement,
             nodes,
-            engine,
+            engine: engine.args(),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::groups::EngineFlags;
 use crate::engine::criterion::Criterion;
 use crate::stages::verify::Policy;
 
@@ -64,7 +65,7 @@ pub struct VerifyFlags {
     #[arg(long, value_name = "PIPELINE_TOML")]
     pub config: Option<PathBuf>,
     #[command(flatten)]
-    pub engine: crate::engine::settings::EngineArgs,
+    pub engine: EngineFlags,
 }
 
 impl VerifyFlags {
@@ -106,7 +107,7 @@ impl VerifyFlags {
             puzzles,
             recheck,
             config,
-            engine,
+            engine: engine.args(),
         }
     }
 }

@@ -128,18 +128,15 @@ impl Default for EngineConfig {
 /// Engine flags shared by every command that runs an engine; each
 /// overrides its key of the `[engine]` section
 /// ([`crate::core::settings::flags_over`]).
-#[derive(clap::Args, Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct EngineArgs {
     /// Engine executable, or an engine definition file (.toml, see
     /// engines/stockfish.toml). Default: config, /usr/games/stockfish, PATH.
-    #[arg(long, value_name = "PATH")]
     #[serde(rename = "path")]
     pub engine: Option<PathBuf>,
     /// Engine processes run in parallel (default: number of CPUs).
-    #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
     /// Seconds one search may take before the engine is restarted.
-    #[arg(long, value_name = "SECS", value_parser = crate::core::settings::finite_number)]
     #[serde(rename = "deadline_secs")]
     pub deadline: Option<f64>,
     /// Seconds the engine may take to start and answer `uciok` (and its
@@ -147,7 +144,6 @@ pub struct EngineArgs {
     /// (default: the engine section's handshake_secs).
     // Laid over `handshake_secs` in `EngineArgs::resolve`, not by
     // `flags_over`: the key is left out of records while it has its default.
-    #[arg(long, value_name = "SECS", value_parser = crate::core::settings::finite_number)]
     #[serde(skip)]
     pub handshake_deadline: Option<f64>,
 }
