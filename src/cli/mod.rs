@@ -1,7 +1,14 @@
 //! The command line: the commands and their flags (one clap definition,
 //! which `main.rs` parses and the tests read), and the dispatch of a parsed
-//! command to its stage or tool. The gate every output path goes through
-//! before a command does any work is `guard`.
+//! command to its stage or tool.
+//!
+//! Each command's flags sit in a file of their own, shaped like ripgrep's
+//! `crates/core/flags/`: the flags parse into a clap struct here, which
+//! lays them into the plain argument struct its stage or tool takes
+//! (`args()`), so that nothing below this room knows clap. Flags several
+//! commands share are one group each (`groups`), flattened where they
+//! appear. The gate every output path goes through before a command does
+//! any work is `guard`.
 
 pub mod bench;
 pub mod check;

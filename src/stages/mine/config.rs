@@ -1,5 +1,6 @@
 //! The stage's settings: `[mine]` in pipeline.toml ([`MineConfig`]) and
-//! the `puzzleforge mine` flags that override it ([`MineArgs`]). Apart
+//! a standalone `puzzleforge mine`'s arguments ([`MineArgs`]: its files,
+//! and the values of the flags that override the section). Apart
 //! because the release pipeline, generation and the benches build a
 //! `MineConfig` without running the stage.
 

@@ -35,7 +35,7 @@
 //! deduplicating the concatenated outputs again gives the same rows as
 //! mining the whole input ([`dedup_puzzles`]).
 //!
-//! **The files.** [`config`]: the `[mine]` settings and the flags.
+//! **The files.** [`config`]: the `[mine]` settings and a standalone run's arguments.
 //! [`input`]: the units read from PGN or candidate records. [`results`]:
 //! what a unit and a run found. [`line`]: the line extension. [`verdict`]:
 //! the full search and what passes. [`funnel`]: the passes over a unit's
