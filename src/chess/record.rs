@@ -7,6 +7,10 @@
 //! `NumMoves`/`RatingBin`/..., the columns our stages add) follows in
 //! [`Puzzle::extra`], in the order it was first seen.
 //!
+//! What a puzzle's cells mean (its length in solver moves, whether it is a
+//! mate, its source game, where its rating comes from) are its methods in
+//! [`crate::chess::derive`], the home of a puzzle's rules.
+//!
 //! Files are CSV or JSON Lines, either optionally zstd-compressed. On input
 //! the compression is detected from magic bytes and the format from the
 //! first byte of content (`{` means JSON Lines); on output the file name
@@ -70,11 +74,6 @@ impl Puzzle {
         PuzzleLine::of_read(&self.fen, &self.moves)
     }
 
-    /// Number of solver moves (the solver plays every second move).
-    pub fn solver_moves(&self) -> usize {
-        self.moves.len() / 2
-    }
-
     /// The value of an extra column (a [`Column`] or any other name).
     pub fn get(&self, column: impl AsRef<str>) -> Option<&str> {
         let column = column.as_ref();
@@ -109,13 +108,6 @@ impl Puzzle {
     /// True when the puzzle has the given theme.
     pub fn has_theme(&self, theme: &str) -> bool {
         self.themes.iter().any(|t| t == theme)
-    }
-
-    /// Game id and ply from a Lichess game URL such as
-    /// `https://lichess.org/787zsVup/black#48` (ply 48). `None` when the URL
-    /// is not of that shape.
-    pub fn game_id_and_ply(&self) -> Option<(String, Option<u32>)> {
-        parse_game_url(&self.game_url)
     }
 
     /// The value of a column by its header name, as it is written to CSV.
@@ -192,31 +184,6 @@ impl Puzzle {
         kind.json_value(&cell)
             .map_err(|why| format!("puzzle {}: {name} {why}", self.id))
     }
-}
-
-/// Splits a Lichess game URL into game id and ply.
-pub(crate) fn parse_game_url(url: &str) -> Option<(String, Option<u32>)> {
-    game_url_parts(url).map(|(id, ply)| (id.to_string(), ply))
-}
-
-/// [`parse_game_url`] without allocating: the 8-character game id as a
-/// slice of `url`.
-pub(crate) fn game_url_parts(url: &str) -> Option<(&str, Option<u32>)> {
-    let rest = url
-        .strip_prefix("https://lichess.org/")
-        .or_else(|| url.strip_prefix("http://lichess.org/"))?;
-    let (path, fragment) = match rest.split_once('#') {
-        Some((path, fragment)) => (path, Some(fragment)),
-        None => (rest, None),
-    };
-    let id = path.split('/').next()?;
-    if id.len() < 8 || !id.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return None;
-    }
-    let ply = fragment.and_then(|f| f.parse().ok());
-    // Game ids are 8 characters; longer ones carry the player's 4-character
-    // suffix (`/abcdefgh1234`), which is not part of the game id.
-    Some((&id[..8], ply))
 }
 
 /// The line of each PuzzleId first met in a file: a repeated id is a
