@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use puzzleforge::chess::derive::{rating_bin_edges as rating_bin, rating_bin_label};
 use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
-use puzzleforge::stages::release::cells::{SplitConfig, game_id};
+use puzzleforge::stages::release::cells::SplitConfig;
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
@@ -259,8 +259,8 @@ fn no_source_game_lands_on_both_sides() {
         train.len(),
         test.len()
     );
-    let train_games: BTreeSet<String> = train.iter().filter_map(game_id).collect();
-    let test_games: BTreeSet<String> = test.iter().filter_map(game_id).collect();
+    let train_games: BTreeSet<String> = train.iter().filter_map(Puzzle::game_id).collect();
+    let test_games: BTreeSet<String> = test.iter().filter_map(Puzzle::game_id).collect();
     assert_eq!(train_games.len() + test_games.len(), {
         let mut all = train_games.clone();
         all.extend(test_games.iter().cloned());

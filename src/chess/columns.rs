@@ -159,14 +159,15 @@ columns! {
     Themes = "Themes": TextList,
     GameUrl = "GameUrl": Text,
     OpeningTags = "OpeningTags": TextList,
-    // Derived from the line and the cells (chess::derive, the release).
+    // Derived from the line and the cells, by the rules in chess::derive.
     /// Solver moves.
     NumMoves = "NumMoves": Int,
     /// `True` when the line ends in checkmate.
     Mate = "Mate": Bool,
     /// How the theme-based and the board-based mate flags compare.
     MateCheck = "MateCheck": Text,
-    /// The 100-point rating bin, `(1900, 2000]`.
+    /// The rating bin, `(1900, 2000]`: of 100 points as `ingest puzzles`
+    /// writes it, of `[split] bin_width` in a release.
     RatingBin = "RatingBin": Text,
     /// The 200-point rating bin.
     RatingBin200 = "RatingBin200": Text,

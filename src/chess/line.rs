@@ -408,11 +408,6 @@ impl PuzzleLine {
         self.moves.len()
     }
 
-    /// Number of solver moves (every second move).
-    pub fn solver_moves(&self) -> usize {
-        self.plies() / 2
-    }
-
     /// The position after `plies` moves (0: the start).
     pub(crate) fn position_after(&self, plies: usize) -> Option<&Chess> {
         self.positions.get(plies)

@@ -1,9 +1,11 @@
-//! The one CSV reader of every CSV file puzzleforge takes from outside or
-//! from another stage (puzzle files of `ingest`, `split`, `eval`, exclusion
-//! files, the batches `merge` takes; the rating model's feature store reads
-//! only its own zstd parts, whole, with the csv crate):
-//! the file's records, each read into a recycled [`Row`] with the line it
-//! starts on.
+//! The one CSV reader of every CSV file a stage takes from outside or from
+//! another stage (puzzle files of `ingest`, `split`, `eval`, exclusion
+//! files, the batches `merge` takes): the file's records, each read into a
+//! recycled [`Row`] with the line it starts on. Two readers use the csv
+//! crate instead, on files no stage hands on: the rating model's feature
+//! store reads its own zstd parts whole (`stages::rate::store`), and the
+//! `bench` commands read their sample file whole into memory
+//! (`tools::bench::ingest`, `tools::bench::maia`).
 //!
 //! Every record is one line: a quote-free line (every line of the Lichess
 //! dump) is split at its commas in place, a line with a quote or a

@@ -34,7 +34,7 @@ use crate::engine::settings::EngineArgs;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generate::StepSeconds;
 use crate::stages::mine::{self, FunnelCheck, MineConfig};
-use crate::stages::release::cells::{Tier, is_mate};
+use crate::stages::release::cells::Tier;
 
 /// `puzzleforge bench generate`.
 #[derive(Debug, Clone)]
@@ -233,7 +233,7 @@ fn show(ratio: Option<f64>) -> String {
 fn mix(puzzles: &[Puzzle]) -> BTreeMap<String, usize> {
     let mut mix = BTreeMap::new();
     for puzzle in puzzles {
-        let mate = if is_mate(puzzle) { " mate" } else { "" };
+        let mate = if puzzle.is_mate() { " mate" } else { "" };
         *mix.entry(format!("{}{mate}", puzzle.solver_moves()))
             .or_default() += 1;
     }

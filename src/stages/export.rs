@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 
 use crate::bail_input;
 use crate::chess::columns::{self, Column};
+use crate::chess::derive::fill_lichess_defaults;
 use crate::chess::line::{LineError, fen_of};
 use crate::chess::record::{LICHESS_COLUMNS, Puzzle, for_each_row};
 use crate::core::fileio::{AtomicFile, write_atomic};
 use crate::core::summary::{Report, Summary};
-use crate::stages::release::card::fill_lichess_defaults;
 use crate::stages::release::folder::ReleaseFolder;
 
 /// Output formats of `export`.

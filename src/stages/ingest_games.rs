@@ -31,8 +31,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crate::chess::columns::{self, Column};
+use crate::chess::derive::parse_game_url;
 use crate::chess::pgn::{GameItem, GameRecord, PgnGames, Rejection, Tags};
-use crate::chess::record::{Puzzle, PuzzleWriter, parse_game_url};
+use crate::chess::record::{Puzzle, PuzzleWriter};
 use crate::chess::wincalc::Eval;
 use crate::core::bounds::{Bound, Bounded};
 use crate::core::error::bad_input;

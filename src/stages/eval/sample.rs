@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use crate::chess::record::Puzzle;
 use crate::core::seed::{self, Domain, Key};
-use crate::stages::release::cells::{Cell, is_mate};
+use crate::stages::release::cells::Cell;
 
 /// The cell key of a puzzle: the release's own ([`Cell::key`]), or one
 /// naming its length and mate flag when it has no rating.
@@ -26,7 +26,7 @@ fn cell_key(puzzle: &Puzzle, bin_width: i32) -> String {
         None => format!(
             "rating=unrated|length={}|mate={}",
             puzzle.solver_moves(),
-            is_mate(puzzle)
+            puzzle.is_mate()
         ),
     }
 }

@@ -133,11 +133,8 @@ impl<'a> Encoder<'a> {
                     }
                 }
                 ExtraCell::Source(input) => {
-                    let value = input
-                        .map(|i| cells[i].trim_ascii().as_bytes())
-                        .unwrap_or(b"");
-                    let value: &[u8] = if value.is_empty() { b"lichess" } else { value };
-                    Self::push_field(bytes, quoting, value, false);
+                    let input = input.map(|i| cells[i].as_bytes()).unwrap_or(b"");
+                    Self::push_field(bytes, quoting, derive::source_cell(input), false);
                 }
             }
         }
@@ -150,7 +147,7 @@ impl<'a> Encoder<'a> {
             .header
             .parse_row(cells)
             .map_err(|e| anyhow::anyhow!("re-reading a checked row: {e}"))?;
-        derive::apply_derived(&mut puzzle, &row.derived, "lichess");
+        derive::apply_derived(&mut puzzle, &row.derived, derive::LICHESS);
         serde_json::to_writer(&mut self.bytes, &puzzle.to_json())?;
         self.bytes.push(b'\n');
         Ok(())

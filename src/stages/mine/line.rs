@@ -9,6 +9,7 @@ use shakmaty::{Chess, Move, Position};
 
 use super::config::MineConfig;
 use super::input::MineUnit;
+use crate::chess::derive::solver_moves_from_solver_move;
 use crate::chess::line::uci_of;
 use crate::engine::criterion::{self, Rule, Turn, Why};
 use crate::engine::pool::Session;
@@ -34,7 +35,7 @@ pub(super) fn extend_line(
     moves.push(uci_of(best));
     let mut pos = position.clone();
     pos.play_unchecked(best);
-    while line.len().div_ceil(2) < config.max_solver_moves {
+    while solver_moves_from_solver_move(line.len()) < config.max_solver_moves {
         if pos.is_game_over() {
             break;
         }

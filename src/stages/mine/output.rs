@@ -12,6 +12,7 @@ use super::config::MineConfig;
 use super::input::{MineUnit, Source};
 use super::results::{Found, MineRun};
 use crate::chess::columns::Column;
+use crate::chess::derive::solver_moves_from_solver_move;
 use crate::chess::line::{PuzzleLine, position_key, ucis_text};
 use crate::chess::record::Puzzle;
 use crate::chess::tagger::{board_themes, retag};
@@ -31,7 +32,9 @@ pub(crate) fn select_puzzles(
             result
                 .found
                 .iter()
-                .filter(|found| found.line.len().div_ceil(2) >= config.min_solver_moves)
+                .filter(|found| {
+                    solver_moves_from_solver_move(found.line.len()) >= config.min_solver_moves
+                })
                 .filter_map(|found| Some((found.zobrist, build_puzzle(unit, found)?)))
                 .take(config.max_per_game),
         );

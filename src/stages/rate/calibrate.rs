@@ -24,7 +24,7 @@ use super::fit::*;
 use super::model::{Estimator, FitRows, band_weights, fit_trees, out_of_fold, pick};
 use super::store::{FeatureSettings, FeatureStore, ROWS_PER_PART, row_key, stored};
 use crate::chess::columns::Column;
-use crate::chess::derive::TYPICAL_RATING_DEVIATION;
+use crate::chess::derive::{RatingSource, TYPICAL_RATING_DEVIATION};
 use crate::chess::record::Puzzle;
 use crate::core::error::bad_input;
 use crate::core::seed::{self, Domain, Key};
@@ -107,7 +107,7 @@ impl CalibrationReport {
 pub(crate) fn rated_by_players(puzzle: &Puzzle) -> bool {
     puzzle.rating.is_some()
         && puzzle.nb_plays.is_none_or(|n| n > 0)
-        && puzzle.get(Column::RatingSource.name()) != Some("estimated")
+        && puzzle.get(Column::RatingSource.name()) != Some(RatingSource::Estimated.as_str())
 }
 
 /// Reads the calibration rows: Lichess puzzles with a rating from plays.

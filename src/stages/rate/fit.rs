@@ -17,10 +17,8 @@ use super::human;
 use super::model::*;
 use super::signals;
 
-/// A puzzle that already carries a rating from human plays on Lichess.
-pub fn has_lichess_rating(puzzle: &Puzzle) -> bool {
-    puzzle.rating.is_some() && puzzle.nb_plays.is_some_and(|n| n > 0)
-}
+// The rule behind `RatingSource`, where `rate`'s users find it.
+pub use crate::chess::derive::has_lichess_rating;
 
 /// A row `rate` reads but does not rate: its line in the file, its
 /// PuzzleId (empty when the row could not be read) and why, as a rejects

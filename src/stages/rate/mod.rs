@@ -34,6 +34,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
+use crate::chess::derive::RatingSource;
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of};
 use crate::core::error::bad_input;
 use crate::core::settings::{flags_over, load_section_or_bare};
@@ -281,13 +282,13 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
         estimate_ratings(model, &mut rated, &needs_estimate)?;
     }
     for puzzle in &mut rated {
-        puzzle.set(Column::RatingSource, "lichess");
+        puzzle.set(Column::RatingSource, RatingSource::Lichess.as_str());
         // A flag is this run's word on its own rating: an input's flag,
         // from an earlier run or another model, goes.
         puzzle.extra.retain(|(name, _)| name != RATING_FLAG);
     }
     for &index in &needs_estimate {
-        rated[index].set(Column::RatingSource, "estimated");
+        rated[index].set(Column::RatingSource, RatingSource::Estimated.as_str());
     }
     // Set after RatingSource, so the flag's column (there only when a row
     // is flagged: files of the lengths the model knows keep their bytes)

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::chess::columns::{self, Column, ColumnType};
-use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, parse_game_url};
+use crate::chess::derive::{fill_lichess_defaults, mate_cell};
+use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of};
 use crate::core::fileio::{sha256_file, write_atomic};
 use crate::stages::release::cells::{Aim, Cell, first_of};
 use crate::stages::release::draw::CellOutcome;
@@ -20,64 +21,27 @@ use crate::stages::release::funnel::GenerationFunnel;
 use crate::stages::release::manifest::{EngineName, ReleaseManifest};
 use crate::stages::release::plots;
 
-/// What a puzzle that never was on Lichess (one puzzleforge mined) holds in
-/// the Lichess columns Lichess always fills. The Lichess format, and
-/// `ingest puzzles` reading it, wants a number in each; a generated puzzle
-/// says it is generated in its own columns (`Source`, `RatingSource`), not
-/// by leaving these empty.
-pub(crate) mod lichess_defaults {
-    /// Lichess's popularity is its players' vote balance, -100 to 100: no
-    /// one has voted on a puzzle no one has played, so it stands at 0.
-    pub(crate) const POPULARITY: i32 = 0;
-    /// No one has played it on Lichess.
-    pub(crate) const NB_PLAYS: i32 = 0;
-    /// `rate` gives an estimated rating its model's deviation (the
-    /// held-out error for the puzzle's solver length); a rating that comes
-    /// without one gets 500, the widest deviation in the Lichess dump,
-    /// which Lichess shows for a rating few plays support.
-    pub(crate) const RATING_DEVIATION: i32 = 500;
-}
-
-/// Fills the Lichess columns a puzzle not from Lichess lacks
-/// ([`lichess_defaults`]); a value already there stays.
-pub(crate) fn fill_lichess_defaults(puzzle: &mut Puzzle) {
-    puzzle
-        .popularity
-        .get_or_insert(lichess_defaults::POPULARITY);
-    puzzle.nb_plays.get_or_insert(lichess_defaults::NB_PLAYS);
-    puzzle
-        .rating_deviation
-        .get_or_insert(lichess_defaults::RATING_DEVIATION);
-}
-
 /// Sets the release's columns ([`columns::RELEASE`]: NumMoves, RatingBin,
 /// Mate, Source, RatingSource and GameId), moves them in front of the
 /// puzzle's other extra columns, and fills the Lichess columns a puzzle
-/// not from Lichess lacks ([`lichess_defaults`]).
-pub(crate) fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell, game: Option<&str>) {
+/// not from Lichess lacks ([`crate::chess::derive::lichess_defaults`]).
+///
+/// Each value is the puzzle's own rule in [`crate::chess::derive`], the one
+/// the ingest and the draw read: the release writes them again so that
+/// every release row has them, also a pool row that never had them (a
+/// mined puzzle has no `NumMoves`), and in the spelling this version
+/// writes (`True`/`False`). `RatingBin` is the one value a release derives
+/// anew: its bins are of the release's `bin_width` (`cell`, from
+/// [`Cell::of`]), not the ingest's 100 points.
+pub(crate) fn add_derived_columns(puzzle: &mut Puzzle, cell: &Cell) {
     fill_lichess_defaults(puzzle);
-    let filled = |column: Column| {
-        puzzle
-            .get(column)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let source = filled(Column::Source)
-        .or_else(|| parse_game_url(&puzzle.game_url).map(|_| "lichess".to_string()))
-        .unwrap_or_default();
-    // `rate` marks the ratings it estimated; a Lichess puzzle that skipped
-    // it carries Lichess's own.
-    let rating_source = filled(Column::RatingSource)
-        .or_else(|| (source == "lichess").then(|| "lichess".to_string()))
-        .unwrap_or_default();
     let value = |column: Column| match column {
         Column::NumMoves => puzzle.solver_moves().to_string(),
         Column::RatingBin => cell.bin_label(),
-        Column::Mate => if cell.mate { "True" } else { "False" }.to_string(),
-        Column::Source => source.clone(),
-        Column::RatingSource => rating_source.clone(),
-        Column::GameId => game.unwrap_or("").to_string(),
+        Column::Mate => mate_cell(cell.mate).to_string(),
+        Column::Source => puzzle.source(),
+        Column::RatingSource => puzzle.rating_source(),
+        Column::GameId => puzzle.game_id().unwrap_or_default(),
         _ => String::new(),
     };
     let derived: Vec<(String, String)> = columns::RELEASE

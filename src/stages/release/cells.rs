@@ -7,10 +7,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::bail_input;
-use crate::chess::columns::Column;
-use crate::chess::derive::{mate_from_themes, rating_bin_edges, rating_bin_label};
+use crate::chess::derive::{rating_bin_edges, rating_bin_label};
 use crate::chess::line::{LineError, normalized_fen, ucis_text};
-use crate::chess::record::{Puzzle, parse_game_url};
+use crate::chess::record::Puzzle;
 use crate::core::bounds::{Bound, Bounded, Many, Nested};
 
 /// Which mate cells a band or tier covers.
@@ -182,7 +181,7 @@ impl Tier {
             && self.max_rating.is_none_or(|m| rating <= m)
             && self.min_solver_moves.is_none_or(|m| length >= m)
             && self.max_solver_moves.is_none_or(|m| length <= m)
-            && self.mate.admits(is_mate(puzzle))
+            && self.mate.admits(puzzle.is_mate())
             && (self.themes_any.is_empty() || self.themes_any.iter().any(|t| puzzle.has_theme(t)))
             && self.themes_all.iter().all(|t| puzzle.has_theme(t))
     }
@@ -439,14 +438,18 @@ pub struct Cell {
 }
 
 impl Cell {
-    /// The cell a puzzle falls in.
+    /// The cell a puzzle falls in: its rating's bin at the release's
+    /// `bin_width`, its solver moves and whether it is a mate, each by its
+    /// rule in [`crate::chess::derive`]. The bin is the release's own (its
+    /// quotas are bins of `bin_width`), not the 100-point `RatingBin` the
+    /// ingest wrote; `None` for a puzzle without a rating.
     pub fn of(puzzle: &Puzzle, bin_width: i32) -> Option<Cell> {
         let (bin_lo, bin_hi) = rating_bin_edges(puzzle.rating?, bin_width);
         Some(Cell {
             bin_lo,
             bin_hi,
             length: puzzle.solver_moves(),
-            mate: is_mate(puzzle),
+            mate: puzzle.is_mate(),
         })
     }
 
@@ -493,27 +496,6 @@ pub(crate) fn first_of(labels: &[String], shown: usize) -> Vec<String> {
         named.push(format!("... {} more", labels.len() - shown));
     }
     named
-}
-
-/// True for a mating puzzle: a `Mate` column saying so (`True`/`true`/`1`),
-/// else the `mate` or `mateInN` themes.
-pub(crate) fn is_mate(puzzle: &Puzzle) -> bool {
-    if let Some(value) = puzzle.get(Column::Mate) {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "true" | "1" | "yes" => return true,
-            "false" | "0" | "no" => return false,
-            _ => {}
-        }
-    }
-    mate_from_themes(puzzle.themes.iter().map(String::as_str))
-}
-
-/// The source game: the `GameId` column, else the id in the game URL.
-pub fn game_id(puzzle: &Puzzle) -> Option<String> {
-    match puzzle.get(Column::GameId).map(str::trim) {
-        Some(id) if !id.is_empty() => Some(id.to_string()),
-        _ => parse_game_url(&puzzle.game_url).map(|(id, _)| id),
-    }
 }
 
 /// The contamination key of a puzzle: normalized FEN after the opponent's

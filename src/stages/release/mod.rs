@@ -40,13 +40,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::chess::columns::Column;
-use crate::chess::derive::rating_bin_edges;
 use crate::chess::record::{Puzzle, for_each_row};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
 use crate::core::settings::{flags_over, load_section};
 use crate::core::summary::{Report, Summary};
-use cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, game_id, is_mate, position_key};
+use cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, position_key};
 use draw::{Candidate, CellOutcome, Draw, draw};
 use manifest::{
     CellRecord, Counts, Embedded, ExcludedFile, PoolFile, ReleaseManifest, RunProvenance, Tool,
@@ -330,7 +329,7 @@ struct PoolFilter<'a> {
 
 impl PoolFilter<'_> {
     fn admit(&mut self, puzzle: Puzzle, file: usize, ordinal: u64) -> Admission {
-        let Some(rating) = puzzle.rating else {
+        let Some(cell) = Cell::of(&puzzle, self.config.bin_width) else {
             return Admission::Skipped("no_rating", format!("puzzle {} has no rating", puzzle.id));
         };
         if puzzle.solver_moves() == 0 {
@@ -375,17 +374,12 @@ impl PoolFilter<'_> {
                 format!("puzzle {} repeats an earlier position", puzzle.id),
             );
         }
-        let (bin_lo, bin_hi) = rating_bin_edges(rating, self.config.bin_width);
-        let cell = Cell {
-            bin_lo,
-            bin_hi,
-            length: puzzle.solver_moves(),
-            mate: is_mate(&puzzle),
-        };
         if !self.quotas.contains_key(&cell) {
             return Admission::OutsideQuota;
         }
-        let group = game_id(&puzzle).unwrap_or_else(|| format!("puzzle:{}", puzzle.id));
+        let group = puzzle
+            .game_id()
+            .unwrap_or_else(|| format!("puzzle:{}", puzzle.id));
         Admission::Candidate(Candidate {
             id: puzzle.id,
             cell,
@@ -420,8 +414,7 @@ fn fetch_chosen(paths: &[PathBuf], drawn: &Draw) -> Result<(Vec<Puzzle>, Vec<Puz
                 && let Ok(mut puzzle) = row
                 && puzzle.id == candidate.id
             {
-                let game = game_id(&puzzle);
-                card::add_derived_columns(&mut puzzle, &candidate.cell, game.as_deref());
+                card::add_derived_columns(&mut puzzle, &candidate.cell);
                 found.insert(here, puzzle);
             }
             Ok(())

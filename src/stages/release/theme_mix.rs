@@ -9,7 +9,6 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use super::cells::is_mate;
 use crate::chess::record::Puzzle;
 use crate::chess::tagger::{ThemeKind, theme_kind};
 
@@ -48,7 +47,7 @@ fn cell_key(puzzle: &Puzzle) -> Option<String> {
     Some(format!(
         "{low}-{}/{length}/{}",
         low + 100,
-        u8::from(is_mate(puzzle))
+        u8::from(puzzle.is_mate())
     ))
 }
 
