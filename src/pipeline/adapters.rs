@@ -1,11 +1,15 @@
 //! The stages `puzzleforge run` chains, each a thin adapter from its own
 //! section of `pipeline.toml` to the stage's module.
 //!
-//! Data flows one way: sources -> ingest -> (selfplay -> mine -> rate) ->
-//! release -> export -> eval. An adapter holds its typed section (with the
-//! run seed and its paths already resolved) and nothing else of the config,
-//! so a stage reads only its own settings and the committed outputs of the
-//! stages before it.
+//! Data flows one way: sources -> ingest -> (selfplay -> mine -> rate ->
+//! verify) -> release -> export -> eval. An adapter holds its typed section
+//! (with the run's seeds and its paths already resolved) and nothing else
+//! of the config, so a stage reads only its own settings and the committed
+//! outputs of the stages before it. The self-play chain's stages run each
+//! step through [`crate::pipeline::chain`]; under `[generate]` the run
+//! swaps them for their generated forms
+//! ([`crate::pipeline::generated_adapters`]), which hold the games played
+//! in batches.
 
 use anyhow::Result;
 use clap::ValueEnum;
@@ -14,17 +18,17 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
-use crate::core::fileio::write_atomic;
 use crate::engine::pool::EnginePool;
+use crate::pipeline::chain;
 use crate::pipeline::config::{ExportSection, HumanGamesSection, PipelineConfig};
-use crate::pipeline::generate::{Generated, Part};
 use crate::pipeline::provenance::Provenance;
 pub(crate) use crate::pipeline::releases::{earlier_releases, finished_releases};
-use crate::pipeline::stage::{RunContext, Stage, StageFolder, StageName};
+use crate::pipeline::seeds::RunSeeds;
+use crate::pipeline::stage::{RunContext, Stage, StageFolder};
+use crate::pipeline::stage_name::StageName;
 use crate::pipeline::summary::{
-    ExportsSummary, FormatSummary, GeneratedGamesSummary, InputSummary, InputsSummary,
-    MineFileSummary, RateFileSummary, SourceSummary, SourcesSummary, StageSummary,
-    VerifyFileSummary, VerifyTotals,
+    ExportsSummary, FormatSummary, InputSummary, InputsSummary, MineFileSummary, RateFileSummary,
+    SourceSummary, SourcesSummary, StageSummary, VerifyFileSummary, VerifyTotals,
 };
 use crate::stages::eval::config::EvalConfig;
 use crate::stages::export::{ExportFormat, SplitChoice};
@@ -34,26 +38,32 @@ use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
 use crate::stages::release::cells::SplitConfig;
 use crate::stages::selfplay::SelfplayConfig;
-use crate::stages::verify::{VerifyConfig, VerifyCounts};
+use crate::stages::verify::{VerifyConfig, VerifyCounts, VerifyFiles};
 
 /// The stages of `pipeline.stages`, in its order, each holding its own
-/// section of `config` (loaded from `config_path`, which errors name).
-pub fn configured(config: &PipelineConfig, config_path: &Path) -> Result<Vec<Box<dyn Stage>>> {
+/// section of `config` (loaded from `config_path`, which errors name) and
+/// the seeds it draws with.
+pub(crate) fn configured(
+    config: &PipelineConfig,
+    seeds: &RunSeeds,
+    config_path: &Path,
+) -> Result<Vec<Box<dyn Stage>>> {
     config
         .pipeline
         .stages
         .iter()
-        .map(|&name| stage(name, config, config_path))
+        .map(|&name| stage(name, config, seeds, config_path))
         .collect()
 }
 
 /// The stage `name`, handed its own section of `config`.
-pub fn stage(
+fn stage(
     name: StageName,
     config: &PipelineConfig,
+    seeds: &RunSeeds,
     config_path: &Path,
 ) -> Result<Box<dyn Stage>> {
-    let seed = config.pipeline.seed;
+    let seed = seeds.run;
     Ok(match name {
         StageName::IngestPuzzles => Box::new(IngestPuzzles {
             filters: config.ingest.puzzles.clone(),
@@ -66,29 +76,20 @@ pub fn stage(
         }),
         StageName::Selfplay => Box::new(Selfplay {
             section: SelfplayConfig {
-                seed: config.selfplay_seed(),
+                seed: seeds.selfplay,
                 ..config.selfplay.clone()
             },
         }),
-        StageName::Mine => Box::new(Mine {
-            section: config.mine.clone(),
-            human_games: HumanGamesInput::of(config)?,
-        }),
-        StageName::Rate => Box::new(Rate {
-            section: RateConfig {
-                seed,
-                ..config.rate.clone()
-            },
-        }),
-        StageName::Verify => Box::new(Verify {
-            section: config.verify.clone(),
-        }),
+        StageName::Mine => Box::new(Mine::of(config, seeds)?),
+        StageName::Rate => Box::new(Rate::of(config, seeds)),
+        StageName::Verify => Box::new(Verify::of(config)),
         StageName::Release => Box::new(Release {
             section: config.split.clone(),
             seed,
             verifies: config.pipeline.stages.contains(&StageName::Verify),
             drops_unverified: config.verify.policy == crate::stages::verify::Policy::Drop,
-            provenance: Provenance::of(config),
+            generated: config.generate.enabled,
+            provenance: Provenance::of(config, seeds),
         }),
         StageName::Export => Box::new(Export::new(&config.export, config_path)?),
         StageName::Eval => Box::new(Eval {
@@ -100,7 +101,7 @@ pub fn stage(
 
 /// The file name a source gets inside a stage folder: its name without
 /// compression and format suffixes, plus `suffix`.
-fn output_name(source: &Path, suffix: &str) -> String {
+pub(crate) fn output_name(source: &Path, suffix: &str) -> String {
     let mut stem = source
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -116,16 +117,9 @@ fn output_name(source: &Path, suffix: &str) -> String {
 /// The funnel of a generated release, beside its games.
 pub(crate) const GENERATE_SUMMARY: &str = "generate.json";
 
-/// Whether a mine/rate file holds the self-play games' puzzles (the others
-/// come from Lichess game candidates).
-fn is_selfplay_file(path: &Path) -> bool {
-    path.file_name()
-        .is_some_and(|name| name == "games.puzzles.csv")
-}
-
 /// Files with one of the given endings in a stage's committed folder,
 /// sorted by name.
-fn stage_files(ctx: &RunContext, stage: StageName, ending: &str) -> Vec<PathBuf> {
+pub(crate) fn stage_files(ctx: &RunContext, stage: StageName, ending: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(ctx.stage_dir(stage))
         .map(|entries| {
             entries
@@ -142,7 +136,7 @@ fn stage_files(ctx: &RunContext, stage: StageName, ending: &str) -> Vec<PathBuf>
 }
 
 /// A stage's config section as its fingerprint records it.
-fn recorded(section: &impl Serialize) -> Result<Value> {
+pub(crate) fn recorded(section: &impl Serialize) -> Result<Value> {
     Ok(serde_json::to_value(section)?)
 }
 
@@ -151,38 +145,6 @@ fn recorded(section: &impl Serialize) -> Result<Value> {
 struct Seeded<'a, T> {
     filters: &'a T,
     seed: u64,
-}
-
-/// `selfplay`'s config under `[generate]`: the settings the games were
-/// played with (generation's profile, not `[selfplay]`'s values) and the
-/// generation's fingerprint.
-#[derive(Serialize)]
-struct PlayedSelfplay<G> {
-    selfplay: Value,
-    generate: G,
-}
-
-/// `mine`'s config under `[generate]`: `[mine]` (which mines the Lichess
-/// game candidates) and the settings the generated games were mined with.
-#[derive(Serialize)]
-struct MinedWith<'a, G> {
-    mine: &'a MineConfig,
-    generated_with: Value,
-    generate: G,
-}
-
-/// `rate`'s config under `[generate]`.
-#[derive(Serialize)]
-struct RatedWith<'a, G> {
-    rate: &'a RateConfig,
-    generate: G,
-}
-
-/// `verify`'s config under `[generate]`.
-#[derive(Serialize)]
-struct VerifiedWith<G> {
-    verify: Value,
-    generate: G,
 }
 
 /// `release`'s config: `[split]`, the run seed and the tier drawn.
@@ -303,24 +265,12 @@ impl Stage for Selfplay {
         StageName::Selfplay
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
-        match &ctx.generated {
-            // The games were played with generation's profile, not
-            // `[selfplay]`'s values: record those played.
-            Some(generated) => recorded(&PlayedSelfplay {
-                selfplay: generated.played_settings("selfplay"),
-                generate: generated.fingerprint(),
-            }),
-            None => recorded(&self.section),
-        }
+    fn config_section(&self, _ctx: &RunContext) -> Result<Value> {
+        recorded(&self.section)
     }
 
-    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        Ok(ctx
-            .generated
-            .as_ref()
-            .map(|g| g.inputs(None))
-            .unwrap_or_default())
+    fn inputs(&self, _ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(Vec::new())
     }
 
     fn uses_engine(&self) -> bool {
@@ -328,25 +278,6 @@ impl Stage for Selfplay {
     }
 
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
-        if let Some(generated) = &ctx.generated {
-            // The games were played into the batch store; the release
-            // holds those up to the stopping game, and the funnel.
-            let output = "games.pgn";
-            let games = generated.write_games(&folder.scratch_path(output))?;
-            write_atomic(
-                &folder.scratch_path(GENERATE_SUMMARY),
-                format!("{}\n", serde_json::to_string_pretty(&generated.report)?).as_bytes(),
-            )?;
-            let summary = GeneratedGamesSummary {
-                games,
-                first_game: generated.first,
-                last_game: generated.last,
-                output: folder.committed_path(output),
-                generate: generated.report.clone(),
-                engine_cpu_hours: generated.cpu_seconds / 3600.0,
-            };
-            return Ok(StageSummary::GeneratedGames(Box::new(summary)));
-        }
         let pool = ctx.engine_pool(StageName::Selfplay)?;
         // A shard plays its slice of the game numbers; each game's bytes
         // depend only on the seed and its number.
@@ -358,13 +289,8 @@ impl Stage for Selfplay {
             None => 1..=self.section.games,
         };
         let output = "games.pgn";
-        let mut summary = crate::stages::selfplay::run_selfplay_range(
-            &self.section,
-            &pool,
-            &folder.scratch_path(output),
-            numbers,
-        )?
-        .record;
+        let mut summary =
+            chain::play(&self.section, &pool, &folder.scratch_path(output), numbers)?.record;
         summary.output = folder.committed_path(output);
         Ok(StageSummary::Selfplay(summary))
     }
@@ -372,7 +298,7 @@ impl Stage for Selfplay {
 
 /// `mine`: unique-best-move puzzles from the self-play games, from the
 /// Lichess game candidates and from human games.
-struct Mine {
+pub(crate) struct Mine {
     /// `[mine]`.
     section: MineConfig,
     /// `[human_games]` with games to mine, and its file.
@@ -390,9 +316,9 @@ struct HumanGamesInput {
 }
 
 impl HumanGamesInput {
-    /// `[human_games]` when it mines games; they need `[sources]
-    /// human_games`.
-    fn of(config: &PipelineConfig) -> Result<Option<HumanGamesInput>> {
+    /// `[human_games]` when it mines games, drawn with `seed`; they need
+    /// `[sources] human_games`.
+    fn of(config: &PipelineConfig, seed: u64) -> Result<Option<HumanGamesInput>> {
         let section = &config.human_games;
         if section.mine_games == 0 {
             return Ok(None);
@@ -407,7 +333,7 @@ impl HumanGamesInput {
         Ok(Some(HumanGamesInput {
             path: path.clone(),
             section: section.clone(),
-            seed: config.pipeline.seed,
+            seed,
         }))
     }
 
@@ -442,6 +368,70 @@ struct MineWithHumanGames<'a, S> {
 }
 
 impl Mine {
+    /// `[mine]`, and `[human_games]` when it mines games (drawn with the
+    /// run seed).
+    pub(crate) fn of(config: &PipelineConfig, seeds: &RunSeeds) -> Result<Mine> {
+        Ok(Mine {
+            section: config.mine.clone(),
+            human_games: HumanGamesInput::of(config, seeds.run)?,
+        })
+    }
+
+    /// `[mine]` as the stage's fingerprint records it.
+    pub(crate) fn section(&self) -> &MineConfig {
+        &self.section
+    }
+
+    /// The stage's recorded config: `mine` (`[mine]`, or what the generated
+    /// route records of it) with `[human_games]` beside it when it mines
+    /// human games.
+    pub(crate) fn with_human_games(&self, mine: Value) -> Result<Value> {
+        match &self.human_games {
+            Some(human_games) => recorded(&MineWithHumanGames { mine, human_games }),
+            None => Ok(mine),
+        }
+    }
+
+    /// Mines the input file `input` into the stage folder; `sliced_here`:
+    /// a shard mines its slice of it (the Lichess game candidates), else
+    /// all of it.
+    fn mine_input(
+        &self,
+        ctx: &RunContext,
+        pool: &EnginePool,
+        folder: &StageFolder,
+        (input, sliced_here): (PathBuf, bool),
+    ) -> Result<InputSummary<MineFileSummary>> {
+        let output = output_name(&input, ".puzzles.csv");
+        let loaded = Self::load(ctx, &input, sliced_here)?;
+        let mut summary = chain::mine(&self.section, pool, &loaded, &folder.scratch_path(&output))?
+            .summary
+            .record;
+        summary.output = folder.committed_path(&output);
+        Ok(InputSummary {
+            input,
+            summary: MineFileSummary::Mined(summary),
+        })
+    }
+
+    /// Mines what comes after the self-play games: the Lichess game
+    /// candidates (a shard its slice of them), then the drawn human games.
+    pub(crate) fn mine_candidates_and_human_games(
+        &self,
+        ctx: &RunContext,
+        pool: &EnginePool,
+        folder: &StageFolder,
+    ) -> Result<Vec<InputSummary<MineFileSummary>>> {
+        let mut files = Vec::new();
+        for candidates in stage_files(ctx, StageName::IngestGames, ".candidates.csv") {
+            files.push(self.mine_input(ctx, pool, folder, (candidates, true))?);
+        }
+        if let Some(human) = &self.human_games {
+            files.push(self.mine_human_games(ctx, pool, folder, human)?);
+        }
+        Ok(files)
+    }
+
     /// Mines the drawn human games into `human_games.puzzles.csv`.
     fn mine_human_games(
         &self,
@@ -452,13 +442,9 @@ impl Mine {
     ) -> Result<InputSummary<MineFileSummary>> {
         let loaded = human.units(ctx)?;
         let output = "human_games.puzzles.csv";
-        let mut summary = crate::stages::mine::run_mine_loaded(
-            &self.section,
-            pool,
-            &loaded,
-            &folder.scratch_path(output),
-        )?
-        .record;
+        let mut summary = chain::mine(&self.section, pool, &loaded, &folder.scratch_path(output))?
+            .summary
+            .record;
         summary.output = folder.committed_path(output);
         Ok(InputSummary {
             input: human.path.clone(),
@@ -499,30 +485,14 @@ impl Stage for Mine {
         StageName::Mine
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
-        let mine = match &ctx.generated {
-            // `[mine]` mines the Lichess game candidates; the generated
-            // games were mined with generation's profile.
-            Some(generated) => recorded(&MinedWith {
-                mine: &self.section,
-                generated_with: generated.played_settings("mine"),
-                generate: generated.fingerprint(),
-            })?,
-            None => recorded(&self.section)?,
-        };
-        match &self.human_games {
-            Some(human_games) => recorded(&MineWithHumanGames { mine, human_games }),
-            None => Ok(mine),
-        }
+    fn config_section(&self, _ctx: &RunContext) -> Result<Value> {
+        self.with_human_games(recorded(&self.section)?)
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = stage_files(ctx, StageName::Selfplay, ".pgn");
         inputs.extend(stage_files(ctx, StageName::IngestGames, ".candidates.csv"));
         inputs.extend(self.human_games.as_ref().map(|h| h.path.clone()));
-        if let Some(generated) = &ctx.generated {
-            inputs.extend(generated.inputs(Some(Part::Mined)));
-        }
         Ok(inputs)
     }
 
@@ -533,58 +503,57 @@ impl Stage for Mine {
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let pool = ctx.engine_pool(StageName::Mine)?;
         let mut files = Vec::new();
-        let games = stage_files(ctx, StageName::Selfplay, ".pgn");
-        let candidates = stage_files(ctx, StageName::IngestGames, ".candidates.csv");
-        for (input, sliced_here) in games
-            .into_iter()
-            .map(|p| (p, false))
-            .chain(candidates.into_iter().map(|p| (p, true)))
-        {
-            let output = output_name(&input, ".puzzles.csv");
-            if let (Some(generated), false) = (&ctx.generated, sliced_here) {
-                // The games' puzzles were mined into the batch store.
-                let columns = crate::stages::mine::MINE_COLUMNS.map(|c| c.to_string());
-                let written = generated.write_puzzles(
-                    Part::Mined,
-                    &folder.scratch_path(&output),
-                    Some(columns.to_vec()),
-                )?;
-                files.push(InputSummary {
-                    input,
-                    summary: MineFileSummary::FromStore {
-                        puzzles: written,
-                        from_store: generated.stores_display(),
-                        output: folder.committed_path(&output),
-                    },
-                });
-                continue;
-            }
-            let loaded = Self::load(ctx, &input, sliced_here)?;
-            let mut summary = crate::stages::mine::run_mine_loaded(
-                &self.section,
-                &pool,
-                &loaded,
-                &folder.scratch_path(&output),
-            )?
-            .record;
-            summary.output = folder.committed_path(&output);
-            files.push(InputSummary {
-                input,
-                summary: MineFileSummary::Mined(summary),
-            });
+        // A shard's self-play games are sliced by its selfplay stage.
+        for games in stage_files(ctx, StageName::Selfplay, ".pgn") {
+            files.push(self.mine_input(ctx, &pool, folder, (games, false))?);
         }
-        if let Some(human) = &self.human_games {
-            files.push(self.mine_human_games(ctx, &pool, folder, human)?);
-        }
+        files.extend(self.mine_candidates_and_human_games(ctx, &pool, folder)?);
         Ok(StageSummary::Mine(InputsSummary::of(files)))
     }
 }
 
 /// `rate`: engine-estimated ratings for the mined puzzles, from the
 /// committed (or a configured) model fitted on real Lichess puzzles.
-struct Rate {
+pub(crate) struct Rate {
     /// `[rate]`, with the run seed and the model's path resolved.
     section: RateConfig,
+}
+
+impl Rate {
+    /// `[rate]` with the run seed.
+    pub(crate) fn of(config: &PipelineConfig, seeds: &RunSeeds) -> Rate {
+        Rate {
+            section: RateConfig {
+                seed: seeds.run,
+                ..config.rate.clone()
+            },
+        }
+    }
+
+    /// `[rate]` as the stage's fingerprint records it.
+    pub(crate) fn section(&self) -> &RateConfig {
+        &self.section
+    }
+
+    /// The mine stage's puzzle files, which the stage rates.
+    pub(crate) fn puzzle_files(ctx: &RunContext) -> Vec<PathBuf> {
+        stage_files(ctx, StageName::Mine, ".puzzles.csv")
+    }
+
+    /// Rates the puzzle file `input` into the stage folder.
+    pub(crate) fn rate_input(
+        &self,
+        input: PathBuf,
+        folder: &StageFolder,
+    ) -> Result<InputSummary<RateFileSummary>> {
+        let output = output_name(&input, ".csv");
+        let mut summary = chain::rate(&self.section, &input, &folder.scratch_path(&output))?.record;
+        summary.output = folder.committed_path(&output);
+        Ok(InputSummary {
+            input,
+            summary: RateFileSummary::Rated(summary),
+        })
+    }
 }
 
 impl Stage for Rate {
@@ -592,22 +561,13 @@ impl Stage for Rate {
         StageName::Rate
     }
 
-    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
-        match &ctx.generated {
-            Some(generated) => recorded(&RatedWith {
-                rate: &self.section,
-                generate: generated.fingerprint(),
-            }),
-            None => recorded(&self.section),
-        }
+    fn config_section(&self, _ctx: &RunContext) -> Result<Value> {
+        recorded(&self.section)
     }
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        let mut inputs = stage_files(ctx, StageName::Mine, ".puzzles.csv");
+        let mut inputs = Self::puzzle_files(ctx);
         inputs.extend(self.section.model.clone());
-        if let Some(generated) = &ctx.generated {
-            inputs.extend(generated.inputs(Some(Part::Rated)));
-        }
         Ok(inputs)
     }
 
@@ -617,41 +577,10 @@ impl Stage for Rate {
     }
 
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
-        let mut files = Vec::new();
-        for input in stage_files(ctx, StageName::Mine, ".puzzles.csv") {
-            let output = output_name(&input, ".csv");
-            if let Some(generated) = ctx.generated.as_ref().filter(|_| is_selfplay_file(&input)) {
-                let written =
-                    generated.write_puzzles(Part::Rated, &folder.scratch_path(&output), None)?;
-                files.push(InputSummary {
-                    input,
-                    summary: RateFileSummary::FromStore {
-                        written,
-                        from_store: generated.stores_display(),
-                        output: folder.committed_path(&output),
-                    },
-                });
-                continue;
-            }
-            let job = crate::stages::rate::RateJob {
-                input: &input,
-                output: &folder.scratch_path(&output),
-                // Counted in the stage's summary, not listed: a rejects
-                // file would be one more output of every run's stage.
-                rejects: None,
-                calibrate: &[],
-                save_model: None,
-                features: Default::default(),
-                learning_curve: &[],
-                config: &self.section,
-            };
-            let mut summary = crate::stages::rate::run_rate_with(&job)?.record;
-            summary.output = folder.committed_path(&output);
-            files.push(InputSummary {
-                input,
-                summary: RateFileSummary::Rated(summary),
-            });
-        }
+        let files = Self::puzzle_files(ctx)
+            .into_iter()
+            .map(|input| self.rate_input(input, folder))
+            .collect::<Result<_>>()?;
         Ok(StageSummary::Rate(InputsSummary::of(files)))
     }
 }
@@ -660,17 +589,39 @@ impl Stage for Rate {
 /// the second engine when `[verify.second_engine]` is set; the puzzles get
 /// their verdict columns (which the release reads) and the figures go into
 /// the release manifest.
-struct Verify {
+pub(crate) struct Verify {
     /// `[verify]`.
     section: VerifyConfig,
 }
 
+/// How the verify stage gets one puzzle file's verdicts: from the file,
+/// its pool and the second engine's pool.
+pub(crate) type Verdicts<'a> = dyn Fn(
+        &VerifyFiles,
+        &EnginePool,
+        Option<&EnginePool>,
+    ) -> Result<(crate::core::summary::Summary, VerifyCounts)>
+    + 'a;
+
 impl Verify {
     /// The stage's totals, which the release manifest records.
     const SUMMARY: &'static str = "verify.json";
+
+    /// `[verify]`.
+    pub(crate) fn of(config: &PipelineConfig) -> Verify {
+        Verify {
+            section: config.verify.clone(),
+        }
+    }
+
+    /// `[verify]` as the stage's fingerprint records it.
+    pub(crate) fn section(&self) -> &VerifyConfig {
+        &self.section
+    }
+
     /// The puzzles to verify: the rated mined puzzles (what the release
     /// draws from), else the mined ones when the pipeline does not rate.
-    fn puzzle_files(ctx: &RunContext) -> Vec<PathBuf> {
+    pub(crate) fn puzzle_files(ctx: &RunContext) -> Vec<PathBuf> {
         let rated = stage_files(ctx, StageName::Rate, ".puzzles.csv");
         if rated.is_empty() {
             stage_files(ctx, StageName::Mine, ".puzzles.csv")
@@ -678,58 +629,15 @@ impl Verify {
             rated
         }
     }
-}
 
-impl Verify {
-    /// The verdicts of the generated puzzles, given when their batches
-    /// were played: the verified rows, the report and its summary.
-    fn from_store(
-        config: &crate::stages::verify::VerifyConfig,
-        generated: &Generated,
-        files: &crate::stages::verify::VerifyFiles,
-    ) -> Result<(crate::core::summary::Summary, VerifyCounts)> {
-        let verdicts = generated.verdicts()?;
-        let mut text = String::new();
-        for verdict in &verdicts {
-            text.push_str(&serde_json::to_string(verdict)?);
-            text.push('\n');
-        }
-        write_atomic(files.report, text.as_bytes())?;
-        if let Some(path) = files.puzzles_out {
-            generated.write_puzzles(Part::Verified, path, None)?;
-        }
-        crate::stages::verify::summarize(config, &verdicts, &[], files.report)
-    }
-}
-
-impl Stage for Verify {
-    fn name(&self) -> StageName {
-        StageName::Verify
-    }
-
-    fn config_section(&self, ctx: &RunContext) -> Result<Value> {
-        match &ctx.generated {
-            Some(generated) => recorded(&VerifiedWith {
-                verify: self.section.recorded()?,
-                generate: generated.fingerprint(),
-            }),
-            None => Ok(self.section.recorded()?),
-        }
-    }
-
-    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
-        let mut inputs = Self::puzzle_files(ctx);
-        if let Some(generated) = &ctx.generated {
-            inputs.extend(generated.inputs(Some(Part::Verified)));
-        }
-        Ok(inputs)
-    }
-
-    fn uses_engine(&self) -> bool {
-        true
-    }
-
-    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
+    /// Verifies each puzzle file into the stage folder, its verdicts given
+    /// by `verdicts`, and writes the stage's totals.
+    pub(crate) fn verify_files(
+        &self,
+        ctx: &RunContext,
+        folder: &StageFolder,
+        verdicts: &Verdicts,
+    ) -> Result<StageSummary> {
         let pool = ctx.engine_pool(StageName::Verify)?;
         let config = &self.section;
         let second = match &config.second_engine {
@@ -741,21 +649,12 @@ impl Stage for Verify {
         for input in Self::puzzle_files(ctx) {
             let report = output_name(&input, ".verify.jsonl");
             let puzzles = output_name(&input, ".csv");
-            let files_here = crate::stages::verify::VerifyFiles {
+            let files_here = VerifyFiles {
                 input: &input,
                 report: &folder.scratch_path(&report),
                 puzzles_out: Some(&folder.scratch_path(&puzzles)),
             };
-            let (summary, file_counts) =
-                match ctx.generated.as_ref().filter(|_| is_selfplay_file(&input)) {
-                    Some(generated) => Self::from_store(config, generated, &files_here)?,
-                    None => crate::stages::verify::run_verify_with(
-                        config,
-                        &pool,
-                        second.as_ref(),
-                        &files_here,
-                    )?,
-                };
+            let (summary, file_counts) = verdicts(&files_here, &pool, second.as_ref())?;
             counts += &file_counts;
             // Names, not paths: the release manifest embeds this file, and
             // its bytes must not depend on where the release folder is.
@@ -785,6 +684,30 @@ impl Stage for Verify {
     }
 }
 
+impl Stage for Verify {
+    fn name(&self) -> StageName {
+        StageName::Verify
+    }
+
+    fn config_section(&self, _ctx: &RunContext) -> Result<Value> {
+        Ok(self.section.recorded()?)
+    }
+
+    fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        Ok(Self::puzzle_files(ctx))
+    }
+
+    fn uses_engine(&self) -> bool {
+        true
+    }
+
+    fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
+        self.verify_files(ctx, folder, &|files, pool, second| {
+            chain::verify(&self.section, pool, second, files)
+        })
+    }
+}
+
 /// `release`: the stratified, game-grouped train/test split.
 struct Release {
     /// `[split]`, as written (the run seed is recorded beside it).
@@ -795,6 +718,9 @@ struct Release {
     verifies: bool,
     /// `[verify] policy = "drop"`: puzzles that fail a check stay out.
     drops_unverified: bool,
+    /// Whether `[generate]` made the self-play games: the release then
+    /// reads generation's funnel beside them.
+    generated: bool,
     provenance: Provenance,
 }
 
@@ -821,9 +747,9 @@ impl Release {
     }
 
     /// The generation funnel beside the games, under `[generate]`.
-    fn generate_summary(ctx: &RunContext) -> Option<PathBuf> {
+    fn generate_summary(&self, ctx: &RunContext) -> Option<PathBuf> {
         let path = ctx.stage_dir(StageName::Selfplay).join(GENERATE_SUMMARY);
-        (ctx.generated.is_some() && path.is_file()).then_some(path)
+        (self.generated && path.is_file()).then_some(path)
     }
 
     /// The `verify` stage's totals, when the pipeline verifies.
@@ -849,7 +775,7 @@ impl Stage for Release {
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         let mut inputs = self.pool(ctx);
         inputs.extend(self.verify_summary(ctx));
-        inputs.extend(Self::generate_summary(ctx));
+        inputs.extend(self.generate_summary(ctx));
         for release in earlier_releases(ctx)? {
             inputs
                 .extend(crate::stages::release::folder::ReleaseFolder::at(&release).split_files());
@@ -886,7 +812,7 @@ impl Stage for Release {
             engine_option: Vec::new(),
             verify: self.verify_summary(ctx),
             drop_unverified: self.verifies && self.drops_unverified,
-            generate: Self::generate_summary(ctx),
+            generate: self.generate_summary(ctx),
             games: stage_files(ctx, StageName::Selfplay, ".pgn"),
             provenance: Some(self.provenance.record(ctx)?),
         };

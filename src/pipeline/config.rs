@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::core::error::bad_input;
 use crate::core::settings::{check_numbers, line_of, relative_to, value_error};
-use crate::pipeline::stage::StageName;
+use crate::pipeline::stage_name::StageName;
 
 /// The default config file, relative to the working directory.
 pub(crate) const DEFAULT_CONFIG: &str = "pipeline.toml";
@@ -177,11 +177,6 @@ pub struct PipelineSection {
     /// Stages to run, in order. Each must be one `run` knows.
     #[serde(deserialize_with = "stage_names")]
     pub stages: Vec<StageName>,
-    /// The self-play seed of the release this run makes, when it is not
-    /// `release` (set by `run` and `merge`, never read from the file):
-    /// see [`crate::stages::selfplay::release_seed`].
-    #[serde(skip)]
-    pub selfplay_seed: Option<u64>,
 }
 
 /// `pipeline.stages`, with an unknown name reported with the stages `run`
@@ -207,26 +202,11 @@ impl Default for PipelineSection {
             output_dir: PathBuf::from("output"),
             release: "default".to_string(),
             stages: Vec::new(),
-            selfplay_seed: None,
         }
     }
 }
 
 impl PipelineConfig {
-    /// Makes release `release`: a release other than `pipeline.release`
-    /// plays its own self-play games ([`crate::stages::selfplay::release_seed`]).
-    pub(crate) fn for_release(&mut self, release: &str) {
-        self.pipeline.selfplay_seed = (release != self.pipeline.release)
-            .then(|| crate::stages::selfplay::release_seed(self.pipeline.seed, release));
-    }
-
-    /// The seed the `selfplay` stage plays its games with (without
-    /// `[generate]`): the run seed for `pipeline.release`, one derived
-    /// from the release's name for any other.
-    pub(crate) fn selfplay_seed(&self) -> u64 {
-        self.pipeline.selfplay_seed.unwrap_or(self.pipeline.seed)
-    }
-
     /// The sections `[generate]` plays, mines, rates and verifies with.
     pub(crate) fn generate_sections(&self) -> crate::pipeline::generate::Sections<'_> {
         crate::pipeline::generate::Sections {

@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::core::error::bad_input;
 use crate::core::settings::line_of;
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::stage::StageName;
+use crate::pipeline::stage_name::StageName;
 
 impl PipelineConfig {
     /// Checks the whole config and every path it names before the first

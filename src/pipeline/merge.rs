@@ -29,6 +29,7 @@ use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Instant;
 
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, read_puzzles};
@@ -38,6 +39,7 @@ use crate::core::shard::Shard;
 use crate::core::summary::Summary;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generate::{Generated, Mode, prepare, recorded_store};
+use crate::pipeline::generated_adapters::on_generated_route;
 use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
     Fingerprint, MANIFEST, StageManifest, commit_stage_dir, fingerprint, fresh_scratch,
@@ -47,7 +49,9 @@ use crate::pipeline::run::{
     Redo, StageReport, Stages, check_engines, check_release_name, release_is_finished,
     resolve_engine, run_stages, split_sharded,
 };
-use crate::pipeline::stage::{RunContext, Stage, StageName};
+use crate::pipeline::seeds::RunSeeds;
+use crate::pipeline::stage::{RunContext, Stage};
+use crate::pipeline::stage_name::StageName;
 
 /// Arguments of `puzzleforge merge`.
 #[derive(Debug, Clone)]
@@ -470,13 +474,15 @@ fn merge_rated(
 
 /// `puzzleforge merge`.
 pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
-    let mut config = PipelineConfig::load(&args.config)?;
+    let config = PipelineConfig::load(&args.config)?;
     config.validate(&args.config, args.tier.as_deref())?;
-    // The release's self-play seed, as `run --shard` played it.
-    if let Some(name) = args.output.file_name().and_then(|n| n.to_str()) {
-        config.for_release(name);
-    }
-    let (sliced, rest) = merge_plan(&config, &args.config)?;
+    // The release's seeds, as `run --shard` played it.
+    let release = args.output.file_name().and_then(|n| n.to_str());
+    let seeds = RunSeeds::of(
+        &config.pipeline,
+        release.unwrap_or(&config.pipeline.release),
+    );
+    let (sliced, rest) = merge_plan(&config, &seeds, &args.config)?;
     let release_dir = args.output.clone();
     check_release_dir(&release_dir, &config.pipeline.output_dir, &args.config)?;
     let config_dir = crate::pipeline::run::config_dir(&args.config);
@@ -511,32 +517,34 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         tier: config.generate.release_tier(args.tier.as_deref()),
         shard: None,
         config_dir,
-        generated: None,
         excluded_releases: None,
     };
-    let (sliced, rest) = if config.generate.enabled {
-        assemble_generated(
-            &config,
-            &mut ctx,
-            args.tier.as_deref(),
-            &shards,
-            sliced,
-            rest,
-        )?
-    } else {
-        (sliced, rest)
-    };
-
-    merge_then_run(&mut ctx, &shards, &sliced, &rest, args.force)
+    if !config.generate.enabled {
+        return merge_then_run(&mut ctx, &shards, (&sliced, &rest), None, args.force);
+    }
+    let (sliced, rest, generated) = assemble_generated(
+        (&config, &seeds),
+        &ctx,
+        args.tier.as_deref(),
+        &shards,
+        (sliced, rest),
+    )?;
+    merge_then_run(
+        &mut ctx,
+        &shards,
+        (&sliced, &rest),
+        Some(&generated),
+        args.force,
+    )
 }
 
 /// Merges the sliced stages of `shards` into the release, runs the `rest`
-/// on it and sums both up.
+/// on it and sums both up (with the generation, under `[generate]`).
 fn merge_then_run(
     ctx: &mut RunContext,
     shards: &[ShardDir],
-    sliced: &Stages,
-    rest: &Stages,
+    (sliced, rest): (&Stages, &Stages),
+    generated: Option<&Generated>,
     force: bool,
 ) -> Result<Summary> {
     let release_dir = ctx.release_dir.clone();
@@ -560,7 +568,7 @@ fn merge_then_run(
         human.push('\n');
     }
     report.extend(rest_report.into_iter().map(MergeStageEntry::Ran));
-    if let Some(generated) = &ctx.generated {
+    if let Some(generated) = generated {
         human.push_str(&generated.human());
     }
     let record = MergeSummary {
@@ -601,17 +609,17 @@ enum MergeStageEntry {
 }
 
 /// Under `[generate]` the shards played their slices into the batch
-/// store; the self-play, mine and rate stages are assembled from it by the
-/// stopping rule, as a single run assembles them. Gives the stages still
-/// merged from the shards (the ingests) and those run on the release.
+/// store; the self-play chain's stages are assembled from it by the
+/// stopping rule, as a single run assembles them (the generated route's
+/// stages). Gives the stages still merged from the shards (the ingests),
+/// those run on the release, and the generation.
 fn assemble_generated(
-    config: &PipelineConfig,
-    ctx: &mut RunContext,
+    (config, seeds): (&PipelineConfig, &RunSeeds),
+    ctx: &RunContext,
     tier: Option<&str>,
     shards: &[ShardDir],
-    sliced: Stages,
-    rest: Stages,
-) -> Result<(Stages, Stages)> {
+    (sliced, rest): (Stages, Stages),
+) -> Result<(Stages, Stages, Rc<Generated>)> {
     let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
     let generated = prepare(
         &config.generate_sections(),
@@ -621,11 +629,13 @@ fn assemble_generated(
         &earlier,
     )?;
     check_same_store(&generated, shards)?;
-    ctx.generated = Some(generated);
+    let generated = Rc::new(generated);
     let (ingest, generated_stages): (Stages, Stages) = sliced
         .into_iter()
         .partition(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
-    Ok((ingest, generated_stages.into_iter().chain(rest).collect()))
+    let run_here = generated_stages.into_iter().chain(rest).collect();
+    let run_here = on_generated_route(run_here, config, seeds, &generated)?;
+    Ok((ingest, run_here, generated))
 }
 
 /// Merges each sliced stage's shard outputs into the release, in stage
@@ -679,8 +689,12 @@ fn check_same_store(generated: &Generated, shards: &[ShardDir]) -> Result<()> {
 
 /// The configured stages: those the shards ran (to merge) and the rest (to
 /// run on the merged release).
-fn merge_plan(config: &PipelineConfig, config_path: &Path) -> Result<(Stages, Stages)> {
-    let stages = crate::pipeline::adapters::configured(config, config_path)?;
+fn merge_plan(
+    config: &PipelineConfig,
+    seeds: &RunSeeds,
+    config_path: &Path,
+) -> Result<(Stages, Stages)> {
+    let stages = crate::pipeline::adapters::configured(config, seeds, config_path)?;
     let (sliced, rest) = split_sharded(stages, config_path)?;
     if sliced.is_empty() {
         return Err(bad_input(format!(

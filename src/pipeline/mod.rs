@@ -12,12 +12,19 @@
 //!   to cost, with an interval, from the games counted (a plan's or a
 //!   budget-stopped run's).
 //! - `generate`: generating to order; `generate_bench`: `bench generate`.
-//! - `config`, `stage`, `adapters`, `manifest`, `lock`: the typed config,
-//!   the stage contract, each stage's adapter, `stage.json`, the lock.
+//! - `config`, `stage`, `stage_name`, `seeds`, `adapters`, `manifest`,
+//!   `lock`: the typed config, the stage contract, the stages' names and
+//!   order, the run's seeds, each stage's adapter, `stage.json`, the lock.
+//! - `chain`: the self-play chain's steps (selfplay, mine, rate, verify),
+//!   run by the plain stages and by generation's batches alike;
+//!   `generated_adapters`: the chain's stages under `[generate]`.
 //!
 //! May use: [`crate::stages`] and everything below. Nothing below uses it.
 
 pub(crate) mod stage;
+pub(crate) mod stage_name;
+pub(crate) mod chain;
+pub(crate) mod seeds;
 pub(crate) mod summary;
 pub(crate) mod adapters;
 pub mod aim;
@@ -25,6 +32,7 @@ pub(crate) mod config;
 mod config_check;
 pub(crate) mod cost;
 pub(crate) mod generate;
+pub(crate) mod generated_adapters;
 pub mod generate_bench;
 pub(crate) mod lock;
 pub(crate) mod provenance;

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::stage::{RunContext, StageName};
+use crate::pipeline::seeds::RunSeeds;
+use crate::pipeline::stage::RunContext;
+use crate::pipeline::stage_name::StageName;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
 use crate::stages::release::manifest::{RunProvenance, Settings, Source};
@@ -39,7 +41,8 @@ pub(crate) struct Provenance {
 }
 
 impl Provenance {
-    pub(crate) fn of(config: &PipelineConfig) -> Provenance {
+    /// What `config`'s run (with `seeds`) records.
+    pub(crate) fn of(config: &PipelineConfig, seeds: &RunSeeds) -> Provenance {
         let generate = config.generate.enabled;
         let runs = |stage: StageName| generate || config.pipeline.stages.contains(&stage);
         let mut files: Vec<(&'static str, PathBuf)> = Vec::new();
@@ -87,11 +90,11 @@ impl Provenance {
         if runs(StageName::Rate) {
             files.extend(config.rate.model.iter().map(|p| ("rate.model", p.clone())));
         }
-        let seed = config.pipeline.seed;
+        let seed = seeds.run;
         Provenance {
             files,
             selfplay: (listed(StageName::Selfplay) && !generate).then(|| SelfplayConfig {
-                seed: config.selfplay_seed(),
+                seed: seeds.selfplay,
                 ..config.selfplay.clone()
             }),
             mine: runs(StageName::Mine).then(|| config.mine.clone()),

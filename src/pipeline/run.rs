@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Instant;
 
 use crate::core::error::bad_input;
@@ -20,13 +21,16 @@ use crate::core::summary::Summary;
 use crate::engine::pool::PoolConfig;
 use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::generate::{CellReport, GenerateSummary, Mode, prepare};
+use crate::pipeline::generate::{CellReport, GenerateSummary, Generated, Mode, prepare};
+use crate::pipeline::generated_adapters::on_generated_route;
 use crate::pipeline::lock::{FileLock, ReleaseLock};
 use crate::pipeline::manifest::{
     Fingerprint, StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds,
     output_hashes,
 };
-use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder, StageName};
+use crate::pipeline::seeds::RunSeeds;
+use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder};
+use crate::pipeline::stage_name::StageName;
 use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest, UnfilledCell};
 
@@ -80,8 +84,8 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     let tier = tier.as_deref();
     config.validate(&args.config, tier)?;
     let release = release_name(args, &config)?;
-    config.for_release(&release);
-    let mut stages = crate::pipeline::adapters::configured(&config, &args.config)?;
+    let seeds = RunSeeds::of(&config.pipeline, &release);
+    let mut stages = crate::pipeline::adapters::configured(&config, &seeds, &args.config)?;
     let mut left_for_merge = Vec::new();
     if args.shard.is_some() {
         let (sharded, rest) = split_sharded(stages, &args.config)?;
@@ -123,15 +127,20 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         tier: config.generate.release_tier(tier),
         shard: args.shard,
         config_dir: config_dir(&args.config),
-        generated: None,
         excluded_releases: None,
     };
-    if config.generate.enabled {
-        ctx.generated = Some(prepare_generation(args, &config, &ctx, &stages, tier)?);
-    }
-    if args.strict
-        && ctx.generated.is_none()
-        && !stages.iter().any(|s| s.name() == StageName::Release)
+    // Under `[generate]` the games are played in batches first, and the
+    // self-play chain's stages are those of the generated route, holding
+    // them.
+    let generated = if config.generate.enabled {
+        let generated = Rc::new(prepare_generation(args, &config, &ctx, &stages, tier)?);
+        stages = on_generated_route(stages, &config, &seeds, &generated)?;
+        Some(generated)
+    } else {
+        None
+    };
+    let generated = generated.as_deref();
+    if args.strict && generated.is_none() && !stages.iter().any(|s| s.name() == StageName::Release)
     {
         return Err(bad_input(format!(
             "run --strict checks the release's cells, but {} has no release stage in pipeline.stages (and [generate] is off)",
@@ -144,7 +153,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     };
     let (mut human, report) = match run_stages(&mut ctx, &stages, redo) {
         Ok(done) => done,
-        Err(error) => return generation_fell_short(&ctx, &release, error),
+        Err(error) => return generation_fell_short(&ctx, generated, &release, error),
     };
     let eval_line = eval_result_line(&report);
     let mut record = RunSummary {
@@ -157,7 +166,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         left_for_merge: None,
         strict: None,
     };
-    if let Some(generated) = &ctx.generated {
+    if let Some(generated) = generated {
         human.push_str(&generated.human());
         record.generate = Some(generated.summary());
     }
@@ -166,11 +175,11 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         record.shard = Some(*shard);
         record.left_for_merge = Some(left_for_merge);
     }
-    human.push_str(&what_it_made(&ctx, &release, args)?);
+    human.push_str(&what_it_made(&ctx, generated, &release, args)?);
     human.push_str(&eval_line);
     let mut shortfall = None;
     if args.strict {
-        let (error, strict) = strict_shortfall(&ctx)?;
+        let (error, strict) = strict_shortfall(&ctx, generated)?;
         shortfall = error;
         record.strict = Some(strict);
     }
@@ -188,7 +197,7 @@ fn prepare_generation(
     ctx: &RunContext,
     stages: &[Box<dyn Stage>],
     tier: Option<&str>,
-) -> Result<crate::pipeline::generate::Generated> {
+) -> Result<Generated> {
     let mode = match args.shard {
         Some(shard) => Mode::Shard(shard),
         None => Mode::Run,
@@ -260,8 +269,14 @@ enum UnfilledCells {
 }
 
 /// The run's last lines: what it made, the cells it left unfilled, and
-/// the next command to fill them (nothing when no release was drawn).
-fn what_it_made(ctx: &RunContext, release: &str, args: &RunArgs) -> Result<String> {
+/// the next command to fill them (nothing when no release was drawn);
+/// `generated`: the generation, under `[generate]`.
+fn what_it_made(
+    ctx: &RunContext,
+    generated: Option<&Generated>,
+    release: &str,
+    args: &RunArgs,
+) -> Result<String> {
     let config_path = args.config.as_path();
     let dir = ctx.stage_dir(StageName::Release);
     let Some(manifest) = ReleaseManifest::load(&dir)? else {
@@ -293,7 +308,7 @@ fn what_it_made(ctx: &RunContext, release: &str, args: &RunArgs) -> Result<Strin
     let config = hint_flags(args);
     // This release is finished and never changes: more puzzles go into a
     // new one, named here so that the commands run as written.
-    let next = match &ctx.generated {
+    let next = match generated {
         Some(generated) if generated.stop_is_budget() => format!(
             "next: raise [generate] max_games or max_cpu_hours in {} (the cost above says how far) and run `puzzleforge run{config} --release {}`: it reuses the games already played ({release} is finished and never changes)",
             config_path.display(),
@@ -403,10 +418,13 @@ fn fresh_release_name(ctx: &RunContext, base: &str) -> String {
 /// prints the generation summary (games, CPU, the cells unfilled and what
 /// they would cost) before the error, and exits 2 as the error does. Any
 /// other failure, or one without generation, is returned as it is.
-fn generation_fell_short(ctx: &RunContext, release: &str, error: anyhow::Error) -> Result<Summary> {
-    let Some(generated) = ctx
-        .generated
-        .as_ref()
+fn generation_fell_short(
+    ctx: &RunContext,
+    generated: Option<&Generated>,
+    release: &str,
+    error: anyhow::Error,
+) -> Result<Summary> {
+    let Some(generated) = generated
         .filter(|_| crate::core::error::exit_code(&error) == crate::core::error::EXIT_BAD_INPUT)
     else {
         return Err(error);
@@ -446,7 +464,6 @@ fn run_plan(
         tier: config.generate.release_tier(tier),
         shard: None,
         config_dir: config_dir(&args.config),
-        generated: None,
         excluded_releases: None,
     };
     let command = format!("puzzleforge run{}", hint_flags(args));
@@ -471,11 +488,15 @@ fn shard_line(shard: &Shard, left_for_merge: &[StageName]) -> String {
 /// the summary's `strict`, and the error naming the unfilled cells when
 /// there are any. The target is `[generate]`'s (generated puzzles only)
 /// when generation ran, else the release's `[split]` cells, read from
-/// the release's manifest.
-fn strict_shortfall(ctx: &RunContext) -> Result<(Option<String>, StrictRecord)> {
+/// the release's manifest. `generated`: the generation, under
+/// `[generate]`.
+fn strict_shortfall(
+    ctx: &RunContext,
+    generated: Option<&Generated>,
+) -> Result<(Option<String>, StrictRecord)> {
     // Each unfilled cell's label, the puzzles drawn for it and the puzzles
     // found (generated) for it.
-    let (cells, unfilled, found_key) = match &ctx.generated {
+    let (cells, unfilled, found_key) = match generated {
         Some(generated) => (
             generated.report.counts.cells,
             UnfilledCells::Generated(generated.report.counts.unfilled.clone()),
@@ -775,13 +796,8 @@ pub(crate) fn run_stages(
         };
         // Under `[generate]` the stages' work was done when the batches
         // were played, before the stages ran: their time is theirs.
-        let generated_seconds = ctx
-            .generated
-            .as_ref()
-            .and_then(|g| g.seconds_by_stage.get(stage.name().as_str()).copied())
-            .unwrap_or(0.0);
         let outcome = StageOutcome {
-            seconds: outcome.seconds + generated_seconds,
+            seconds: outcome.seconds + stage.seconds_spent_before(),
             ..outcome
         };
         // When the stage ended (or was found unchanged), in the summary

@@ -1,98 +1,17 @@
-//! The stage contract: the stages by name ([`StageName`]), what a stage
-//! sees while it runs ([`RunContext`], [`StageFolder`]) and what it tells
-//! the runner ([`Stage`]): its config section, its input files, whether it
-//! uses the engine, and the work itself.
+//! The stage contract: what a stage sees while it runs ([`RunContext`],
+//! [`StageFolder`]) and what it tells the runner ([`Stage`]): its config
+//! section, its input files, whether it uses the engine, and the work
+//! itself. The stages' names are [`crate::pipeline::stage_name`].
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
+use crate::pipeline::stage_name::StageName;
 use crate::pipeline::summary::StageSummary;
-
-/// A stage `run` knows: its name in `pipeline.stages`, in `stage.json` and
-/// as its folder's name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StageName {
-    IngestPuzzles,
-    IngestGames,
-    Selfplay,
-    Mine,
-    Rate,
-    Verify,
-    Release,
-    Export,
-    Eval,
-}
-
-impl StageName {
-    /// Every stage, in pipeline order.
-    pub(crate) const ALL: [StageName; 9] = [
-        StageName::IngestPuzzles,
-        StageName::IngestGames,
-        StageName::Selfplay,
-        StageName::Mine,
-        StageName::Rate,
-        StageName::Verify,
-        StageName::Release,
-        StageName::Export,
-        StageName::Eval,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StageName::IngestPuzzles => "ingest_puzzles",
-            StageName::IngestGames => "ingest_games",
-            StageName::Selfplay => "selfplay",
-            StageName::Mine => "mine",
-            StageName::Rate => "rate",
-            StageName::Verify => "verify",
-            StageName::Release => "release",
-            StageName::Export => "export",
-            StageName::Eval => "eval",
-        }
-    }
-
-    /// The stage named `name`, if `run` knows one.
-    pub(crate) fn from_name(name: &str) -> Option<StageName> {
-        StageName::ALL
-            .into_iter()
-            .find(|stage| stage.as_str() == name)
-    }
-
-    /// Whether `run --shard` runs the stage (on its slice of the work); the
-    /// others are left for `merge`.
-    pub(crate) fn is_sharded(self) -> bool {
-        matches!(
-            self,
-            StageName::IngestPuzzles
-                | StageName::IngestGames
-                | StageName::Selfplay
-                | StageName::Mine
-                | StageName::Rate
-        )
-    }
-
-    /// The names of `stages`, comma-separated, for messages.
-    pub(crate) fn list(stages: impl IntoIterator<Item = StageName>) -> String {
-        stages
-            .into_iter()
-            .map(StageName::as_str)
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-impl fmt::Display for StageName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
 
 /// What every stage sees while it runs; a stage's settings are its own
 /// (see [`crate::pipeline::adapters`]).
@@ -110,9 +29,6 @@ pub struct RunContext {
     /// relative to it, so that running one config from another working
     /// directory finds its stages unchanged.
     pub config_dir: PathBuf,
-    /// Under `[generate]`: the generated games and puzzles the self-play,
-    /// mine, rate and verify stages hold, assembled from the batch store.
-    pub generated: Option<crate::pipeline::generate::Generated>,
     /// The finished releases the release stage excludes when it draws:
     /// every one under the output folder, found while it holds the output
     /// folder's lock. `None` before the draw (and for a release kept as
@@ -202,6 +118,12 @@ pub trait Stage {
     fn uses_engine(&self) -> bool {
         false
     }
+    /// Wall seconds of the stage's work done before the stages ran (a
+    /// generated stage's share of playing the batches): the run's table
+    /// counts them as the stage's own.
+    fn seconds_spent_before(&self) -> f64 {
+        0.0
+    }
     /// Does the work, writing outputs into `folder.scratch`; returns the
     /// stage's summary, naming files where they will live.
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary>;
@@ -211,28 +133,5 @@ pub trait Stage {
         let summary = self.work(ctx, folder)?;
         serde_json::to_value(&summary)
             .with_context(|| format!("recording the summary of stage {}", self.name()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stage_names_are_one_list_in_config_manifests_and_folders() {
-        for stage in StageName::ALL {
-            assert_eq!(serde_json::to_value(stage).unwrap(), stage.as_str());
-            assert_eq!(StageName::from_name(stage.as_str()), Some(stage));
-            assert_eq!(format!("{stage:<16}").trim_end(), stage.as_str());
-        }
-        assert_eq!(StageName::from_name("split"), None);
-        let sharded: Vec<StageName> = StageName::ALL
-            .into_iter()
-            .filter(|s| s.is_sharded())
-            .collect();
-        assert_eq!(
-            StageName::list(sharded),
-            "ingest_puzzles, ingest_games, selfplay, mine, rate"
-        );
     }
 }

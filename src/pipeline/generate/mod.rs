@@ -3,8 +3,9 @@
 //! named tier's), or a budget ends.
 //!
 //! **The batch store.** Each batch of games is played, mined, rated and
-//! verified (the functions of the `selfplay`, `mine`, `rate` and `verify`
-//! stages) into `<output_dir>/.generate/<key>/batch-FIRST-LAST/`, written
+//! verified (the self-play chain's steps, [`crate::pipeline::chain`], which
+//! the plain stages run too) into
+//! `<output_dir>/.generate/<key>/batch-FIRST-LAST/`, written
 //! in a scratch folder and renamed into place when the batch is done, so an
 //! interrupted run resumes after its last finished batch. The key hashes
 //! what a game's results depend on (the self-play, mine, rate and verify
@@ -23,13 +24,16 @@
 //! batch that spends it (recorded per batch, so a rerun decides the same).
 //!
 //! **The release's stages** then hold the games up to the stopping game and
-//! their puzzles, assembled from the store (`Generated`), so `run --shard`
-//! (its slice of `max_games`, no stopping rule) and `merge` (the stopping
-//! rule over the shards' batches) write the bytes of a single run.
+//! their puzzles, assembled from the store (`Generated`): the run swaps the
+//! chain's stages for their generated forms
+//! ([`crate::pipeline::generated_adapters`]), so `run --shard` (its slice
+//! of `max_games`, no stopping rule) and `merge` (the stopping rule over
+//! the shards' batches) write the bytes of a single run.
 //!
 //! **The files.** [`config`]: the settings and profiles, and the store key
 //! they hash to. [`report`]: what generation reports. [`store`]: the
-//! batches on disk and their records. [`play`]: playing one batch.
+//! batches on disk and their records. [`play`]: playing one batch
+//! through the chain.
 //! [`target`]: the target and the count that finds the stopping game.
 //! [`walk`]: one stream's walk over its batches. [`progress`]: the progress
 //! lines. [`generated`]: what a release holds of the games. [`streams`]:

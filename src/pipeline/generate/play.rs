@@ -1,8 +1,9 @@
-//! Playing one batch: games `first..=last` played, mined, rated and
-//! verified with the engine pools into a scratch folder, each step's
-//! engine CPU and wall time measured, then stored. Apart because it is the
-//! one place generation runs the engines; the store it writes into is
-//! [`super::store`].
+//! Playing one batch: games `first..=last` run through the self-play
+//! chain's steps ([`crate::pipeline::chain`]: played, mined, rated and
+//! verified, in pipeline order) with the engine pools into a scratch
+//! folder, each step's engine CPU and wall time measured, then stored.
+//! Apart because it is the one place generation runs the engines; the
+//! store it writes into is [`super::store`].
 
 use anyhow::Result;
 use serde_json::{Value, json};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::fileio::write_atomic;
 use crate::engine::pool::EnginePool;
+use crate::pipeline::stage_name::StageName;
 
 use super::config::{Engine, Sections, Settings};
 use super::store::{
@@ -126,78 +128,32 @@ impl Player<'_> {
     }
 
     /// Plays, mines, rates and verifies games `first..=last` into
-    /// `scratch`, ending with its `batch.json`; gives the engine CPU
-    /// seconds spent.
+    /// `scratch` (the chain's steps in order, [`crate::pipeline::chain`]),
+    /// ending with its `batch.json`; gives the engine CPU seconds spent.
     fn play_steps(&mut self, scratch: &Path, first: u64, last: u64) -> Result<f64> {
         let Some((pool, second)) = self.pools.as_mut() else {
             unreachable!("the pools are started before a batch is played")
         };
-        let wall = &mut self.wall_seconds;
         let before = pools_cpu(pool, second);
         let mut clock = StepClock::new(before);
-        let settings = self.settings;
-        let games = scratch.join("games.pgn");
-        // Bars on a terminal (quiet without one, or under --json).
-        pool.set_progress(Some("selfplay"));
-        crate::stages::selfplay::run_selfplay_range(
-            &settings.selfplay,
-            pool,
-            &games,
-            first..=last,
-        )?;
-        let selfplay_cpu = clock.lap("selfplay", pools_cpu(pool, second), 0.0, wall);
-        let loaded = crate::stages::mine::load_input(&games)?;
-        let mined = scratch.join("mined.csv");
-        pool.set_progress(Some("mine"));
-        let mine =
-            crate::stages::mine::mine_loaded_per_unit(&settings.mine, pool, &loaded, &mined)?;
-        pool.set_progress(Some("verify"));
-        let mine_cpu = clock.lap("mine", pools_cpu(pool, second), 0.0, wall);
-        let rated = scratch.join("rated.csv");
-        let rate_cpu = rate_batch(settings, &mined, &rated)?;
-        let rate_step_cpu = clock.lap("rate", pools_cpu(pool, second), rate_cpu, wall);
-        let (_, verify) = crate::stages::verify::run_verify_with(
-            &settings.verify,
-            pool,
-            second.as_ref(),
-            &crate::stages::verify::VerifyFiles {
-                input: &rated,
-                report: &scratch.join("verify.jsonl"),
-                puzzles_out: Some(&scratch.join("verified.csv")),
-            },
-        )?;
-        let verify_cpu = clock.lap("verify", pools_cpu(pool, second), 0.0, wall);
-        let cpu_seconds = pools_cpu(pool, second) - before + rate_cpu;
-        let per_game: Vec<GameFunnel> = (first..=last)
-            .zip(&mine.per_unit)
-            .map(|(game, funnel)| GameFunnel {
-                game,
-                funnel: *funnel,
-            })
-            .collect();
-        let total = |count: fn(&crate::stages::mine::UnitFunnel) -> u64| {
-            mine.per_unit.iter().map(count).sum::<u64>()
-        };
-        let record = BatchRecord {
-            first,
-            last,
-            // Self-play plays every game of the range: the count its summary gives.
-            games: last - first + 1,
-            positions: total(|f| f.positions),
-            full_searches: total(|f| f.full_searches),
-            candidates: total(|f| f.candidates),
-            mined: mine.puzzles,
-            verified: verify.verified,
-            engine_cpu_seconds: cpu_seconds,
-            engine_cpu_seconds_by_step: StepSeconds {
-                selfplay: selfplay_cpu,
-                mine: mine_cpu,
-                rate: rate_step_cpu,
-                verify: verify_cpu,
-            },
-            per_game,
-            files: Some(BatchFiles::of(scratch)?),
-        };
+        let files = StepFiles::in_folder(scratch);
+        let mut steps = Steps::default();
+        let mut cpu_by_step = StepSeconds::default();
+        // The rating's CPU is in this process: the pools' counters do not
+        // see it.
+        let mut cpu_outside_pools = 0.0;
+        for step in crate::pipeline::chain::steps() {
+            // Bars on a terminal (quiet without one, or under --json).
+            pool.set_progress(Some(step.as_str()));
+            let pools = (&*pool, second.as_ref());
+            let outside = steps.run(step, self.settings, pools, &files, first..=last)?;
+            cpu_outside_pools += outside;
+            let now = pools_cpu(pool, second);
+            let spent = clock.lap(step.as_str(), now, outside, &mut self.wall_seconds);
+            cpu_by_step.add(step, spent);
+        }
+        let cpu_seconds = pools_cpu(pool, second) - before + cpu_outside_pools;
+        let record = steps.record(first, last, cpu_seconds, cpu_by_step, scratch)?;
         write_atomic(
             &scratch.join("batch.json"),
             format!("{}\n", serde_json::to_string_pretty(&record)?).as_bytes(),
@@ -206,21 +162,114 @@ impl Player<'_> {
     }
 }
 
-/// Rates the batch's mined puzzles into `rated`; gives the rating's CPU
-/// seconds (the nets' forward passes, in this process: the pools'
-/// counters do not see them).
-fn rate_batch(settings: &Settings, mined: &Path, rated: &Path) -> Result<f64> {
-    let rate_before = crate::engine::process::process_tree_cpu_seconds();
-    crate::stages::rate::run_rate_with(&crate::stages::rate::RateJob {
-        input: mined,
-        output: rated,
-        // A batch's files are the five batch.json records.
-        rejects: None,
-        calibrate: &[],
-        save_model: None,
-        features: Default::default(),
-        learning_curve: &[],
-        config: &settings.rate,
-    })?;
-    Ok(crate::engine::process::process_tree_cpu_seconds() - rate_before)
+/// The files of a batch the chain's steps write, in its scratch folder.
+struct StepFiles {
+    games: PathBuf,
+    mined: PathBuf,
+    rated: PathBuf,
+    verify_report: PathBuf,
+    verified: PathBuf,
+}
+
+impl StepFiles {
+    fn in_folder(scratch: &Path) -> StepFiles {
+        StepFiles {
+            games: scratch.join("games.pgn"),
+            mined: scratch.join("mined.csv"),
+            rated: scratch.join("rated.csv"),
+            verify_report: scratch.join("verify.jsonl"),
+            verified: scratch.join("verified.csv"),
+        }
+    }
+}
+
+/// What a batch's steps found, for its `batch.json`.
+#[derive(Default)]
+struct Steps {
+    /// Each game's funnel, in game order (from `mine`).
+    per_unit: Vec<crate::stages::mine::UnitFunnel>,
+    /// Puzzles kept by `mine` and passed by `verify`.
+    mined: u64,
+    verified: u64,
+}
+
+impl Steps {
+    /// Runs the chain's step `step` on games `games` of the batch; gives
+    /// the CPU seconds it spent outside the engine pools.
+    fn run(
+        &mut self,
+        step: StageName,
+        settings: &Settings,
+        (pool, second): (&EnginePool, Option<&EnginePool>),
+        files: &StepFiles,
+        games: std::ops::RangeInclusive<u64>,
+    ) -> Result<f64> {
+        use crate::pipeline::chain;
+        match step {
+            StageName::Selfplay => {
+                chain::play(&settings.selfplay, pool, &files.games, games)?;
+            }
+            StageName::Mine => {
+                let loaded = crate::stages::mine::load_input(&files.games)?;
+                let mined = chain::mine(&settings.mine, pool, &loaded, &files.mined)?;
+                self.per_unit = mined.per_unit;
+                self.mined = mined.puzzles;
+            }
+            StageName::Rate => {
+                let rate_before = crate::engine::process::process_tree_cpu_seconds();
+                chain::rate(&settings.rate, &files.mined, &files.rated)?;
+                return Ok(crate::engine::process::process_tree_cpu_seconds() - rate_before);
+            }
+            StageName::Verify => {
+                let (_, verify) = chain::verify(
+                    &settings.verify,
+                    pool,
+                    second,
+                    &crate::stages::verify::VerifyFiles {
+                        input: &files.rated,
+                        report: &files.verify_report,
+                        puzzles_out: Some(&files.verified),
+                    },
+                )?;
+                self.verified = verify.verified;
+            }
+            other => unreachable!("{other} is not a step of the self-play chain"),
+        }
+        Ok(0.0)
+    }
+
+    /// The batch's record: its funnel per game and in all, and the CPU.
+    fn record(
+        self,
+        first: u64,
+        last: u64,
+        cpu_seconds: f64,
+        by_step: StepSeconds,
+        scratch: &Path,
+    ) -> Result<BatchRecord> {
+        let total = |count: fn(&crate::stages::mine::UnitFunnel) -> u64| {
+            self.per_unit.iter().map(count).sum::<u64>()
+        };
+        Ok(BatchRecord {
+            first,
+            last,
+            // Self-play plays every game of the range: the count its summary gives.
+            games: last - first + 1,
+            positions: total(|f| f.positions),
+            full_searches: total(|f| f.full_searches),
+            candidates: total(|f| f.candidates),
+            mined: self.mined,
+            verified: self.verified,
+            engine_cpu_seconds: cpu_seconds,
+            engine_cpu_seconds_by_step: by_step,
+            per_game: (first..=last)
+                .zip(&self.per_unit)
+                .map(|(game, funnel)| GameFunnel {
+                    game,
+                    funnel: *funnel,
+                })
+                .collect(),
+            files: Some(BatchFiles::of(scratch)?),
+        })
+    }
 }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::core::fileio::{left_by_dead_process, sha256_file, write_atomic};
+use crate::pipeline::stage_name::StageName;
 
 use super::config::{Engine, Sections, Settings};
 
@@ -271,14 +272,35 @@ pub(crate) struct StepSeconds {
 }
 
 impl StepSeconds {
+    /// The seconds of the chain's step `step`
+    /// ([`crate::pipeline::chain::steps`]; 0 for another stage).
+    pub fn of(&self, step: StageName) -> f64 {
+        match step {
+            StageName::Selfplay => self.selfplay,
+            StageName::Mine => self.mine,
+            StageName::Rate => self.rate,
+            StageName::Verify => self.verify,
+            _ => 0.0,
+        }
+    }
+
+    /// Adds `seconds` to the chain's step `step` (another stage has none).
+    pub fn add(&mut self, step: StageName, seconds: f64) {
+        let slot = match step {
+            StageName::Selfplay => &mut self.selfplay,
+            StageName::Mine => &mut self.mine,
+            StageName::Rate => &mut self.rate,
+            StageName::Verify => &mut self.verify,
+            _ => return,
+        };
+        *slot += seconds;
+    }
+
     /// The steps by name, in the order a batch runs them.
-    pub fn named(&self) -> [(&'static str, f64); 4] {
-        [
-            ("selfplay", self.selfplay),
-            ("mine", self.mine),
-            ("rate", self.rate),
-            ("verify", self.verify),
-        ]
+    pub fn named(&self) -> Vec<(&'static str, f64)> {
+        crate::pipeline::chain::steps()
+            .map(|step| (step.as_str(), self.of(step)))
+            .collect()
     }
 }
 

@@ -61,5 +61,5 @@ pub use config::{MineArgs, MineConfig};
 pub(crate) use input::human_game_units;
 pub use input::{Loaded, MineUnit, Source, Target, load_input};
 pub(crate) use output::dedup_puzzles;
-pub(crate) use run::{MINE_COLUMNS, MineSummary, mine_loaded_per_unit, run_mine_loaded};
+pub(crate) use run::{MINE_COLUMNS, MineSummary, MinedUnits, mine_loaded_per_unit};
 pub use run::{UnitFunnel, run_mine, run_mine_with};

@@ -55,17 +55,6 @@ pub fn run_mine_with(
     mined.summary.into_summary()
 }
 
-/// Mines already loaded units (all of an input, or a slice of it) into
-/// `output`.
-pub(crate) fn run_mine_loaded(
-    config: &MineConfig,
-    pool: &EnginePool,
-    loaded: &Loaded,
-    output: &Path,
-) -> Result<Report<MineSummary>> {
-    Ok(mine_loaded_per_unit(config, pool, loaded, output)?.summary)
-}
-
 /// The stage's JSON summary: the funnel, the engine's work and the
 /// settings that decide what a puzzle is.
 #[derive(Serialize, Debug, Clone)]
@@ -150,8 +139,9 @@ impl MineSummary {
     }
 }
 
-/// [`run_mine_loaded`], also returning each unit's funnel and the count of
-/// puzzles written.
+/// Mines already loaded units (all of an input, or a slice of it) into
+/// `output`: the summary, each unit's funnel and the count of puzzles
+/// written.
 pub(crate) fn mine_loaded_per_unit(
     config: &MineConfig,
     pool: &EnginePool,
