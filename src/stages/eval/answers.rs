@@ -72,7 +72,7 @@ pub(super) fn answer_jobs(
 
 /// `random`: a legal move drawn for each job, seeded by the run, the
 /// repeat and the task.
-pub(super) fn random_answers(
+fn random_answers(
     config: &EvalConfig,
     tasks: &[PositionTask],
     jobs: &[Job],
@@ -97,7 +97,7 @@ pub(super) fn random_answers(
 /// workers (answers cached on disk); gives the answers in job order and
 /// the HTTP requests made.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn model_answers(
+fn model_answers(
     endpoint: Endpoint,
     config: &EvalConfig,
     args: &EvalArgs,
@@ -140,7 +140,7 @@ pub(super) fn model_answers(
 /// drawn from its probabilities (seeded by the run, the repeat and the
 /// task); notes which.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn maia_answers(
+fn maia_answers(
     rating: u32,
     sample: bool,
     policies: &Policies,
@@ -184,7 +184,7 @@ pub(super) fn maia_answers(
         .collect())
 }
 
-pub(super) fn engine_answers(
+fn engine_answers(
     model: &ModelSpec,
     config: &EvalConfig,
     engine: &EvalEngine,
@@ -208,7 +208,7 @@ pub(super) fn engine_answers(
 }
 
 /// The engine of `pool` by its UCI id and its binary's sha256.
-pub(super) fn engine_pin(pool: &EnginePool) -> Result<EnginePin> {
+fn engine_pin(pool: &EnginePool) -> Result<EnginePin> {
     Ok(EnginePin {
         id: pool.engine_id().to_string(),
         sha256: sha256_file(&pool.spec().path)?,

@@ -63,7 +63,7 @@ struct RecordedRate {
 /// `settings.rate.model` (its path and sha256); `None` for a puzzle file,
 /// or a release rated with no model (`run` records none when `[rate]` has
 /// no model file, `split` records no settings).
-pub(super) fn rating_model_of(set: &Path) -> Result<Option<super::report::ModelPin>> {
+fn rating_model_of(set: &Path) -> Result<Option<super::report::ModelPin>> {
     if !set.is_dir() {
         return Ok(None);
     }
@@ -169,7 +169,7 @@ impl EvalInputs {
 
 /// The puzzles of the set (at most `--limit`, a stratified sample:
 /// [`super::sample::stratified`]) and the sha256 naming the set.
-pub(super) fn load_puzzles(args: &EvalArgs, config: &EvalConfig) -> Result<(Vec<Puzzle>, String)> {
+fn load_puzzles(args: &EvalArgs, config: &EvalConfig) -> Result<(Vec<Puzzle>, String)> {
     if args.limit == Some(0) {
         return Err(bad_input(
             "--limit 0 asks for no puzzles: give at least 1, or leave --limit out for the whole set",
@@ -188,7 +188,7 @@ pub(super) fn load_puzzles(args: &EvalArgs, config: &EvalConfig) -> Result<(Vec<
 
 /// The prompt templates: the configured ones for a model (default
 /// paper-json), none for a baseline player.
-pub(super) fn templates_of(model: &ModelSpec, config: &EvalConfig) -> Result<Vec<Template>> {
+fn templates_of(model: &ModelSpec, config: &EvalConfig) -> Result<Vec<Template>> {
     match model {
         ModelSpec::OpenAi { .. } if config.templates.is_empty() => {
             Ok(vec![Template::from_name("paper-json")?])

@@ -20,7 +20,7 @@ use crate::core::fileio::sha256_file;
 /// `../rate/games.puzzles.csv` in a `run`), so that one release written to
 /// two places (a single run, a `merge` of shards) has one manifest. A file
 /// sharing no folder with the release but the root keeps its absolute path.
-pub(super) fn manifest_path(path: &Path, release: &Path) -> String {
+fn manifest_path(path: &Path, release: &Path) -> String {
     fn absolute(p: &Path) -> Option<PathBuf> {
         if let Ok(found) = p.canonicalize() {
             return Some(found);
