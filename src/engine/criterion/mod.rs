@@ -48,6 +48,9 @@
 //! but a line never *ends* on one ([`ends_on_a_choice`]: the last move of a
 //! line is the last thing the solver must find, as lichess-puzzler trims a
 //! final only-move). A position without legal moves is no puzzle.
+//!
+//! [`Score::to_cp`]: crate::engine::uci::Score::to_cp
+//! [`MATE_DUAL_MIN_EXTRA_MOVES`]: verdict::MATE_DUAL_MIN_EXTRA_MOVES
 
 mod judge;
 mod screen;

@@ -7,6 +7,8 @@
 //! blunder as Lichess puzzle URLs do (`https://lichess.org/ID#PLY`, with
 //! `/black` when Black blundered). Extra columns: [`columns::INGEST_GAMES`].
 //! `EvalBefore`/`EvalAfter` are from White's point of view, as in the PGN.
+//!
+//! [`columns::INGEST_GAMES`]: crate::chess::columns::INGEST_GAMES
 
 use anyhow::Result;
 use shakmaty::fen::Fen;

@@ -15,6 +15,8 @@
 //! scarcest cells first lets them choose freely before plentiful cells have
 //! fixed many games, so with one puzzle per game (the Lichess dump's usual
 //! case) every cell the pool can fill is filled exactly.
+//!
+//! [`SplitConfig`]: cells::SplitConfig
 
 mod args;
 pub(crate) mod card;
