@@ -795,10 +795,7 @@ impl Stage for Release {
             output: folder.scratch.clone(),
             config: None,
             tier: ctx.tier.clone(),
-            seed: None,
-            bin_width: None,
-            train_per_cell: None,
-            test_per_cell: None,
+            overrides: crate::stages::release::SplitOverrides::default(),
             strict: false,
             exclude: earlier_releases(ctx)?
                 .iter()
@@ -946,19 +943,12 @@ impl Stage for Eval {
         let engine = ctx.engine()?;
         let args = crate::stages::eval::EvalArgs {
             set: ctx.stage_dir(StageName::Release),
-            model: None,
-            templates: Vec::new(),
+            overrides: crate::stages::eval::EvalOverrides::default(),
             prompt: None,
             output: folder.scratch.clone(),
             split: crate::stages::export::Split::Test,
-            repeats: None,
-            seed: None,
             limit: None,
-            workers: None,
             config: None,
-            no_regret: false,
-            no_ladder: false,
-            maia_models: None,
             engine: None,
             engine_workers: None,
         };

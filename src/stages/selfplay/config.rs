@@ -353,11 +353,23 @@ impl SelfplayConfig {
     }
 }
 
-/// `puzzleforge selfplay`. Each flag but the output and engine ones
-/// overrides the `[selfplay]` key of its name
-/// ([`crate::core::settings::flags_over`]).
-#[derive(Debug, Clone, Serialize)]
+/// `puzzleforge selfplay`: the output and the engine flags, and apart from
+/// them ([`SelfplayOverrides`]) the flags that override `[selfplay]` keys.
+#[derive(Debug, Clone)]
 pub struct SelfplayArgs {
+    /// The flags that override keys of `[selfplay]`.
+    pub overrides: SelfplayOverrides,
+    /// Output PGN file (`.zst` to compress).
+    pub output: PathBuf,
+    /// The engine flags, laid over `[engine]` by [`EngineArgs::resolve`].
+    pub engine: EngineArgs,
+}
+
+/// The flags of `puzzleforge selfplay` that override the `[selfplay]` key
+/// of their name; the only part of [`SelfplayArgs`] that
+/// [`crate::core::settings::flags_over`] lays over the section.
+#[derive(Default, Debug, Clone, Serialize)]
+pub struct SelfplayOverrides {
     /// Number of games.
     pub games: Option<u64>,
     /// Run seed; game i draws from (seed, i).
@@ -381,11 +393,6 @@ pub struct SelfplayArgs {
     /// Weaken with Stockfish's own UCI_LimitStrength (NOT reproducible).
     #[serde(serialize_with = "switch_on")]
     pub engine_limit: bool,
-    /// Output PGN file (`.zst` to compress).
-    #[serde(skip)]
-    pub output: PathBuf,
-    #[serde(skip)]
-    pub engine: EngineArgs,
 }
 
 /// `--maia 1100-1500` or `--maia 1500`: both sides' range.
