@@ -80,17 +80,29 @@ where
 #[test]
 fn flags_left_out_keep_every_key_of_each_section() {
     keeps_every_key::<IngestPuzzlesConfig, _>(
-        &parse::<PuzzlesFlags>(&["in.csv", "-o", "o"]).args(),
+        &parse::<PuzzlesFlags>(&["in.csv", "-o", "o"])
+            .args()
+            .overrides,
     );
-    keeps_every_key::<IngestGamesConfig, _>(&parse::<GamesFlags>(&["in.pgn", "-o", "o"]).args());
-    keeps_every_key::<SelfplayConfig, _>(&parse::<SelfplayFlags>(&["-o", "o.pgn"]).args());
-    keeps_every_key::<MineConfig, _>(&parse::<MineFlags>(&["in.pgn", "-o", "o"]).args());
-    keeps_every_key::<VerifyConfig, _>(&parse::<VerifyFlags>(&["in.csv"]).args());
-    keeps_every_key::<RateConfig, _>(&parse::<RateFlags>(&["in.csv", "-o", "o"]).args());
-    keeps_every_key::<SplitConfig, _>(&parse::<SplitFlags>(&["pool.csv", "-o", "o"]).args());
-    keeps_every_key::<EvalConfig, _>(&parse::<EvalFlags>(&["set", "-o", "o"]).args());
+    keeps_every_key::<IngestGamesConfig, _>(
+        &parse::<GamesFlags>(&["in.pgn", "-o", "o"]).args().overrides,
+    );
+    keeps_every_key::<SelfplayConfig, _>(
+        &parse::<SelfplayFlags>(&["-o", "o.pgn"]).args().overrides,
+    );
+    keeps_every_key::<MineConfig, _>(&parse::<MineFlags>(&["in.pgn", "-o", "o"]).args().overrides);
+    keeps_every_key::<VerifyConfig, _>(&parse::<VerifyFlags>(&["in.csv"]).args().overrides);
+    keeps_every_key::<RateConfig, _>(&parse::<RateFlags>(&["in.csv", "-o", "o"]).args().overrides);
+    keeps_every_key::<SplitConfig, _>(
+        &parse::<SplitFlags>(&["pool.csv", "-o", "o"])
+            .args()
+            .overrides,
+    );
+    keeps_every_key::<EvalConfig, _>(&parse::<EvalFlags>(&["set", "-o", "o"]).args().overrides);
     keeps_every_key::<EvalConfig, _>(
-        &parse::<RolloutFlags>(&["--model", "random", "-o", "o"]).args(),
+        &parse::<RolloutFlags>(&["--model", "random", "-o", "o"])
+            .args()
+            .overrides,
     );
     keeps_every_key::<EngineConfig, _>(&parse::<EngineFlags>(&[]).args());
 }
@@ -111,7 +123,7 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
         "1500",
     ])
     .args();
-    let config = flags_over(&IngestGamesConfig::default(), &games).unwrap();
+    let config = flags_over(&IngestGamesConfig::default(), &games.overrides).unwrap();
     assert!(!config.rated_only && !config.exclude_bots);
     assert_eq!(config.time_classes, [TimeClass::Blitz, TimeClass::Rapid]);
     assert_eq!(config.date_from.as_deref(), Some("2026-01-01"));
@@ -119,7 +131,7 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
     assert_eq!(config.max_elo, None);
 
     let eval = parse::<EvalFlags>(&["set", "-o", "o", "--workers", "7", "--no-regret"]).args();
-    let config = flags_over(&EvalConfig::default(), &eval).unwrap();
+    let config = flags_over(&EvalConfig::default(), &eval.overrides).unwrap();
     assert_eq!(config.client.workers, 7);
     assert!(!config.regret.enabled);
 
@@ -129,7 +141,7 @@ fn a_flag_given_replaces_its_key_whatever_its_name() {
     assert_eq!(config.deadline_secs, 5.0);
 
     let mine = parse::<MineFlags>(&["in.pgn", "-o", "o", "--exhaustive", "--nodes", "9"]).args();
-    let config = flags_over(&MineConfig::default(), &mine).unwrap();
+    let config = flags_over(&MineConfig::default(), &mine.overrides).unwrap();
     assert!(config.exhaustive);
     assert_eq!(config.nodes, Some(9));
 }
@@ -139,7 +151,7 @@ fn second_engine_flags_set_the_nested_table_from_its_defaults_or_the_config() {
     use puzzleforge::stages::verify::SecondEngineConfig;
     let verify =
         parse::<VerifyFlags>(&["in.csv", "--second-engine", "e", "--second-depth", "7"]).args();
-    let config = flags_over(&VerifyConfig::default(), &verify).unwrap();
+    let config = flags_over(&VerifyConfig::default(), &verify.overrides).unwrap();
     let second = config.second_engine.unwrap();
     assert_eq!(second.path, std::path::Path::new("e"));
     assert_eq!(second.depth, 7);
@@ -156,12 +168,16 @@ fn second_engine_flags_set_the_nested_table_from_its_defaults_or_the_config() {
     let verify =
         parse::<VerifyFlags>(&["in.csv", "--second-engine", "e", "--second-min-gap-cp", "9"])
             .args();
-    let second = flags_over(&configured, &verify)
+    let second = flags_over(&configured, &verify.overrides)
         .unwrap()
         .second_engine
         .unwrap();
     assert_eq!((second.depth, second.min_gap_cp), (3, 9));
-    let left_out = flags_over(&configured, &parse::<VerifyFlags>(&["in.csv"]).args()).unwrap();
+    let left_out = flags_over(
+        &configured,
+        &parse::<VerifyFlags>(&["in.csv"]).args().overrides,
+    )
+    .unwrap();
     assert_eq!(left_out, configured);
 }
 

@@ -108,12 +108,15 @@ impl RateFlags {
             input,
             output,
             calibrate,
-            model,
+            overrides: crate::stages::rate::RateOverrides {
+                model,
+                seed,
+                folds,
+                calibrate_max_rows,
+                maia,
+            },
             rejects,
             save_model,
-            seed,
-            folds,
-            calibrate_max_rows,
             learning_curve,
             evaluate,
             features,
@@ -121,7 +124,6 @@ impl RateFlags {
             shard,
             stored_only,
             features_out,
-            maia,
             config,
         }
     }

@@ -61,7 +61,7 @@ impl RolloutFlags {
             prompt,
             output,
             config,
-            seed,
+            overrides: crate::stages::eval::rollout::RolloutOverrides { seed },
             engine,
             engine_workers,
         }

@@ -65,16 +65,18 @@ impl SelfplayFlags {
             engine,
         } = self.clone();
         crate::stages::selfplay::SelfplayArgs {
-            games,
-            seed,
-            mode,
-            white_elo,
-            black_elo,
-            max_plies,
-            opening_depth,
-            date,
-            maia,
-            engine_limit,
+            overrides: crate::stages::selfplay::SelfplayOverrides {
+                games,
+                seed,
+                mode,
+                white_elo,
+                black_elo,
+                max_plies,
+                opening_depth,
+                date,
+                maia,
+                engine_limit,
+            },
             output,
             engine: engine.args(),
         }

@@ -305,11 +305,19 @@ pub(crate) struct Mine {
     human_games: Option<HumanGamesInput>,
 }
 
-/// The human games `mine` draws its human-game puzzles from.
-#[derive(Serialize)]
+/// The human games `mine` draws its human-game puzzles from: the file, and
+/// the draw the stage's config records.
 struct HumanGamesInput {
-    #[serde(skip)]
+    /// `[sources] human_games`: an input of the stage (fingerprinted by its
+    /// content), not a setting.
     path: PathBuf,
+    draw: HumanGamesDraw,
+}
+
+/// `[human_games]` and the seed that draws the games: what the stage's
+/// recorded config holds of the human games.
+#[derive(Serialize)]
+struct HumanGamesDraw {
     #[serde(flatten)]
     section: HumanGamesSection,
     seed: u64,
@@ -332,8 +340,10 @@ impl HumanGamesInput {
         };
         Ok(Some(HumanGamesInput {
             path: path.clone(),
-            section: section.clone(),
-            seed,
+            draw: HumanGamesDraw {
+                section: section.clone(),
+                seed,
+            },
         }))
     }
 
@@ -341,12 +351,15 @@ impl HumanGamesInput {
     fn units(&self, ctx: &RunContext) -> Result<crate::stages::mine::Loaded> {
         use crate::chess::human_games::{HumanPool, PoolLimits};
         let limits = PoolLimits {
-            min_plies: self.section.min_plies,
-            max_games: self.section.pool_games,
+            min_plies: self.draw.section.min_plies,
+            max_games: self.draw.section.pool_games,
         };
         let pool = HumanPool::shared(&self.path, limits)?;
-        let mut units =
-            crate::stages::mine::human_game_units(&pool, self.section.mine_games, self.seed);
+        let mut units = crate::stages::mine::human_game_units(
+            &pool,
+            self.draw.section.mine_games,
+            self.draw.seed,
+        );
         if let Some(shard) = &ctx.shard {
             let range = shard.range(units.len() as u64);
             units = units[range.start as usize..range.end as usize].to_vec();
@@ -364,7 +377,7 @@ impl HumanGamesInput {
 struct MineWithHumanGames<'a, S> {
     #[serde(flatten)]
     mine: S,
-    human_games: &'a HumanGamesInput,
+    human_games: &'a HumanGamesDraw,
 }
 
 impl Mine {
@@ -387,7 +400,10 @@ impl Mine {
     /// human games.
     pub(crate) fn with_human_games(&self, mine: Value) -> Result<Value> {
         match &self.human_games {
-            Some(human_games) => recorded(&MineWithHumanGames { mine, human_games }),
+            Some(human_games) => recorded(&MineWithHumanGames {
+                mine,
+                human_games: &human_games.draw,
+            }),
             None => Ok(mine),
         }
     }
@@ -795,10 +811,7 @@ impl Stage for Release {
             output: folder.scratch.clone(),
             config: None,
             tier: ctx.tier.clone(),
-            seed: None,
-            bin_width: None,
-            train_per_cell: None,
-            test_per_cell: None,
+            overrides: crate::stages::release::SplitOverrides::default(),
             strict: false,
             exclude: earlier_releases(ctx)?
                 .iter()
@@ -946,19 +959,12 @@ impl Stage for Eval {
         let engine = ctx.engine()?;
         let args = crate::stages::eval::EvalArgs {
             set: ctx.stage_dir(StageName::Release),
-            model: None,
-            templates: Vec::new(),
+            overrides: crate::stages::eval::EvalOverrides::default(),
             prompt: None,
             output: folder.scratch.clone(),
             split: crate::stages::export::Split::Test,
-            repeats: None,
-            seed: None,
             limit: None,
-            workers: None,
             config: None,
-            no_regret: false,
-            no_ladder: false,
-            maia_models: None,
             engine: None,
             engine_workers: None,
         };

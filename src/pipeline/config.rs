@@ -74,6 +74,7 @@ impl Bounded for PipelineConfig {
 }
 
 /// Input files of the pipeline, relative to the config file's folder.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SourcesSection {
@@ -83,7 +84,6 @@ pub struct SourcesSection {
     pub games: Vec<PathBuf>,
     /// Human games (PGN, plain or zstd, UTF-8 or Latin-1) that a
     /// `[selfplay.human]` profile starts its games from.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub human_games: Option<PathBuf>,
 }
 

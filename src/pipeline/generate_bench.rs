@@ -115,8 +115,8 @@ pub fn run_bench_generate(args: &BenchGenerateArgs) -> Result<Summary> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let measured = measured?;
-    let report = Report::new(args, &config, count_tier_name.as_deref(), &measured);
-    let json = serde_json::to_value(&report).context("serializing the bench report")?;
+    let report = BenchReport::new(args, &config, count_tier_name.as_deref(), &measured);
+    let json = serde_json::to_value(&report.record).context("serializing the bench report")?;
     Ok(Summary::new(report.human(), json))
 }
 
@@ -240,8 +240,14 @@ fn mix(puzzles: &[Puzzle]) -> BTreeMap<String, usize> {
     mix
 }
 
-/// What `bench generate` reports: the JSON summary as it serializes, and
-/// the figures its text shows besides (`serde(skip)`).
+/// What `bench generate` reports: the JSON summary, and the figures its
+/// text shows besides.
+struct BenchReport<'a> {
+    record: Report<'a>,
+    text_only: TextFigures,
+}
+
+/// The JSON summary of `bench generate`.
 #[derive(Serialize)]
 struct Report<'a> {
     command: &'static str,
@@ -256,12 +262,23 @@ struct Report<'a> {
     sample: SampleFigures,
     ratio_per_cpu_hour: Option<f64>,
     ratio_in_tier_per_cpu_hour: Option<f64>,
+}
+
+/// The figures the text shows beside the JSON summary's.
+struct TextFigures {
     /// The first fullmove mined.
-    #[serde(skip)]
     min_fullmove: u32,
     /// The full search's limit, as "N nodes" or "depth D".
-    #[serde(skip)]
     search_limit: String,
+    /// Self-play and mine CPU seconds: the cost of the mined puzzles.
+    mined_cpu_seconds: f64,
+    mined_in_tier_per_cpu_hour: f64,
+    /// Epoch's exhaustive search on the sample, per analysed position.
+    epoch_cpu_seconds_per_position: f64,
+    epoch_nodes_per_position: f64,
+    /// The funnel's nodes on the sample, per position the exhaustive
+    /// search analysed.
+    funnel_nodes_per_position: f64,
 }
 
 /// puzzleforge's funnel on every game.
@@ -282,11 +299,6 @@ struct OursFigures {
     verified_per_game: f64,
     verified_mix: BTreeMap<String, usize>,
     verified_ratings: Vec<i32>,
-    /// Self-play and mine CPU seconds: the cost of the mined puzzles.
-    #[serde(skip)]
-    mined_cpu_seconds: f64,
-    #[serde(skip)]
-    mined_in_tier_per_cpu_hour: f64,
 }
 
 /// Epoch's exhaustive procedure, modelled from the sample.
@@ -304,10 +316,6 @@ struct EpochFigures {
     kept_per_game: f64,
     kept_per_cpu_hour: f64,
     kept_in_tier_per_cpu_hour: f64,
-    #[serde(skip)]
-    cpu_seconds_per_position: f64,
-    #[serde(skip)]
-    nodes_per_position: f64,
 }
 
 /// The exhaustive search and the funnel on the sampled games.
@@ -321,13 +329,118 @@ struct SampleFigures {
     funnel_cpu_seconds: f64,
     funnel_nodes: u64,
     nodes_ratio: Option<f64>,
-    #[serde(skip)]
-    funnel_nodes_per_position: f64,
 }
 
 /// `(key, value)` pairs as a map, in their order.
 fn ordered_map<S: serde::Serializer>(pairs: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
     s.collect_map(pairs.iter().map(|(key, value)| (key, value)))
+}
+
+impl<'a> BenchReport<'a> {
+    fn new(
+        args: &'a BenchGenerateArgs,
+        config: &PipelineConfig,
+        tier: Option<&'a str>,
+        m: &'a Measured,
+    ) -> Self {
+        Self {
+            record: Report::new(args, config, tier, m),
+            text_only: TextFigures::new(m),
+        }
+    }
+
+    /// The text: a table of the procedures, then the sample's figures.
+    fn human(&self) -> String {
+        let (record, text) = (&self.record, &self.text_only);
+        let (ours, epoch, sample) = (&record.puzzleforge, &record.epoch_modelled, &record.sample);
+        let tier_name = record.count_tier.unwrap_or("-");
+        let profile = (record.profile_tier)
+            .map(|t| format!(", tier {t}'s profile"))
+            .unwrap_or_default();
+        let steps = (ours.cpu_seconds_by_step.iter())
+            .map(|(k, v)| format!("{k} {v:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "bench generate: {} games (seed {}{profile}), {} positions from fullmove {}, full search {}\n\
+             {:<34} {:>9} {:>9} {:>10} {:>12} {:>12}\n\
+             {:<34} {:>9} {:>9} {:>10.0} {:>12.1} {:>12.1}\n\
+             {:<34} {:>9} {:>9} {:>10.0} {:>12.1} {:>12.1}\n\
+             {:<34} {:>9.1} {:>9.1} {:>10.0} {:>12.1} {:>12.1}\n\
+             puzzleforge, engine CPU s by step: {steps}\n\
+             Epoch's mining modelled from {} sampled games ({} positions): {:.3} CPU s and {:.0} nodes per position (funnel: {:.0}); nodes ratio {}\n\
+             recall of the funnel on the sample: {}/{} = {:.1}%\n\
+             puzzles per CPU-hour, puzzleforge (verified) / Epoch (kept): {}; {tier_name}: {}\n\
+             verified mix (solver moves): {:?}",
+            record.games,
+            record.seed,
+            record.positions,
+            text.min_fullmove,
+            text.search_limit,
+            "procedure",
+            "puzzles",
+            tier_name,
+            "CPU s",
+            "puzzles/CPU-h",
+            "tier/CPU-h",
+            "puzzleforge, verified",
+            ours.verified,
+            ours.verified_in_tier,
+            ours.cpu_seconds,
+            ours.verified_per_cpu_hour,
+            ours.verified_in_tier_per_cpu_hour,
+            "puzzleforge, mined (no rate/verify)",
+            ours.mined,
+            ours.mined_in_tier,
+            text.mined_cpu_seconds,
+            ours.mined_per_cpu_hour_without_rate_verify,
+            text.mined_in_tier_per_cpu_hour,
+            "Epoch exhaustive (modelled)",
+            epoch.kept,
+            epoch.kept_in_tier,
+            epoch.cpu_seconds,
+            epoch.kept_per_cpu_hour,
+            epoch.kept_in_tier_per_cpu_hour,
+            epoch.sample_games,
+            epoch.sample_positions,
+            text.epoch_cpu_seconds_per_position,
+            text.epoch_nodes_per_position,
+            text.funnel_nodes_per_position,
+            show(sample.nodes_ratio),
+            sample.found,
+            sample.exhaustive_candidates,
+            sample.recall * 100.0,
+            show(record.ratio_per_cpu_hour),
+            show(record.ratio_in_tier_per_cpu_hour),
+            ours.verified_mix,
+        )
+    }
+}
+
+impl TextFigures {
+    fn new(m: &Measured) -> Self {
+        let check = &m.sample.check;
+        let exhaustive = check.exhaustive.stats();
+        let mined_cpu_seconds = m.steps.selfplay + m.steps.mine;
+        Self {
+            min_fullmove: m.mine.min_fullmove,
+            search_limit: match m.mine.nodes {
+                Some(nodes) => format!("{nodes} nodes"),
+                None => format!("depth {}", m.mine.depth),
+            },
+            mined_cpu_seconds,
+            mined_in_tier_per_cpu_hour: per_hour(m.mined_in_tier as f64, mined_cpu_seconds),
+            epoch_cpu_seconds_per_position: per_position(
+                check.exhaustive_cpu_seconds,
+                exhaustive.positions,
+            ),
+            epoch_nodes_per_position: per_position(exhaustive.nodes as f64, exhaustive.positions),
+            funnel_nodes_per_position: per_position(
+                check.funnel.stats().nodes as f64,
+                exhaustive.positions,
+            ),
+        }
+    }
 }
 
 impl<'a> Report<'a> {
@@ -351,10 +464,6 @@ impl<'a> Report<'a> {
             funnel_cpu_seconds: check.funnel_cpu_seconds,
             funnel_nodes: funnel.nodes,
             nodes_ratio: check.nodes_ratio(),
-            funnel_nodes_per_position: per_position(
-                funnel.nodes as f64,
-                check.exhaustive.stats().positions,
-            ),
         };
         Self {
             command: "bench generate",
@@ -372,78 +481,7 @@ impl<'a> Report<'a> {
             puzzleforge: ours,
             epoch_modelled: epoch,
             sample,
-            min_fullmove: m.mine.min_fullmove,
-            search_limit: match m.mine.nodes {
-                Some(nodes) => format!("{nodes} nodes"),
-                None => format!("depth {}", m.mine.depth),
-            },
         }
-    }
-
-    /// The text: a table of the procedures, then the sample's figures.
-    fn human(&self) -> String {
-        let (ours, epoch, sample) = (&self.puzzleforge, &self.epoch_modelled, &self.sample);
-        let tier_name = self.count_tier.unwrap_or("-");
-        let profile = (self.profile_tier)
-            .map(|t| format!(", tier {t}'s profile"))
-            .unwrap_or_default();
-        let steps = (ours.cpu_seconds_by_step.iter())
-            .map(|(k, v)| format!("{k} {v:.0}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        format!(
-            "bench generate: {} games (seed {}{profile}), {} positions from fullmove {}, full search {}\n\
-             {:<34} {:>9} {:>9} {:>10} {:>12} {:>12}\n\
-             {:<34} {:>9} {:>9} {:>10.0} {:>12.1} {:>12.1}\n\
-             {:<34} {:>9} {:>9} {:>10.0} {:>12.1} {:>12.1}\n\
-             {:<34} {:>9.1} {:>9.1} {:>10.0} {:>12.1} {:>12.1}\n\
-             puzzleforge, engine CPU s by step: {steps}\n\
-             Epoch's mining modelled from {} sampled games ({} positions): {:.3} CPU s and {:.0} nodes per position (funnel: {:.0}); nodes ratio {}\n\
-             recall of the funnel on the sample: {}/{} = {:.1}%\n\
-             puzzles per CPU-hour, puzzleforge (verified) / Epoch (kept): {}; {tier_name}: {}\n\
-             verified mix (solver moves): {:?}",
-            self.games,
-            self.seed,
-            self.positions,
-            self.min_fullmove,
-            self.search_limit,
-            "procedure",
-            "puzzles",
-            tier_name,
-            "CPU s",
-            "puzzles/CPU-h",
-            "tier/CPU-h",
-            "puzzleforge, verified",
-            ours.verified,
-            ours.verified_in_tier,
-            ours.cpu_seconds,
-            ours.verified_per_cpu_hour,
-            ours.verified_in_tier_per_cpu_hour,
-            "puzzleforge, mined (no rate/verify)",
-            ours.mined,
-            ours.mined_in_tier,
-            ours.mined_cpu_seconds,
-            ours.mined_per_cpu_hour_without_rate_verify,
-            ours.mined_in_tier_per_cpu_hour,
-            "Epoch exhaustive (modelled)",
-            epoch.kept,
-            epoch.kept_in_tier,
-            epoch.cpu_seconds,
-            epoch.kept_per_cpu_hour,
-            epoch.kept_in_tier_per_cpu_hour,
-            epoch.sample_games,
-            epoch.sample_positions,
-            epoch.cpu_seconds_per_position,
-            epoch.nodes_per_position,
-            sample.funnel_nodes_per_position,
-            show(sample.nodes_ratio),
-            sample.found,
-            sample.exhaustive_candidates,
-            sample.recall * 100.0,
-            show(self.ratio_per_cpu_hour),
-            show(self.ratio_in_tier_per_cpu_hour),
-            ours.verified_mix,
-        )
     }
 }
 
@@ -468,8 +506,6 @@ impl OursFigures {
             verified_per_game: verified / games,
             verified_mix: mix(&m.verified),
             verified_ratings: m.verified.iter().filter_map(|p| p.rating).collect(),
-            mined_cpu_seconds,
-            mined_in_tier_per_cpu_hour: per_hour(m.mined_in_tier as f64, mined_cpu_seconds),
         }
     }
 }
@@ -506,8 +542,6 @@ impl EpochFigures {
             kept_per_game: kept / games,
             kept_per_cpu_hour: per_hour(kept, cpu_seconds),
             kept_in_tier_per_cpu_hour: per_hour(kept_in_tier, cpu_seconds),
-            cpu_seconds_per_position,
-            nodes_per_position,
         }
     }
 }

@@ -221,21 +221,16 @@ fn prepare_generation(
 /// and as they apply the generation, the error a generation that fell
 /// short ended with, the shard and `--strict`'s cells (absent keys where
 /// they do not apply).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Debug)]
 struct RunSummary<'a> {
     release: String,
     release_dir: PathBuf,
-    #[serde(skip_serializing_if = "Option::is_none")]
     stages: Option<Vec<StageReport>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     generate: Option<GenerateSummary<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     shard: Option<Shard>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     left_for_merge: Option<Vec<StageName>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     strict: Option<StrictRecord>,
 }
 

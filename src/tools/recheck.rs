@@ -140,7 +140,7 @@ fn settings(args: &VerifyArgs, release: Option<&Path>) -> Result<(VerifyConfig, 
         ),
         (None, None) => (VerifyConfig::default(), "verify's defaults".to_string()),
     };
-    let config = crate::core::settings::flags_over(&base, args)?;
+    let config = crate::core::settings::flags_over(&base, &args.overrides)?;
     Ok((config, from))
 }
 

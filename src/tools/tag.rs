@@ -77,6 +77,7 @@ pub struct Agreement {
     pub score_confusion: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize)]
 pub struct TagRecord {
     pub input: String,
@@ -92,10 +93,8 @@ pub struct TagRecord {
     /// Rows tagged per CPU-second of this process (reading and writing
     /// included).
     pub rows_per_cpu_second: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub agreement: Option<Agreement>,
     /// With `--nodes`: the nodes per search and the engines' work.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub score_nodes: Option<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub engines: Vec<EngineStats>,

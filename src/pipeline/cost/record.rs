@@ -107,13 +107,12 @@ pub(crate) enum SuggestedBudget {
 /// `cost_of_unfilled` in a run's `generate` summary: what the cells a
 /// budget left unfilled would cost, and the budget to raise to (absent
 /// when no cell is projected and none lacks a rate).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub(crate) struct UnfilledCost {
     #[serde(flatten)]
     pub projection: ProjectionRecord,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub suggested: Option<SuggestedBudget>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub suggested_is_lower_bound: Option<bool>,
 }
 

@@ -24,11 +24,11 @@ pub(crate) enum Stop {
 /// `generate.json`: the union of the streams' games (the funnel and the
 /// cells), each stream's own when there is more than one or a named
 /// profile, and the settings each profile's games were played with.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct GenerateReport {
     #[serde(flatten)]
     pub counts: TargetReport,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub profiles: Option<Vec<StreamReport>>,
     /// As each store key hashes them ([`super::config::Settings::key`]), with the profile
     /// and the store key.
@@ -39,26 +39,25 @@ pub(crate) struct GenerateReport {
 /// [`GenerateReport`] with the engine CPU the games cost, overall and per
 /// profile, and the cost of the cells left unfilled. Never written to a
 /// file: the CPU time varies from machine to machine.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize)]
 pub(crate) struct GenerateSummary<'a> {
     #[serde(flatten)]
     pub counts: &'a TargetReport,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub profiles: Option<Vec<ProfileSummary<'a>>>,
     pub settings: &'a [Value],
     pub engine_cpu_hours: f64,
     /// Only when a budget stopped generation short of the target.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_of_unfilled: Option<UnfilledCost>,
 }
 
 /// One profile's [`StreamReport`] in [`GenerateSummary`], with the engine
 /// CPU its games cost.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize)]
 pub(crate) struct ProfileSummary<'a> {
     #[serde(flatten)]
     pub report: &'a StreamReport,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_cpu_hours: Option<f64>,
 }
 

@@ -89,6 +89,7 @@ pub fn welch(a: &[f64], b: &[f64], higher_is_better: bool) -> Option<Welch> {
 }
 
 /// A paired test of "B better than A" on the records both runs scored.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Paired {
     /// `mcnemar_exact` (0/1 metrics) or `paired_t` (the score loss).
@@ -96,14 +97,10 @@ pub struct Paired {
     /// Puzzles (or positions) both runs scored.
     pub pairs: usize,
     /// McNemar: the pairs where B did better, and where A did.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub b_better: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub a_better: Option<usize>,
     /// Paired t: the statistic and its degrees of freedom.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub t: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub df: Option<f64>,
     /// p-value of "B better than A".
     pub p_one_sided: f64,

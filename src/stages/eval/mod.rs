@@ -31,7 +31,7 @@ mod inputs;
 mod run;
 mod section;
 
-pub use args::EvalArgs;
+pub use args::{EvalArgs, EvalOverrides};
 pub(crate) use prompt::BASELINE_TEMPLATE;
 pub use run::run_eval;
 pub(crate) use run::run_eval_with;

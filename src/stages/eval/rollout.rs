@@ -119,37 +119,39 @@ impl Default for RolloutConfig {
     }
 }
 
-// `puzzleforge rollout`. `--seed` overrides `[eval]`'s seed
-// (`crate::core::settings::flags_over`); the engine flags override
-// `[eval.engine]`.
-#[derive(Debug, Clone, Serialize)]
+/// `puzzleforge rollout`: the player, the prompt, the run folder and the
+/// engine flags (over `[eval.engine]`), and apart from them
+/// ([`RolloutOverrides`]) `--seed`, which overrides `[eval]`'s seed.
+#[derive(Debug, Clone)]
 pub struct RolloutArgs {
     /// The player: `openai:MODEL@BASE_URL` (any OpenAI-compatible
     /// endpoint; the API key from [eval.client] api_key_env) or `random`.
     /// Engine and Maia players are eval players, not rollout players.
-    #[serde(skip)]
     pub model: String,
     /// paper-json, epoch, or a template file.
-    #[serde(skip)]
     pub template: String,
     /// JSON file with an instruction and few-shot demos.
-    #[serde(skip)]
     pub prompt: Option<PathBuf>,
     /// Run folder.
-    #[serde(skip)]
     pub output: PathBuf,
     /// Pipeline config (TOML) with [eval] and [rollout] sections.
-    #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// The flags that override keys of `[eval]`.
+    pub overrides: RolloutOverrides,
+    /// Engine executable or definition file.
+    pub engine: Option<PathBuf>,
+    /// Engine processes (games played in parallel).
+    pub engine_workers: Option<usize>,
+}
+
+/// The flags of `puzzleforge rollout` that override the key of `[eval]` of
+/// the same name; the only part of [`RolloutArgs`] that
+/// [`crate::core::settings::flags_over`] lays over the section.
+#[derive(Default, Debug, Clone, Serialize)]
+pub struct RolloutOverrides {
     /// The run's seed: every request's sampling seed derives from it
     /// (default: the config's [eval] seed; 0 without one).
     pub seed: Option<u64>,
-    /// Engine executable or definition file.
-    #[serde(skip)]
-    pub engine: Option<PathBuf>,
-    /// Engine processes (games played in parallel).
-    #[serde(skip)]
-    pub engine_workers: Option<usize>,
 }
 
 /// One model move (or failed attempt).
@@ -406,7 +408,7 @@ fn regret_of_move(
 pub fn run_rollout(args: &RolloutArgs) -> Result<Summary> {
     let started = Instant::now();
     let eval: EvalConfig = load_section(args.config.as_deref(), "eval")?;
-    let eval = flags_over(&eval, args)?;
+    let eval = flags_over(&eval, &args.overrides)?;
     let config: RolloutConfig = load_section(args.config.as_deref(), "rollout")?;
     for start in &config.starts {
         position_from_fen(&start.fen, &format!("rollout start {}", start.name))?;

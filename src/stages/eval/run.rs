@@ -19,7 +19,7 @@ use crate::core::summary::{Report, Summary};
 /// defaults) with the flags over it.
 pub fn run_eval(args: &EvalArgs) -> Result<Summary> {
     let section: EvalConfig = load_section(args.config.as_deref(), "eval")?;
-    let config = flags_over(&section, args)?;
+    let config = flags_over(&section, &args.overrides)?;
     // The response cache (and the Maia policies kept in it) is written
     // too, wherever the config or -o puts it: through the same gate as -o.
     let cache = config

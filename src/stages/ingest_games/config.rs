@@ -141,16 +141,24 @@ impl Default for IngestGamesConfig {
     }
 }
 
-/// `puzzleforge ingest games FILE -o OUT`. Each filter flag overrides its
-/// `[ingest.games]` key ([`crate::core::settings::flags_over`]).
-#[derive(Debug, Clone, Serialize)]
+/// `puzzleforge ingest games FILE -o OUT`: the files, and apart from them
+/// ([`GamesOverrides`]) the filter flags that override `[ingest.games]`
+/// keys.
+#[derive(Debug, Clone)]
 pub struct GamesArgs {
     /// Lichess game dump, `.pgn` or `.pgn.zst` (zstd detected by content).
-    #[serde(skip)]
     pub input: PathBuf,
     /// Output puzzle file: `.csv`, `.jsonl`, optionally followed by `.zst`.
-    #[serde(skip)]
     pub output: PathBuf,
+    /// The filter flags, which override keys of `[ingest.games]`.
+    pub overrides: GamesOverrides,
+}
+
+/// The filter flags of `puzzleforge ingest games`: each overrides the
+/// `[ingest.games]` key its serde name gives; the only part of [`GamesArgs`]
+/// that [`crate::core::settings::flags_over`] lays over the section.
+#[derive(Default, Debug, Clone, Serialize)]
+pub struct GamesOverrides {
     /// Keep casual (unrated) games too.
     #[serde(rename = "rated_only", serialize_with = "switch_off")]
     pub include_casual: bool,

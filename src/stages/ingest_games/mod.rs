@@ -16,6 +16,6 @@ mod candidates;
 mod config;
 mod run;
 
-pub use config::{GamesArgs, IngestGamesConfig, TimeClass};
+pub use config::{GamesArgs, GamesOverrides, IngestGamesConfig, TimeClass};
 pub(crate) use run::games_report;
 pub use run::{GamesSummary, run_games, run_games_with};

@@ -24,7 +24,7 @@ use crate::core::summary::{Report, Summary};
 
 /// Runs `ingest games` with the default configuration and the flags.
 pub fn run_games(args: &GamesArgs) -> Result<Summary> {
-    let config = flags_over(&IngestGamesConfig::default(), args)?;
+    let config = flags_over(&IngestGamesConfig::default(), &args.overrides)?;
     run_games_with(&config, &args.input, &args.output)
 }
 

@@ -32,5 +32,5 @@ mod run;
 
 pub use filters::{IngestPuzzlesConfig, MateFilter};
 pub use row::{CheckedRow, RowLayout, check_row};
-pub use run::{PuzzlesArgs, ingest_puzzles, run_puzzles};
+pub use run::{PuzzlesArgs, PuzzlesOverrides, ingest_puzzles, run_puzzles};
 pub use stats::IngestStats;

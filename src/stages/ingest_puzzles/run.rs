@@ -23,21 +23,26 @@ use crate::core::settings::flags_over;
 use crate::core::summary::Summary;
 
 /// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,
-/// filter and write the accepted puzzles. Each filter flag overrides the
-/// `[ingest.puzzles]` key of its name
-/// ([`crate::core::settings::flags_over`]).
-#[derive(Debug, Clone, Serialize)]
+/// filter and write the accepted puzzles. The filter flags
+/// ([`PuzzlesOverrides`]) override the `[ingest.puzzles]` keys.
+#[derive(Debug, Clone)]
 pub struct PuzzlesArgs {
     /// The puzzle file: Lichess CSV (10 or 11 columns), the APO benchmark's
     /// 15-column CSV, or puzzleforge JSON Lines; plain or zstd.
-    #[serde(skip)]
     pub input: PathBuf,
     /// Output file; `.csv`, `.jsonl`, either with `.zst`.
-    #[serde(skip)]
     pub output: PathBuf,
     /// Where rejected rows go (default: OUTPUT + `.rejects.csv`).
-    #[serde(skip)]
     pub rejects: Option<PathBuf>,
+    /// The filter flags, which override keys of `[ingest.puzzles]`.
+    pub overrides: PuzzlesOverrides,
+}
+
+/// The filter flags of `puzzleforge ingest puzzles`: each overrides the
+/// `[ingest.puzzles]` key of its name; the only part of [`PuzzlesArgs`] that
+/// [`crate::core::settings::flags_over`] lays over the section.
+#[derive(Default, Debug, Clone, Serialize)]
+pub struct PuzzlesOverrides {
     /// Keep puzzles rated at least this.
     pub min_rating: Option<i32>,
     /// Keep puzzles rated at most this.
@@ -66,7 +71,7 @@ pub struct PuzzlesArgs {
 
 /// Runs `ingest puzzles` from the command line (flags over the defaults).
 pub fn run_puzzles(args: &PuzzlesArgs) -> Result<Summary> {
-    let config = flags_over(&IngestPuzzlesConfig::default(), args)?;
+    let config = flags_over(&IngestPuzzlesConfig::default(), &args.overrides)?;
     run_puzzles_with(&config, &args.input, &args.output, args.rejects.as_deref())
 }
 

@@ -238,16 +238,25 @@ impl MineConfig {
     }
 }
 
-/// `puzzleforge mine`. Each search flag overrides the `[mine]` key of its
-/// name ([`crate::core::settings::flags_over`]).
-#[derive(Debug, Clone, Serialize)]
+/// `puzzleforge mine`: the files and the engine flags, and apart from them
+/// ([`MineOverrides`]) the search flags that override `[mine]` keys.
+#[derive(Debug, Clone)]
 pub struct MineArgs {
     /// Self-play PGN, any PGN, or candidate records from `ingest games`.
-    #[serde(skip)]
     pub input: PathBuf,
     /// Output puzzle file (.csv, .jsonl, optionally .zst).
-    #[serde(skip)]
     pub output: PathBuf,
+    /// The search flags, which override keys of `[mine]`.
+    pub overrides: MineOverrides,
+    /// The engine flags, laid over `[engine]` by [`EngineArgs::resolve`].
+    pub engine: EngineArgs,
+}
+
+/// The search flags of `puzzleforge mine`: each overrides the key of
+/// `[mine]` its serde name gives; the only part of [`MineArgs`] that
+/// [`crate::core::settings::flags_over`] lays over the section.
+#[derive(Default, Debug, Clone, Serialize)]
+pub struct MineOverrides {
     /// Uniqueness criterion.
     pub criterion: Option<Criterion>,
     /// Depth of the full search (default 18).
@@ -286,6 +295,4 @@ pub struct MineArgs {
     /// Branch the games where a long line shows, with up to N other moves
     /// of the side that blundered (`[mine] branch_moves`).
     pub branch_moves: Option<u32>,
-    #[serde(skip)]
-    pub engine: EngineArgs,
 }

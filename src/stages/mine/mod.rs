@@ -57,7 +57,7 @@ mod checkpoint;
 mod run;
 
 pub(crate) use check::FunnelCheck;
-pub use config::{MineArgs, MineConfig};
+pub use config::{MineArgs, MineConfig, MineOverrides};
 pub(crate) use input::human_game_units;
 pub use input::{Loaded, MineUnit, Source, Target, load_input};
 pub(crate) use output::dedup_puzzles;

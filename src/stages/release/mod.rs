@@ -32,6 +32,6 @@ mod record;
 mod run;
 pub(crate) mod theme_mix;
 
-pub use args::SplitArgs;
+pub use args::{SplitArgs, SplitOverrides};
 pub use run::run_split;
 pub(crate) use run::{SplitSummary, run_split_with};

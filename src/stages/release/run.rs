@@ -20,7 +20,7 @@ use crate::core::summary::{Report, Summary};
 /// defaults) with the flags over it.
 pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     let section: SplitConfig = load_section(args.config.as_deref(), "split")?;
-    let summary = run_split_with(args, flags_over(&section, args)?)?.into_summary()?;
+    let summary = run_split_with(args, flags_over(&section, &args.overrides)?)?.into_summary()?;
     // The manifest's sha256 goes into the registry of the folder above the
     // release, where the commands that read the release look for it.
     let holder = match args.output.parent() {

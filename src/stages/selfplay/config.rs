@@ -34,6 +34,7 @@ impl Mode {
 }
 
 /// `[selfplay]` in pipeline.toml; CLI flags override it.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SelfplayConfig {
@@ -72,11 +73,9 @@ pub struct SelfplayConfig {
     /// Human players after the opening instead of the weakened engine: a
     /// Maia-1 net per side, each move drawn from the net's probabilities
     /// (`[selfplay.maia]`; absent: Stockfish plays).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub maia: Option<MaiaPlayers>,
     /// Games start from a human game's position instead of the opening
     /// (`[selfplay.human]`; absent: from the standard start).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub human: Option<HumanStart>,
 }
 
@@ -139,6 +138,7 @@ impl Bounded for SelfplayConfig {
 /// combinations live (docs/generation.md, "Human games"). The positions
 /// of the source game are public; mining drops a puzzle whose position is
 /// one of them, so what a grown game gives is new.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HumanStart {
@@ -154,13 +154,11 @@ pub struct HumanStart {
     pub pool_games: u64,
     /// A game of the pool has at least this many plies (absent: one more
     /// than the shortest prefix).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub min_game_plies: Option<u32>,
     /// The new play stops after this many plies (absent: at the game's end
     /// or `max_plies`). With 0 and a long `plies` range a game is its
     /// source game, and what mining keeps comes from its branches
     /// (`[mine] branch_moves`): positions one move off the human game.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub continue_plies: Option<u32>,
 }
 
@@ -353,11 +351,23 @@ impl SelfplayConfig {
     }
 }
 
-/// `puzzleforge selfplay`. Each flag but the output and engine ones
-/// overrides the `[selfplay]` key of its name
-/// ([`crate::core::settings::flags_over`]).
-#[derive(Debug, Clone, Serialize)]
+/// `puzzleforge selfplay`: the output and the engine flags, and apart from
+/// them ([`SelfplayOverrides`]) the flags that override `[selfplay]` keys.
+#[derive(Debug, Clone)]
 pub struct SelfplayArgs {
+    /// The flags that override keys of `[selfplay]`.
+    pub overrides: SelfplayOverrides,
+    /// Output PGN file (`.zst` to compress).
+    pub output: PathBuf,
+    /// The engine flags, laid over `[engine]` by [`EngineArgs::resolve`].
+    pub engine: EngineArgs,
+}
+
+/// The flags of `puzzleforge selfplay` that override the `[selfplay]` key
+/// of their name; the only part of [`SelfplayArgs`] that
+/// [`crate::core::settings::flags_over`] lays over the section.
+#[derive(Default, Debug, Clone, Serialize)]
+pub struct SelfplayOverrides {
     /// Number of games.
     pub games: Option<u64>,
     /// Run seed; game i draws from (seed, i).
@@ -381,11 +391,6 @@ pub struct SelfplayArgs {
     /// Weaken with Stockfish's own UCI_LimitStrength (NOT reproducible).
     #[serde(serialize_with = "switch_on")]
     pub engine_limit: bool,
-    /// Output PGN file (`.zst` to compress).
-    #[serde(skip)]
-    pub output: PathBuf,
-    #[serde(skip)]
-    pub engine: EngineArgs,
 }
 
 /// `--maia 1100-1500` or `--maia 1500`: both sides' range.

@@ -22,7 +22,7 @@ mod game;
 mod run;
 
 pub(crate) use config::parse_maia_players;
-pub use config::{HumanStart, MaiaPlayers, Mode, SelfplayArgs, SelfplayConfig};
+pub use config::{HumanStart, MaiaPlayers, Mode, SelfplayArgs, SelfplayConfig, SelfplayOverrides};
 pub use game::Game;
 pub(crate) use game::split_games;
 pub(crate) use run::{SelfplaySummary, play_games, release_seed, run_selfplay_range};

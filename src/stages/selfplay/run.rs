@@ -20,7 +20,7 @@ use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineConfig;
 
 pub fn run_selfplay(args: &SelfplayArgs) -> Result<Summary> {
-    let config = flags_over(&SelfplayConfig::default(), args)?;
+    let config = flags_over(&SelfplayConfig::default(), &args.overrides)?;
     config.validate()?;
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("games".to_string());

@@ -17,15 +17,39 @@ use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
 use crate::engine::settings::EngineArgs;
 
-/// `puzzleforge verify`. The search flags set the [`VerifyConfig`] keys of
-/// their names ([`crate::core::settings::flags_over`]).
-#[derive(Debug, Clone, Serialize)]
+/// `puzzleforge verify`: the files, the re-check choice and the engine
+/// flags, and apart from them ([`VerifyOverrides`]) the search flags that
+/// set [`VerifyConfig`] keys.
+#[derive(Debug, Clone)]
 pub struct VerifyArgs {
     /// Puzzle file written by `mine` (or `rate`); or a release folder, or
     /// any puzzle file with `--puzzle`/`--recheck`, to re-check what it
     /// recorded (one JSON line per puzzle on stdout; see docs/recheck.md).
-    #[serde(skip)]
     pub input: PathBuf,
+    /// The search flags, which override keys of `[verify]`.
+    pub overrides: VerifyOverrides,
+    /// Per-puzzle report (JSON Lines). Default: INPUT with `.verify.jsonl`.
+    pub output: Option<PathBuf>,
+    /// Also write the puzzles with the verdict columns to this file.
+    pub puzzles_out: Option<PathBuf>,
+    /// Re-check only this puzzle (repeatable); implies `--recheck`.
+    pub puzzles: Vec<String>,
+    /// Re-check the puzzles' recorded verdicts instead of writing a report
+    /// (implied by a release folder or `--puzzle`).
+    pub recheck: bool,
+    /// Verify with this pipeline config's `[verify]` (its second engine
+    /// included; the flags over it); a re-check uses it instead of the
+    /// settings the release records.
+    pub config: Option<PathBuf>,
+    /// The engine flags, laid over `[engine]` by [`EngineArgs::resolve`].
+    pub engine: EngineArgs,
+}
+
+/// The search flags of `puzzleforge verify`: each overrides the key of
+/// [`VerifyConfig`] its serde name gives; the only part of [`VerifyArgs`]
+/// that [`crate::core::settings::flags_over`] lays over the section.
+#[derive(Default, Debug, Clone, Serialize)]
+pub struct VerifyOverrides {
     /// Search K times the puzzle's nodes [default: 4, or the release's].
     pub factor: Option<u64>,
     /// Base nodes for puzzles without a Nodes column (or for all, with
@@ -53,26 +77,6 @@ pub struct VerifyArgs {
     /// its own cp.
     #[serde(rename = "second_engine.min_gap_cp")]
     pub second_min_gap_cp: Option<i32>,
-    /// Per-puzzle report (JSON Lines). Default: INPUT with `.verify.jsonl`.
-    #[serde(skip)]
-    pub output: Option<PathBuf>,
-    /// Also write the puzzles with the verdict columns to this file.
-    #[serde(skip)]
-    pub puzzles_out: Option<PathBuf>,
-    /// Re-check only this puzzle (repeatable); implies `--recheck`.
-    #[serde(skip)]
-    pub puzzles: Vec<String>,
-    /// Re-check the puzzles' recorded verdicts instead of writing a report
-    /// (implied by a release folder or `--puzzle`).
-    #[serde(skip)]
-    pub recheck: bool,
-    /// Verify with this pipeline config's `[verify]` (its second engine
-    /// included; the flags over it); a re-check uses it instead of the
-    /// settings the release records.
-    #[serde(skip)]
-    pub config: Option<PathBuf>,
-    #[serde(skip)]
-    pub engine: EngineArgs,
 }
 
 /// What happens to a puzzle that fails a check.

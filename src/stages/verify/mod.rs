@@ -30,7 +30,9 @@ mod run;
 mod summary;
 
 pub use check::{SecondMove, Verdict};
-pub use config::{Policy, SecondEngineConfig, VerifyArgs, VerifyConfig, load_verify_section};
+pub use config::{
+    Policy, SecondEngineConfig, VerifyArgs, VerifyConfig, VerifyOverrides, load_verify_section,
+};
 pub(crate) use run::default_report_path;
 pub use run::{VerifyFiles, run_verify, run_verify_with, verify_puzzles};
 pub(crate) use summary::summarize;

@@ -28,11 +28,11 @@ pub fn run_verify(args: &VerifyArgs) -> Result<Summary> {
         Some(path) => load_verify_section(path)?,
         None => VerifyConfig::default(),
     };
-    let config = flags_over(&base, args)?;
+    let config = flags_over(&base, &args.overrides)?;
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("puzzles".to_string());
     let pool = EnginePool::new(spec, pool_config)?;
-    let origin = match (&args.second_engine, &args.config) {
+    let origin = match (&args.overrides.second_engine, &args.config) {
         (Some(_), _) => "--second-engine".to_string(),
         (None, Some(path)) => format!("{CONFIG_KEY} in {}", path.display()),
         (None, None) => CONFIG_KEY.to_string(),

@@ -45,15 +45,13 @@ pub(super) fn snippet(text: &str) -> String {
 
 /// A chat request's body as sent: the fields we set, in this order, then
 /// the configured `extra_body` fields not among them.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize)]
 pub(super) struct RequestBody<'a> {
     pub(super) model: BodyField<'a>,
     pub(super) messages: BodyField<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) temperature: Option<BodyField<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) max_tokens: Option<BodyField<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) seed: Option<BodyField<'a>>,
     #[serde(flatten)]
     pub(super) extra: BTreeMap<&'a str, &'a Value>,
