@@ -434,17 +434,22 @@ impl Calibration<'_> {
     fn fit_rows(&self, index: &[usize]) -> FitRows<'_> {
         let y: Vec<f64> = index.iter().map(|&i| self.ratings[i]).collect();
         let proxy: Vec<bool> = index.iter().map(|&i| self.rows.proxy[i]).collect();
-        let weight = band_weights(&y, &proxy, &self.config.trees)
-            .into_iter()
-            .zip(index)
-            .map(|(w, &i)| w * self.certainty[i])
-            .collect();
+        let trees = &self.config.trees;
+        let weighed = |balance: f64| -> Vec<f64> {
+            band_weights(&y, &proxy, balance, trees)
+                .into_iter()
+                .zip(index)
+                .map(|(w, &i)| w * self.certainty[i])
+                .collect()
+        };
+        let (weight, map_weight) = (weighed(trees.band_balance), weighed(trees.map_band_balance));
         FitRows {
             x: index
                 .iter()
                 .map(|&i| self.features[i].values.as_slice())
                 .collect(),
             weight,
+            map_weight,
             y,
             group: index.iter().map(|&i| self.groups[i]).collect(),
             fold: index.iter().map(|&i| self.rows.place[i]).collect(),

@@ -122,7 +122,7 @@ impl Estimator {
         output: &[f64],
         groups: usize,
     ) -> Result<Self> {
-        let recalibration = Recalibration::fit(output, &rows.y, &rows.weight)?;
+        let recalibration = Recalibration::fit(output, &rows.y, &rows.map_weight)?;
         // The shifts and the deviations: whole puzzles only.
         let whole = rows.whole_puzzles();
         let (truth, group) = (pick(&rows.y, &whole), pick(&rows.group, &whole));

@@ -64,6 +64,7 @@ mod tests {
             x: rows.iter().map(Vec::as_slice).collect(),
             y: y.clone(),
             weight: vec![1.0; 200],
+            map_weight: vec![1.0; 200],
             group: vec![0; 200],
             fold: (0..200).collect(),
             proxy: vec![false; 200],
@@ -155,6 +156,7 @@ mod tests {
         let rows = FitRows {
             x: features.iter().map(Vec::as_slice).collect(),
             weight: vec![1.0; 600],
+            map_weight: vec![1.0; 600],
             y,
             group: vec![0; 600],
             fold: (0..600).collect(),

@@ -47,7 +47,9 @@ impl Recalibration {
             .iter()
             .map(|p| (*p.x(), *p.y(), p.weight()))
             .collect();
-        Ok(Self { points })
+        Ok(Self {
+            points: pool_thin_ends(points, MIN_END_WEIGHT),
+        })
     }
 
     fn regression(&self) -> Option<IsotonicRegression<f64>> {
@@ -81,6 +83,38 @@ impl Recalibration {
             None => outputs.to_vec(),
         }
     }
+}
+
+/// The least weight (about as many rows) each end point of the map stands
+/// for. The isotonic fit leaves a lone extreme row as a point of its own
+/// (one puzzle rated 2899 above a block of 120 averaging 2611): the map's
+/// ends are the model's reach, which generation reads as the ratings it
+/// can place puzzles at, so an end must be a mean of many rows, not one.
+pub(crate) const MIN_END_WEIGHT: f64 = 50.0;
+
+/// `points` (rising) with each end pooled into its neighbours, weighted
+/// means of output and rating, until it holds at least `min_weight`. The
+/// pooled point lies between the points it replaces, so the map still
+/// rises.
+fn pool_thin_ends(mut points: Vec<(f64, f64, f64)>, min_weight: f64) -> Vec<(f64, f64, f64)> {
+    let pool = |a: (f64, f64, f64), b: (f64, f64, f64)| {
+        let w = a.2 + b.2;
+        if w > 0.0 {
+            ((a.0 * a.2 + b.0 * b.2) / w, (a.1 * a.2 + b.1 * b.2) / w, w)
+        } else {
+            ((a.0 + b.0) / 2.0, (a.1 + b.1) / 2.0, w)
+        }
+    };
+    while points.len() > 1 && points[points.len() - 1].2 < min_weight {
+        if let (Some(last), Some(before)) = (points.pop(), points.pop()) {
+            points.push(pool(before, last));
+        }
+    }
+    while points.len() > 1 && points[0].2 < min_weight {
+        let first = points.remove(0);
+        points[0] = pool(first, points[0]);
+    }
+    points
 }
 
 /// The band of the deviation table an estimate falls in.
@@ -204,5 +238,41 @@ impl GroupShifts {
 
     pub fn shift(&self, group: usize) -> f64 {
         self.shifts.get(group).copied().unwrap_or(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lone_extreme_row_is_pooled_into_the_end_point_it_sits_beyond() {
+        // 120 rows averaging 2611 at the top, then one row rated 2899: the
+        // map's top must be their mean, not the one row's rating.
+        let mut output = vec![1000.0; 200];
+        let mut truth = vec![1200.0; 200];
+        output.extend(vec![2700.0; 120]);
+        truth.extend(vec![2611.0; 120]);
+        output.push(2850.0);
+        truth.push(2899.0);
+        // One lone low row too.
+        output.push(100.0);
+        truth.push(400.0);
+        let weight = vec![1.0; output.len()];
+        let map = Recalibration::fit(&output, &truth, &weight).expect("fits");
+        let (low, high) = map.ends().expect("a map");
+        let top = (2611.0 * 120.0 + 2899.0) / 121.0;
+        assert!((high - top).abs() < 1e-9, "top {high}, want {top}");
+        assert!(
+            (low - (400.0 + 1200.0 * 200.0) / 201.0).abs() < 1e-9,
+            "bottom {low}"
+        );
+        assert!(map.points.first().expect("a point").2 >= MIN_END_WEIGHT);
+        assert!(map.points.last().expect("a point").2 >= MIN_END_WEIGHT);
+        assert!(
+            map.points
+                .windows(2)
+                .all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1)
+        );
     }
 }

@@ -27,10 +27,15 @@ pub struct TreeConfig {
     /// Training rows are weighed by the 400-point band of their true
     /// rating: weight = (rows per band on average / rows in the band) to
     /// this power (0: every row alike, the fit's own mix; 1: every band
-    /// alike). The recalibration is weighed the same way, so this is how
-    /// a fit is aimed at another mix than the one it reads
-    /// (docs/rating.md).
+    /// alike). This weighs the trees' fit: how much of their splits go to
+    /// telling the rare top (and bottom) puzzles apart.
     pub band_balance: f64,
+    /// The same power for the recalibration, which decides the mix the
+    /// ratings are calibrated for: 0 is the mix the fit reads (the
+    /// natural mix of the database), 1 every band alike. Apart from
+    /// `band_balance` so that the trees can be aimed at the top while the
+    /// ratings stay calibrated for the natural mix (docs/rating.md).
+    pub map_band_balance: f64,
     /// Weight of a single-move proxy row against a genuine puzzle.
     pub proxy_weight: f64,
 }
@@ -44,6 +49,7 @@ impl Default for TreeConfig {
             min_leaf_weight: 50.0,
             l2: 1.0,
             band_balance: 0.0,
+            map_band_balance: 0.0,
             proxy_weight: 1.0,
         }
     }
@@ -57,6 +63,7 @@ impl Bounded for TreeConfig {
         Bound::within("min_leaf_weight", 0.0, 1e9, "weighted rows"),
         Bound::within("l2", 0.0, 1e9, "a penalty"),
         Bound::within("band_balance", 0.0, 1.0, "a power from 0 to 1"),
+        Bound::within("map_band_balance", 0.0, 1.0, "a power from 0 to 1"),
         Bound::within("proxy_weight", 0.0, 1e6, "a weight"),
     ];
 }
@@ -232,7 +239,10 @@ impl Trees {
 pub(crate) struct FitRows<'a> {
     pub x: Vec<&'a [f64]>,
     pub y: Vec<f64>,
+    /// Each row's weight in the trees' fit.
     pub weight: Vec<f64>,
+    /// Each row's weight in the recalibration.
+    pub map_weight: Vec<f64>,
     pub group: Vec<usize>,
     pub fold: Vec<usize>,
     pub proxy: Vec<bool>,
@@ -316,8 +326,14 @@ pub(crate) fn out_of_fold(rows: &FitRows, folds: usize, config: &TreeConfig) -> 
     Ok(output)
 }
 
-/// Weights of rows with true ratings `y`: see [`TreeConfig::band_balance`].
-pub(crate) fn band_weights(y: &[f64], proxy: &[bool], config: &TreeConfig) -> Vec<f64> {
+/// Weights of rows with true ratings `y`, each band's count to the power
+/// `balance` ([`TreeConfig::band_balance`], [`TreeConfig::map_band_balance`]).
+pub(crate) fn band_weights(
+    y: &[f64],
+    proxy: &[bool],
+    balance: f64,
+    config: &TreeConfig,
+) -> Vec<f64> {
     let band = |r: f64| (r / BAND_WIDTH).floor().max(0.0) as usize;
     let bands = y.iter().map(|r| band(*r)).max().map_or(1, |b| b + 1);
     let mut counts = vec![0usize; bands];
@@ -329,7 +345,7 @@ pub(crate) fn band_weights(y: &[f64], proxy: &[bool], config: &TreeConfig) -> Ve
     y.iter()
         .zip(proxy)
         .map(|(r, is_proxy)| {
-            let balance = (average / counts[band(*r)] as f64).powf(config.band_balance);
+            let balance = (average / counts[band(*r)] as f64).powf(balance);
             balance * if *is_proxy { config.proxy_weight } else { 1.0 }
         })
         .collect()
@@ -347,6 +363,7 @@ impl FitRows<'_> {
             x: pick(&self.x, index),
             y: pick(&self.y, index),
             weight: pick(&self.weight, index),
+            map_weight: pick(&self.map_weight, index),
             group: pick(&self.group, index),
             fold: pick(&self.fold, index),
             proxy: pick(&self.proxy, index),
