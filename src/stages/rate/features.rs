@@ -4,7 +4,9 @@
 //! stores the names it was fitted on; a feature is added by adding a row.
 //! After the table come each net's pooled tower at the first solver move
 //! ([`crate::maia::MoveProbabilities::pooled_at`]), 64 numbers a net: how
-//! the net reads the board, beyond the moves it would play.
+//! the net reads the board, beyond the moves it would play. Last come the
+//! puzzle's board themes, one 0/1 each, from puzzleforge's own tagger
+//! ([`crate::chess::tagger`]).
 //!
 //! No feature needs an engine search: each costs the nets' forward passes
 //! over the solver's positions and a walk over the legal moves, so that
@@ -17,6 +19,7 @@ use super::config::{POOLED_FILTERS, RATE_NETS};
 use super::human::{HumanSignals, MoveChoice};
 use super::signals::BoardFacts;
 use crate::chess::line::PuzzleLine;
+use crate::chess::tagger::{self, ThemeKind};
 
 /// A puzzle's signals, as the feature functions read them.
 pub(crate) struct Signals<'a> {
@@ -47,7 +50,8 @@ impl Features {
 }
 
 /// Computes every feature of one puzzle: the table's, then each net's
-/// pooled tower at the first solver move (zeros where a net gives none).
+/// pooled tower at the first solver move (zeros where a net gives none),
+/// then one 0/1 per board theme ([`theme_features`]).
 pub(crate) fn feature_values(signals: &Signals) -> Vec<f64> {
     let mut values: Vec<f64> = FEATURES.iter().map(|(_, f)| f(signals)).collect();
     for net in 0..RATE_NETS.len() {
@@ -57,16 +61,38 @@ pub(crate) fn feature_values(signals: &Signals) -> Vec<f64> {
                 .map(|i| pooled.and_then(|p| p.get(i)).map_or(0.0, |v| f64::from(*v))),
         );
     }
+    values.extend(theme_features(signals.line));
     values
 }
 
+/// The themes a rating reads: every Lichess theme the board and the line
+/// decide ([`tagger::THEMES`] of kind [`ThemeKind::Board`]), in the
+/// table's order. Only the tagger's own themes, computed from the FEN and
+/// the moves: a Lichess row's `Themes` column is never read, so a
+/// generated puzzle and a Lichess one are read alike.
+fn rated_themes() -> impl Iterator<Item = &'static str> {
+    tagger::THEMES
+        .iter()
+        .filter(|(_, kind)| *kind == ThemeKind::Board)
+        .map(|(name, _)| *name)
+}
+
+/// 1 for each rated theme the line has, else 0 ([`rated_themes`]' order).
+/// What a motif says of difficulty the nets do not see at one position:
+/// a sacrifice or a quiet move is harder than a capture of what hangs.
+fn theme_features(line: &PuzzleLine) -> impl Iterator<Item = f64> {
+    let found = tagger::board_themes(line);
+    rated_themes().map(move |theme| if found.contains(&theme) { 1.0 } else { 0.0 })
+}
+
 /// The names of the features, in order: the table's, then
-/// `maia_first_pool_{rating}_{filter}`.
+/// `maia_first_pool_{rating}_{filter}`, then `theme_{name}`.
 pub fn feature_names() -> Vec<String> {
     let mut names: Vec<String> = FEATURES.iter().map(|(name, _)| name.to_string()).collect();
     for rating in RATE_NETS {
         names.extend((0..POOLED_FILTERS).map(|i| format!("maia_first_pool_{rating}_{i:02}")));
     }
+    names.extend(rated_themes().map(|theme| format!("theme_{theme}")));
     names
 }
 
@@ -443,6 +469,38 @@ mod tests {
         let has = |name: &str| names.iter().any(|n| n == name);
         assert!(has("maia_first_p_1100") && has("maia_first_p_1900"));
         assert!(has("maia_first_pool_1900_63"));
+    }
+
+    #[test]
+    fn theme_features_are_the_taggers_board_themes_of_the_line() {
+        // Lichess puzzle 00BNd (tagged `advantage fork middlegame short`):
+        // Nxe7 forks the king and the rook on c8.
+        let line = PuzzleLine::parse(
+            "1rr3k1/3bppbp/3p1np1/1B1N4/P2BP3/5P2/P2R2PP/R5K1 b - - 0 21",
+            &["d7b5", "d5e7", "g8f8", "e7c8"],
+        )
+        .expect("a legal line");
+        let names = feature_names();
+        let themes: Vec<&str> = names
+            .iter()
+            .filter_map(|n| n.strip_prefix("theme_"))
+            .collect();
+        let values: Vec<f64> = theme_features(&line).collect();
+        assert_eq!(values.len(), themes.len());
+        let mut on: Vec<&str> = themes
+            .iter()
+            .zip(&values)
+            .filter(|(_, v)| **v == 1.0)
+            .map(|(t, _)| *t)
+            .collect();
+        on.sort_unstable();
+        assert_eq!(on, tagger::board_themes(&line));
+        for theme in ["fork", "middlegame", "short"] {
+            assert!(on.contains(&theme), "{theme} missing from {on:?}");
+        }
+        // Only themes the board decides: never the engine's or the players'.
+        assert!(!themes.contains(&"advantage") && !themes.contains(&"master"));
+        assert!(values.iter().all(|v| *v == 0.0 || *v == 1.0));
     }
 
     #[test]

@@ -576,14 +576,15 @@ mod tests {
     }
 
     /// The longest line a model was fitted on: the one it records (a
-    /// calibration writes it), else the Lichess database's (the committed
-    /// model predates the record); a record of 0 is a damaged file.
+    /// calibration writes it; the committed model's sample holds one of 14
+    /// solver moves), else the Lichess database's (a model from before the
+    /// record); a record of 0 is a damaged file.
     #[test]
     fn a_model_knows_the_longest_line_it_was_fitted_on() {
         let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/rate_model.json");
         let model = RatingModel::load(&committed).expect("the committed model loads");
-        assert_eq!(model.longest_line, None);
-        assert_eq!(model.longest_fitted_line(), 15);
+        assert_eq!(model.longest_line, Some(14));
+        assert_eq!(model.longest_fitted_line(), 14);
         let mut json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&committed).expect("read the model"))
                 .expect("JSON");
@@ -598,13 +599,20 @@ mod tests {
                 (loaded, _) => panic!("longest_line {longest}: {:?}", loaded.map(|m| m.rows)),
             }
         }
+        // Without the record: the Lichess database's longest line.
+        json.as_object_mut()
+            .expect("an object")
+            .remove("longest_line");
+        std::fs::write(&edited, json.to_string()).expect("write the model");
+        let unrecorded = RatingModel::load(&edited).expect("loads without the record");
+        assert_eq!(unrecorded.longest_fitted_line(), LICHESS_LONGEST_LINE);
     }
 
     /// The committed model's calibrated reach. Calibrated for the natural
     /// mix, its map runs from the mean true rating of the easiest-looking
-    /// puzzles (about 510) to that of the hardest-looking (about 2630): the
-    /// APO shape's bottom bin for mates in one and 2-move puzzles and its
-    /// top bin for 3-5 moves are beyond it, and generation names those
+    /// puzzles (about 545) to that of the hardest-looking (about 2700): the
+    /// APO shape's bottom bin for 1-2 move puzzles and its top bin for 3-5
+    /// moves are beyond it, and generation names those
     /// cells (docs/rating.md, "Reach"). The test reads the file generation
     /// rates with, so a model that reached further or less far fails it,
     /// and the docs' statement with it.
@@ -629,22 +637,18 @@ mod tests {
         assert!(reach.reaches(3, false, high - 1, high + 99));
         assert!(!reach.reaches(3, false, high, high + 100));
         // The single-move non-mates (the generated puzzles' shape) reach
-        // both ends of the 1-2 move band: the trees tell them from the
-        // proxies, so their group shift is small (format 4's took them back
-        // by about 480 points).
+        // from the 500s to the 2600s: the trees tell them from the proxies,
+        // so their group shift is small (format 4's took them back by about
+        // 480 points).
         let (one_low, one_high) = reach.range(1, false);
-        assert!(one_high >= 2600 && one_low <= 500, "{one_low}-{one_high}");
+        assert!(one_high >= 2600 && one_low <= 600, "{one_low}-{one_high}");
         let one_shift = model.estimator.shifts.shift(model_group(1, false));
         assert!(one_shift.abs() < 150.0, "shift {one_shift}");
         // The 1-2 move band, 400-2000: every bin is reached but the bottom
-        // one, which only single-move non-mates reach.
+        // one.
         for (moves, mate) in [(1, true), (1, false), (2, true), (2, false)] {
             assert!(reach.reaches(moves, mate, 500, 600) && reach.reaches(moves, mate, 1900, 2000));
-            assert_eq!(
-                reach.reaches(moves, mate, 400, 500),
-                (moves, mate) == (1, false),
-                "{moves} {mate}"
-            );
+            assert!(!reach.reaches(moves, mate, 400, 500), "{moves} {mate}");
         }
     }
 }
