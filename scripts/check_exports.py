@@ -220,7 +220,7 @@ def check_datasets(release: Path, exports: Path, work: Path) -> str:
             raise AssertionError(f"the card declares {verdict} as {want[verdict]}, not bool")
     loaded = datasets.load_dataset(str(release), cache_dir=str(work / "hf-cache"))
     for split in SPLITS:
-        got = {name: actual_type(f) for name, f in loaded[split].features.items()}
+        got = {name: actual_type(f) for name, f in loaded[release].features.items()}
         if got != want:
             diff = {k: (want.get(k), got.get(k)) for k in set(want) | set(got) if want.get(k) != got.get(k)}
             raise AssertionError(f"{split}: declared vs loaded {diff}")
@@ -237,7 +237,7 @@ def check_datasets(release: Path, exports: Path, work: Path) -> str:
         )
         if list(frame.columns) != list(want):
             raise AssertionError(f"{split}.csv columns differ from the card's features")
-        rows = loaded[split].to_list()
+        rows = loaded[release].to_list()
         for index, row in enumerate(rows):
             for name, value in row.items():
                 cell = frame[name].iloc[index]

@@ -20,11 +20,11 @@ stages = ["ingest_puzzles", "release"]
 [sources]
 puzzles = ["{}"]
 
-[split]
+[release]
 train_per_cell = 1
 test_per_cell = 1
 
-[[split.bands]]
+[[release.bands]]
 ratings = [400, 3000]
 lengths = [1, 3]
 "#,

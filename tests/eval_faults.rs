@@ -565,11 +565,11 @@ stages = ["ingest_puzzles", "release", "eval"]
 [sources]
 puzzles = ["{pool}"]
 
-[split]
+[release]
 train_per_cell = 0
 test_per_cell = 8
 
-[[split.bands]]
+[[release.bands]]
 ratings = [400, 3000]
 lengths = [1, 1]
 

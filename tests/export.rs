@@ -60,7 +60,7 @@ fn every_format_reads_back_with_one_record_per_solver_position() {
     let root = tempfile::tempdir().unwrap();
     let release = root.path().join("out/r/release");
     run_ok(&[
-        "split",
+        "release",
         APO,
         "-o",
         s(&release),
@@ -244,7 +244,7 @@ fn eval_and_every_export_accept_the_same_moves_on_every_puzzle() {
     // Quotas above any cell's size: the release holds every puzzle of the
     // real Lichess sample that split keeps.
     run_ok(&[
-        "split",
+        "release",
         "tests/data/lichess_db_puzzle_subset_1499.csv",
         "-o",
         s(&release),

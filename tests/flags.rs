@@ -14,9 +14,9 @@ use puzzleforge::cli::ingest::GamesFlags;
 use puzzleforge::cli::ingest::PuzzlesFlags;
 use puzzleforge::cli::mine::MineFlags;
 use puzzleforge::cli::rate::RateFlags;
+use puzzleforge::cli::release::ReleaseFlags;
 use puzzleforge::cli::rollout::RolloutFlags;
 use puzzleforge::cli::selfplay::SelfplayFlags;
-use puzzleforge::cli::split::SplitFlags;
 use puzzleforge::cli::verify::VerifyFlags;
 use puzzleforge::core::settings::flags_over;
 use puzzleforge::engine::settings::EngineConfig;
@@ -26,7 +26,7 @@ use puzzleforge::stages::ingest_games::{IngestGamesConfig, TimeClass};
 use puzzleforge::stages::ingest_puzzles::IngestPuzzlesConfig;
 use puzzleforge::stages::mine::MineConfig;
 use puzzleforge::stages::rate::RateConfig;
-use puzzleforge::stages::release::cells::SplitConfig;
+use puzzleforge::stages::release::cells::ReleaseConfig;
 use puzzleforge::stages::selfplay::SelfplayConfig;
 use puzzleforge::stages::verify::VerifyConfig;
 
@@ -93,8 +93,8 @@ fn flags_left_out_keep_every_key_of_each_section() {
     keeps_every_key::<MineConfig, _>(&parse::<MineFlags>(&["in.pgn", "-o", "o"]).args().overrides);
     keeps_every_key::<VerifyConfig, _>(&parse::<VerifyFlags>(&["in.csv"]).args().overrides);
     keeps_every_key::<RateConfig, _>(&parse::<RateFlags>(&["in.csv", "-o", "o"]).args().overrides);
-    keeps_every_key::<SplitConfig, _>(
-        &parse::<SplitFlags>(&["pool.csv", "-o", "o"])
+    keeps_every_key::<ReleaseConfig, _>(
+        &parse::<ReleaseFlags>(&["pool.csv", "-o", "o"])
             .args()
             .overrides,
     );

@@ -329,7 +329,7 @@ fn a_tier_profile_sets_the_players_and_the_lines_of_its_target() {
         .replace("lengths = [1, 1]", "lengths = [1, 3]")
         .replace(
             "[generate]",
-            "[split.tiers.long]\nmin_solver_moves = 2\n\n[generate]",
+            "[release.tiers.long]\nmin_solver_moves = 2\n\n[generate]",
         );
     std::fs::write(&path, &text).unwrap();
 
@@ -380,7 +380,7 @@ fn a_tier_profile_sets_the_players_and_the_lines_of_its_target() {
         2
     );
 
-    // A key neither section has, or a tier [split.tiers] lacks, is an error
+    // A key neither section has, or a tier [release.tiers] lacks, is an error
     // naming the table.
     for (bad, named) in [
         ("chaos_elo = [1400, 1450]", "generate.tiers.long.selfplay"),
@@ -735,7 +735,7 @@ fn a_plan_projects_the_cost_from_a_sample_that_the_run_reuses() {
     let path = generation_config(root, "two.toml", "A", 2, "batch_games = 4\nmax_games = 40");
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "[generate]",
-        "[[split.bands]]\nratings = [0, 3000]\nlengths = [1, 1]\nmate = \"mate\"\n\n[generate]",
+        "[[release.bands]]\nratings = [0, 3000]\nlengths = [1, 1]\nmate = \"mate\"\n\n[generate]",
     );
     std::fs::write(&path, text).unwrap();
     let plan_args = ["run", "--config", "two.toml", "--plan", "--plan-games", "6"];
@@ -947,7 +947,7 @@ fn a_sample_without_a_puzzle_promises_nothing_and_a_short_run_still_prices_its_c
         "the whole target needs at least",
         "raise max_games to at least",
         "1 cell never reached",
-        "fewer than split.min_puzzles = 1",
+        "fewer than release.min_puzzles = 1",
     ] {
         assert!(human.contains(said), "{said}: {human}");
     }

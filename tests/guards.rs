@@ -21,11 +21,11 @@ stages = ["ingest_puzzles", "ingest_games", "release", "export"]
 puzzles = ["{puzzles}"]
 games = ["{games}"]
 
-[split]
+[release]
 train_per_cell = 1
 test_per_cell = 1
 
-[[split.bands]]
+[[release.bands]]
 ratings = [400, 2000]
 lengths = [1, 2]
 
@@ -92,7 +92,7 @@ fn no_standalone_command_writes_into_a_finished_release() {
     let new_one = "puzzleforge run --release NEW";
     for (args, named) in [
         (
-            vec!["split", pool, "-o", "out/r1/release"],
+            vec!["release", pool, "-o", "out/r1/release"],
             "out/r1/release",
         ),
         (
@@ -132,7 +132,7 @@ fn no_standalone_command_writes_into_a_finished_release() {
             ],
             "out/r1",
         ),
-        (vec!["split", pool, "-o", "out"], "out/r1/release"),
+        (vec!["release", pool, "-o", "out"], "out/r1/release"),
         (
             vec!["ingest", "puzzles", pool, "-o", "out/r1/release/test.csv"],
             "out/r1/release",
@@ -147,11 +147,11 @@ fn no_standalone_command_writes_into_a_finished_release() {
     );
 
     // A standalone split's release: written once, then refused.
-    summary(&run(dir.path(), &["split", "--json", pool, "-o", "mine"]));
+    summary(&run(dir.path(), &["release", "--json", pool, "-o", "mine"]));
     let mine = folder_bytes(&dir.path().join("mine"));
     refused(
         dir.path(),
-        &["split", pool, "-o", "mine"],
+        &["release", pool, "-o", "mine"],
         &["mine", new_one],
     );
     refused(
@@ -254,7 +254,7 @@ fn output_dir_empty_or_root_is_refused() {
 /// Every range of the config has bounds, checked before any stage: a huge
 /// band (which hung at 10 GB), a huge length, a negative rating, two rows
 /// for one cell, zero or NaN deadlines and a NaN threshold are errors
-/// naming the file and key, and `[split]` is checked without `[generate]`
+/// naming the file and key, and `[release]` is checked without `[generate]`
 /// before ingest runs; so are a tier's theme that is not a Lichess theme,
 /// and a stage list out of pipeline order or naming a stage twice (which
 /// once failed in `release` after ingest, or ran with exit 0).
@@ -265,26 +265,26 @@ fn config_is_checked_whole_before_any_stage() {
     let text = std::fs::read_to_string(&config).unwrap();
     let band = "ratings = [400, 2000]\nlengths = [1, 2]";
     let cell =
-        "\n[[split.cells]]\nbin = [400, 500]\nlength = 1\nmate = false\ntrain = 1\ntest = 1\n";
+        "\n[[release.cells]]\nbin = [400, 500]\nlength = 1\nmate = false\ntrain = 1\ntest = 1\n";
     let cases: Vec<(String, &[&str])> = vec![
         (
             text.replace(band, "ratings = [400, 2000000000]\nlengths = [1, 2]"),
-            &["split", "2000000000", "4000"],
+            &["release", "2000000000", "4000"],
         ),
         (
             text.replace(band, "ratings = [400, 2000]\nlengths = [1, 1000000]"),
-            &["split", "1000000", "10"],
+            &["release", "1000000", "10"],
         ),
         (
             text.replace(band, "ratings = [-4000, 2000]\nlengths = [1, 2]"),
-            &["split", "-4000"],
+            &["release", "-4000"],
         ),
         (
-            text.replace("[split]\n", "[split]\nbin_width = 1\n")
+            text.replace("[release]\n", "[release]\nbin_width = 1\n")
                 .replace(band, "ratings = [0, 4000]\nlengths = [1, 10]"),
-            &["split", "10000 cells"],
+            &["release", "10000 cells"],
         ),
-        (format!("{text}{cell}{cell}"), &["split", "two cell rows"]),
+        (format!("{text}{cell}{cell}"), &["release", "two cell rows"]),
         (
             format!("{text}\n[engine]\ndeadline_secs = 0\n"),
             &["engine.deadline_secs"],
@@ -302,13 +302,13 @@ fn config_is_checked_whole_before_any_stage() {
             &["ingest.puzzles.min_rating", "max_rating"],
         ),
         (
-            format!("{text}\n[split.tiers.hard]\nmin_rating = -5\n"),
-            &["split.tiers.hard.min_rating"],
+            format!("{text}\n[release.tiers.hard]\nmin_rating = -5\n"),
+            &["release.tiers.hard.min_rating"],
         ),
         (
-            format!("{text}\n[split.tiers.hard]\nthemes_all = [\"forkk\"]\n"),
+            format!("{text}\n[release.tiers.hard]\nthemes_all = [\"forkk\"]\n"),
             &[
-                "split.tiers.hard.themes_all",
+                "release.tiers.hard.themes_all",
                 "forkk",
                 "not a Lichess theme",
             ],
@@ -415,7 +415,7 @@ fn a_value_out_of_its_bound_is_refused_before_any_stage() {
                 "train_per_cell = 1\ntest_per_cell = 1",
                 "train_per_cell = 0\ntest_per_cell = 0",
             ),
-            vec!["split.train_per_cell", "every cell's quota is 0"],
+            vec!["release.train_per_cell", "every cell's quota is 0"],
         ),
         (
             format!("{text}\n[eval]\nrepeats = 0\n"),
@@ -438,12 +438,12 @@ fn a_value_out_of_its_bound_is_refused_before_any_stage() {
             vec!["selfplay.chaos_plies = 100000", "must lie within"],
         ),
         (
-            text.replace("[split]\n", "[split]\nmin_puzzles = 1000000000\n"),
-            vec!["split.min_puzzles = 1000000000", "must lie within"],
+            text.replace("[release]\n", "[release]\nmin_puzzles = 1000000000\n"),
+            vec!["release.min_puzzles = 1000000000", "must lie within"],
         ),
         (
-            text.replace("[split]\n", "[split]\nmin_puzzles = 100000\n"),
-            vec!["split.min_puzzles", "100000 is above the"],
+            text.replace("[release]\n", "[release]\nmin_puzzles = 100000\n"),
+            vec!["release.min_puzzles", "100000 is above the"],
         ),
         (
             format!("{text}\n[engine]\nworkers = 100000\n"),
@@ -632,7 +632,7 @@ fn an_edit_of_data_and_manifest_together_is_caught() {
     let pool = data("lichess_db_puzzle_subset_1499.csv");
     summary(&run(
         dir.path(),
-        &["split", "--json", pool.to_str().unwrap(), "-o", "mine"],
+        &["release", "--json", pool.to_str().unwrap(), "-o", "mine"],
     ));
     let registry = std::fs::read_to_string(dir.path().join("out/releases.sha256")).unwrap();
     assert!(
@@ -756,7 +756,7 @@ fn every_csv_reader_is_bounded_and_memory_stays_flat() {
     let output = capped(
         dir.path(),
         256,
-        &["split", "--json", "unquoted.csv.zst", "-o", "release"],
+        &["release", "--json", "unquoted.csv.zst", "-o", "release"],
     );
     summary(&output);
     let train = std::fs::read_to_string(dir.path().join("release/train.csv")).unwrap();
@@ -924,18 +924,18 @@ fn a_tier_with_its_minimum_above_its_maximum_is_refused_up_front() {
     for (tier, needles) in [
         (
             "min_rating = 2000\nmax_rating = 1000\n",
-            ["split.tiers.hard.min_rating", "2000", "max_rating 1000"],
+            ["release.tiers.hard.min_rating", "2000", "max_rating 1000"],
         ),
         (
             "min_solver_moves = 3\nmax_solver_moves = 2\n",
             [
-                "split.tiers.hard.min_solver_moves",
+                "release.tiers.hard.min_solver_moves",
                 "3",
                 "max_solver_moves 2",
             ],
         ),
     ] {
-        let config = write_config(dir.path(), &format!("\n[split.tiers.hard]\n{tier}"));
+        let config = write_config(dir.path(), &format!("\n[release.tiers.hard]\n{tier}"));
         let mut all = vec!["pipeline.toml"];
         all.extend_from_slice(&needles);
         let stderr = refused(dir.path(), &["run"], &all);
@@ -946,7 +946,7 @@ fn a_tier_with_its_minimum_above_its_maximum_is_refused_up_front() {
         let stderr = refused(
             dir.path(),
             &[
-                "split",
+                "release",
                 pool.to_str().unwrap(),
                 "--config",
                 config.to_str().unwrap(),
@@ -1226,7 +1226,7 @@ fn nan_infinite_and_negative_numbers_are_refused_as_the_config_is_read() {
     assert!(!dir.path().join("e").exists());
     refused(
         dir.path(),
-        &["split", puzzles, "--config", "pipeline.toml", "-o", "s"],
+        &["release", puzzles, "--config", "pipeline.toml", "-o", "s"],
         &needles,
     );
     assert!(!dir.path().join("s").exists());
@@ -1264,13 +1264,13 @@ const READ_ONLY_PATH_FLAGS: &[(&str, &str)] = &[
     ("rate", "maia"),
     ("rate", "config"),
     ("rate", "evaluate"),
-    ("split", "pool"),
-    ("split", "config"),
-    ("split", "exclude"),
-    ("split", "exclude_releases_under"),
-    ("split", "verify"),
-    ("split", "generate"),
-    ("split", "games"),
+    ("release", "pool"),
+    ("release", "config"),
+    ("release", "exclude"),
+    ("release", "exclude_releases_under"),
+    ("release", "verify"),
+    ("release", "generate"),
+    ("release", "games"),
     ("export", "release"),
     ("eval", "set"),
     ("eval", "prompt"),
@@ -1333,7 +1333,7 @@ fn required_besides(words: &str) -> Vec<(&'static str, Vec<&'static str>)> {
             ("puzzles", vec![pool]),
             ("output", vec!["-o", "fresh/t.csv"]),
         ],
-        "split" => vec![("pool", vec![pool]), ("output", vec!["-o", "fresh/split"])],
+        "release" => vec![("pool", vec![pool]), ("output", vec!["-o", "fresh/drawn"])],
         "export" => vec![
             ("release", vec!["fresh/release"]),
             ("format", vec!["--format", "lichess"]),

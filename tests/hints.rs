@@ -54,12 +54,12 @@ model = "{model}"
 [verify]
 factor = 2
 
-[split]
+[release]
 train_per_cell = 1
 test_per_cell = 1
 min_puzzles = 0
 
-[[split.bands]]
+[[release.bands]]
 ratings = [400, 2000]
 lengths = [1, 2]
 
@@ -294,8 +294,8 @@ fn an_aimed_run_says_when_the_pool_is_the_limit() {
         format!(
             "[pipeline]\noutput_dir = \"out\"\nstages = [\"ingest_puzzles\", \"release\"]\n\
              [sources]\npuzzles = [\"{}\"]\n\
-             [split]\ntrain_per_cell = 5\ntest_per_cell = 5\n\
-             [[split.bands]]\nratings = [400, 2000]\nlengths = [1, 2]\n",
+             [release]\ntrain_per_cell = 5\ntest_per_cell = 5\n\
+             [[release.bands]]\nratings = [400, 2000]\nlengths = [1, 2]\n",
             data("lichess_db_puzzle_subset_1499.csv").display()
         ),
     )

@@ -32,7 +32,7 @@ fn run_json(args: &[&str]) -> Value {
 fn release(root: &Path) -> PathBuf {
     let release = root.join("out/r/release");
     run_json(&[
-        "split",
+        "release",
         LICHESS,
         GENERATED,
         "-o",

@@ -25,11 +25,11 @@ games = ["{games}"]
 [ingest.puzzles]
 {extra_ingest}
 
-[split]
+[release]
 train_per_cell = 1
 test_per_cell = 1
 
-[[split.bands]]
+[[release.bands]]
 ratings = [400, 2000]
 lengths = [1, 2]
 
@@ -232,7 +232,7 @@ fn a_pool_earlier_releases_used_up_names_what_run_can_do() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     for said in [
-        "fewer than split.min_puzzles = 1: the exclusions removed",
+        "fewer than release.min_puzzles = 1: the exclusions removed",
         "first/release/",
         "add puzzles to the pool ([sources] puzzles",
         "[generate] enabled = true",
@@ -475,9 +475,9 @@ fn config_errors_are_reported_before_any_stage_runs() {
     let cases: Vec<(String, Vec<&str>, &str)> = vec![
         (text.clone(), vec!["--tier", "nope"], "nope"),
         (
-            text.replace("[split]", "[split]\nbin_width = 0"),
+            text.replace("[release]", "[release]\nbin_width = 0"),
             vec![],
-            "split.bin_width",
+            "release.bin_width",
         ),
         (with_stages("[]", ""), vec![], "pipeline.stages"),
         (String::new(), vec![], "pipeline.stages"),
@@ -680,8 +680,8 @@ fn releases_started_at_once_never_share_a_puzzle() {
             format!(
                 "[pipeline]\nseed = {round}\noutput_dir = \"out{round}\"\nstages = [\"ingest_puzzles\", \"release\"]\n\
                  [sources]\npuzzles = [\"{}\"]\n\
-                 [split]\ntrain_per_cell = 1\ntest_per_cell = 1\n\
-                 [[split.bands]]\nratings = [400, 2000]\nlengths = [1, 2]\n",
+                 [release]\ntrain_per_cell = 1\ntest_per_cell = 1\n\
+                 [[release.bands]]\nratings = [400, 2000]\nlengths = [1, 2]\n",
                 puzzles.display()
             ),
         )
@@ -789,7 +789,7 @@ fn a_failed_write_names_the_file() {
                 "sh",
                 &blocks.to_string(),
                 env!("CARGO_BIN_EXE_puzzleforge"),
-                "split",
+                "release",
                 pool.to_str().unwrap(),
                 "-o",
                 target.to_str().unwrap(),

@@ -72,11 +72,11 @@ max_per_game = 2
 [rate]
 model = "{model}"
 
-[split]
+[release]
 train_per_cell = 2
 test_per_cell = 2
 
-[[split.bands]]
+[[release.bands]]
 ratings = [400, 2800]
 lengths = [1, 3]
 

@@ -30,7 +30,7 @@ mod release_files;
 mod run_pipeline;
 mod selfplay;
 mod shard_merge;
-mod split;
+mod release_draw;
 mod tag;
 mod uci_parser;
 mod verify;

@@ -157,14 +157,14 @@ path = "{ETHEREAL}"
 depth = 6
 min_gap_cp = {min_gap_cp}
 
-[split]
+[release]
 train_per_cell = 1
 test_per_cell = 1
 # Under "drop" with a second engine that rejects everything, the release
 # is empty on purpose.
 min_puzzles = 0
 
-[[split.bands]]
+[[release.bands]]
 ratings = [0, 4000]
 lengths = [1, 5]
 

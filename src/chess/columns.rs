@@ -167,7 +167,7 @@ columns! {
     /// How the theme-based and the board-based mate flags compare.
     MateCheck = "MateCheck": Text,
     /// The rating bin, `(1900, 2000]`: of 100 points as `ingest puzzles`
-    /// writes it, of `[split] bin_width` in a release.
+    /// writes it, of `[release] bin_width` in a release.
     RatingBin = "RatingBin": Text,
     /// The 200-point rating bin.
     RatingBin200 = "RatingBin200": Text,

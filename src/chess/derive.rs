@@ -132,7 +132,7 @@ pub(crate) fn mate_check(
 
 /// The widths `ingest puzzles` writes `RatingBin` and `RatingBin200` at:
 /// the APO benchmark's files' 100 and 200 points. A release writes
-/// `RatingBin` again at its own `[split] bin_width`, by the same rule
+/// `RatingBin` again at its own `[release] bin_width`, by the same rule
 /// ([`rating_bin_edges`]), because its cells are bins of that width.
 pub(crate) const INGEST_BIN_WIDTH: i32 = 100;
 /// See [`INGEST_BIN_WIDTH`].

@@ -303,7 +303,7 @@ pub struct BenchGenerateFlags {
     #[arg(long)]
     pub tier: Option<String>,
     /// The tier whose puzzles are counted beside the total (default: --tier,
-    /// else "hard" when [split.tiers] has it).
+    /// else "hard" when [release.tiers] has it).
     #[arg(long)]
     pub count_tier: Option<String>,
     /// Full search at this depth (replaces mine.nodes and mine.depth, for

@@ -7,7 +7,7 @@ use crate::stages::export::{ExportFormat, SplitChoice};
 /// `puzzleforge export`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ExportFlags {
-    /// A release folder, as `run` or `split` writes it.
+    /// A release folder, as `run` or `release` writes it.
     pub release: PathBuf,
     /// The format to write: Inspect samples, DSPy examples, OpenAI evals
     /// samples, or Lichess-format CSV (see each value below).

@@ -17,7 +17,7 @@ pub struct PipelineFlags {
     /// Engine binary, overriding the config.
     #[arg(long)]
     pub engine: Option<PathBuf>,
-    /// Produce this named tier of `[split.tiers]` instead of the default
+    /// Produce this named tier of `[release.tiers]` instead of the default
     /// quotas.
     #[arg(long)]
     pub tier: Option<String>,

@@ -51,7 +51,7 @@ pub const OUTPUT_FLAGS: &[OutputFlag] = &[
     output("rate", "save_model", Target::File),
     output("rate", "features", Target::Folder),
     output("rate", "features_out", Target::File),
-    output("split", "output", Target::Folder),
+    output("release", "output", Target::Folder),
     output("export", "output", Target::Folder),
     output("eval", "output", Target::Folder),
     output("compare", "output", Target::Folder),

@@ -14,7 +14,7 @@ use super::groups::PipelineFlags;
     mut_arg("engine", |arg| {
         arg.help("Engine binary, overriding the config (as given to the shards)")
     }),
-    mut_arg("tier", |arg| arg.help("Produce this named tier of `[split.tiers]`"))
+    mut_arg("tier", |arg| arg.help("Produce this named tier of `[release.tiers]`"))
 )]
 pub struct MergeFlags {
     /// Shard folders written by `run --shard I/N`, all N of them.

@@ -24,7 +24,7 @@ pub mod rate;
 pub mod rollout;
 pub mod run;
 pub mod selfplay;
-pub mod split;
+pub mod release;
 pub mod tag;
 pub mod verify;
 
@@ -78,7 +78,8 @@ pub enum Command {
     /// rating model (fit on real Lichess puzzles with --calibrate).
     Rate(rate::RateFlags),
     /// Draw a stratified, game-grouped train/test release from puzzle pools.
-    Split(Box<split::SplitFlags>),
+    #[command(alias = "split")]
+    Release(Box<release::ReleaseFlags>),
     /// Export a release for Inspect, DSPy, OpenAI evals or as Lichess CSV.
     Export(export::ExportFlags),
     /// Ask a model (or a baseline player) every solver position of a puzzle set and report.
@@ -164,7 +165,7 @@ fn dispatch(command: &Command) -> Result<Summary> {
         }
         Command::Rate(flags) => crate::stages::rate::run_rate(&flags.args()),
         Command::Tag(flags) => crate::tools::tag::run_tag(&flags.args()),
-        Command::Split(flags) => crate::stages::release::run_split(&flags.args()),
+        Command::Release(flags) => crate::stages::release::run_release(&flags.args()),
         Command::Export(flags) => crate::stages::export::run_export(&flags.args()),
         Command::Eval(flags) => crate::stages::eval::run_eval(&flags.args()),
         Command::Compare(flags) => crate::stages::eval::compare::run_compare(&flags.args()),

@@ -34,9 +34,9 @@ pub struct RunFlags {
     /// `puzzleforge merge` then combines the N slices and runs the rest.
     #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
     pub shard: Option<Shard>,
-    /// Exit 2 (as `split --strict`) when a target cell stays unfilled:
+    /// Exit 2 (as `release --strict`) when a target cell stays unfilled:
     /// the cells `[generate]` was to fill with generated puzzles, else the
-    /// release's `[split]` cells. The release is written first; the error
+    /// release's `[release]` cells. The release is written first; the error
     /// names the unfilled cells (the `--json` summary lists them under
     /// `strict`).
     #[arg(long, conflicts_with = "shard")]

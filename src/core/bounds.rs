@@ -140,9 +140,9 @@ fn number(value: f64) -> String {
 pub enum Many {
     /// One table: `[selfplay.human]`.
     One,
-    /// An array of tables: `[[split.bands]]`.
+    /// An array of tables: `[[release.bands]]`.
     Each,
-    /// A table of named tables: `[split.tiers.NAME]`.
+    /// A table of named tables: `[release.tiers.NAME]`.
     Named,
 }
 

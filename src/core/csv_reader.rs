@@ -1,5 +1,5 @@
 //! The one CSV reader of every CSV file a stage takes from outside or from
-//! another stage (puzzle files of `ingest`, `split`, `eval`, exclusion
+//! another stage (puzzle files of `ingest`, `release`, `eval`, exclusion
 //! files, the batches `merge` takes): the file's records, each read into a
 //! recycled [`Row`] with the line it starts on. Two readers use the csv
 //! crate instead, on files no stage hands on: the rating model's feature

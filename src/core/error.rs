@@ -29,7 +29,7 @@ pub(crate) const EXIT_BAD_INPUT: i32 = 2;
 pub(crate) const EXIT_INTERNAL: i32 = 1;
 /// Exit code of a command that wrote its output but fell short of what it
 /// was asked under `--strict` (`run --strict` with unfilled cells): 2, as
-/// `split --strict` exits for the same shortfall (before writing) and as
+/// `release --strict` exits for the same shortfall (before writing) and as
 /// any result the user must act on (a larger budget, a smaller target),
 /// never 1, which says the program failed.
 pub const EXIT_SHORTFALL: i32 = EXIT_BAD_INPUT;

@@ -31,6 +31,29 @@ pub(crate) fn load_section<T: DeserializeOwned + Default>(
     }
 }
 
+/// [`load_section`] for a section that was renamed: the table under its
+/// former name is read as it, so a file written before the rename keeps
+/// working (both tables at once is an error, as two `[section]` would be).
+pub(crate) fn load_renamed_section<T: DeserializeOwned + Default>(
+    path: Option<&Path>,
+    section: &str,
+    former: &str,
+) -> Result<T> {
+    let Some(path) = path else {
+        return Ok(T::default());
+    };
+    let mut table = read_table(path)?;
+    match (table.remove(section), table.remove(former)) {
+        (None, None) => Ok(T::default()),
+        (Some(value), None) => section_of(value, path, section),
+        (None, Some(value)) => section_of(value, path, former),
+        (Some(_), Some(_)) => Err(bad_input(format!(
+            "config {}: [{section}] and [{former}] (its former name) are the same section; keep [{section}]",
+            path.display()
+        ))),
+    }
+}
+
 /// [`load_section`] for a command whose `--config` file may also hold the
 /// section's keys alone, without the `[section]` header (the form `rate
 /// --config` has always read): a file without a `[section]` table is read
@@ -103,7 +126,7 @@ fn check_value(
     let (number, shown) = match value {
         toml::Value::Table(inner) => return check_table(inner, &dotted, text, path),
         toml::Value::Array(items) => {
-            // An array of tables (`[[split.bands]]`) names its keys under
+            // An array of tables (`[[release.bands]]`) names its keys under
             // the array's name, as its header does.
             for item in items {
                 match item {

@@ -36,7 +36,7 @@ use crate::stages::ingest_games::IngestGamesConfig;
 use crate::stages::ingest_puzzles::IngestPuzzlesConfig;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
-use crate::stages::release::cells::SplitConfig;
+use crate::stages::release::cells::ReleaseConfig;
 use crate::stages::selfplay::SelfplayConfig;
 use crate::stages::verify::{VerifyConfig, VerifyCounts, VerifyFiles};
 
@@ -84,7 +84,7 @@ fn stage(
         StageName::Rate => Box::new(Rate::of(config, seeds)),
         StageName::Verify => Box::new(Verify::of(config)),
         StageName::Release => Box::new(Release {
-            section: config.split.clone(),
+            section: config.release.clone(),
             seed,
             verifies: config.pipeline.stages.contains(&StageName::Verify),
             drops_unverified: config.verify.policy == crate::stages::verify::Policy::Drop,
@@ -147,10 +147,10 @@ struct Seeded<'a, T> {
     seed: u64,
 }
 
-/// `release`'s config: `[split]`, the run seed and the tier drawn.
+/// `release`'s config: `[release]`, the run seed and the tier drawn.
 #[derive(Serialize)]
 struct SplitWith<'a> {
-    split: &'a SplitConfig,
+    split: &'a ReleaseConfig,
     seed: u64,
     tier: Option<&'a str>,
 }
@@ -726,8 +726,8 @@ impl Stage for Verify {
 
 /// `release`: the stratified, game-grouped train/test split.
 struct Release {
-    /// `[split]`, as written (the run seed is recorded beside it).
-    section: SplitConfig,
+    /// `[release]`, as written (the run seed is recorded beside it).
+    section: ReleaseConfig,
     seed: u64,
     /// Whether `pipeline.stages` verifies the mined puzzles (the release
     /// then draws the verified files and embeds the verification figures).
@@ -806,12 +806,12 @@ impl Stage for Release {
                 "the release stage has no puzzles: add ingest_puzzles (or mine and rate) to pipeline.stages",
             ));
         }
-        let args = crate::stages::release::SplitArgs {
+        let args = crate::stages::release::ReleaseArgs {
             pool,
             output: folder.scratch.clone(),
             config: None,
             tier: ctx.tier.clone(),
-            overrides: crate::stages::release::SplitOverrides::default(),
+            overrides: crate::stages::release::ReleaseOverrides::default(),
             strict: false,
             exclude: earlier_releases(ctx)?
                 .iter()
@@ -829,11 +829,11 @@ impl Stage for Release {
             games: stage_files(ctx, StageName::Selfplay, ".pgn"),
             provenance: Some(self.provenance.record(ctx)?),
         };
-        let config = SplitConfig {
+        let config = ReleaseConfig {
             seed: self.seed,
             ..self.section.clone()
         };
-        let mut summary = crate::stages::release::run_split_with(&args, config)?.record;
+        let mut summary = crate::stages::release::run_release_with(&args, config)?.record;
         summary.output = folder.committed_folder();
         Ok(StageSummary::Release(summary))
     }

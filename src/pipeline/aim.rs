@@ -2,7 +2,7 @@
 //! results in an eval run (each rated puzzle attempt solved or not) give
 //! its own solve curve by puzzle rating ([`SolveCurve`]); the rating where
 //! the curve gives `P`, with its 95% interval, is the tier's rating window.
-//! The tier is the `[split]` cells inside that window, filled as any tier
+//! The tier is the `[release]` cells inside that window, filled as any tier
 //! is (from the puzzle sources, or by generation with its quotas, budgets,
 //! plan and stopping rule), and its card names what it was aimed at.
 
@@ -17,7 +17,7 @@ use crate::stages::eval::puzzle_rating::{PuzzleRating, attempts};
 use crate::stages::eval::solve_curve::SolveCurve;
 use crate::stages::release::cells::{Aim, Tier};
 
-/// The name of the tier `run --aim` adds to `[split.tiers]`.
+/// The name of the tier `run --aim` adds to `[release.tiers]`.
 pub(crate) const AIMED_TIER: &str = "aimed";
 
 /// `run --aim` and `--solve-rate`.
@@ -48,7 +48,7 @@ pub(crate) fn parse_solve_rate(text: &str) -> std::result::Result<f64, String> {
 }
 
 /// The aimed tier of `run` (if `--aim` was given) added to the config's
-/// `[split.tiers]`; returns the tier name `run` should produce.
+/// `[release.tiers]`; returns the tier name `run` should produce.
 pub(crate) fn add_aimed_tier(
     args: &AimArgs,
     config: &mut PipelineConfig,
@@ -57,15 +57,15 @@ pub(crate) fn add_aimed_tier(
     let (Some(run), Some(solve_rate)) = (&args.aim, args.solve_rate) else {
         return Ok(None);
     };
-    if config.split.tiers.contains_key(AIMED_TIER) {
+    if config.release.tiers.contains_key(AIMED_TIER) {
         return Err(bad_input(format!(
-            "{}: [split.tiers] already has a tier named {AIMED_TIER:?}, the name `run --aim` gives \
+            "{}: [release.tiers] already has a tier named {AIMED_TIER:?}, the name `run --aim` gives \
              its tier: rename it",
             config_path.display()
         )));
     }
-    let tier = aimed_tier(run, solve_rate, config.split.bin_width)?;
-    config.split.tiers.insert(AIMED_TIER.to_string(), tier);
+    let tier = aimed_tier(run, solve_rate, config.release.bin_width)?;
+    config.release.tiers.insert(AIMED_TIER.to_string(), tier);
     Ok(Some(AIMED_TIER.to_string()))
 }
 

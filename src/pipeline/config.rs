@@ -37,7 +37,9 @@ pub struct PipelineConfig {
     /// `factor` times the nodes that found it, and by a second engine when
     /// `second_engine` is set.
     pub verify: crate::stages::verify::VerifyConfig,
-    pub split: crate::stages::release::cells::SplitConfig,
+    /// `[release]`; `[split]`, its name before, is read as it.
+    #[serde(alias = "split")]
+    pub release: crate::stages::release::cells::ReleaseConfig,
     pub export: ExportSection,
     pub eval: crate::stages::eval::config::EvalConfig,
     pub rollout: crate::stages::eval::rollout::RolloutConfig,
@@ -66,7 +68,7 @@ impl Bounded for PipelineConfig {
         Nested::of::<crate::stages::mine::MineConfig>("mine", Many::One),
         Nested::of::<crate::stages::rate::RateConfig>("rate", Many::One),
         Nested::of::<crate::stages::verify::VerifyConfig>("verify", Many::One),
-        Nested::of::<crate::stages::release::cells::SplitConfig>("split", Many::One),
+        Nested::of::<crate::stages::release::cells::ReleaseConfig>("release", Many::One),
         Nested::of::<crate::pipeline::generate::GenerateConfig>("generate", Many::One),
         Nested::of::<crate::stages::eval::config::EvalConfig>("eval", Many::One),
         Nested::of::<crate::stages::eval::rollout::RolloutConfig>("rollout", Many::One),
@@ -217,7 +219,7 @@ impl PipelineConfig {
             mine: &self.mine,
             rate: &self.rate,
             verify: self.verify.clone(),
-            split: &self.split,
+            release: &self.release,
         }
     }
 
@@ -234,15 +236,26 @@ impl PipelineConfig {
             ))
         })?;
         // The text parsed as the config, so it parses as a table too.
-        if let Ok(table) = toml::from_str::<toml::Table>(text) {
+        if let Ok(mut table) = toml::from_str::<toml::Table>(text) {
             check_numbers(&table, text, origin)?;
+            // `[split]`, the release section's former name, is read as
+            // `[release]` (serde's alias); its bounds are checked the same,
+            // and named as the file writes them.
+            let former = !table.contains_key("release") && table.contains_key("split");
+            if let Some(section) = table.remove("split").filter(|_| former) {
+                table.insert("release".into(), section);
+            }
             if let Some(found) =
                 crate::core::bounds::check_table(&table, "", Self::BOUNDS, Self::NESTED)
             {
+                let named = match found.table.strip_prefix("release") {
+                    Some(rest) if former => format!("split{rest}"),
+                    _ => found.table.clone(),
+                };
                 return Err(value_error(
                     origin,
                     text,
-                    &found.table,
+                    &named,
                     found.key,
                     &found.shown,
                     &found.why,
@@ -315,7 +328,7 @@ impl PipelineConfig {
         for (key, seed) in [
             ("ingest.puzzles.seed", self.ingest.puzzles.seed),
             ("selfplay.seed", self.selfplay.seed),
-            ("split.seed", self.split.seed),
+            ("release.seed", self.release.seed),
             ("eval.seed", self.eval.seed),
         ] {
             if seed != 0 && seed != run_seed {

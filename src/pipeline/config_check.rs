@@ -1,6 +1,6 @@
 //! The whole config checked in one pass before the first stage runs:
 //! every key within its bound (as the file is read, [`PipelineConfig::parse`]),
-//! then the keys that bound each other, the stage list, `[split]` whole,
+//! then the keys that bound each other, the stage list, `[release]` whole,
 //! every generation profile as the run lays it, names and files. Apart
 //! from the sections' types (`config.rs`) because it reads them all and
 //! owns none.
@@ -73,20 +73,20 @@ impl PipelineConfig {
         if self.engine.max_attempts == 0 {
             return fail("engine", "max_attempts", "must be at least 1".into());
         }
-        if self.split.bin_width <= 0 {
-            let width = self.split.bin_width;
+        if self.release.bin_width <= 0 {
+            let width = self.release.bin_width;
             return fail(
-                "split",
+                "release",
                 "bin_width",
                 format!("must be positive, not {width}"),
             );
         }
         if let Some(name) = tier
-            && !self.split.tiers.contains_key(name)
+            && !self.release.tiers.contains_key(name)
         {
-            let known: Vec<&str> = self.split.tiers.keys().map(String::as_str).collect();
+            let known: Vec<&str> = self.release.tiers.keys().map(String::as_str).collect();
             return fail(
-                "split",
+                "release",
                 "tiers",
                 format!(
                     "--tier {name:?} is not configured (configured: {})",
@@ -161,14 +161,14 @@ impl PipelineConfig {
             return Ok(());
         }
         if let Some(name) = &generate.tier
-            && !self.split.tiers.contains_key(name)
+            && !self.release.tiers.contains_key(name)
         {
-            let known: Vec<&str> = self.split.tiers.keys().map(String::as_str).collect();
+            let known: Vec<&str> = self.release.tiers.keys().map(String::as_str).collect();
             fail(
                 "generate",
                 "tier",
                 format!(
-                    "{name:?} is not a tier of [split.tiers] ({})",
+                    "{name:?} is not a tier of [release.tiers] ({})",
                     known.join(", ")
                 ),
             )?;
@@ -225,7 +225,7 @@ impl PipelineConfig {
 
     /// The keys that bound each other, checked whole before any stage
     /// (each key's own bound was checked as the file was read,
-    /// [`crate::core::bounds`]): the ingest filters' ranges, `[split]` (its
+    /// [`crate::core::bounds`]): the ingest filters' ranges, `[release]` (its
     /// cells and tiers, with or without `[generate]`: the quota tables, a
     /// `min_puzzles` the quotas can reach), the client's backoff, so that a
     /// mistake never hangs a run or surfaces hours later at the release
@@ -247,18 +247,18 @@ impl PipelineConfig {
                 format!("{lo} is above max_rating {hi}: no puzzle would pass"),
             )?;
         }
-        for (name, tier) in &self.split.tiers {
-            let section = format!("split.tiers.{name}");
+        for (name, tier) in &self.release.tiers {
+            let section = format!("release.tiers.{name}");
             if let Some((key, why)) = tier.empty_bounds() {
                 fail(&section, key, why)?;
             }
         }
         let quotas = std::iter::once((None, None))
-            .chain(self.split.tiers.iter().map(|(n, t)| (Some(n), Some(t))));
+            .chain(self.release.tiers.iter().map(|(n, t)| (Some(n), Some(t))));
         for (name, tier) in quotas {
             let which = name.map(|n| format!(" (tier {n:?})")).unwrap_or_default();
             let table = self
-                .split
+                .release
                 .quota_table(tier)
                 .map_err(|e| bad_input(format!("{}: {e:#}{which}", path.display())))?;
             let total: usize = table.values().map(|q| q.train + q.test).sum();
@@ -266,19 +266,19 @@ impl PipelineConfig {
             // empty release of that tier); the whole table may not.
             if name.is_none() && total == 0 {
                 fail(
-                    "split",
+                    "release",
                     "train_per_cell",
                     "every cell's quota is 0: a release would hold no puzzle".into(),
                 )?;
             }
-            if name.is_none() && self.split.min_puzzles > total {
+            if name.is_none() && self.release.min_puzzles > total {
                 fail(
-                    "split",
+                    "release",
                     "min_puzzles",
                     format!(
                         "{} is above the {total} puzzles the quotas can ever draw: no release \
                          would pass",
-                        self.split.min_puzzles
+                        self.release.min_puzzles
                     ),
                 )?;
             }

@@ -50,7 +50,7 @@ pub struct BenchGenerateArgs {
     /// Play with this tier's generation profile ([generate.tiers.NAME]).
     pub tier: Option<String>,
     /// The tier whose puzzles are counted beside the total (default: --tier,
-    /// else "hard" when [split.tiers] has it).
+    /// else "hard" when [release.tiers] has it).
     pub count_tier: Option<String>,
     /// Full search at this depth (replaces mine.nodes and mine.depth, for
     /// both procedures; Epoch's is 18).
@@ -82,15 +82,15 @@ pub fn run_bench_generate(args: &BenchGenerateArgs) -> Result<Summary> {
         .or_else(|| args.tier.clone())
         .or_else(|| {
             config
-                .split
+                .release
                 .tiers
                 .contains_key("hard")
                 .then(|| "hard".to_string())
         });
     let count_tier = match &count_tier_name {
-        Some(name) => Some(config.split.tiers.get(name).cloned().ok_or_else(|| {
+        Some(name) => Some(config.release.tiers.get(name).cloned().ok_or_else(|| {
             bad_input(format!(
-                "--count-tier {name:?} is not a tier of [split.tiers]"
+                "--count-tier {name:?} is not a tier of [release.tiers]"
             ))
         })?),
         None => None,

@@ -65,7 +65,7 @@ pub struct MergeArgs {
     pub config: PathBuf,
     /// Engine binary, overriding the config (as given to the shards).
     pub engine: Option<PathBuf>,
-    /// Produce this named tier of `[split.tiers]`.
+    /// Produce this named tier of `[release.tiers]`.
     pub tier: Option<String>,
     /// Replace merged stages the release folder already holds with other
     /// bytes, and redo the remaining stages even when unchanged.

@@ -43,7 +43,7 @@ pub struct RunArgs {
     pub release: Option<String>,
     /// Engine binary, overriding the config.
     pub engine: Option<PathBuf>,
-    /// Produce this named tier of `[split.tiers]` instead of the default
+    /// Produce this named tier of `[release.tiers]` instead of the default
     /// quotas.
     pub tier: Option<String>,
     /// Redo every stage even when its inputs and config are unchanged; a
@@ -59,9 +59,9 @@ pub struct RunArgs {
     /// selfplay, mine, rate) into `<output_dir>/<release>.shard-I-of-N/`;
     /// `puzzleforge merge` then combines the N slices and runs the rest.
     pub shard: Option<Shard>,
-    /// Exit 2 (as `split --strict`) when a target cell stays unfilled:
+    /// Exit 2 (as `release --strict`) when a target cell stays unfilled:
     /// the cells `[generate]` was to fill with generated puzzles, else the
-    /// release's `[split]` cells. The release is written first; the error
+    /// release's `[release]` cells. The release is written first; the error
     /// names the unfilled cells (the `--json` summary lists them under
     /// `strict`).
     pub strict: bool,
@@ -77,7 +77,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
     // has not turned generation on yet.
     let planned_off = args.plan.plan && !config.generate.enabled;
     config.generate.enabled |= planned_off;
-    // `--aim` adds its tier to [split.tiers]; from here on it is the tier
+    // `--aim` adds its tier to [release.tiers]; from here on it is the tier
     // the run produces, as a `--tier` would be.
     let tier = crate::pipeline::aim::add_aimed_tier(&args.aim, &mut config, &args.config)?
         .or_else(|| args.tier.clone());
@@ -482,7 +482,7 @@ fn shard_line(shard: &Shard, left_for_merge: &[StageName]) -> String {
 /// `run --strict`: the target's cells and its unfilled ones, recorded in
 /// the summary's `strict`, and the error naming the unfilled cells when
 /// there are any. The target is `[generate]`'s (generated puzzles only)
-/// when generation ran, else the release's `[split]` cells, read from
+/// when generation ran, else the release's `[release]` cells, read from
 /// the release's manifest. `generated`: the generation, under
 /// `[generate]`.
 fn strict_shortfall(
@@ -579,7 +579,7 @@ pub(crate) fn remove_leftovers(release_dir: &Path) -> Result<()> {
 
 /// Refuses a release folder that is a symbolic link (a run would write
 /// through it, and later releases, which read no release through a link,
-/// would refuse it) or that holds a `split`'s release (no run writes into
+/// would refuse it) or that holds a `release`'s release (no run writes into
 /// a finished release).
 pub(crate) fn refuse_linked_release(release_dir: &Path) -> Result<()> {
     if std::fs::symlink_metadata(release_dir).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -592,7 +592,7 @@ pub(crate) fn refuse_linked_release(release_dir: &Path) -> Result<()> {
     }
     if crate::stages::release::folder::ReleaseFolder::at(release_dir).looks_like_release() {
         return Err(bad_input(format!(
-            "{} holds a finished release written by `split`; a finished release never changes. \
+            "{} holds a finished release written by `release`; a finished release never changes. \
              Make a new release with `puzzleforge run --release NEW`",
             release_dir.display()
         )));

@@ -21,7 +21,7 @@ pub struct RunContext {
     /// The engine of the run (the `[engine]` section resolved), when a
     /// stage needs one.
     pub engine: Option<RunEngine>,
-    /// `--tier`: the named tier of `[split.tiers]` to produce.
+    /// `--tier`: the named tier of `[release.tiers]` to produce.
     pub tier: Option<String>,
     /// `--shard I/N`: the slice of the expensive stages this run does.
     pub shard: Option<Shard>,

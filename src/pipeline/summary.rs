@@ -22,7 +22,7 @@ pub(crate) enum StageSummary {
     Mine(InputsSummary<MineFileSummary>),
     Rate(InputsSummary<RateFileSummary>),
     Verify(VerifyTotals),
-    Release(crate::stages::release::SplitSummary),
+    Release(crate::stages::release::ReleaseSummary),
     Export(ExportsSummary),
     Eval(crate::stages::eval::report::EvalSummary),
 }

@@ -147,13 +147,13 @@ model = "{model}"
 [verify]
 factor = 2
 
-[split]
+[release]
 bin_width = 3000
 train_per_cell = 2
 test_per_cell = 1
 min_puzzles = 0
 
-[[split.bands]]
+[[release.bands]]
 ratings = [0, 3000]
 lengths = [1, 1]
 mate = "no_mate"

@@ -232,7 +232,7 @@ mod tests {
         let text = plan.human_never_reached(&samples, "", "more");
         assert!(
             text.starts_with("1 cell lies beyond the ratings the rating model gives")
-                && text.contains("take it out of the target ([[split.cells]]")
+                && text.contains("take it out of the target ([[release.cells]]")
                 && text.contains("1 cell never reached"),
             "{text}"
         );

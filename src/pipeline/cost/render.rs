@@ -148,7 +148,7 @@ impl Projection {
             return String::new();
         }
         format!(
-            "{indent}{} cell{} beyond the ratings the rating model gives without extrapolating (no budget is projected to fill {them}): {}\n{indent}the run still waits for {them}: take {them} out of the target ([[split.cells]] with train = 0 and test = 0) or rate with a model that reaches {them}\n",
+            "{indent}{} cell{} beyond the ratings the rating model gives without extrapolating (no budget is projected to fill {them}): {}\n{indent}the run still waits for {them}: take {them} out of the target ([[release.cells]] with train = 0 and test = 0) or rate with a model that reaches {them}\n",
             cells.len(),
             if cells.len() == 1 { " lies" } else { "s lie" },
             first_named(&cells),

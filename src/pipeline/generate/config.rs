@@ -24,8 +24,8 @@ use crate::stages::release::cells::{Cell, MateRule};
 pub struct GenerateConfig {
     /// Generate to order instead of playing `selfplay.games`.
     pub enabled: bool,
-    /// The quotas to fill: this tier of `[split.tiers]` (else `run --tier`,
-    /// else the `[split]` quotas), counted in generated puzzles only.
+    /// The quotas to fill: this tier of `[release.tiers]` (else `run --tier`,
+    /// else the `[release]` quotas), counted in generated puzzles only.
     pub tier: Option<String>,
     /// Games played per batch (how far ahead of the stopping rule).
     pub batch_games: u64,
@@ -84,7 +84,7 @@ impl Bounded for GenerateConfig {
 
 /// Cells of the target that a named profile plays for: rating bins inside
 /// `ratings`, solver lengths inside `lengths`, mates as `mate` says (the
-/// keys of `[[split.bands]]`).
+/// keys of `[[release.bands]]`).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileBand {
@@ -219,7 +219,7 @@ pub(crate) struct Sections<'a> {
     pub mine: &'a crate::stages::mine::MineConfig,
     pub rate: &'a crate::stages::rate::RateConfig,
     pub verify: crate::stages::verify::VerifyConfig,
-    pub split: &'a crate::stages::release::cells::SplitConfig,
+    pub release: &'a crate::stages::release::cells::ReleaseConfig,
 }
 
 /// The engine of the run, as the stages use it.
@@ -356,16 +356,16 @@ impl Settings {
     }
 }
 
-/// Checks `[generate.tiers]` against `[split.tiers]`, and that every
+/// Checks `[generate.tiers]` against `[release.tiers]`, and that every
 /// tier's and profile's tables hold keys of their sections, used by this
 /// run or not: a misspelt key (or a band's keys under a profile's header)
 /// would otherwise wait silently for the run that plays that profile.
 fn check_tables(config: &Sections<'_>) -> Result<()> {
     let generate = &config.generate;
     for name in generate.tiers.keys() {
-        if !config.split.tiers.contains_key(name) {
+        if !config.release.tiers.contains_key(name) {
             return Err(bad_input(format!(
-                "[generate.tiers.{name}]: {name:?} is not a tier of [split.tiers]"
+                "[generate.tiers.{name}]: {name:?} is not a tier of [release.tiers]"
             )));
         }
     }

@@ -52,14 +52,14 @@ pub(super) fn target_quotas(
 ) -> Result<(Option<Tier>, BTreeMap<Cell, Quota>)> {
     let name = config.generate.tier.as_deref().or(tier);
     let tier = match name {
-        Some(name) => Some(config.split.tiers.get(name).cloned().ok_or_else(|| {
+        Some(name) => Some(config.release.tiers.get(name).cloned().ok_or_else(|| {
             bad_input(format!(
-                "generate.tier {name:?} is not a tier of [split.tiers]"
+                "generate.tier {name:?} is not a tier of [release.tiers]"
             ))
         })?),
         None => None,
     };
-    let quotas = config.split.quota_table(tier.as_ref())?;
+    let quotas = config.release.quota_table(tier.as_ref())?;
     if quotas.is_empty() {
         return Err(bad_input("[generate]: the target has no cell with a quota"));
     }
@@ -111,7 +111,7 @@ impl Target {
         Ok(Target {
             quotas,
             tier,
-            bin_width: config.split.bin_width,
+            bin_width: config.release.bin_width,
             verified_only: config.verify.policy == crate::stages::verify::Policy::Drop,
             excluded,
             dedup: config.generate.dedup_positions,

@@ -62,7 +62,7 @@ struct RecordedRate {
 /// The rating model a release folder `set` records under
 /// `settings.rate.model` (its path and sha256); `None` for a puzzle file,
 /// or a release rated with no model (`run` records none when `[rate]` has
-/// no model file, `split` records no settings).
+/// no model file, `release` records no settings).
 fn rating_model_of(set: &Path) -> Result<Option<super::report::ModelPin>> {
     if !set.is_dir() {
         return Ok(None);

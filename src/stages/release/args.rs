@@ -1,4 +1,4 @@
-//! The arguments of `puzzleforge split`: the pool, the exclusions, the
+//! The arguments of `puzzleforge release`: the pool, the exclusions, the
 //! release folder and what the manifest records of the run. Apart so the
 //! run, the pool reading and the manifest read one plain struct.
 
@@ -7,34 +7,34 @@ use std::path::PathBuf;
 
 use super::manifest::RunProvenance;
 
-/// Command-line arguments of `puzzleforge split`: the files, the switches
+/// Command-line arguments of `puzzleforge release`: the files, the switches
 /// and what the manifest records, and apart from them the flags that
-/// override keys of `[split]`.
+/// override keys of `[release]`.
 #[derive(Debug, Clone)]
-pub struct SplitArgs {
+pub struct ReleaseArgs {
     /// Puzzle files (CSV or JSON Lines, plain or zstd): the Lichess dump,
     /// APO files, or what ingest/mine/rate wrote.
     pub pool: Vec<PathBuf>,
     /// The release folder to write.
     pub output: PathBuf,
-    /// pipeline.toml whose [split] section configures quotas and tiers:
-    /// bin_width, train_per_cell, test_per_cell; [[split.bands]] with
+    /// pipeline.toml whose [release] section configures quotas and tiers:
+    /// bin_width, train_per_cell, test_per_cell; [[release.bands]] with
     /// ratings = [lo, hi] (bins of bin_width), lengths = [min, max] (solver
-    /// moves) and mate = "both" | "mate" | "no_mate"; [[split.cells]] rows
-    /// (bin, length, mate, train, test); [split.tiers.NAME].
+    /// moves) and mate = "both" | "mate" | "no_mate"; [[release.cells]] rows
+    /// (bin, length, mate, train, test); [release.tiers.NAME].
     pub config: Option<PathBuf>,
     /// Produce this named tier of the config (filter the pool, then use the
     /// tier's quotas).
     pub tier: Option<String>,
-    /// The flags that override keys of `[split]`.
-    pub overrides: SplitOverrides,
+    /// The flags that override keys of `[release]`.
+    pub overrides: ReleaseOverrides,
     /// Fail (exit 2) when a cell cannot be filled.
     pub strict: bool,
     /// Earlier releases or any puzzle files whose puzzles must not reappear.
     pub exclude: Vec<PathBuf>,
     /// Also exclude every release (a folder with a puzzleforge
     /// manifest.json) found up to three levels under this folder. Without
-    /// it (or `--exclude`), `split` excludes nothing; `run` excludes the
+    /// it (or `--exclude`), `release` excludes nothing; `run` excludes the
     /// releases already under its `output_dir`.
     pub exclude_releases_under: Option<PathBuf>,
     /// Ignore `--exclude-releases-under`.
@@ -60,11 +60,11 @@ pub struct SplitArgs {
     pub(crate) provenance: Option<RunProvenance>,
 }
 
-/// The flags of `puzzleforge split` that override the key of `[split]` of
-/// the same name; the only part of [`SplitArgs`] that
+/// The flags of `puzzleforge release` that override the key of `[release]` of
+/// the same name; the only part of [`ReleaseArgs`] that
 /// [`crate::core::settings::flags_over`] lays over the section.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct SplitOverrides {
+pub struct ReleaseOverrides {
     /// Overrides the config's seed.
     pub seed: Option<u64>,
     /// Overrides the config's rating bin width.

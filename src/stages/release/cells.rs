@@ -1,4 +1,4 @@
-//! The cells a release is stratified into and their quotas: the `[split]`
+//! The cells a release is stratified into and their quotas: the `[release]`
 //! section (bands, explicit cells, tiers), a puzzle's cell (rating bin x
 //! solver length x mate) and its contamination key.
 
@@ -98,7 +98,7 @@ impl Bounded for CellQuota {
     ];
 }
 
-/// A named subset of the pool with its own quotas (`split --tier NAME`).
+/// A named subset of the pool with its own quotas (`release --tier NAME`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Tier {
@@ -243,12 +243,12 @@ impl Tier {
     }
 }
 
-/// The `[split]` section of pipeline.toml. The default is the APO paper's
+/// The `[release]` section of pipeline.toml. The default is the APO paper's
 /// release: 5 + 5 puzzles per (mate x length x 100-point bin) cell, bins
 /// 400-2000 with 1-2 solver moves and 2000-2800 with 3-5.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
-pub struct SplitConfig {
+pub struct ReleaseConfig {
     /// Rating bin width (100 or 200 are usual); bins are `(lo, hi]`.
     pub bin_width: i32,
     pub seed: u64,
@@ -266,7 +266,7 @@ pub struct SplitConfig {
     pub min_puzzles: usize,
 }
 
-impl Bounded for SplitConfig {
+impl Bounded for ReleaseConfig {
     const BOUNDS: &'static [Bound] = &[
         Bound::within("bin_width", 1.0, 4000.0, "rating points"),
         Bound::within("train_per_cell", 0.0, 100000.0, "puzzles per cell"),
@@ -284,7 +284,7 @@ fn is_one(value: &usize) -> bool {
     *value == 1
 }
 
-impl Default for SplitConfig {
+impl Default for ReleaseConfig {
     fn default() -> Self {
         let band = |ratings, lengths| Band {
             ratings,
@@ -332,12 +332,12 @@ pub struct Quota {
     pub test: usize,
 }
 
-impl SplitConfig {
+impl ReleaseConfig {
     /// The quota per cell, for the whole pool or for a tier.
     pub fn quota_table(&self, tier: Option<&Tier>) -> Result<BTreeMap<Cell, Quota>> {
         let width = self.bin_width;
         if width <= 0 {
-            bail_input!("split: bin_width must be positive, not {width}");
+            bail_input!("release: bin_width must be positive, not {width}");
         }
         let train = tier
             .and_then(|t| t.train_per_cell)
@@ -360,7 +360,7 @@ impl SplitConfig {
             cell_count += ((hi - lo) / width) as usize * (long - short + 1) * mates;
             if cell_count > MAX_CELLS {
                 bail_input!(
-                    "split: the bands make more than {MAX_CELLS} cells (band ratings [{lo}, {hi}] \
+                    "release: the bands make more than {MAX_CELLS} cells (band ratings [{lo}, {hi}] \
                      lengths [{short}, {long}] at bin_width {width} among them): narrow the bands \
                      or widen bin_width"
                 );
@@ -408,19 +408,19 @@ fn check_band(band: &Band, width: i32) -> Result<()> {
     let [short, long] = band.lengths;
     if !RATING_RANGE.contains(&lo) || !RATING_RANGE.contains(&hi) {
         bail_input!(
-            "split: band ratings [{lo}, {hi}] must lie within {}..={}",
+            "release: band ratings [{lo}, {hi}] must lie within {}..={}",
             RATING_RANGE.start(),
             RATING_RANGE.end()
         );
     }
     if lo >= hi || lo.rem_euclid(width) != 0 || hi.rem_euclid(width) != 0 {
         bail_input!(
-            "split: band ratings [{lo}, {hi}] must be increasing multiples of bin_width {width}"
+            "release: band ratings [{lo}, {hi}] must be increasing multiples of bin_width {width}"
         );
     }
     if short == 0 || short > long || long > *LENGTH_RANGE.end() {
         bail_input!(
-            "split: band lengths [{short}, {long}] must be 1 <= min <= max <= {}",
+            "release: band lengths [{short}, {long}] must be 1 <= min <= max <= {}",
             LENGTH_RANGE.end()
         );
     }
@@ -512,7 +512,7 @@ pub(crate) fn position_key(
     })
 }
 
-/// Lays the `[[split.cells]]` rows over the bands' table: each sets one
+/// Lays the `[[release.cells]]` rows over the bands' table: each sets one
 /// cell's quota (a bin of the table's width, named once).
 fn apply_cell_rows(
     cells: &[CellQuota],
@@ -521,7 +521,7 @@ fn apply_cell_rows(
 ) -> Result<()> {
     if cells.len() > MAX_CELLS {
         bail_input!(
-            "split: {} cell rows are more than the {MAX_CELLS} cells a release may have",
+            "release: {} cell rows are more than the {MAX_CELLS} cells a release may have",
             cells.len()
         );
     }
@@ -533,7 +533,7 @@ fn apply_cell_rows(
             && LENGTH_RANGE.contains(&row.length);
         if !in_range || hi - lo != width || lo.rem_euclid(width) != 0 {
             bail_input!(
-                "split: cell bin [{lo}, {hi}] length {} is not a bin of width {width} within \
+                "release: cell bin [{lo}, {hi}] length {} is not a bin of width {width} within \
                  {}..={} with length {}..={}",
                 row.length,
                 RATING_RANGE.start(),
@@ -550,7 +550,7 @@ fn apply_cell_rows(
         };
         if !rows_seen.insert(cell) {
             bail_input!(
-                "split: two cell rows name the cell bin [{lo}, {hi}] length {} mate {}: \
+                "release: two cell rows name the cell bin [{lo}, {hi}] length {} mate {}: \
                  keep one",
                 row.length,
                 row.mate

@@ -4,7 +4,7 @@
 //! ([`guard_output`]). Apart because these rules were spread over six
 //! files in three rooms; `card.rs` now writes only the release's files.
 //!
-//! - A release folder holds `manifest.json` (written last by `split` and by
+//! - A release folder holds `manifest.json` (written last by `release` and by
 //!   a run's `release` stage; it lists every other file with its sha256).
 //! - A run's folder (`<output_dir>/<release>/`) holds one folder per
 //!   committed stage, each with its `stage.json`; its release is finished
@@ -194,7 +194,7 @@ fn registry_lines(registry: &Path) -> Result<Vec<(String, String)>> {
 /// Whether `dir` looks like a release folder, readable or not: it holds a
 /// `manifest.json` (whatever is in it), it is a run's committed `release`
 /// stage, or it holds train and test puzzles beside a `report/` folder (a
-/// `split` whose manifest was lost). Nothing else puzzleforge writes has
+/// `release` whose manifest was lost). Nothing else puzzleforge writes has
 /// any of these, so a folder that looks like a release but cannot be read
 /// as one is damaged, never something else.
 pub(crate) fn looks_like_release(dir: &Path) -> bool {
@@ -236,7 +236,7 @@ pub(crate) fn run_release_is_finished(run_dir: &Path) -> bool {
 /// What a command writes at the path it is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
-    /// A folder the command fills (`split`, `export`, `eval`, `rollout`).
+    /// A folder the command fills (`release`, `export`, `eval`, `rollout`).
     Folder,
     /// One file (`ingest`, `selfplay`, `mine`, `rate`, `verify`, `compare`).
     File,
@@ -360,7 +360,7 @@ fn written_into(
     bad_input(format!(
         "{}: `{command} {flag}` would write into {what} {}, and a finished release never \
          changes. Give {flag} a path outside it, or make a new release with \
-         `puzzleforge run --release NEW` (or `puzzleforge split POOL -o NEW`)",
+         `puzzleforge run --release NEW` (or `puzzleforge release POOL -o NEW`)",
         path.display(),
         folder.display()
     ))

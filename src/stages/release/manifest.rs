@@ -39,11 +39,11 @@ pub(crate) struct ReleaseManifest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aim: Option<Aim>,
     pub seed: u64,
-    /// The `[split]` settings the release was drawn with.
+    /// The `[release]` settings the release was drawn with.
     pub config: Value,
     /// How cells, draw and grouping work, in words.
     pub method: Value,
-    /// `split --engine-id/--engine-option`, or the engine `run` used
+    /// `release --engine-id/--engine-option`, or the engine `run` used
     /// ([`RunProvenance::engine`]), or null.
     pub engine: Value,
     pub inputs: Vec<PoolFile>,
@@ -199,7 +199,7 @@ pub(crate) struct Settings {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RunProvenance {
     pub sources: Vec<Source>,
-    /// The engine's identity (replaces `split`'s `--engine-id`).
+    /// The engine's identity (replaces `release`'s `--engine-id`).
     pub engine: Value,
     /// The second engine's identity, or null.
     pub second_engine: Value,

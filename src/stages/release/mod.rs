@@ -1,8 +1,8 @@
-//! `puzzleforge split`: stratified, game-grouped, contamination-guarded
+//! `puzzleforge release`: stratified, game-grouped, contamination-guarded
 //! train/test releases.
 //!
 //! A pool of puzzles is sorted into cells (rating bin x solver length x
-//! mate or not). Each cell has a quota from [`SplitConfig`]; puzzles are
+//! mate or not). Each cell has a quota from [`ReleaseConfig`]; puzzles are
 //! drawn per cell with a ChaCha8 RNG seeded from the run seed and the sha256
 //! of the cell key, so the draw of one cell never depends on another cell's
 //! contents or on thread timing.
@@ -16,7 +16,7 @@
 //! fixed many games, so with one puzzle per game (the Lichess dump's usual
 //! case) every cell the pool can fill is filled exactly.
 //!
-//! [`SplitConfig`]: cells::SplitConfig
+//! [`ReleaseConfig`]: cells::ReleaseConfig
 
 mod args;
 pub(crate) mod card;
@@ -32,6 +32,6 @@ mod record;
 mod run;
 pub(crate) mod theme_mix;
 
-pub use args::{SplitArgs, SplitOverrides};
-pub use run::run_split;
-pub(crate) use run::{SplitSummary, run_split_with};
+pub use args::{ReleaseArgs, ReleaseOverrides};
+pub use run::run_release;
+pub(crate) use run::{ReleaseSummary, run_release_with};

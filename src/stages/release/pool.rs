@@ -12,7 +12,7 @@ use sha2::Digest;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 
-use super::cells::{Cell, ExcludeBy, Quota, SplitConfig, Tier, position_key};
+use super::cells::{Cell, ExcludeBy, Quota, ReleaseConfig, Tier, position_key};
 use super::draw::{Candidate, Draw};
 use super::manifest::{ExcludedFile, PoolFile};
 use crate::chess::columns::Column;
@@ -80,7 +80,7 @@ pub(super) struct PoolRead {
 
 pub(super) fn read_pool(
     paths: &[PathBuf],
-    config: &SplitConfig,
+    config: &ReleaseConfig,
     tier: Option<&Tier>,
     quotas: &BTreeMap<Cell, Quota>,
     exclusions: &mut Exclusions,
@@ -105,7 +105,7 @@ pub(super) fn read_pool(
     for (file, path) in paths.iter().enumerate() {
         let mut rows = 0u64;
         let mut kept = 0u64;
-        let bar = crate::core::progress::counter("split");
+        let bar = crate::core::progress::counter("release");
         for_each_row(path, |(line, row)| {
             let ordinal = rows;
             rows += 1;
@@ -168,7 +168,7 @@ enum Admission {
 /// The checks a pool row passes to be drawn from, in order, with what they
 /// remember across rows (ids and positions seen, exclusions hit).
 struct PoolFilter<'a> {
-    config: &'a SplitConfig,
+    config: &'a ReleaseConfig,
     tier: Option<&'a Tier>,
     quotas: &'a BTreeMap<Cell, Quota>,
     exclusions: &'a mut Exclusions,

@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-use super::args::SplitArgs;
-use super::cells::SplitConfig;
+use super::args::ReleaseArgs;
+use super::cells::ReleaseConfig;
 use super::draw::{CellOutcome, Draw};
 use super::manifest::{CellRecord, Counts, Embedded, ReleaseManifest, Tool, UnfilledCell};
 use super::pool::{Exclusions, PoolRead};
@@ -52,7 +52,7 @@ fn manifest_path(path: &Path, release: &Path) -> String {
     relative.display().to_string()
 }
 
-/// A path as read (relative to where `split` runs) rewritten with
+/// A path as read (relative to where `release` runs) rewritten with
 /// [`manifest_path`].
 pub(super) fn relative_to(path: &str, release: &Path) -> String {
     manifest_path(Path::new(path), release)
@@ -60,7 +60,7 @@ pub(super) fn relative_to(path: &str, release: &Path) -> String {
 
 /// The engine identity and options to record (`--engine-id`,
 /// `--engine-option NAME=VALUE`), or null.
-fn engine_json(args: &SplitArgs) -> Result<Value> {
+fn engine_json(args: &ReleaseArgs) -> Result<Value> {
     if args.engine_id.is_none() && args.engine_option.is_empty() {
         return Ok(Value::Null);
     }
@@ -83,7 +83,7 @@ fn engine_json(args: &SplitArgs) -> Result<Value> {
     })?)
 }
 
-/// The engine a `split` records (`--engine-id`, `--engine-option`).
+/// The engine a `release` records (`--engine-id`, `--engine-option`).
 #[derive(Serialize)]
 struct RecordedEngine<'a> {
     id: Option<&'a str>,
@@ -109,7 +109,7 @@ impl DrawMethod {
 }
 
 /// The verification figures to embed (`--verify FILE`), or null.
-fn verify_json(args: &SplitArgs) -> Result<Option<Embedded>> {
+fn verify_json(args: &ReleaseArgs) -> Result<Option<Embedded>> {
     args.verify
         .as_deref()
         .map(|path| embedded(path, &args.output))
@@ -163,8 +163,8 @@ fn cells_json(drawn: &Draw, unfilled: &[&CellOutcome]) -> (Vec<CellRecord>, Vec<
 /// The release's `manifest.json` (its `outputs` are added when the files
 /// are written).
 pub(super) fn release_manifest(
-    args: &SplitArgs,
-    config: &SplitConfig,
+    args: &ReleaseArgs,
+    config: &ReleaseConfig,
     pool: &PoolRead,
     exclusions: &Exclusions,
     admitted: u64,
@@ -225,7 +225,7 @@ pub(super) fn release_manifest(
         settings: None,
         outputs: None,
     };
-    // A release `run` writes names what made it (a `split` release keeps
+    // A release `run` writes names what made it (a `release` release keeps
     // its `--engine-id`).
     if let Some(provenance) = &args.provenance {
         manifest.set_provenance(provenance);

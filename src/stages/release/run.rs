@@ -1,4 +1,4 @@
-//! The stage's run: the `[split]` section with the flags over it, the tier,
+//! The stage's run: the `[release]` section with the flags over it, the tier,
 //! the draw over the pool, the release files and manifest, the summary and
 //! the errors for a pool too small or cells left unfilled.
 
@@ -7,20 +7,20 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::args::SplitArgs;
-use super::cells::{SplitConfig, Tier};
+use super::args::ReleaseArgs;
+use super::cells::{ReleaseConfig, Tier};
 use super::draw::{CellOutcome, Draw, draw};
 use super::pool::{Exclusions, PoolRead, fetch_chosen, load_exclusions, read_pool};
 use super::record::release_manifest;
 use crate::core::error::bad_input;
-use crate::core::settings::{flags_over, load_section};
+use crate::core::settings::{flags_over, load_renamed_section};
 use crate::core::summary::{Report, Summary};
 
-/// Runs `puzzleforge split`: the `[split]` section of `--config` (or the
+/// Runs `puzzleforge release`: the `[release]` section of `--config` (or the
 /// defaults) with the flags over it.
-pub fn run_split(args: &SplitArgs) -> Result<Summary> {
-    let section: SplitConfig = load_section(args.config.as_deref(), "split")?;
-    let summary = run_split_with(args, flags_over(&section, &args.overrides)?)?.into_summary()?;
+pub fn run_release(args: &ReleaseArgs) -> Result<Summary> {
+    let section: ReleaseConfig = load_renamed_section(args.config.as_deref(), "release", "split")?;
+    let summary = run_release_with(args, flags_over(&section, &args.overrides)?)?.into_summary()?;
     // The manifest's sha256 goes into the registry of the folder above the
     // release, where the commands that read the release look for it.
     let holder = match args.output.parent() {
@@ -31,16 +31,16 @@ pub fn run_split(args: &SplitArgs) -> Result<Summary> {
     Ok(summary)
 }
 
-/// The `[split.tiers]` entry `--tier` names (none without it); an unknown
+/// The `[release.tiers]` entry `--tier` names (none without it); an unknown
 /// name, or a tier whose bounds admit nothing, is an error.
-fn chosen_tier(args: &SplitArgs, config: &SplitConfig) -> Result<Option<Tier>> {
+fn chosen_tier(args: &ReleaseArgs, config: &ReleaseConfig) -> Result<Option<Tier>> {
     let Some(name) = &args.tier else {
         return Ok(None);
     };
     let tier = config.tiers.get(name).cloned().ok_or_else(|| {
         let known: Vec<&str> = config.tiers.keys().map(String::as_str).collect();
         bad_input(format!(
-            "split: no tier named {name:?} (configured: {})",
+            "release: no tier named {name:?} (configured: {})",
             known.join(", ")
         ))
     })?;
@@ -50,19 +50,19 @@ fn chosen_tier(args: &SplitArgs, config: &SplitConfig) -> Result<Option<Tier>> {
             .as_ref()
             .map_or_else(String::new, |path| format!("{}: ", path.display()));
         return Err(bad_input(format!(
-            "split: {from}split.tiers.{name}.{key}: {why}"
+            "release: {from}release.tiers.{name}.{key}: {why}"
         )));
     }
     Ok(Some(tier))
 }
 
-/// Draws a release from `args.pool` with the `[split]` settings `config`
+/// Draws a release from `args.pool` with the `[release]` settings `config`
 /// (the pipeline runner's entry; `args.config` and the section flags are
 /// not read).
-pub(crate) fn run_split_with(
-    args: &SplitArgs,
-    config: SplitConfig,
-) -> Result<Report<SplitSummary>> {
+pub(crate) fn run_release_with(
+    args: &ReleaseArgs,
+    config: ReleaseConfig,
+) -> Result<Report<ReleaseSummary>> {
     let tier = chosen_tier(args, &config)?;
     let quotas = config.quota_table(tier.as_ref())?;
 
@@ -111,7 +111,7 @@ pub(crate) fn run_split_with(
     )?;
 
     let removed_total: usize = exclusions.removed.iter().sum();
-    let human = split_report(
+    let human = release_report(
         args,
         (train.len(), test.len()),
         &drawn,
@@ -120,8 +120,8 @@ pub(crate) fn run_split_with(
         exclude_files.len(),
         &pool,
     );
-    let record = SplitSummary {
-        command: "split",
+    let record = ReleaseSummary {
+        command: "release",
         output: args.output.display().to_string(),
         train: train.len(),
         test: test.len(),
@@ -136,7 +136,7 @@ pub(crate) fn run_split_with(
 
 /// The JSON summary of a draw.
 #[derive(Serialize, Debug, Clone)]
-pub(crate) struct SplitSummary {
+pub(crate) struct ReleaseSummary {
     command: &'static str,
     /// The release folder (where the pipeline commits it).
     pub(crate) output: String,
@@ -157,7 +157,7 @@ pub(crate) struct SplitSummary {
 /// under `--exclude-releases-under`. Nothing is excluded unless asked: a
 /// release written beside another one does not silently lose its puzzles.
 /// Every release read is first checked against its manifest.
-fn exclusion_files(args: &SplitArgs) -> Result<Vec<PathBuf>> {
+fn exclusion_files(args: &ReleaseArgs) -> Result<Vec<PathBuf>> {
     let mut exclude_files = Vec::new();
     let add_release = |dir: &Path, files: &mut Vec<PathBuf>| -> Result<()> {
         super::folder::ReleaseFolder::at(dir).check()?;
@@ -183,12 +183,12 @@ fn exclusion_files(args: &SplitArgs) -> Result<Vec<PathBuf>> {
     Ok(exclude_files)
 }
 
-/// A release with fewer than `split.min_puzzles` puzzles is an error that
+/// A release with fewer than `release.min_puzzles` puzzles is an error that
 /// names what emptied it: the exclusions (each file and what it removed)
 /// or the pool.
 fn too_few_puzzles(
     drawn: &Draw,
-    config: &SplitConfig,
+    config: &ReleaseConfig,
     exclude_files: &[PathBuf],
     exclusions: &Exclusions,
     remedy: &str,
@@ -214,12 +214,12 @@ fn too_few_puzzles(
         "the pool has too few puzzles in the configured cells".to_string()
     };
     Err(bad_input(format!(
-        "split: the release would hold {total} puzzles, fewer than split.min_puzzles = {}: {cause}",
+        "release: the release would hold {total} puzzles, fewer than release.min_puzzles = {}: {cause}",
         config.min_puzzles
     )))
 }
 
-/// `split --strict`'s error: which cells cannot be filled (the first ten).
+/// `release --strict`'s error: which cells cannot be filled (the first ten).
 fn unfilled_cells_error(unfilled: &[&CellOutcome], cells: usize) -> anyhow::Error {
     let list: Vec<String> = unfilled
         .iter()
@@ -233,7 +233,7 @@ fn unfilled_cells_error(unfilled: &[&CellOutcome], cells: usize) -> anyhow::Erro
         })
         .collect();
     bad_input(format!(
-        "split --strict: {} of {} cells cannot be filled: {}",
+        "release --strict: {} of {} cells cannot be filled: {}",
         unfilled.len(),
         cells,
         super::cells::first_of(&list, 10).join("; "),
@@ -242,8 +242,8 @@ fn unfilled_cells_error(unfilled: &[&CellOutcome], cells: usize) -> anyhow::Erro
 
 /// The human summary: what was written, the unfilled cells, exclusions and
 /// skipped rows with a few examples.
-fn split_report(
-    args: &SplitArgs,
+fn release_report(
+    args: &ReleaseArgs,
     (train, test): (usize, usize),
     drawn: &Draw,
     unfilled: &[&CellOutcome],
@@ -252,13 +252,13 @@ fn split_report(
     pool: &PoolRead,
 ) -> String {
     let mut human = format!(
-        "split: {train} train + {test} test puzzles in {} cells -> {}\n",
+        "release: {train} train + {test} test puzzles in {} cells -> {}\n",
         drawn.cells.len(),
         args.output.display()
     );
     if !unfilled.is_empty() {
         human.push_str(&format!(
-            "split: {} cells not filled (see manifest.json \"unfilled\"), e.g.\n",
+            "release: {} cells not filled (see manifest.json \"unfilled\"), e.g.\n",
             unfilled.len()
         ));
         let list: Vec<String> = unfilled
@@ -278,11 +278,11 @@ fn split_report(
     }
     if removed_total > 0 {
         human.push_str(&format!(
-            "split: excluded {removed_total} puzzles found in {excluded_files} earlier files\n"
+            "release: excluded {removed_total} puzzles found in {excluded_files} earlier files\n"
         ));
     }
     for (reason, count) in &pool.skipped {
-        human.push_str(&format!("split: skipped {count} rows: {reason}\n"));
+        human.push_str(&format!("release: skipped {count} rows: {reason}\n"));
     }
     for example in &pool.examples {
         human.push_str(&format!("  {example}\n"));

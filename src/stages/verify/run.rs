@@ -4,7 +4,7 @@
 //! One JSON line per puzzle goes to the report file, the totals to the
 //! summary; `--puzzles-out` writes the puzzles with the verdict columns
 //! (`VerifyDeeper`, `VerifySecond`, `Margin`, `Verified`), which the release
-//! reads (`split --drop-unverified`, `[verify] policy = "drop"`).
+//! reads (`release --drop-unverified`, `[verify] policy = "drop"`).
 //! Verification is deterministic across worker counts: one puzzle is one
 //! unit of pool work, and the pool starts each unit with `ucinewgame`.
 

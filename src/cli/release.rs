@@ -1,10 +1,10 @@
-//! `puzzleforge split`'s flags, laid into `stages::release`'s arguments.
+//! `puzzleforge release`'s flags, laid into `stages::release`'s arguments.
 
 use std::path::PathBuf;
 
-/// `puzzleforge split`.
+/// `puzzleforge release`.
 #[derive(clap::Args, Debug, Clone)]
-pub struct SplitFlags {
+pub struct ReleaseFlags {
     /// Puzzle files (CSV or JSON Lines, plain or zstd): the Lichess dump,
     /// APO files, or what ingest/mine/rate wrote.
     #[arg(required = true)]
@@ -12,11 +12,11 @@ pub struct SplitFlags {
     /// The release folder to write.
     #[arg(short, long)]
     pub output: PathBuf,
-    /// pipeline.toml whose [split] section configures quotas and tiers:
-    /// bin_width, train_per_cell, test_per_cell; [[split.bands]] with
+    /// pipeline.toml whose [release] section configures quotas and tiers:
+    /// bin_width, train_per_cell, test_per_cell; [[release.bands]] with
     /// ratings = [lo, hi] (bins of bin_width), lengths = [min, max] (solver
-    /// moves) and mate = "both" | "mate" | "no_mate"; [[split.cells]] rows
-    /// (bin, length, mate, train, test); [split.tiers.NAME].
+    /// moves) and mate = "both" | "mate" | "no_mate"; [[release.cells]] rows
+    /// (bin, length, mate, train, test); [release.tiers.NAME].
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Produce this named tier of the config (filter the pool, then use the
@@ -43,7 +43,7 @@ pub struct SplitFlags {
     pub exclude: Vec<PathBuf>,
     /// Also exclude every release (a folder with a puzzleforge
     /// manifest.json) found up to three levels under this folder. Without
-    /// it (or `--exclude`), `split` excludes nothing; `run` excludes the
+    /// it (or `--exclude`), `release` excludes nothing; `run` excludes the
     /// releases already under its `output_dir`.
     #[arg(long)]
     pub exclude_releases_under: Option<PathBuf>,
@@ -65,9 +65,9 @@ pub struct SplitFlags {
     pub drop_unverified: bool,
 }
 
-impl SplitFlags {
+impl ReleaseFlags {
     /// The command's arguments, as its flags give them.
-    pub fn args(&self) -> crate::stages::release::SplitArgs {
+    pub fn args(&self) -> crate::stages::release::ReleaseArgs {
         let Self {
             pool,
             output,
@@ -86,12 +86,12 @@ impl SplitFlags {
             verify,
             drop_unverified,
         } = self.clone();
-        crate::stages::release::SplitArgs {
+        crate::stages::release::ReleaseArgs {
             pool,
             output,
             config,
             tier,
-            overrides: crate::stages::release::SplitOverrides {
+            overrides: crate::stages::release::ReleaseOverrides {
                 seed,
                 bin_width,
                 train_per_cell,
@@ -120,21 +120,21 @@ mod tests {
     use std::path::Path;
 
     use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
-    use crate::stages::release::run_split;
+    use crate::stages::release::run_release;
 
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        split: SplitFlags,
+        split: ReleaseFlags,
     }
 
     fn split(args: &[&str]) {
         let cli = Cli::try_parse_from(std::iter::once("split").chain(args.iter().copied()))
             .expect("split flags");
-        run_split(&cli.split.args()).expect("split");
+        run_release(&cli.split.args()).expect("split");
     }
 
-    /// Read back and written again, a manifest `split` wrote is the same
+    /// Read back and written again, a manifest `release` wrote is the same
     /// bytes: every key is typed or kept, in its order, with its numbers.
     #[test]
     fn a_written_manifest_reads_back_to_the_same_bytes() {

@@ -1,23 +1,23 @@
-//! `puzzleforge split` on the real APO training file, through the binary.
+//! `puzzleforge release` on the real APO training file, through the binary.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use puzzleforge::chess::derive::{rating_bin_edges as rating_bin, rating_bin_label};
 use puzzleforge::chess::record::{Puzzle, read_puzzles, write_puzzles};
-use puzzleforge::stages::release::cells::SplitConfig;
+use puzzleforge::stages::release::cells::ReleaseConfig;
 
 const APO: &str = "tests/data/apo_puzzle_train.csv";
 
 use crate::common::puzzleforge_here as puzzleforge;
 
 fn split_ok(args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["split", "--json"];
+    let mut all = vec!["release", "--json"];
     all.extend_from_slice(args);
     let out = puzzleforge(&all);
     assert!(
         out.status.success(),
-        "split failed: {}",
+        "release failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("one JSON summary")
@@ -214,7 +214,7 @@ fn unfillable_cells_are_reported_and_strict_exits_2() {
 
     let strict = root.path().join("s/release");
     let result = puzzleforge(&[
-        "split",
+        "release",
         APO,
         "-o",
         s(&strict),
@@ -346,32 +346,32 @@ fn tiers_and_pipeline_toml() {
 [other]
 anything = 1
 
-[split]
+[release]
 seed = 3
 train_per_cell = 1
 test_per_cell = 1
 
-[[split.bands]]
+[[release.bands]]
 ratings = [400, 2000]
 lengths = [1, 2]
 mate = "both"
 
-[[split.bands]]
+[[release.bands]]
 ratings = [2000, 2800]
 lengths = [3, 5]
 
-[[split.cells]]
+[[release.cells]]
 bin = [1900, 2000]
 length = 2
 mate = true
 train = 2
 test = 2
 
-[split.tiers.hard]
+[release.tiers.hard]
 min_rating = 2000
 min_solver_moves = 3
 
-[split.tiers.mates]
+[release.tiers.mates]
 mate = "mate"
 themes_any = ["mateIn2", "mateIn3"]
 bands = [{ ratings = [400, 2800], lengths = [2, 3], mate = "mate" }]
@@ -421,17 +421,17 @@ bands = [{ ratings = [400, 2800], lengths = [2, 3], mate = "mate" }]
 
     // Into a new folder: a finished release (`mates`) takes no second split.
     let fresh = root.path().join("fresh");
-    let unknown_tier = puzzleforge(&["split", APO, "-o", s(&fresh), "--tier", "nope"]);
+    let unknown_tier = puzzleforge(&["release", APO, "-o", s(&fresh), "--tier", "nope"]);
     assert_eq!(unknown_tier.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown_tier.stderr).contains("nope"));
 
-    std::fs::write(&config, "[split]\nbin_wdth = 100\n").unwrap();
-    let typo = puzzleforge(&["split", APO, "-o", s(&fresh), "--config", s(&config)]);
+    std::fs::write(&config, "[release]\nbin_wdth = 100\n").unwrap();
+    let typo = puzzleforge(&["release", APO, "-o", s(&fresh), "--config", s(&config)]);
     assert_eq!(typo.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&typo.stderr).contains("bin_wdth"));
 
     // The default config is the paper's release.
-    let paper = SplitConfig::default().quota_table(None).unwrap();
+    let paper = ReleaseConfig::default().quota_table(None).unwrap();
     assert_eq!(paper.len(), 112);
     assert!(paper.values().all(|q| q.train == 5 && q.test == 5));
 }
@@ -503,7 +503,7 @@ fn engine_and_verify_figures_go_into_the_manifest() {
             .unwrap()
             .as_str()
     );
-    let bad = puzzleforge(&["split", APO, "-o", s(&out), "--engine-option", "Threads"]);
+    let bad = puzzleforge(&["release", APO, "-o", s(&out), "--engine-option", "Threads"]);
     assert_eq!(bad.status.code(), Some(2));
 }
 
@@ -531,7 +531,7 @@ fn split_excludes_only_what_it_is_told_and_an_emptied_release_is_an_error() {
 
     // Excluding the APO file itself leaves nothing to draw.
     let third = root.path().join("a/r3");
-    let mut args = vec!["split", APO, "-o", s(&third), "--exclude", APO];
+    let mut args = vec!["release", APO, "-o", s(&third), "--exclude", APO];
     args.extend(quota);
     let output = puzzleforge(&args);
     assert_eq!(output.status.code(), Some(2));
@@ -622,4 +622,63 @@ fn verdicts_of_either_spelling_are_read_and_released_as_booleans() {
             "{column}: {card}"
         );
     }
+}
+
+/// The stage's former name still works: `puzzleforge split` with a
+/// `[split]` section draws the same bytes as `puzzleforge release` with
+/// `[release]`, and both sections at once is an error naming them.
+#[test]
+fn the_former_name_split_draws_the_same_release() {
+    let root = tempfile::tempdir().unwrap();
+    let section = "bin_width = 200\ntrain_per_cell = 1\ntest_per_cell = 1\n";
+    let config_new = root.path().join("new.toml");
+    let config_old = root.path().join("old.toml");
+    std::fs::write(&config_new, format!("[release]\n{section}")).unwrap();
+    std::fs::write(&config_old, format!("[split]\n{section}")).unwrap();
+    let new = root.path().join("a/new");
+    let old = root.path().join("b/old");
+    split_ok(&[APO, "-o", s(&new), "--config", s(&config_new)]);
+    let out = puzzleforge(&[
+        "split",
+        "--json",
+        APO,
+        "-o",
+        s(&old),
+        "--config",
+        s(&config_old),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (new_files, old_files) = (files(&new), files(&old));
+    assert_eq!(
+        new_files.keys().collect::<Vec<_>>(),
+        old_files.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &new_files {
+        if name != Path::new("manifest.json") && name != Path::new("README.md") {
+            assert!(bytes == &old_files[name], "{} differs", name.display());
+        }
+    }
+    assert_eq!(manifest(&new)["config"], manifest(&old)["config"]);
+    assert_eq!(manifest(&new)["config"]["bin_width"], 200);
+
+    let both = root.path().join("both.toml");
+    std::fs::write(&both, format!("[release]\n{section}[split]\n{section}")).unwrap();
+    let refused = puzzleforge(&[
+        "release",
+        APO,
+        "-o",
+        s(&root.path().join("c/x")),
+        "--config",
+        s(&both),
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("[release]") && stderr.contains("[split]"),
+        "{stderr}"
+    );
 }
