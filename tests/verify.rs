@@ -349,3 +349,59 @@ fn verify_with_a_config_uses_its_verify_section_and_second_engine() {
         + counts["second_engine_fail"].as_u64().unwrap();
     assert_eq!(second, 2, "the config's second engine saw both: {counts}");
 }
+
+/// Ethereal 12 scores a position otherwise on its process's 64th search
+/// (its hash ages by one a search and wraps every 64; `ucinewgame` does not
+/// reset the age). This position, from a generated puzzle, is one it
+/// scores 1290 / -61 at depth 12 and 1290 / -33 on that search. The
+/// second engine's pool gives every unit a process of its own, so 65 units
+/// on one worker agree, where one process's units disagree on the 64th.
+#[test]
+fn the_second_engine_scores_a_position_alike_whatever_its_worker_ran_before() {
+    engines_present();
+    let request = puzzleforge::engine::process::SearchRequest {
+        fen: "2q1k2r/6p1/2RQbpp1/4p3/3bP3/3P1PB1/1r4PP/4KB1R b Kk - 0 26"
+            .parse()
+            .unwrap(),
+        moves: vec!["c8b7".parse().unwrap()],
+        limit: puzzleforge::engine::process::Limit::Depth(12),
+        multipv: 2,
+    };
+    let units: Vec<usize> = (0..65).collect();
+    let scores = |pool: &EnginePool| -> Vec<Vec<String>> {
+        pool.map(&units, |session, _, _| {
+            let result = session.search(&request)?;
+            Ok(result
+                .lines
+                .iter()
+                .map(|line| format!("{:?}", line.score))
+                .collect())
+        })
+        .unwrap()
+    };
+    let second = SecondEngineConfig {
+        depth: 12,
+        ..ethereal(180)
+    }
+    .pool(&stockfish(1))
+    .unwrap();
+    let fresh = scores(&second);
+    assert!(
+        fresh.iter().all(|score| score == &fresh[0]),
+        "the second engine's units disagree: {:?}",
+        fresh
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| *s != &fresh[0])
+            .collect::<Vec<_>>()
+    );
+    // The premise, on one process for all units: if it stops holding, the
+    // engine changed, and the fresh process per unit could go.
+    let one_process = EnginePool::new(EngineSpec::new(ETHEREAL), PoolConfig::default()).unwrap();
+    let reused = scores(&one_process);
+    assert_eq!(reused[0], fresh[0]);
+    assert_ne!(
+        reused[63], reused[0],
+        "Ethereal's 64th search on one process"
+    );
+}

@@ -29,6 +29,14 @@ pub struct PoolConfig {
     pub backoff_cap: Duration,
     /// Show a progress bar with this label during [`EnginePool::map`].
     pub progress: Option<String>,
+    /// Give every unit a process of its own (the slot's engine quits after
+    /// each unit and a new one starts for the next), for an engine whose
+    /// search depends on how many searches its process ran before, which
+    /// `ucinewgame` does not reset: Ethereal 12's hash ages by one each
+    /// search and wraps every 64, and its 64th search of a position can
+    /// score otherwise. Without it a unit's result would depend on which
+    /// units its worker happened to run first.
+    pub fresh_process_per_unit: bool,
 }
 
 impl Default for PoolConfig {
@@ -41,6 +49,7 @@ impl Default for PoolConfig {
             backoff: Duration::from_millis(50),
             backoff_cap: Duration::from_secs(2),
             progress: None,
+            fresh_process_per_unit: false,
         }
     }
 }
@@ -81,6 +90,10 @@ struct Slot {
     changed_options: Vec<String>,
     /// Consecutive faults, for the backoff delay.
     consecutive_faults: u32,
+    /// The last process quit after a unit it finished
+    /// ([`PoolConfig::fresh_process_per_unit`]): the next start is not a
+    /// restart after a fault.
+    retired: bool,
 }
 
 /// A set of engines, one per worker.
@@ -181,6 +194,7 @@ impl EnginePool {
                 },
                 changed_options: Vec::new(),
                 consecutive_faults: 0,
+                retired: false,
             });
         }
         let engine_id = slots
@@ -299,6 +313,14 @@ impl EnginePool {
             let error = match outcome {
                 Ok(result) => {
                     slot.consecutive_faults = 0;
+                    if self.config.fresh_process_per_unit
+                        && let Some(engine) = slot.engine.take()
+                    {
+                        slot.stats.process_cpu_seconds += engine.cpu_seconds().unwrap_or(0.0);
+                        slot.changed_options.clear();
+                        slot.retired = true;
+                        drop(engine);
+                    }
                     return Ok(result);
                 }
                 Err(error) => error,
@@ -335,7 +357,9 @@ impl EnginePool {
                 self.config.handshake_deadline,
                 self.config.deadline,
             )?);
-            slot.stats.restarts += 1;
+            if !std::mem::take(&mut slot.retired) {
+                slot.stats.restarts += 1;
+            }
         }
         let Slot {
             engine,

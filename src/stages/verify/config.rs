@@ -165,6 +165,11 @@ impl SecondEngineConfig {
     pub(super) fn pool_from(&self, main: &EnginePool, origin: &str) -> Result<EnginePool> {
         let config = PoolConfig {
             workers: main.workers(),
+            // Ethereal 12, the second engine the docs name, scores a
+            // position otherwise on its process's 64th search: a fresh
+            // process per puzzle keeps the verdicts the same bytes whatever
+            // the worker ran before (docs/verification.md).
+            fresh_process_per_unit: true,
             ..Default::default()
         };
         EnginePool::new(self.spec_from(origin)?, config)
