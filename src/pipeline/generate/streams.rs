@@ -266,8 +266,7 @@ fn take_turns(
         .filter(|_| mode == Mode::Run)
         .map(|h| h * 3600.0);
     while stops.iter().any(Option::is_none) {
-        let spent: Vec<f64> = walks.iter().map(|w| w.cpu_seconds).collect();
-        for index in turn_order(&spent, &stops, budget.is_some()) {
+        for index in 0..walks.len() {
             if stops[index].is_some() {
                 continue;
             }
@@ -300,25 +299,6 @@ fn take_turns(
         }
     }
     Ok(stops.into_iter().flatten().collect())
-}
-
-/// The streams to give a turn next, in order. Without a CPU budget, every
-/// stream still playing, in stream order (a round): which stream plays
-/// first changes nothing, since each stream's games and stop are its own.
-/// Under a CPU budget, the one stream that has spent the least engine CPU
-/// so far (the first on a tie), so that the budget is shared in CPU and
-/// not in games: a stream whose games are cheap (the hard profile's, from
-/// human starts, cost an eighth of the easy profile's) would otherwise get
-/// a small part of the budget for as many games as the others.
-fn turn_order(spent: &[f64], stops: &[Option<Stop>], by_cpu: bool) -> Vec<usize> {
-    let playing = (0..spent.len()).filter(|&index| stops[index].is_none());
-    if !by_cpu {
-        return playing.collect();
-    }
-    playing
-        .min_by(|&a, &b| spent[a].total_cmp(&spent[b]))
-        .into_iter()
-        .collect()
 }
 
 /// The games `share` engine CPU-seconds pay for in stream `index`, at the
@@ -422,25 +402,4 @@ pub(crate) fn sample(
         samples.push(walk.sample(profile, key, stop));
     }
     Ok(samples)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Without a CPU budget a round gives every stream still playing a
-    /// turn, in stream order; under one, the stream that spent the least
-    /// CPU plays next, whatever its games cost (the first on a tie).
-    #[test]
-    fn a_cpu_budget_gives_the_next_turn_to_the_stream_that_spent_least() {
-        let spent = [3600.0, 480.0, 2700.0];
-        let playing = [None, None, None];
-        assert_eq!(turn_order(&spent, &playing, false), vec![0, 1, 2]);
-        assert_eq!(turn_order(&spent, &playing, true), vec![1]);
-        let cheap_stopped = [None, Some(Stop::MaxGames), None];
-        assert_eq!(turn_order(&spent, &cheap_stopped, false), vec![0, 2]);
-        assert_eq!(turn_order(&spent, &cheap_stopped, true), vec![2]);
-        assert_eq!(turn_order(&[0.0, 0.0], &[None, None], true), vec![0]);
-        assert!(turn_order(&spent, &[Some(Stop::QuotasMet); 3], true).is_empty());
-    }
 }
