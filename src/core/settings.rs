@@ -43,14 +43,31 @@ pub(crate) fn load_renamed_section<T: DeserializeOwned + Default>(
         return Ok(T::default());
     };
     let mut table = read_table(path)?;
-    match (table.remove(section), table.remove(former)) {
-        (None, None) => Ok(T::default()),
-        (Some(value), None) => section_of(value, path, section),
-        (None, Some(value)) => section_of(value, path, former),
-        (Some(_), Some(_)) => Err(bad_input(format!(
-            "config {}: [{section}] and [{former}] (its former name) are the same section; keep [{section}]",
-            path.display()
-        ))),
+    let renamed = adopt_former_name(&mut table, section, former)
+        .map_err(|why| bad_input(format!("config {}: {why}", path.display())))?;
+    match table.remove(section) {
+        None => Ok(T::default()),
+        Some(value) => section_of(value, path, if renamed { former } else { section }),
+    }
+}
+
+/// Moves a config's `[former]` table to `[section]`, the name it was
+/// renamed to, so that it is read and checked as that section; says
+/// whether it did. Both tables at once is an error (the why, in words).
+pub(crate) fn adopt_former_name(
+    table: &mut toml::Table,
+    section: &str,
+    former: &str,
+) -> std::result::Result<bool, String> {
+    match (table.contains_key(section), table.remove(former)) {
+        (_, None) => Ok(false),
+        (false, Some(value)) => {
+            table.insert(section.to_string(), value);
+            Ok(true)
+        }
+        (true, Some(_)) => Err(format!(
+            "[{section}] and [{former}] (its former name) are the same section; keep [{section}]"
+        )),
     }
 }
 

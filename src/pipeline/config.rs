@@ -15,6 +15,7 @@ use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::core::error::bad_input;
 use crate::core::settings::{check_numbers, line_of, relative_to, value_error};
 use crate::pipeline::stage_name::StageName;
+use crate::stages::release::cells::{RELEASE_SECTION, RELEASE_SECTION_FORMERLY};
 
 /// The default config file, relative to the working directory.
 pub(crate) const DEFAULT_CONFIG: &str = "pipeline.toml";
@@ -68,7 +69,7 @@ impl Bounded for PipelineConfig {
         Nested::of::<crate::stages::mine::MineConfig>("mine", Many::One),
         Nested::of::<crate::stages::rate::RateConfig>("rate", Many::One),
         Nested::of::<crate::stages::verify::VerifyConfig>("verify", Many::One),
-        Nested::of::<crate::stages::release::cells::ReleaseConfig>("release", Many::One),
+        Nested::of::<crate::stages::release::cells::ReleaseConfig>(RELEASE_SECTION, Many::One),
         Nested::of::<crate::pipeline::generate::GenerateConfig>("generate", Many::One),
         Nested::of::<crate::stages::eval::config::EvalConfig>("eval", Many::One),
         Nested::of::<crate::stages::eval::rollout::RolloutConfig>("rollout", Many::One),
@@ -241,15 +242,17 @@ impl PipelineConfig {
             // `[split]`, the release section's former name, is read as
             // `[release]` (serde's alias); its bounds are checked the same,
             // and named as the file writes them.
-            let former = !table.contains_key("release") && table.contains_key("split");
-            if let Some(section) = table.remove("split").filter(|_| former) {
-                table.insert("release".into(), section);
-            }
+            let former = crate::core::settings::adopt_former_name(
+                &mut table,
+                RELEASE_SECTION,
+                RELEASE_SECTION_FORMERLY,
+            )
+            .map_err(|why| bad_input(format!("{}: {why}", origin.display())))?;
             if let Some(found) =
                 crate::core::bounds::check_table(&table, "", Self::BOUNDS, Self::NESTED)
             {
-                let named = match found.table.strip_prefix("release") {
-                    Some(rest) if former => format!("split{rest}"),
+                let named = match found.table.strip_prefix(RELEASE_SECTION) {
+                    Some(rest) if former => format!("{RELEASE_SECTION_FORMERLY}{rest}"),
                     _ => found.table.clone(),
                 };
                 return Err(value_error(

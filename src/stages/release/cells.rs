@@ -243,6 +243,11 @@ impl Tier {
     }
 }
 
+/// The release stage's section of pipeline.toml, `[release]`.
+pub(crate) const RELEASE_SECTION: &str = "release";
+/// Its name before 2026-12-07, still read as it (`[split]`).
+pub(crate) const RELEASE_SECTION_FORMERLY: &str = "split";
+
 /// The `[release]` section of pipeline.toml. The default is the APO paper's
 /// release: 5 + 5 puzzles per (mate x length x 100-point bin) cell, bins
 /// 400-2000 with 1-2 solver moves and 2000-2800 with 3-5.

@@ -19,7 +19,11 @@ use crate::core::summary::{Report, Summary};
 /// Runs `puzzleforge release`: the `[release]` section of `--config` (or the
 /// defaults) with the flags over it.
 pub fn run_release(args: &ReleaseArgs) -> Result<Summary> {
-    let section: ReleaseConfig = load_renamed_section(args.config.as_deref(), "release", "split")?;
+    let section: ReleaseConfig = load_renamed_section(
+        args.config.as_deref(),
+        super::cells::RELEASE_SECTION,
+        super::cells::RELEASE_SECTION_FORMERLY,
+    )?;
     let summary = run_release_with(args, flags_over(&section, &args.overrides)?)?.into_summary()?;
     // The manifest's sha256 goes into the registry of the folder above the
     // release, where the commands that read the release look for it.
