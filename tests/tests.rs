@@ -24,6 +24,7 @@ mod ingest_puzzles;
 mod layout;
 mod maia;
 mod mine;
+mod novelty;
 mod rate;
 mod recheck;
 mod release_files;

@@ -10,6 +10,7 @@ pub mod capture;
 pub(crate) mod columns;
 pub mod derive;
 pub mod human_games;
+pub mod novelty;
 pub(crate) mod line;
 pub mod pgn;
 pub mod record;

@@ -56,6 +56,8 @@ pub const OUTPUT_FLAGS: &[OutputFlag] = &[
     output("eval", "output", Target::Folder),
     output("compare", "output", Target::Folder),
     output("rollout", "output", Target::Folder),
+    output("index", "output", Target::File),
+    output("audit", "output", Target::File),
     output("bench generate", "dir", Target::Folder),
     output("bench pgn", "dir", Target::Folder),
 ];

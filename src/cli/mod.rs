@@ -10,6 +10,7 @@
 //! appear. The gate every output path goes through before a command does
 //! any work is `guard`.
 
+pub mod audit;
 pub mod bench;
 pub mod check;
 pub mod compare;
@@ -17,6 +18,7 @@ pub mod eval;
 pub mod export;
 pub mod groups;
 pub mod guard;
+pub mod index;
 pub mod ingest;
 pub mod merge;
 pub mod mine;
@@ -89,6 +91,13 @@ pub enum Command {
     Compare(compare::CompareFlags),
     /// Play short games from start positions against Stockfish and report regret.
     Rollout(rollout::RolloutFlags),
+    /// Index puzzle or game files for the novelty rule: near copies of
+    /// their puzzles are never kept by generation (`[generate] exclude`)
+    /// and are counted by `audit`.
+    Index(index::IndexFlags),
+    /// Count a release's exact and near copies of public puzzles (an
+    /// index), and the near pairs inside it and across its split.
+    Audit(audit::AuditFlags),
     /// Benchmarks (measure speed; not tests).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -170,6 +179,8 @@ fn dispatch(command: &Command) -> Result<Summary> {
         Command::Eval(flags) => crate::stages::eval::run_eval(&flags.args()),
         Command::Compare(flags) => crate::stages::eval::compare::run_compare(&flags.args()),
         Command::Rollout(flags) => crate::stages::eval::rollout::run_rollout(&flags.args()),
+        Command::Index(flags) => crate::tools::novelty::run_index(&flags.args()),
+        Command::Audit(flags) => crate::tools::novelty::run_audit(&flags.args()),
         Command::Bench(command) => bench::run(command),
     }
 }

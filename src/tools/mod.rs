@@ -8,5 +8,6 @@
 
 pub mod bench;
 pub mod check;
+pub mod novelty;
 pub mod recheck;
 pub mod tag;

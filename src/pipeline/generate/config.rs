@@ -342,6 +342,11 @@ impl Settings {
         }
         let settings = serde_json::to_value(StoreSettings {
             tool_version: env!("CARGO_PKG_VERSION"),
+            novelty_rule: self
+                .selfplay
+                .human
+                .as_ref()
+                .map(|_| crate::chess::novelty::RULE),
             selfplay,
             mine: &self.mine,
             rate,
@@ -396,9 +401,14 @@ fn check_tables(config: &Sections<'_>) -> Result<()> {
 
 /// What the generation store is keyed by (and records): the settings its
 /// games and puzzles depend on, files and nets by content.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize)]
 struct StoreSettings<'a> {
     tool_version: &'static str,
+    /// For games grown from human games: the novelty rule mining judged
+    /// their puzzles by (batches judged by another rule are played again).
+    /// Absent for other games, whose store keys it leaves as they were.
+    novelty_rule: Option<&'static str>,
     selfplay: Value,
     mine: &'a crate::stages::mine::MineConfig,
     rate: Value,

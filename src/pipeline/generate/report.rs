@@ -75,6 +75,10 @@ pub(crate) struct TargetReport {
     /// The cells with a generated puzzle.
     pub per_cell: Vec<CellReport>,
     pub unfilled: Vec<CellReport>,
+    /// The public indexes of `[generate] exclude` no kept puzzle is a near
+    /// copy of (the novelty rule); written out only when there are some.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub novelty_against: Vec<crate::chess::novelty::index::IndexFile>,
 }
 
 /// One stream's own [`TargetReport`], with its profile and store.

@@ -6,7 +6,10 @@
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use crate::chess::novelty::Idea;
+use crate::chess::novelty::index::{IndexFile, NoveltyIndex};
 use crate::chess::record::{Puzzle, for_each_row, read_puzzles};
 use crate::core::error::bad_input;
 use crate::pipeline::cost::CellSample;
@@ -37,6 +40,12 @@ pub(super) struct Target {
     verified_only: bool,
     /// Position keys no generated puzzle may have.
     excluded: HashSet<String>,
+    /// Ideas no generated puzzle may be a near copy of: the excluded
+    /// files' puzzles and the earlier releases' (one index), and each
+    /// public index file named in `generate.exclude`.
+    excluded_ideas: Vec<Arc<NoveltyIndex>>,
+    /// The index files among them, as the report names them.
+    index_files: Vec<IndexFile>,
     /// `generate.dedup_positions`.
     dedup: bool,
     /// The ratings the rating model gives without extrapolating; `None`
@@ -74,7 +83,24 @@ impl Target {
     ) -> Result<Target> {
         let (tier, quotas) = target_quotas(config, tier)?;
         let mut excluded = HashSet::new();
-        let mut files = config.generate.exclude.clone();
+        let mut ideas = NoveltyIndex::new();
+        let mut excluded_ideas = Vec::new();
+        let mut index_files = Vec::new();
+        let mut files = Vec::new();
+        for file in &config.generate.exclude {
+            if NoveltyIndex::is_index_file(file) {
+                let index = NoveltyIndex::read(file)
+                    .with_context(|| format!("reading the exclusions {}", file.display()))?;
+                index_files.push(IndexFile {
+                    file: file.display().to_string(),
+                    sha256: crate::core::fileio::sha256_file(file)?,
+                    ideas: index.len(),
+                });
+                excluded_ideas.push(Arc::new(index));
+            } else {
+                files.push(file.clone());
+            }
+        }
         if config.generate.exclude_earlier_releases {
             for release in releases {
                 files.extend(
@@ -88,11 +114,16 @@ impl Target {
             let mut unreadable = Vec::new();
             for_each_row(file, |(line, row)| {
                 let key = row.and_then(|p| {
-                    position_key(&p, ExcludeBy::Position)
-                        .map_err(crate::chess::record::RowError::from)
+                    let key = position_key(&p, ExcludeBy::Position)
+                        .map_err(crate::chess::record::RowError::from)?;
+                    let idea = Idea::of_puzzle(&p).map_err(crate::chess::record::RowError::from)?;
+                    Ok((key, p.id, idea))
                 });
                 match key {
-                    Ok(key) => _ = excluded.insert(key),
+                    Ok((key, id, idea)) => {
+                        excluded.insert(key);
+                        ideas.add(&id, &idea);
+                    }
                     Err(e) => unreadable.push(format!("line {line} ({e})")),
                 }
                 Ok(())
@@ -108,12 +139,18 @@ impl Target {
                 )));
             }
         }
+        if !ideas.is_empty() {
+            ideas.seal();
+            excluded_ideas.insert(0, Arc::new(ideas));
+        }
         Ok(Target {
             quotas,
             tier,
             bin_width: config.release.bin_width,
             verified_only: config.verify.policy == crate::stages::verify::Policy::Drop,
             excluded,
+            excluded_ideas,
+            index_files,
             dedup: config.generate.dedup_positions,
             // A model that does not load is the rate stage's error to
             // report, with its reason; here it only leaves the reach unknown.
@@ -136,6 +173,8 @@ impl Target {
             bin_width: self.bin_width,
             verified_only: self.verified_only,
             excluded: self.excluded.clone(),
+            excluded_ideas: self.excluded_ideas.clone(),
+            index_files: self.index_files.clone(),
             dedup: self.dedup,
             reach: self.reach.clone(),
         }
@@ -150,6 +189,8 @@ pub(super) struct Counter<'a> {
     /// of the draw's game groups).
     pub(super) stream: usize,
     seen: HashSet<String>,
+    /// The ideas of the puzzles kept so far: one idea once.
+    kept_ideas: NoveltyIndex,
     pub(super) kept: HashSet<(usize, RowKey)>,
     candidates: Vec<crate::stages::release::draw::Candidate>,
     pub(super) funnel: GenerationFunnel,
@@ -162,6 +203,7 @@ impl<'a> Counter<'a> {
             seed,
             stream,
             seen: HashSet::new(),
+            kept_ideas: NoveltyIndex::new(),
             kept: HashSet::new(),
             candidates: Vec::new(),
             funnel: GenerationFunnel::default(),
@@ -207,10 +249,30 @@ impl<'a> Counter<'a> {
             funnel.excluded += 1;
             return false;
         }
+        // A verified puzzle's line replays (mining wrote it); one that
+        // does not is counted unreadable, as its position would be.
+        let Ok(idea) = Idea::of_puzzle(puzzle) else {
+            funnel.unreadable += 1;
+            return false;
+        };
+        if self
+            .target
+            .excluded_ideas
+            .iter()
+            .any(|index| index.nearest(&idea).is_some())
+        {
+            funnel.near_excluded += 1;
+            return false;
+        }
         if !self.seen.insert(position) && self.target.dedup {
             funnel.repeated_position += 1;
             return false;
         }
+        if self.target.dedup && self.kept_ideas.nearest(&idea).is_some() {
+            funnel.near_kept += 1;
+            return false;
+        }
+        self.kept_ideas.add(&puzzle.id, &idea);
         self.kept.insert((self.stream, row_key(puzzle)));
         funnel.kept += 1;
         let verified = puzzle.check(crate::chess::columns::Column::Verified) == Some(true);
@@ -297,6 +359,7 @@ impl<'a> Counter<'a> {
                 .filter(|c| !c.filled())
                 .map(CellReport::of)
                 .collect(),
+            novelty_against: self.target.index_files.clone(),
         }
     }
 }

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use crate::chess::columns::Column;
 use crate::chess::line::{PuzzleLine, uci_of};
+use crate::chess::novelty::{Idea, START_GAME, START_PUZZLE};
 use crate::core::error::bad_input;
 use crate::core::fileio::open_input;
 
@@ -61,6 +62,11 @@ pub struct MineUnit {
     /// source game, sorted (its `SourceMoves` tag). A puzzle at one of them
     /// is a public position, not a new one, and is dropped.
     pub public_positions: Vec<u64>,
+    /// For a game grown from a human game: the source's idea (a puzzle's
+    /// solver positions and moves, or every position of a game). A puzzle
+    /// that is a near copy of it ([`crate::chess::novelty`]) is not new and
+    /// is dropped.
+    pub source_idea: Option<Idea>,
 }
 
 impl MineUnit {
@@ -83,6 +89,27 @@ pub struct Target {
 pub struct Loaded {
     pub units: Vec<MineUnit>,
     pub skipped: Vec<String>,
+}
+
+/// Where a self-play game started, as its puzzles' `GameUrl` says it:
+/// empty for a random opening (or an engine's own game), else the human
+/// source it grew from, named by its file's sha256 (first 16 digits) and
+/// the puzzle's id (`start:puzzle:SHA:ID`) or the game's number and the
+/// prefix's plies (`start:game:SHA:N:PLY`).
+fn start_url(tag: &dyn Fn(&str) -> String) -> String {
+    let file = tag("SourceFile");
+    if file.is_empty() {
+        return String::new();
+    }
+    let file = &file[..file.len().min(16)];
+    match tag("SourcePuzzleId") {
+        id if !id.is_empty() => format!("{START_PUZZLE}{file}:{id}"),
+        _ => format!(
+            "{START_GAME}{file}:{}:{}",
+            tag("SourceGame"),
+            tag("SourcePly")
+        ),
+    }
 }
 
 /// Reads PGN (sniffed by a leading `[`) or puzzle records.
@@ -133,7 +160,7 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
             (
                 Source::Selfplay,
                 format!("selfplay-{}-{}", tag("Seed"), tag("Round")),
-                String::new(),
+                start_url(&tag),
             )
         } else if site.contains("lichess.org/") {
             let id = site.rsplit('/').next().unwrap_or_default().to_string();
@@ -142,7 +169,7 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
             (Source::Pgn, format!("pgn-{}", game.number), String::new())
         };
         let start = &game.initial;
-        let public_positions = match game.tags.get("SourceMoves") {
+        let (public_positions, source_idea) = match game.tags.get("SourceMoves") {
             Some(text) => {
                 let moves = text
                     .split_whitespace()
@@ -167,9 +194,16 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
                     })?,
                     None => shakmaty::Chess::default(),
                 };
-                crate::chess::human_games::position_keys_from(source_start, &moves)
+                let idea = match game.tags.get("SourceFEN") {
+                    Some(_) => Idea::of_puzzle_line(&source_start, &moves),
+                    None => Idea::of_game(&source_start, &moves),
+                };
+                (
+                    crate::chess::human_games::position_keys_from(source_start, &moves),
+                    Some(idea),
+                )
             }
-            None => Vec::new(),
+            None => (Vec::new(), None),
         };
         units.push(MineUnit {
             source,
@@ -185,6 +219,7 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
             moves: game.moves.iter().map(|m| uci_of(m.mv)).collect(),
             targets: Vec::new(),
             public_positions,
+            source_idea,
         });
     }
     Ok(Loaded { units, skipped })
@@ -247,6 +282,7 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
                 played: None,
             }],
             public_positions: Vec::new(),
+            source_idea: None,
         });
         Ok(())
     })?;
@@ -294,6 +330,7 @@ pub(crate) fn human_game_units(
                 moves: game.moves.to_vec(),
                 targets: Vec::new(),
                 public_positions: Vec::new(),
+                source_idea: None,
             }
         })
         .collect()

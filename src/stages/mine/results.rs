@@ -44,6 +44,10 @@ pub(crate) struct UnitResult {
     /// Found at a position of the game's human source game, and dropped
     /// (not in `found`).
     pub public: u64,
+    /// Near copies of the game's source idea ([`crate::chess::novelty`]),
+    /// dropped (not in `found`).
+    #[serde(default)]
+    pub near_source: u64,
 }
 
 /// Totals over units.

@@ -95,6 +95,10 @@ pub struct UnitFunnel {
     /// (a public position); written out only when some were.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub public: u64,
+    /// Near copies of the game's source puzzle or game (the novelty rule,
+    /// `crate::chess::novelty`), dropped; written out only when some were.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub near_source: u64,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -175,6 +179,7 @@ fn mine_loaded_with(
             candidates: r.found.len() as u64,
             branches: r.branches,
             public: r.public,
+            near_source: r.near_source,
         })
         .collect();
     let cpu_seconds = pool.search_cpu_seconds() - cpu_before;

@@ -11,8 +11,9 @@ use super::checkpoint::{Checkpoint, GAMES_PER_WORKER_PER_CHUNK};
 use super::config::MineConfig;
 use super::funnel::{analyse_target, unit_line};
 use super::input::{MineUnit, Target, game_targets};
-use super::results::{MineRun, UnitResult};
-use crate::chess::line::position_key;
+use super::results::{Found, MineRun, UnitResult};
+use crate::chess::line::{PuzzleLine, position_key};
+use crate::chess::novelty::Idea;
 use crate::engine::pool::{EnginePool, Session};
 use crate::engine::process::EngineError;
 use crate::engine::uci::Score;
@@ -121,14 +122,100 @@ pub(crate) fn mine_unit(
             &mut result,
         )?;
     }
-    drop_public(unit, &mut result);
+    drop_public(unit, &line, &mut result);
     Ok(result)
 }
 
 /// Drops what was found at a position of the unit's source game (a game
-/// grown from a human game): such a puzzle is public, not new.
-fn drop_public(unit: &MineUnit, result: &mut UnitResult) {
+/// grown from a human game), and what is a near copy of its source's idea
+/// ([`crate::chess::novelty`]): such a puzzle is public, not new.
+fn drop_public(unit: &MineUnit, line: &PuzzleLine, result: &mut UnitResult) {
     let before = result.found.len();
     result.found.retain(|found| !unit.is_public(found.zobrist));
     result.public = (before - result.found.len()) as u64;
+    let Some(source) = &unit.source_idea else {
+        return;
+    };
+    let before = result.found.len();
+    result.found.retain(|found| {
+        found_idea(unit, line, found).is_none_or(|idea| idea.near_copy_of(source).is_none())
+    });
+    result.near_source = (before - result.found.len()) as u64;
+}
+
+/// The idea of a found puzzle: its position (on the game's line, or on
+/// its branch replayed from the unit's start) and its solver line.
+fn found_idea(unit: &MineUnit, line: &PuzzleLine, found: &Found) -> Option<Idea> {
+    let position = match &found.branch {
+        None => line.positions().get(found.after)?.clone(),
+        Some(moves) => {
+            let mut branch = PuzzleLine::from_read_fen(&unit.start_fen).ok()?;
+            for uci in moves.get(..found.after)? {
+                branch.play_move(*uci).ok()?;
+            }
+            branch.last_position().clone()
+        }
+    };
+    Some(Idea::of_solver_line(&position, &found.line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chess::line::{read_fen, read_ucis};
+    use crate::engine::uci::Score;
+    use crate::stages::mine::Source;
+
+    fn ucis(text: &str) -> Vec<shakmaty::uci::UciMove> {
+        read_ucis(text.split_whitespace().collect::<Vec<_>>()).expect("moves")
+    }
+
+    /// A game grown from a public puzzle (the mating net below) in which
+    /// the players replayed the puzzle's idea two plies later: mining's
+    /// find there is the same mating net and is dropped as a near copy of
+    /// the source; a find with another solution is kept.
+    #[test]
+    fn a_find_that_replays_its_source_puzzles_idea_is_dropped() {
+        let source_fen = "r4r2/p1R3R1/1p2p1pk/2p5/7P/8/P4PP1/6K1 b - - 0 26";
+        let source_start = crate::chess::line::parse_position(source_fen).expect("fen");
+        let game_start = "2r2r2/R5R1/1p2p1p1/2p4k/7P/8/P4PP1/6K1 b - - 0 28";
+        let unit = MineUnit {
+            source: Source::Selfplay,
+            game_id: "selfplay-1-1".into(),
+            game_url: String::new(),
+            seed: "1".into(),
+            white_elo: String::new(),
+            black_elo: String::new(),
+            first_ply: 1,
+            keep_id: None,
+            start_fen: read_fen(game_start).expect("fen"),
+            moves: ucis("c8c6 f2f3 h5h4 g7g6 h4h5 a7g7"),
+            targets: Vec::new(),
+            public_positions: Vec::new(),
+            source_idea: Some(Idea::of_puzzle_line(
+                &source_start,
+                &ucis("h6h5 f2f3 h5h4 g7g6 h4h5 c7g7"),
+            )),
+        };
+        let line = super::super::funnel::unit_line(&unit).expect("line");
+        let found = |solver_line: &str| Found {
+            after: 1,
+            best_move: ucis(solver_line)[0],
+            best_score: Score::Mate(3),
+            second_score: None,
+            nodes: 1000,
+            line: ucis(solver_line),
+            zobrist: 1,
+            criterion: Default::default(),
+            branch: None,
+        };
+        let mut result = UnitResult {
+            found: vec![found("f2f3 h5h4 g7g6 h4h5 a7g7"), found("g1h2")],
+            ..UnitResult::default()
+        };
+        drop_public(&unit, &line, &mut result);
+        assert_eq!(result.near_source, 1);
+        assert_eq!(result.found.len(), 1);
+        assert_eq!(result.found[0].line, ucis("g1h2"));
+    }
 }

@@ -25,14 +25,22 @@ pub(crate) struct GenerationFunnel {
     /// Found at a position of the game's human source game and dropped
     /// before `candidates` (public, not new).
     pub public: u64,
+    /// Near copies of the game's source puzzle or game (the novelty rule),
+    /// dropped before `candidates` (not new).
+    pub near_source: u64,
     /// Puzzles mined (after the cap and the dedup).
     pub mined: u64,
     /// Puzzles whose position could not be read back.
     pub unreadable: u64,
     /// Puzzles whose position is in an excluded file or an earlier release.
     pub excluded: u64,
+    /// Near copies of a puzzle of an excluded file, an earlier release or
+    /// a public index (the novelty rule).
+    pub near_excluded: u64,
     /// Puzzles whose position an earlier puzzle has.
     pub repeated_position: u64,
+    /// Near copies of a puzzle kept before them (one idea once).
+    pub near_kept: u64,
     pub kept: u64,
     pub verified: u64,
     /// Kept puzzles that fall in a cell of the target.
@@ -47,13 +55,14 @@ impl GenerationFunnel {
         self.full_searches += game.full_searches;
         self.candidates += game.candidates;
         self.public += game.public;
+        self.near_source += game.near_source;
     }
 
     /// The counts by the names the JSON gives them, in the JSON's order
     /// (alphabetical), each with whether the JSON has it: the game counts
     /// once a game was counted, a puzzle step once a puzzle reached it.
     /// (The files have always been written that way.)
-    fn named(&self) -> [(&'static str, u64, bool); 12] {
+    fn named(&self) -> [(&'static str, u64, bool); 15] {
         let played = self.games > 0;
         [
             ("candidates", self.candidates, played),
@@ -67,6 +76,9 @@ impl GenerationFunnel {
             ),
             ("kept", self.kept, self.kept > 0),
             ("mined", self.mined, self.mined > 0),
+            ("near_excluded", self.near_excluded, self.near_excluded > 0),
+            ("near_kept", self.near_kept, self.near_kept > 0),
+            ("near_source", self.near_source, self.near_source > 0),
             ("positions", self.positions, played),
             ("public", self.public, self.public > 0),
             (

@@ -91,6 +91,7 @@ fn bench_units(args: &BenchMineArgs, pool: &EnginePool) -> Result<Vec<MineUnit>>
             moves: game.ucis,
             targets: Vec::new(),
             public_positions: Vec::new(),
+            source_idea: None,
         })
         .collect();
     Ok(units)
