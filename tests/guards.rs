@@ -1538,3 +1538,98 @@ fn a_generation_run_into_a_finished_release_is_refused_before_any_game() {
     );
     assert!(folder_bytes(&dir.path().join("out/r1/release")) == before);
 }
+
+/// Issue 67, defect 6: one id rule for every reader: an empty PuzzleId is
+/// `missing_id` for `tag`, `rate` and `ingest puzzles` alike (not a
+/// puzzle, nor a `duplicate_id`), and a reject keeps the row's id when it
+/// could be read (a wrong column count, bytes that are not UTF-8, a row
+/// too long, a JSON Lines row with a bad FEN).
+#[test]
+fn one_id_rule_for_every_reader_and_rejects_keep_a_readable_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let mut lines: Vec<Vec<u8>> = text
+        .lines()
+        .take(4)
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+    let rest = text.lines().nth(1).unwrap().split_once(',').unwrap().1;
+    lines.push(format!(",{rest}").into_bytes());
+    lines.push(format!(" ,{rest}").into_bytes());
+    lines.push(format!("wcc1,{rest},extra").into_bytes());
+    let mut utf = format!("utf1,{rest}").into_bytes();
+    utf.push(0xFF);
+    lines.push(utf);
+    lines.push(format!("long1,{rest} {}", "x".repeat(2 << 20)).into_bytes());
+    std::fs::write(root.join("ids.csv"), lines.join(&b'\n')).unwrap();
+    // A clean JSON Lines row, as `ingest puzzles` writes one.
+    std::fs::write(root.join("one.csv"), lines[..2].join(&b'\n')).unwrap();
+    summary(&run(
+        root,
+        &["ingest", "puzzles", "--json", "one.csv", "-o", "one.jsonl"],
+    ));
+    let first: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(root.join("one.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut bad_fen = first.clone();
+    bad_fen["PuzzleId"] = "fen1".into();
+    bad_fen["FEN"] = "not a fen".into();
+    let mut no_id = first.clone();
+    no_id["PuzzleId"] = "".into();
+    let jsonl: String = [first, bad_fen, no_id]
+        .iter()
+        .map(|v| format!("{v}\n"))
+        .collect();
+    std::fs::write(root.join("ids.jsonl"), jsonl).unwrap();
+
+    let expected_csv = vec![
+        ("5", "", "missing_id"),
+        ("6", "", "missing_id"),
+        ("7", "wcc1", "wrong_column_count"),
+        ("8", "utf1", "invalid_utf8"),
+        ("9", "long1", "row_too_long"),
+    ];
+    let expected_jsonl = vec![("2", "fen1", "bad_fen"), ("3", "", "missing_id")];
+    for (input, expected) in [("ids.csv", &expected_csv), ("ids.jsonl", &expected_jsonl)] {
+        for command in [
+            vec!["tag", input, "-o", "out.csv", "--rejects", "rej.csv"],
+            vec!["rate", input, "-o", "out.csv", "--rejects", "rej.csv"],
+            vec![
+                "ingest",
+                "puzzles",
+                input,
+                "-o",
+                "out.csv",
+                "--rejects",
+                "rej.csv",
+            ],
+        ] {
+            let output = run(root, &command);
+            assert!(
+                output.status.success(),
+                "{command:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let mut reader = csv::Reader::from_path(root.join("rej.csv")).unwrap();
+            let rows: Vec<(String, String, String)> = reader
+                .records()
+                .map(|r| {
+                    let r = r.unwrap();
+                    (r[0].to_string(), r[1].to_string(), r[2].to_string())
+                })
+                .collect();
+            let want: Vec<(String, String, String)> = expected
+                .iter()
+                .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+                .collect();
+            assert_eq!(rows, want, "{command:?}");
+            std::fs::remove_file(root.join("out.csv")).unwrap();
+        }
+    }
+}
