@@ -1633,3 +1633,233 @@ fn one_id_rule_for_every_reader_and_rejects_keep_a_readable_id() {
         }
     }
 }
+
+/// A path a command reads, by command, as extra arguments (when the
+/// command's required ones hold none) and the path itself: what each
+/// output flag is pointed at by another spelling.
+fn read_path(words: &str) -> (Vec<&'static str>, &'static str) {
+    match words {
+        "ingest games" | "mine" => (vec![], "g.pgn"),
+        "export" => (vec![], "fresh/release"),
+        "compare" => (vec![], "a"),
+        "selfplay" | "rollout" => (vec!["--engine", "eng"], "eng"),
+        "bench generate" => (vec!["--config", "c.toml"], "c.toml"),
+        "bench pgn" => (vec!["--game", "g.pgn"], "g.pgn"),
+        _ => (vec![], "pool.csv"),
+    }
+}
+
+/// Issue 67: every path-valued output flag of every command (read off the
+/// clap definition through `cli::OUTPUT_FLAGS`), pointed at a path the
+/// command reads, spelt another way (`./`), is refused before any work:
+/// exit 2 naming the flag and "the same file", and the input's bytes
+/// unchanged. The rule is one function (`cli::guard_distinct`), so a new
+/// output flag is covered by being an output.
+#[test]
+fn every_output_flag_of_every_command_is_refused_on_a_path_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    std::fs::copy(&pool, root.join("pool.csv")).unwrap();
+    std::fs::copy(data("master_games_sample_145.pgn"), root.join("g.pgn")).unwrap();
+    std::fs::write(root.join("eng"), "#!/bin/sh\n").unwrap();
+    std::fs::write(root.join("c.toml"), "[pipeline]\n").unwrap();
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir_all(root.join("fresh/release")).unwrap();
+    let before = folder_bytes(root);
+    let mut flags = Vec::new();
+    path_flags(&puzzleforge::cli::command(), "", &mut flags);
+    for flag in puzzleforge::cli::OUTPUT_FLAGS {
+        let arg = flags
+            .iter()
+            .find(|(words, arg)| *words == flag.command && arg.get_id() == flag.id)
+            .map(|(_, arg)| arg)
+            .unwrap_or_else(|| panic!("{} {}: not a path flag of the CLI", flag.command, flag.id));
+        let long = format!("--{}", arg.get_long().expect("output flags are named"));
+        let (extra, victim) = read_path(flag.command);
+        let spelt = format!("./{victim}");
+        let mut args: Vec<&str> = flag.command.split(' ').collect();
+        for (id, tokens) in required_besides(flag.command) {
+            if id != flag.id {
+                args.extend(tokens);
+            }
+        }
+        args.extend(extra);
+        args.extend([long.as_str(), spelt.as_str()]);
+        refused(root, &args, &[&long, "are the same file", victim]);
+    }
+    assert!(folder_bytes(root) == before, "a refused command wrote");
+}
+
+/// Issue 67, defect 1: `--rejects` naming the input (by its name, a hard
+/// link, a symbolic link or `./`), `--rejects` the same as `-o`, and a
+/// derived path (the default rejects beside `-o`) landing on the input are
+/// refused before any work (exit 2), for `tag`, `rate` and `ingest
+/// puzzles`; the input keeps every byte and no output is written.
+#[test]
+fn no_command_writes_over_its_input_or_one_output_over_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let slice: Vec<&str> = text.lines().take(30).collect();
+    std::fs::write(root.join("v.csv"), slice.join("\n") + "\n").unwrap();
+    std::fs::hard_link(root.join("v.csv"), root.join("hard.csv")).unwrap();
+    std::os::unix::fs::symlink("v.csv", root.join("soft.csv")).unwrap();
+    // A file named as `-o out.csv`'s default rejects.
+    std::fs::copy(root.join("v.csv"), root.join("out.csv.rejects.csv")).unwrap();
+    let before = folder_bytes(root);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["tag", "v.csv", "-o", "out.csv", "--rejects", "v.csv"],
+        vec!["tag", "v.csv", "-o", "out.csv", "--rejects", "hard.csv"],
+        vec!["tag", "soft.csv", "-o", "out.csv", "--rejects", "./v.csv"],
+        vec!["tag", "v.csv", "-o", "s.csv", "--rejects", "./s.csv"],
+        vec!["tag", "out.csv.rejects.csv", "-o", "out.csv"],
+        vec!["rate", "v.csv", "-o", "out.csv", "--rejects", "v.csv"],
+        vec!["rate", "hard.csv", "-o", "v.csv"],
+        vec![
+            "ingest",
+            "puzzles",
+            "v.csv",
+            "-o",
+            "o.csv",
+            "--rejects",
+            "v.csv",
+        ],
+        vec!["ingest", "puzzles", "out.csv.rejects.csv", "-o", "out.csv"],
+        vec![
+            "ingest",
+            "puzzles",
+            "v.csv",
+            "-o",
+            "o.csv",
+            "--rejects",
+            "./o.csv",
+        ],
+    ];
+    for args in &cases {
+        refused(root, args, &["are the same file"]);
+    }
+    assert!(folder_bytes(root) == before, "a refused command wrote");
+    for name in ["out.csv", "s.csv", "o.csv"] {
+        assert!(!root.join(name).exists(), "{name} was written");
+    }
+    // Apart, the same commands run.
+    summary(&run(
+        root,
+        &[
+            "tag",
+            "--json",
+            "v.csv",
+            "-o",
+            "t.csv",
+            "--rejects",
+            "t.rej",
+        ],
+    ));
+}
+
+/// Issue 67, defect 2: a release named `releases.sha256` (the output
+/// folder's registry) is refused before any work, with or without the
+/// registry there, by `run` and by `release -o`; an output folder already
+/// holding a folder of that name (from a version that took the name) is
+/// explained before any stage, with the command that repairs it, and after
+/// that command the next release runs.
+#[test]
+fn a_release_cannot_take_the_registry_s_name_and_a_folder_there_is_repaired() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_config(root, "");
+    let needles = ["releases.sha256", "registry"];
+    refused(root, &["run", "--release", "releases.sha256"], &needles);
+    assert!(!root.join("out").exists(), "a refused run wrote");
+    summary(&run(root, &["run", "--json"]));
+    let before = folder_bytes(&root.join("out"));
+    refused(root, &["run", "--release", "releases.sha256"], &needles);
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    refused(
+        root,
+        &[
+            "release",
+            pool.to_str().unwrap(),
+            "-o",
+            "out/releases.sha256",
+        ],
+        &needles,
+    );
+    assert!(
+        folder_bytes(&root.join("out")) == before,
+        "a refused run wrote"
+    );
+
+    // The state an earlier version left: a release folder at the
+    // registry's name, no registry.
+    std::fs::remove_file(root.join("out/releases.sha256")).unwrap();
+    std::fs::rename(root.join("out/r1"), root.join("out/releases.sha256")).unwrap();
+    let stderr = refused(root, &["run", "--release", "r2"], &["is a folder", "mv "]);
+    assert!(
+        !root.join("out/r2").exists(),
+        "a stage ran before the error"
+    );
+    let repair = stderr
+        .split('`')
+        .find(|part| part.starts_with("mv "))
+        .unwrap_or_else(|| panic!("no `mv` command in {stderr}"));
+    let words: Vec<&str> = repair.split(' ').collect();
+    assert_eq!(words.len(), 3, "{repair}");
+    std::fs::rename(root.join(words[1]), root.join(words[2])).unwrap();
+    let done = summary(&run(root, &["run", "--json", "--release", "r2"]));
+    assert_eq!(done["release"], "r2");
+    assert!(root.join("out/releases.sha256").is_file());
+}
+
+/// Issue 67, defects 3 and 4: a truncated `.zst`, one with bytes after its
+/// last frame, a folder and a FIFO where a file is expected are bad input
+/// (exit 2), named with what they are, for `tag`, `mine`, `ingest
+/// puzzles` and `[generate] exclude`; none hangs on the FIFO.
+#[test]
+fn damaged_compressed_files_folders_and_fifos_are_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let games = std::fs::read(data("master_games_sample_145.pgn")).unwrap();
+    let packed = zstd::encode_all(&games[..], 3).unwrap();
+    std::fs::write(root.join("trunc.pgn.zst"), &packed[..packed.len() / 2]).unwrap();
+    let mut garbage = packed.clone();
+    garbage.extend_from_slice(b"not a frame\n");
+    std::fs::write(root.join("garbage.pgn.zst"), garbage).unwrap();
+    std::fs::create_dir(root.join("folder")).unwrap();
+    let fifo = root.join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for (name, what) in [
+        ("trunc.pgn.zst", "incomplete frame"),
+        ("folder", "is a directory"),
+        ("fifo", "is a FIFO"),
+    ] {
+        for command in [
+            vec!["tag", name, "-o", "t.csv"],
+            vec!["mine", name, "-o", "m.csv", "--nodes", "100"],
+            vec!["ingest", "puzzles", name, "-o", "i.csv"],
+        ] {
+            refused(root, &command, &[name, what]);
+        }
+    }
+    // Exclusion files are checked before any stage, named by their key.
+    for (name, what) in [("folder", "is a directory"), ("fifo", "is a FIFO")] {
+        crate::common::generation_config(
+            root,
+            "x.toml",
+            "X",
+            1,
+            &format!("exclude = [\"{name}\"]\n"),
+        );
+        refused(
+            root,
+            &["run", "--config", "x.toml"],
+            &["generate.exclude", name, what],
+        );
+        assert!(!root.join("X").exists(), "a refused run wrote");
+    }
+}

@@ -613,12 +613,15 @@ fn release_name(args: &RunArgs, config: &PipelineConfig) -> Result<String> {
         .clone()
         .unwrap_or_else(|| config.pipeline.release.clone());
     check_release_name(&release)?;
+    crate::stages::release::folder::check_registry(&config.pipeline.output_dir)?;
     Ok(release)
 }
 
 /// A release's folder name as `run` and `merge` accept it: a plain folder
 /// name that later releases find and exclude (they skip hidden folders,
-/// shard folders and `target`).
+/// shard folders and `target`), and none of the names the output folder
+/// uses for itself (its registry `releases.sha256`; `.releases.lock`,
+/// `.generate` and `.eval-cache` are hidden, so refused already).
 pub(crate) fn check_release_name(release: &str) -> Result<()> {
     if release.is_empty() || release.contains(['/', '\\']) || release.starts_with('.') {
         return Err(bad_input(format!(
@@ -637,6 +640,13 @@ pub(crate) fn check_release_name(release: &str) -> Result<()> {
              read as another name in listings and logs; use letters, digits, `-` and `_`",
             c,
             u32::from(c)
+        )));
+    }
+    if release == crate::stages::release::folder::RELEASES_REGISTRY {
+        return Err(bad_input(format!(
+            "release name {release:?} is refused: it is the name of the output folder's own \
+             registry of releases (the file beside the releases that records their manifests), \
+             so the release folder and the registry would collide; choose another name"
         )));
     }
     if crate::core::shard::is_shard_folder_name(release) || release == "target" {
