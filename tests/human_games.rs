@@ -367,3 +367,35 @@ fn a_damaged_or_misplaced_human_games_file_is_named_for_what_it_is() {
         }
     }
 }
+
+/// Issue 67, defect 5: a human start that can give no position to mine
+/// (a 1-ply prefix and no play after it; a prefix that leaves `max_plies`
+/// no room for a new position and a move) is refused (exit 2, naming the
+/// key) before any game is played.
+#[test]
+fn a_human_start_that_can_give_no_position_is_refused_before_any_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (human, needle) in [
+        ("{ plies = [1, 1], continue_plies = 0 }", "continue_plies"),
+        ("{ plies = [20, 40], continue_plies = 1 }", "continue_plies"),
+        ("{ plies = [79, 79] }", "max_plies"),
+    ] {
+        let generate = format!(
+            "[generate.selfplay]\nhuman = {human}\n\n[sources]\nhuman_games = \"{}\"\n",
+            data(SAMPLE).display()
+        );
+        generation_config(root, "n.toml", "N", 1, &generate);
+        let output = puzzleforge(root, &["run", "--config", "n.toml"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{human}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{human}: no {needle:?} in {stderr}"
+        );
+        assert!(
+            !root.join("N/.generate").exists(),
+            "{human}: a game was played"
+        );
+    }
+}

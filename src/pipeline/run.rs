@@ -198,12 +198,16 @@ fn prepare_generation(
     stages: &[Box<dyn Stage>],
     tier: Option<&str>,
 ) -> Result<Generated> {
+    let kept = !args.rewrite_release && release_is_finished(&ctx.release_dir);
     let mode = match args.shard {
         Some(shard) => Mode::Shard(shard),
+        // A finished release is walked from the store alone: a game to
+        // play is refused before any batch is played.
+        None if kept => Mode::Check,
         None => Mode::Run,
     };
     let sections = config.generate_sections();
-    if !args.rewrite_release && release_is_finished(&ctx.release_dir) {
+    if kept {
         // Refused before any game is played: the ingest stages, and
         // the store the kept release's games came from.
         let ingest = stages
@@ -214,7 +218,13 @@ fn prepare_generation(
         check_kept_store(ctx, &key)?;
     }
     let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
-    prepare(&sections, ctx.generate_engine()?, mode, tier, &earlier)
+    let generated = prepare(&sections, ctx.generate_engine()?, mode, tier, &earlier);
+    match mode {
+        Mode::Check => {
+            generated.with_context(|| ctx.stage_dir(StageName::Release).display().to_string())
+        }
+        _ => generated,
+    }
 }
 
 /// The `run` summary (`run --json`): the release, each stage's report,
