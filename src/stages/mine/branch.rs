@@ -31,9 +31,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::config::MineConfig;
 use super::funnel::{analyse_target, unit_line};
-use super::input::{MineUnit, Target};
+use super::input::{MineUnit, Target, search_request};
 use super::results::UnitResult;
-use super::verdict::search_request;
 use crate::chess::line::{PuzzleLine, position_key, uci_of};
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit};

@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use super::config::MineConfig;
-use super::input::{MineUnit, Target};
+use super::input::{MineUnit, Target, search_request};
 use super::results::UnitResult;
-use super::verdict::{full_search, rule_for, search_request};
+use super::verdict::{full_search, rule_for};
 use crate::chess::line::{PuzzleLine, uci_of};
 use crate::engine::criterion::{self, Rule, Scores, Slack};
 use crate::engine::pool::Session;

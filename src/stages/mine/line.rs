@@ -8,8 +8,7 @@ use shakmaty::uci::UciMove;
 use shakmaty::{Chess, Move, Position};
 
 use super::config::MineConfig;
-use super::input::MineUnit;
-use super::verdict::search_request;
+use super::input::{MineUnit, search_request};
 use crate::chess::derive::solver_moves_from_solver_move;
 use crate::chess::line::{PuzzleLine, uci_of};
 use crate::engine::criterion::{self, Rule, Turn, Why};
