@@ -1184,3 +1184,32 @@ trivial_captures = true
         assert_eq!(stage["skipped"], true, "{stage:#}");
     }
 }
+
+/// Issue 67, defect 5: a finished generated release rerun with a larger
+/// `max_games` is refused (exit 2, naming the release and the game it
+/// would play) before any batch is played: the store holds the batches it
+/// held; rerun as it was made, it is accepted.
+#[test]
+fn a_finished_release_is_refused_before_any_batch_is_played() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    generation_config(root, "g.toml", "G", 1, "batch_games = 2\nmax_games = 2\n");
+    run(root, &["run", "--config", "g.toml"]);
+    let stored = batches(&root.join("G"));
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    generation_config(root, "g.toml", "G", 1, "batch_games = 2\nmax_games = 6\n");
+    let output = puzzleforge(root, &["run", "--config", "g.toml"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    for needle in [
+        "G/gen/release",
+        "never changes",
+        "game 3",
+        "no game was played",
+    ] {
+        assert!(stderr.contains(needle), "no {needle:?} in {stderr}");
+    }
+    assert_eq!(batches(&root.join("G")), stored, "a refused run played");
+    generation_config(root, "g.toml", "G", 1, "batch_games = 2\nmax_games = 2\n");
+    run(root, &["run", "--config", "g.toml"]);
+}

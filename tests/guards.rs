@@ -1541,3 +1541,328 @@ fn a_generation_run_into_a_finished_release_is_refused_before_any_game() {
     );
     assert!(folder_bytes(&dir.path().join("out/r1/release")) == before);
 }
+
+/// Issue 67, defect 6: one id rule for every reader: an empty PuzzleId is
+/// `missing_id` for `tag`, `rate` and `ingest puzzles` alike (not a
+/// puzzle, nor a `duplicate_id`), and a reject keeps the row's id when it
+/// could be read (a wrong column count, bytes that are not UTF-8, a row
+/// too long, a JSON Lines row with a bad FEN).
+#[test]
+fn one_id_rule_for_every_reader_and_rejects_keep_a_readable_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let mut lines: Vec<Vec<u8>> = text
+        .lines()
+        .take(4)
+        .map(|l| l.as_bytes().to_vec())
+        .collect();
+    let rest = text.lines().nth(1).unwrap().split_once(',').unwrap().1;
+    lines.push(format!(",{rest}").into_bytes());
+    lines.push(format!(" ,{rest}").into_bytes());
+    lines.push(format!("wcc1,{rest},extra").into_bytes());
+    let mut utf = format!("utf1,{rest}").into_bytes();
+    utf.push(0xFF);
+    lines.push(utf);
+    lines.push(format!("long1,{rest} {}", "x".repeat(2 << 20)).into_bytes());
+    std::fs::write(root.join("ids.csv"), lines.join(&b'\n')).unwrap();
+    // A clean JSON Lines row, as `ingest puzzles` writes one.
+    std::fs::write(root.join("one.csv"), lines[..2].join(&b'\n')).unwrap();
+    summary(&run(
+        root,
+        &["ingest", "puzzles", "--json", "one.csv", "-o", "one.jsonl"],
+    ));
+    let first: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(root.join("one.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let mut bad_fen = first.clone();
+    bad_fen["PuzzleId"] = "fen1".into();
+    bad_fen["FEN"] = "not a fen".into();
+    let mut no_id = first.clone();
+    no_id["PuzzleId"] = "".into();
+    let jsonl: String = [first, bad_fen, no_id]
+        .iter()
+        .map(|v| format!("{v}\n"))
+        .collect();
+    std::fs::write(root.join("ids.jsonl"), jsonl).unwrap();
+
+    let expected_csv = vec![
+        ("5", "", "missing_id"),
+        ("6", "", "missing_id"),
+        ("7", "wcc1", "wrong_column_count"),
+        ("8", "utf1", "invalid_utf8"),
+        ("9", "long1", "row_too_long"),
+    ];
+    let expected_jsonl = vec![("2", "fen1", "bad_fen"), ("3", "", "missing_id")];
+    for (input, expected) in [("ids.csv", &expected_csv), ("ids.jsonl", &expected_jsonl)] {
+        for command in [
+            vec!["tag", input, "-o", "out.csv", "--rejects", "rej.csv"],
+            vec!["rate", input, "-o", "out.csv", "--rejects", "rej.csv"],
+            vec![
+                "ingest",
+                "puzzles",
+                input,
+                "-o",
+                "out.csv",
+                "--rejects",
+                "rej.csv",
+            ],
+        ] {
+            let output = run(root, &command);
+            assert!(
+                output.status.success(),
+                "{command:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let mut reader = csv::Reader::from_path(root.join("rej.csv")).unwrap();
+            let rows: Vec<(String, String, String)> = reader
+                .records()
+                .map(|r| {
+                    let r = r.unwrap();
+                    (r[0].to_string(), r[1].to_string(), r[2].to_string())
+                })
+                .collect();
+            let want: Vec<(String, String, String)> = expected
+                .iter()
+                .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+                .collect();
+            assert_eq!(rows, want, "{command:?}");
+            std::fs::remove_file(root.join("out.csv")).unwrap();
+        }
+    }
+}
+
+/// A path a command reads, by command, as extra arguments (when the
+/// command's required ones hold none) and the path itself: what each
+/// output flag is pointed at by another spelling.
+fn read_path(words: &str) -> (Vec<&'static str>, &'static str) {
+    match words {
+        "ingest games" | "mine" => (vec![], "g.pgn"),
+        "export" => (vec![], "fresh/release"),
+        "compare" => (vec![], "a"),
+        "selfplay" | "rollout" => (vec!["--engine", "eng"], "eng"),
+        "bench generate" => (vec!["--config", "c.toml"], "c.toml"),
+        "bench pgn" => (vec!["--game", "g.pgn"], "g.pgn"),
+        _ => (vec![], "pool.csv"),
+    }
+}
+
+/// Issue 67: every path-valued output flag of every command (read off the
+/// clap definition through `cli::OUTPUT_FLAGS`), pointed at a path the
+/// command reads, spelt another way (`./`), is refused before any work:
+/// exit 2 naming the flag and "the same file", and the input's bytes
+/// unchanged. The rule is one function (`cli::guard_distinct`), so a new
+/// output flag is covered by being an output.
+#[test]
+fn every_output_flag_of_every_command_is_refused_on_a_path_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    std::fs::copy(&pool, root.join("pool.csv")).unwrap();
+    std::fs::copy(data("master_games_sample_145.pgn"), root.join("g.pgn")).unwrap();
+    std::fs::write(root.join("eng"), "#!/bin/sh\n").unwrap();
+    std::fs::write(root.join("c.toml"), "[pipeline]\n").unwrap();
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir_all(root.join("fresh/release")).unwrap();
+    let before = folder_bytes(root);
+    let mut flags = Vec::new();
+    path_flags(&puzzleforge::cli::command(), "", &mut flags);
+    for flag in puzzleforge::cli::OUTPUT_FLAGS {
+        let arg = flags
+            .iter()
+            .find(|(words, arg)| *words == flag.command && arg.get_id() == flag.id)
+            .map(|(_, arg)| arg)
+            .unwrap_or_else(|| panic!("{} {}: not a path flag of the CLI", flag.command, flag.id));
+        let long = format!("--{}", arg.get_long().expect("output flags are named"));
+        let (extra, victim) = read_path(flag.command);
+        let spelt = format!("./{victim}");
+        let mut args: Vec<&str> = flag.command.split(' ').collect();
+        for (id, tokens) in required_besides(flag.command) {
+            if id != flag.id {
+                args.extend(tokens);
+            }
+        }
+        args.extend(extra);
+        args.extend([long.as_str(), spelt.as_str()]);
+        refused(root, &args, &[&long, "are the same file", victim]);
+    }
+    assert!(folder_bytes(root) == before, "a refused command wrote");
+}
+
+/// Issue 67, defect 1: `--rejects` naming the input (by its name, a hard
+/// link, a symbolic link or `./`), `--rejects` the same as `-o`, and a
+/// derived path (the default rejects beside `-o`) landing on the input are
+/// refused before any work (exit 2), for `tag`, `rate` and `ingest
+/// puzzles`; the input keeps every byte and no output is written.
+#[test]
+fn no_command_writes_over_its_input_or_one_output_over_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let text = std::fs::read_to_string(data("lichess_db_puzzle_subset_1499.csv")).unwrap();
+    let slice: Vec<&str> = text.lines().take(30).collect();
+    std::fs::write(root.join("v.csv"), slice.join("\n") + "\n").unwrap();
+    std::fs::hard_link(root.join("v.csv"), root.join("hard.csv")).unwrap();
+    std::os::unix::fs::symlink("v.csv", root.join("soft.csv")).unwrap();
+    // A file named as `-o out.csv`'s default rejects.
+    std::fs::copy(root.join("v.csv"), root.join("out.csv.rejects.csv")).unwrap();
+    let before = folder_bytes(root);
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["tag", "v.csv", "-o", "out.csv", "--rejects", "v.csv"],
+        vec!["tag", "v.csv", "-o", "out.csv", "--rejects", "hard.csv"],
+        vec!["tag", "soft.csv", "-o", "out.csv", "--rejects", "./v.csv"],
+        vec!["tag", "v.csv", "-o", "s.csv", "--rejects", "./s.csv"],
+        vec!["tag", "out.csv.rejects.csv", "-o", "out.csv"],
+        vec!["rate", "v.csv", "-o", "out.csv", "--rejects", "v.csv"],
+        vec!["rate", "hard.csv", "-o", "v.csv"],
+        vec![
+            "ingest",
+            "puzzles",
+            "v.csv",
+            "-o",
+            "o.csv",
+            "--rejects",
+            "v.csv",
+        ],
+        vec!["ingest", "puzzles", "out.csv.rejects.csv", "-o", "out.csv"],
+        vec![
+            "ingest",
+            "puzzles",
+            "v.csv",
+            "-o",
+            "o.csv",
+            "--rejects",
+            "./o.csv",
+        ],
+    ];
+    for args in &cases {
+        refused(root, args, &["are the same file"]);
+    }
+    assert!(folder_bytes(root) == before, "a refused command wrote");
+    for name in ["out.csv", "s.csv", "o.csv"] {
+        assert!(!root.join(name).exists(), "{name} was written");
+    }
+    // Apart, the same commands run.
+    summary(&run(
+        root,
+        &[
+            "tag",
+            "--json",
+            "v.csv",
+            "-o",
+            "t.csv",
+            "--rejects",
+            "t.rej",
+        ],
+    ));
+}
+
+/// Issue 67, defect 2: a release named `releases.sha256` (the output
+/// folder's registry) is refused before any work, with or without the
+/// registry there, by `run` and by `release -o`; an output folder already
+/// holding a folder of that name (from a version that took the name) is
+/// explained before any stage, with the command that repairs it, and after
+/// that command the next release runs.
+#[test]
+fn a_release_cannot_take_the_registry_s_name_and_a_folder_there_is_repaired() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_config(root, "");
+    let needles = ["releases.sha256", "registry"];
+    refused(root, &["run", "--release", "releases.sha256"], &needles);
+    assert!(!root.join("out").exists(), "a refused run wrote");
+    summary(&run(root, &["run", "--json"]));
+    let before = folder_bytes(&root.join("out"));
+    refused(root, &["run", "--release", "releases.sha256"], &needles);
+    let pool = data("lichess_db_puzzle_subset_1499.csv");
+    refused(
+        root,
+        &[
+            "release",
+            pool.to_str().unwrap(),
+            "-o",
+            "out/releases.sha256",
+        ],
+        &needles,
+    );
+    assert!(
+        folder_bytes(&root.join("out")) == before,
+        "a refused run wrote"
+    );
+
+    // The state an earlier version left: a release folder at the
+    // registry's name, no registry.
+    std::fs::remove_file(root.join("out/releases.sha256")).unwrap();
+    std::fs::rename(root.join("out/r1"), root.join("out/releases.sha256")).unwrap();
+    let stderr = refused(root, &["run", "--release", "r2"], &["is a folder", "mv "]);
+    assert!(
+        !root.join("out/r2").exists(),
+        "a stage ran before the error"
+    );
+    let repair = stderr
+        .split('`')
+        .find(|part| part.starts_with("mv "))
+        .unwrap_or_else(|| panic!("no `mv` command in {stderr}"));
+    let words: Vec<&str> = repair.split(' ').collect();
+    assert_eq!(words.len(), 3, "{repair}");
+    std::fs::rename(root.join(words[1]), root.join(words[2])).unwrap();
+    let done = summary(&run(root, &["run", "--json", "--release", "r2"]));
+    assert_eq!(done["release"], "r2");
+    assert!(root.join("out/releases.sha256").is_file());
+}
+
+/// Issue 67, defects 3 and 4: a truncated `.zst`, one with bytes after its
+/// last frame, a folder and a FIFO where a file is expected are bad input
+/// (exit 2), named with what they are, for `tag`, `mine`, `ingest
+/// puzzles` and `[generate] exclude`; none hangs on the FIFO.
+#[test]
+fn damaged_compressed_files_folders_and_fifos_are_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let games = std::fs::read(data("master_games_sample_145.pgn")).unwrap();
+    let packed = zstd::encode_all(&games[..], 3).unwrap();
+    std::fs::write(root.join("trunc.pgn.zst"), &packed[..packed.len() / 2]).unwrap();
+    let mut garbage = packed.clone();
+    garbage.extend_from_slice(b"not a frame\n");
+    std::fs::write(root.join("garbage.pgn.zst"), garbage).unwrap();
+    std::fs::create_dir(root.join("folder")).unwrap();
+    let fifo = root.join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for (name, what) in [
+        ("trunc.pgn.zst", "incomplete frame"),
+        ("folder", "is a directory"),
+        ("fifo", "is a FIFO"),
+    ] {
+        for command in [
+            vec!["tag", name, "-o", "t.csv"],
+            vec!["mine", name, "-o", "m.csv", "--nodes", "100"],
+            vec!["ingest", "puzzles", name, "-o", "i.csv"],
+        ] {
+            refused(root, &command, &[name, what]);
+        }
+    }
+    // Exclusion files are checked before any stage, named by their key.
+    for (name, what) in [("folder", "is a directory"), ("fifo", "is a FIFO")] {
+        crate::common::generation_config(
+            root,
+            "x.toml",
+            "X",
+            1,
+            &format!("exclude = [\"{name}\"]\n"),
+        );
+        refused(
+            root,
+            &["run", "--config", "x.toml"],
+            &["generate.exclude", name, what],
+        );
+        assert!(!root.join("X").exists(), "a refused run wrote");
+    }
+}

@@ -312,3 +312,90 @@ fn games_grown_from_lichess_puzzles_start_at_their_fen_and_keep_only_new_positio
     }
     assert!(kept > 0, "no puzzle was kept from the grown games");
 }
+
+/// Issue 67, defects 3 and 4: a human games file that is a truncated
+/// `.zst`, one with bytes after its last frame, a folder or a FIFO is bad
+/// input (exit 2) for `run` and `run --plan`, named with its key and what
+/// it is, never called missing; a missing puzzle file is called one, not
+/// a PGN. Nothing is played.
+#[test]
+fn a_damaged_or_misplaced_human_games_file_is_named_for_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let games = std::fs::read(data(SAMPLE)).unwrap();
+    let packed = zstd::encode_all(&games[..], 3).unwrap();
+    std::fs::write(root.join("trunc.pgn.zst"), &packed[..packed.len() / 2]).unwrap();
+    let mut garbage = packed.clone();
+    garbage.extend_from_slice(b"not a frame\n");
+    std::fs::write(root.join("garbage.pgn.zst"), garbage).unwrap();
+    std::fs::create_dir(root.join("folder")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(root.join("fifo"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let key = "[sources] human_games";
+    for (name, needles) in [
+        ("trunc.pgn.zst", vec![key, "incomplete frame"]),
+        ("garbage.pgn.zst", vec![key, "Unknown frame descriptor"]),
+        ("folder", vec![key, "is a directory"]),
+        ("fifo", vec![key, "is a FIFO"]),
+        ("absent.csv", vec![key, "the puzzle file", "is missing"]),
+    ] {
+        let generate = format!(
+            "[generate.selfplay]\nhuman = {{ plies = [20, 40] }}\n\n\
+             [sources]\nhuman_games = \"{name}\"\n"
+        );
+        generation_config(root, "m.toml", "M", 1, &generate);
+        for plan in [false, true] {
+            let mut args = vec!["run", "--config", "m.toml"];
+            if plan {
+                args.push("--plan");
+            }
+            let output = puzzleforge(root, &args);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{args:?} {name}: {stderr}");
+            for needle in needles.iter().chain([&name]) {
+                assert!(stderr.contains(needle), "{name}: no {needle:?} in {stderr}");
+            }
+            assert!(!stderr.contains("are missing"), "{name}: {stderr}");
+            assert!(!stderr.contains("PGN of human games"), "{name}: {stderr}");
+            assert!(
+                !root.join("M/.generate").exists(),
+                "{name}: a game was played"
+            );
+        }
+    }
+}
+
+/// Issue 67, defect 5: a human start that can give no position to mine
+/// (a 1-ply prefix and no play after it; a prefix that leaves `max_plies`
+/// no room for a new position and a move) is refused (exit 2, naming the
+/// key) before any game is played.
+#[test]
+fn a_human_start_that_can_give_no_position_is_refused_before_any_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (human, needle) in [
+        ("{ plies = [1, 1], continue_plies = 0 }", "continue_plies"),
+        ("{ plies = [20, 40], continue_plies = 1 }", "continue_plies"),
+        ("{ plies = [79, 79] }", "max_plies"),
+    ] {
+        let generate = format!(
+            "[generate.selfplay]\nhuman = {human}\n\n[sources]\nhuman_games = \"{}\"\n",
+            data(SAMPLE).display()
+        );
+        generation_config(root, "n.toml", "N", 1, &generate);
+        let output = puzzleforge(root, &["run", "--config", "n.toml"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{human}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{human}: no {needle:?} in {stderr}"
+        );
+        assert!(
+            !root.join("N/.generate").exists(),
+            "{human}: a game was played"
+        );
+    }
+}

@@ -422,3 +422,149 @@ fn a_killed_mine_resumes_where_it_stopped_and_writes_the_same_bytes() {
     );
     assert!(!checkpoint(&resumed).exists());
 }
+
+/// A PGN of one game of `plies` knight moves (1. Nf3 Nf6 2. Ng1 Ng8 ...),
+/// never a capture or a pawn move: the hostile game of issue 67.
+pub(crate) fn knight_shuffle(path: &Path, plies: usize) {
+    let cycle = ["Nf3", "Nf6", "Ng1", "Ng8"];
+    let mut text = String::from("[Event \"shuffle\"]\n[Result \"*\"]\n\n");
+    for ply in 0..plies {
+        if ply % 2 == 0 {
+            text.push_str(&format!("{}. ", ply / 2 + 1));
+        }
+        text.push_str(cycle[ply % 4]);
+        text.push(' ');
+    }
+    text.push_str("*\n");
+    std::fs::write(path, text).unwrap();
+}
+
+/// Issue 67: `mine` is linear in a game's length. Each search is sent as
+/// the position after the game's last capture or pawn move and the moves
+/// since, at most 100 plies of them: a 1,200-ply game of knight moves
+/// (real Stockfish behind a wrapper that logs what it is sent) never gets
+/// a `position` command longer than that plus a puzzle's line, where it
+/// got the whole game before.
+#[test]
+fn the_engine_is_sent_a_bounded_history_however_long_the_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let log = root.join("sent.log");
+    let engine = root.join("logging-engine");
+    std::fs::write(
+        &engine,
+        format!(
+            "#!/bin/sh\ntee -a '{}' | exec /usr/games/stockfish\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&engine).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&engine, permissions).unwrap();
+    let shuffle = root.join("shuffle.pgn");
+    knight_shuffle(&shuffle, 1200);
+    let output = common::puzzleforge(
+        root,
+        &[
+            "mine",
+            shuffle.to_str().unwrap(),
+            "-o",
+            "m.csv",
+            "--nodes",
+            "200",
+            "--shallow-depth",
+            "2",
+            "--workers",
+            "1",
+            "--engine",
+            engine.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let sent = std::fs::read_to_string(&log).unwrap();
+    let positions: Vec<&str> = sent
+        .lines()
+        .filter(|l| l.starts_with("position "))
+        .collect();
+    // Every position after move 10 (the default `min_fullmove`) is searched.
+    assert!(positions.len() > 1000, "{} searches", positions.len());
+    let longest = positions
+        .iter()
+        .map(|l| {
+            l.split(" moves ")
+                .nth(1)
+                .map_or(0, |m| m.split(' ').count())
+        })
+        .max()
+        .unwrap();
+    assert!(
+        (100..=130).contains(&longest),
+        "the longest history sent is {longest} moves"
+    );
+}
+
+/// Issue 67: what the history cut keeps is all the engine needs. At
+/// positions of a real game, a search sent as the position after the last
+/// capture or pawn move and the moves since gives the lines, scores and
+/// node counts of the same search sent from the game's start (hash cleared
+/// before each, real Stockfish).
+#[test]
+fn a_search_from_the_last_capture_or_pawn_move_equals_one_from_the_start() {
+    use puzzleforge::chess::pgn::{GameItem, PgnGames};
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/master_games_sample_145.pgn");
+    let game = PgnGames::new(std::fs::File::open(path).unwrap())
+        .find_map(|item| match item.unwrap() {
+            GameItem::Game(game) if game.moves.len() > 80 => Some(game),
+            _ => None,
+        })
+        .unwrap();
+    let moves: Vec<UciMove> = game
+        .moves
+        .iter()
+        .map(|m| m.mv.to_uci(CastlingMode::Standard))
+        .collect();
+    let mut positions = vec![Chess::default()];
+    for uci in &moves {
+        let mut next = positions.last().unwrap().clone();
+        play(&mut next, uci);
+        positions.push(next);
+    }
+    let mut requests = Vec::new();
+    for at in (20..moves.len()).step_by(9) {
+        let back = positions[at].halfmoves() as usize;
+        let cut = at - back.min(100).min(at);
+        assert!(cut > 0, "ply {at}: no capture or pawn move yet");
+        let whole = SearchRequest {
+            fen: Fen::from_position(&positions[0], EnPassantMode::Legal),
+            moves: moves[..at].to_vec(),
+            limit: Limit::Nodes(20_000),
+            multipv: 2,
+        };
+        let short = SearchRequest {
+            fen: Fen::from_position(&positions[cut], EnPassantMode::PseudoLegal),
+            moves: moves[cut..at].to_vec(),
+            ..whole.clone()
+        };
+        requests.push((at, whole, short));
+    }
+    assert!(requests.len() >= 5);
+    let pool = pool(1);
+    let results = pool
+        .map(&requests, |session, _, (at, whole, short)| {
+            session.set_option("Clear Hash", "true")?;
+            let a = session.search(whole)?;
+            session.set_option("Clear Hash", "true")?;
+            let b = session.search(short)?;
+            Ok((*at, a, b))
+        })
+        .unwrap();
+    for (at, a, b) in results {
+        assert_eq!(a.lines, b.lines, "ply {at}");
+        assert_eq!(a.nodes, b.nodes, "ply {at}");
+    }
+}

@@ -317,8 +317,8 @@ fn unrated_row(id: &str, fen: &str, moves: &str) -> String {
 const START: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
 
 /// Twelve bad rows among good ones, of every kind a row can be bad: each
-/// is named in the rejects file with its line, id (where the row could be
-/// read) and reason, and the good rows around them are rated and written.
+/// is named in the rejects file with its line, id (whenever its cell could
+/// be read, issue 67) and reason, and the good rows around them are rated and written.
 /// Before, the summary named the first five and no file named them all.
 #[test]
 fn every_bad_row_is_named_in_the_rejects_file_with_its_line() {
@@ -345,8 +345,12 @@ fn every_bad_row_is_named_in_the_rejects_file_with_its_line() {
             "b01",
             "illegal_move",
         ),
-        (unrated_row("b02", START, "zz99 e7e5"), "", "bad_move"),
-        (unrated_row("b03", "not a fen", "e2e4 e7e5"), "", "bad_fen"),
+        (unrated_row("b02", START, "zz99 e7e5"), "b02", "bad_move"),
+        (
+            unrated_row("b03", "not a fen", "e2e4 e7e5"),
+            "b03",
+            "bad_fen",
+        ),
         (
             unrated_row("b04", "8/8/8/8/8/8/8/8 w - - 0 1", "e2e4 e7e5"),
             "b04",
@@ -360,12 +364,12 @@ fn every_bad_row_is_named_in_the_rejects_file_with_its_line() {
         (unrated_row("b06", START, "e2e4"), "b06", "too_few_moves"),
         (
             format!("b07,{START},e2e4 e7e5,abc,,,,,,"),
-            "",
+            "b07",
             "bad_integer",
         ),
         (
             format!("b08,{START},e2e4 e7e5,,,,,,"),
-            "",
+            "b08",
             "wrong_column_count",
         ),
         (

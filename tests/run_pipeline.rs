@@ -313,24 +313,35 @@ fn a_live_lock_stops_a_second_writer_and_a_stale_one_is_taken_over() {
 }
 
 /// Simultaneous starts on one release: exactly one takes the lock and the
-/// others exit 2, every time. The winner blocks reading its source (a named
-/// pipe nobody writes), so it still holds the lock while the others start;
-/// it is then killed, leaving its lock file behind for the next round.
+/// others exit 2, every time. The winner blocks in its self-play stage on
+/// an engine that answers the handshake but never a search (a FIFO source
+/// once served, and is now refused as bad input, issue 67), so it still
+/// holds the lock while the others start; it is then killed, leaving its
+/// lock file behind for the next round.
 #[test]
 fn of_simultaneous_starts_exactly_one_proceeds() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("puzzles.csv");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let engine = dir.path().join("silent-engine");
+    let script = r#"#!/bin/sh
+while read -r line; do
+  case "$line" in
+    uci) echo 'id name silent'; echo uciok ;;
+    isready) echo readyok ;;
+    quit) exit 0 ;;
+  esac
+done
+"#;
+    std::fs::write(&engine, script).unwrap();
+    let mut permissions = std::fs::metadata(&engine).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&engine, permissions).unwrap();
     std::fs::write(
         dir.path().join("pipeline.toml"),
         format!(
-            "[pipeline]\noutput_dir = \"out\"\nrelease = \"r\"\nstages = [\"ingest_puzzles\"]\n\
-             [sources]\npuzzles = [\"{}\"]\n",
-            fifo.display()
+            "[pipeline]\noutput_dir = \"out\"\nrelease = \"r\"\nstages = [\"selfplay\"]\n\
+             [engine]\npath = \"{}\"\nworkers = 1\ndeadline_secs = 600\n\
+             [selfplay]\ngames = 1\n",
+            engine.display()
         ),
     )
     .unwrap();

@@ -292,18 +292,33 @@ impl HumanPool {
     }
 }
 
-/// The sha256 of the human games at `path`, decompressed; a missing file
-/// is an error naming the script that fetches the committed config's.
+/// The sha256 of the human games at `path`, decompressed. Every failure is
+/// bad input (exit 2) naming the key and the reason: a missing PGN names
+/// the script that fetches the committed config's, a missing puzzle file
+/// is called one, a folder or a FIFO is called what it is, and a damaged
+/// or truncated `.zst` says so.
 pub fn content_sha256(path: &Path) -> Result<String> {
-    if !path.is_file() {
+    const KEY: &str = "[sources] human_games (or a `human` table's `games`)";
+    let missing = std::fs::symlink_metadata(path)
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        || std::fs::metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    if missing && is_puzzle_file(path) {
         return Err(bad_input(format!(
-            "the human games {} are missing: engines/human-games.sh fetches them (Debian's \
-             gnuchess-book source package), or point [sources] human_games at another PGN of \
-             human games",
+            "{KEY}: the puzzle file {} is missing; point the key at a puzzle file that exists \
+             (CSV or JSON Lines), or at a PGN of games",
             path.display()
         )));
     }
-    sha256_content(path)
+    if missing {
+        return Err(bad_input(format!(
+            "the human games {} are missing: engines/human-games.sh fetches them (Debian's \
+             gnuchess-book source package), or point {KEY} at another PGN of human games",
+            path.display()
+        )));
+    }
+    crate::core::fileio::require_file(path)
+        .and_then(|()| sha256_content(path))
+        .map_err(|e| bad_input(format!("{KEY}: {e:#}")))
 }
 
 /// What a game grown from a human game records of it: which game of which

@@ -75,11 +75,27 @@ fn flag_name(command: &clap::Command, id: &str) -> String {
     }
 }
 
+/// A path a command writes that no flag names: derived from another
+/// (`tag`'s rejects beside its output, `mine`'s checkpoint), named by how
+/// the flag that would name it reads in an error.
+#[derive(Clone, Debug)]
+pub struct DerivedOutput {
+    /// The flag that would name it, and how the path was derived.
+    pub flag: String,
+    pub path: PathBuf,
+}
+
 /// Refuses (exit 2), before the command starts, every output path its
-/// flags name that lies in a finished release, a run's folder or behind a
-/// link into either ([`guard_output`]), naming the flag. `root` is the
-/// definition `matches` was parsed by.
-pub fn guard_outputs(root: &clap::Command, matches: &ArgMatches) -> Result<()> {
+/// flags name or it derives (`derived`) that lies in a finished release,
+/// a run's folder or behind a link into either ([`guard_output`]), naming
+/// the flag; then every path it writes that is the same file as another
+/// it reads or writes ([`guard_distinct`]). `root` is the definition
+/// `matches` was parsed by.
+pub fn guard_outputs(
+    root: &clap::Command,
+    matches: &ArgMatches,
+    derived: &[DerivedOutput],
+) -> Result<()> {
     let mut words = Vec::new();
     let (mut definition, mut matches) = (root, matches);
     while let Some((name, sub)) = matches.subcommand() {
@@ -98,16 +114,108 @@ pub fn guard_outputs(root: &clap::Command, matches: &ArgMatches) -> Result<()> {
             guard_output(path, flag.target, &words, &flag_name(definition, flag.id))?;
         }
     }
+    for output in derived {
+        guard_output(&output.path, Target::File, &words, &output.flag)?;
+    }
+    let mut paths = Vec::new();
+    for arg in definition.get_arguments() {
+        if arg.get_value_parser().type_id() != std::any::TypeId::of::<PathBuf>() {
+            continue;
+        }
+        let id = arg.get_id().as_str();
+        let writes = WRITTEN_WITHOUT_GATE.contains(&(words.as_str(), id))
+            || OUTPUT_FLAGS
+                .iter()
+                .any(|f| f.command == words && f.id == id);
+        let values = matches
+            .try_get_many::<PathBuf>(id)
+            .with_context(|| format!("`{words}`: no path flag `{id}`"))?;
+        for path in values.into_iter().flatten() {
+            paths.push(NamedPath {
+                flag: flag_name(definition, id),
+                path: path.clone(),
+                writes,
+            });
+        }
+    }
+    paths.extend(derived.iter().map(|output| NamedPath {
+        flag: output.flag.clone(),
+        path: output.path.clone(),
+        writes: true,
+    }));
+    guard_distinct(&words, &paths)
+}
+
+/// Path-valued flags a command writes through that are not in
+/// [`OUTPUT_FLAGS`] (a release `merge` writes itself, under its lock): no
+/// input may be the same file as these either.
+pub const WRITTEN_WITHOUT_GATE: &[(&str, &str)] = &[("merge", "output")];
+
+/// A path a command reads or writes, by the flag that names it.
+#[derive(Clone, Debug)]
+pub struct NamedPath {
+    /// The flag (`--rejects`, `<INPUT>`), as an error names it.
+    pub flag: String,
+    pub path: PathBuf,
+    /// Whether the command writes there (else it only reads).
+    pub writes: bool,
+}
+
+/// What makes two paths one file: the device and inode of what exists
+/// (links followed, so a symbolic or hard link is the file it reaches),
+/// else the path made absolute with its links and `.`/`..` resolved.
+#[derive(Debug, PartialEq, Eq)]
+enum Identity {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+fn identity(path: &std::path::Path) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(path) {
+        Ok(meta) => Identity::Inode(meta.dev(), meta.ino()),
+        Err(_) => Identity::Path(crate::stages::release::folder::resolved(path)),
+    }
+}
+
+/// The one rule for every path a command writes (outputs, rejects,
+/// checkpoints, models, features, caches): never the same file as any
+/// path it reads, nor as another path it writes, by identity, not by
+/// spelling (`./x.csv` and `x.csv`, a symbolic or hard link and its
+/// file). Refuses (exit 2) naming both flags, before any work: writing
+/// would destroy the input (a rejects file over its puzzles) or leave one
+/// output overwriting the other.
+pub fn guard_distinct(command: &str, paths: &[NamedPath]) -> Result<()> {
+    let identities: Vec<Identity> = paths.iter().map(|p| identity(&p.path)).collect();
+    for (i, written) in paths.iter().enumerate().filter(|(_, p)| p.writes) {
+        for (j, other) in paths.iter().enumerate() {
+            // Two outputs are compared once; an output with itself never.
+            if i == j || (other.writes && j < i) || identities[i] != identities[j] {
+                continue;
+            }
+            let what = match other.writes {
+                true => "another output of the command: one would overwrite the other",
+                false => "an input of the command: writing it would destroy the input",
+            };
+            return Err(crate::core::error::bad_input(format!(
+                "{} ({}) and {} ({}) are the same file, {what}. `{command}` never writes over \
+                 a file it reads, nor one file twice; give {} another path",
+                written.path.display(),
+                written.flag,
+                other.path.display(),
+                other.flag,
+                written.flag
+            )));
+        }
+    }
     Ok(())
 }
 
 /// The rejects file a command writes beside `output` when `--rejects` is
-/// left out, through the gate.
-pub(super) fn guard_default_rejects(output: &std::path::Path, command: &str) -> Result<()> {
-    guard_output(
-        &crate::stages::ingest_puzzles::rejects::default_rejects_path(output),
-        Target::File,
-        command,
-        "--rejects (by default the output's name plus .rejects.csv)",
-    )
+/// left out.
+pub(super) fn default_rejects(output: &std::path::Path) -> DerivedOutput {
+    DerivedOutput {
+        flag: "--rejects (by default the output's name plus .rejects.csv)".to_string(),
+        path: crate::stages::ingest_puzzles::rejects::default_rejects_path(output),
+    }
 }

@@ -34,9 +34,8 @@ use anyhow::Result;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::core::summary::Summary;
-use crate::stages::release::folder::{Target, guard_output};
 
-pub use guard::{OUTPUT_FLAGS, OutputFlag, guard_outputs};
+pub use guard::{OUTPUT_FLAGS, OutputFlag, guard_distinct, guard_outputs};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -108,34 +107,39 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-/// The output paths a command derives when its flag is left out, through
-/// the same gate: `verify`'s report beside its input, `tag`'s and `rate`'s
-/// rejects beside their output. (`eval`'s response cache, which its config
-/// may place, is guarded where it is resolved.)
-fn guard_derived_outputs(command: &Command) -> Result<()> {
+/// The output paths a command derives when its flag is left out, which go
+/// through the same gate as its flags: `verify`'s report beside its input,
+/// `tag`'s, `rate`'s and `ingest puzzles`' rejects beside their output, `mine`'s checkpoint
+/// beside its output. (`eval`'s response cache, which its config may
+/// place, is guarded where it is resolved.)
+fn derived_outputs(command: &Command) -> Vec<guard::DerivedOutput> {
     match command {
-        Command::Tag(args) if args.rejects.is_none() => {
-            guard::guard_default_rejects(&args.output, "tag")
+        Command::Tag(args) if args.rejects.is_none() => vec![guard::default_rejects(&args.output)],
+        Command::Ingest(ingest::IngestCommand::Puzzles(flags)) if flags.rejects.is_none() => {
+            vec![guard::default_rejects(&flags.output)]
         }
         Command::Rate(args) if args.rejects.is_none() => match &args.output {
             // Rating writes its rejects beside its output; without an
             // output (clap then has no input either) it rates nothing.
-            Some(output) => guard::guard_default_rejects(output, "rate"),
-            None => Ok(()),
+            Some(output) => vec![guard::default_rejects(output)],
+            None => Vec::new(),
         },
+        Command::Mine(flags) => vec![guard::DerivedOutput {
+            flag: "the checkpoint (the output's name plus .checkpoint.jsonl)".to_string(),
+            path: crate::stages::mine::checkpoint_path(&flags.output),
+        }],
         Command::Verify(flags) if flags.output.is_none() => {
             let args = flags.args();
             if crate::tools::recheck::is_recheck(&args) {
-                return Ok(());
+                return Vec::new();
             }
-            guard_output(
-                &crate::stages::verify::default_report_path(&args.input),
-                Target::File,
-                "verify",
-                "--output (by default INPUT's name with .verify.jsonl, beside it)",
-            )
+            vec![guard::DerivedOutput {
+                flag: "--output (by default INPUT's name with .verify.jsonl, beside it)"
+                    .to_string(),
+                path: crate::stages::verify::default_report_path(&args.input),
+            }]
         }
-        _ => Ok(()),
+        _ => Vec::new(),
     }
 }
 
@@ -150,14 +154,14 @@ pub fn parse_and_run() -> (bool, Result<Summary>) {
         Err(error) => error.exit(),
     };
     crate::core::progress::set_json_lines(cli.json);
-    let result = guard_outputs(&root, &matches).and_then(|()| dispatch(&cli.command));
+    let result = guard_outputs(&root, &matches, &derived_outputs(&cli.command))
+        .and_then(|()| dispatch(&cli.command));
     (cli.json, result)
 }
 
-/// Runs one parsed command; its output paths were guarded by
-/// [`guard_outputs`] (the paths it derives are guarded here).
+/// Runs one parsed command; its output paths, those its flags name and
+/// those it derives, were guarded by [`guard_outputs`].
 fn dispatch(command: &Command) -> Result<Summary> {
-    guard_derived_outputs(command)?;
     match command {
         Command::Run(flags) => crate::pipeline::run::run_pipeline(&flags.args()),
         Command::Merge(flags) => crate::pipeline::merge::run_merge(&flags.args()),

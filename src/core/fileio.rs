@@ -20,6 +20,7 @@ pub(crate) fn open_input_with<F>(path: &Path, wrap: F) -> Result<Box<dyn BufRead
 where
     F: FnOnce(File) -> Box<dyn Read + Send>,
 {
+    require_file(path)?;
     let mut file =
         File::open(path).map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
     let mut magic = [0u8; 4];
@@ -44,6 +45,34 @@ where
     } else {
         Ok(Box::new(BufReader::with_capacity(1 << 16, raw)))
     }
+}
+
+/// Refuses (exit 2) an input that is not a regular file, links followed:
+/// a folder, a FIFO (opening one would wait for a writer, and hashing it
+/// would consume what the reader needs), a socket or a device, each named
+/// as what it is; a path that cannot be looked at says why.
+pub(crate) fn require_file(path: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| bad_input(format!("cannot open {}: {e}", path.display())))?;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(bad_input(format!(
+        "{} is {what}, where a file is expected",
+        path.display()
+    )))
 }
 
 /// Opens `path` for reading, zstd or plain.
@@ -316,7 +345,6 @@ pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     file.commit()
 }
 
-/// Hex sha256 of a file's bytes.
 /// Whether a temporary name ending in `<marker><pid>` (such as
 /// [`write_atomic`]'s `.NAME.tmp-PID`) was left by a process that is gone:
 /// a killed run's leftover, safe to remove. A live process's name, or one
@@ -327,21 +355,32 @@ pub(crate) fn left_by_dead_process(name: &str, marker: &str) -> bool {
         .is_some_and(|pid| !Path::new("/proc").join(pid.to_string()).exists())
 }
 
+/// Hex sha256 of a file's bytes. A file that is not a regular file, or
+/// cannot be read, is bad input (exit 2) naming it.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file =
-        File::open(path).with_context(|| format!("opening {} to hash it", path.display()))?;
+    require_file(path)?;
+    let mut file = File::open(path)
+        .map_err(|e| bad_input(format!("cannot open {} to hash it: {e}", path.display())))?;
     let mut hasher = Sha256::new();
-    io::copy(&mut file, &mut hasher).with_context(|| format!("hashing {}", path.display()))?;
+    io::copy(&mut file, &mut hasher)
+        .map_err(|e| bad_input(format!("cannot read {} to hash it: {e}", path.display())))?;
     Ok(hex(&hasher.finalize()))
 }
 
 /// Hex sha256 of a file's content as [`open_input`] reads it: a zstd
 /// file's decompressed bytes, so that two compressions of one text (other
 /// zstd versions, other levels) hash alike.
+/// A damaged file (a truncated zstd frame, bytes after the last frame) is
+/// bad input (exit 2) naming it and the reason.
 pub(crate) fn sha256_content(path: &Path) -> Result<String> {
     let mut input = open_input(path)?;
     let mut hasher = Sha256::new();
-    io::copy(&mut input, &mut hasher).with_context(|| format!("hashing {}", path.display()))?;
+    io::copy(&mut input, &mut hasher).map_err(|e| {
+        bad_input(format!(
+            "{} cannot be read to the end (damaged or truncated?): {e}",
+            path.display()
+        ))
+    })?;
     Ok(hex(&hasher.finalize()))
 }
 

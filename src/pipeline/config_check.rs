@@ -200,12 +200,8 @@ impl PipelineConfig {
                 )?;
             }
         }
-        for file in generate.exclude.iter().filter(|p| !p.exists()) {
-            fail(
-                "generate",
-                "exclude",
-                format!("{} does not exist", file.display()),
-            )?;
+        for why in generate.exclude.iter().filter_map(|p| unreadable(p)) {
+            fail("generate", "exclude", why)?;
         }
         for band in &generate.bands {
             if !generate.profiles.contains_key(&band.profile) {
@@ -336,36 +332,25 @@ impl PipelineConfig {
         Ok(())
     }
 
-    /// Every file the configured stages read must exist.
+    /// Every file the configured stages read must exist and be a file
+    /// (not a folder, a FIFO or a device), named by its key.
     fn validate_paths(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
         let stages = &self.pipeline.stages;
         let missing = |p: &Path| !p.exists();
         if stages.contains(&StageName::IngestPuzzles) {
-            for source in self.sources.puzzles.iter().filter(|p| missing(p)) {
-                fail(
-                    "sources",
-                    "puzzles",
-                    format!("{} does not exist", source.display()),
-                )?;
+            for why in self.sources.puzzles.iter().filter_map(|p| unreadable(p)) {
+                fail("sources", "puzzles", why)?;
             }
         }
         if stages.contains(&StageName::IngestGames) {
-            for source in self.sources.games.iter().filter(|p| missing(p)) {
-                fail(
-                    "sources",
-                    "games",
-                    format!("{} does not exist", source.display()),
-                )?;
+            for why in self.sources.games.iter().filter_map(|p| unreadable(p)) {
+                fail("sources", "games", why)?;
             }
         }
         if stages.contains(&StageName::Rate)
-            && let Some(model) = self.rate.model.as_ref().filter(|p| missing(p))
+            && let Some(why) = self.rate.model.as_deref().and_then(unreadable)
         {
-            fail(
-                "rate",
-                "model",
-                format!("{} does not exist", model.display()),
-            )?;
+            fail("rate", "model", why)?;
         }
         let uses_engine = [
             StageName::Selfplay,
@@ -390,6 +375,17 @@ impl PipelineConfig {
         }
         Ok(())
     }
+}
+
+/// Why `path` cannot be read as a file (missing, or a folder, a FIFO, a
+/// device, each named as what it is); `None` when it can.
+fn unreadable(path: &Path) -> Option<String> {
+    if !path.exists() && !path.is_symlink() {
+        return Some(format!("{} does not exist", path.display()));
+    }
+    crate::core::fileio::require_file(path)
+        .err()
+        .map(|e| format!("{e:#}"))
 }
 
 /// Whether `date` is a PGN date: `YYYY.MM.DD`, each digit or `?`.

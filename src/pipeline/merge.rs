@@ -716,6 +716,7 @@ fn check_release_dir(release_dir: &Path, output_dir: &Path, config_path: &Path) 
         .unwrap_or_default();
     check_release_name(name)
         .map_err(|e| bad_input(format!("-o {}: {e}", release_dir.display())))?;
+    crate::stages::release::folder::check_registry(output_dir)?;
     std::fs::create_dir_all(output_dir)
         .with_context(|| format!("creating {}", output_dir.display()))?;
     let parent = match release_dir.parent() {

@@ -198,12 +198,16 @@ fn prepare_generation(
     stages: &[Box<dyn Stage>],
     tier: Option<&str>,
 ) -> Result<Generated> {
+    let kept = !args.rewrite_release && release_is_finished(&ctx.release_dir);
     let mode = match args.shard {
         Some(shard) => Mode::Shard(shard),
+        // A finished release is walked from the store alone: a game to
+        // play is refused before any batch is played.
+        None if kept => Mode::Check,
         None => Mode::Run,
     };
     let sections = config.generate_sections();
-    if !args.rewrite_release && release_is_finished(&ctx.release_dir) {
+    if kept {
         // Refused before any game is played: the ingest stages, and
         // the store the kept release's games came from.
         let ingest = stages
@@ -214,7 +218,13 @@ fn prepare_generation(
         check_kept_store(ctx, &key)?;
     }
     let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
-    prepare(&sections, ctx.generate_engine()?, mode, tier, &earlier)
+    let generated = prepare(&sections, ctx.generate_engine()?, mode, tier, &earlier);
+    match mode {
+        Mode::Check => {
+            generated.with_context(|| ctx.stage_dir(StageName::Release).display().to_string())
+        }
+        _ => generated,
+    }
 }
 
 /// The `run` summary (`run --json`): the release, each stage's report,
@@ -613,12 +623,15 @@ fn release_name(args: &RunArgs, config: &PipelineConfig) -> Result<String> {
         .clone()
         .unwrap_or_else(|| config.pipeline.release.clone());
     check_release_name(&release)?;
+    crate::stages::release::folder::check_registry(&config.pipeline.output_dir)?;
     Ok(release)
 }
 
 /// A release's folder name as `run` and `merge` accept it: a plain folder
 /// name that later releases find and exclude (they skip hidden folders,
-/// shard folders and `target`).
+/// shard folders and `target`), and none of the names the output folder
+/// uses for itself (its registry `releases.sha256`; `.releases.lock`,
+/// `.generate` and `.eval-cache` are hidden, so refused already).
 pub(crate) fn check_release_name(release: &str) -> Result<()> {
     if release.is_empty() || release.contains(['/', '\\']) || release.starts_with('.') {
         return Err(bad_input(format!(
@@ -637,6 +650,13 @@ pub(crate) fn check_release_name(release: &str) -> Result<()> {
              read as another name in listings and logs; use letters, digits, `-` and `_`",
             c,
             u32::from(c)
+        )));
+    }
+    if release == crate::stages::release::folder::RELEASES_REGISTRY {
+        return Err(bad_input(format!(
+            "release name {release:?} is refused: it is the name of the output folder's own \
+             registry of releases (the file beside the releases that records their manifests), \
+             so the release folder and the registry would collide; choose another name"
         )));
     }
     if crate::core::shard::is_shard_folder_name(release) || release == "target" {

@@ -167,7 +167,7 @@ type Tagged = (u64, Result<TaggedRow, FailedRow>);
 fn tag_row((line, row): ReadRow) -> Tagged {
     let outcome = match row {
         Err(error) => Err(FailedRow {
-            id: String::new(),
+            id: error.id.clone(),
             error,
         }),
         Ok(puzzle) => match puzzle.line() {

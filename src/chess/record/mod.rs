@@ -27,8 +27,8 @@ mod write;
 pub use puzzle::{LICHESS_COLUMNS, Puzzle};
 pub use read::read_puzzles;
 pub(crate) use read::{Header, ReadRow, for_each_row, puzzle_from_json};
-pub(crate) use row_error::FirstLines;
 pub use row_error::RowError;
+pub(crate) use row_error::{FirstLines, check_puzzle_id};
 pub use write::write_puzzles;
 pub(crate) use write::{Format, PuzzleWriter, extra_columns_of};
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::chess::columns::{Column, ColumnType};
 use crate::chess::line::{read_fen, read_ucis};
 use crate::chess::record::puzzle::{LICHESS_COLUMNS, Puzzle};
-use crate::chess::record::row_error::RowError;
+use crate::chess::record::row_error::{RowError, check_puzzle_id};
 use crate::core::csv_reader::{MAX_ROW_BYTES, RecordReader, Row, read_line_bounded};
 use crate::core::error::bad_input;
 use crate::core::fileio::open_input;
@@ -91,6 +91,16 @@ fn puzzle_from_cells<'a>(
     cell: impl Fn(Column) -> Cow<'a, str>,
     extra: Vec<(String, String)>,
 ) -> std::result::Result<Puzzle, RowError> {
+    let id = cell(Column::PuzzleId);
+    check_puzzle_id(&id)?;
+    puzzle_from_checked_cells(&cell, extra).map_err(|e| e.with_id(&id))
+}
+
+/// [`puzzle_from_cells`] after the id's check.
+fn puzzle_from_checked_cells<'a>(
+    cell: &impl Fn(Column) -> Cow<'a, str>,
+    extra: Vec<(String, String)>,
+) -> std::result::Result<Puzzle, RowError> {
     let int = |name: Column| -> std::result::Result<Option<i32>, RowError> {
         let cell = cell(name);
         let text = cell.trim();
@@ -133,12 +143,13 @@ pub(crate) fn puzzle_from_json(value: &Value) -> std::result::Result<Puzzle, Row
     let object = value
         .as_object()
         .ok_or_else(|| RowError::new("not_an_object", "the line is not a JSON object"))?;
+    let id = object
+        .get(Column::PuzzleId.name())
+        .map(ColumnType::cell_of)
+        .unwrap_or_default();
     for required in REQUIRED_COLUMNS {
         if !object.contains_key(required.name()) {
-            return Err(RowError::new(
-                "missing_column",
-                format!("no {required} key"),
-            ));
+            return Err(RowError::new("missing_column", format!("no {required} key")).with_id(&id));
         }
     }
     let extra = object
@@ -257,12 +268,20 @@ fn for_each_csv_row(
         .map(|c| String::from_utf8_lossy(c).into_owned())
         .collect();
     let header = Header::new(names).map_err(|e| bad_input(format!("{}: {e}", path.display())))?;
+    let id_at = header.position(Column::PuzzleId.name());
     loop {
         match reader.read(&mut record) {
             Ok(None) => return Ok(()),
             Ok(Some(line)) => {
+                // The id of a row that cannot be read, where its own cell
+                // can be: a reject names its puzzle.
+                let id = id_at
+                    .and_then(|i| record.get(i))
+                    .and_then(|cell| std::str::from_utf8(cell).ok())
+                    .unwrap_or_default()
+                    .to_string();
                 if let Some(error) = RowError::of_unread(&record, line) {
-                    on_row((line, Err(error)))?;
+                    on_row((line, Err(error.with_id(&id))))?;
                     continue;
                 }
                 let cells: std::result::Result<Vec<&str>, _> =
@@ -271,7 +290,7 @@ fn for_each_csv_row(
                     Ok(cells) => header.parse_row(&cells),
                     Err(_) => Err(RowError::new("invalid_utf8", "the row is not UTF-8")),
                 };
-                on_row((line, row))?;
+                on_row((line, row.map_err(|e| e.with_id(&id))))?;
             }
             Err(e) => {
                 return Err(bad_input(format!(

@@ -29,6 +29,27 @@ impl FirstLines {
     }
 }
 
+/// The one PuzzleId rule of every reader (`ingest puzzles`, `tag`,
+/// `rate`, and every file read through [`super::for_each_row`]): an empty
+/// id is `missing_id`, and an id holding a control character (a NUL, a
+/// line break) is `bad_id`, since files, logs and exclusion lists carry
+/// it as a name.
+pub(crate) fn check_puzzle_id(id: &str) -> std::result::Result<(), RowError> {
+    if id.trim().is_empty() {
+        return Err(RowError::new("missing_id", "PuzzleId is empty"));
+    }
+    if let Some(c) = id.chars().find(|c| c.is_control()) {
+        return Err(RowError::new(
+            "bad_id",
+            format!(
+                "PuzzleId {id:?} holds the control character U+{:04X}",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Why one row could not be read as a puzzle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RowError {
@@ -36,6 +57,9 @@ pub struct RowError {
     pub reason: &'static str,
     /// Human detail: which column and what it held.
     pub detail: String,
+    /// The row's PuzzleId where it could be read although the row could
+    /// not (empty otherwise), so that a rejects file names the puzzle.
+    pub id: String,
 }
 
 impl RowError {
@@ -43,7 +67,17 @@ impl RowError {
         Self {
             reason,
             detail: detail.into(),
+            id: String::new(),
         }
+    }
+
+    /// The error with the row's PuzzleId `id` (trimmed), unless it
+    /// already has one.
+    pub(crate) fn with_id(mut self, id: &str) -> Self {
+        if self.id.is_empty() {
+            self.id = id.trim().to_string();
+        }
+        self
     }
 
     /// The reject of a row the CSV reader could not read whole (too long,

@@ -263,7 +263,7 @@ fn take_turns(
     // progress lines alone.
     let mut all_streams = Counter::new(target, seed, 0);
     let budget = max_cpu_hours
-        .filter(|_| mode == Mode::Run)
+        .filter(|_| matches!(mode, Mode::Run | Mode::Check))
         .map(|h| h * 3600.0);
     while stops.iter().any(Option::is_none) {
         for index in 0..walks.len() {

@@ -26,6 +26,11 @@ pub(crate) enum Mode {
     Shard(Shard),
     /// `merge`: play nothing; the shards' batches must be in the store.
     Merge,
+    /// `run` on a finished release (without `--rewrite-release`): walk as
+    /// `run` does but play nothing; a game no stored batch holds means the
+    /// release would now come out differently, refused before any batch
+    /// is played.
+    Check,
 }
 
 /// One stream's games taken in order: stored batches reused, missing ones
@@ -102,6 +107,16 @@ impl Walk<'_> {
         self.played.last_batch = false;
         if let Some(batch) = covering(&self.batches, next) {
             return Ok(batch);
+        }
+        if self.mode == Mode::Check {
+            return Err(bad_input(format!(
+                "a finished release never changes, but these settings would play game {next}, \
+                 which no stored batch of {} holds (a larger `max_games`, `max_cpu_hours` or \
+                 target than the release was made with); no game was played. Make a new \
+                 release with `--release NEW`, or rerun with --rewrite-release to replace its \
+                 puzzles",
+                self.player.store.display()
+            )));
         }
         if self.mode == Mode::Merge {
             return Err(bad_input(format!(

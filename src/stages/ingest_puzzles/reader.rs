@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use super::row::RowLayout;
+use crate::chess::columns::Column;
 use crate::chess::record::{self, LICHESS_COLUMNS, RowError};
 use crate::core::csv_reader::{MAX_ROW_BYTES, RecordReader, Row, read_line_bounded};
 use crate::core::error::bad_input;
@@ -146,7 +147,15 @@ fn read_jsonl_batches(
                     }
                     None
                 }
-                Err(error) => Some(error),
+                Err(error) => {
+                    // The id where it was readable, in its own cell: the
+                    // reject names its puzzle.
+                    for name in &names {
+                        let id = name == Column::PuzzleId.name();
+                        slot.push_field(if id { error.id.as_bytes() } else { b"" });
+                    }
+                    Some(error)
+                }
             };
             batch.lines.push(line_number);
             batch.prerejected.push(pre);

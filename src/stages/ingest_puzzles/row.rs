@@ -188,21 +188,8 @@ pub(super) fn check_text_row(
     line: &mut PuzzleLine,
 ) -> std::result::Result<CheckedRow, RowError> {
     let text = |column: usize| -> &str { layout.text(cells, column) };
-    if text(ID).trim().is_empty() {
-        return Err(RowError::new("missing_id", "PuzzleId is empty"));
-    }
-    // An id is a name that files, logs and exclusion lists carry: a NUL or
-    // another control character in it is a damaged row, not a puzzle.
-    if let Some(c) = text(ID).chars().find(|c| c.is_control()) {
-        return Err(RowError::new(
-            "bad_id",
-            format!(
-                "PuzzleId {:?} holds the control character U+{:04X}",
-                text(ID),
-                u32::from(c)
-            ),
-        ));
-    }
+    // The one id rule of every reader.
+    crate::chess::record::check_puzzle_id(text(ID))?;
     let int = |column: usize| -> std::result::Result<Option<i32>, RowError> {
         let value = text(column).trim();
         if value.is_empty() {

@@ -31,9 +31,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::config::MineConfig;
 use super::funnel::{analyse_target, unit_line};
-use super::input::{MineUnit, Target};
+use super::input::{MineUnit, Target, search_request};
 use super::results::UnitResult;
-use super::verdict::search_request;
 use crate::chess::line::{PuzzleLine, position_key, uci_of};
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit};
@@ -80,7 +79,15 @@ pub(super) fn mine_branches(
         }
         let played = unit.moves.get(at).copied();
         let history = unit.moves.get(..at).unwrap_or_default();
-        for m in branch_moves(session, unit, history, position, played, config, result)? {
+        for m in branch_moves(
+            session,
+            (unit, line),
+            history,
+            position,
+            played,
+            config,
+            result,
+        )? {
             let mut reached = position.clone();
             reached.play_unchecked(m);
             if reached.fullmoves().get() < config.min_fullmove
@@ -141,7 +148,7 @@ pub(crate) fn branch_points(signs: &[usize], per_sign: u32) -> BTreeSet<usize> {
 /// search over every legal move (see the module comment).
 fn branch_moves(
     session: &mut Session,
-    unit: &MineUnit,
+    (unit, game): (&MineUnit, &PuzzleLine),
     history: &[UciMove],
     position: &Chess,
     played: Option<UciMove>,
@@ -154,6 +161,7 @@ fn branch_moves(
     }
     let searched = session.search(&search_request(
         unit,
+        game,
         history,
         Limit::Depth(config.branch_depth),
         legal.len() as u32,

@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 
 use super::config::MineConfig;
-use super::input::{MineUnit, Target};
+use super::input::{MineUnit, Target, search_request};
 use super::results::UnitResult;
-use super::verdict::{full_search, rule_for, search_request};
+use super::verdict::{full_search, rule_for};
 use crate::chess::line::{PuzzleLine, uci_of};
 use crate::engine::criterion::{self, Rule, Scores, Slack};
 use crate::engine::pool::Session;
@@ -50,7 +50,7 @@ pub(super) fn analyse_target(
     {
         return Ok(None);
     }
-    full_search(session, unit, target, position, config, result)
+    full_search(session, unit, line, target, position, config, result)
 }
 
 /// The unit's moves played from its FEN, up to the first illegal one;
@@ -83,6 +83,7 @@ fn shallow_pass(
     let history = &unit.moves[..target.after];
     let shallow = session.search(&search_request(
         unit,
+        line,
         history,
         Limit::Depth(config.shallow_depth),
         2,
@@ -96,7 +97,15 @@ fn shallow_pass(
     }
     if config.line_screen
         && config.min_solver_moves > 1
-        && !shallow_line_may_reach(session, unit, history, position, &shallow, config, result)?
+        && !shallow_line_may_reach(
+            session,
+            (unit, line),
+            history,
+            position,
+            &shallow,
+            config,
+            result,
+        )?
     {
         return Ok(false);
     }
@@ -112,6 +121,7 @@ fn shallow_pass(
             if let Entry::Vacant(slot) = shallow_best.entry(next) {
                 let reply_request = search_request(
                     unit,
+                    line,
                     &unit.moves[..next],
                     Limit::Depth(config.shallow_depth),
                     1,
@@ -140,7 +150,7 @@ fn shallow_pass(
 /// shallow searches, and a long-line target keeps only long lines.
 fn shallow_line_may_reach(
     session: &mut Session,
-    unit: &MineUnit,
+    (unit, game): (&MineUnit, &PuzzleLine),
     history: &[UciMove],
     position: &Chess,
     shallow: &SearchResult,
@@ -168,7 +178,7 @@ fn shallow_line_may_reach(
         if pos.is_game_over() {
             return Ok(false);
         }
-        let reply = session.search(&search_request(unit, &moves, limit, 1))?;
+        let reply = session.search(&search_request(unit, game, &moves, limit, 1))?;
         result.nodes += reply.nodes;
         let Some(reply_uci) = reply.best_move else {
             return Ok(false);
@@ -181,7 +191,7 @@ fn shallow_line_may_reach(
         if pos.is_game_over() {
             return Ok(false);
         }
-        let searched = session.search(&search_request(unit, &moves, limit, 2))?;
+        let searched = session.search(&search_request(unit, game, &moves, limit, 2))?;
         result.nodes += searched.nodes;
         let (Some(best), second) = (
             searched.lines.first(),

@@ -17,6 +17,7 @@ use crate::chess::line::{PuzzleLine, uci_of};
 use crate::chess::novelty::{Idea, START_GAME, START_PUZZLE};
 use crate::core::error::bad_input;
 use crate::core::fileio::open_input;
+use crate::engine::process::{Limit, SearchRequest};
 
 /// Where a game came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +121,69 @@ pub fn load_input(path: &Path) -> Result<Loaded> {
         None => Err(bad_input(format!("{}: the file is empty", path.display()))),
         Some(b'[') | Some(b'1') => load_pgn(path, input),
         Some(_) => load_candidates(path),
+    }
+}
+
+/// The most plies of a game the engine is given before a searched
+/// position: a position 100 plies past the last capture or pawn move is a
+/// draw by the fifty-move rule, whatever came before.
+const HISTORY_PLIES: usize = 100;
+
+/// A search of the position after `moves` from the unit's FEN; `game` is
+/// the unit's line (its moves played from its FEN, [`super::funnel::unit_line`]).
+///
+/// The engine is given the position after the game's last capture or pawn
+/// move (its FEN carries the fifty-move counter) and the moves since, at
+/// most [`HISTORY_PLIES`] of them: no earlier position can repeat, so it
+/// searches as it would from the whole game, while the command stays as
+/// long as that stretch. Sent whole, a game of `n` plies cost the engine
+/// `n` moves to read per search, `n` squared over the game: a 4,000-ply
+/// game of knight shuffles took 48 s at 2,000 nodes, 15 times its
+/// 800-ply start (`docs/mining.md`, "Long games").
+pub(super) fn search_request(
+    unit: &MineUnit,
+    game: &PuzzleLine,
+    moves: &[UciMove],
+    limit: Limit,
+    multipv: u32,
+) -> SearchRequest {
+    let (fen, skip) = history_start(unit, game, moves);
+    SearchRequest {
+        fen,
+        moves: moves.get(skip..).unwrap_or_default().to_vec(),
+        limit,
+        multipv,
+    }
+}
+
+/// Where [`search_request`]'s history starts: the FEN and how many of
+/// `moves` it stands for (0: the unit's own FEN).
+fn history_start(unit: &MineUnit, game: &PuzzleLine, moves: &[UciMove]) -> (Fen, usize) {
+    // How many of `moves` are the game's: all when they are a slice of the
+    // game's own moves (no comparison), else up to the first that differs
+    // (a line or a branch played off the game).
+    let on_game = if std::ptr::eq(moves.as_ptr(), unit.moves.as_ptr()) {
+        moves.len()
+    } else {
+        moves
+            .iter()
+            .zip(&unit.moves)
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+    .min(game.plies());
+    let Some(position) = game.position_after(on_game) else {
+        return (unit.start_fen.clone(), 0);
+    };
+    let back = usize::try_from(position.halfmoves())
+        .unwrap_or(usize::MAX)
+        .min(HISTORY_PLIES);
+    match on_game.saturating_sub(back) {
+        0 => (unit.start_fen.clone(), 0),
+        skip => match game.position_after(skip) {
+            Some(start) => (Fen::from_position(start, EnPassantMode::PseudoLegal), skip),
+            None => (unit.start_fen.clone(), 0),
+        },
     }
 }
 

@@ -8,9 +8,9 @@ use shakmaty::uci::UciMove;
 use shakmaty::{Chess, Move, Position};
 
 use super::config::MineConfig;
-use super::input::MineUnit;
+use super::input::{MineUnit, search_request};
 use crate::chess::derive::solver_moves_from_solver_move;
-use crate::chess::line::uci_of;
+use crate::chess::line::{PuzzleLine, uci_of};
 use crate::engine::criterion::{self, Rule, Turn, Why};
 use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, SearchRequest};
@@ -20,7 +20,7 @@ use crate::engine::process::{EngineError, SearchRequest};
 /// not reach its mate as the only good move at every step.
 pub(super) fn extend_line(
     session: &mut Session,
-    unit: &MineUnit,
+    (unit, game): (&MineUnit, &PuzzleLine),
     history: &[UciMove],
     position: &Chess,
     best: Move,
@@ -40,7 +40,7 @@ pub(super) fn extend_line(
             break;
         }
         let Some((reply_uci, reply_move, mut after_reply)) =
-            opponent_reply(session, unit, config, &moves, &pos, &mut nodes)?
+            opponent_reply(session, (unit, game), config, &moves, &pos, &mut nodes)?
         else {
             break;
         };
@@ -48,7 +48,7 @@ pub(super) fn extend_line(
         next_moves.push(uci_of(reply_move));
         let (judged, searched) = criterion::judge(
             session,
-            &line_request(unit, config, &next_moves, 2),
+            &line_request((unit, game), config, &next_moves, 2),
             &after_reply,
             rule,
             Turn::Later,
@@ -86,20 +86,15 @@ pub(super) fn extend_line(
     Ok(Some((line, nodes)))
 }
 
-/// A search of the position after `moves` from the unit's start, at the
-/// mining limit.
+/// A search of the position after `moves` from the unit's start (`game`
+/// its line), at the mining limit.
 fn line_request(
-    unit: &MineUnit,
+    (unit, game): (&MineUnit, &PuzzleLine),
     config: &MineConfig,
     moves: &[UciMove],
     multipv: u32,
 ) -> SearchRequest {
-    SearchRequest {
-        fen: unit.start_fen.clone(),
-        moves: moves.to_vec(),
-        limit: config.limit(),
-        multipv,
-    }
+    search_request(unit, game, moves, config.limit(), multipv)
 }
 
 /// The opponent's reply at `pos` (after `moves`): the engine's best move,
@@ -108,7 +103,7 @@ fn line_request(
 /// the game. Adds the search's nodes to `nodes`.
 fn opponent_reply(
     session: &mut Session,
-    unit: &MineUnit,
+    unit: (&MineUnit, &PuzzleLine),
     config: &MineConfig,
     moves: &[UciMove],
     pos: &Chess,

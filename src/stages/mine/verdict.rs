@@ -4,34 +4,18 @@
 //! capture, and the line extension that makes the puzzle. Apart because
 //! this decides what passes, the same in the funnel and in `--exhaustive`.
 
-use shakmaty::uci::UciMove;
 use shakmaty::{Chess, Move};
 
 use super::config::MineConfig;
-use super::input::{MineUnit, Target};
+use super::input::{MineUnit, Target, search_request};
 use super::line::extend_line;
 use super::results::{Found, UnitResult};
 use crate::chess::capture::is_trivial_capture;
-use crate::chess::line::{accepts_answer, position_key};
+use crate::chess::line::{PuzzleLine, accepts_answer, position_key};
 use crate::engine::criterion::{self, Criterion, Rule, Turn};
 use crate::engine::pool::Session;
-use crate::engine::process::{EngineError, Limit, SearchRequest};
+use crate::engine::process::EngineError;
 use crate::engine::uci::Score;
-
-/// A search of the position after `moves` from the unit's FEN.
-pub(super) fn search_request(
-    unit: &MineUnit,
-    moves: &[UciMove],
-    limit: Limit,
-    multipv: u32,
-) -> SearchRequest {
-    SearchRequest {
-        fen: unit.start_fen.clone(),
-        moves: moves.to_vec(),
-        limit,
-        multipv,
-    }
-}
 
 /// The rule the first solver move is judged by, given the full search's
 /// best score: the mate rule for a forced mate within the line's length
@@ -52,6 +36,7 @@ pub(super) fn rule_for(best: Option<Score>, config: &MineConfig) -> Rule {
 pub(super) fn full_search(
     session: &mut Session,
     unit: &MineUnit,
+    game: &PuzzleLine,
     target: &Target,
     position: &Chess,
     config: &MineConfig,
@@ -63,7 +48,7 @@ pub(super) fn full_search(
         // the engine saw before: the funnel and --exhaustive agree.
         session.set_option("Clear Hash", "true")?;
     }
-    let request = search_request(unit, history, config.limit(), 2);
+    let request = search_request(unit, game, history, config.limit(), 2);
     let deep = session.search(&request)?;
     result.nodes += deep.nodes;
     result.full_searches += 1;
@@ -87,7 +72,7 @@ pub(super) fn full_search(
         return Ok(None);
     }
     let Some((line, line_nodes)) =
-        extend_line(session, unit, history, position, best, rule, config)?
+        extend_line(session, (unit, game), history, position, best, rule, config)?
     else {
         return Ok(None);
     };

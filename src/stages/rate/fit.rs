@@ -58,7 +58,7 @@ pub(crate) fn read_rateable(path: &Path) -> Result<(Vec<Puzzle>, Vec<RateReject>
             }
             Err(error) => rejected.push(RateReject {
                 line,
-                id: String::new(),
+                id: error.id.clone(),
                 error,
             }),
         }

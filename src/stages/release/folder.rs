@@ -140,6 +140,14 @@ fn check_registered(release_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Reads the registry of releases of `holder` (a run's `output_dir`), so
+/// that one that cannot be read, or a folder standing at its name, is
+/// explained (exit 2, with the command that repairs it) before any work,
+/// not at the release stage.
+pub(crate) fn check_registry(holder: &Path) -> Result<()> {
+    registry_lines(&holder.join(RELEASES_REGISTRY)).map(|_| ())
+}
+
 /// How the registry of `holder` names `manifest`: its path relative to
 /// `holder`, `/`-separated.
 fn registry_name(holder: &Path, manifest: &Path) -> Result<String> {
@@ -164,6 +172,19 @@ fn registry_lines(registry: &Path) -> Result<Vec<(String, String)>> {
     let text = match std::fs::read_to_string(registry) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(_) if registry.is_dir() => {
+            let holder = registry.parent().unwrap_or(Path::new("."));
+            return Err(bad_input(format!(
+                "{} is a folder where the registry of releases of {} goes: a release (or \
+                 another folder) was given the registry's name, which puzzleforge now refuses, \
+                 so no release of that folder can be recorded. Rename the folder, and the next \
+                 release writes the registry: `mv {} {}`",
+                registry.display(),
+                holder.display(),
+                registry.display(),
+                holder.join("releases-renamed").display()
+            )));
+        }
         Err(e) => {
             return Err(bad_input(format!(
                 "cannot read the registry of releases {}: {e}",
@@ -261,6 +282,14 @@ pub fn guard_output(path: &Path, target: Target, command: &str, flag: &str) -> R
             path.display()
         )));
     }
+    if target == Target::Folder && path.file_name().is_some_and(|n| n == RELEASES_REGISTRY) {
+        return Err(bad_input(format!(
+            "{} ({flag}): a folder named {RELEASES_REGISTRY} would stand where its parent's \
+             registry of releases goes, and no release there could be recorded; give \
+             another name",
+            path.display()
+        )));
+    }
     let resolved = resolved(path);
     let start = match target {
         Target::Folder => resolved.as_path(),
@@ -297,7 +326,7 @@ pub fn guard_output(path: &Path, target: Target, command: &str, flag: &str) -> R
 /// `path` made absolute, its `.` and `name/..` removed, with every link of
 /// the part of it that exists resolved (the rest, not yet created,
 /// appended as written).
-fn resolved(path: &Path) -> PathBuf {
+pub(crate) fn resolved(path: &Path) -> PathBuf {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut normal = PathBuf::new();
     for part in absolute.components() {

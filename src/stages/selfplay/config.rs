@@ -156,9 +156,9 @@ pub struct HumanStart {
     /// than the shortest prefix).
     pub min_game_plies: Option<u32>,
     /// The new play stops after this many plies (absent: at the game's end
-    /// or `max_plies`). With 0 and a long `plies` range a game is its
-    /// source game, and what mining keeps comes from its branches
-    /// (`[mine] branch_moves`): positions one move off the human game.
+    /// or `max_plies`). At least 2: the positions of the source game are
+    /// public and never searched, so a game needs a new position and a
+    /// move played from it to give anything to mine.
     pub continue_plies: Option<u32>,
 }
 
@@ -174,9 +174,9 @@ impl Bounded for HumanStart {
         Bound::within("min_game_plies", 1.0, 2000.0, "plies"),
         Bound::within(
             "continue_plies",
-            0.0,
+            2.0,
             2000.0,
-            "plies played after the prefix",
+            "plies played after the prefix; at least 2: a new position and a move from it",
         ),
     ];
 }
@@ -327,6 +327,19 @@ impl SelfplayConfig {
             .map_err(|e| crate::core::error::bad_input(format!("selfplay.{e}")))?;
         if let Some(human) = &self.human {
             human.validate()?;
+            // Mining searches no position of the source game, so a game
+            // must go on at least 2 plies past its prefix: a new position
+            // and a move from it.
+            if u64::from(human.plies[0]) + 2 > u64::from(self.max_plies) {
+                crate::bail_input!(
+                    "selfplay.human.plies starts at {} and selfplay.max_plies is {}: a game \
+                     grown from a human game needs 2 plies after its prefix (a new position \
+                     and a move from it) to give a position to mine; raise max_plies or \
+                     lower plies",
+                    human.plies[0],
+                    self.max_plies
+                );
+            }
         }
         if let Some(maia) = &self.maia {
             maia.validate()?;
