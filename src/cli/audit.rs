@@ -15,6 +15,11 @@ pub struct AuditFlags {
     /// Where to write the JSON report (`--json` prints it too).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Look every near copy of the rule up in the indexes (about a quarter
+    /// of the speed); by default, those whose near positions play the same
+    /// move (99% of them on Lichess's puzzles, docs/novelty.md).
+    #[arg(long)]
+    pub exact: bool,
 }
 
 impl AuditFlags {
@@ -24,11 +29,13 @@ impl AuditFlags {
             release,
             against,
             output,
+            exact,
         } = self.clone();
         crate::tools::novelty::AuditArgs {
             release,
             against,
             output,
+            exact,
         }
     }
 }

@@ -4,10 +4,17 @@
 //! puzzle or game files, or read from a compact file that
 //! `puzzleforge index` writes ([`NoveltyIndex::write`]).
 //!
-//! **Lookup.** Two ideas are near only at a pair of solver positions where
-//! the same side plays the same move, so steps are filed in buckets by
-//! (side to move, solver move): a query scans, for each of its own solver
-//! positions, the bucket of the move played there. A bucket holds each step's occupied
+//! **Lookup.** Two ideas are near only when they share a solver move, so
+//! steps are filed in buckets by (side to move, solver move). An
+//! [`Lookup::Exact`] index files each step once for every solver move of
+//! its idea, and a query scans, per solver position, the buckets of all
+//! its idea's moves: the rule exactly. A [`Lookup::SameMove`] index files
+//! each step under the move played there, and a query scans one bucket per
+//! solver position: the near copies whose near positions play the same
+//! move, 99% of the rule's on Lichess's puzzles (docs/novelty.md), for a
+//! quarter of the work. Small indexes (a run's excluded files, the puzzles
+//! a run kept) are exact; a public index read from its file is same-move
+//! unless asked otherwise. A bucket holds each step's occupied
 //! squares beside its number, so most steps are turned away by one XOR and
 //! a popcount (squares occupied in one board and empty in the other all
 //! differ) before their placements are compared.
@@ -84,9 +91,21 @@ impl Bucket {
     }
 }
 
+/// How an index files its steps, and so which near copies it finds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lookup {
+    /// Every near copy the rule defines.
+    #[default]
+    Exact,
+    /// The near copies whose near positions play the same solver move.
+    SameMove,
+}
+
 /// Many ideas, with buckets for lookups.
 #[derive(Default)]
 pub struct NoveltyIndex {
+    lookup: Lookup,
     /// Names, one after another (`name_ends[i]` ends the `i`th).
     names: String,
     name_ends: Vec<u32>,
@@ -96,8 +115,6 @@ pub struct NoveltyIndex {
     steps: Vec<SolverStep>,
     /// The idea each step belongs to.
     step_idea: Vec<u32>,
-    /// Steps' pieces on the board (cached for the rule's sparse case).
-    step_pieces: Vec<u8>,
     buckets: HashMap<u32, Bucket>,
 }
 
@@ -106,8 +123,21 @@ fn bucket_key(white_to_move: bool, mv: u16) -> u32 {
 }
 
 impl NoveltyIndex {
+    /// An empty exact index.
     pub fn new() -> NoveltyIndex {
         NoveltyIndex::default()
+    }
+
+    /// An empty index that files its steps for `lookup`.
+    pub fn with_lookup(lookup: Lookup) -> NoveltyIndex {
+        NoveltyIndex {
+            lookup,
+            ..NoveltyIndex::default()
+        }
+    }
+
+    pub fn lookup(&self) -> Lookup {
+        self.lookup
     }
 
     /// Ideas held.
@@ -157,14 +187,20 @@ impl NoveltyIndex {
             let occupied = step.placement.occupied();
             self.steps.push(*step);
             self.step_idea.push(number);
-            self.step_pieces.push(occupied.count_ones() as u8);
-            let bucket = self
-                .buckets
-                .entry(bucket_key(step.white_to_move, step.mv))
-                .or_default();
-            bucket.steps.push(step_number);
-            bucket.occupied.push(occupied);
-            bucket.by_pieces = None;
+            let own = [step.mv];
+            let moves: &[u16] = match self.lookup {
+                Lookup::Exact => &idea.moves,
+                Lookup::SameMove => &own,
+            };
+            for &mv in moves {
+                let bucket = self
+                    .buckets
+                    .entry(bucket_key(step.white_to_move, mv))
+                    .or_default();
+                bucket.steps.push(step_number);
+                bucket.occupied.push(occupied);
+                bucket.by_pieces = None;
+            }
         }
         number
     }
@@ -191,9 +227,13 @@ impl NoveltyIndex {
         for (i, step) in idea.steps.iter().enumerate() {
             let occupied = step.placement.occupied();
             let pieces = occupied.count_ones();
-            {
-                let Some(bucket) = self.buckets.get(&bucket_key(step.white_to_move, step.mv))
-                else {
+            let own = [step.mv];
+            let moves: &[u16] = match self.lookup {
+                Lookup::Exact => &idea.moves,
+                Lookup::SameMove => &own,
+            };
+            for &mv in moves {
+                let Some(bucket) = self.buckets.get(&bucket_key(step.white_to_move, mv)) else {
                     continue;
                 };
                 let range = bucket.range(pieces, widest);
@@ -217,8 +257,7 @@ impl NoveltyIndex {
                         continue;
                     }
                     let shared = shared_sorted(&idea.moves, self.moves_of(other));
-                    let fewest = pieces.min(u32::from(self.step_pieces[s]));
-                    if is_near(squares, fewest, shared) {
+                    if is_near(squares, shared) {
                         best = Some(Match {
                             idea: other,
                             nearness: Nearness {
@@ -284,7 +323,7 @@ impl NoveltyIndex {
 
     /// Reads an index file that [`NoveltyIndex::write`] wrote; a file of
     /// another kind, or a damaged one, is an error naming it.
-    pub fn read(path: &Path) -> Result<NoveltyIndex> {
+    pub fn read(path: &Path, lookup: Lookup) -> Result<NoveltyIndex> {
         let damaged = |what: &str| {
             bad_input(format!(
                 "{}: not a readable puzzleforge index ({what}); `puzzleforge index` writes one",
@@ -306,7 +345,7 @@ impl NoveltyIndex {
         let mut u64b = [0u8; 8];
         input.read_exact(&mut u64b).map_err(read_err)?;
         let count = u64::from_le_bytes(u64b);
-        let mut index = NoveltyIndex::new();
+        let mut index = NoveltyIndex::with_lookup(lookup);
         let mut name = Vec::new();
         let mut idea = Idea::default();
         for _ in 0..count {
@@ -408,7 +447,7 @@ mod tests {
         let path = dir.path().join("ideas.idx");
         index.write(&path).expect("write");
         assert!(NoveltyIndex::is_index_file(&path));
-        let read = NoveltyIndex::read(&path).expect("read");
+        let read = NoveltyIndex::read(&path, Lookup::Exact).expect("read");
         assert_eq!(read.len(), 2);
         assert_eq!(read.steps(), index.steps());
         assert_eq!(read.nearest(&generated), Some(found));
@@ -420,7 +459,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("bad.idx");
         std::fs::write(&path, b"not an index").expect("write");
-        let error = NoveltyIndex::read(&path)
+        let error = NoveltyIndex::read(&path, Lookup::SameMove)
             .err()
             .expect("refused")
             .to_string();

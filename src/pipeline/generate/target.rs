@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::chess::novelty::Idea;
-use crate::chess::novelty::index::{IndexFile, NoveltyIndex};
+use crate::chess::novelty::index::{IndexFile, Lookup, NoveltyIndex};
 use crate::chess::record::{Puzzle, for_each_row, read_puzzles};
 use crate::core::error::bad_input;
 use crate::pipeline::cost::CellSample;
@@ -89,7 +89,7 @@ impl Target {
         let mut files = Vec::new();
         for file in &config.generate.exclude {
             if NoveltyIndex::is_index_file(file) {
-                let index = NoveltyIndex::read(file)
+                let index = NoveltyIndex::read(file, Lookup::SameMove)
                     .with_context(|| format!("reading the exclusions {}", file.display()))?;
                 index_files.push(IndexFile {
                     file: file.display().to_string(),
