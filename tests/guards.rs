@@ -1348,6 +1348,11 @@ fn required_besides(words: &str) -> Vec<(&'static str, Vec<&'static str>)> {
             ("output", vec!["-o", "fresh/eval"]),
         ],
         "compare" => vec![("run_a", vec!["a"]), ("run_b", vec!["b"])],
+        "index" => vec![
+            ("inputs", vec![pool]),
+            ("output", vec!["-o", "fresh/i.idx"]),
+        ],
+        "audit" => vec![("release", vec![pool])],
         "rollout" => vec![
             ("model", vec!["--model", "random"]),
             ("output", vec!["-o", "fresh/rollout"]),
