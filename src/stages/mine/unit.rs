@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use super::checkpoint::{Checkpoint, GAMES_PER_WORKER_PER_CHUNK};
 use super::config::MineConfig;
 use super::funnel::{analyse_target, unit_line};
+#[cfg(test)]
+use super::input::Source;
 use super::input::{MineUnit, Target, game_targets};
 use super::results::{Found, MineRun, UnitResult};
 use crate::chess::line::{PuzzleLine, position_key};
@@ -164,7 +166,6 @@ mod tests {
     use super::*;
     use crate::chess::line::{read_fen, read_ucis};
     use crate::engine::uci::Score;
-    use crate::stages::mine::Source;
 
     fn ucis(text: &str) -> Vec<shakmaty::uci::UciMove> {
         read_ucis(text.split_whitespace().collect::<Vec<_>>()).expect("moves")
@@ -197,7 +198,7 @@ mod tests {
                 &ucis("h6h5 f2f3 h5h4 g7g6 h4h5 c7g7"),
             )),
         };
-        let line = super::super::funnel::unit_line(&unit).expect("line");
+        let line = unit_line(&unit).expect("line");
         let found = |solver_line: &str| Found {
             after: 1,
             best_move: ucis(solver_line)[0],
