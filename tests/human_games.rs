@@ -399,3 +399,53 @@ fn a_human_start_that_can_give_no_position_is_refused_before_any_game() {
         );
     }
 }
+
+/// `leave_line`: a game grown from a public puzzle's position leaves the
+/// puzzle's line at once (its first new move is not the puzzle's next
+/// move), and its puzzles' `GameUrl` names the puzzle it started from.
+#[test]
+fn a_game_that_leaves_its_source_puzzles_line_plays_another_move_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let generate = format!(
+        "batch_games = 4\nmax_games = 8\n\n[generate.selfplay]\n\
+         human = {{ plies = [1, 1], leave_line = true }}\nmax_plies = 60\n\n\
+         [generate.mine]\nmissed_only = false\n\n\
+         [sources]\nhuman_games = \"{}\"\n",
+        data("lichess_puzzles_2000_2800_20000.csv.zst").display()
+    );
+    generation_config(root, "l.toml", "L", 2, &generate);
+    summary(&puzzleforge(root, &["run", "--config", "l.toml", "--json"]));
+    let mut games_seen = 0;
+    let mut starts = 0;
+    for batch in store_batches(&root.join("L")) {
+        for game in games_of(&batch.join("games.pgn")) {
+            let tag = |name: &str| game.tags.get(name).unwrap().to_string();
+            let source: Vec<UciMove> = tag("SourceMoves")
+                .split(' ')
+                .map(|m| m.parse().unwrap())
+                .collect();
+            assert_eq!(tag("SourcePly"), "1");
+            let played = ucis(&game);
+            assert_eq!(
+                played[0], source[0],
+                "the puzzle's setting move is replayed"
+            );
+            if played.len() > 1 {
+                assert_ne!(
+                    played[1], source[1],
+                    "the new play's first move is the puzzle's"
+                );
+            }
+            games_seen += 1;
+        }
+        let (headers, mined) = rows(&batch.join("mined.csv"));
+        let url = headers.iter().position(|h| h == "GameUrl").unwrap();
+        for row in &mined {
+            assert!(row[url].starts_with("start:puzzle:"), "{row:?}");
+            starts += 1;
+        }
+    }
+    assert!(games_seen >= 4, "{games_seen} games");
+    assert!(starts > 0, "no puzzle to say where its game started");
+}

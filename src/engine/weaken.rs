@@ -134,11 +134,16 @@ pub fn internal_score(score: Score) -> i64 {
 
 /// The weakened player's move: Stockfish 15.1's skill rule on a full-strength
 /// MultiPV 4 search to depth `1 + int(level)`, with our RNG.
+///
+/// `avoid`: a move the player must not choose while another line is there
+/// (a grown game leaving its source's line, `[selfplay.human] leave_line`);
+/// the skill rule then picks among the other lines.
 pub(crate) fn weakened_move(
     session: &mut Session,
     request_base: (&Fen, &[UciMove]),
     level: f64,
     rng: &mut ChaCha8Rng,
+    avoid: Option<UciMove>,
 ) -> Result<Option<UciMove>, EngineError> {
     let request = SearchRequest {
         fen: request_base.0.clone(),
@@ -152,6 +157,12 @@ pub(crate) fn weakened_move(
         .iter()
         .filter(|line| !line.pv.is_empty())
         .collect();
+    let others: Vec<&PvLine> = lines
+        .iter()
+        .copied()
+        .filter(|line| avoid.is_none_or(|m| line.pv.first() != Some(&m)))
+        .collect();
+    let lines = if others.is_empty() { lines } else { others };
     let scores: Vec<i64> = lines
         .iter()
         .map(|line| internal_score(line.score))

@@ -93,7 +93,7 @@ pub(crate) fn engine_answers(
             Some(level) => {
                 let key = Key::Pair(u64::from(job.repeat), job.task as u64);
                 let mut rng = seed::rng(seed, Domain::EvalEngineMove, key);
-                crate::engine::weaken::weakened_move(session, (&fen, &[]), level, &mut rng)?
+                crate::engine::weaken::weakened_move(session, (&fen, &[]), level, &mut rng, None)?
             }
             None => search(session, fen, Vec::new(), limit)?.best_move,
         }

@@ -160,6 +160,13 @@ pub struct HumanStart {
     /// public and never searched, so a game needs a new position and a
     /// move played from it to give anything to mine.
     pub continue_plies: Option<u32>,
+    /// The new play's first move is not the source game's next move (the
+    /// weakened player picks among its other lines), so that a game grown
+    /// from a puzzle leaves the puzzle's line at once instead of replaying
+    /// its solution (docs/novelty.md). Off: the store keys of configs
+    /// without it stay as they were.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub leave_line: bool,
 }
 
 impl Bounded for HumanStart {
@@ -189,6 +196,7 @@ impl Default for HumanStart {
             pool_games: 200_000,
             min_game_plies: None,
             continue_plies: None,
+            leave_line: false,
         }
     }
 }

@@ -347,6 +347,11 @@ pub(super) fn play_game(
         |elo: i32| weaken::skill_level(elo).map_err(|e| EngineError::Fatal(format!("{e:#}")));
     let (white_level, black_level) = (level_of(white_elo)?, level_of(black_elo)?);
     let mut limited_elo = None;
+    // `leave_line`: the first move of the new play is not the source's.
+    let mut avoid = source
+        .as_ref()
+        .filter(|_| config.human.as_ref().is_some_and(|h| h.leave_line))
+        .and_then(|s| s.game.moves.get(s.ply).copied());
     while board.ending().is_none() && board.sans.len() < cap {
         let white = board.position.turn() == Color::White;
         let (elo, level) = if white {
@@ -363,7 +368,13 @@ pub(super) fn play_game(
             let request = board.request(Limit::Depth(weaken::pick_depth(level)), 1);
             session.search(&request)?.best_move
         } else {
-            weakened_move(session, (&board.start_fen, &board.ucis), level, &mut rng)?
+            weakened_move(
+                session,
+                (&board.start_fen, &board.ucis),
+                level,
+                &mut rng,
+                avoid.take(),
+            )?
         };
         let Some(uci) = uci else { break };
         let m = board.legal_move(uci)?;
