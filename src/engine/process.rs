@@ -624,6 +624,17 @@ fn rusage_cpu_seconds(who: libc::c_int) -> f64 {
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
+/// The largest resident set this process has had, in MiB (getrusage;
+/// Linux counts it in kilobytes); `None` when it cannot be read.
+pub(crate) fn own_max_resident_mib() -> Option<f64> {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    Some(usage.ru_maxrss as f64 / 1024.0)
+}
+
 /// CPU seconds of this process, every thread (getrusage).
 pub(crate) fn own_cpu_seconds() -> f64 {
     rusage_cpu_seconds(libc::RUSAGE_SELF)

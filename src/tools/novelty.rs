@@ -10,8 +10,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::chess::columns::Column;
 use crate::chess::human_games::is_puzzle_file;
-use crate::chess::novelty::index::{Lookup, NoveltyIndex};
+use crate::chess::novelty::index::{IndexFile, Lookup, NoveltyIndex};
 use crate::chess::novelty::{Idea, RULE};
 use crate::chess::pgn::{GameItem, PgnGames};
 use crate::chess::record::{Puzzle, for_each_row, read_puzzles};
@@ -150,7 +151,7 @@ pub fn run_index(args: &IndexArgs) -> Result<Summary> {
             inputs,
             bytes,
             cpu_seconds,
-            max_resident_mib: max_resident_mib(),
+            max_resident_mib: crate::engine::process::own_max_resident_mib(),
         },
     )
     .into_summary()
@@ -171,9 +172,9 @@ pub struct AuditArgs {
 }
 
 /// One puzzle of the audited set.
-struct Audited {
-    puzzle: Puzzle,
-    split: String,
+struct Audited<'a> {
+    puzzle: &'a Puzzle,
+    split: &'a str,
     idea: Idea,
 }
 
@@ -196,13 +197,6 @@ pub struct NearCopy {
     pub shared_moves: u32,
 }
 
-#[derive(Serialize, Debug, Clone)]
-pub struct AgainstFile {
-    pub file: String,
-    pub sha256: String,
-    pub ideas: usize,
-}
-
 /// The audit's report (`--json`, `-o`).
 #[derive(Serialize, Debug, Clone)]
 pub struct AuditReport {
@@ -214,7 +208,7 @@ pub struct AuditReport {
     pub lookup: Lookup,
     pub puzzles: u64,
     pub unreadable: u64,
-    pub against: Vec<AgainstFile>,
+    pub against: Vec<IndexFile>,
     /// Exact copies (the same solver position) and near copies (the rule,
     /// exact ones included) of the indexed puzzles.
     pub public: GroupCounts,
@@ -239,7 +233,7 @@ impl AuditReport {
         let against = self
             .against
             .iter()
-            .map(|a| format!("{} (sha256 {})", file_name(&a.file), a.sha256))
+            .map(|a| format!("{} (sha256 {})", a.file_name(), a.sha256))
             .collect::<Vec<_>>()
             .join(", ");
         format!(
@@ -258,25 +252,13 @@ impl AuditReport {
     }
 }
 
-fn file_name(path: &str) -> String {
-    Path::new(path)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.to_string())
-}
-
-/// Where a puzzle's game started, for the audit's groups and the card:
-/// `random` (a random opening or an engine's own game), `human-game` (a
-/// human game's prefix) or `public-puzzle` (a public puzzle's position),
-/// from the `GameUrl` mining gives a self-play puzzle.
-pub fn start_kind(puzzle: &Puzzle) -> &'static str {
-    crate::chess::novelty::start_kind(&puzzle.game_url)
-}
-
 fn group_of(puzzle: &Puzzle) -> String {
-    let source = puzzle.get("Source").unwrap_or("").to_string();
+    let source = puzzle.get(Column::Source).unwrap_or("").to_string();
     if source == "selfplay" {
-        format!("selfplay/{}", start_kind(puzzle))
+        format!(
+            "selfplay/{}",
+            crate::chess::novelty::start_kind(&puzzle.game_url)
+        )
     } else if source.is_empty() {
         "no-source".to_string()
     } else {
@@ -294,19 +276,23 @@ fn audited_files(path: &Path) -> Vec<(String, PathBuf)> {
             .filter(|(_, file)| file.is_file())
             .collect()
     } else {
-        vec![(file_name(&path.display().to_string()), path.to_path_buf())]
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        vec![(name, path.to_path_buf())]
     }
 }
 
 /// Audits `puzzles` (with their split names) against `indexes`.
-pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(AgainstFile, NoveltyIndex)]) -> AuditReport {
+pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(IndexFile, NoveltyIndex)]) -> AuditReport {
     let mut unreadable = 0u64;
     let mut audited = Vec::new();
     for (split, puzzle) in puzzles {
         match Idea::of_puzzle(puzzle) {
             Ok(idea) => audited.push(Audited {
-                puzzle: puzzle.clone(),
-                split: split.clone(),
+                puzzle,
+                split,
                 idea,
             }),
             Err(_) => unreadable += 1,
@@ -317,7 +303,7 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(AgainstFile, NoveltyIndex
     let mut by_group: BTreeMap<String, GroupCounts> = BTreeMap::new();
     let mut examples = Vec::new();
     for a in &audited {
-        let group = by_group.entry(group_of(&a.puzzle)).or_default();
+        let group = by_group.entry(group_of(a.puzzle)).or_default();
         group.puzzles += 1;
         public.puzzles += 1;
         let nearest = indexes
@@ -338,7 +324,7 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(AgainstFile, NoveltyIndex
             if examples.len() < 40 {
                 examples.push(NearCopy {
                     id: a.puzzle.id.clone(),
-                    split: a.split.clone(),
+                    split: a.split.to_string(),
                     of: index.name(m.idea).to_string(),
                     file: file.file.clone(),
                     squares: m.nearness.squares,
@@ -353,11 +339,9 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(AgainstFile, NoveltyIndex
     let (mut near_pairs, mut across) = (0u64, 0u64);
     for (k, a) in audited.iter().enumerate() {
         let mut found_any = false;
-        let mut rest = NoveltyIndex::new();
-        std::mem::swap(&mut rest, &mut inside);
         // Every earlier puzzle it is near: scan until none is left.
         let mut excluded: Vec<u32> = Vec::new();
-        while let Some(m) = rest.nearest_where(&a.idea, |i| !excluded.contains(&i)) {
+        while let Some(m) = inside.nearest_where(&a.idea, |i| !excluded.contains(&i)) {
             excluded.push(m.idea);
             near_pairs += 1;
             let other = &audited[m.idea as usize];
@@ -367,7 +351,7 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(AgainstFile, NoveltyIndex
             if !found_any && examples.len() < 80 {
                 examples.push(NearCopy {
                     id: a.puzzle.id.clone(),
-                    split: a.split.clone(),
+                    split: a.split.to_string(),
                     of: other.puzzle.id.clone(),
                     file: format!("this set ({})", other.split),
                     squares: m.nearness.squares,
@@ -376,7 +360,6 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(AgainstFile, NoveltyIndex
             }
             found_any = true;
         }
-        std::mem::swap(&mut rest, &mut inside);
         let number = inside.add(&a.puzzle.id, &a.idea);
         debug_assert_eq!(number as usize, k);
     }
@@ -405,7 +388,7 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(AgainstFile, NoveltyIndex
 
 /// Loads an `--against` file: an index file as it is, a puzzle or game
 /// file indexed on the fly.
-pub fn load_against(path: &Path, lookup: Lookup) -> Result<(AgainstFile, NoveltyIndex)> {
+pub fn load_against(path: &Path, lookup: Lookup) -> Result<(IndexFile, NoveltyIndex)> {
     let sha256 = sha256_file(path)?;
     let index = if NoveltyIndex::is_index_file(path) || !is_puzzle_or_games_file(path) {
         // Anything but a puzzle or game file must be an index: its reader
@@ -418,7 +401,7 @@ pub fn load_against(path: &Path, lookup: Lookup) -> Result<(AgainstFile, Novelty
         index
     };
     Ok((
-        AgainstFile {
+        IndexFile {
             file: path.display().to_string(),
             sha256,
             ideas: index.len(),
@@ -461,7 +444,7 @@ pub fn run_audit(args: &AuditArgs) -> Result<Summary> {
         .collect::<Result<Vec<_>>>()?;
     let mut report = audit(&puzzles, &indexes);
     report.cpu_seconds = crate::engine::process::own_cpu_seconds() - cpu_before;
-    report.max_resident_mib = max_resident_mib();
+    report.max_resident_mib = crate::engine::process::own_max_resident_mib();
     if let Some(output) = &args.output {
         crate::core::fileio::write_atomic(output, &serde_json::to_vec_pretty(&report)?)?;
     }
@@ -477,15 +460,4 @@ pub fn run_audit(args: &AuditArgs) -> Result<Summary> {
         report.cpu_seconds, report.lookup_cpu_seconds
     ));
     Report::new(human, report).into_summary()
-}
-
-/// The largest resident set this process has had, in MiB.
-fn max_resident_mib() -> Option<f64> {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes into the struct we own.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return None;
-    }
-    // Linux reports kilobytes.
-    Some(usage.ru_maxrss as f64 / 1024.0)
 }

@@ -45,6 +45,15 @@ pub struct IndexFile {
     pub ideas: usize,
 }
 
+impl IndexFile {
+    /// The file's name without its folder, as a card or a line names it.
+    pub fn file_name(&self) -> String {
+        Path::new(&self.file)
+            .file_name()
+            .map_or_else(|| self.file.clone(), |n| n.to_string_lossy().into_owned())
+    }
+}
+
 /// What a lookup found: the nearest indexed idea and how near it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Match {

@@ -23,7 +23,7 @@
 pub mod index;
 
 use shakmaty::uci::UciMove;
-use shakmaty::{Chess, Color, Position, Role, Square};
+use shakmaty::{Chess, Color, Position, Role};
 
 use crate::chess::line::{LineError, uci_of};
 use crate::chess::record::Puzzle;
@@ -62,9 +62,9 @@ pub const NEAR_SQUARES_SHARED_LINE: u32 = 8;
 /// one solver move.
 pub const NEAR_SQUARES_ONE_MOVE: u32 = 4;
 
-/// The rule itself, on a pair of solver positions where the same side
-/// plays the same move: `squares` changed between them, `shared` solver
-/// moves common to the two solutions.
+/// The rule itself, on a pair of solver positions with the same side to
+/// move: `squares` changed between them, `shared` solver moves common to
+/// the two solutions.
 pub fn is_near(squares: u32, shared: u32) -> bool {
     (shared >= 2 && squares <= NEAR_SQUARES_SHARED_LINE)
         || (shared >= 1 && squares <= NEAR_SQUARES_ONE_MOVE)
@@ -120,12 +120,6 @@ impl Placement {
     /// Pieces on the board.
     pub fn pieces(&self) -> u32 {
         self.occupied().count_ones()
-    }
-
-    /// The piece on a square, as its nibble (0: empty).
-    pub fn nibble(&self, square: Square) -> u8 {
-        let index = u32::from(square);
-        ((self.0[(index / 16) as usize] >> ((index % 16) * 4)) & 0xf) as u8
     }
 }
 
@@ -309,6 +303,12 @@ mod tests {
         }
     }
 
+    /// How near the generated puzzle (FEN, moves) is to its source.
+    fn nearness(generated: (&str, &str), source: (&str, &str)) -> Option<Nearness> {
+        let idea = |(fen, moves)| Idea::of_puzzle(&puzzle(fen, moves)).expect("idea");
+        idea(generated).near_copy_of(&idea(source))
+    }
+
     #[test]
     fn changed_squares_counts_squares_not_pieces() {
         let a = Placement::of(&Chess::default());
@@ -332,38 +332,34 @@ mod tests {
     fn the_mating_net_two_plies_later_is_a_near_copy() {
         // A generated puzzle and the public Lichess puzzle its game
         // started from, two plies earlier: the same mating net.
-        let generated = puzzle(
-            "2r2r2/R5R1/1p2p1p1/2p4k/7P/8/P4PP1/6K1 b - - 0 28",
-            "c8c6 f2f3 h5h4 g7g6 h4h5 a7g7",
-        );
-        let source = puzzle(
-            "r4r2/p1R3R1/1p2p1pk/2p5/7P/8/P4PP1/6K1 b - - 0 26",
-            "h6h5 f2f3 h5h4 g7g6 h4h5 c7g7",
-        );
-        let near = Idea::of_puzzle(&generated)
-            .expect("idea")
-            .near_copy_of(&Idea::of_puzzle(&source).expect("idea"))
-            .expect("a near copy");
+        let near = nearness(
+            (
+                "2r2r2/R5R1/1p2p1p1/2p4k/7P/8/P4PP1/6K1 b - - 0 28",
+                "c8c6 f2f3 h5h4 g7g6 h4h5 a7g7",
+            ),
+            (
+                "r4r2/p1R3R1/1p2p1pk/2p5/7P/8/P4PP1/6K1 b - - 0 26",
+                "h6h5 f2f3 h5h4 g7g6 h4h5 c7g7",
+            ),
+        )
+        .expect("a near copy");
         assert_eq!(near.shared_moves, 2, "f2f3 and g7g6");
         assert!(near.squares <= NEAR_SQUARES_SHARED_LINE, "{near:?}");
     }
 
     #[test]
     fn the_same_pawn_ending_a_move_later_is_a_near_copy() {
-        let generated = puzzle(
-            "8/8/6p1/6p1/2rkR1Pp/5K1P/8/8 b - - 5 55",
-            "d4c5 e4c4 c5c4 f3e4 c4c3 e4e5 c3d2 e5f6 d2e3 f6g5",
+        let near = nearness(
+            (
+                "8/8/6p1/6p1/2rkR1Pp/5K1P/8/8 b - - 5 55",
+                "d4c5 e4c4 c5c4 f3e4 c4c3 e4e5 c3d2 e5f6 d2e3 f6g5",
+            ),
+            (
+                "8/8/6p1/4k1p1/2r3Pp/4RK1P/8/8 b - - 3 54",
+                "e5d4 e3e4 d4d5 e4c4 d5c4 f3e4 c4c3 e4e5",
+            ),
         );
-        let source = puzzle(
-            "8/8/6p1/4k1p1/2r3Pp/4RK1P/8/8 b - - 3 54",
-            "e5d4 e3e4 d4d5 e4c4 d5c4 f3e4 c4c3 e4e5",
-        );
-        assert!(
-            Idea::of_puzzle(&generated)
-                .expect("idea")
-                .near_copy_of(&Idea::of_puzzle(&source).expect("idea"))
-                .is_some()
-        );
+        assert!(near.is_some());
     }
 
     #[test]
@@ -404,18 +400,17 @@ mod tests {
     /// solver position is 4 squares from its source's, with another move).
     #[test]
     fn the_rook_swing_to_h1_is_a_near_copy_of_its_source() {
-        let generated = puzzle(
-            "3r2k1/p5p1/1p4PB/5P2/4r3/1P3bPQ/P1P5/2K5 w - - 1 30",
-            "h6g5 d8d1 c1b2 d1h1 h3h1 f3h1",
-        );
-        let source = puzzle(
-            "3r3k/p5p1/1p4Pp/5P2/4r3/1P3bPQ/P1PB4/2K5 w - - 1 29",
-            "d2h6 e4e1 c1b2 e1h1 h3h1 f3h1",
-        );
-        let near = Idea::of_puzzle(&generated)
-            .expect("idea")
-            .near_copy_of(&Idea::of_puzzle(&source).expect("idea"))
-            .expect("a near copy");
+        let near = nearness(
+            (
+                "3r2k1/p5p1/1p4PB/5P2/4r3/1P3bPQ/P1P5/2K5 w - - 1 30",
+                "h6g5 d8d1 c1b2 d1h1 h3h1 f3h1",
+            ),
+            (
+                "3r3k/p5p1/1p4Pp/5P2/4r3/1P3bPQ/P1PB4/2K5 w - - 1 29",
+                "d2h6 e4e1 c1b2 e1h1 h3h1 f3h1",
+            ),
+        )
+        .expect("a near copy");
         assert_eq!((near.squares, near.shared_moves), (4, 1));
     }
 }

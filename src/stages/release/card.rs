@@ -421,11 +421,12 @@ fn novelty_line(generated: usize, figures: &GenerateFigures) -> String {
         .novelty_against
         .iter()
         .map(|index| {
-            let name = std::path::Path::new(&index.file)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| index.file.clone());
-            format!("{name} ({} puzzles, sha256 {})", index.ideas, index.sha256)
+            format!(
+                "{} ({} puzzles, sha256 {})",
+                index.file_name(),
+                index.ideas,
+                index.sha256
+            )
         })
         .collect::<Vec<_>>();
     let public = if against.is_empty() {
