@@ -317,6 +317,12 @@ pub struct BenchGenerateFlags {
     /// temporary folder, removed at the end).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Keep Epoch's exhaustive results on the sample in this folder, by
+    /// the content of the games, the settings and the engine, and reuse
+    /// them: comparing funnel settings on the same games then costs the
+    /// funnel only (the CPU figures are the recorded ones).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
     #[command(flatten)]
     pub engine: EngineFlags,
 }
@@ -333,6 +339,7 @@ impl BenchGenerateFlags {
             depth,
             exhaustive_every,
             dir,
+            cache,
             engine,
         } = self.clone();
         crate::pipeline::generate_bench::BenchGenerateArgs {
@@ -344,6 +351,7 @@ impl BenchGenerateFlags {
             depth,
             exhaustive_every,
             dir,
+            cache,
             engine: engine.args(),
         }
     }

@@ -73,6 +73,34 @@ pub struct EngineStats {
     pub faults: u64,
 }
 
+/// A session's searches so far: what a caller subtracts to learn what one
+/// step of its work cost ([`Session::usage`]).
+#[derive(Debug, Clone, Copy, Default, Serialize, serde::Deserialize, PartialEq)]
+pub struct Usage {
+    pub searches: u64,
+    pub nodes: u64,
+    /// Engine CPU seconds of the searches (as [`EngineStats::cpu_seconds`]).
+    pub cpu_seconds: f64,
+}
+
+impl Usage {
+    /// What was used between `earlier` and `self`.
+    pub fn since(self, earlier: Usage) -> Usage {
+        Usage {
+            searches: self.searches.saturating_sub(earlier.searches),
+            nodes: self.nodes.saturating_sub(earlier.nodes),
+            cpu_seconds: (self.cpu_seconds - earlier.cpu_seconds).max(0.0),
+        }
+    }
+
+    /// Adds `other` to this total.
+    pub fn add(&mut self, other: Usage) {
+        self.searches += other.searches;
+        self.nodes += other.nodes;
+        self.cpu_seconds += other.cpu_seconds;
+    }
+}
+
 /// A unit of work failed on every attempt (or hit a fatal engine error).
 #[derive(Debug, thiserror::Error)]
 #[error("item {item} failed after {attempts} attempt(s): {error}")]
@@ -122,6 +150,15 @@ impl Session<'_> {
         self.stats.requests += 1;
         self.stats.nodes += result.nodes;
         Ok(result)
+    }
+
+    /// The slot's searches, nodes and search CPU so far.
+    pub fn usage(&self) -> Usage {
+        Usage {
+            searches: self.stats.requests,
+            nodes: self.stats.nodes,
+            cpu_seconds: self.stats.cpu_seconds,
+        }
     }
 
     /// Counts CPU seconds spent in this process on the unit's behalf in

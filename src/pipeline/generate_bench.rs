@@ -33,7 +33,7 @@ use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineArgs;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generate::StepSeconds;
-use crate::stages::mine::{self, FunnelCheck, MineConfig};
+use crate::stages::mine::{self, FunnelCheck, MineConfig, StepUsage};
 use crate::stages::release::cells::Tier;
 
 /// `puzzleforge bench generate`.
@@ -60,6 +60,9 @@ pub struct BenchGenerateArgs {
     /// Keep the games and the stages' files in this folder (default: a
     /// temporary folder, removed at the end).
     pub dir: Option<PathBuf>,
+    /// Reuse Epoch's exhaustive results on the sample from this folder
+    /// (keyed by content), and keep new ones there.
+    pub cache: Option<PathBuf>,
     pub engine: EngineArgs,
 }
 
@@ -196,10 +199,92 @@ fn sample(
         .step_by(args.exhaustive_every)
         .collect();
     let pool = EnginePool::new(engine.spec.clone(), engine.pool.clone())?;
+    let reference = match &args.cache {
+        None => None,
+        Some(folder) => Some(exhaustive_cache_file(
+            folder,
+            games,
+            args.exhaustive_every,
+            funnel,
+            engine.sha256,
+        )?),
+    };
+    let check = match reference.as_deref().map(read_exhaustive).transpose()? {
+        Some(Some(exhaustive)) => FunnelCheck::run_against(&units, funnel, &pool, exhaustive)?,
+        _ => {
+            let check = FunnelCheck::run(&units, funnel, &pool)?;
+            if let Some(file) = &reference {
+                write_exhaustive(file, &check)?;
+            }
+            check
+        }
+    };
     Ok(Sample {
         games: units.len(),
-        check: FunnelCheck::run(&units, funnel, &pool)?,
+        check,
     })
+}
+
+/// Epoch's exhaustive results on a sample, as the cache keeps them.
+#[derive(Serialize, serde::Deserialize)]
+struct CachedExhaustive {
+    cpu_seconds: f64,
+    results: Vec<mine::UnitResult>,
+}
+
+/// The cache file of the exhaustive results on `games`' sample under
+/// `funnel`'s settings made exhaustive, on the engine of `engine_sha256`.
+fn exhaustive_cache_file(
+    folder: &Path,
+    games: &Path,
+    every: usize,
+    funnel: &MineConfig,
+    engine_sha256: &str,
+) -> Result<PathBuf> {
+    let settings = serde_json::to_string(&MineConfig {
+        exhaustive: true,
+        ..funnel.clone()
+    })
+    .context("serializing the mine settings")?;
+    let key = crate::core::fileio::sha256_bytes(
+        format!(
+            "{}\n{every}\n{settings}\n{engine_sha256}",
+            sha256_file(games)?
+        )
+        .as_bytes(),
+    );
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    Ok(folder.join(format!("exhaustive-{}.json", &key[..16])))
+}
+
+/// The cached exhaustive results, when the file is there.
+fn read_exhaustive(file: &Path) -> Result<Option<(mine::MineRun, f64)>> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    let cached: CachedExhaustive = serde_json::from_str(&text).map_err(|e| {
+        bad_input(format!(
+            "{}: not an exhaustive cache file: {e}",
+            file.display()
+        ))
+    })?;
+    Ok(Some((
+        mine::MineRun {
+            results: cached.results,
+        },
+        cached.cpu_seconds,
+    )))
+}
+
+fn write_exhaustive(file: &Path, check: &FunnelCheck) -> Result<()> {
+    let cached = CachedExhaustive {
+        cpu_seconds: check.exhaustive_cpu_seconds,
+        results: check.exhaustive.results.clone(),
+    };
+    let text = serde_json::to_string(&cached).context("serializing the exhaustive results")?;
+    crate::core::fileio::write_atomic(file, text.as_bytes())
 }
 
 /// `x` per analysed position of the exhaustive search (0 without any).
@@ -329,6 +414,26 @@ struct SampleFigures {
     funnel_cpu_seconds: f64,
     funnel_nodes: u64,
     nodes_ratio: Option<f64>,
+    /// The funnel's and the exhaustive search's engine work on the sample,
+    /// by step (searches, nodes, CPU seconds).
+    #[serde(serialize_with = "step_map")]
+    funnel_steps: StepUsage,
+    #[serde(serialize_with = "step_map")]
+    exhaustive_steps: StepUsage,
+}
+
+/// Steps as a map from step name to its usage, in funnel order.
+fn step_map<S: serde::Serializer>(steps: &StepUsage, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(steps.named())
+}
+
+/// Steps as "name CPU s (searches)", those that ran.
+fn show_steps(steps: &StepUsage) -> String {
+    (steps.named().iter())
+        .filter(|(_, usage)| usage.searches > 0)
+        .map(|(name, usage)| format!("{name} {:.0} ({})", usage.cpu_seconds, usage.searches))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `(key, value)` pairs as a map, in their order.
@@ -369,6 +474,7 @@ impl<'a> BenchReport<'a> {
              {:<34} {:>9.1} {:>9.1} {:>10.0} {:>12.1} {:>12.1}\n\
              puzzleforge, engine CPU s by step: {steps}\n\
              Epoch's mining modelled from {} sampled games ({} positions): {:.3} CPU s and {:.0} nodes per position (funnel: {:.0}); nodes ratio {}\n\
+             on the sample, engine CPU s (searches) by step: funnel {}; exhaustive {}\n\
              recall of the funnel on the sample: {}/{} = {:.1}%\n\
              puzzles per CPU-hour, puzzleforge (verified) / Epoch (kept): {}; {tier_name}: {}\n\
              verified mix (solver moves): {:?}",
@@ -407,6 +513,8 @@ impl<'a> BenchReport<'a> {
             text.epoch_nodes_per_position,
             text.funnel_nodes_per_position,
             show(sample.nodes_ratio),
+            show_steps(&sample.funnel_steps),
+            show_steps(&sample.exhaustive_steps),
             sample.found,
             sample.exhaustive_candidates,
             sample.recall * 100.0,
@@ -464,6 +572,8 @@ impl<'a> Report<'a> {
             funnel_cpu_seconds: check.funnel_cpu_seconds,
             funnel_nodes: funnel.nodes,
             nodes_ratio: check.nodes_ratio(),
+            funnel_steps: funnel.steps.clone(),
+            exhaustive_steps: check.exhaustive.stats().steps,
         };
         Self {
             command: "bench generate",

@@ -110,14 +110,14 @@ pub(super) fn mine_branches(
                 played: None,
             };
             result.branches += 1;
-            let mut branch_best = HashMap::new();
+            let mut branch_seen = super::funnel::Seen::default();
             if let Some(mut found) = analyse_target(
                 session,
                 &branch,
                 &branch_line,
                 &target,
                 config,
-                &mut branch_best,
+                &mut branch_seen,
                 result,
             )? {
                 found.branch = Some(moves);
@@ -159,6 +159,7 @@ fn branch_moves(
     if legal.len() < 2 {
         return Ok(Vec::new());
     }
+    let before = session.usage();
     let searched = session.search(&search_request(
         unit,
         game,
@@ -167,6 +168,7 @@ fn branch_moves(
         legal.len() as u32,
     ))?;
     result.nodes += searched.nodes;
+    result.steps.branch.add(session.usage().since(before));
     let scored: Vec<(UciMove, Score)> = searched
         .lines
         .iter()

@@ -41,6 +41,22 @@ impl FunnelCheck {
         let start = pool.search_cpu_seconds();
         let exhaustive = mine_units(units, &exhaustive_config, pool)?;
         let middle = pool.search_cpu_seconds();
+        Self::run_against(units, funnel, pool, (exhaustive, middle - start))
+    }
+
+    /// [`FunnelCheck::run`] against exhaustive results already made on
+    /// `units` (with their engine CPU seconds).
+    pub fn run_against(
+        units: &[MineUnit],
+        funnel: &MineConfig,
+        pool: &EnginePool,
+        (exhaustive, exhaustive_cpu_seconds): (MineRun, f64),
+    ) -> Result<Self> {
+        let exhaustive_config = MineConfig {
+            exhaustive: true,
+            ..funnel.clone()
+        };
+        let middle = pool.search_cpu_seconds();
         let cheap = mine_units(units, funnel, pool)?;
         let end = pool.search_cpu_seconds();
         let (reference_keys, cheap_keys) = (exhaustive.candidate_keys(), cheap.candidate_keys());
@@ -51,7 +67,7 @@ impl FunnelCheck {
             found: reference_keys.intersection(&cheap_keys).count(),
             exhaustive,
             funnel: cheap,
-            exhaustive_cpu_seconds: middle - start,
+            exhaustive_cpu_seconds,
             funnel_cpu_seconds: end - middle,
         })
     }

@@ -27,6 +27,16 @@ pub struct MineConfig {
     pub exhaustive: bool,
     /// Depth of the shallow first pass.
     pub shallow_depth: u32,
+    /// The swing pass (with `missed_only`; 0 = off): a MultiPV 1 search at
+    /// this depth of every position first, and the shallow pass only where
+    /// the move played lost, by those scores, the rule's gap within
+    /// `swing_margin_cp`. Written out only when on.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub swing_depth: u32,
+    /// How far (cp) the played move's loss at the swing depth may miss
+    /// the rule's gap (Epoch: 180) and still earn the shallow pass.
+    #[serde(skip_serializing_if = "is_default_swing_margin")]
+    pub swing_margin_cp: i32,
     /// Epoch: how far (cp) shallow scores may miss a threshold and still
     /// earn a full search.
     pub shallow_margin_cp: i32,
@@ -106,6 +116,13 @@ impl Bounded for MineConfig {
         Bound::within("depth", 1.0, 60.0, "plies of the full search"),
         Bound::within("nodes", 1.0, 10000000000.0, "nodes of the full search"),
         Bound::within("shallow_depth", 1.0, 60.0, "plies of the shallow pass"),
+        Bound::within("swing_depth", 0.0, 60.0, "plies of the swing pass"),
+        Bound::within(
+            "swing_margin_cp",
+            0.0,
+            20000.0,
+            "centipawns; a mate counts 10000 less its moves",
+        ),
         Bound::within(
             "shallow_margin_cp",
             0.0,
@@ -154,6 +171,13 @@ fn is_zero(value: &u32) -> bool {
     *value == 0
 }
 
+/// `swing_margin_cp` unless set.
+const SWING_MARGIN_CP: i32 = 100;
+
+fn is_default_swing_margin(value: &i32) -> bool {
+    *value == SWING_MARGIN_CP
+}
+
 /// `branch_points` unless set.
 const BRANCH_POINTS: u32 = 2;
 /// `branch_depth` unless set.
@@ -187,6 +211,8 @@ impl Default for MineConfig {
             nodes: None,
             exhaustive: false,
             shallow_depth: 8,
+            swing_depth: 0,
+            swing_margin_cp: SWING_MARGIN_CP,
             shallow_margin_cp: 150,
             shallow_margin_win: 0.35,
             shallow_margin_loss_cp: 100,

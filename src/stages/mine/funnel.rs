@@ -21,15 +21,26 @@ use crate::engine::pool::Session;
 use crate::engine::process::{EngineError, Limit, SearchResult};
 use crate::engine::uci::Score;
 
-/// One target through the funnel: the played-move bound, the shallow pass
-/// and its screens, then the full search where they let it through.
+/// Scores a unit's searches have already given, by position index: the
+/// shallow pass's best (MultiPV 2) and the swing pass's (MultiPV 1).
+/// Targets are analysed last to first, so the position after a target's
+/// move has been searched when the target is.
+#[derive(Default)]
+pub(super) struct Seen {
+    pub shallow: HashMap<usize, Score>,
+    pub swing: HashMap<usize, Score>,
+}
+
+/// One target through the funnel: the played-move bound, the swing pass,
+/// the shallow pass and its screens, then the full search where they let
+/// it through.
 pub(super) fn analyse_target(
     session: &mut Session,
     unit: &MineUnit,
     line: &PuzzleLine,
     target: &Target,
     config: &MineConfig,
-    shallow_best: &mut HashMap<usize, Score>,
+    seen: &mut Seen,
     result: &mut UnitResult,
 ) -> Result<Option<super::results::Found>, EngineError> {
     let Some(position) = line.position_after(target.after) else {
@@ -41,12 +52,26 @@ pub(super) fn analyse_target(
     result.positions += 1;
     if !config.exhaustive
         && config.played_bound
-        && played_move_rules_out(target, shallow_best, config)
+        && played_move_rules_out(target, &seen.shallow, config)
     {
         return Ok(None);
     }
     if !config.exhaustive
-        && !shallow_pass(session, unit, line, target, config, shallow_best, result)?
+        && config.swing_depth > 0
+        && !swing_pass(session, unit, line, target, config, &mut seen.swing, result)?
+    {
+        return Ok(None);
+    }
+    if !config.exhaustive
+        && !shallow_pass(
+            session,
+            unit,
+            line,
+            target,
+            config,
+            &mut seen.shallow,
+            result,
+        )?
     {
         return Ok(None);
     }
@@ -65,6 +90,82 @@ pub(super) fn unit_line(unit: &MineUnit) -> Option<PuzzleLine> {
     Some(line)
 }
 
+/// The swing pass (`[mine] swing_depth`, with `missed_only`): one MultiPV 1
+/// search at the swing depth of every target, whose best scores at the
+/// target and at the position after its move give the played move's loss.
+/// A player who missed a unique winning move lost at least the rule's gap
+/// against it, so a target whose move lost less, within
+/// `swing_margin_cp`, cannot pass and gets no MultiPV 2 search. In a game
+/// most moves lose little: this drops most positions for the price of
+/// the cheapest search that sees the loss.
+fn swing_pass(
+    session: &mut Session,
+    unit: &MineUnit,
+    line: &PuzzleLine,
+    target: &Target,
+    config: &MineConfig,
+    swing: &mut HashMap<usize, Score>,
+    result: &mut UnitResult,
+) -> Result<bool, EngineError> {
+    if !config.missed_only || target.played.is_none() {
+        return Ok(true);
+    }
+    let Some(best) = swing_score(session, unit, line, target.after, config, swing, result)? else {
+        return Ok(true);
+    };
+    let next = target.after + 1;
+    let played = match line.position_after(next) {
+        None => return Ok(true),
+        Some(after) if after.is_checkmate() => Score::Mate(1),
+        Some(after) if after.is_game_over() => Score::Cp(0),
+        Some(_) => match swing_score(session, unit, line, next, config, swing, result)? {
+            Some(score) => negate(score),
+            None => return Ok(true),
+        },
+    };
+    let slack = Slack {
+        cp: config.swing_margin_cp,
+        win_chance: config.shallow_margin_win,
+    };
+    Ok(criterion::played_loses_enough(
+        rule_for(Some(best), config),
+        best,
+        played,
+        slack,
+    ))
+}
+
+/// The swing pass's best score at the position after `after` moves,
+/// searched once per unit.
+fn swing_score(
+    session: &mut Session,
+    unit: &MineUnit,
+    line: &PuzzleLine,
+    after: usize,
+    config: &MineConfig,
+    swing: &mut HashMap<usize, Score>,
+    result: &mut UnitResult,
+) -> Result<Option<Score>, EngineError> {
+    if let Some(score) = swing.get(&after) {
+        return Ok(Some(*score));
+    }
+    let before = session.usage();
+    let searched = session.search(&search_request(
+        unit,
+        line,
+        &unit.moves[..after],
+        Limit::Depth(config.swing_depth),
+        1,
+    ))?;
+    result.nodes += searched.nodes;
+    result.steps.swing.add(session.usage().since(before));
+    let score = searched.lines.first().map(|line| line.score);
+    if let Some(score) = score {
+        swing.insert(after, score);
+    }
+    Ok(score)
+}
+
 /// The funnel's shallow pass at a target: can the full search still pass,
 /// and did the move played lose enough against the best move? Records the
 /// shallow best scores it sees in `shallow_best`.
@@ -81,6 +182,7 @@ fn shallow_pass(
         return Ok(false);
     };
     let history = &unit.moves[..target.after];
+    let before = session.usage();
     let shallow = session.search(&search_request(
         unit,
         line,
@@ -89,15 +191,16 @@ fn shallow_pass(
         2,
     ))?;
     result.nodes += shallow.nodes;
+    result.steps.shallow.add(session.usage().since(before));
     if let Some(best) = shallow.lines.first() {
         shallow_best.insert(target.after, best.score);
     }
     if !shallow_may_pass(&shallow, position, config) {
         return Ok(false);
     }
-    if config.line_screen
-        && config.min_solver_moves > 1
-        && !shallow_line_may_reach(
+    if config.line_screen && config.min_solver_moves > 1 {
+        let before = session.usage();
+        let reaches = shallow_line_may_reach(
             session,
             (unit, line),
             history,
@@ -105,9 +208,11 @@ fn shallow_pass(
             &shallow,
             config,
             result,
-        )?
-    {
-        return Ok(false);
+        )?;
+        result.steps.screen.add(session.usage().since(before));
+        if !reaches {
+            return Ok(false);
+        }
     }
     if target.played.is_none() || !config.missed_only {
         return Ok(true);
@@ -126,8 +231,10 @@ fn shallow_pass(
                     Limit::Depth(config.shallow_depth),
                     1,
                 );
+                let before = session.usage();
                 let searched = session.search(&reply_request)?;
                 result.nodes += searched.nodes;
+                result.steps.played.add(session.usage().since(before));
                 if let Some(best) = searched.lines.first() {
                     slot.insert(best.score);
                 }

@@ -62,5 +62,6 @@ pub use config::{MineArgs, MineConfig, MineOverrides};
 pub(crate) use input::human_game_units;
 pub use input::{Loaded, MineUnit, Source, Target, load_input};
 pub(crate) use output::dedup_puzzles;
+pub(crate) use results::{MineRun, StepUsage, UnitResult};
 pub(crate) use run::{MINE_COLUMNS, MineSummary, MinedUnits, mine_loaded_per_unit};
 pub use run::{UnitFunnel, run_mine, run_mine_with};

@@ -8,6 +8,7 @@ use shakmaty::uci::UciMove;
 use std::collections::HashSet;
 
 use crate::engine::criterion::Criterion;
+use crate::engine::pool::Usage;
 use crate::engine::uci::Score;
 
 /// A position that passed the criterion, with its extended line.
@@ -48,6 +49,57 @@ pub(crate) struct UnitResult {
     /// dropped (not in `found`).
     #[serde(default)]
     pub near_source: u64,
+    /// Where the unit's engine work went, by step (the benches'
+    /// breakdown; no output of the stage depends on it).
+    #[serde(default)]
+    pub steps: StepUsage,
+}
+
+/// Engine work by step of the funnel (docs/mining.md, "Where a
+/// position's search time goes").
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct StepUsage {
+    /// The swing pass's MultiPV 1 search at each target.
+    #[serde(default)]
+    pub swing: Usage,
+    /// The shallow MultiPV 2 pass at each target.
+    pub shallow: Usage,
+    /// The shallow search after the move played (its loss).
+    pub played: Usage,
+    /// The line screen's shallow line.
+    pub screen: Usage,
+    /// The full search and its verdict's extra search.
+    pub full: Usage,
+    /// The line extension of a position that passed.
+    pub line: Usage,
+    /// The search over every move at a branch point.
+    pub branch: Usage,
+}
+
+impl StepUsage {
+    /// The steps, named, in funnel order.
+    pub fn named(&self) -> [(&'static str, Usage); 7] {
+        [
+            ("swing", self.swing),
+            ("shallow", self.shallow),
+            ("played", self.played),
+            ("screen", self.screen),
+            ("full", self.full),
+            ("line", self.line),
+            ("branch", self.branch),
+        ]
+    }
+
+    /// Adds `other`'s steps to these.
+    pub fn add(&mut self, other: &StepUsage) {
+        self.swing.add(other.swing);
+        self.shallow.add(other.shallow);
+        self.played.add(other.played);
+        self.screen.add(other.screen);
+        self.full.add(other.full);
+        self.line.add(other.line);
+        self.branch.add(other.branch);
+    }
 }
 
 /// Totals over units.
@@ -57,6 +109,7 @@ pub(crate) struct MineStats {
     pub full_searches: u64,
     pub candidates: u64,
     pub nodes: u64,
+    pub steps: StepUsage,
 }
 
 pub(crate) struct MineRun {
@@ -71,6 +124,7 @@ impl MineRun {
             stats.full_searches += r.full_searches;
             stats.candidates += r.found.len() as u64;
             stats.nodes += r.nodes;
+            stats.steps.add(&r.steps);
         }
         stats
     }

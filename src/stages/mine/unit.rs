@@ -5,11 +5,10 @@
 //! funnel knowing of them.
 
 use anyhow::Result;
-use std::collections::HashMap;
 
 use super::checkpoint::{Checkpoint, GAMES_PER_WORKER_PER_CHUNK};
 use super::config::MineConfig;
-use super::funnel::{analyse_target, unit_line};
+use super::funnel::{Seen, analyse_target, unit_line};
 #[cfg(test)]
 use super::input::Source;
 use super::input::{MineUnit, Target, game_targets};
@@ -88,26 +87,20 @@ pub(crate) fn mine_unit(
                 .is_none_or(|position| !unit.is_public(position_key(position)))
         });
     }
-    // Shallow best scores by position index, for the played-move filter.
-    let mut shallow_best: HashMap<usize, Score> = HashMap::new();
+    // Scores by position index, for the played-move filters.
+    let mut seen = Seen::default();
     // Positions whose screens passed on a non-mate shallow score: where
     // branches start (`[mine] branch_moves`).
     let mut signs = Vec::new();
     for target in targets.iter().rev() {
         let searched = result.full_searches;
-        if let Some(found) = analyse_target(
-            session,
-            unit,
-            &line,
-            target,
-            config,
-            &mut shallow_best,
-            &mut result,
-        )? {
+        if let Some(found) =
+            analyse_target(session, unit, &line, target, config, &mut seen, &mut result)?
+        {
             result.found.push(found);
         }
         if result.full_searches > searched
-            && matches!(shallow_best.get(&target.after), Some(Score::Cp(_)))
+            && matches!(seen.shallow.get(&target.after), Some(Score::Cp(_)))
         {
             signs.push(target.after);
         }
@@ -119,7 +112,7 @@ pub(crate) fn mine_unit(
             unit,
             &line,
             &signs,
-            &shallow_best,
+            &seen.shallow,
             config,
             &mut result,
         )?;

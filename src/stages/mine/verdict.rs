@@ -49,12 +49,14 @@ pub(super) fn full_search(
         session.set_option("Clear Hash", "true")?;
     }
     let request = search_request(unit, game, history, config.limit(), 2);
+    let before = session.usage();
     let deep = session.search(&request)?;
     result.nodes += deep.nodes;
     result.full_searches += 1;
     let rule = rule_for(deep.lines.first().map(|line| line.score), config);
     let judged = criterion::judge_result(session, &request, &deep, position, rule, Turn::First)?;
     result.nodes += judged.extra_nodes;
+    result.steps.full.add(session.usage().since(before));
     let (Some(best_move), Some(best_score), true) =
         (judged.best_move, judged.best_score, judged.decision.unique)
     else {
@@ -71,9 +73,10 @@ pub(super) fn full_search(
     if !config.trivial_captures && is_trivial_capture(position, best) {
         return Ok(None);
     }
-    let Some((line, line_nodes)) =
-        extend_line(session, (unit, game), history, position, best, rule, config)?
-    else {
+    let before = session.usage();
+    let extended = extend_line(session, (unit, game), history, position, best, rule, config)?;
+    result.steps.line.add(session.usage().since(before));
+    let Some((line, line_nodes)) = extended else {
         return Ok(None);
     };
     result.nodes += line_nodes;

@@ -97,6 +97,15 @@ fn bench_units(args: &BenchMineArgs, pool: &EnginePool) -> Result<Vec<MineUnit>>
     Ok(units)
 }
 
+/// Steps as a JSON object from step name to its usage, in funnel order.
+fn step_json(steps: &mine::StepUsage) -> serde_json::Value {
+    serde_json::Value::Object(
+        (steps.named().into_iter())
+            .map(|(name, usage)| (name.to_string(), json!(usage)))
+            .collect(),
+    )
+}
+
 /// The side-by-side table and JSON: recall of the funnel's candidates
 /// against the exhaustive ones, and the ratio of engine nodes.
 fn bench_summary(
@@ -112,7 +121,8 @@ fn bench_summary(
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10}\n\
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10.1}\n\
          {:<12} {:>10} {:>13} {:>11} {:>14} {:>10.1}\n\
-         recall of the funnel: {found}/{} = {:.1}% (floor 95%); nodes ratio {} (floor 5x)",
+         recall of the funnel: {found}/{} = {:.1}% (floor 95%); nodes ratio {} (floor 5x)\n\
+         funnel engine CPU s (searches) by step: {}",
         games,
         args.depth,
         shallow_depth,
@@ -137,6 +147,11 @@ fn bench_summary(
         check.exhaustive_candidates,
         recall * 100.0,
         ratio.map_or("n/a".to_string(), |r| format!("{r:.1}x")),
+        (cs.steps.named().iter())
+            .filter(|(_, usage)| usage.searches > 0)
+            .map(|(name, usage)| format!("{name} {:.1} ({})", usage.cpu_seconds, usage.searches))
+            .collect::<Vec<_>>()
+            .join(", "),
     );
     let json = json!({
         "command": "bench mine",
@@ -149,6 +164,8 @@ fn bench_summary(
                     "candidates": cs.candidates, "nodes": cs.nodes, "cpu_seconds": check.funnel_cpu_seconds},
         "recall": recall,
         "nodes_ratio": ratio,
+        "funnel_steps": step_json(&cs.steps),
+        "exhaustive_steps": step_json(&rs.steps),
         "recall_floor_met": recall >= 0.95,
         "nodes_ratio_floor_met": ratio.is_some_and(|r| r >= 5.0),
     });
