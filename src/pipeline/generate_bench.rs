@@ -137,12 +137,16 @@ struct Measured {
     verified: Vec<Puzzle>,
     mined_in_tier: usize,
     verified_in_tier: usize,
+    /// Mined puzzles of the sampled games.
+    mined_in_sample: usize,
     sample: Sample,
 }
 
 /// Epoch's exhaustive search and the funnel on the sampled games.
 struct Sample {
     games: usize,
+    /// The sampled games' ids, to count the funnel's puzzles among them.
+    game_ids: std::collections::HashSet<String>,
     check: FunnelCheck,
 }
 
@@ -171,7 +175,11 @@ fn measure(
     let in_tier =
         |puzzles: &[Puzzle]| tier.map_or(0, |t| puzzles.iter().filter(|p| t.admits(p)).count());
     let sample = sample(args, engine, &batch.join("games.pgn"), &mine_config)?;
+    let mined_in_sample = (mined.iter())
+        .filter(|p| (p.get(Column::GameId.name())).is_some_and(|id| sample.game_ids.contains(id)))
+        .count();
     Ok(Measured {
+        mined_in_sample,
         mine: mine_config,
         settings,
         games: record.games,
@@ -221,6 +229,7 @@ fn sample(
     };
     Ok(Sample {
         games: units.len(),
+        game_ids: units.iter().map(|unit| unit.game_id.clone()).collect(),
         check,
     })
 }
@@ -241,8 +250,19 @@ fn exhaustive_cache_file(
     funnel: &MineConfig,
     engine_sha256: &str,
 ) -> Result<PathBuf> {
+    // The screens' settings do not change what the exhaustive search
+    // finds, so funnels that differ only in them share one reference.
+    let screens = MineConfig::default();
     let settings = serde_json::to_string(&MineConfig {
         exhaustive: true,
+        shallow_depth: screens.shallow_depth,
+        shallow_margin_cp: screens.shallow_margin_cp,
+        shallow_margin_win: screens.shallow_margin_win,
+        shallow_margin_loss_cp: screens.shallow_margin_loss_cp,
+        swing_depth: screens.swing_depth,
+        swing_margin_cp: screens.swing_margin_cp,
+        played_bound: screens.played_bound,
+        line_screen: screens.line_screen,
         ..funnel.clone()
     })
     .context("serializing the mine settings")?;
@@ -346,6 +366,8 @@ struct Report<'a> {
     epoch_modelled: EpochFigures,
     sample: SampleFigures,
     ratio_per_cpu_hour: Option<f64>,
+    /// The same ratio with Epoch's `kept_sampled`.
+    ratio_per_cpu_hour_sampled: Option<f64>,
     ratio_in_tier_per_cpu_hour: Option<f64>,
 }
 
@@ -364,6 +386,7 @@ struct TextFigures {
     /// The funnel's nodes on the sample, per position the exhaustive
     /// search analysed.
     funnel_nodes_per_position: f64,
+    mined_in_sample: usize,
 }
 
 /// puzzleforge's funnel on every game.
@@ -396,7 +419,16 @@ struct EpochFigures {
     mine_cpu_seconds: f64,
     mine_nodes: f64,
     cpu_seconds: f64,
+    /// Epoch's puzzles on every game, estimated as its puzzles on the
+    /// sample scaled by the funnel's mined puzzles on every game over
+    /// those on the sample (a ratio estimator: how rich the sampled games
+    /// happen to be cancels out); `kept_sampled` where the sample has
+    /// none of the funnel's.
     kept: f64,
+    /// Epoch's puzzles on the sample times the games over the sampled
+    /// games (the estimate before 2026-12-07: its error is the sample's
+    /// richness).
+    kept_sampled: f64,
     kept_in_tier: f64,
     kept_per_game: f64,
     kept_per_cpu_hour: f64,
@@ -476,7 +508,8 @@ impl<'a> BenchReport<'a> {
              Epoch's mining modelled from {} sampled games ({} positions): {:.3} CPU s and {:.0} nodes per position (funnel: {:.0}); nodes ratio {}\n\
              on the sample, engine CPU s (searches) by step: funnel {}; exhaustive {}\n\
              recall of the funnel on the sample: {}/{} = {:.1}%\n\
-             puzzles per CPU-hour, puzzleforge (verified) / Epoch (kept): {}; {tier_name}: {}\n\
+             Epoch's puzzles on every game: {:.1} (its {} on the sample scaled by the funnel's {} mined on every game over its {} on the sample; {:.1} scaled by games)\n\
+             puzzles per CPU-hour, puzzleforge (verified) / Epoch (kept): {}; {tier_name}: {} (scaled by games: {})\n\
              verified mix (solver moves): {:?}",
             record.games,
             record.seed,
@@ -518,8 +551,14 @@ impl<'a> BenchReport<'a> {
             sample.found,
             sample.exhaustive_candidates,
             sample.recall * 100.0,
+            epoch.kept,
+            sample.exhaustive_puzzles,
+            ours.mined,
+            text.mined_in_sample,
+            epoch.kept_sampled,
             show(record.ratio_per_cpu_hour),
             show(record.ratio_in_tier_per_cpu_hour),
+            show(record.ratio_per_cpu_hour_sampled),
             ours.verified_mix,
         )
     }
@@ -537,6 +576,7 @@ impl TextFigures {
                 None => format!("depth {}", m.mine.depth),
             },
             mined_cpu_seconds,
+            mined_in_sample: m.mined_in_sample,
             mined_in_tier_per_cpu_hour: per_hour(m.mined_in_tier as f64, mined_cpu_seconds),
             epoch_cpu_seconds_per_position: per_position(
                 check.exhaustive_cpu_seconds,
@@ -584,6 +624,10 @@ impl<'a> Report<'a> {
             settings: &m.settings,
             positions: m.positions,
             ratio_per_cpu_hour: ratio(ours.verified_per_cpu_hour, epoch.kept_per_cpu_hour),
+            ratio_per_cpu_hour_sampled: ratio(
+                ours.verified_per_cpu_hour,
+                per_hour(epoch.kept_sampled, epoch.cpu_seconds),
+            ),
             ratio_in_tier_per_cpu_hour: ratio(
                 ours.verified_in_tier_per_cpu_hour,
                 epoch.kept_in_tier_per_cpu_hour,
@@ -632,7 +676,12 @@ impl EpochFigures {
         let nodes_per_position = per_position(exhaustive.nodes as f64, exhaustive.positions);
         let mine_cpu_seconds = cpu_seconds_per_position * m.positions as f64;
         let cpu_seconds = m.steps.selfplay + mine_cpu_seconds;
-        let kept = check.exhaustive_puzzles as f64 / m.sample.games.max(1) as f64 * games;
+        let kept_sampled = check.exhaustive_puzzles as f64 / m.sample.games.max(1) as f64 * games;
+        let kept = if m.mined_in_sample > 0 {
+            check.exhaustive_puzzles as f64 * m.mined.len() as f64 / m.mined_in_sample as f64
+        } else {
+            kept_sampled
+        };
         let tier_share = if m.mined.is_empty() {
             0.0
         } else {
@@ -648,6 +697,7 @@ impl EpochFigures {
             mine_nodes: nodes_per_position * m.positions as f64,
             cpu_seconds,
             kept,
+            kept_sampled,
             kept_in_tier,
             kept_per_game: kept / games,
             kept_per_cpu_hour: per_hour(kept, cpu_seconds),
