@@ -40,7 +40,7 @@ pub use guard::{OUTPUT_FLAGS, OutputFlag, guard_distinct, guard_outputs};
 #[derive(Parser, Debug)]
 #[command(
     name = "puzzleforge",
-    version,
+    version = crate::core::build::LONG_VERSION,
     about = "Renews chess puzzle benchmarks for evaluating and prompt-optimizing LLMs"
 )]
 pub struct Cli {

@@ -221,6 +221,7 @@ impl PipelineConfig {
             rate: &self.rate,
             verify: self.verify.clone(),
             release: &self.release,
+            keep_stored_work: false,
         }
     }
 

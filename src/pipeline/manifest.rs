@@ -1,5 +1,6 @@
 //! A stage's record beside its outputs (`stage.json`): the fingerprint of
-//! what decided them (inputs' sha256, config section, engine, tool version),
+//! what decided them (inputs' sha256, config section, engine, tool version,
+//! the stage's algorithm version; and the build, recorded but not compared),
 //! counts, seconds and every output's sha256; and the scratch folder a
 //! stage writes into before it is renamed into place.
 
@@ -38,10 +39,22 @@ pub(crate) struct StageManifest {
 }
 
 /// What decides a stage's outputs: a stage whose fingerprint is unchanged
-/// and whose outputs are intact is not run again.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+/// and whose outputs are intact is not run again. Equal fingerprints are
+/// equal in everything but `build`, which says which binary wrote the
+/// stage and decides nothing: a new commit that leaves the stage's
+/// algorithm as it was reuses its outputs.
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub(crate) struct Fingerprint {
     pub tool_version: String,
+    /// The build that wrote the stage ([`crate::core::build::BUILD`]);
+    /// empty in a `stage.json` written before builds were recorded.
+    #[serde(default)]
+    pub build: String,
+    /// The version of what the stage computes
+    /// ([`StageName::algorithm`]); empty in a `stage.json` written before
+    /// stages recorded it, which is then redone.
+    #[serde(default)]
+    pub algorithm: String,
     /// sha256 of every input, by path (relative to the release folder for
     /// inputs inside it).
     pub inputs: BTreeMap<String, String>,
@@ -51,6 +64,39 @@ pub(crate) struct Fingerprint {
     pub engine: Option<EngineIdentity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+}
+
+impl PartialEq for Fingerprint {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_but_algorithm(other) && self.algorithm == other.algorithm
+    }
+}
+
+impl Fingerprint {
+    /// Whether the two decide the same outputs under the same algorithm:
+    /// what `run --keep-stored-work` asks of a stage it keeps.
+    pub(crate) fn same_but_algorithm(&self, other: &Self) -> bool {
+        self.tool_version == other.tool_version
+            && self.inputs == other.inputs
+            && self.config == other.config
+            && self.engine == other.engine
+            && self.shard == other.shard
+    }
+
+    /// The line a run prints for a stage redone because its recorded
+    /// algorithm is not this build's; `None` when they agree.
+    pub(crate) fn algorithm_change(&self, now: &Self, stage: StageName) -> Option<String> {
+        (self.algorithm != now.algorithm).then(|| {
+            let recorded = match self.algorithm.as_str() {
+                "" => "none (written before stages recorded one)",
+                other => other,
+            };
+            format!(
+                "{stage}: redone, recorded algorithm {recorded}, this build {}",
+                now.algorithm
+            )
+        })
+    }
 }
 
 /// The engine a stage ran: its binary's sha256 and the UCI options sent.
@@ -118,7 +164,9 @@ pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Fingerp
         _ => None,
     };
     Ok(Fingerprint {
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        tool_version: crate::core::build::VERSION.to_string(),
+        build: crate::core::build::BUILD.to_string(),
+        algorithm: stage.name().algorithm(),
         inputs,
         config: relative_to_config(stage.config_section(ctx)?, &ctx.config_dir),
         engine,
@@ -225,6 +273,8 @@ mod tests {
             stage: StageName::Mine,
             fingerprint: Fingerprint {
                 tool_version: "0.1.0".into(),
+                build: "git:0123+dirty".into(),
+                algorithm: "mine-1".into(),
                 inputs: BTreeMap::from([("selfplay/games.pgn".into(), "ab".into())]),
                 config: json!({"depth": 18}),
                 engine: Some(EngineIdentity {
@@ -245,6 +295,7 @@ mod tests {
             text,
             concat!(
                 r#"{"stage":"mine","fingerprint":{"tool_version":"0.1.0","#,
+                r#""build":"git:0123+dirty","algorithm":"mine-1","#,
                 r#""inputs":{"selfplay/games.pgn":"ab"},"config":{"depth":18},"#,
                 r#""engine":{"path":"/usr/games/stockfish","sha256":"cd","options":[["Hash","16"]]},"#,
                 r#""shard":{"index":0,"count":2}},"counts":{"inputs":1},"seconds":1.5,"#,

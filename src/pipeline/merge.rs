@@ -518,6 +518,17 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         shard: None,
         config_dir,
         excluded_releases: None,
+        invocation: Some(crate::pipeline::stage::Invocation {
+            config_path: args.config.clone(),
+            release: release_dir
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            tier_flag: args.tier.clone(),
+            engine_flag: args.engine.is_some(),
+        }),
+        keep_stored_work: false,
+        kept_work: Vec::new(),
     };
     if !config.generate.enabled {
         return merge_then_run(&mut ctx, &shards, (&sliced, &rest), None, args.force);

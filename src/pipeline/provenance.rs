@@ -15,7 +15,10 @@ use crate::pipeline::stage::RunContext;
 use crate::pipeline::stage_name::StageName;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
-use crate::stages::release::manifest::{RunProvenance, Settings, Source};
+use crate::stages::release::manifest::{
+    ConfigRecord, RunProvenance, RunRecord, Settings, Source,
+};
+use std::collections::BTreeMap;
 use crate::stages::selfplay::SelfplayConfig;
 use crate::stages::verify::VerifyConfig;
 
@@ -38,6 +41,10 @@ pub(crate) struct Provenance {
     mine: Option<MineConfig>,
     rate: Option<RateConfig>,
     verify: Option<VerifyConfig>,
+    /// The stages of `pipeline.stages` up to the release, and whether
+    /// `[generate]` played the games.
+    stages: Vec<StageName>,
+    generated: bool,
 }
 
 impl Provenance {
@@ -103,6 +110,11 @@ impl Provenance {
                 ..config.rate.clone()
             }),
             verify: runs(StageName::Verify).then(|| config.verify.clone()),
+            stages: (config.pipeline.stages.iter())
+                .copied()
+                .filter(|stage| *stage <= StageName::Release)
+                .collect(),
+            generated: generate,
         }
     }
 
@@ -189,7 +201,54 @@ impl Provenance {
             engine,
             second_engine: second,
             settings,
+            run: self.run_record(ctx)?,
         })
+    }
+}
+
+impl Provenance {
+    /// How the run ran ([`RunRecord`]): its config's text (read again:
+    /// the text the run parsed, unless it changed since), the release's
+    /// name and flags, the algorithm version of each stage that made the
+    /// puzzles, and the stored work kept; `None` outside `run`.
+    fn run_record(&self, ctx: &RunContext) -> Result<Option<RunRecord>> {
+        let Some(invocation) = &ctx.invocation else {
+            return Ok(None);
+        };
+        let path = &invocation.config_path;
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            bad_input(format!(
+                "release provenance: cannot read config {}: {e}",
+                path.display()
+            ))
+        })?;
+        let name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut algorithms: BTreeMap<String, String> = self
+            .stages
+            .iter()
+            .map(|stage| (stage.as_str().to_string(), stage.algorithm()))
+            .collect();
+        if self.generated {
+            algorithms.insert(
+                "generate".to_string(),
+                crate::pipeline::generate::ALGORITHM.to_string(),
+            );
+        }
+        Ok(Some(RunRecord {
+            release: invocation.release.clone(),
+            tier_flag: invocation.tier_flag.clone(),
+            engine_flag: invocation.engine_flag,
+            config: ConfigRecord {
+                name,
+                sha256: crate::core::fileio::sha256_bytes(text.as_bytes()),
+                text,
+            },
+            algorithms,
+            kept_work: ctx.kept_work.clone(),
+        }))
     }
 }
 

@@ -49,10 +49,15 @@ mod progress;
 mod generated;
 mod streams;
 
+/// The version of how a batch is played and assembled (beside the chain's
+/// stages' own versions, which the store key holds too): bumped whenever a
+/// stored batch's files for the same settings change.
+pub(crate) const ALGORITHM: &str = "generate-1";
+
 pub(crate) use config::{Engine, GenerateConfig, Sections};
 pub(crate) use generated::{Generated, Part};
 pub(crate) use play::play_one_batch;
 pub(crate) use report::{CellReport, GenerateReport, GenerateSummary, recorded_store};
 pub(crate) use store::{StepSeconds, read_batch_record};
-pub(crate) use streams::{check_profiles, prepare, sample, store_key};
+pub(crate) use streams::{check_profiles, kept_stores, prepare, sample, store_key};
 pub(crate) use walk::Mode;
