@@ -520,6 +520,7 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         excluded_releases: None,
         invocation: Some(crate::pipeline::stage::Invocation {
             config_path: args.config.clone(),
+            config_text: crate::pipeline::config::PipelineConfig::read_text(&args.config)?,
             release: release_dir
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())

@@ -207,8 +207,8 @@ impl Provenance {
 }
 
 impl Provenance {
-    /// How the run ran ([`RunRecord`]): its config's text (read again:
-    /// the text the run parsed, unless it changed since), the release's
+    /// How the run ran ([`RunRecord`]): its config's text (as the run
+    /// read it), the release's
     /// name and flags, the algorithm version of each stage that made the
     /// puzzles, and the stored work kept; `None` outside `run`.
     fn run_record(&self, ctx: &RunContext) -> Result<Option<RunRecord>> {
@@ -216,12 +216,7 @@ impl Provenance {
             return Ok(None);
         };
         let path = &invocation.config_path;
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            bad_input(format!(
-                "release provenance: cannot read config {}: {e}",
-                path.display()
-            ))
-        })?;
+        let text = invocation.config_text.clone();
         let name = path
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())

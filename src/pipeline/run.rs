@@ -78,7 +78,23 @@ pub struct RunArgs {
 
 /// Runs the pipeline.
 pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
-    let mut config = PipelineConfig::load(&args.config)?;
+    let text = PipelineConfig::read_text(&args.config)?;
+    run_pipeline_from(args, &text, None)
+}
+
+/// Runs the pipeline of the config text `text` (as the file `args.config`
+/// holds it, which need not exist), writing under `output_dir` instead of
+/// the config's `pipeline.output_dir` when given (`reproduce`'s scratch
+/// folder).
+pub(crate) fn run_pipeline_from(
+    args: &RunArgs,
+    text: &str,
+    output_dir: Option<&Path>,
+) -> Result<Summary> {
+    let mut config = PipelineConfig::from_text(text, &args.config)?;
+    if let Some(output_dir) = output_dir {
+        config.pipeline.output_dir = output_dir.to_path_buf();
+    }
     // A plan only prices generation: it samples with [generate] on whether
     // or not the config runs it, so `run --plan` works on a config that
     // has not turned generation on yet.
@@ -137,6 +153,7 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         excluded_releases: None,
         invocation: Some(crate::pipeline::stage::Invocation {
             config_path: args.config.clone(),
+            config_text: text.to_string(),
             release: release.clone(),
             tier_flag: args.tier.clone(),
             engine_flag: args.engine.is_some(),

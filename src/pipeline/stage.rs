@@ -51,6 +51,8 @@ pub struct RunContext {
 #[derive(Clone, Debug)]
 pub struct Invocation {
     pub config_path: PathBuf,
+    /// The config's text, as the run read it.
+    pub config_text: String,
     pub release: String,
     pub tier_flag: Option<String>,
     pub engine_flag: bool,
