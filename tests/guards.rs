@@ -1244,6 +1244,9 @@ const READ_ONLY_PATH_FLAGS: &[(&str, &str)] = &[
     ("merge", "output"),
     ("merge", "config"),
     ("merge", "engine"),
+    ("reproduce", "release"),
+    ("reproduce", "engine"),
+    ("reproduce", "config_dir"),
     ("ingest puzzles", "input"),
     ("ingest games", "input"),
     ("check", "input"),
@@ -1353,6 +1356,7 @@ fn required_besides(words: &str) -> Vec<(&'static str, Vec<&'static str>)> {
             ("output", vec!["-o", "fresh/i.idx"]),
         ],
         "audit" => vec![("release", vec![pool])],
+        "reproduce" => vec![("release", vec!["out/r1"])],
         "rollout" => vec![
             ("model", vec!["--model", "random"]),
             ("output", vec!["-o", "fresh/rollout"]),
