@@ -86,12 +86,12 @@ pub(super) fn store_of(
     engine: Engine,
 ) -> Result<StoreChoice> {
     let (key, described) = settings.key(engine)?;
-    // Passed over, the other store is named only while it holds games
-    // this build's store has not played yet.
+    // Passed over, the other store is named when this build's store is
+    // new: the run that plays again what the other had played.
     let own = stored_batches(&config.output_dir.join(".generate").join(&key)).map_or(0, |b| b.len());
     let Some((other_key, other_described, batches)) =
         other_algorithms_store(config.output_dir, &key, &described)
-            .filter(|(_, _, batches)| config.keep_stored_work || *batches > own)
+            .filter(|_| config.keep_stored_work || own == 0)
     else {
         return Ok(StoreChoice {
             key,
