@@ -30,7 +30,7 @@ release = "r1"
 stages = ["ingest_puzzles", "ingest_games", "release", "export", "eval"]
 
 [engine]
-path = "stockfish"
+path = "./stockfish"
 workers = 1
 
 [sources]

@@ -117,10 +117,28 @@ pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
 
     let (scratch, temporary) = scratch_folder(args, &run)?;
     copy_earlier_releases(&manifest, &stage_dir, &scratch)?;
+    let engine = match &args.engine {
+        Some(engine) => Some(engine.canonicalize().map_err(|e| {
+            bad_input(format!("--engine {}: {e}", engine.display()))
+        })?),
+        None => None,
+    };
+    // The run is repeated from the config's folder, as `run` is run from
+    // the project's folder: the eval's records name paths as the run was
+    // asked (`models/maia`), and so they name the same here.
+    let config_dir = config_dir.canonicalize().map_err(|e| {
+        bad_input(format!(
+            "cannot reproduce: the config's folder {}: {e}",
+            config_dir.display()
+        ))
+    })?;
+    std::env::set_current_dir(&config_dir)
+        .with_context(|| format!("changing to {}", config_dir.display()))?;
+    let _ = config_path;
     let run_args = RunArgs {
-        config: config_path,
+        config: PathBuf::from(&run.config.name),
         release: Some(run.release.clone()),
-        engine: args.engine.clone(),
+        engine,
         tier: run.tier_flag.clone(),
         force: false,
         rewrite_release: false,
@@ -503,6 +521,12 @@ fn compare(
         left.push((recorded_build.to_string(), "<build>".to_string()));
         right.push((build.to_string(), "<build>".to_string()));
     }
+    // Where each run's output folder is, as its records name it.
+    let folder = "<output folder>/".to_string();
+    if !matches!(outputs.0.as_str(), "" | ".") {
+        left.push((format!("{}/", outputs.0.trim_end_matches('/')), folder.clone()));
+    }
+    right.push((format!("{}/", outputs.1.trim_end_matches('/')), folder));
     let mut pending: Vec<&String> = Vec::new();
     for file in both {
         let name = file.rsplit('/').next().unwrap_or(file);
@@ -531,8 +555,10 @@ fn compare(
             let fields = if file.rsplit('/').next() == Some(STAGE_RECORD) {
                 same_stage_record(&a, &b, (&left, &outputs.0), (&right, &outputs.1))
             } else {
-                (substitute(&a, &left) == substitute(&b, &right))
-                    .then(|| "the build identity, or the sha256 of files set aside".to_string())
+                (substitute(&a, &left) == substitute(&b, &right)).then(|| {
+                    "the build identity, the output folder's path, the sha256 of files set aside"
+                        .to_string()
+                })
             };
             match fields {
                 Some(fields) => {
@@ -568,19 +594,31 @@ fn read(dir: &Path, file: &str) -> Result<Vec<u8>> {
     std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
 }
 
-/// `bytes` as text with each substitution made (bytes that are not UTF-8
-/// are compared as they are).
+/// `bytes` as text with each substitution made where it starts a word (a
+/// path `out/` inside `layout/` is left alone); bytes that are not UTF-8
+/// are compared as they are.
 fn substitute(bytes: &[u8], substitutions: &[(String, String)]) -> Vec<u8> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => {
-            let mut text = text.to_string();
-            for (from, to) in substitutions {
-                text = text.replace(from.as_str(), to);
-            }
-            text.into_bytes()
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return bytes.to_vec();
+    };
+    let mut text = text.to_string();
+    for (from, to) in substitutions {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(from.as_str()) {
+            let starts_word = out
+                .chars()
+                .chain(rest[..at].chars())
+                .next_back()
+                .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')));
+            out.push_str(&rest[..at]);
+            out.push_str(if starts_word { to } else { from });
+            rest = &rest[at + from.len()..];
         }
-        Err(_) => bytes.to_vec(),
+        out.push_str(rest);
+        text = out;
     }
+    text.into_bytes()
 }
 
 /// Two `stage.json`s agree on what decides and what they hold: compared
@@ -599,6 +637,13 @@ fn same_stage_record(
         let table = record.as_object_mut()?;
         table.remove("seconds");
         table.remove("counts");
+        // The sha256 of a file skipped as timing.
+        if let Some(outputs) = table.get_mut("outputs").and_then(Value::as_object_mut) {
+            outputs.retain(|name, _| {
+                let name = name.rsplit('/').next().unwrap_or(name);
+                !TIMING_FILES.iter().any(|(timing, _)| *timing == name)
+            });
+        }
         if let Some(print) = table.get_mut("fingerprint").and_then(Value::as_object_mut) {
             print.remove("build");
             if let Some(engine) = print.get_mut("engine").and_then(Value::as_object_mut) {
