@@ -52,10 +52,11 @@ fn git_identity(root: &Path) -> Option<String> {
             .current_dir(root)
             .output()
             .ok()?;
-        output
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&output.stdout).trim_end().to_string())
+        output.status.success().then(|| {
+            String::from_utf8_lossy(&output.stdout)
+                .trim_end()
+                .to_string()
+        })
     };
     let top = git(&["rev-parse", "--show-toplevel"])?;
     if std::fs::canonicalize(&top).ok()? != std::fs::canonicalize(root).ok()? {

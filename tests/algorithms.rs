@@ -36,7 +36,11 @@ fn copy_inputs(dir: &Path) {
     // The rating model and the Maia nets it reads, as the committed
     // config names them.
     std::os::unix::fs::symlink(repo.join("models"), dir.join("models")).unwrap();
-    std::fs::copy(data("lichess_db_puzzle_subset_1499.csv"), dir.join("puzzles.csv")).unwrap();
+    std::fs::copy(
+        data("lichess_db_puzzle_subset_1499.csv"),
+        dir.join("puzzles.csv"),
+    )
+    .unwrap();
     std::fs::copy(
         data("lichess_game_export_ZlCTzfMG_eval_clk.pgn"),
         dir.join("games.pgn"),
@@ -49,9 +53,9 @@ fn copy_inputs(dir: &Path) {
 /// `[generate]` on with `generate`.
 fn chain_config(dir: &Path, name: &str, stages: &str, generate: Option<&str>) {
     let generate = match generate {
-        Some(extra) => format!(
-            "[generate]\nenabled = true\nmax_per_game = 100\nbatch_games = 3\n{extra}\n"
-        ),
+        Some(extra) => {
+            format!("[generate]\nenabled = true\nmax_per_game = 100\nbatch_games = 3\n{extra}\n")
+        }
         None => String::new(),
     };
     let config = format!(
@@ -155,7 +159,10 @@ fn a_build_with_another_mining_threshold_redoes_mine_and_the_stored_batches() {
     let (first, _) = run(None, &[]);
     assert!(!skipped(&first, "mine"));
     let (same, said) = run(None, &[]);
-    assert!(skipped(&same, "selfplay") && skipped(&same, "mine"), "{same:#}");
+    assert!(
+        skipped(&same, "selfplay") && skipped(&same, "mine"),
+        "{same:#}"
+    );
     assert!(!said.contains("redone"), "{said}");
     let (other, said) = run(Some("250"), &[]);
     assert!(skipped(&other, "selfplay"), "{other:#}");
@@ -163,10 +170,9 @@ fn a_build_with_another_mining_threshold_redoes_mine_and_the_stored_batches() {
     let line = "mine: redone, recorded algorithm mine-1, this build mine-1+min-gap-250";
     assert!(said.contains(line), "{said}");
     assert_eq!(other["stages"][1]["why"], line);
-    let stage: Value = serde_json::from_slice(
-        &std::fs::read(root.join("out/a/mine/stage.json")).unwrap(),
-    )
-    .unwrap();
+    let stage: Value =
+        serde_json::from_slice(&std::fs::read(root.join("out/a/mine/stage.json")).unwrap())
+            .unwrap();
     assert_eq!(stage["fingerprint"]["algorithm"], "mine-1+min-gap-250");
     let (again, said) = run(Some("250"), &[]);
     assert!(skipped(&again, "mine"), "{again:#}");
@@ -228,19 +234,27 @@ fn a_build_with_another_mining_threshold_redoes_mine_and_the_stored_batches() {
     assert!(!said.contains("other algorithms"), "{said}");
     // Kept by request: the release records the store it kept.
     let (_, said) = generate("g5", Some("300"), &["--keep-stored-work"]);
-    assert!(said.contains("reused, as --keep-stored-work asks"), "{said}");
+    assert!(
+        said.contains("reused, as --keep-stored-work asks"),
+        "{said}"
+    );
     assert_eq!(stores(&out).len(), 2, "no store of its own");
-    let manifest: Value = serde_json::from_slice(
-        &std::fs::read(out.join("g5/release/manifest.json")).unwrap(),
-    )
-    .unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("g5/release/manifest.json")).unwrap())
+            .unwrap();
     let kept = &manifest["run"]["kept_work"][0];
     assert!(
-        kept["what"].as_str().unwrap().starts_with("generation store "),
+        kept["what"]
+            .as_str()
+            .unwrap()
+            .starts_with("generation store "),
         "{manifest:#}"
     );
     assert!(
-        kept["this_build"].as_str().unwrap().contains("mine: mine-1+min-gap-300"),
+        kept["this_build"]
+            .as_str()
+            .unwrap()
+            .contains("mine: mine-1+min-gap-300"),
         "{kept}"
     );
     let card = std::fs::read_to_string(out.join("g5/release/README.md")).unwrap();
@@ -359,9 +373,22 @@ model = "engine:stockfish?nodes=1"
 enabled = false
 "#;
     std::fs::write(root.join("plain.toml"), plain).unwrap();
-    summary(&puzzleforge(root, &["run", "--config", "plain.toml", "--json"], None));
-    chain_config(root, "chain.toml", r#"["selfplay", "mine", "rate", "verify"]"#, None);
-    summary(&puzzleforge(root, &["run", "--config", "chain.toml", "--json"], None));
+    summary(&puzzleforge(
+        root,
+        &["run", "--config", "plain.toml", "--json"],
+        None,
+    ));
+    chain_config(
+        root,
+        "chain.toml",
+        r#"["selfplay", "mine", "rate", "verify"]"#,
+        None,
+    );
+    summary(&puzzleforge(
+        root,
+        &["run", "--config", "chain.toml", "--json"],
+        None,
+    ));
     chain_config(
         root,
         "gen.toml",

@@ -100,10 +100,16 @@ fn a_release_reproduces_byte_for_byte_and_a_changed_byte_or_input_is_named() {
         manifest["run"]["config"]["text"],
         std::fs::read_to_string(root.join("pipeline.toml")).unwrap()
     );
-    assert_eq!(manifest["run"]["algorithms"]["ingest_puzzles"], "ingest_puzzles-1");
+    assert_eq!(
+        manifest["run"]["algorithms"]["ingest_puzzles"],
+        "ingest_puzzles-1"
+    );
     let card = std::fs::read_to_string(release.join("release/README.md")).unwrap();
     assert!(card.contains(&format!("(build `{build}`)")), "{card}");
-    assert!(card.contains("```sh\npuzzleforge reproduce .\n```"), "{card}");
+    assert!(
+        card.contains("```sh\npuzzleforge reproduce .\n```"),
+        "{card}"
+    );
 
     // As the card says, from the release folder: every file agrees; the
     // eval's runtime.json is timing, named and skipped.
@@ -117,8 +123,15 @@ fn a_release_reproduces_byte_for_byte_and_a_changed_byte_or_input_is_named() {
             .contains(&Value::from("release/train.csv")),
         "{report:#}"
     );
-    assert_eq!(report["skipped"][0]["file"], "eval/runtime.json", "{report:#}");
-    assert!(stderr(&same).contains("skipped (timing"), "{}", stderr(&same));
+    assert_eq!(
+        report["skipped"][0]["file"], "eval/runtime.json",
+        "{report:#}"
+    );
+    assert!(
+        stderr(&same).contains("skipped (timing"),
+        "{}",
+        stderr(&same)
+    );
 
     // One changed byte of a data file: exit 1, naming it.
     let train = release.join("release/train.csv");
@@ -134,11 +147,20 @@ fn a_release_reproduces_byte_for_byte_and_a_changed_byte_or_input_is_named() {
     );
     assert_eq!(differs.status.code(), Some(1), "{}", stderr(&differs));
     let said = stderr(&differs);
-    assert!(said.contains("differs: release/train.csv (first differs at line"), "{said}");
+    assert!(
+        said.contains("differs: release/train.csv (first differs at line"),
+        "{said}"
+    );
     let report: Value = serde_json::from_slice(&differs.stdout).unwrap();
-    assert_eq!(report["differ"][0]["file"], "release/train.csv", "{report:#}");
+    assert_eq!(
+        report["differ"][0]["file"], "release/train.csv",
+        "{report:#}"
+    );
     assert_eq!(report["differ"].as_array().unwrap().len(), 1, "{report:#}");
-    assert!(scratch.join("r1/release/train.csv").is_file(), "kept to look at");
+    assert!(
+        scratch.join("r1/release/train.csv").is_file(),
+        "kept to look at"
+    );
     std::fs::write(&train, &bytes).unwrap();
 
     // A changed input: refused before anything runs (exit 2), naming it.
@@ -165,8 +187,14 @@ fn a_release_reproduces_byte_for_byte_and_a_changed_byte_or_input_is_named() {
     let engine = puzzleforge(root, &["reproduce", "out/r1"]);
     assert_eq!(engine.status.code(), Some(2), "{}", stderr(&engine));
     let said = stderr(&engine);
-    assert!(said.contains("the release was made by the engine Stockfish"), "{said}");
-    assert!(said.contains("stockfish is another binary (sha256"), "{said}");
+    assert!(
+        said.contains("the release was made by the engine Stockfish"),
+        "{said}"
+    );
+    assert!(
+        said.contains("stockfish is another binary (sha256"),
+        "{said}"
+    );
     std::fs::write(&engine_bin, engine_bytes).unwrap();
 
     // A second release excludes the first's puzzles; reproduced, the
@@ -184,7 +212,10 @@ fn an_all_generated_release_reproduces_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     generation_config(root, "gen.toml", "G", 2, "batch_games = 3\nmax_games = 40");
-    summary(&puzzleforge(root, &["run", "--config", "gen.toml", "--json"]));
+    summary(&puzzleforge(
+        root,
+        &["run", "--config", "gen.toml", "--json"],
+    ));
     let manifest = json_file(&root.join("G/gen/release/manifest.json"));
     assert_eq!(manifest["run"]["algorithms"]["generate"], "generate-1");
     let report = summary(&puzzleforge(root, &["reproduce", "G/gen", "--json"]));
@@ -204,5 +235,9 @@ fn an_all_generated_release_reproduces_byte_for_byte() {
     std::fs::write(&games, bytes).unwrap();
     let differs = puzzleforge(root, &["reproduce", "G/gen"]);
     assert_eq!(differs.status.code(), Some(1));
-    assert!(stderr(&differs).contains("differs: selfplay/games.pgn"), "{}", stderr(&differs));
+    assert!(
+        stderr(&differs).contains("differs: selfplay/games.pgn"),
+        "{}",
+        stderr(&differs)
+    );
 }

@@ -266,6 +266,39 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The build that wrote a stage decides nothing; its algorithm version
+    /// does, and a change of it is said in one line.
+    #[test]
+    fn fingerprints_agree_across_builds_but_not_across_algorithms() {
+        let print = Fingerprint {
+            tool_version: "0.1.0".into(),
+            build: "git:aa".into(),
+            algorithm: "mine-1".into(),
+            inputs: BTreeMap::new(),
+            config: json!({}),
+            engine: None,
+            shard: None,
+        };
+        let other_build = Fingerprint {
+            build: "git:bb+dirty".into(),
+            ..print.clone()
+        };
+        assert_eq!(print, other_build);
+        let other_rule = Fingerprint {
+            algorithm: "mine-2".into(),
+            ..print.clone()
+        };
+        assert_ne!(print, other_rule);
+        assert!(print.same_but_algorithm(&other_rule));
+        assert_eq!(
+            print
+                .algorithm_change(&other_rule, StageName::Mine)
+                .as_deref(),
+            Some("mine: redone, recorded algorithm mine-1, this build mine-2")
+        );
+        assert_eq!(print.algorithm_change(&other_build, StageName::Mine), None);
+    }
+
     /// `stage.json` keeps the key order it always had: readers diff them.
     #[test]
     fn a_manifest_is_written_in_its_documented_order() {

@@ -15,12 +15,10 @@ use crate::pipeline::stage::RunContext;
 use crate::pipeline::stage_name::StageName;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
-use crate::stages::release::manifest::{
-    ConfigRecord, RunProvenance, RunRecord, Settings, Source,
-};
-use std::collections::BTreeMap;
+use crate::stages::release::manifest::{ConfigRecord, RunProvenance, RunRecord, Settings, Source};
 use crate::stages::selfplay::SelfplayConfig;
 use crate::stages::verify::VerifyConfig;
+use std::collections::BTreeMap;
 
 /// The rating model a release's `settings.rate.model` names: by its path
 /// relative to the config's folder and its bytes.

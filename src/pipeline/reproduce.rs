@@ -49,10 +49,8 @@ pub struct ReproduceArgs {
 const EXIT_DIFFERS: i32 = 1;
 
 /// Files a run cannot repeat byte for byte, by name, and why: skipped.
-const TIMING_FILES: [(&str, &str); 1] = [(
-    "runtime.json",
-    "timing: the eval's wall and CPU seconds",
-)];
+const TIMING_FILES: [(&str, &str); 1] =
+    [("runtime.json", "timing: the eval's wall and CPU seconds")];
 
 /// What `reproduce --json` prints.
 #[derive(Serialize, Debug)]
@@ -118,9 +116,11 @@ pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
     let (scratch, temporary) = scratch_folder(args, &run)?;
     copy_earlier_releases(&manifest, &stage_dir, &scratch)?;
     let engine = match &args.engine {
-        Some(engine) => Some(engine.canonicalize().map_err(|e| {
-            bad_input(format!("--engine {}: {e}", engine.display()))
-        })?),
+        Some(engine) => Some(
+            engine
+                .canonicalize()
+                .map_err(|e| bad_input(format!("--engine {}: {e}", engine.display())))?,
+        ),
         None => None,
     };
     // The run is repeated from the config's folder, as `run` is run from
@@ -193,12 +193,9 @@ pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
 
 /// The release folder and its `release` stage folder, from either.
 fn locate(given: &Path) -> Result<(PathBuf, PathBuf)> {
-    let given = given.canonicalize().map_err(|e| {
-        bad_input(format!(
-            "{}: not a release folder: {e}",
-            given.display()
-        ))
-    })?;
+    let given = given
+        .canonicalize()
+        .map_err(|e| bad_input(format!("{}: not a release folder: {e}", given.display())))?;
     if ReleaseManifest::is_in(&given) {
         let release_dir = given.parent().map(Path::to_path_buf).unwrap_or_default();
         return Ok((release_dir, given));
@@ -227,7 +224,10 @@ fn config_dir(
         return Ok(dir.clone());
     }
     let written = config_output_dir(run, manifest_path)?;
-    let mut dir = release_dir.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut dir = release_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     for component in written.components().rev() {
         match component {
             Component::CurDir => {}
@@ -330,7 +330,11 @@ fn check_engines(
 }
 
 /// Refuses an engine whose binary or options are not the recorded ones.
-fn same_engine(what: &str, recorded: &Value, spec: &crate::engine::process::EngineSpec) -> Result<()> {
+fn same_engine(
+    what: &str,
+    recorded: &Value,
+    spec: &crate::engine::process::EngineSpec,
+) -> Result<()> {
     let id = recorded["id"].as_str().unwrap_or("?");
     let sha = recorded["sha256"].as_str().unwrap_or_default();
     let now = sha256_file(&spec.path).map_err(|e| {
@@ -390,7 +394,11 @@ fn scratch_folder(args: &ReproduceArgs, run: &RunRecord) -> Result<(PathBuf, boo
 /// folder where the release's manifest names them (relative to its
 /// release stage folder), and registered there: the repeated draw
 /// excludes the same puzzles. Each file is checked by sha256 first.
-fn copy_earlier_releases(manifest: &ReleaseManifest, stage_dir: &Path, scratch: &Path) -> Result<()> {
+fn copy_earlier_releases(
+    manifest: &ReleaseManifest,
+    stage_dir: &Path,
+    scratch: &Path,
+) -> Result<()> {
     let name = crate::pipeline::stage_name::StageName::Release.as_str();
     // Where the reproduced release's stage folder will be, relative to the
     // scratch output folder: `<release>/release`.
@@ -414,9 +422,13 @@ fn copy_earlier_releases(manifest: &ReleaseManifest, stage_dir: &Path, scratch: 
         // `../../OTHER/release/test.csv`: OTHER must sit beside this release.
         let parts: Vec<Component> = Path::new(&file.path).components().collect();
         match parts.as_slice() {
-            [Component::ParentDir, Component::ParentDir, Component::Normal(other), Component::Normal(stage), _]
-                if *stage == name =>
-            {
+            [
+                Component::ParentDir,
+                Component::ParentDir,
+                Component::Normal(other),
+                Component::Normal(stage),
+                _,
+            ] if *stage == name => {
                 folders.insert(PathBuf::from(other));
             }
             _ => {
@@ -428,7 +440,10 @@ fn copy_earlier_releases(manifest: &ReleaseManifest, stage_dir: &Path, scratch: 
             }
         }
     }
-    let output_dir = stage_dir.parent().and_then(Path::parent).unwrap_or(Path::new("."));
+    let output_dir = stage_dir
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."));
     for other in folders {
         let from = output_dir.join(&other).join(name);
         let to = scratch.join(&other).join(name);
@@ -460,7 +475,9 @@ fn files_of(dir: &Path) -> Result<BTreeSet<String>> {
     let mut files = BTreeSet::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(folder) = pending.pop() {
-        for entry in std::fs::read_dir(&folder).with_context(|| format!("listing {}", folder.display()))? {
+        for entry in
+            std::fs::read_dir(&folder).with_context(|| format!("listing {}", folder.display()))?
+        {
             let path = entry?.path();
             if path
                 .file_name()
@@ -524,7 +541,10 @@ fn compare(
     // Where each run's output folder is, as its records name it.
     let folder = "<output folder>/".to_string();
     if !matches!(outputs.0.as_str(), "" | ".") {
-        left.push((format!("{}/", outputs.0.trim_end_matches('/')), folder.clone()));
+        left.push((
+            format!("{}/", outputs.0.trim_end_matches('/')),
+            folder.clone(),
+        ));
     }
     right.push((format!("{}/", outputs.1.trim_end_matches('/')), folder));
     let mut pending: Vec<&String> = Vec::new();
@@ -720,7 +740,10 @@ fn human_lines(summary: &ReproduceSummary, temporary: bool) -> String {
         ));
     }
     for skipped in &summary.skipped {
-        text.push_str(&format!("  skipped ({}): {}\n", skipped.fields, skipped.file));
+        text.push_str(&format!(
+            "  skipped ({}): {}\n",
+            skipped.fields, skipped.file
+        ));
     }
     for difference in &summary.differ {
         text.push_str(&format!(

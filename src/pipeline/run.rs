@@ -1057,12 +1057,14 @@ pub(crate) fn check_kept<'a>(
                 } else {
                     let print = fingerprint(stage.as_ref(), ctx)
                         .with_context(|| format!("stage {name}"))?;
-                    (!same_outcome(&previous.fingerprint, &print, ctx.keep_stored_work)).then(|| {
-                        format!(
-                            "it would now come out differently ({name}: {})",
-                            fingerprint_changes(&previous.fingerprint, &print)
-                        )
-                    })
+                    (!same_outcome(&previous.fingerprint, &print, ctx.keep_stored_work)).then(
+                        || {
+                            format!(
+                                "it would now come out differently ({name}: {})",
+                                fingerprint_changes(&previous.fingerprint, &print)
+                            )
+                        },
+                    )
                 }
             }
         };

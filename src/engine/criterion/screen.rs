@@ -4,8 +4,8 @@
 //! ask these.
 
 use super::verdict::{
-    EPOCH_MAX_SECOND_CP, EPOCH_MIN_BEST_CP, LICHESS_MIN_GAP,
-    LICHESS_NON_MATE_WIN_THRESHOLD, Rule, Scores, Turn, decide, epoch_min_gap_cp, mates, mates_as_fast, win_chances,
+    EPOCH_MAX_SECOND_CP, EPOCH_MIN_BEST_CP, LICHESS_MIN_GAP, LICHESS_NON_MATE_WIN_THRESHOLD, Rule,
+    Scores, Turn, decide, epoch_min_gap_cp, mates, mates_as_fast, win_chances,
 };
 use crate::engine::uci::Score;
 

@@ -18,6 +18,11 @@ use crate::engine::pool::PoolConfig;
 use crate::engine::process::EngineSpec;
 use crate::stages::release::cells::{Cell, MateRule};
 
+/// The version of how a batch is played and assembled (beside the chain's
+/// stages' own versions, which the store key holds too): bumped whenever a
+/// stored batch's files for the same settings change.
+pub(crate) const ALGORITHM: &str = "generate-1";
+
 /// `[generate]` in pipeline.toml.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -368,7 +373,7 @@ impl Settings {
 /// The algorithm versions a stored batch's files depend on: generation's
 /// own and those of the chain's steps, as the store key holds them.
 pub(super) fn store_algorithms() -> BTreeMap<&'static str, String> {
-    let mut algorithms = BTreeMap::from([("generate", super::ALGORITHM.to_string())]);
+    let mut algorithms = BTreeMap::from([("generate", ALGORITHM.to_string())]);
     for step in crate::pipeline::chain::steps() {
         algorithms.insert(step.as_str(), step.algorithm());
     }

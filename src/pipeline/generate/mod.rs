@@ -49,12 +49,7 @@ mod progress;
 mod generated;
 mod streams;
 
-/// The version of how a batch is played and assembled (beside the chain's
-/// stages' own versions, which the store key holds too): bumped whenever a
-/// stored batch's files for the same settings change.
-pub(crate) const ALGORITHM: &str = "generate-1";
-
-pub(crate) use config::{Engine, GenerateConfig, Sections};
+pub(crate) use config::{ALGORITHM, Engine, GenerateConfig, Sections};
 pub(crate) use generated::{Generated, Part};
 pub(crate) use play::play_one_batch;
 pub(crate) use report::{CellReport, GenerateReport, GenerateSummary, recorded_store};

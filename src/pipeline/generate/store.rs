@@ -70,7 +70,9 @@ impl OtherStore {
             self.this_build
         );
         if self.kept {
-            format!("generation: {what}; reused, as --keep-stored-work asks (the release records it)")
+            format!(
+                "generation: {what}; reused, as --keep-stored-work asks (the release records it)"
+            )
         } else {
             format!(
                 "generation: {what}; their games are played again into .generate/{ours} (run --keep-stored-work would reuse them)"
@@ -88,7 +90,8 @@ pub(super) fn store_of(
     let (key, described) = settings.key(engine)?;
     // Passed over, the other store is named when this build's store is
     // new: the run that plays again what the other had played.
-    let own = stored_batches(&config.output_dir.join(".generate").join(&key)).map_or(0, |b| b.len());
+    let own =
+        stored_batches(&config.output_dir.join(".generate").join(&key)).map_or(0, |b| b.len());
     let Some((other_key, other_described, batches)) =
         other_algorithms_store(config.output_dir, &key, &described)
             .filter(|_| config.keep_stored_work || own == 0)
@@ -154,7 +157,12 @@ fn other_algorithms_store(
     let mut entries: Vec<_> = std::fs::read_dir(output_dir.join(".generate"))
         .ok()?
         .filter_map(|entry| entry.ok())
-        .map(|entry| (entry.file_name().to_string_lossy().into_owned(), entry.path()))
+        .map(|entry| {
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            )
+        })
         .filter(|(name, _)| name != key && !name.starts_with('.'))
         .collect();
     entries.sort();

@@ -353,7 +353,10 @@ pub(crate) fn kept_stores(
     let mut kept = Vec::new();
     for (profile, _) in stream_cells(config, &quotas)? {
         let settings = Settings::of(config, tier, profile.as_deref())?;
-        if let Some(other) = store_of(config, &settings, engine)?.other.filter(|o| o.kept) {
+        if let Some(other) = store_of(config, &settings, engine)?
+            .other
+            .filter(|o| o.kept)
+        {
             kept.push(crate::stages::release::manifest::KeptWork {
                 what: format!("generation store {}", other.key),
                 recorded: other.recorded,

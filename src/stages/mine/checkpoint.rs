@@ -75,7 +75,7 @@ pub(crate) fn fingerprint(
         "engine": sha256_file(&engine.path)?,
         "options": engine.options,
         "version": env!("CARGO_PKG_VERSION"),
-        "algorithm": format!("{}{}", super::ALGORITHM, crate::engine::criterion::rule_variant()),
+        "algorithm": format!("{}{}", super::config::ALGORITHM, crate::engine::criterion::rule_variant()),
     });
     Ok(sha256_bytes(parts.to_string().as_bytes()))
 }

@@ -58,12 +58,9 @@ mod run;
 
 pub(crate) use check::FunnelCheck;
 pub(crate) use checkpoint::checkpoint_path;
-pub use config::{MineArgs, MineConfig, MineOverrides};
+pub use config::{ALGORITHM, MineArgs, MineConfig, MineOverrides};
 pub(crate) use input::human_game_units;
 pub use input::{Loaded, MineUnit, Source, Target, load_input};
 pub(crate) use output::dedup_puzzles;
 pub(crate) use run::{MINE_COLUMNS, MineSummary, MinedUnits, mine_loaded_per_unit};
 pub use run::{UnitFunnel, run_mine, run_mine_with};
-
-/// The version of what mining computes (see `ALGORITHM` of the other stages).
-pub const ALGORITHM: &str = "mine-1";

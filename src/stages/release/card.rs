@@ -556,9 +556,11 @@ fn reproduce_section(manifest: &ReleaseManifest) -> String {
     let Some(run) = &manifest.run else {
         return String::new();
     };
-    let mut text = String::from("## Reproduce the release
+    let mut text = String::from(
+        "## Reproduce the release
 
-");
+",
+    );
     text.push_str(
         "From this folder, with the inputs and the engine `manifest.json` names (each checked by \
          its sha256 before anything runs):\n\n```sh\npuzzleforge reproduce .\n```\n\n\
