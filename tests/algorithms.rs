@@ -298,7 +298,7 @@ const GOLDEN: &[(&str, &str, &str)] = &[
     (
         "release",
         "release-1",
-        "b91fe0685b2dcddb79350736e586d9e6c4bbfabcde15d68f34b800fb873b5a89",
+        "bfe84b8521ca3bd811fdbd2e56bb47cdba5724009f4fe874f9bb54952db68329",
     ),
     (
         "export",
@@ -308,7 +308,7 @@ const GOLDEN: &[(&str, &str, &str)] = &[
     (
         "eval",
         "eval-1",
-        "51fe395c050e0b9cb566cdec4c320b74aff14fdf6d3c59fb5abd188b583f1a02",
+        "759aa9dc292787ea8cdc488dd66820b8443a145f0e7ea3aa88d01239450e465f",
     ),
     (
         "generate",
@@ -318,14 +318,33 @@ const GOLDEN: &[(&str, &str, &str)] = &[
 ];
 
 /// The sha256 over a folder's files (by path), each with the build
-/// identity set aside; timing (`runtime.json`, a stored batch's
-/// `batch.json`) and the runner's `stage.json` left out.
-fn outputs_sha256(dir: &Path, build: &str) -> String {
+/// identity set aside, and every sha256 of a file of `named` (a record
+/// naming a file that holds the build: the release's manifest naming its
+/// card, the eval naming the manifest) read as that file's name; timing
+/// (`runtime.json`, a stored batch's `batch.json`) and the runner's
+/// `stage.json` left out.
+fn outputs_sha256(dir: &Path, build: &str, named: &[&Path]) -> String {
+    let skip = ["stage.json", "runtime.json", "batch.json"];
+    let mut placeholders = vec![(build.to_string(), "<build>".to_string())];
+    for folder in named {
+        for name in crate::common::files_under(folder, &skip) {
+            let sha = format!(
+                "{:x}",
+                sha2::Sha256::digest(std::fs::read(folder.join(&name)).unwrap())
+            );
+            placeholders.push((sha, format!("<sha256 of {}>", name.display())));
+        }
+    }
     let mut hasher = sha2::Sha256::new();
-    for name in crate::common::files_under(dir, &["stage.json", "runtime.json", "batch.json"]) {
+    for name in crate::common::files_under(dir, &skip) {
         let bytes = std::fs::read(dir.join(&name)).unwrap();
         let bytes = match String::from_utf8(bytes.clone()) {
-            Ok(text) => text.replace(build, "<build>").into_bytes(),
+            Ok(mut text) => {
+                for (from, to) in &placeholders {
+                    text = text.replace(from.as_str(), to);
+                }
+                text.into_bytes()
+            }
             Err(_) => bytes,
         };
         hasher.update(name.to_string_lossy().as_bytes());
@@ -428,7 +447,8 @@ enabled = false
         }
         .unwrap()
         .to_string();
-        let sha = outputs_sha256(&folder, &build);
+        let release = root.join("out/p/release");
+        let sha = outputs_sha256(&folder, &build, &[&release]);
         check(stage, version, golden, &now_version, &sha, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -34,6 +34,10 @@ pub(crate) struct StageManifest {
     /// The shard folders a `merge` took the stage's outputs from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<Vec<String>>,
+    /// How the run was asked for (only the release stage's record holds
+    /// it): what `reproduce` asks again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunAsked>,
     /// sha256 of every output, by path relative to the stage's folder.
     pub outputs: BTreeMap<String, String>,
 }
@@ -96,6 +100,53 @@ impl Fingerprint {
                 now.algorithm
             )
         })
+    }
+}
+
+/// How a `run` (or `merge`) was asked for, as its release stage's
+/// `stage.json` records it: the config file's name (its paths are relative
+/// to its folder), sha256 and text, the release's name (the seeds derive
+/// from it) and the flags that change what is made. The runner's record,
+/// not the manifest's: two configs that differ only in how the work is
+/// done (workers, batch sizes) make the same release bytes.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct RunAsked {
+    pub release: String,
+    /// `run --tier`, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier_flag: Option<String>,
+    /// Whether `run --engine` replaced the config's engine (its identity is
+    /// the manifest's `engine`).
+    #[serde(default)]
+    pub engine_flag: bool,
+    pub config: ConfigFile,
+}
+
+/// The config file a run read: its name, its sha256 and its text.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct ConfigFile {
+    pub name: String,
+    pub sha256: String,
+    pub text: String,
+}
+
+impl RunAsked {
+    /// What a stage's `stage.json` records of `invocation`.
+    pub(crate) fn of(invocation: &crate::pipeline::stage::Invocation) -> RunAsked {
+        RunAsked {
+            release: invocation.release.clone(),
+            tier_flag: invocation.tier_flag.clone(),
+            engine_flag: invocation.engine_flag,
+            config: ConfigFile {
+                name: invocation
+                    .config_path
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                sha256: crate::core::fileio::sha256_bytes(invocation.config_text.as_bytes()),
+                text: invocation.config_text.clone(),
+            },
+        }
     }
 }
 
@@ -321,6 +372,7 @@ mod tests {
             seconds: 1.5,
             shard: Some(Shard { index: 0, count: 2 }),
             merged_from: None,
+            run: None,
             outputs: BTreeMap::from([("games.puzzles.csv".into(), "ef".into())]),
         };
         let text = serde_json::to_string(&manifest).unwrap();

@@ -819,6 +819,7 @@ fn merge_into_release(
         seconds: manifest_seconds(started.elapsed().as_secs_f64()),
         shard: None,
         merged_from: Some(shard_names(shards)),
+        run: None,
         outputs,
     };
     commit_stage_dir(&scratch, &dir, &manifest)?;

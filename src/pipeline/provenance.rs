@@ -15,7 +15,7 @@ use crate::pipeline::stage::RunContext;
 use crate::pipeline::stage_name::StageName;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
-use crate::stages::release::manifest::{ConfigRecord, RunProvenance, RunRecord, Settings, Source};
+use crate::stages::release::manifest::{RunProvenance, RunRecord, Settings, Source};
 use crate::stages::selfplay::SelfplayConfig;
 use crate::stages::verify::VerifyConfig;
 use std::collections::BTreeMap;
@@ -205,20 +205,12 @@ impl Provenance {
 }
 
 impl Provenance {
-    /// How the run ran ([`RunRecord`]): its config's text (as the run
-    /// read it), the release's
-    /// name and flags, the algorithm version of each stage that made the
-    /// puzzles, and the stored work kept; `None` outside `run`.
+    /// What made the puzzles ([`RunRecord`]): the algorithm version of
+    /// each stage, and the stored work kept; `None` outside `run`.
     fn run_record(&self, ctx: &RunContext) -> Result<Option<RunRecord>> {
-        let Some(invocation) = &ctx.invocation else {
+        if ctx.invocation.is_none() {
             return Ok(None);
-        };
-        let path = &invocation.config_path;
-        let text = invocation.config_text.clone();
-        let name = path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        }
         let mut algorithms: BTreeMap<String, String> = self
             .stages
             .iter()
@@ -231,14 +223,6 @@ impl Provenance {
             );
         }
         Ok(Some(RunRecord {
-            release: invocation.release.clone(),
-            tier_flag: invocation.tier_flag.clone(),
-            engine_flag: invocation.engine_flag,
-            config: ConfigRecord {
-                name,
-                sha256: crate::core::fileio::sha256_bytes(text.as_bytes()),
-                text,
-            },
             algorithms,
             kept_work: ctx.kept_work.clone(),
         }))

@@ -24,8 +24,9 @@ use crate::core::fileio::{sha256_bytes, sha256_content, sha256_file};
 use crate::core::summary::Summary;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::manifest::MANIFEST as STAGE_RECORD;
+use crate::pipeline::manifest::RunAsked;
 use crate::pipeline::run::{RunArgs, run_pipeline_from};
-use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest, RunRecord};
+use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
 
 /// Arguments of `puzzleforge reproduce`.
 #[derive(Debug, Clone)]
@@ -93,11 +94,16 @@ pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
         ))
     })?;
     let manifest_path = stage_dir.join(MANIFEST_FILE);
-    let Some(run) = manifest.run.clone() else {
+    // How the run was asked: the release stage's record.
+    let record_path = stage_dir.join(STAGE_RECORD);
+    let asked = crate::pipeline::manifest::StageManifest::load(&record_path)
+        .ok()
+        .and_then(|record| record.run);
+    let Some(run) = asked else {
         return Err(bad_input(format!(
             "{}: records no run to repeat (a release written by `release`, or by a puzzleforge \
              before releases recorded their config); only a release `run` wrote can be reproduced",
-            manifest_path.display()
+            record_path.display()
         )));
     };
     if manifest.aim.is_some() {
@@ -217,7 +223,7 @@ fn locate(given: &Path) -> Result<(PathBuf, PathBuf)> {
 fn config_dir(
     args: &ReproduceArgs,
     release_dir: &Path,
-    run: &RunRecord,
+    run: &RunAsked,
     manifest_path: &Path,
 ) -> Result<PathBuf> {
     if let Some(dir) = &args.config_dir {
@@ -250,7 +256,7 @@ fn config_dir(
 }
 
 /// `pipeline.output_dir` as the recorded config writes it.
-fn config_output_dir(run: &RunRecord, manifest_path: &Path) -> Result<PathBuf> {
+fn config_output_dir(run: &RunAsked, manifest_path: &Path) -> Result<PathBuf> {
     Ok(PipelineConfig::parse(&run.config.text, manifest_path)?
         .pipeline
         .output_dir)
@@ -305,7 +311,7 @@ fn check_engines(
     manifest: &ReleaseManifest,
     config: &PipelineConfig,
     engine_flag: Option<&PathBuf>,
-    run: &RunRecord,
+    run: &RunAsked,
 ) -> Result<()> {
     if let Some(recorded) = manifest.engine.get("sha256").and_then(Value::as_str) {
         if run.engine_flag && engine_flag.is_none() {
@@ -368,7 +374,7 @@ fn same_engine(
 
 /// The scratch output folder (`--scratch`, which must be new or empty, or
 /// a new temporary folder) and whether it is temporary.
-fn scratch_folder(args: &ReproduceArgs, run: &RunRecord) -> Result<(PathBuf, bool)> {
+fn scratch_folder(args: &ReproduceArgs, run: &RunAsked) -> Result<(PathBuf, bool)> {
     let (dir, temporary) = match &args.scratch {
         Some(dir) => (dir.clone(), false),
         None => (
@@ -657,6 +663,8 @@ fn same_stage_record(
         let table = record.as_object_mut()?;
         table.remove("seconds");
         table.remove("counts");
+        // A merged release names the shard folders it was assembled from.
+        table.remove("merged_from");
         // The sha256 of a file skipped as timing.
         if let Some(outputs) = table.get_mut("outputs").and_then(Value::as_object_mut) {
             outputs.retain(|name, _| {

@@ -991,6 +991,13 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         seconds: manifest_seconds(seconds),
         shard: ctx.shard,
         merged_from: None,
+        run: (stage.name() == StageName::Release)
+            .then(|| {
+                ctx.invocation
+                    .as_ref()
+                    .map(crate::pipeline::manifest::RunAsked::of)
+            })
+            .flatten(),
         outputs: output_hashes(&folder.scratch)?,
     };
     commit_stage_dir(&folder.scratch, &folder.committed, &manifest)?;

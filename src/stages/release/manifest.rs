@@ -69,9 +69,9 @@ pub(crate) struct ReleaseManifest {
     pub second_engine: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<Settings>,
-    /// How `run` ran (its config's text, the release's name, the
-    /// algorithm versions, the stored work kept): what `reproduce` runs
-    /// again. Only a release `run` wrote has it.
+    /// What `run` made it by: the algorithm versions and the stored work
+    /// kept (how the run was asked, the config's text, is its release
+    /// stage's `stage.json`). Only a release `run` wrote has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunRecord>,
     /// `{file name: sha256}` of every other file of the release; set when
@@ -108,20 +108,9 @@ impl Tool {
     }
 }
 
-/// What `run` records of how it ran, so that `reproduce` can run it again.
+/// What `run` records of the algorithms that made the release.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub(crate) struct RunRecord {
-    /// The release's name (`--release`, else `pipeline.release`): the seeds
-    /// derive from it.
-    pub release: String,
-    /// `run --tier`, as given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tier_flag: Option<String>,
-    /// Whether `run --engine` replaced the config's engine (its identity is
-    /// `engine`).
-    #[serde(default)]
-    pub engine_flag: bool,
-    pub config: ConfigRecord,
     /// The algorithm version of each stage that ran (and of generation's
     /// store, under `[generate]`), as this build states them.
     pub algorithms: BTreeMap<String, String>,
@@ -129,15 +118,6 @@ pub(crate) struct RunRecord {
     /// `run --keep-stored-work` kept; absent when none was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kept_work: Vec<KeptWork>,
-}
-
-/// The config file a run read: its name (its paths are relative to its
-/// folder), its sha256 and its text.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct ConfigRecord {
-    pub name: String,
-    pub sha256: String,
-    pub text: String,
 }
 
 /// Stored work a run kept though this build's algorithm differs from the
@@ -433,14 +413,6 @@ mod tests {
                 ..Settings::default()
             },
             run: Some(RunRecord {
-                release: "r".into(),
-                tier_flag: None,
-                engine_flag: false,
-                config: ConfigRecord {
-                    name: "pipeline.toml".into(),
-                    sha256: "12".into(),
-                    text: "[pipeline]\n".into(),
-                },
                 algorithms: BTreeMap::from([("mine".to_string(), "mine-1".to_string())]),
                 kept_work: vec![],
             }),
