@@ -741,10 +741,18 @@ fn human_lines(summary: &ReproduceSummary, temporary: bool) -> String {
         summary.reproduce_seconds,
         summary.run_seconds,
     );
+    // One line per kind of field set aside, naming its files.
+    let mut by_fields: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for aside in &summary.identical_but {
+        by_fields
+            .entry(aside.fields.as_str())
+            .or_default()
+            .push(aside.file.as_str());
+    }
+    for (fields, files) in by_fields {
         text.push_str(&format!(
-            "  identical but for {}: {}\n",
-            aside.fields, aside.file
+            "  identical but for {fields}: {}\n",
+            files.join(", ")
         ));
     }
     for skipped in &summary.skipped {
