@@ -23,6 +23,8 @@ fn write_config(dir: &Path) {
     .unwrap();
     let config = format!(
         r#"
+# Releases go under out/<release>/ (a path in the text, which reproduce
+# compares as written).
 [pipeline]
 seed = 7
 output_dir = "out"

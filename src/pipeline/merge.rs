@@ -233,8 +233,8 @@ fn check_cover(mut shards: Vec<ShardDir>) -> Result<Vec<ShardDir>> {
     Ok(shards)
 }
 
-/// Checks that every shard ran `stage` with the config, tool version and
-/// engine this merge would run it with.
+/// Checks that every shard ran `stage` with the config, tool version,
+/// algorithm version and engine this merge would run it with.
 fn check_same_run(stage: StageName, expected: &Fingerprint, shards: &[ShardDir]) -> Result<()> {
     for shard in shards {
         let print = &shard.manifest(stage)?.fingerprint;
@@ -252,6 +252,15 @@ fn check_same_run(stage: StageName, expected: &Fingerprint, shards: &[ShardDir])
                 shard.dir.display(),
                 print.tool_version,
                 expected.tool_version
+            )));
+        }
+        // Shards of other algorithms would mix their rules in one release.
+        if print.algorithm != expected.algorithm {
+            return Err(bad_input(format!(
+                "{}: stage {stage} ran under algorithm {:?}, this build's is {:?}; rerun the shard with this build",
+                shard.dir.display(),
+                print.algorithm,
+                expected.algorithm
             )));
         }
         // The engine's path may differ between machines; its build and
