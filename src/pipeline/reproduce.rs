@@ -66,9 +66,10 @@ struct ReproduceSummary {
     skipped: Vec<Aside>,
     /// Files that differ, each with where.
     differ: Vec<Difference>,
-    /// Seconds the original run recorded in its stages' `stage.json`, and
-    /// the reproduction's wall seconds.
-    run_seconds: f64,
+    /// Seconds the release's stages recorded in their `stage.json` (under
+    /// `[generate]` the batches' play is not among them), and the
+    /// reproduction's wall seconds.
+    stage_seconds: f64,
     reproduce_seconds: f64,
 }
 
@@ -170,7 +171,7 @@ pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
     let mut summary = compare(&release_dir, &reproduced, &manifest.tool.build, &outputs)?;
     summary.release = release_dir.clone();
     summary.scratch = scratch.clone();
-    summary.run_seconds = recorded_seconds(&release_dir);
+    summary.stage_seconds = recorded_seconds(&release_dir);
     summary.reproduce_seconds = (reproduce_seconds * 1000.0).round() / 1000.0;
     let human = human_lines(&summary, temporary);
     let differ = summary
@@ -518,7 +519,7 @@ fn compare(
         identical_but: Vec::new(),
         skipped: Vec::new(),
         differ: Vec::new(),
-        run_seconds: 0.0,
+        stage_seconds: 0.0,
         reproduce_seconds: 0.0,
     };
     for file in ours.symmetric_difference(&theirs) {
@@ -745,7 +746,7 @@ fn recorded_seconds(release_dir: &Path) -> f64 {
 fn human_lines(summary: &ReproduceSummary, temporary: bool) -> String {
     let mut text = format!(
         "reproduced {} in {}: {} files identical, {} identical but for fields set aside, {} \
-         skipped, {} differ ({:.1}s; the run recorded {:.1}s in its stages)\n",
+         skipped, {} differ (in {:.1}s; the release's stage.json files record {:.1}s)\n",
         summary.release.display(),
         summary.scratch.display(),
         summary.identical.len(),
@@ -753,7 +754,7 @@ fn human_lines(summary: &ReproduceSummary, temporary: bool) -> String {
         summary.skipped.len(),
         summary.differ.len(),
         summary.reproduce_seconds,
-        summary.run_seconds,
+        summary.stage_seconds,
     );
     // One line per kind of field set aside, naming its files.
     let mut by_fields: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
