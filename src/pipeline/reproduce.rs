@@ -705,10 +705,7 @@ fn same_stage_record(
         record.as_object_mut()?.remove("run");
         Some(record)
     };
-    let (x, y) = (
-        without_run(strip(a, left))?,
-        without_run(strip(b, right))?,
-    );
+    let (x, y) = (without_run(strip(a, left))?, without_run(strip(b, right))?);
     (x == y && asked(a)? == asked(b)?).then(|| {
         "its seconds and counts (the run's log: how long, where it wrote), the build, the \
          engine's and the output folder's paths, the stored batches' records (CPU seconds)"
