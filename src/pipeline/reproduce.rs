@@ -141,7 +141,6 @@ pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
     })?;
     std::env::set_current_dir(&config_dir)
         .with_context(|| format!("changing to {}", config_dir.display()))?;
-    let _ = config_path;
     let run_args = RunArgs {
         config: PathBuf::from(&run.config.name),
         release: Some(run.release.clone()),
