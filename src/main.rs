@@ -15,7 +15,7 @@ fn main() {
             }
             if let Some(shortfall) = summary.shortfall {
                 eprintln!("puzzleforge: error: {shortfall}");
-                std::process::exit(EXIT_SHORTFALL);
+                std::process::exit(summary.exit_code.unwrap_or(EXIT_SHORTFALL));
             }
         }
         Err(error) => {

@@ -1244,6 +1244,9 @@ const READ_ONLY_PATH_FLAGS: &[(&str, &str)] = &[
     ("merge", "output"),
     ("merge", "config"),
     ("merge", "engine"),
+    ("reproduce", "release"),
+    ("reproduce", "engine"),
+    ("reproduce", "config_dir"),
     ("ingest puzzles", "input"),
     ("ingest games", "input"),
     ("check", "input"),
@@ -1353,6 +1356,7 @@ fn required_besides(words: &str) -> Vec<(&'static str, Vec<&'static str>)> {
             ("output", vec!["-o", "fresh/i.idx"]),
         ],
         "audit" => vec![("release", vec![pool])],
+        "reproduce" => vec![("release", vec!["fresh/release"])],
         "rollout" => vec![
             ("model", vec!["--model", "random"]),
             ("output", vec!["-o", "fresh/rollout"]),
@@ -1648,7 +1652,7 @@ fn one_id_rule_for_every_reader_and_rejects_keep_a_readable_id() {
 fn read_path(words: &str) -> (Vec<&'static str>, &'static str) {
     match words {
         "ingest games" | "mine" => (vec![], "g.pgn"),
-        "export" => (vec![], "fresh/release"),
+        "export" | "reproduce" => (vec![], "fresh/release"),
         "compare" => (vec![], "a"),
         "selfplay" | "rollout" => (vec!["--engine", "eng"], "eng"),
         "bench generate" => (vec!["--config", "c.toml"], "c.toml"),

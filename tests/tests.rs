@@ -5,6 +5,7 @@
 mod common;
 
 mod aim;
+mod algorithms;
 mod capture;
 mod check;
 mod engine_pool;
@@ -28,6 +29,7 @@ mod novelty;
 mod rate;
 mod recheck;
 mod release_files;
+mod reproduce;
 mod run_pipeline;
 mod selfplay;
 mod shard_merge;

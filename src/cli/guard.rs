@@ -60,6 +60,7 @@ pub const OUTPUT_FLAGS: &[OutputFlag] = &[
     output("audit", "output", Target::File),
     output("bench generate", "dir", Target::Folder),
     output("bench pgn", "dir", Target::Folder),
+    output("reproduce", "scratch", Target::Folder),
 ];
 
 /// How `--help` shows the flag `id` of `command` (`--output`, or the

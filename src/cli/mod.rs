@@ -27,6 +27,7 @@ pub mod rollout;
 pub mod run;
 pub mod selfplay;
 pub mod release;
+pub mod reproduce;
 pub mod tag;
 pub mod verify;
 
@@ -40,7 +41,7 @@ pub use guard::{OUTPUT_FLAGS, OutputFlag, guard_distinct, guard_outputs};
 #[derive(Parser, Debug)]
 #[command(
     name = "puzzleforge",
-    version,
+    version = crate::core::build::LONG_VERSION,
     about = "Renews chess puzzle benchmarks for evaluating and prompt-optimizing LLMs"
 )]
 pub struct Cli {
@@ -60,6 +61,10 @@ pub enum Command {
     /// Combine the shard folders of `run --shard I/N` into one release
     /// (byte-identical to an unsharded run), then run the remaining stages.
     Merge(merge::MergeFlags),
+    /// Run a release's recorded run again into a scratch folder and compare
+    /// every file byte for byte (exit 1 naming the files that differ; exit
+    /// 2 when an input or engine is not the recorded one).
+    Reproduce(reproduce::ReproduceFlags),
     /// Bring outside sources (Lichess puzzles, Lichess games) into puzzleforge.
     #[command(subcommand)]
     Ingest(ingest::IngestCommand),
@@ -165,6 +170,7 @@ fn dispatch(command: &Command) -> Result<Summary> {
     match command {
         Command::Run(flags) => crate::pipeline::run::run_pipeline(&flags.args()),
         Command::Merge(flags) => crate::pipeline::merge::run_merge(&flags.args()),
+        Command::Reproduce(flags) => crate::pipeline::reproduce::run_reproduce(&flags.args()),
         Command::Ingest(command) => ingest::run(command),
         Command::Check(flags) => crate::tools::check::run_check(&flags.args()),
         Command::Selfplay(flags) => crate::stages::selfplay::run_selfplay(&flags.args()),

@@ -41,6 +41,11 @@ pub struct RunFlags {
     /// `strict`).
     #[arg(long, conflicts_with = "shard")]
     pub strict: bool,
+    /// Keep stored work made by other algorithm versions (a stage's outputs,
+    /// `[generate]`'s stored batches) instead of redoing it; each one kept
+    /// is printed and recorded in the release's manifest (`run.kept_work`).
+    #[arg(long)]
+    pub keep_stored_work: bool,
     #[command(flatten)]
     pub plan: PlanFlags,
     #[command(flatten)]
@@ -110,6 +115,7 @@ impl RunFlags {
             rewrite_release,
             shard,
             strict,
+            keep_stored_work,
             plan:
                 PlanFlags {
                     plan,
@@ -127,6 +133,7 @@ impl RunFlags {
             rewrite_release,
             shard,
             strict,
+            keep_stored_work,
             plan: PlanArgs {
                 plan,
                 plan_games,

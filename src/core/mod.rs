@@ -3,7 +3,8 @@
 //! check, files (zstd, atomic writes,
 //! hashes), progress bars, command summaries, the shared statistics (mean, median,
 //! percentages, the isotonic fit) and the chart error, the slicing of work
-//! into shards and the one seed derivation every random draw comes from.
+//! into shards, the one seed derivation every random draw comes from, and
+//! the build identity (`build`: the source the binary was built from).
 //!
 //! May use: external crates only.
 
@@ -14,6 +15,7 @@ pub(crate) mod lock;
 pub mod progress;
 pub(crate) mod seed;
 pub mod bounds;
+pub mod build;
 pub mod settings;
 pub(crate) mod shard;
 pub(crate) mod stats;

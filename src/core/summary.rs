@@ -15,6 +15,10 @@ pub struct Summary {
     /// printed as an error after the summary, and the command exits
     /// [`crate::core::error::EXIT_SHORTFALL`].
     pub shortfall: Option<String>,
+    /// The exit code of a shortfall, when not
+    /// [`crate::core::error::EXIT_SHORTFALL`] (`reproduce` exits 1 when
+    /// files differ, as `cmp` does).
+    pub exit_code: Option<i32>,
 }
 
 impl Summary {
@@ -23,6 +27,7 @@ impl Summary {
             human: human.into(),
             json,
             shortfall: None,
+            exit_code: None,
         }
     }
 }

@@ -153,6 +153,10 @@ struct SplitWith<'a> {
     split: &'a ReleaseConfig,
     seed: u64,
     tier: Option<&'a str>,
+    /// The stored work `run --keep-stored-work` kept, which the manifest
+    /// records (absent when none was, as before).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    kept_work: &'a [crate::stages::release::manifest::KeptWork],
 }
 
 /// `eval`'s config: `[eval]` as records keep it, and the run seed.
@@ -785,6 +789,7 @@ impl Stage for Release {
             split: &self.section,
             seed: self.seed,
             tier: ctx.tier.as_deref(),
+            kept_work: &ctx.kept_work,
         })
     }
 

@@ -21,7 +21,7 @@ use crate::stages::release::cells::{Aim, Tier};
 pub(crate) const AIMED_TIER: &str = "aimed";
 
 /// `run --aim` and `--solve-rate`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct AimArgs {
     /// Aim the release's tier at a model: the folder of an `eval` run of it
     /// (its `positions.jsonl` and `report.json`). The tier holds the

@@ -221,6 +221,7 @@ impl PipelineConfig {
             rate: &self.rate,
             verify: self.verify.clone(),
             release: &self.release,
+            keep_stored_work: false,
         }
     }
 
@@ -271,9 +272,20 @@ impl PipelineConfig {
     /// Reads and parses a config file, its paths resolved against the
     /// file's folder.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))?;
-        let mut config = Self::parse(&text, path)?;
+        Self::from_text(&Self::read_text(path)?, path)
+    }
+
+    /// The text of the config file `path`.
+    pub(crate) fn read_text(path: &Path) -> Result<String> {
+        std::fs::read_to_string(path)
+            .map_err(|e| bad_input(format!("cannot read config {}: {e}", path.display())))
+    }
+
+    /// Parses config text as the file `path` would hold it, its paths
+    /// resolved against `path`'s folder (which `reproduce` reads from a
+    /// release's manifest; `path` need not exist).
+    pub(crate) fn from_text(text: &str, path: &Path) -> Result<Self> {
+        let mut config = Self::parse(text, path)?;
         config.check_seeds(path)?;
         if config.pipeline.output_dir.as_os_str().is_empty() {
             return Err(bad_input(format!(

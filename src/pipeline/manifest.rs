@@ -1,5 +1,6 @@
 //! A stage's record beside its outputs (`stage.json`): the fingerprint of
-//! what decided them (inputs' sha256, config section, engine, tool version),
+//! what decided them (inputs' sha256, config section, engine, tool version,
+//! the stage's algorithm version; and the build, recorded but not compared),
 //! counts, seconds and every output's sha256; and the scratch folder a
 //! stage writes into before it is renamed into place.
 
@@ -33,15 +34,31 @@ pub(crate) struct StageManifest {
     /// The shard folders a `merge` took the stage's outputs from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<Vec<String>>,
+    /// How the run was asked for (only the release stage's record holds
+    /// it): what `reproduce` asks again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunAsked>,
     /// sha256 of every output, by path relative to the stage's folder.
     pub outputs: BTreeMap<String, String>,
 }
 
 /// What decides a stage's outputs: a stage whose fingerprint is unchanged
-/// and whose outputs are intact is not run again.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+/// and whose outputs are intact is not run again. Equal fingerprints are
+/// equal in everything but `build`, which says which binary wrote the
+/// stage and decides nothing: a new commit that leaves the stage's
+/// algorithm as it was reuses its outputs.
+#[derive(Serialize, Deserialize, Debug, Clone)]
 pub(crate) struct Fingerprint {
     pub tool_version: String,
+    /// The build that wrote the stage ([`crate::core::build::BUILD`]);
+    /// empty in a `stage.json` written before builds were recorded.
+    #[serde(default)]
+    pub build: String,
+    /// The version of what the stage computes
+    /// ([`StageName::algorithm`]); empty in a `stage.json` written before
+    /// stages recorded it, which is then redone.
+    #[serde(default)]
+    pub algorithm: String,
     /// sha256 of every input, by path (relative to the release folder for
     /// inputs inside it).
     pub inputs: BTreeMap<String, String>,
@@ -51,6 +68,86 @@ pub(crate) struct Fingerprint {
     pub engine: Option<EngineIdentity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+}
+
+impl PartialEq for Fingerprint {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_but_algorithm(other) && self.algorithm == other.algorithm
+    }
+}
+
+impl Fingerprint {
+    /// Whether the two decide the same outputs under the same algorithm:
+    /// what `run --keep-stored-work` asks of a stage it keeps.
+    pub(crate) fn same_but_algorithm(&self, other: &Self) -> bool {
+        self.tool_version == other.tool_version
+            && self.inputs == other.inputs
+            && self.config == other.config
+            && self.engine == other.engine
+            && self.shard == other.shard
+    }
+
+    /// The line a run prints for a stage redone because its recorded
+    /// algorithm is not this build's; `None` when they agree.
+    pub(crate) fn algorithm_change(&self, now: &Self, stage: StageName) -> Option<String> {
+        (self.algorithm != now.algorithm).then(|| {
+            let recorded = match self.algorithm.as_str() {
+                "" => "none (written before stages recorded one)",
+                other => other,
+            };
+            format!(
+                "{stage}: redone, recorded algorithm {recorded}, this build {}",
+                now.algorithm
+            )
+        })
+    }
+}
+
+/// How a `run` (or `merge`) was asked for, as its release stage's
+/// `stage.json` records it: the config file's name (its paths are relative
+/// to its folder), sha256 and text, the release's name (the seeds derive
+/// from it) and the flags that change what is made. The runner's record,
+/// not the manifest's: two configs that differ only in how the work is
+/// done (workers, batch sizes) make the same release bytes.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct RunAsked {
+    pub release: String,
+    /// `run --tier`, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier_flag: Option<String>,
+    /// Whether `run --engine` replaced the config's engine (its identity is
+    /// the manifest's `engine`).
+    #[serde(default)]
+    pub engine_flag: bool,
+    pub config: ConfigFile,
+}
+
+/// The config file a run read: its name, its sha256 and its text.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct ConfigFile {
+    pub name: String,
+    pub sha256: String,
+    pub text: String,
+}
+
+impl RunAsked {
+    /// What a stage's `stage.json` records of `invocation`.
+    pub(crate) fn of(invocation: &crate::pipeline::stage::Invocation) -> RunAsked {
+        RunAsked {
+            release: invocation.release.clone(),
+            tier_flag: invocation.tier_flag.clone(),
+            engine_flag: invocation.engine_flag,
+            config: ConfigFile {
+                name: invocation
+                    .config_path
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                sha256: crate::core::fileio::sha256_bytes(invocation.config_text.as_bytes()),
+                text: invocation.config_text.clone(),
+            },
+        }
+    }
 }
 
 /// The engine a stage ran: its binary's sha256 and the UCI options sent.
@@ -118,7 +215,9 @@ pub(crate) fn fingerprint(stage: &dyn Stage, ctx: &RunContext) -> Result<Fingerp
         _ => None,
     };
     Ok(Fingerprint {
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        tool_version: crate::core::build::VERSION.to_string(),
+        build: crate::core::build::BUILD.to_string(),
+        algorithm: stage.name().algorithm(),
         inputs,
         config: relative_to_config(stage.config_section(ctx)?, &ctx.config_dir),
         engine,
@@ -218,6 +317,39 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The build that wrote a stage decides nothing; its algorithm version
+    /// does, and a change of it is said in one line.
+    #[test]
+    fn fingerprints_agree_across_builds_but_not_across_algorithms() {
+        let print = Fingerprint {
+            tool_version: "0.1.0".into(),
+            build: "git:aa".into(),
+            algorithm: "mine-1".into(),
+            inputs: BTreeMap::new(),
+            config: json!({}),
+            engine: None,
+            shard: None,
+        };
+        let other_build = Fingerprint {
+            build: "git:bb+dirty".into(),
+            ..print.clone()
+        };
+        assert_eq!(print, other_build);
+        let other_rule = Fingerprint {
+            algorithm: "mine-2".into(),
+            ..print.clone()
+        };
+        assert_ne!(print, other_rule);
+        assert!(print.same_but_algorithm(&other_rule));
+        assert_eq!(
+            print
+                .algorithm_change(&other_rule, StageName::Mine)
+                .as_deref(),
+            Some("mine: redone, recorded algorithm mine-1, this build mine-2")
+        );
+        assert_eq!(print.algorithm_change(&other_build, StageName::Mine), None);
+    }
+
     /// `stage.json` keeps the key order it always had: readers diff them.
     #[test]
     fn a_manifest_is_written_in_its_documented_order() {
@@ -225,6 +357,8 @@ mod tests {
             stage: StageName::Mine,
             fingerprint: Fingerprint {
                 tool_version: "0.1.0".into(),
+                build: "git:0123+dirty".into(),
+                algorithm: "mine-1".into(),
                 inputs: BTreeMap::from([("selfplay/games.pgn".into(), "ab".into())]),
                 config: json!({"depth": 18}),
                 engine: Some(EngineIdentity {
@@ -238,6 +372,7 @@ mod tests {
             seconds: 1.5,
             shard: Some(Shard { index: 0, count: 2 }),
             merged_from: None,
+            run: None,
             outputs: BTreeMap::from([("games.puzzles.csv".into(), "ef".into())]),
         };
         let text = serde_json::to_string(&manifest).unwrap();
@@ -245,6 +380,7 @@ mod tests {
             text,
             concat!(
                 r#"{"stage":"mine","fingerprint":{"tool_version":"0.1.0","#,
+                r#""build":"git:0123+dirty","algorithm":"mine-1","#,
                 r#""inputs":{"selfplay/games.pgn":"ab"},"config":{"depth":18},"#,
                 r#""engine":{"path":"/usr/games/stockfish","sha256":"cd","options":[["Hash","16"]]},"#,
                 r#""shard":{"index":0,"count":2}},"counts":{"inputs":1},"seconds":1.5,"#,

@@ -233,8 +233,8 @@ fn check_cover(mut shards: Vec<ShardDir>) -> Result<Vec<ShardDir>> {
     Ok(shards)
 }
 
-/// Checks that every shard ran `stage` with the config, tool version and
-/// engine this merge would run it with.
+/// Checks that every shard ran `stage` with the config, tool version,
+/// algorithm version and engine this merge would run it with.
 fn check_same_run(stage: StageName, expected: &Fingerprint, shards: &[ShardDir]) -> Result<()> {
     for shard in shards {
         let print = &shard.manifest(stage)?.fingerprint;
@@ -252,6 +252,15 @@ fn check_same_run(stage: StageName, expected: &Fingerprint, shards: &[ShardDir])
                 shard.dir.display(),
                 print.tool_version,
                 expected.tool_version
+            )));
+        }
+        // Shards of other algorithms would mix their rules in one release.
+        if print.algorithm != expected.algorithm {
+            return Err(bad_input(format!(
+                "{}: stage {stage} ran under algorithm {:?}, this build's is {:?}; rerun the shard with this build",
+                shard.dir.display(),
+                print.algorithm,
+                expected.algorithm
             )));
         }
         // The engine's path may differ between machines; its build and
@@ -518,6 +527,18 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         shard: None,
         config_dir,
         excluded_releases: None,
+        invocation: Some(crate::pipeline::stage::Invocation {
+            config_path: args.config.clone(),
+            config_text: crate::pipeline::config::PipelineConfig::read_text(&args.config)?,
+            release: release_dir
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            tier_flag: args.tier.clone(),
+            engine_flag: args.engine.is_some(),
+        }),
+        keep_stored_work: false,
+        kept_work: Vec::new(),
     };
     if !config.generate.enabled {
         return merge_then_run(&mut ctx, &shards, (&sliced, &rest), None, args.force);
@@ -807,6 +828,7 @@ fn merge_into_release(
         seconds: manifest_seconds(started.elapsed().as_secs_f64()),
         shard: None,
         merged_from: Some(shard_names(shards)),
+        run: None,
         outputs,
     };
     commit_stage_dir(&scratch, &dir, &manifest)?;

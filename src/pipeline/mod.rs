@@ -5,6 +5,8 @@
 //!
 //! - `run`: the stages of one release in order, skipping those unchanged.
 //! - `merge`: the shards of `run --shard I/N` merged into one release.
+//! - `reproduce`: a release's recorded run repeated into a scratch folder,
+//!   every file compared byte for byte.
 //! - `aim`: `run --aim`, a tier whose rating window is where a model's
 //!   solve curve (from its eval) gives the asked solve rate.
 //! - `plan`: `run --plan`, a short sample of a generation target's games.
@@ -40,4 +42,5 @@ pub(crate) mod manifest;
 pub mod merge;
 pub mod plan;
 pub(crate) mod releases;
+pub mod reproduce;
 pub mod run;

@@ -15,9 +15,10 @@ use crate::pipeline::stage::RunContext;
 use crate::pipeline::stage_name::StageName;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
-use crate::stages::release::manifest::{RunProvenance, Settings, Source};
+use crate::stages::release::manifest::{RunProvenance, RunRecord, Settings, Source};
 use crate::stages::selfplay::SelfplayConfig;
 use crate::stages::verify::VerifyConfig;
+use std::collections::BTreeMap;
 
 /// The rating model a release's `settings.rate.model` names: by its path
 /// relative to the config's folder and its bytes.
@@ -38,6 +39,10 @@ pub(crate) struct Provenance {
     mine: Option<MineConfig>,
     rate: Option<RateConfig>,
     verify: Option<VerifyConfig>,
+    /// The stages of `pipeline.stages` up to the release, and whether
+    /// `[generate]` played the games.
+    stages: Vec<StageName>,
+    generated: bool,
 }
 
 impl Provenance {
@@ -103,6 +108,11 @@ impl Provenance {
                 ..config.rate.clone()
             }),
             verify: runs(StageName::Verify).then(|| config.verify.clone()),
+            stages: (config.pipeline.stages.iter())
+                .copied()
+                .filter(|stage| *stage <= StageName::Release)
+                .collect(),
+            generated: generate,
         }
     }
 
@@ -189,7 +199,33 @@ impl Provenance {
             engine,
             second_engine: second,
             settings,
+            run: self.run_record(ctx)?,
         })
+    }
+}
+
+impl Provenance {
+    /// What made the puzzles ([`RunRecord`]): the algorithm version of
+    /// each stage, and the stored work kept; `None` outside `run`.
+    fn run_record(&self, ctx: &RunContext) -> Result<Option<RunRecord>> {
+        if ctx.invocation.is_none() {
+            return Ok(None);
+        }
+        let mut algorithms: BTreeMap<String, String> = self
+            .stages
+            .iter()
+            .map(|stage| (stage.as_str().to_string(), stage.algorithm()))
+            .collect();
+        if self.generated {
+            algorithms.insert(
+                "generate".to_string(),
+                crate::pipeline::generate::ALGORITHM.to_string(),
+            );
+        }
+        Ok(Some(RunRecord {
+            algorithms,
+            kept_work: ctx.kept_work.clone(),
+        }))
     }
 }
 

@@ -5,7 +5,10 @@
 //! the stage succeeds, with a `stage.json` recording its inputs' sha256,
 //! its config section, the engine, counts, seconds and its outputs' sha256.
 //! A rerun skips a stage whose fingerprint (inputs, config, engine, tool
-//! version) is unchanged and whose outputs are intact, and redoes the rest.
+//! version, the stage's algorithm version) is unchanged and whose outputs
+//! are intact, and redoes the rest; a stage redone because this build's
+//! algorithm differs from the recorded one says so. The build that wrote
+//! a stage is recorded but decides nothing.
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -65,13 +68,33 @@ pub struct RunArgs {
     /// names the unfilled cells (the `--json` summary lists them under
     /// `strict`).
     pub strict: bool,
+    /// Keep stored work (stage outputs, generation batches) made by other
+    /// algorithm versions instead of redoing it; the release records each
+    /// one kept.
+    pub keep_stored_work: bool,
     pub plan: crate::pipeline::plan::PlanArgs,
     pub aim: crate::pipeline::aim::AimArgs,
 }
 
 /// Runs the pipeline.
 pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
-    let mut config = PipelineConfig::load(&args.config)?;
+    let text = PipelineConfig::read_text(&args.config)?;
+    run_pipeline_from(args, &text, None)
+}
+
+/// Runs the pipeline of the config text `text` (as the file `args.config`
+/// holds it, which need not exist), writing under `output_dir` instead of
+/// the config's `pipeline.output_dir` when given (`reproduce`'s scratch
+/// folder).
+pub(crate) fn run_pipeline_from(
+    args: &RunArgs,
+    text: &str,
+    output_dir: Option<&Path>,
+) -> Result<Summary> {
+    let mut config = PipelineConfig::from_text(text, &args.config)?;
+    if let Some(output_dir) = output_dir {
+        config.pipeline.output_dir = output_dir.to_path_buf();
+    }
     // A plan only prices generation: it samples with [generate] on whether
     // or not the config runs it, so `run --plan` works on a config that
     // has not turned generation on yet.
@@ -128,12 +151,30 @@ pub fn run_pipeline(args: &RunArgs) -> Result<Summary> {
         shard: args.shard,
         config_dir: config_dir(&args.config),
         excluded_releases: None,
+        invocation: Some(crate::pipeline::stage::Invocation {
+            config_path: args.config.clone(),
+            config_text: text.to_string(),
+            release: release.clone(),
+            tier_flag: args.tier.clone(),
+            engine_flag: args.engine.is_some(),
+        }),
+        keep_stored_work: args.keep_stored_work,
+        kept_work: Vec::new(),
     };
     // Under `[generate]` the games are played in batches first, and the
     // self-play chain's stages are those of the generated route, holding
     // them.
     let generated = if config.generate.enabled {
         let generated = Rc::new(prepare_generation(args, &config, &ctx, &stages, tier)?);
+        if args.keep_stored_work {
+            let mut sections = config.generate_sections();
+            sections.keep_stored_work = true;
+            ctx.kept_work.extend(crate::pipeline::generate::kept_stores(
+                &sections,
+                ctx.generate_engine()?,
+                tier,
+            )?);
+        }
         stages = on_generated_route(stages, &config, &seeds, &generated)?;
         Some(generated)
     } else {
@@ -206,7 +247,8 @@ fn prepare_generation(
         None if kept => Mode::Check,
         None => Mode::Run,
     };
-    let sections = config.generate_sections();
+    let mut sections = config.generate_sections();
+    sections.keep_stored_work = args.keep_stored_work;
     if kept {
         // Refused before any game is played: the ingest stages, and
         // the store the kept release's games came from.
@@ -254,6 +296,11 @@ pub(crate) struct StageReport {
     pub seconds: f64,
     /// The stage's own counts.
     pub counts: Value,
+    /// Why a stage with stored outputs was redone or kept, when the
+    /// algorithm version decided it ("mine: redone, recorded algorithm
+    /// mine-1, this build mine-2").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// `strict` in the `run --strict` summary: the target's cells and its
@@ -470,6 +517,9 @@ fn run_plan(
         shard: None,
         config_dir: config_dir(&args.config),
         excluded_releases: None,
+        invocation: None,
+        keep_stored_work: false,
+        kept_work: Vec::new(),
     };
     let command = format!("puzzleforge run{}", hint_flags(args));
     crate::pipeline::plan::run_plan(&args.plan, config, &ctx, tier, &command)
@@ -804,6 +854,7 @@ pub(crate) fn run_stages(
                 skipped: true,
                 seconds: 0.0,
                 counts: previous.map(|p| p.counts).unwrap_or_default(),
+                why: None,
             }
         } else {
             run_stage(stage.as_ref(), ctx, redo)
@@ -835,11 +886,15 @@ pub(crate) fn run_stages(
             if outcome.skipped { "skipped" } else { "done" },
             outcome.seconds,
         ));
+        if let Some(why) = &outcome.why {
+            human.push_str(&format!("    {why}\n"));
+        }
         report.push(StageReport {
             stage: stage.name(),
             skipped: outcome.skipped,
             seconds: outcome.seconds,
             counts: outcome.counts,
+            why: outcome.why,
         });
     }
     Ok((human, report))
@@ -849,6 +904,7 @@ struct StageOutcome {
     skipped: bool,
     seconds: f64,
     counts: Value,
+    why: Option<String>,
 }
 
 fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<StageOutcome> {
@@ -868,6 +924,7 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
                     skipped: true,
                     seconds: 0.0,
                     counts: previous.counts,
+                    why: None,
                 });
             }
             ctx.excluded_releases = Some(crate::pipeline::adapters::finished_releases(ctx)?);
@@ -876,15 +933,45 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         _ => None,
     };
     let print = fingerprint(stage, ctx)?;
-    if let Some(previous) = StageManifest::previous(&dir).filter(|_| !redo.force)
-        && previous.fingerprint == print
-        && previous.outputs_intact(&dir)
-    {
-        return Ok(StageOutcome {
-            skipped: true,
-            seconds: 0.0,
-            counts: previous.counts,
-        });
+    let previous = StageManifest::previous(&dir)
+        .filter(|_| !redo.force)
+        .filter(|previous| previous.outputs_intact(&dir));
+    let mut why = None;
+    if let Some(previous) = previous {
+        if previous.fingerprint == print {
+            return Ok(StageOutcome {
+                skipped: true,
+                seconds: 0.0,
+                counts: previous.counts,
+                why: None,
+            });
+        }
+        let change = previous.fingerprint.algorithm_change(&print, stage.name());
+        if ctx.keep_stored_work && previous.fingerprint.same_but_algorithm(&print) {
+            let line = format!(
+                "{}: kept (--keep-stored-work), recorded algorithm {}, this build {}",
+                stage.name(),
+                previous.fingerprint.algorithm,
+                print.algorithm
+            );
+            crate::core::progress::note(&line);
+            ctx.kept_work
+                .push(crate::stages::release::manifest::KeptWork {
+                    what: format!("stage {}", stage.name()),
+                    recorded: previous.fingerprint.algorithm.clone(),
+                    this_build: print.algorithm.clone(),
+                });
+            return Ok(StageOutcome {
+                skipped: true,
+                seconds: 0.0,
+                counts: previous.counts,
+                why: Some(line),
+            });
+        }
+        if let Some(line) = change {
+            crate::core::progress::note(&line);
+            why = Some(line);
+        }
     }
     // A line per stage as it starts its work (timestamped; on a terminal
     // as well as in a cron log), so that a long stage is never silent from
@@ -904,6 +991,13 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         seconds: manifest_seconds(seconds),
         shard: ctx.shard,
         merged_from: None,
+        run: (stage.name() == StageName::Release)
+            .then(|| {
+                ctx.invocation
+                    .as_ref()
+                    .map(crate::pipeline::manifest::RunAsked::of)
+            })
+            .flatten(),
         outputs: output_hashes(&folder.scratch)?,
     };
     commit_stage_dir(&folder.scratch, &folder.committed, &manifest)?;
@@ -921,6 +1015,7 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         skipped: false,
         seconds,
         counts,
+        why,
     })
 }
 
@@ -969,12 +1064,14 @@ pub(crate) fn check_kept<'a>(
                 } else {
                     let print = fingerprint(stage.as_ref(), ctx)
                         .with_context(|| format!("stage {name}"))?;
-                    (!same_outcome(&previous.fingerprint, &print)).then(|| {
-                        format!(
-                            "it would now come out differently ({name}: {})",
-                            fingerprint_changes(&previous.fingerprint, &print)
-                        )
-                    })
+                    (!same_outcome(&previous.fingerprint, &print, ctx.keep_stored_work)).then(
+                        || {
+                            format!(
+                                "it would now come out differently ({name}: {})",
+                                fingerprint_changes(&previous.fingerprint, &print)
+                            )
+                        },
+                    )
                 }
             }
         };
@@ -1026,11 +1123,15 @@ fn kept_error(ctx: &RunContext, why: &str) -> anyhow::Error {
 }
 
 /// Whether two fingerprints decide the same outputs: equal but for the
-/// engine's path, which may differ between machines.
-fn same_outcome(before: &Fingerprint, now: &Fingerprint) -> bool {
+/// engine's path, which may differ between machines (and, when
+/// `keep_algorithm`, for the algorithm version: `--keep-stored-work`).
+fn same_outcome(before: &Fingerprint, now: &Fingerprint, keep_algorithm: bool) -> bool {
     let mut now = now.clone();
     if let (Some(theirs), Some(ours)) = (&before.engine, &mut now.engine) {
         ours.path = theirs.path.clone();
+    }
+    if keep_algorithm {
+        now.algorithm = before.algorithm.clone();
     }
     *before == now
 }
@@ -1059,6 +1160,16 @@ fn fingerprint_changes(before: &Fingerprint, now: &Fingerprint) -> String {
     };
     if build(before) != build(now) {
         changes.push("its engine changed".to_string());
+    }
+    if before.algorithm != now.algorithm {
+        changes.push(format!(
+            "recorded algorithm {}, this build {}",
+            match before.algorithm.as_str() {
+                "" => "none",
+                other => other,
+            },
+            now.algorithm
+        ));
     }
     if before.tool_version != now.tool_version {
         changes.push(format!(

@@ -12,6 +12,7 @@ use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
 use crate::pipeline::stage_name::StageName;
 use crate::pipeline::summary::StageSummary;
+use crate::stages::release::manifest::KeptWork;
 
 /// What every stage sees while it runs; a stage's settings are its own
 /// (see [`crate::pipeline::adapters`]).
@@ -34,6 +35,27 @@ pub struct RunContext {
     /// folder's lock. `None` before the draw (and for a release kept as
     /// it is, which excludes what its manifest records).
     pub excluded_releases: Option<Vec<PathBuf>>,
+    /// How the run was asked for (config file, release name, flags), as
+    /// the release records it for `reproduce`; `None` outside `run`.
+    pub invocation: Option<Invocation>,
+    /// `run --keep-stored-work`: a stage whose stored outputs differ from
+    /// this build's only in the algorithm version is kept, not redone.
+    pub keep_stored_work: bool,
+    /// The stored work kept so far under `keep_stored_work`, which the
+    /// release records.
+    pub kept_work: Vec<KeptWork>,
+}
+
+/// How a `run` (or `merge`) was asked for: what its release records so
+/// that `reproduce` can ask again.
+#[derive(Clone, Debug)]
+pub struct Invocation {
+    pub config_path: PathBuf,
+    /// The config's text, as the run read it.
+    pub config_text: String,
+    pub release: String,
+    pub tier_flag: Option<String>,
+    pub engine_flag: bool,
 }
 
 impl RunContext {

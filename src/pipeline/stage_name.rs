@@ -58,6 +58,30 @@ impl StageName {
             .find(|stage| stage.as_str() == name)
     }
 
+    /// The version of what the stage computes (its `ALGORITHM`), as its
+    /// `stage.json` records it: a stage recorded under another version is
+    /// redone. The stages that judge by the uniqueness rule carry the
+    /// test-only switch on its threshold ([`crate::engine::criterion::rule_variant`]).
+    pub(crate) fn algorithm(self) -> String {
+        let version = match self {
+            StageName::IngestPuzzles => crate::stages::ingest_puzzles::ALGORITHM,
+            StageName::IngestGames => crate::stages::ingest_games::ALGORITHM,
+            StageName::Selfplay => crate::stages::selfplay::ALGORITHM,
+            StageName::Mine => crate::stages::mine::ALGORITHM,
+            StageName::Rate => crate::stages::rate::ALGORITHM,
+            StageName::Verify => crate::stages::verify::ALGORITHM,
+            StageName::Release => crate::stages::release::ALGORITHM,
+            StageName::Export => crate::stages::export::ALGORITHM,
+            StageName::Eval => crate::stages::eval::ALGORITHM,
+        };
+        match self {
+            StageName::Mine | StageName::Verify => {
+                format!("{version}{}", crate::engine::criterion::rule_variant())
+            }
+            _ => version.to_string(),
+        }
+    }
+
     /// Whether `run --shard` runs the stage (on its slice of the work); the
     /// others are left for `merge`.
     pub(crate) fn is_sharded(self) -> bool {

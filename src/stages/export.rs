@@ -19,6 +19,13 @@ use crate::core::fileio::{AtomicFile, write_atomic};
 use crate::core::summary::{Report, Summary};
 use crate::stages::release::folder::ReleaseFolder;
 
+/// The version of what this stage computes, recorded in its `stage.json`:
+/// bumped whenever its output for the same input changes, so that a rerun
+/// redoes the stage's stored output rather than reuse one made by other
+/// rules (`tests/algorithms.rs` holds its output's sha256 on a fixed input,
+/// and fails when that changes without this).
+pub const ALGORITHM: &str = "export-1";
+
 /// Output formats of `export`.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExportFormat {

@@ -60,5 +60,8 @@ pub use judge::{Judged, ends_on_a_choice, judge, judge_result};
 pub use screen::{
     Margin, Slack, margin, may_pass, may_pass_later, played_loses_enough, second_may_pass,
 };
-pub use verdict::{Criterion, Decision, Rule, Scores, Turn, Why, decide, needs_non_mating};
+pub use verdict::{
+    Criterion, Decision, Rule, Scores, TEST_MIN_GAP_VAR, Turn, Why, decide, needs_non_mating,
+    rule_variant, test_min_gap_cp,
+};
 pub(crate) use verdict::{EPOCH_MIN_GAP_CP, win_chances};

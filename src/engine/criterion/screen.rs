@@ -4,8 +4,8 @@
 //! ask these.
 
 use super::verdict::{
-    EPOCH_MAX_SECOND_CP, EPOCH_MIN_BEST_CP, EPOCH_MIN_GAP_CP, LICHESS_MIN_GAP,
-    LICHESS_NON_MATE_WIN_THRESHOLD, Rule, Scores, Turn, decide, mates, mates_as_fast, win_chances,
+    EPOCH_MAX_SECOND_CP, EPOCH_MIN_BEST_CP, LICHESS_MIN_GAP, LICHESS_NON_MATE_WIN_THRESHOLD, Rule,
+    Scores, Turn, decide, epoch_min_gap_cp, mates, mates_as_fast, win_chances,
 };
 use crate::engine::uci::Score;
 
@@ -33,7 +33,7 @@ pub fn margin(rule: Rule, scores: &Scores) -> Option<Margin> {
             Margin::Cp(
                 (b - EPOCH_MIN_BEST_CP)
                     .min(EPOCH_MAX_SECOND_CP - s)
-                    .min(b - s - EPOCH_MIN_GAP_CP),
+                    .min(b - s - epoch_min_gap_cp()),
             )
         }
         Rule::Gap { min_cp } => Margin::Cp(best.to_cp() - second.to_cp() - min_cp),
@@ -84,7 +84,7 @@ pub fn may_pass(rule: Rule, scores: &Scores, slack: Slack) -> bool {
             let (b, s) = (best.to_cp(), second.to_cp());
             b >= EPOCH_MIN_BEST_CP - slack.cp
                 && s <= EPOCH_MAX_SECOND_CP + slack.cp
-                && b - s >= EPOCH_MIN_GAP_CP - slack.cp
+                && b - s >= epoch_min_gap_cp() - slack.cp
         }
         Rule::Gap { min_cp } => best.to_cp() - second.to_cp() >= min_cp - slack.cp,
         Rule::Lichess => {
@@ -105,7 +105,7 @@ pub fn may_pass_later(rule: Rule, scores: &Scores, slack: Slack) -> bool {
         return true;
     };
     match rule {
-        Rule::Epoch => scores.best.to_cp() - second.to_cp() >= EPOCH_MIN_GAP_CP - slack.cp,
+        Rule::Epoch => scores.best.to_cp() - second.to_cp() >= epoch_min_gap_cp() - slack.cp,
         other => may_pass(other, scores, slack),
     }
 }
@@ -134,7 +134,7 @@ pub fn second_may_pass(rule: Rule, second: Score, slack: Slack) -> bool {
 /// move's value for the side to move.
 pub fn played_loses_enough(rule: Rule, best: Score, played: Score, slack: Slack) -> bool {
     match rule {
-        Rule::Epoch => best.to_cp() - played.to_cp() >= EPOCH_MIN_GAP_CP - slack.cp,
+        Rule::Epoch => best.to_cp() - played.to_cp() >= epoch_min_gap_cp() - slack.cp,
         Rule::Gap { min_cp } => best.to_cp() - played.to_cp() >= min_cp - slack.cp,
         // The player missed the puzzle's mate: the move played is no
         // solution [`decide`] would have to share the puzzle with (it mates

@@ -43,6 +43,40 @@ pub(crate) const EPOCH_MIN_BEST_CP: i32 = -100;
 pub(crate) const EPOCH_MAX_SECOND_CP: i32 = 80;
 pub(crate) const EPOCH_MIN_GAP_CP: i32 = 180;
 
+/// The environment variable of the test-only switch on the Epoch gap
+/// ([`test_min_gap_cp`]).
+pub const TEST_MIN_GAP_VAR: &str = "PUZZLEFORGE_TEST_MIN_GAP_CP";
+
+/// The Epoch gap the rule holds: [`EPOCH_MIN_GAP_CP`], unless the
+/// test-only switch sets another.
+pub(crate) fn epoch_min_gap_cp() -> i32 {
+    test_min_gap_cp().unwrap_or(EPOCH_MIN_GAP_CP)
+}
+
+/// The test-only switch: in a debug build (what `cargo test` runs), the
+/// Epoch gap read from [`TEST_MIN_GAP_VAR`], standing for a build whose
+/// mining threshold differs; its algorithm versions say so
+/// ([`rule_variant`]). A release build never reads the variable.
+pub fn test_min_gap_cp() -> Option<i32> {
+    #[cfg(debug_assertions)]
+    {
+        static GAP: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+        *GAP.get_or_init(|| std::env::var(TEST_MIN_GAP_VAR).ok()?.trim().parse().ok())
+    }
+    #[cfg(not(debug_assertions))]
+    {
+        None
+    }
+}
+
+/// What the test-only switch adds to the algorithm version of every stage
+/// that judges by the rule (`+min-gap-N`), or nothing.
+pub fn rule_variant() -> String {
+    test_min_gap_cp()
+        .map(|gap| format!("+min-gap-{gap}"))
+        .unwrap_or_default()
+}
+
 /// Lichess: required win-chance gap between best and second move.
 pub(crate) const LICHESS_MIN_GAP: f64 = 0.7;
 /// Lichess: a mate in 1 is unique if no non-mating move wins more than this.
@@ -196,7 +230,7 @@ pub fn decide(rule: Rule, turn: Turn, scores: &Scores) -> Decision {
             } else if turn == Turn::First && s > EPOCH_MAX_SECOND_CP {
                 Decision::no(Why::SecondTooGood)
             } else {
-                Decision::of(b - s >= EPOCH_MIN_GAP_CP, Why::GapTooSmall)
+                Decision::of(b - s >= epoch_min_gap_cp(), Why::GapTooSmall)
             }
         }
         Rule::Lichess => lichess(best, second, scores.best_non_mating),

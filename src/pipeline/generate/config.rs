@@ -18,6 +18,11 @@ use crate::engine::pool::PoolConfig;
 use crate::engine::process::EngineSpec;
 use crate::stages::release::cells::{Cell, MateRule};
 
+/// The version of how a batch is played and assembled (beside the chain's
+/// stages' own versions, which the store key holds too): bumped whenever a
+/// stored batch's files for the same settings change.
+pub(crate) const ALGORITHM: &str = "generate-1";
+
 /// `[generate]` in pipeline.toml.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -220,6 +225,9 @@ pub(crate) struct Sections<'a> {
     pub rate: &'a crate::stages::rate::RateConfig,
     pub verify: crate::stages::verify::VerifyConfig,
     pub release: &'a crate::stages::release::cells::ReleaseConfig,
+    /// `run --keep-stored-work`: a store of the same settings played by
+    /// other algorithm versions is used instead of this build's own.
+    pub keep_stored_work: bool,
 }
 
 /// The engine of the run, as the stages use it.
@@ -341,7 +349,8 @@ impl Settings {
             );
         }
         let settings = serde_json::to_value(StoreSettings {
-            tool_version: env!("CARGO_PKG_VERSION"),
+            tool_version: crate::core::build::VERSION,
+            algorithms: store_algorithms(),
             novelty_rule: self
                 .selfplay
                 .human
@@ -359,6 +368,16 @@ impl Settings {
         let digest = sha256_bytes(serde_json::to_string(&settings)?.as_bytes());
         Ok((digest[..16].to_string(), settings))
     }
+}
+
+/// The algorithm versions a stored batch's files depend on: generation's
+/// own and those of the chain's steps, as the store key holds them.
+pub(super) fn store_algorithms() -> BTreeMap<&'static str, String> {
+    let mut algorithms = BTreeMap::from([("generate", ALGORITHM.to_string())]);
+    for step in crate::pipeline::chain::steps() {
+        algorithms.insert(step.as_str(), step.algorithm());
+    }
+    algorithms
 }
 
 /// Checks `[generate.tiers]` against `[release.tiers]`, and that every
@@ -405,6 +424,9 @@ fn check_tables(config: &Sections<'_>) -> Result<()> {
 #[derive(Serialize)]
 struct StoreSettings<'a> {
     tool_version: &'static str,
+    /// The algorithm version of how a batch is played and of each step of
+    /// the chain: a batch played by other versions is in another store.
+    algorithms: BTreeMap<&'static str, String>,
     /// For games grown from human games: the novelty rule mining judged
     /// their puzzles by (batches judged by another rule are played again).
     /// Absent for other games, whose store keys it leaves as they were.

@@ -49,10 +49,10 @@ mod progress;
 mod generated;
 mod streams;
 
-pub(crate) use config::{Engine, GenerateConfig, Sections};
+pub(crate) use config::{ALGORITHM, Engine, GenerateConfig, Sections};
 pub(crate) use generated::{Generated, Part};
 pub(crate) use play::play_one_batch;
 pub(crate) use report::{CellReport, GenerateReport, GenerateSummary, recorded_store};
 pub(crate) use store::{StepSeconds, read_batch_record};
-pub(crate) use streams::{check_profiles, prepare, sample, store_key};
+pub(crate) use streams::{check_profiles, kept_stores, prepare, sample, store_key};
 pub(crate) use walk::Mode;

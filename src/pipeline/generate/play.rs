@@ -270,6 +270,7 @@ impl Steps {
                 })
                 .collect(),
             files: Some(BatchFiles::of(scratch)?),
+            build: Some(crate::core::build::BUILD.to_string()),
         })
     }
 }

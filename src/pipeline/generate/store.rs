@@ -7,6 +7,7 @@
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -33,14 +34,174 @@ pub(super) struct Segment {
     pub(super) last: u64,
 }
 
-/// The store of these settings under the output folder, created with a
-/// `settings.json` saying what its key hashes; its dead scratch removed.
+/// The store a run of these settings uses: this build's own key, or,
+/// under `--keep-stored-work`, a store of the same settings whose batches
+/// other algorithm versions played.
+pub(super) struct StoreChoice {
+    pub(super) key: String,
+    /// What the key hashes, as the store's `settings.json` says.
+    pub(super) described: Value,
+    /// A store of the same settings played by other algorithm versions
+    /// that holds batches: the one used (kept), or the one passed over.
+    pub(super) other: Option<OtherStore>,
+}
+
+/// A store of the same settings as this build's, played by other
+/// algorithm versions.
+pub(super) struct OtherStore {
+    pub(super) key: String,
+    pub(super) batches: usize,
+    /// The versions that differ, there and here (`mine-1`,
+    /// `mine-1+min-gap-250`), each as `step: version` pairs joined.
+    pub(super) recorded: String,
+    pub(super) this_build: String,
+    pub(super) kept: bool,
+}
+
+impl OtherStore {
+    /// The line a run prints about it.
+    pub(super) fn line(&self, ours: &str) -> String {
+        let what = format!(
+            "the {} batch{} stored under .generate/{} were played by other algorithms ({} there, {} here)",
+            self.batches,
+            if self.batches == 1 { "" } else { "es" },
+            self.key,
+            self.recorded,
+            self.this_build
+        );
+        if self.kept {
+            format!(
+                "generation: {what}; reused, as --keep-stored-work asks (the release records it)"
+            )
+        } else {
+            format!(
+                "generation: {what}; their games are played again into .generate/{ours} (run --keep-stored-work would reuse them)"
+            )
+        }
+    }
+}
+
+/// Which store these settings use ([`StoreChoice`]).
+pub(super) fn store_of(
+    config: &Sections<'_>,
+    settings: &Settings,
+    engine: Engine,
+) -> Result<StoreChoice> {
+    let (key, described) = settings.key(engine)?;
+    // Passed over, the other store is named when this build's store is
+    // new: the run that plays again what the other had played.
+    let own =
+        stored_batches(&config.output_dir.join(".generate").join(&key)).map_or(0, |b| b.len());
+    let Some((other_key, other_described, batches)) =
+        other_algorithms_store(config.output_dir, &key, &described)
+            .filter(|_| config.keep_stored_work || own == 0)
+    else {
+        return Ok(StoreChoice {
+            key,
+            described,
+            other: None,
+        });
+    };
+    let versions = |settings: &Value| -> BTreeMap<String, String> {
+        serde_json::from_value(settings["algorithms"].clone()).unwrap_or_default()
+    };
+    let (there, here) = (versions(&other_described), versions(&described));
+    let differing = |of: &BTreeMap<String, String>, other: &BTreeMap<String, String>| {
+        let names: std::collections::BTreeSet<&String> = of.keys().chain(other.keys()).collect();
+        names
+            .into_iter()
+            .filter(|name| of.get(*name) != other.get(*name))
+            .map(|name| format!("{name}: {}", of.get(name).map_or("none", String::as_str)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let other = OtherStore {
+        key: other_key,
+        batches,
+        recorded: differing(&there, &here),
+        this_build: differing(&here, &there),
+        kept: config.keep_stored_work,
+    };
+    Ok(if other.kept {
+        StoreChoice {
+            key: other.key.clone(),
+            described: other_described,
+            other: Some(other),
+        }
+    } else {
+        StoreChoice {
+            key,
+            described,
+            other: Some(other),
+        }
+    })
+}
+
+/// The store under `output_dir/.generate` (not `key`'s) whose settings are
+/// `described`'s but for the algorithm versions, holding the most stored
+/// batches (the first by key among equals): its key, its settings and
+/// its batches.
+fn other_algorithms_store(
+    output_dir: &Path,
+    key: &str,
+    described: &Value,
+) -> Option<(String, Value, usize)> {
+    let strip = |settings: &Value| {
+        let mut settings = settings.clone();
+        if let Some(table) = settings.as_object_mut() {
+            table.remove("algorithms");
+        }
+        settings
+    };
+    let ours = strip(described);
+    let mut entries: Vec<_> = std::fs::read_dir(output_dir.join(".generate"))
+        .ok()?
+        .filter_map(|entry| entry.ok())
+        .map(|entry| {
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            )
+        })
+        .filter(|(name, _)| name != key && !name.starts_with('.'))
+        .collect();
+    entries.sort();
+    let mut best: Option<(String, Value, usize)> = None;
+    for (name, dir) in entries {
+        let Some(theirs) = std::fs::read(dir.join("settings.json"))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        else {
+            continue;
+        };
+        if strip(&theirs) != ours || theirs.get("algorithms") == described.get("algorithms") {
+            continue;
+        }
+        let batches = stored_batches(&dir).map(|b| b.len()).unwrap_or(0);
+        if batches > 0 && best.as_ref().is_none_or(|(_, _, most)| batches > *most) {
+            best = Some((name, theirs, batches));
+        }
+    }
+    best
+}
+
+/// The store of these settings under the output folder ([`store_of`]),
+/// created with a `settings.json` saying what its key hashes; its dead
+/// scratch removed. A store of the same settings played by other
+/// algorithm versions is named in a line, reused or passed over.
 pub(super) fn open_store(
     config: &Sections<'_>,
     settings: &Settings,
     engine: Engine,
 ) -> Result<(PathBuf, String)> {
-    let (key, described) = settings.key(engine)?;
+    let StoreChoice {
+        key,
+        described,
+        other,
+    } = store_of(config, settings, engine)?;
+    if let Some(other) = other {
+        crate::core::progress::note(&other.line(&key));
+    }
     let store = config.output_dir.join(".generate").join(&key);
     std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
     let described_path = store.join("settings.json");
@@ -259,6 +420,10 @@ pub(crate) struct BatchRecord {
     /// then names.
     #[serde(default)]
     pub files: Option<BatchFiles>,
+    /// The build that played the batch ([`crate::core::build::BUILD`]);
+    /// absent in a batch written before builds were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 /// A batch's engine CPU seconds by step (the rating's own engines

@@ -19,7 +19,7 @@ use super::generated::{Generated, StreamPart};
 use super::play::Player;
 use super::progress::BatchProgress;
 use super::report::{Stop, TargetReport};
-use super::store::{open_store, stored_batches};
+use super::store::{open_store, store_of, stored_batches};
 use super::target::{Counter, Target, target_quotas};
 use super::walk::{Mode, Played, Walk};
 
@@ -89,7 +89,7 @@ pub(crate) fn prepare(
         &progress,
     )?;
     let seconds_by_stage = wall_seconds_by_stage(&walks);
-    let played = played_settings(&settings, &stores, &plan, engine)?;
+    let played = played_settings(config, &settings, &stores, &plan, engine)?;
     let (streams, reports) = stream_parts(walks, stops, &stores, plan, first);
     let mut generated = Generated::assemble(&target, config.seed, first, streams, reports)?;
     generated.report.settings = played;
@@ -123,6 +123,7 @@ fn wall_seconds_by_stage(walks: &[Walk<'_>]) -> BTreeMap<&'static str, f64> {
 /// The settings each profile's games were played with (after the
 /// overlays), as their store key hashes them: machine-independent.
 fn played_settings(
+    config: &Sections<'_>,
     settings: &[Settings],
     stores: &[(PathBuf, String)],
     plan: &[StreamCells],
@@ -133,7 +134,7 @@ fn played_settings(
         .zip(stores)
         .zip(plan)
         .map(|((settings, (_, key)), (profile, _))| {
-            let (_, described) = settings.key(engine)?;
+            let described = store_of(config, settings, engine)?.described;
             let played = PlayedSettings {
                 settings: described,
                 profile,
@@ -334,12 +335,36 @@ pub(crate) fn store_key(
     let keys = stream_cells(config, &quotas)?
         .iter()
         .map(|(profile, _)| {
-            Ok(Settings::of(config, tier, profile.as_deref())?
-                .key(engine)?
-                .0)
+            let settings = Settings::of(config, tier, profile.as_deref())?;
+            Ok(store_of(config, &settings, engine)?.key)
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(keys.join("+"))
+}
+
+/// The stores of other algorithm versions `--keep-stored-work` reuses for
+/// these settings ([`store_of`]), as the release records them.
+pub(crate) fn kept_stores(
+    config: &Sections<'_>,
+    engine: Engine,
+    tier: Option<&str>,
+) -> Result<Vec<crate::stages::release::manifest::KeptWork>> {
+    let (_, quotas) = target_quotas(config, tier)?;
+    let mut kept = Vec::new();
+    for (profile, _) in stream_cells(config, &quotas)? {
+        let settings = Settings::of(config, tier, profile.as_deref())?;
+        if let Some(other) = store_of(config, &settings, engine)?
+            .other
+            .filter(|o| o.kept)
+        {
+            kept.push(crate::stages::release::manifest::KeptWork {
+                what: format!("generation store {}", other.key),
+                recorded: other.recorded,
+                this_build: other.this_build,
+            });
+        }
+    }
+    Ok(kept)
 }
 
 /// For `run --plan` ([`crate::pipeline::plan`]): each stream's first

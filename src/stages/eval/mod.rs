@@ -36,4 +36,11 @@ pub(crate) use prompt::BASELINE_TEMPLATE;
 pub use run::run_eval;
 pub(crate) use run::run_eval_with;
 pub use scoring::classify;
+
+/// The version of what this stage computes, recorded in its `stage.json`:
+/// bumped whenever its output for the same input changes, so that a rerun
+/// redoes the stage's stored output rather than reuse one made by other
+/// rules (`tests/algorithms.rs` holds its output's sha256 on a fixed input,
+/// and fails when that changes without this).
+pub const ALGORITHM: &str = "eval-1";
 pub(crate) use section::{keeps_a_cache, maia_inputs, section_for_records};

@@ -19,3 +19,10 @@ mod run;
 pub use config::{GamesArgs, GamesOverrides, IngestGamesConfig, TimeClass};
 pub(crate) use run::games_report;
 pub use run::{GamesSummary, run_games, run_games_with};
+
+/// The version of what this stage computes, recorded in its `stage.json`:
+/// bumped whenever its output for the same input changes, so that a rerun
+/// redoes the stage's stored output rather than reuse one made by other
+/// rules (`tests/algorithms.rs` holds its output's sha256 on a fixed input,
+/// and fails when that changes without this).
+pub const ALGORITHM: &str = "ingest_games-1";

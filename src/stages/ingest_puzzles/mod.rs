@@ -34,3 +34,10 @@ pub use filters::{IngestPuzzlesConfig, MateFilter};
 pub use row::{CheckedRow, RowLayout, check_row};
 pub use run::{PuzzlesArgs, PuzzlesOverrides, ingest_puzzles, run_puzzles};
 pub use stats::IngestStats;
+
+/// The version of what this stage computes, recorded in its `stage.json`:
+/// bumped whenever its output for the same input changes, so that a rerun
+/// redoes the stage's stored output rather than reuse one made by other
+/// rules (`tests/algorithms.rs` holds its output's sha256 on a fixed input,
+/// and fails when that changes without this).
+pub const ALGORITHM: &str = "ingest_puzzles-1";

@@ -30,11 +30,15 @@ use crate::engine::process::EngineSpec;
 /// rarely wait on the slowest game of a chunk.
 pub(crate) const GAMES_PER_WORKER_PER_CHUNK: usize = 8;
 
-#[derive(Serialize, Deserialize, PartialEq)]
+#[derive(Serialize, Deserialize)]
 struct Header {
     checkpoint: String,
     fingerprint: String,
     units: usize,
+    /// The build that started the checkpoint: recorded, never compared
+    /// (the fingerprint holds mining's algorithm version).
+    #[serde(default)]
+    build: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -71,6 +75,7 @@ pub(crate) fn fingerprint(
         "engine": sha256_file(&engine.path)?,
         "options": engine.options,
         "version": env!("CARGO_PKG_VERSION"),
+        "algorithm": format!("{}{}", super::config::ALGORITHM, crate::engine::criterion::rule_variant()),
     });
     Ok(sha256_bytes(parts.to_string().as_bytes()))
 }
@@ -85,6 +90,7 @@ impl Checkpoint {
             checkpoint: "puzzleforge mine".into(),
             fingerprint: fingerprint.into(),
             units,
+            build: crate::core::build::BUILD.to_string(),
         };
         let mut done = BTreeMap::new();
         let mut kept_bytes = 0u64;
@@ -98,7 +104,10 @@ impl Checkpoint {
                         .ok()
                         .map(|h| (h, l.len()))
                 })
-                .filter(|(h, _)| *h == header);
+                .filter(|(h, _)| {
+                    (&h.checkpoint, &h.fingerprint, h.units)
+                        == (&header.checkpoint, &header.fingerprint, header.units)
+                });
             if let Some((_, header_len)) = same {
                 kept_bytes = header_len as u64 + 1;
                 for line in lines {

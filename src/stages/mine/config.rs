@@ -14,6 +14,9 @@ use crate::engine::criterion::Criterion;
 use crate::engine::process::Limit;
 use crate::engine::settings::EngineArgs;
 
+/// The version of what mining computes (see `ALGORITHM` of the other stages).
+pub const ALGORITHM: &str = "mine-1";
+
 /// `[mine]` in pipeline.toml; CLI flags override it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields, default)]

@@ -63,6 +63,13 @@ pub use figures::{
 pub use fit::*;
 pub use model::{DeviationTable, Estimator, Recalibration, TreeConfig, TreeNode, Trees};
 
+/// The version of what this stage computes, recorded in its `stage.json`:
+/// bumped whenever its output for the same input changes, so that a rerun
+/// redoes the stage's stored output rather than reuse one made by other
+/// rules (`tests/algorithms.rs` holds its output's sha256 on a fixed input,
+/// and fails when that changes without this).
+pub const ALGORITHM: &str = "rate-1";
+
 /// `puzzleforge rate` flags: the files and switches, and apart from them
 /// ([`RateOverrides`]) the flags that override `[rate]` keys.
 #[derive(Debug, Clone)]

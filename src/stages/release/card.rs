@@ -228,10 +228,11 @@ fn dataset_card(
     card.push_str("# puzzleforge chess puzzle release\n\n");
     card.push_str(&format!(
         "{} train and {} test chess puzzles, stratified by rating bin, solver length and mate, \
-         written by puzzleforge {}.\n\n",
+         written by puzzleforge {} (build `{}`).\n\n",
         train.len(),
         test.len(),
-        env!("CARGO_PKG_VERSION")
+        manifest.tool.version,
+        manifest.tool.build
     ));
     if let Some(tier) = &manifest.tier {
         card.push_str(&format!("Tier: `{tier}`.\n\n"));
@@ -260,6 +261,7 @@ fn dataset_card(
     card.push_str(&unfilled_list(cells));
     card.push_str(&provenance_section(manifest, has_games));
     card.push_str(&recheck_section(train, test, manifest));
+    card.push_str(&reproduce_section(manifest));
     card.push_str("## Report\n\n");
     for (title, file) in plots::REPORT_PICTURES {
         card.push_str(&format!("![{title}](report/{file})\n\n"));
@@ -545,6 +547,40 @@ fn example_puzzle<'a>(
         .or_else(|| train.iter().find(generated).map(|p| (p, "train")))
         .or_else(|| test.first().map(|p| (p, "test")))
         .or_else(|| train.first().map(|p| (p, "train")))
+}
+
+/// "Reproduce the release": the command that runs the recorded run again
+/// and compares every file byte for byte; only a release `run` wrote
+/// records what it needs.
+fn reproduce_section(manifest: &ReleaseManifest) -> String {
+    let Some(run) = &manifest.run else {
+        return String::new();
+    };
+    let mut text = String::from(
+        "## Reproduce the release
+
+",
+    );
+    text.push_str(
+        "From this folder, with the inputs and the engine `manifest.json` names (each checked by \
+         its sha256 before anything runs):\n\n```sh\npuzzleforge reproduce .\n```\n\n\
+         It runs the recorded config again into a scratch folder and compares every file of the \
+         release byte for byte, naming each that differs (exit 1) and the timing fields it skips; \
+         it refuses (exit 2) a missing or changed input or another engine binary, naming it.\n\n",
+    );
+    if !run.kept_work.is_empty() {
+        let kept: Vec<String> = run
+            .kept_work
+            .iter()
+            .map(|k| format!("{} ({}; this build {})", k.what, k.recorded, k.this_build))
+            .collect();
+        text.push_str(&format!(
+            "The run kept stored work made by other algorithm versions (`run --keep-stored-work`): \
+             {}. A reproduction by this build's algorithms can differ there.\n\n",
+            kept.join(", ")
+        ));
+    }
+    text
 }
 
 /// "Re-check one puzzle": the commands that search one of the release's

@@ -69,6 +69,11 @@ pub(crate) struct ReleaseManifest {
     pub second_engine: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<Settings>,
+    /// What `run` made it by: the algorithm versions and the stored work
+    /// kept (how the run was asked, the config's text, is its release
+    /// stage's `stage.json`). Only a release `run` wrote has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunRecord>,
     /// `{file name: sha256}` of every other file of the release; set when
     /// the files are written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,6 +91,10 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
 pub(crate) struct Tool {
     pub name: String,
     pub version: String,
+    /// The build ([`crate::core::build::BUILD`]); absent in a release
+    /// written before builds were recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub build: String,
 }
 
 impl Tool {
@@ -93,9 +102,34 @@ impl Tool {
     pub(crate) fn this() -> Tool {
         Tool {
             name: env!("CARGO_PKG_NAME").to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            version: crate::core::build::VERSION.to_string(),
+            build: crate::core::build::BUILD.to_string(),
         }
     }
+}
+
+/// What `run` records of the algorithms that made the release.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct RunRecord {
+    /// The algorithm version of each stage that ran (and of generation's
+    /// store, under `[generate]`), as this build states them.
+    pub algorithms: BTreeMap<String, String>,
+    /// Stored work made by other algorithm versions that
+    /// `run --keep-stored-work` kept; absent when none was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept_work: Vec<KeptWork>,
+}
+
+/// Stored work a run kept though this build's algorithm differs from the
+/// one that made it (`run --keep-stored-work`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct KeptWork {
+    /// `stage mine`, or `generation store KEY`.
+    pub what: String,
+    /// The algorithm versions that made it.
+    pub recorded: String,
+    /// This build's.
+    pub this_build: String,
 }
 
 /// One pool file read.
@@ -204,6 +238,7 @@ pub(crate) struct RunProvenance {
     /// The second engine's identity, or null.
     pub second_engine: Value,
     pub settings: Settings,
+    pub run: Option<RunRecord>,
 }
 
 /// The two fields the card names an engine by.
@@ -247,6 +282,7 @@ impl ReleaseManifest {
         self.engine = provenance.engine.clone();
         self.second_engine = Some(provenance.second_engine.clone());
         self.settings = Some(provenance.settings.clone());
+        self.run = provenance.run.clone();
     }
 
     /// The manifest's text: pretty JSON and a final newline.
@@ -360,6 +396,7 @@ mod tests {
             sources: None,
             second_engine: None,
             settings: None,
+            run: None,
             outputs: None,
         };
         manifest.set_provenance(&RunProvenance {
@@ -375,6 +412,10 @@ mod tests {
                 verify: Some(json!({"nodes": 1000})),
                 ..Settings::default()
             },
+            run: Some(RunRecord {
+                algorithms: BTreeMap::from([("mine".to_string(), "mine-1".to_string())]),
+                kept_work: vec![],
+            }),
         });
         manifest.outputs = Some(BTreeMap::from([(
             "train.csv".to_string(),
@@ -393,7 +434,7 @@ mod tests {
         assert_eq!(
             keys.join(" "),
             "kind tool tier seed config method engine inputs skipped exclusions counts cells \
-             unfilled verify generate sources second_engine settings outputs"
+             unfilled verify generate sources second_engine settings run outputs"
         );
         assert!(text.contains("\"second_engine\": null,"));
         assert!(text.contains("\"verify\": null,"));

@@ -34,4 +34,11 @@ pub(crate) mod theme_mix;
 
 pub use args::{ReleaseArgs, ReleaseOverrides};
 pub use run::run_release;
+
+/// The version of what this stage computes, recorded in its `stage.json`:
+/// bumped whenever its output for the same input changes, so that a rerun
+/// redoes the stage's stored output rather than reuse one made by other
+/// rules (`tests/algorithms.rs` holds its output's sha256 on a fixed input,
+/// and fails when that changes without this).
+pub const ALGORITHM: &str = "release-1";
 pub(crate) use run::{ReleaseSummary, run_release_with};

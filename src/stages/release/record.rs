@@ -223,6 +223,7 @@ pub(super) fn release_manifest(
         sources: None,
         second_engine: None,
         settings: None,
+        run: None,
         outputs: None,
     };
     // A release `run` writes names what made it (a `release` release keeps

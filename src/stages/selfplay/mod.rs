@@ -27,3 +27,10 @@ pub use game::Game;
 pub(crate) use game::split_games;
 pub(crate) use run::{SelfplaySummary, play_games, release_seed, run_selfplay_range};
 pub use run::{run_selfplay, run_selfplay_with};
+
+/// The version of what this stage computes, recorded in its `stage.json`:
+/// bumped whenever its output for the same input changes, so that a rerun
+/// redoes the stage's stored output rather than reuse one made by other
+/// rules (`tests/algorithms.rs` holds its output's sha256 on a fixed input,
+/// and fails when that changes without this).
+pub const ALGORITHM: &str = "selfplay-1";

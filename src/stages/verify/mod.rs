@@ -37,3 +37,10 @@ pub(crate) use run::default_report_path;
 pub use run::{VerifyFiles, run_verify, run_verify_with, verify_puzzles};
 pub(crate) use summary::summarize;
 pub use summary::{MarginRow, VerifyCounts};
+
+/// The version of what this stage computes, recorded in its `stage.json`:
+/// bumped whenever its output for the same input changes, so that a rerun
+/// redoes the stage's stored output rather than reuse one made by other
+/// rules (`tests/algorithms.rs` holds its output's sha256 on a fixed input,
+/// and fails when that changes without this).
+pub const ALGORITHM: &str = "verify-1";

@@ -1,0 +1,785 @@
+//! `puzzleforge reproduce RELEASE`: runs the run a release's manifest
+//! records again, into a scratch folder, and compares every file of the
+//! release folder byte for byte.
+//!
+//! Before anything runs it checks what the manifest names: the config's
+//! text (recorded whole), each input file and the rating model by sha256,
+//! the engines by their binaries' sha256 and options, and the earlier
+//! releases the draw excluded (copied into the scratch folder, so the
+//! draw excludes them again). What it cannot reproduce it refuses (exit
+//! 2), naming it. After the run, a file is identical, or identical but
+//! for the fields a run cannot repeat (each named: the build identity when
+//! another build reproduces, timing, where the run wrote), or it differs
+//! (exit 1, as `cmp` exits, naming each file and where it first differs).
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::time::Instant;
+
+use crate::core::error::bad_input;
+use crate::core::fileio::{sha256_bytes, sha256_content, sha256_file};
+use crate::core::summary::Summary;
+use crate::pipeline::config::PipelineConfig;
+use crate::pipeline::manifest::MANIFEST as STAGE_RECORD;
+use crate::pipeline::manifest::RunAsked;
+use crate::pipeline::run::{RunArgs, run_pipeline_from};
+use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
+
+/// Arguments of `puzzleforge reproduce`.
+#[derive(Debug, Clone)]
+pub struct ReproduceArgs {
+    /// A release folder `run` wrote (`output/<release>`), or its `release`
+    /// stage folder (the one holding `manifest.json`).
+    pub release: PathBuf,
+    /// Where the run is repeated (its output folder); kept afterwards.
+    /// Without it, a folder in the system's temporary folder, removed when
+    /// every file is identical.
+    pub scratch: Option<PathBuf>,
+    /// The engine binary, when the run was given `run --engine`.
+    pub engine: Option<PathBuf>,
+    /// The folder the recorded config's paths are relative to, when it
+    /// cannot be worked out from where the release sits under the config's
+    /// `pipeline.output_dir` (an absolute or `..` output folder).
+    pub config_dir: Option<PathBuf>,
+}
+
+/// The exit code when files differ: 1, as `cmp` and `diff` exit.
+const EXIT_DIFFERS: i32 = 1;
+
+/// Files a run cannot repeat byte for byte, by name, and why: skipped.
+const TIMING_FILES: [(&str, &str); 1] =
+    [("runtime.json", "timing: the eval's wall and CPU seconds")];
+
+/// What `reproduce --json` prints.
+#[derive(Serialize, Debug)]
+struct ReproduceSummary {
+    release: PathBuf,
+    scratch: PathBuf,
+    /// Files whose bytes agree.
+    identical: Vec<String>,
+    /// Files that agree once the named fields are set aside.
+    identical_but: Vec<Aside>,
+    /// Files compared by neither (timing).
+    skipped: Vec<Aside>,
+    /// Files that differ, each with where.
+    differ: Vec<Difference>,
+    /// Seconds the release's stages recorded in their `stage.json` (under
+    /// `[generate]` the batches' play is not among them), and the
+    /// reproduction's wall seconds.
+    stage_seconds: f64,
+    reproduce_seconds: f64,
+}
+
+#[derive(Serialize, Debug)]
+struct Aside {
+    file: String,
+    fields: String,
+}
+
+#[derive(Serialize, Debug)]
+struct Difference {
+    file: String,
+    why: String,
+}
+
+/// Runs `reproduce`.
+pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
+    let (release_dir, stage_dir) = locate(&args.release)?;
+    let manifest = ReleaseManifest::load(&stage_dir)?.ok_or_else(|| {
+        bad_input(format!(
+            "{}: not a release manifest",
+            stage_dir.join(MANIFEST_FILE).display()
+        ))
+    })?;
+    let manifest_path = stage_dir.join(MANIFEST_FILE);
+    // How the run was asked: the release stage's record.
+    let record_path = stage_dir.join(STAGE_RECORD);
+    let asked = crate::pipeline::manifest::StageManifest::load(&record_path)
+        .ok()
+        .and_then(|record| record.run);
+    let Some(run) = asked else {
+        return Err(bad_input(format!(
+            "{}: records no run to repeat (a release written by `release`, or by a puzzleforge \
+             before releases recorded their config); only a release `run` wrote can be reproduced",
+            record_path.display()
+        )));
+    };
+    if manifest.aim.is_some() {
+        return Err(bad_input(format!(
+            "{}: an aimed tier (`run --aim`) depends on the eval run it was aimed at, which the \
+             manifest does not hold; it cannot be reproduced",
+            manifest_path.display()
+        )));
+    }
+    let config_dir = config_dir(args, &release_dir, &run, &manifest_path)?;
+    let config_path = config_dir.join(&run.config.name);
+    let config = PipelineConfig::from_text(&run.config.text, &config_path)?;
+    check_inputs(&manifest, &config_dir)?;
+    check_engines(&manifest, &config, args.engine.as_ref(), &run)?;
+
+    let (scratch, temporary) = scratch_folder(args, &run)?;
+    copy_earlier_releases(&manifest, &stage_dir, &scratch)?;
+    let engine = match &args.engine {
+        Some(engine) => Some(
+            engine
+                .canonicalize()
+                .map_err(|e| bad_input(format!("--engine {}: {e}", engine.display())))?,
+        ),
+        None => None,
+    };
+    // The run is repeated from the config's folder, as `run` is run from
+    // the project's folder: the eval's records name paths as the run was
+    // asked (`models/maia`), and so they name the same here.
+    let config_dir = config_dir.canonicalize().map_err(|e| {
+        bad_input(format!(
+            "cannot reproduce: the config's folder {}: {e}",
+            config_dir.display()
+        ))
+    })?;
+    std::env::set_current_dir(&config_dir)
+        .with_context(|| format!("changing to {}", config_dir.display()))?;
+    let run_args = RunArgs {
+        config: PathBuf::from(&run.config.name),
+        release: Some(run.release.clone()),
+        engine,
+        tier: run.tier_flag.clone(),
+        force: false,
+        rewrite_release: false,
+        shard: None,
+        strict: false,
+        keep_stored_work: false,
+        plan: Default::default(),
+        aim: Default::default(),
+    };
+    let started = Instant::now();
+    run_pipeline_from(&run_args, &run.config.text, Some(&scratch))
+        .with_context(|| format!("reproducing {}", release_dir.display()))?;
+    let reproduce_seconds = started.elapsed().as_secs_f64();
+    let reproduced = scratch.join(&run.release);
+
+    // Earlier releases' files are inputs of the draw, named by where the
+    // output folder is: as the config writes it there, the scratch here.
+    let written_output = config_output_dir(&run, &manifest_path)?;
+    let outputs = (
+        written_output.display().to_string(),
+        scratch.display().to_string(),
+    );
+    let mut summary = compare(&release_dir, &reproduced, &manifest.tool.build, &outputs)?;
+    summary.release = release_dir.clone();
+    summary.scratch = scratch.clone();
+    summary.stage_seconds = recorded_seconds(&release_dir);
+    summary.reproduce_seconds = (reproduce_seconds * 1000.0).round() / 1000.0;
+    let human = human_lines(&summary, temporary);
+    let differ = summary
+        .differ
+        .iter()
+        .map(|d| d.file.clone())
+        .collect::<Vec<_>>();
+    if differ.is_empty() && temporary {
+        std::fs::remove_dir_all(&scratch)
+            .with_context(|| format!("removing {}", scratch.display()))?;
+    }
+    let mut out = Summary::new(human, serde_json::to_value(&summary)?);
+    if !differ.is_empty() {
+        out.shortfall = Some(format!(
+            "{} file{} of {} differ from the reproduction in {}: {}",
+            differ.len(),
+            if differ.len() == 1 { "" } else { "s" },
+            release_dir.display(),
+            reproduced.display(),
+            differ.join(", ")
+        ));
+        out.exit_code = Some(EXIT_DIFFERS);
+    }
+    Ok(out)
+}
+
+/// The release folder and its `release` stage folder, from either.
+fn locate(given: &Path) -> Result<(PathBuf, PathBuf)> {
+    let given = given
+        .canonicalize()
+        .map_err(|e| bad_input(format!("{}: not a release folder: {e}", given.display())))?;
+    if ReleaseManifest::is_in(&given) {
+        let release_dir = given.parent().map(Path::to_path_buf).unwrap_or_default();
+        return Ok((release_dir, given));
+    }
+    let stage = given.join(crate::pipeline::stage_name::StageName::Release.as_str());
+    if ReleaseManifest::is_in(&stage) {
+        return Ok((given, stage));
+    }
+    Err(bad_input(format!(
+        "{}: neither a release folder `run` wrote (with release/{MANIFEST_FILE}) nor its release \
+         stage folder (with {MANIFEST_FILE})",
+        given.display()
+    )))
+}
+
+/// The folder the recorded config's paths are relative to: `--config-dir`,
+/// else the release folder's parent (the output folder) with the config's
+/// `pipeline.output_dir` taken off its end.
+fn config_dir(
+    args: &ReproduceArgs,
+    release_dir: &Path,
+    run: &RunAsked,
+    manifest_path: &Path,
+) -> Result<PathBuf> {
+    if let Some(dir) = &args.config_dir {
+        return Ok(dir.clone());
+    }
+    let written = config_output_dir(run, manifest_path)?;
+    let mut dir = release_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    for component in written.components().rev() {
+        match component {
+            Component::CurDir => {}
+            Component::Normal(name) if dir.file_name() == Some(name) => {
+                dir.pop();
+            }
+            _ => {
+                return Err(bad_input(format!(
+                    "{}: the recorded config's pipeline.output_dir {:?} does not lead to {}, so \
+                     the config's folder (where its paths start) is unknown; name it with \
+                     --config-dir",
+                    manifest_path.display(),
+                    written.display(),
+                    release_dir.display()
+                )));
+            }
+        }
+    }
+    Ok(dir)
+}
+
+/// `pipeline.output_dir` as the recorded config writes it.
+fn config_output_dir(run: &RunAsked, manifest_path: &Path) -> Result<PathBuf> {
+    Ok(PipelineConfig::parse(&run.config.text, manifest_path)?
+        .pipeline
+        .output_dir)
+}
+
+/// Every input the manifest names, present with its recorded sha256.
+fn check_inputs(manifest: &ReleaseManifest, config_dir: &Path) -> Result<()> {
+    let mut inputs: Vec<(String, String, String)> = manifest
+        .sources
+        .iter()
+        .flatten()
+        .map(|s| (s.key.clone(), s.path.clone(), s.sha256.clone()))
+        .collect();
+    let model = manifest
+        .settings
+        .as_ref()
+        .and_then(|s| s.rate.as_ref())
+        .map(|rate| &rate["model"]);
+    if let Some(model) = model
+        && let (Some(path), Some(sha)) = (model["path"].as_str(), model["sha256"].as_str())
+    {
+        inputs.push(("rate.model".into(), path.into(), sha.into()));
+    }
+    for (key, path, recorded) in inputs {
+        let file = config_dir.join(&path);
+        if !file.is_file() {
+            return Err(bad_input(format!(
+                "cannot reproduce: input {path} ({key}) is missing: no file {}",
+                file.display()
+            )));
+        }
+        // Human games by their text, as the manifest records them.
+        let now = if key == "sources.human_games" {
+            sha256_content(&file)?
+        } else {
+            sha256_file(&file)?
+        };
+        if now != recorded {
+            return Err(bad_input(format!(
+                "cannot reproduce: input {path} ({key}) changed: the release recorded sha256 \
+                 {recorded}, {} has {now}",
+                file.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The engines the run would start now are the recorded binaries (by
+/// sha256) with the recorded options.
+fn check_engines(
+    manifest: &ReleaseManifest,
+    config: &PipelineConfig,
+    engine_flag: Option<&PathBuf>,
+    run: &RunAsked,
+) -> Result<()> {
+    if let Some(recorded) = manifest.engine.get("sha256").and_then(Value::as_str) {
+        if run.engine_flag && engine_flag.is_none() {
+            return Err(bad_input(format!(
+                "cannot reproduce: the run was given `run --engine` (engine {}, sha256 \
+                 {recorded}); name that binary with --engine",
+                manifest.engine["id"].as_str().unwrap_or("?")
+            )));
+        }
+        let flags = crate::engine::settings::EngineArgs {
+            engine: engine_flag.cloned(),
+            ..Default::default()
+        };
+        let (spec, _) = flags.resolve(&config.engine)?;
+        same_engine("the engine", &manifest.engine, &spec)?;
+    }
+    let second = manifest.second_engine.as_ref().filter(|s| s.is_object());
+    if let (Some(recorded), Some(section)) = (second, &config.verify.second_engine) {
+        same_engine("verify's second engine", recorded, &section.spec()?)?;
+    }
+    Ok(())
+}
+
+/// Refuses an engine whose binary or options are not the recorded ones.
+fn same_engine(
+    what: &str,
+    recorded: &Value,
+    spec: &crate::engine::process::EngineSpec,
+) -> Result<()> {
+    let id = recorded["id"].as_str().unwrap_or("?");
+    let sha = recorded["sha256"].as_str().unwrap_or_default();
+    let now = sha256_file(&spec.path).map_err(|e| {
+        bad_input(format!(
+            "cannot reproduce: {what} {} cannot be read: {e:#}",
+            spec.path.display()
+        ))
+    })?;
+    if now != sha {
+        return Err(bad_input(format!(
+            "cannot reproduce: the release was made by {what} {id} with sha256 {sha}; {} is \
+             another binary (sha256 {now})",
+            spec.path.display()
+        )));
+    }
+    let options: serde_json::Map<String, Value> = spec
+        .options
+        .iter()
+        .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+        .collect();
+    if let Some(theirs) = recorded.get("options")
+        && *theirs != Value::Object(options.clone())
+    {
+        return Err(bad_input(format!(
+            "cannot reproduce: {what} {id} ran with the options {theirs}; the config now sends {}",
+            Value::Object(options)
+        )));
+    }
+    Ok(())
+}
+
+/// The scratch output folder (`--scratch`, which must be new or empty, or
+/// a new temporary folder) and whether it is temporary.
+fn scratch_folder(args: &ReproduceArgs, run: &RunAsked) -> Result<(PathBuf, bool)> {
+    let (dir, temporary) = match &args.scratch {
+        Some(dir) => (dir.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!(
+                "puzzleforge-reproduce-{}-{}",
+                run.release,
+                std::process::id()
+            )),
+            true,
+        ),
+    };
+    if std::fs::read_dir(&dir).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(bad_input(format!(
+            "--scratch {}: not empty; reproduce writes into a new or empty folder",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok((dir.canonicalize()?, temporary))
+}
+
+/// The earlier releases the draw excluded, copied into the scratch output
+/// folder where the release's manifest names them (relative to its
+/// release stage folder), and registered there: the repeated draw
+/// excludes the same puzzles. Each file is checked by sha256 first.
+fn copy_earlier_releases(
+    manifest: &ReleaseManifest,
+    stage_dir: &Path,
+    scratch: &Path,
+) -> Result<()> {
+    let name = crate::pipeline::stage_name::StageName::Release.as_str();
+    // Where the reproduced release's stage folder will be, relative to the
+    // scratch output folder: `<release>/release`.
+    let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
+    for file in &manifest.exclusions.files {
+        let path = stage_dir.join(&file.path);
+        let now = sha256_file(&path).map_err(|e| {
+            bad_input(format!(
+                "cannot reproduce: the earlier release file {} the draw excluded: {e:#}",
+                path.display()
+            ))
+        })?;
+        if now != file.sha256 {
+            return Err(bad_input(format!(
+                "cannot reproduce: the earlier release file {} changed since the draw excluded \
+                 it (sha256 recorded {}, now {now})",
+                path.display(),
+                file.sha256
+            )));
+        }
+        // `../../OTHER/release/test.csv`: OTHER must sit beside this release.
+        let parts: Vec<Component> = Path::new(&file.path).components().collect();
+        match parts.as_slice() {
+            [
+                Component::ParentDir,
+                Component::ParentDir,
+                Component::Normal(other),
+                Component::Normal(stage),
+                _,
+            ] if *stage == name => {
+                folders.insert(PathBuf::from(other));
+            }
+            _ => {
+                return Err(bad_input(format!(
+                    "cannot reproduce: the draw excluded {}, which is not a release beside this \
+                     one in its output folder",
+                    path.display()
+                )));
+            }
+        }
+    }
+    let output_dir = stage_dir
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."));
+    for other in folders {
+        let from = output_dir.join(&other).join(name);
+        let to = scratch.join(&other).join(name);
+        copy_folder(&from, &to)?;
+        crate::stages::release::folder::ReleaseFolder::at(&to).register_in(scratch)?;
+    }
+    Ok(())
+}
+
+fn copy_folder(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("listing {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_folder(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target).with_context(|| {
+                format!("copying {} to {}", entry.path().display(), target.display())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Every file of a release folder (hidden ones, the lock's, left out),
+/// relative to it.
+fn files_of(dir: &Path) -> Result<BTreeSet<String>> {
+    let mut files = BTreeSet::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in
+            std::fs::read_dir(&folder).with_context(|| format!("listing {}", folder.display()))?
+        {
+            let path = entry?.path();
+            if path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(relative) = path.strip_prefix(dir) {
+                files.insert(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// Compares the two release folders file by file (see the module's
+/// comment); `recorded_build` is the build the release's manifest names.
+/// `outputs`: each side's output folder, as its `stage.json`s name it.
+fn compare(
+    original: &Path,
+    reproduced: &Path,
+    recorded_build: &str,
+    outputs: &(String, String),
+) -> Result<ReproduceSummary> {
+    let (ours, theirs) = (files_of(original)?, files_of(reproduced)?);
+    let mut summary = ReproduceSummary {
+        release: PathBuf::new(),
+        scratch: PathBuf::new(),
+        identical: Vec::new(),
+        identical_but: Vec::new(),
+        skipped: Vec::new(),
+        differ: Vec::new(),
+        stage_seconds: 0.0,
+        reproduce_seconds: 0.0,
+    };
+    for file in ours.symmetric_difference(&theirs) {
+        let why = if ours.contains(file) {
+            "only in the release: the reproduction did not write it"
+        } else {
+            "only in the reproduction: the release does not hold it"
+        };
+        summary.differ.push(Difference {
+            file: file.clone(),
+            why: why.to_string(),
+        });
+    }
+    let both: Vec<&String> = ours.intersection(&theirs).collect();
+    // Text substitutions that set a field aside, each side's own: the
+    // build identity, and the sha256 of a file that agreed once set aside
+    // (so that a record naming that file's sha256 agrees too).
+    let build = crate::core::build::BUILD;
+    let mut left: Vec<(String, String)> = Vec::new();
+    let mut right: Vec<(String, String)> = Vec::new();
+    let mut asides: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    if !recorded_build.is_empty() && recorded_build != build {
+        left.push((recorded_build.to_string(), "<build>".to_string()));
+        right.push((build.to_string(), "<build>".to_string()));
+    }
+    // Where each run's output folder is, as its records name it.
+    let folder = "<output folder>/".to_string();
+    if !matches!(outputs.0.as_str(), "" | ".") {
+        left.push((
+            format!("{}/", outputs.0.trim_end_matches('/')),
+            folder.clone(),
+        ));
+    }
+    right.push((format!("{}/", outputs.1.trim_end_matches('/')), folder));
+    let mut pending: Vec<&String> = Vec::new();
+    for file in both {
+        let name = file.rsplit('/').next().unwrap_or(file);
+        if let Some((_, why)) = TIMING_FILES.iter().find(|(n, _)| *n == name) {
+            summary.skipped.push(Aside {
+                file: file.clone(),
+                fields: why.to_string(),
+            });
+            continue;
+        }
+        let (a, b) = (read(original, file)?, read(reproduced, file)?);
+        if a == b {
+            summary.identical.push(file.clone());
+        } else {
+            pending.push(file);
+        }
+    }
+    // Records last: a `stage.json` names its outputs' sha256.
+    pending.sort_by_key(|file| file.ends_with(STAGE_RECORD));
+    let mut changed = true;
+    while changed {
+        changed = false;
+        let mut still = Vec::new();
+        for file in pending {
+            let (a, b) = (read(original, file)?, read(reproduced, file)?);
+            let fields = if file.rsplit('/').next() == Some(STAGE_RECORD) {
+                same_stage_record(&a, &b, (&left, &outputs.0), (&right, &outputs.1))
+            } else {
+                (substitute(&a, &left) == substitute(&b, &right)).then(|| {
+                    "the build identity, the output folder's path, the sha256 of files set aside"
+                        .to_string()
+                })
+            };
+            match fields {
+                Some(fields) => {
+                    left.push((sha256_bytes(&a), format!("<sha256 of {file}>")));
+                    right.push((sha256_bytes(&b), format!("<sha256 of {file}>")));
+                    asides.entry(file.clone()).or_default().push(fields);
+                    changed = true;
+                }
+                None => still.push(file),
+            }
+        }
+        pending = still;
+    }
+    for (file, fields) in asides {
+        summary.identical_but.push(Aside {
+            file,
+            fields: fields.join("; "),
+        });
+    }
+    for file in pending {
+        let (a, b) = (read(original, file)?, read(reproduced, file)?);
+        summary.differ.push(Difference {
+            file: file.clone(),
+            why: first_difference(&a, &b),
+        });
+    }
+    summary.differ.sort_by(|x, y| x.file.cmp(&y.file));
+    Ok(summary)
+}
+
+fn read(dir: &Path, file: &str) -> Result<Vec<u8>> {
+    let path = dir.join(file);
+    std::fs::read(&path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// `bytes` as text with each substitution made where it starts a word (a
+/// path `out/` inside `layout/` is left alone); bytes that are not UTF-8
+/// are compared as they are.
+fn substitute(bytes: &[u8], substitutions: &[(String, String)]) -> Vec<u8> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return bytes.to_vec();
+    };
+    let mut text = text.to_string();
+    for (from, to) in substitutions {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(from.as_str()) {
+            let starts_word = out
+                .chars()
+                .chain(rest[..at].chars())
+                .next_back()
+                .is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')));
+            out.push_str(&rest[..at]);
+            out.push_str(if starts_word { to } else { from });
+            rest = &rest[at + from.len()..];
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text.into_bytes()
+}
+
+/// Two `stage.json`s agree on what decides and what they hold: compared
+/// but for the run's log (`seconds`, and `counts`, which name where the
+/// run wrote), the build, the engine's path on this machine and where the
+/// output folder is (`(substitutions, output folder)` of each side); the
+/// fields set aside, when they agree.
+fn same_stage_record(
+    a: &[u8],
+    b: &[u8],
+    left: (&[(String, String)], &str),
+    right: (&[(String, String)], &str),
+) -> Option<String> {
+    let strip = |bytes: &[u8], (substitutions, output): (&[(String, String)], &str)| {
+        let mut record: Value = serde_json::from_slice(&substitute(bytes, substitutions)).ok()?;
+        let table = record.as_object_mut()?;
+        table.remove("seconds");
+        table.remove("counts");
+        // A merged release names the shard folders it was assembled from.
+        table.remove("merged_from");
+        // The sha256 of a file skipped as timing.
+        if let Some(outputs) = table.get_mut("outputs").and_then(Value::as_object_mut) {
+            outputs.retain(|name, _| {
+                let name = name.rsplit('/').next().unwrap_or(name);
+                !TIMING_FILES.iter().any(|(timing, _)| *timing == name)
+            });
+        }
+        if let Some(print) = table.get_mut("fingerprint").and_then(Value::as_object_mut) {
+            print.remove("build");
+            if let Some(engine) = print.get_mut("engine").and_then(Value::as_object_mut) {
+                engine.remove("path");
+            }
+            if let Some(inputs) = print.get_mut("inputs").and_then(Value::as_object_mut) {
+                let prefix = format!("{}/", output.trim_end_matches('/'));
+                // A stored batch's record holds the engine CPU seconds it
+                // took: timing, set aside (its files are compared by sha256).
+                *inputs = std::mem::take(inputs)
+                    .into_iter()
+                    .filter(|(name, _)| !name.ends_with("/batch.json"))
+                    .map(|(name, sha)| match name.strip_prefix(&prefix) {
+                        Some(rest) => (format!("<output folder>/{rest}"), sha),
+                        None => (name, sha),
+                    })
+                    .collect();
+            }
+        }
+        Some(record)
+    };
+    // How the run was asked (the config's text) is compared as written:
+    // the substitutions are for paths the runs wrote, not for its text.
+    let asked = |bytes: &[u8]| -> Option<Value> {
+        let record: Value = serde_json::from_slice(bytes).ok()?;
+        Some(record.get("run").cloned().unwrap_or(Value::Null))
+    };
+    let without_run = |record: Option<Value>| {
+        let mut record = record?;
+        record.as_object_mut()?.remove("run");
+        Some(record)
+    };
+    let (x, y) = (without_run(strip(a, left))?, without_run(strip(b, right))?);
+    (x == y && asked(a)? == asked(b)?).then(|| {
+        "its seconds and counts (the run's log: how long, where it wrote), the build, the \
+         engine's and the output folder's paths, the stored batches' records (CPU seconds)"
+            .to_string()
+    })
+}
+
+/// Where two files first differ: the line and byte, or their lengths.
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(at) => {
+            let line = a[..at].iter().filter(|&&c| c == b'\n').count() + 1;
+            format!("first differs at line {line} (byte {at})")
+        }
+        None => format!(
+            "one is a prefix of the other ({} bytes in the release, {} reproduced)",
+            a.len(),
+            b.len()
+        ),
+    }
+}
+
+/// The seconds the release's stages recorded in their `stage.json`.
+fn recorded_seconds(release_dir: &Path) -> f64 {
+    let total: f64 = crate::pipeline::stage_name::StageName::ALL
+        .iter()
+        .filter_map(|stage| {
+            crate::pipeline::manifest::StageManifest::previous(&release_dir.join(stage.as_str()))
+        })
+        .map(|record| record.seconds)
+        .sum();
+    (total * 1000.0).round() / 1000.0
+}
+
+fn human_lines(summary: &ReproduceSummary, temporary: bool) -> String {
+    let mut text = format!(
+        "reproduced {} in {}: {} files identical, {} identical but for fields set aside, {} \
+         skipped, {} differ (in {:.1}s; the release's stage.json files record {:.1}s)\n",
+        summary.release.display(),
+        summary.scratch.display(),
+        summary.identical.len(),
+        summary.identical_but.len(),
+        summary.skipped.len(),
+        summary.differ.len(),
+        summary.reproduce_seconds,
+        summary.stage_seconds,
+    );
+    // One line per kind of field set aside, naming its files.
+    let mut by_fields: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for aside in &summary.identical_but {
+        by_fields
+            .entry(aside.fields.as_str())
+            .or_default()
+            .push(aside.file.as_str());
+    }
+    for (fields, files) in by_fields {
+        text.push_str(&format!(
+            "  identical but for {fields}: {}\n",
+            files.join(", ")
+        ));
+    }
+    for skipped in &summary.skipped {
+        text.push_str(&format!(
+            "  skipped ({}): {}\n",
+            skipped.fields, skipped.file
+        ));
+    }
+    for difference in &summary.differ {
+        text.push_str(&format!(
+            "  differs: {} ({})\n",
+            difference.file, difference.why
+        ));
+    }
+    if summary.differ.is_empty() && temporary {
+        text.push_str("every file agrees; the scratch folder was removed\n");
+    }
+    text
+}
