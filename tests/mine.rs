@@ -568,3 +568,63 @@ fn a_search_from_the_last_capture_or_pawn_move_equals_one_from_the_start() {
         assert_eq!(a.nodes, b.nodes, "ply {at}");
     }
 }
+
+/// The swing pass (`[mine] swing_depth`) only screens: on real master
+/// games it runs one MultiPV 1 search per position, gives the MultiPV 2
+/// shallow pass to fewer positions, and every puzzle it keeps is one the
+/// exhaustive search (the full search on every position) keeps, with the
+/// same line: the full search starts from a cleared hash, so its verdict
+/// depends on the position alone.
+#[test]
+fn the_swing_pass_searches_fewer_positions_and_keeps_only_puzzles_of_the_exhaustive_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let games = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/master_games_sample_145.pgn"),
+    )
+    .unwrap();
+    let first: Vec<&str> = games.split("\n[Event ").take(6).collect();
+    let input = dir.path().join("games.pgn");
+    std::fs::write(&input, first.join("\n[Event ")).unwrap();
+    let base = MineConfig {
+        nodes: Some(30_000),
+        shallow_depth: 6,
+        max_per_game: 100,
+        mates: true,
+        ..MineConfig::default()
+    };
+    let mut runs = Vec::new();
+    for (name, swing_depth, exhaustive) in [
+        ("plain.csv", 0, false),
+        ("swing.csv", 6, false),
+        ("exhaustive.csv", 0, true),
+    ] {
+        let config = MineConfig {
+            swing_depth,
+            exhaustive,
+            ..base.clone()
+        };
+        let output = dir.path().join(name);
+        let summary = run_mine_with(&config, &pool(2), &input, &output).unwrap();
+        let puzzles: HashSet<(String, String)> = read_puzzles(&output)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.fen.to_string(), p.moves_text()))
+            .collect();
+        runs.push((summary.json, puzzles));
+    }
+    let searches = |run: usize, step: &str| runs[run].0["searches_by_step"][step].as_u64().unwrap();
+    assert_eq!(searches(0, "swing"), 0, "{}", runs[0].0);
+    assert!(searches(1, "swing") >= runs[1].0["positions_analysed"].as_u64().unwrap());
+    assert!(
+        searches(1, "shallow") * 2 < searches(0, "shallow"),
+        "{} against {}",
+        runs[1].0,
+        runs[0].0
+    );
+    let (swing, exhaustive) = (&runs[1].1, &runs[2].1);
+    assert!(!swing.is_empty(), "{}", runs[1].0);
+    assert!(
+        swing.is_subset(exhaustive),
+        "{swing:?} against {exhaustive:?}"
+    );
+}

@@ -145,6 +145,9 @@ struct Measured {
 /// Epoch's exhaustive search and the funnel on the sampled games.
 struct Sample {
     games: usize,
+    /// The exhaustive search's candidates the funnel missed, as
+    /// "GAME PLY MOVE".
+    missed: Vec<String>,
     /// The sampled games' ids, to count the funnel's puzzles among them.
     game_ids: std::collections::HashSet<String>,
     check: FunnelCheck,
@@ -227,7 +230,17 @@ fn sample(
             check
         }
     };
+    let found = check.funnel.candidate_keys();
+    let mut missed: Vec<(usize, usize, String)> = (check.exhaustive.candidate_keys())
+        .difference(&found)
+        .map(|(unit, ply, best)| (*unit, *ply, best.to_string()))
+        .collect();
+    missed.sort();
+    let missed = (missed.into_iter())
+        .map(|(unit, ply, best)| format!("{} {ply} {best}", units[unit].game_id))
+        .collect();
     Ok(Sample {
+        missed,
         games: units.len(),
         game_ids: units.iter().map(|unit| unit.game_id.clone()).collect(),
         check,
@@ -364,7 +377,7 @@ struct Report<'a> {
     positions: u64,
     puzzleforge: OursFigures,
     epoch_modelled: EpochFigures,
-    sample: SampleFigures,
+    sample: SampleFigures<'a>,
     ratio_per_cpu_hour: Option<f64>,
     /// The same ratio with Epoch's `kept_sampled`.
     ratio_per_cpu_hour_sampled: Option<f64>,
@@ -437,12 +450,14 @@ struct EpochFigures {
 
 /// The exhaustive search and the funnel on the sampled games.
 #[derive(Serialize)]
-struct SampleFigures {
+struct SampleFigures<'a> {
     exhaustive_candidates: usize,
     exhaustive_puzzles: usize,
     funnel_candidates: usize,
     found: usize,
     recall: f64,
+    /// The exhaustive search's candidates the funnel missed.
+    missed: &'a [String],
     funnel_cpu_seconds: f64,
     funnel_nodes: u64,
     nodes_ratio: Option<f64>,
@@ -609,6 +624,7 @@ impl<'a> Report<'a> {
             funnel_candidates: check.funnel_candidates,
             found: check.found,
             recall: check.recall(),
+            missed: &m.sample.missed,
             funnel_cpu_seconds: check.funnel_cpu_seconds,
             funnel_nodes: funnel.nodes,
             nodes_ratio: check.nodes_ratio(),

@@ -74,6 +74,9 @@ pub(crate) struct MineSummary {
     engine_nodes_per_puzzle: Option<f64>,
     engine_cpu_seconds: f64,
     engine_cpu_seconds_per_puzzle: Option<f64>,
+    /// Searches by step of the funnel (swing, shallow, played, screen,
+    /// full, line, branch): where the engine time went.
+    searches_by_step: std::collections::BTreeMap<&'static str, u64>,
     criterion: &'static str,
     exhaustive: bool,
     /// The puzzles file (where the pipeline commits it).
@@ -218,6 +221,9 @@ fn mine_loaded_with(
         engine_nodes_per_puzzle: per_puzzle(stats.nodes as f64),
         engine_cpu_seconds: cpu_seconds,
         engine_cpu_seconds_per_puzzle: per_puzzle(cpu_seconds),
+        searches_by_step: (stats.steps.named().into_iter())
+            .map(|(step, usage)| (step, usage.searches))
+            .collect(),
         criterion: config.criterion.name(),
         exhaustive: config.exhaustive,
         output: output.display().to_string(),
