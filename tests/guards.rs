@@ -1875,3 +1875,91 @@ fn damaged_compressed_files_folders_and_fifos_are_bad_input() {
         assert!(!root.join("X").exists(), "a refused run wrote");
     }
 }
+
+/// Issue 65: every path the config names is checked before the first
+/// stage. A human start file (`[selfplay] human`, no `[generate]`) that
+/// does not exist, `mine`'s human games, or a `[rate] maia` folder
+/// without the nets is refused by `run` and `merge` with exit 2, naming
+/// the key, the path and what the file is (a puzzle file or a PGN);
+/// neither a stage folder nor the release folder is written. Before, the
+/// two ingest stages wrote their folders and `selfplay` found the file
+/// missing.
+#[test]
+fn every_path_of_the_config_is_checked_before_the_first_stage() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let human = "[selfplay]\ngames = 2\nhuman = { plies = [20, 40] }\n";
+    for (sources, extra, needles) in [
+        (
+            "human_games = \"absent.csv\"",
+            human.to_string(),
+            vec!["sources.human_games", "absent.csv", "the puzzle file"],
+        ),
+        (
+            "human_games = \"absent.pgn.zst\"",
+            human.to_string(),
+            vec![
+                "sources.human_games",
+                "absent.pgn.zst",
+                "PGN of human games",
+            ],
+        ),
+        (
+            "human_games = \"sample.pgn\"",
+            "[selfplay]\ngames = 2\nhuman = { games = \"own.pgn\", plies = [20, 40] }\n".into(),
+            vec!["selfplay.human.games", "own.pgn", "PGN of human games"],
+        ),
+        (
+            "human_games = \"absent.pgn\"",
+            "[human_games]\nmine_games = 3\n".into(),
+            vec!["sources.human_games", "absent.pgn", "PGN of human games"],
+        ),
+        (
+            "",
+            "[rate]\nmaia = \"no-nets\"\n".into(),
+            vec!["rate.maia", "no-nets", "maia-1100.pb.gz"],
+        ),
+    ] {
+        std::fs::write(root.join("sample.pgn"), "").unwrap();
+        let config = format!(
+            r#"
+[pipeline]
+seed = 7
+output_dir = "out"
+release = "r1"
+stages = ["ingest_puzzles", "ingest_games", "selfplay", "mine", "rate", "verify", "release"]
+
+[sources]
+puzzles = ["{puzzles}"]
+games = ["{games}"]
+{sources}
+
+[release]
+train_per_cell = 1
+test_per_cell = 1
+
+[[release.bands]]
+ratings = [400, 2000]
+lengths = [1, 2]
+
+{extra}"#,
+            puzzles = data("lichess_db_puzzle_subset_1499.csv").display(),
+            games = data("lichess_game_export_ZlCTzfMG_eval_clk.pgn").display(),
+        );
+        std::fs::write(root.join("p.toml"), config).unwrap();
+        let merge = ["merge", "shard-0", "-o", "out/r1", "--config", "p.toml"];
+        for args in [&["run", "--config", "p.toml"][..], &merge[..]] {
+            let stderr = refused(root, args, &needles);
+            assert!(
+                !stderr.contains("stage "),
+                "{args:?}: a stage ran: {stderr}"
+            );
+            for folder in ["out/r1/ingest_puzzles", "out/r1"] {
+                assert!(
+                    !root.join(folder).exists(),
+                    "{args:?}: {folder} was written"
+                );
+            }
+        }
+    }
+}

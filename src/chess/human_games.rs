@@ -293,32 +293,43 @@ impl HumanPool {
 }
 
 /// The sha256 of the human games at `path`, decompressed. Every failure is
-/// bad input (exit 2) naming the key and the reason: a missing PGN names
-/// the script that fetches the committed config's, a missing puzzle file
-/// is called one, a folder or a FIFO is called what it is, and a damaged
-/// or truncated `.zst` says so.
+/// bad input (exit 2) naming the key and the reason ([`unreadable`]), and
+/// a damaged or truncated `.zst` says so.
 pub fn content_sha256(path: &Path) -> Result<String> {
     const KEY: &str = "[sources] human_games (or a `human` table's `games`)";
+    if let Some(why) = unreadable(path) {
+        return Err(bad_input(format!("{KEY}: {why}")));
+    }
+    sha256_content(path).map_err(|e| bad_input(format!("{KEY}: {e:#}")))
+}
+
+/// Why the human games at `path` cannot be read, found without reading
+/// them, so that `run` can refuse a bad path before its first stage: a
+/// missing puzzle file is called one, a missing PGN names the script that
+/// fetches the committed config's games, a folder or a FIFO is called what it
+/// is. `None` when `path` is a file.
+pub fn unreadable(path: &Path) -> Option<String> {
     let missing = std::fs::symlink_metadata(path)
         .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
         || std::fs::metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
     if missing && is_puzzle_file(path) {
-        return Err(bad_input(format!(
-            "{KEY}: the puzzle file {} is missing; point the key at a puzzle file that exists \
-             (CSV or JSON Lines), or at a PGN of games",
+        return Some(format!(
+            "the puzzle file {} is missing; point the key at a puzzle file that exists (CSV or \
+             JSON Lines), or at a PGN of games",
             path.display()
-        )));
+        ));
     }
     if missing {
-        return Err(bad_input(format!(
-            "the human games {} are missing: engines/human-games.sh fetches them (Debian's \
-             gnuchess-book source package), or point {KEY} at another PGN of human games",
+        return Some(format!(
+            "the PGN of human games {} is missing: engines/human-games.sh fetches the one the \
+             committed pipeline.toml names (Debian's gnuchess-book source package); or point the \
+             key at another PGN of games, or at a puzzle file (CSV or JSON Lines)",
             path.display()
-        )));
+        ));
     }
     crate::core::fileio::require_file(path)
-        .and_then(|()| sha256_content(path))
-        .map_err(|e| bad_input(format!("{KEY}: {e:#}")))
+        .err()
+        .map(|e| format!("{e:#}"))
 }
 
 /// What a game grown from a human game records of it: which game of which

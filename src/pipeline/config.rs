@@ -299,7 +299,8 @@ impl PipelineConfig {
     }
 
     /// Resolves the paths of the file (output folder, sources, engine,
-    /// rating model, Maia nets) against its folder.
+    /// rating model and its nets, Maia nets, human games, exclusions)
+    /// against its folder.
     fn resolve_paths(&mut self, config_path: &Path) {
         let resolve = |path: &mut PathBuf| *path = relative_to(config_path, path);
         resolve(&mut self.pipeline.output_dir);
@@ -308,6 +309,7 @@ impl PipelineConfig {
         self.sources.human_games.iter_mut().for_each(resolve);
         self.engine.path.iter_mut().for_each(resolve);
         self.rate.model.iter_mut().for_each(resolve);
+        self.rate.maia.iter_mut().for_each(resolve);
         resolve(&mut self.eval.maia.models_dir);
         (self.verify.second_engine.iter_mut()).for_each(|second| resolve(&mut second.path));
         self.generate.exclude.iter_mut().for_each(resolve);

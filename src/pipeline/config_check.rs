@@ -333,10 +333,24 @@ impl PipelineConfig {
     }
 
     /// Every file the configured stages read must exist and be a file
-    /// (not a folder, a FIFO or a device), named by its key.
+    /// (not a folder, a FIFO or a device), named by its key: a stage that
+    /// found it missing would fail only after the stages before it wrote
+    /// their folders (hours of self-play, for `mine`'s human games).
+    /// `[generate]`'s files (exclusions, each profile's human games and
+    /// Maia nets) were checked with its profiles.
     fn validate_paths(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
         let stages = &self.pipeline.stages;
         let missing = |p: &Path| !p.exists();
+        self.validate_human_games(fail)?;
+        // Without [generate], the selfplay stage plays `[selfplay]` itself;
+        // with it, each profile's nets were fingerprinted as it was built.
+        if stages.contains(&StageName::Selfplay)
+            && !self.generate.enabled
+            && let Some(maia) = &self.selfplay.maia
+            && let Err(e) = maia.fingerprint()
+        {
+            fail("selfplay.maia", "models_dir", format!("{e:#}"))?;
+        }
         if stages.contains(&StageName::IngestPuzzles) {
             for why in self.sources.puzzles.iter().filter_map(|p| unreadable(p)) {
                 fail("sources", "puzzles", why)?;
@@ -351,6 +365,12 @@ impl PipelineConfig {
             && let Some(why) = self.rate.model.as_deref().and_then(unreadable)
         {
             fail("rate", "model", why)?;
+        }
+        if stages.contains(&StageName::Rate)
+            && let Some(folder) = &self.rate.maia
+            && let Err(e) = crate::stages::rate::MaiaSpec::of_dir(folder)
+        {
+            fail("rate", "maia", format!("{e:#}"))?;
         }
         let uses_engine = [
             StageName::Selfplay,
@@ -372,6 +392,37 @@ impl PipelineConfig {
                 "path",
                 format!("{} does not exist", engine.display()),
             )?;
+        }
+        Ok(())
+    }
+
+    /// The human games the listed stages read: the start file of
+    /// `[selfplay] human` (without `[generate]`; with it, every profile's
+    /// file was read as the profile was built) and the file `mine` draws
+    /// `[human_games]` from. Each is named by the key that set it, and
+    /// worded for what it is (a puzzle file or a PGN).
+    fn validate_human_games(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
+        let stages = &self.pipeline.stages;
+        let sources = self.sources.human_games.as_deref();
+        if stages.contains(&StageName::Selfplay)
+            && !self.generate.enabled
+            && let Some(human) = &self.selfplay.human
+            && let Some(why) = crate::chess::human_games::unreadable(&human.games)
+        {
+            // A `human` table without its own `games` took
+            // `[sources] human_games` when the file was loaded.
+            if sources == Some(human.games.as_path()) {
+                fail("sources", "human_games", why)?;
+            } else {
+                fail("selfplay.human", "games", why)?;
+            }
+        }
+        if stages.contains(&StageName::Mine)
+            && self.human_games.mine_games > 0
+            && let Some(games) = sources
+            && let Some(why) = crate::chess::human_games::unreadable(games)
+        {
+            fail("sources", "human_games", why)?;
         }
         Ok(())
     }
