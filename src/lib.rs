@@ -1,9 +1,13 @@
 //! puzzleforge: renews chess puzzle benchmarks for evaluating and
 //! prompt-optimizing large language models.
 //!
-//! The folders follow the data: each may use the ones below it, never the
-//! ones above (`tests/layout.rs` checks this, and that no files import each
-//! other in a circle).
+//! The folders follow the data, in layers: each may use the folders of the
+//! layers below its own, never those above nor the other folder of its own
+//! layer. The table's rows go down the layers, `pipeline` and `tools` on
+//! one, `maia` and `engine` on another, so `pipeline` and `tools` never use
+//! each other, nor do `maia` and `engine` (`tests/layout.rs` checks this,
+//! that a stage uses only the stages before it, and that no files import
+//! each other in a circle).
 //!
 //! | folder | owns |
 //! |---|---|

@@ -1,6 +1,7 @@
 //! The source tree's layering, checked on the real `src/` files: the
-//! folders depend one way (pipeline and tools -> stages -> engine -> chess
-//! -> core), a stage uses only stages that run before it, and no two files
+//! folders depend one way (cli -> pipeline and tools -> stages -> maia and
+//! engine -> chess -> core; the two folders of one layer never use each
+//! other), a stage uses only stages that run before it, and no two files
 //! import each other, directly or around a circle.
 //!
 //! A file's dependencies are the modules its code names: `crate::a::b` and
