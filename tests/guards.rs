@@ -1877,13 +1877,13 @@ fn damaged_compressed_files_folders_and_fifos_are_bad_input() {
 }
 
 /// Issue 65: every path the config names is checked before the first
-/// stage. A human start file (`[selfplay] human`, no `[generate]`) that
-/// does not exist, `mine`'s human games, or a `[rate] maia` folder
-/// without the nets is refused by `run` and `merge` with exit 2, naming
-/// the key, the path and what the file is (a puzzle file or a PGN);
-/// neither a stage folder nor the release folder is written. Before, the
-/// two ingest stages wrote their folders and `selfplay` found the file
-/// missing.
+/// stage. A human start file (`[selfplay] human`, no `[generate]`, or a
+/// generation profile's) that does not exist, `mine`'s human games, or a
+/// `[rate] maia` or players' Maia folder without the nets is refused by
+/// `run` and `merge` with exit 2, naming the key, the path and what the
+/// file is (a puzzle file or a PGN); neither a stage folder nor the
+/// release folder is written. Before, the two ingest stages wrote their
+/// folders and `selfplay` found the file missing.
 #[test]
 fn every_path_of_the_config_is_checked_before_the_first_stage() {
     let dir = tempfile::tempdir().unwrap();
@@ -1918,6 +1918,28 @@ fn every_path_of_the_config_is_checked_before_the_first_stage() {
             "",
             "[rate]\nmaia = \"no-nets\"\n".into(),
             vec!["rate.maia", "no-nets", "maia-1100.pb.gz"],
+        ),
+        (
+            "",
+            "[generate]\nenabled = true\n\n[generate.profiles.p.selfplay]\n\
+             human = { games = \"gone.csv\" }\n"
+                .into(),
+            vec![
+                "generate.profiles.p.selfplay.human.games",
+                "gone.csv",
+                "the puzzle file",
+            ],
+        ),
+        (
+            "",
+            "[generate]\nenabled = true\n\n[generate.selfplay]\n\
+             maia = { white = [1100, 1100], black = [1100, 1100], models_dir = \"no-nets\" }\n"
+                .into(),
+            vec![
+                "generate.selfplay.maia.models_dir",
+                "no-nets",
+                "maia-1100.pb.gz",
+            ],
         ),
     ] {
         std::fs::write(root.join("sample.pgn"), "").unwrap();

@@ -334,7 +334,7 @@ fn a_damaged_or_misplaced_human_games_file_is_named_for_what_it_is() {
         .status()
         .unwrap();
     assert!(made.success());
-    let key = "[sources] human_games";
+    let key = "sources.human_games";
     for (name, needles) in [
         ("trunc.pgn.zst", vec![key, "incomplete frame"]),
         ("garbage.pgn.zst", vec![key, "Unknown frame descriptor"]),

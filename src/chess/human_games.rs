@@ -296,7 +296,7 @@ impl HumanPool {
 /// bad input (exit 2) naming the key and the reason ([`unreadable`]), and
 /// a damaged or truncated `.zst` says so.
 pub fn content_sha256(path: &Path) -> Result<String> {
-    const KEY: &str = "[sources] human_games (or a `human` table's `games`)";
+    const KEY: &str = "sources.human_games (or a `human` table's `games`)";
     if let Some(why) = unreadable(path) {
         return Err(bad_input(format!("{KEY}: {why}")));
     }

@@ -342,15 +342,7 @@ impl PipelineConfig {
         let stages = &self.pipeline.stages;
         let missing = |p: &Path| !p.exists();
         self.validate_human_games(fail)?;
-        // Without [generate], the selfplay stage plays `[selfplay]` itself;
-        // with it, each profile's nets were fingerprinted as it was built.
-        if stages.contains(&StageName::Selfplay)
-            && !self.generate.enabled
-            && let Some(maia) = &self.selfplay.maia
-            && let Err(e) = maia.fingerprint()
-        {
-            fail("selfplay.maia", "models_dir", format!("{e:#}"))?;
-        }
+        self.validate_maia_players(fail)?;
         if stages.contains(&StageName::IngestPuzzles) {
             for why in self.sources.puzzles.iter().filter_map(|p| unreadable(p)) {
                 fail("sources", "puzzles", why)?;
@@ -397,34 +389,100 @@ impl PipelineConfig {
     }
 
     /// The human games the listed stages read: the start file of
-    /// `[selfplay] human` (without `[generate]`; with it, every profile's
-    /// file was read as the profile was built) and the file `mine` draws
+    /// `[selfplay] human` and of every generation layer's `human` table
+    /// (each profile's is read whole, hashed into its store key, only when
+    /// its first batch is played), and the file `mine` draws
     /// `[human_games]` from. Each is named by the key that set it, and
     /// worded for what it is (a puzzle file or a PGN).
     fn validate_human_games(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
         let stages = &self.pipeline.stages;
         let sources = self.sources.human_games.as_deref();
-        if stages.contains(&StageName::Selfplay)
-            && !self.generate.enabled
-            && let Some(human) = &self.selfplay.human
-            && let Some(why) = crate::chess::human_games::unreadable(&human.games)
+        // A `human` table without its own `games` took `[sources]
+        // human_games` when the file was loaded: that key names it.
+        let check = |section: &str, games: &Path| match crate::chess::human_games::unreadable(games)
         {
-            // A `human` table without its own `games` took
-            // `[sources] human_games` when the file was loaded.
-            if sources == Some(human.games.as_path()) {
-                fail("sources", "human_games", why)?;
-            } else {
-                fail("selfplay.human", "games", why)?;
+            Some(why) if sources == Some(games) => fail("sources", "human_games", why),
+            Some(why) => fail(section, "games", why),
+            None => Ok(()),
+        };
+        if stages.contains(&StageName::Selfplay) {
+            // Generation lays its layers over `[selfplay]`, so its `human`
+            // is read with `[generate]` on too (unless every layer replaces
+            // it). An unset `games` is the section's own check's to report.
+            if let Some(human) = &self.selfplay.human
+                && !human.games.as_os_str().is_empty()
+            {
+                check("selfplay.human", &human.games)?;
+            }
+            for (layer, table) in self.generation_layers() {
+                let games = table
+                    .get("human")
+                    .and_then(|human| human.get("games"))
+                    .and_then(toml::Value::as_str);
+                if let Some(games) = games {
+                    check(&format!("{layer}.human"), Path::new(games))?;
+                }
             }
         }
         if stages.contains(&StageName::Mine)
             && self.human_games.mine_games > 0
             && let Some(games) = sources
-            && let Some(why) = crate::chess::human_games::unreadable(games)
         {
-            fail("sources", "human_games", why)?;
+            check("sources", games)?;
         }
         Ok(())
+    }
+    /// The Maia nets the players of `[selfplay] maia` and of every
+    /// generation layer's `maia` table draw from are in their folder
+    /// (each net read and hashed: a few megabytes), named by the key of
+    /// the table. Otherwise a missing net is found when the stage (or a
+    /// profile's first batch) starts, after the stages before it ran.
+    fn validate_maia_players(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
+        use crate::stages::selfplay::MaiaPlayers;
+        if !self.pipeline.stages.contains(&StageName::Selfplay) {
+            return Ok(());
+        }
+        if let Some(maia) = &self.selfplay.maia
+            && let Err(e) = maia.fingerprint()
+        {
+            fail("selfplay.maia", "models_dir", format!("{e:#}"))?;
+        }
+        for (layer, table) in self.generation_layers() {
+            // A table that is not a valid `maia` is the layer's own check's
+            // to report, with its key.
+            let Some(Ok(maia)) = table
+                .get("maia")
+                .cloned()
+                .map(toml::Value::try_into::<MaiaPlayers>)
+            else {
+                continue;
+            };
+            if let Err(e) = maia.fingerprint() {
+                fail(&format!("{layer}.maia"), "models_dir", format!("{e:#}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Generation's `selfplay` layers by the section that holds each
+    /// (`generate.selfplay`, `generate.tiers.NAME.selfplay`,
+    /// `generate.profiles.NAME.selfplay`); none with `[generate]` off.
+    fn generation_layers(&self) -> Vec<(String, &toml::Table)> {
+        let generate = &self.generate;
+        if !generate.enabled {
+            return Vec::new();
+        }
+        std::iter::once(("generate.selfplay".to_string(), &generate.selfplay))
+            .chain(generate.tiers.iter().map(|(name, profile)| {
+                (format!("generate.tiers.{name}.selfplay"), &profile.selfplay)
+            }))
+            .chain(generate.profiles.iter().map(|(name, profile)| {
+                (
+                    format!("generate.profiles.{name}.selfplay"),
+                    &profile.selfplay,
+                )
+            }))
+            .collect()
     }
 }
 
