@@ -336,8 +336,7 @@ impl PipelineConfig {
     /// (not a folder, a FIFO or a device), named by its key: a stage that
     /// found it missing would fail only after the stages before it wrote
     /// their folders (hours of self-play, for `mine`'s human games).
-    /// `[generate]`'s files (exclusions, each profile's human games and
-    /// Maia nets) were checked with its profiles.
+    /// `[generate] exclude` is checked with the rest of `[generate]`.
     fn validate_paths(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
         let stages = &self.pipeline.stages;
         let missing = |p: &Path| !p.exists();
@@ -432,6 +431,7 @@ impl PipelineConfig {
         }
         Ok(())
     }
+
     /// The Maia nets the players of `[selfplay] maia` and of every
     /// generation layer's `maia` table draw from are in their folder
     /// (each net read and hashed: a few megabytes), named by the key of
