@@ -59,6 +59,7 @@ pub const OUTPUT_FLAGS: &[OutputFlag] = &[
     output("index", "output", Target::File),
     output("audit", "output", Target::File),
     output("bench generate", "dir", Target::Folder),
+    output("bench generate", "cache", Target::Folder),
     output("bench pgn", "dir", Target::Folder),
     output("reproduce", "scratch", Target::Folder),
 ];
