@@ -114,14 +114,11 @@ fn swing_pass(
         return Ok(true);
     };
     let next = target.after + 1;
-    let played = match line.position_after(next) {
-        None => return Ok(true),
-        Some(after) if after.is_checkmate() => Score::Mate(1),
-        Some(after) if after.is_game_over() => Score::Cp(0),
-        Some(_) => match swing_score(session, unit, line, next, config, swing, result)? {
-            Some(score) => negate(score),
-            None => return Ok(true),
-        },
+    let Some(played) = played_value(line, next, || {
+        swing_score(session, unit, line, next, config, swing, result)
+    })?
+    else {
+        return Ok(true);
     };
     let slack = Slack {
         cp: config.swing_margin_cp,
@@ -133,6 +130,24 @@ fn swing_pass(
         played,
         slack,
     ))
+}
+
+/// The value of the move that leads to the position after `next` moves,
+/// for the side that played it: a mate in one when it mates, 0 when it
+/// ends the game otherwise, else minus `best_after`, the best score of the
+/// side to move after it (searched only then). `None` when there is no
+/// such move or no score.
+fn played_value(
+    line: &PuzzleLine,
+    next: usize,
+    best_after: impl FnOnce() -> Result<Option<Score>, EngineError>,
+) -> Result<Option<Score>, EngineError> {
+    Ok(match line.position_after(next) {
+        None => None,
+        Some(after) if after.is_checkmate() => Some(Score::Mate(1)),
+        Some(after) if after.is_game_over() => Some(Score::Cp(0)),
+        Some(_) => best_after()?.map(negate),
+    })
 }
 
 /// The swing pass's best score at the position after `after` moves,
@@ -218,30 +233,25 @@ fn shallow_pass(
         return Ok(true);
     }
     let next = target.after + 1;
-    let played_value = match line.position_after(next) {
-        None => None,
-        Some(after) if after.is_checkmate() => Some(Score::Mate(1)),
-        Some(after) if after.is_game_over() => Some(Score::Cp(0)),
-        Some(_) => {
-            if let Entry::Vacant(slot) = shallow_best.entry(next) {
-                let reply_request = search_request(
-                    unit,
-                    line,
-                    &unit.moves[..next],
-                    Limit::Depth(config.shallow_depth),
-                    1,
-                );
-                let before = session.usage();
-                let searched = session.search(&reply_request)?;
-                result.nodes += searched.nodes;
-                result.steps.played.add(session.usage().since(before));
-                if let Some(best) = searched.lines.first() {
-                    slot.insert(best.score);
-                }
+    let played_value = played_value(line, next, || {
+        if let Entry::Vacant(slot) = shallow_best.entry(next) {
+            let reply_request = search_request(
+                unit,
+                line,
+                &unit.moves[..next],
+                Limit::Depth(config.shallow_depth),
+                1,
+            );
+            let before = session.usage();
+            let searched = session.search(&reply_request)?;
+            result.nodes += searched.nodes;
+            result.steps.played.add(session.usage().since(before));
+            if let Some(best) = searched.lines.first() {
+                slot.insert(best.score);
             }
-            shallow_best.get(&next).map(|score| negate(*score))
         }
-    };
+        Ok(shallow_best.get(&next).copied())
+    })?;
     Ok(match (shallow.lines.first(), played_value) {
         (Some(best), Some(played)) => played_move_may_lose_enough(best.score, played, config),
         _ => true,
