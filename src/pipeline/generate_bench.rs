@@ -463,24 +463,8 @@ struct SampleFigures<'a> {
     nodes_ratio: Option<f64>,
     /// The funnel's and the exhaustive search's engine work on the sample,
     /// by step (searches, nodes, CPU seconds).
-    #[serde(serialize_with = "step_map")]
     funnel_steps: StepUsage,
-    #[serde(serialize_with = "step_map")]
     exhaustive_steps: StepUsage,
-}
-
-/// Steps as a map from step name to its usage, in funnel order.
-fn step_map<S: serde::Serializer>(steps: &StepUsage, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_map(steps.named())
-}
-
-/// Steps as "name CPU s (searches)", those that ran.
-fn show_steps(steps: &StepUsage) -> String {
-    (steps.named().iter())
-        .filter(|(_, usage)| usage.searches > 0)
-        .map(|(name, usage)| format!("{name} {:.0} ({})", usage.cpu_seconds, usage.searches))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// `(key, value)` pairs as a map, in their order.
@@ -561,8 +545,8 @@ impl<'a> BenchReport<'a> {
             text.epoch_nodes_per_position,
             text.funnel_nodes_per_position,
             show(sample.nodes_ratio),
-            show_steps(&sample.funnel_steps),
-            show_steps(&sample.exhaustive_steps),
+            sample.funnel_steps.text(0),
+            sample.exhaustive_steps.text(0),
             sample.found,
             sample.exhaustive_candidates,
             sample.recall * 100.0,

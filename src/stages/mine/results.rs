@@ -55,8 +55,8 @@ pub(crate) struct UnitResult {
     pub steps: StepUsage,
 }
 
-/// Engine work by step of the funnel (docs/mining.md, "Where a
-/// position's search time goes").
+/// Engine work by step of the funnel; serialized as a map from step name
+/// to its usage, in funnel order (the field order).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct StepUsage {
     /// The swing pass's MultiPV 1 search at each target.
@@ -88,6 +88,21 @@ impl StepUsage {
             ("line", self.line),
             ("branch", self.branch),
         ]
+    }
+
+    /// The steps that ran, as "name CPU-seconds (searches)", the seconds
+    /// to `decimals` places.
+    pub fn text(&self, decimals: usize) -> String {
+        (self.named().iter())
+            .filter(|(_, usage)| usage.searches > 0)
+            .map(|(name, usage)| {
+                format!(
+                    "{name} {:.decimals$} ({})",
+                    usage.cpu_seconds, usage.searches
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Adds `other`'s steps to these.

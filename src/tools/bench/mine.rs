@@ -97,15 +97,6 @@ fn bench_units(args: &BenchMineArgs, pool: &EnginePool) -> Result<Vec<MineUnit>>
     Ok(units)
 }
 
-/// Steps as a JSON object from step name to its usage, in funnel order.
-fn step_json(steps: &mine::StepUsage) -> serde_json::Value {
-    serde_json::Value::Object(
-        (steps.named().into_iter())
-            .map(|(name, usage)| (name.to_string(), json!(usage)))
-            .collect(),
-    )
-}
-
 /// The side-by-side table and JSON: recall of the funnel's candidates
 /// against the exhaustive ones, and the ratio of engine nodes.
 fn bench_summary(
@@ -147,11 +138,7 @@ fn bench_summary(
         check.exhaustive_candidates,
         recall * 100.0,
         ratio.map_or("n/a".to_string(), |r| format!("{r:.1}x")),
-        (cs.steps.named().iter())
-            .filter(|(_, usage)| usage.searches > 0)
-            .map(|(name, usage)| format!("{name} {:.1} ({})", usage.cpu_seconds, usage.searches))
-            .collect::<Vec<_>>()
-            .join(", "),
+        cs.steps.text(1),
     );
     let json = json!({
         "command": "bench mine",
@@ -164,8 +151,8 @@ fn bench_summary(
                     "candidates": cs.candidates, "nodes": cs.nodes, "cpu_seconds": check.funnel_cpu_seconds},
         "recall": recall,
         "nodes_ratio": ratio,
-        "funnel_steps": step_json(&cs.steps),
-        "exhaustive_steps": step_json(&rs.steps),
+        "funnel_steps": cs.steps,
+        "exhaustive_steps": rs.steps,
         "recall_floor_met": recall >= 0.95,
         "nodes_ratio_floor_met": ratio.is_some_and(|r| r >= 5.0),
     });
