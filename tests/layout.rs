@@ -14,15 +14,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Folders by layer: a folder may use folders of a lower layer only.
-const LAYERS: [(&str, u32); 8] = [
+const LAYERS: [(&str, u32); 9] = [
     ("core", 0),
     ("chess", 1),
     ("engine", 2),
     ("maia", 2),
     ("stages", 3),
-    ("tools", 4),
-    ("pipeline", 4),
-    ("cli", 5),
+    ("generate", 4),
+    ("tools", 5),
+    ("pipeline", 5),
+    ("cli", 6),
 ];
 
 type ModulePath = Vec<String>;

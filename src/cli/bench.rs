@@ -1,5 +1,5 @@
 //! `puzzleforge bench ...`: the benchmarks' flags, each laid into the
-//! benchmark's own arguments (the tools and `pipeline::generate_bench`
+//! benchmark's own arguments (the tools and `generate::bench`
 //! take plain structs and know no command line).
 
 use std::path::PathBuf;
@@ -47,7 +47,13 @@ pub(super) fn run(command: &BenchCommand) -> Result<Summary> {
         BenchCommand::Tag(flags) => crate::tools::bench::tag::run_bench_tag(&flags.args()),
         BenchCommand::Mine(flags) => crate::tools::bench::mine::run_bench_mine(&flags.args()),
         BenchCommand::Generate(flags) => {
-            crate::pipeline::generate_bench::run_bench_generate(&flags.args())
+            let args = flags.args();
+            let config = crate::pipeline::config::PipelineConfig::load(&args.config)?;
+            crate::generate::bench::run_bench_generate(
+                &args,
+                &config.generate_sections(),
+                &config.engine,
+            )
         }
         BenchCommand::Maia(flags) => crate::tools::bench::maia::run_bench_maia(&flags.args()),
     }
@@ -329,7 +335,7 @@ pub struct BenchGenerateFlags {
 
 impl BenchGenerateFlags {
     /// The benchmark's arguments, as its flags give them.
-    pub fn args(&self) -> crate::pipeline::generate_bench::BenchGenerateArgs {
+    pub fn args(&self) -> crate::generate::bench::BenchGenerateArgs {
         let Self {
             config,
             games,
@@ -342,7 +348,7 @@ impl BenchGenerateFlags {
             cache,
             engine,
         } = self.clone();
-        crate::pipeline::generate_bench::BenchGenerateArgs {
+        crate::generate::bench::BenchGenerateArgs {
             config,
             games,
             seed,

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use crate::core::shard::Shard;
+use crate::generate::plan::PlanArgs;
 use crate::pipeline::aim::AimArgs;
-use crate::pipeline::plan::PlanArgs;
 use crate::pipeline::run::RunArgs;
 
 use super::groups::PipelineFlags;

@@ -6,7 +6,7 @@
 //! (with the run's seeds and its paths already resolved) and nothing else
 //! of the config, so a stage reads only its own settings and the committed
 //! outputs of the stages before it. The self-play chain's stages run each
-//! step through [`crate::pipeline::chain`]; under `[generate]` the run
+//! step through [`crate::generate::chain`]; under `[generate]` the run
 //! swaps them for their generated forms
 //! ([`crate::pipeline::generated_adapters`]), which hold the games played
 //! in batches.
@@ -19,17 +19,17 @@ use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::engine::pool::EnginePool;
-use crate::pipeline::chain;
+use crate::generate::chain;
 use crate::pipeline::config::{ExportSection, HumanGamesSection, PipelineConfig};
 use crate::pipeline::provenance::Provenance;
 pub(crate) use crate::pipeline::releases::{earlier_releases, finished_releases};
 use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{RunContext, Stage, StageFolder};
-use crate::pipeline::stage_name::StageName;
 use crate::pipeline::summary::{
     ExportsSummary, FormatSummary, InputSummary, InputsSummary, MineFileSummary, RateFileSummary,
     SourceSummary, SourcesSummary, StageSummary, VerifyFileSummary, VerifyTotals,
 };
+use crate::stages::StageName;
 use crate::stages::eval::config::EvalConfig;
 use crate::stages::export::{ExportFormat, SplitChoice};
 use crate::stages::ingest_games::IngestGamesConfig;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::core::bounds::{Bound, Bounded, Many, Nested};
 use crate::core::error::bad_input;
 use crate::core::settings::{check_numbers, line_of, relative_to, value_error};
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 use crate::stages::release::cells::{RELEASE_SECTION, RELEASE_SECTION_FORMERLY};
 
 /// The default config file, relative to the working directory.
@@ -46,14 +46,14 @@ pub struct PipelineConfig {
     pub rollout: crate::stages::eval::rollout::RolloutConfig,
     /// Generating to order (off by default: `selfplay.games` games).
     #[serde(skip_serializing_if = "is_off")]
-    pub generate: crate::pipeline::generate::GenerateConfig,
+    pub generate: crate::generate::GenerateConfig,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
 }
 
-fn is_off(generate: &crate::pipeline::generate::GenerateConfig) -> bool {
+fn is_off(generate: &crate::generate::GenerateConfig) -> bool {
     !generate.enabled
 }
 
@@ -70,7 +70,7 @@ impl Bounded for PipelineConfig {
         Nested::of::<crate::stages::rate::RateConfig>("rate", Many::One),
         Nested::of::<crate::stages::verify::VerifyConfig>("verify", Many::One),
         Nested::of::<crate::stages::release::cells::ReleaseConfig>(RELEASE_SECTION, Many::One),
-        Nested::of::<crate::pipeline::generate::GenerateConfig>("generate", Many::One),
+        Nested::of::<crate::generate::GenerateConfig>("generate", Many::One),
         Nested::of::<crate::stages::eval::config::EvalConfig>("eval", Many::One),
         Nested::of::<crate::stages::eval::rollout::RolloutConfig>("rollout", Many::One),
     ];
@@ -211,8 +211,8 @@ impl Default for PipelineSection {
 
 impl PipelineConfig {
     /// The sections `[generate]` plays, mines, rates and verifies with.
-    pub(crate) fn generate_sections(&self) -> crate::pipeline::generate::Sections<'_> {
-        crate::pipeline::generate::Sections {
+    pub(crate) fn generate_sections(&self) -> crate::generate::Sections<'_> {
+        crate::generate::Sections {
             generate: &self.generate,
             seed: self.pipeline.seed,
             output_dir: &self.pipeline.output_dir,

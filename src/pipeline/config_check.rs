@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::core::error::bad_input;
 use crate::core::settings::line_of;
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 
 impl PipelineConfig {
     /// Checks the whole config and every path it names before the first
@@ -143,8 +143,7 @@ impl PipelineConfig {
             self.mine.validate().map_err(named)?;
         }
         if self.generate.enabled {
-            crate::pipeline::generate::check_profiles(&self.generate_sections(), tier)
-                .map_err(named)?;
+            crate::generate::check_profiles(&self.generate_sections(), tier).map_err(named)?;
         }
         Ok(())
     }

@@ -15,24 +15,24 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::core::fileio::write_atomic;
+use crate::generate::{Generated, Part};
 use crate::pipeline::adapters::{
     GENERATE_SUMMARY, Mine, Rate, Verify, output_name, recorded, stage_files,
 };
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::generate::{Generated, Part};
 use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{RunContext, Stage, StageFolder};
-use crate::pipeline::stage_name::StageName;
 use crate::pipeline::summary::{
     GeneratedGamesSummary, InputSummary, InputsSummary, MineFileSummary, RateFileSummary,
     StageSummary,
 };
+use crate::stages::StageName;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
 use crate::stages::verify::{VerifyCounts, VerifyFiles};
 
 /// `stages` with each stage of the self-play chain
-/// ([`crate::pipeline::chain::is_step`]) in its generated form, holding
+/// ([`crate::generate::chain::is_step`]) in its generated form, holding
 /// `generated`; the other stages as they are.
 pub(crate) fn on_generated_route(
     stages: Vec<Box<dyn Stage>>,
@@ -340,7 +340,7 @@ impl Stage for GeneratedVerify {
                 if is_selfplay_file(files.input) {
                     self.stored_verdicts(files)
                 } else {
-                    crate::pipeline::chain::verify(self.verify.section(), pool, second, files)
+                    crate::generate::chain::verify(self.verify.section(), pool, second, files)
                 }
             })
     }

@@ -25,7 +25,7 @@ use anyhow::Result;
 use std::path::Path;
 
 use crate::core::error::bad_input;
-pub(crate) use crate::core::lock::{FileLock, host_name};
+pub(crate) use crate::core::lock::FileLock;
 
 /// Holds `<release>/.lock` locked until dropped; the file is removed then.
 pub(crate) struct ReleaseLock {

@@ -14,7 +14,7 @@ use crate::core::error::bad_input;
 use crate::core::fileio::{sha256_file, write_atomic};
 use crate::core::shard::Shard;
 use crate::pipeline::stage::{RunContext, Stage};
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 
 /// The runner's record of a stage, beside the stage's outputs (a stage may
 /// write a `manifest.json` of its own, as the release does).

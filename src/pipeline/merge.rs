@@ -37,8 +37,8 @@ use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
 use crate::core::shard::Shard;
 use crate::core::summary::Summary;
+use crate::generate::{Generated, Mode, prepare, recorded_store};
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::generate::{Generated, Mode, prepare, recorded_store};
 use crate::pipeline::generated_adapters::on_generated_route;
 use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
@@ -51,7 +51,7 @@ use crate::pipeline::run::{
 };
 use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{RunContext, Stage};
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 
 /// Arguments of `puzzleforge merge`.
 #[derive(Debug, Clone)]

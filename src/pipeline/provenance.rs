@@ -12,7 +12,7 @@ use crate::core::error::bad_input;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::RunContext;
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 use crate::stages::mine::MineConfig;
 use crate::stages::rate::RateConfig;
 use crate::stages::release::manifest::{RunProvenance, RunRecord, Settings, Source};
@@ -219,7 +219,7 @@ impl Provenance {
         if self.generated {
             algorithms.insert(
                 "generate".to_string(),
-                crate::pipeline::generate::ALGORITHM.to_string(),
+                crate::generate::ALGORITHM.to_string(),
             );
         }
         Ok(Some(RunRecord {

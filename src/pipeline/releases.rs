@@ -6,7 +6,7 @@ use anyhow::Result;
 use std::path::{Component, Path, PathBuf};
 
 use crate::pipeline::stage::RunContext;
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 use crate::stages::release::folder::ReleaseFolder;
 use crate::stages::release::manifest::ReleaseManifest;
 

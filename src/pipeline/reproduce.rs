@@ -206,7 +206,7 @@ fn locate(given: &Path) -> Result<(PathBuf, PathBuf)> {
         let release_dir = given.parent().map(Path::to_path_buf).unwrap_or_default();
         return Ok((release_dir, given));
     }
-    let stage = given.join(crate::pipeline::stage_name::StageName::Release.as_str());
+    let stage = given.join(crate::stages::StageName::Release.as_str());
     if ReleaseManifest::is_in(&stage) {
         return Ok((given, stage));
     }
@@ -405,7 +405,7 @@ fn copy_earlier_releases(
     stage_dir: &Path,
     scratch: &Path,
 ) -> Result<()> {
-    let name = crate::pipeline::stage_name::StageName::Release.as_str();
+    let name = crate::stages::StageName::Release.as_str();
     // Where the reproduced release's stage folder will be, relative to the
     // scratch output folder: `<release>/release`.
     let mut folders: BTreeSet<PathBuf> = BTreeSet::new();
@@ -729,7 +729,7 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
 
 /// The seconds the release's stages recorded in their `stage.json`.
 fn recorded_seconds(release_dir: &Path) -> f64 {
-    let total: f64 = crate::pipeline::stage_name::StageName::ALL
+    let total: f64 = crate::stages::StageName::ALL
         .iter()
         .filter_map(|stage| {
             crate::pipeline::manifest::StageManifest::previous(&release_dir.join(stage.as_str()))

@@ -23,8 +23,8 @@ use crate::core::shard::Shard;
 use crate::core::summary::Summary;
 use crate::engine::pool::PoolConfig;
 use crate::engine::settings::{EngineArgs, EngineConfig};
+use crate::generate::{CellReport, GenerateSummary, Generated, Mode, prepare};
 use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::generate::{CellReport, GenerateSummary, Generated, Mode, prepare};
 use crate::pipeline::generated_adapters::on_generated_route;
 use crate::pipeline::lock::{FileLock, ReleaseLock};
 use crate::pipeline::manifest::{
@@ -33,7 +33,7 @@ use crate::pipeline::manifest::{
 };
 use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder};
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest, UnfilledCell};
 
@@ -72,7 +72,7 @@ pub struct RunArgs {
     /// algorithm versions instead of redoing it; the release records each
     /// one kept.
     pub keep_stored_work: bool,
-    pub plan: crate::pipeline::plan::PlanArgs,
+    pub plan: crate::generate::plan::PlanArgs,
     pub aim: crate::pipeline::aim::AimArgs,
 }
 
@@ -169,7 +169,7 @@ pub(crate) fn run_pipeline_from(
         if args.keep_stored_work {
             let mut sections = config.generate_sections();
             sections.keep_stored_work = true;
-            ctx.kept_work.extend(crate::pipeline::generate::kept_stores(
+            ctx.kept_work.extend(crate::generate::kept_stores(
                 &sections,
                 ctx.generate_engine()?,
                 tier,
@@ -256,7 +256,7 @@ fn prepare_generation(
             .iter()
             .filter(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
         check_kept(ctx, ingest)?;
-        let key = crate::pipeline::generate::store_key(&sections, ctx.generate_engine()?, tier)?;
+        let key = crate::generate::store_key(&sections, ctx.generate_engine()?, tier)?;
         check_kept_store(ctx, &key)?;
     }
     let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
@@ -522,7 +522,16 @@ fn run_plan(
         kept_work: Vec::new(),
     };
     let command = format!("puzzleforge run{}", hint_flags(args));
-    crate::pipeline::plan::run_plan(&args.plan, config, &ctx, tier, &command)
+    let earlier = crate::pipeline::adapters::earlier_releases(&ctx)?;
+    crate::generate::plan::run_plan(
+        &args.plan,
+        &config.generate_sections(),
+        ctx.generate_engine()?,
+        &earlier,
+        &ctx.release_dir,
+        tier,
+        &command,
+    )
 }
 
 /// A shard's line of the summary: the stages it leaves for `merge`.
@@ -1089,9 +1098,8 @@ pub(crate) fn check_kept<'a>(
 /// minute of play when its release stage is checked.
 fn check_kept_store(ctx: &RunContext, key: &str) -> Result<()> {
     let dir = ctx.stage_dir(StageName::Selfplay);
-    let recorded = StageManifest::previous(&dir).and_then(|previous| {
-        crate::pipeline::generate::recorded_store(&previous.fingerprint.config)
-    });
+    let recorded = StageManifest::previous(&dir)
+        .and_then(|previous| crate::generate::recorded_store(&previous.fingerprint.config));
     let Some(recorded) = recorded else {
         return Err(kept_error(
             ctx,
@@ -1187,7 +1195,7 @@ fn compact_counts(counts: &Value) -> String {
     // Counts as they are; fractions (an accuracy, CPU-hours) to 4
     // significant digits, as people read them.
     let figure = |value: &Value| match (value.as_i64(), value.as_u64(), value.as_f64()) {
-        (None, None, Some(x)) => crate::pipeline::cost::round(x).to_string(),
+        (None, None, Some(x)) => crate::generate::cost::round(x).to_string(),
         _ => value.to_string(),
     };
     match counts.as_object() {

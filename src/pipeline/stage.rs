@@ -1,7 +1,7 @@
 //! The stage contract: what a stage sees while it runs ([`RunContext`],
 //! [`StageFolder`]) and what it tells the runner ([`Stage`]): its config
 //! section, its input files, whether it uses the engine, and the work
-//! itself. The stages' names are [`crate::pipeline::stage_name`].
+//! itself. The stages' names are [`crate::stages::name`].
 
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
-use crate::pipeline::stage_name::StageName;
 use crate::pipeline::summary::StageSummary;
+use crate::stages::StageName;
 use crate::stages::release::manifest::KeptWork;
 
 /// What every stage sees while it runs; a stage's settings are its own
@@ -74,9 +74,9 @@ impl RunContext {
     }
 
     /// The run's engine as `[generate]` uses it.
-    pub(crate) fn generate_engine(&self) -> Result<crate::pipeline::generate::Engine<'_>> {
+    pub(crate) fn generate_engine(&self) -> Result<crate::generate::Engine<'_>> {
         let engine = self.engine()?;
-        Ok(crate::pipeline::generate::Engine {
+        Ok(crate::generate::Engine {
             spec: &engine.spec,
             pool: &engine.pool,
             sha256: &engine.sha256,

@@ -83,7 +83,7 @@ pub(crate) struct GeneratedGamesSummary {
     pub(crate) first_game: u64,
     pub(crate) last_game: u64,
     pub(crate) output: String,
-    pub(crate) generate: crate::pipeline::generate::GenerateReport,
+    pub(crate) generate: crate::generate::GenerateReport,
     pub(crate) engine_cpu_hours: f64,
 }
 

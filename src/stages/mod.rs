@@ -5,8 +5,15 @@
 //!
 //! May use: [`crate::engine`], [`crate::chess`], [`crate::core`], and a stage
 //! listed *before* it here (export reads the release folder the release
-//! stage wrote). Must not reach into [`crate::pipeline`] or [`crate::tools`]:
+//! stage wrote). Must not reach into [`crate::generate`], [`crate::pipeline`] or [`crate::tools`]:
 //! a stage never knows how it was scheduled.
+//!
+//! The stages' names and their order ([`StageName`], in `name`) live here,
+//! beside the list, so that generation and the pipeline above both read
+//! one list; `name` is no stage.
+
+mod name;
+pub use name::StageName;
 
 pub mod ingest_puzzles;
 pub mod ingest_games;

@@ -1,6 +1,6 @@
 //! The generation funnel: how many games, positions and puzzles each step
 //! of a release generated to order passed. `run` under `[generate]` adds it
-//! up (`pipeline::generate`), writes it into `generate.json` and the
+//! up (`generate`), writes it into `generate.json` and the
 //! manifest's `generate.figures`, and the card reads it back from there:
 //! one type for the writer and the reader.
 

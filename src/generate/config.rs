@@ -374,7 +374,7 @@ impl Settings {
 /// own and those of the chain's steps, as the store key holds them.
 pub(super) fn store_algorithms() -> BTreeMap<&'static str, String> {
     let mut algorithms = BTreeMap::from([("generate", ALGORITHM.to_string())]);
-    for step in crate::pipeline::chain::steps() {
+    for step in crate::generate::chain::steps() {
         algorithms.insert(step.as_str(), step.algorithm());
     }
     algorithms

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, read_puzzles};
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
-use crate::pipeline::cost::{StreamSample, UnfilledCost};
+use crate::generate::cost::{StreamSample, UnfilledCost};
 use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::verify::Verdict;
 
@@ -368,7 +368,7 @@ impl Generated {
             stop_name(self.stop),
             report.cells_filled,
             report.cells,
-            crate::pipeline::cost::short(self.cpu_seconds / 3600.0),
+            crate::generate::cost::short(self.cpu_seconds / 3600.0),
             self.stores_display()
         );
         if self.streams.len() > 1 {
@@ -379,7 +379,7 @@ impl Generated {
                     stream.first,
                     stream.last,
                     stop_name(stream.stop),
-                    crate::pipeline::cost::short(stream.cpu_seconds / 3600.0)
+                    crate::generate::cost::short(stream.cpu_seconds / 3600.0)
                 ));
             }
         }
@@ -414,14 +414,14 @@ impl Generated {
     }
 
     /// When a budget stopped the run with cells unfilled: what they would
-    /// cost at the rates the games measured ([`crate::pipeline::cost`]).
+    /// cost at the rates the games measured ([`crate::generate::cost`]).
     fn cost_of_unfilled(&self) -> Option<(String, UnfilledCost)> {
         let budget = match self.stop {
-            Stop::MaxGames => crate::pipeline::cost::Budget::MaxGames,
-            Stop::MaxCpuHours => crate::pipeline::cost::Budget::MaxCpuHours,
+            Stop::MaxGames => crate::generate::cost::Budget::MaxGames,
+            Stop::MaxCpuHours => crate::generate::cost::Budget::MaxCpuHours,
             Stop::QuotasMet | Stop::ShardSlice => return None,
         };
         let samples: Vec<StreamSample> = self.streams.iter().map(|s| s.sample.clone()).collect();
-        Some(crate::pipeline::cost::unfilled(&samples, self.seed, budget))
+        Some(crate::generate::cost::unfilled(&samples, self.seed, budget))
     }
 }

@@ -1,5 +1,5 @@
 //! Playing one batch: games `first..=last` run through the self-play
-//! chain's steps ([`crate::pipeline::chain`]: played, mined, rated and
+//! chain's steps ([`crate::generate::chain`]: played, mined, rated and
 //! verified, in pipeline order) with the engine pools into a scratch
 //! folder, each step's engine CPU and wall time measured, then stored.
 //! Apart because it is the one place generation runs the engines; the
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::fileio::write_atomic;
 use crate::engine::pool::EnginePool;
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 
 use super::config::{Engine, Sections, Settings};
 use super::store::{
@@ -99,7 +99,7 @@ impl Player<'_> {
         let dir = self.store.join(&name);
         // One process plays a batch; another run wanting it (a release
         // generated at the same time from this store) waits and takes it.
-        let _playing = crate::pipeline::lock::FileLock::wait(
+        let _playing = crate::core::lock::FileLock::wait(
             &self.store.join(format!(".{name}.lock")),
             "another run playing the same batch",
         )?;
@@ -128,7 +128,7 @@ impl Player<'_> {
     }
 
     /// Plays, mines, rates and verifies games `first..=last` into
-    /// `scratch` (the chain's steps in order, [`crate::pipeline::chain`]),
+    /// `scratch` (the chain's steps in order, [`crate::generate::chain`]),
     /// ending with its `batch.json`; gives the engine CPU seconds spent.
     fn play_steps(&mut self, scratch: &Path, first: u64, last: u64) -> Result<f64> {
         let Some((pool, second)) = self.pools.as_mut() else {
@@ -142,7 +142,7 @@ impl Player<'_> {
         // The rating's CPU is in this process: the pools' counters do not
         // see it.
         let mut cpu_outside_pools = 0.0;
-        for step in crate::pipeline::chain::steps() {
+        for step in crate::generate::chain::steps() {
             // Bars on a terminal (quiet without one, or under --json).
             pool.set_progress(Some(step.as_str()));
             let pools = (&*pool, second.as_ref());
@@ -204,7 +204,7 @@ impl Steps {
         files: &StepFiles,
         games: std::ops::RangeInclusive<u64>,
     ) -> Result<f64> {
-        use crate::pipeline::chain;
+        use crate::generate::chain;
         match step {
             StageName::Selfplay => {
                 chain::play(&settings.selfplay, pool, &files.games, games)?;

@@ -5,7 +5,7 @@
 //! would (the batches already in the store reused, the missing ones played
 //! into it, the stopping rule applied), up to `--plan-games` per profile or
 //! `--plan-cpu-hours` in all. From the counted puzzles of each target cell
-//! and the engine CPU the games cost, [`crate::pipeline::cost`] projects
+//! and the engine CPU the games cost, [`crate::generate::cost`] projects
 //! the CPU-hours per cell and in total with a 90% interval, and names the
 //! cells the sample never reached. Nothing is wasted: the sample's games
 //! are the first games the run plays, so a run after the plan plays none of
@@ -18,11 +18,12 @@ use serde_json::json;
 use crate::core::error::bad_input;
 use crate::core::fileio::write_atomic;
 use crate::core::summary::Summary;
-use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::cost::{
+use std::path::{Path, PathBuf};
+
+use crate::generate::cost::{
     self, CellRecord, Estimate, IntervalRecord, ProjectionRecord, StreamSample,
 };
-use crate::pipeline::stage::RunContext;
+use crate::generate::{Engine, Sections};
 
 /// The `run --plan` flags.
 #[derive(Debug, Clone, Default)]
@@ -44,40 +45,33 @@ pub struct PlanArgs {
     pub plan_cpu_hours: Option<f64>,
 }
 
-/// Runs the sample and writes the plan. `ctx` is the run's context (no
-/// release folder is written); `tier` is `run --tier`; `command` is the
-/// `puzzleforge run` with the flags that chose config and tier, which the
-/// plan's hints extend into commands that run as written.
+/// Runs the sample and writes the plan beside `release_dir` (no release
+/// folder is written). `earlier` are the releases the draw excludes; `tier`
+/// is `run --tier`; `command` is the `puzzleforge run` with the flags that
+/// chose config and tier, which the plan's hints extend into commands that
+/// run as written.
 pub(crate) fn run_plan(
     args: &PlanArgs,
-    config: &PipelineConfig,
-    ctx: &RunContext,
+    sections: &Sections<'_>,
+    engine: Engine<'_>,
+    earlier: &[PathBuf],
+    release_dir: &Path,
     tier: Option<&str>,
     command: &str,
 ) -> Result<Summary> {
     check_can_plan(args)?;
-    let generate = &config.generate;
+    let generate = sections.generate;
     let games = match (args.plan_games, args.plan_cpu_hours) {
         (Some(games), _) => games,
         (None, Some(_)) => generate.max_games,
         (None, None) => generate.batch_games,
     };
-    let earlier = crate::pipeline::adapters::earlier_releases(ctx)?;
-    let engine = ctx.generate_engine()?;
-    let sections = config.generate_sections();
-    let samples = crate::pipeline::generate::sample(
-        &sections,
-        engine,
-        tier,
-        &earlier,
-        games,
-        args.plan_cpu_hours,
-    )?;
-    let seed = config.pipeline.seed;
+    let samples =
+        crate::generate::sample(sections, engine, tier, earlier, games, args.plan_cpu_hours)?;
+    let seed = sections.seed;
     let projection = cost::project(&samples, seed);
     let workers = engine.pool.workers.max(1);
-    let release = ctx
-        .release_dir
+    let release = release_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -91,7 +85,7 @@ pub(crate) fn run_plan(
     let sample_games: u64 = samples.iter().map(|s| s.games).sum();
     let projected = projection.record(&samples);
     let wall = |hours: f64| cost::round(hours / workers as f64);
-    let budget = Budget::of(config, &projection);
+    let budget = Budget::of(generate, &projection);
     let plan = PlanRecord {
         target: TargetRecord {
             tier: generate.tier.as_deref().or(tier).map(str::to_string),
@@ -120,7 +114,7 @@ pub(crate) fn run_plan(
         projection: projected,
     };
 
-    let path = write_plan(ctx, &release, &plan)?;
+    let path = write_plan(release_dir, &release, &plan)?;
 
     let mut human = projection.human_table(&samples);
     human.push_str(&headline(
@@ -167,11 +161,10 @@ fn cells_where(projected: &ProjectionRecord, flag: fn(&CellRecord) -> bool) -> V
 }
 
 /// Writes the plan beside the release's folder, as `RELEASE.plan.json`.
-fn write_plan(ctx: &RunContext, release: &str, plan: &PlanRecord) -> Result<std::path::PathBuf> {
-    let path = ctx
-        .release_dir
+fn write_plan(release_dir: &Path, release: &str, plan: &PlanRecord) -> Result<PathBuf> {
+    let path = release_dir
         .parent()
-        .map(std::path::Path::to_path_buf)
+        .map(Path::to_path_buf)
         .unwrap_or_default()
         .join(format!("{release}.plan.json"));
     write_atomic(
@@ -251,8 +244,7 @@ struct Budget {
 }
 
 impl Budget {
-    fn of(config: &PipelineConfig, projection: &cost::Projection) -> Budget {
-        let generate = &config.generate;
+    fn of(generate: &crate::generate::GenerateConfig, projection: &cost::Projection) -> Budget {
         Budget {
             max_games: generate.max_games,
             games_chance: projection.chance_within_games(generate.max_games),

@@ -4,10 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::cost::model::{
+use crate::generate::cost::model::{
     CellCost, CellSample, DRAWS, Interval, Projection, StreamCost, StreamSample,
 };
-use crate::pipeline::cost::numbers::round;
+use crate::generate::cost::numbers::round;
 use crate::stages::release::cells::Quota;
 
 /// A median and a 90% interval as `plan.json` and the cost of unfilled

@@ -1,7 +1,7 @@
 //! What a generation target costs, projected from the games already
 //! counted: the engine CPU-hours each target cell needs and the total, with
 //! an interval, and the cells the games never reached. `run --plan` (see
-//! [`crate::pipeline::plan`]) projects from a short sample; a `run` that a
+//! [`crate::generate::plan`]) projects from a short sample; a `run` that a
 //! budget stopped projects its unfilled cells from its own games.
 //!
 //! - `model`: the samples, the model and its projection;
@@ -28,8 +28,8 @@ pub(crate) use render::{Budget, unfilled};
 mod tests {
     use super::*;
     use crate::core::seed::{self, Domain, Key};
-    use crate::pipeline::cost::advice::reach_advice;
-    use crate::pipeline::cost::model::{CellCost, DRAWS, Interval, waiting_hours};
+    use crate::generate::cost::advice::reach_advice;
+    use crate::generate::cost::model::{CellCost, DRAWS, Interval, waiting_hours};
     use crate::stages::release::cells::{Cell, Quota};
 
     fn cell(length: usize, found: usize, train: usize, test: usize) -> CellSample {

@@ -31,8 +31,8 @@ use crate::core::fileio::sha256_file;
 use crate::core::summary::Summary;
 use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineArgs;
-use crate::pipeline::config::PipelineConfig;
-use crate::pipeline::generate::StepSeconds;
+use crate::engine::settings::EngineConfig;
+use crate::generate::{Sections, StepSeconds};
 use crate::stages::mine::{self, FunnelCheck, MineConfig, StepUsage};
 use crate::stages::release::cells::Tier;
 
@@ -66,19 +66,27 @@ pub struct BenchGenerateArgs {
     pub engine: EngineArgs,
 }
 
-/// Runs the benchmark.
-pub fn run_bench_generate(args: &BenchGenerateArgs) -> Result<Summary> {
+/// Runs the benchmark on the sections of `args.config` (which the caller
+/// loaded) and its `[engine]` section.
+pub(crate) fn run_bench_generate(
+    args: &BenchGenerateArgs,
+    sections: &Sections<'_>,
+    engine_config: &EngineConfig,
+) -> Result<Summary> {
     if args.games == 0 || args.exhaustive_every == 0 {
         crate::bail_input!("bench generate: --games and --exhaustive-every must be at least 1");
     }
-    let mut config = PipelineConfig::load(&args.config)?;
-    if let Some(seed) = args.seed {
-        config.pipeline.seed = seed;
-    }
+    let mut mine = sections.mine.clone();
     if let Some(depth) = args.depth {
-        config.mine.depth = depth;
-        config.mine.nodes = None;
+        mine.depth = depth;
+        mine.nodes = None;
     }
+    let config = Sections {
+        seed: args.seed.unwrap_or(sections.seed),
+        mine: &mine,
+        verify: sections.verify.clone(),
+        ..*sections
+    };
     let count_tier_name = args
         .count_tier
         .clone()
@@ -98,9 +106,9 @@ pub fn run_bench_generate(args: &BenchGenerateArgs) -> Result<Summary> {
         })?),
         None => None,
     };
-    let (spec, pool_config) = args.engine.resolve(&config.engine)?;
+    let (spec, pool_config) = args.engine.resolve(engine_config)?;
     let sha256 = sha256_file(&spec.path)?;
-    let engine = crate::pipeline::generate::Engine {
+    let engine = crate::generate::Engine {
         spec: &spec,
         pool: &pool_config,
         sha256: &sha256,
@@ -118,7 +126,7 @@ pub fn run_bench_generate(args: &BenchGenerateArgs) -> Result<Summary> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     let measured = measured?;
-    let report = BenchReport::new(args, &config, count_tier_name.as_deref(), &measured);
+    let report = BenchReport::new(args, config.seed, count_tier_name.as_deref(), &measured);
     let json = serde_json::to_value(&report.record).context("serializing the bench report")?;
     Ok(Summary::new(report.human(), json))
 }
@@ -155,20 +163,14 @@ struct Sample {
 
 fn measure(
     args: &BenchGenerateArgs,
-    config: &PipelineConfig,
-    engine: crate::pipeline::generate::Engine,
+    sections: &Sections<'_>,
+    engine: crate::generate::Engine,
     dir: &Path,
     tier: Option<&Tier>,
 ) -> Result<Measured> {
-    let sections = config.generate_sections();
-    let (batch, mine_config, settings) = crate::pipeline::generate::play_one_batch(
-        &sections,
-        engine,
-        args.tier.as_deref(),
-        args.games,
-        dir,
-    )?;
-    let record = crate::pipeline::generate::read_batch_record(&batch)?;
+    let (batch, mine_config, settings) =
+        crate::generate::play_one_batch(sections, engine, args.tier.as_deref(), args.games, dir)?;
+    let record = crate::generate::read_batch_record(&batch)?;
     let steps = record.engine_cpu_seconds_by_step;
     let mined = read_puzzles(&batch.join("rated.csv"))?;
     let verified: Vec<Puzzle> = read_puzzles(&batch.join("verified.csv"))?
@@ -200,7 +202,7 @@ fn measure(
 /// funnel (`FunnelCheck`, as `bench mine` does), on one fresh pool.
 fn sample(
     args: &BenchGenerateArgs,
-    engine: crate::pipeline::generate::Engine,
+    engine: crate::generate::Engine,
     games: &Path,
     funnel: &MineConfig,
 ) -> Result<Sample> {
@@ -473,14 +475,9 @@ fn ordered_map<S: serde::Serializer>(pairs: &[(String, f64)], s: S) -> Result<S:
 }
 
 impl<'a> BenchReport<'a> {
-    fn new(
-        args: &'a BenchGenerateArgs,
-        config: &PipelineConfig,
-        tier: Option<&'a str>,
-        m: &'a Measured,
-    ) -> Self {
+    fn new(args: &'a BenchGenerateArgs, seed: u64, tier: Option<&'a str>, m: &'a Measured) -> Self {
         Self {
-            record: Report::new(args, config, tier, m),
+            record: Report::new(args, seed, tier, m),
             text_only: TextFigures::new(m),
         }
     }
@@ -591,12 +588,7 @@ impl TextFigures {
 }
 
 impl<'a> Report<'a> {
-    fn new(
-        args: &'a BenchGenerateArgs,
-        config: &PipelineConfig,
-        tier: Option<&'a str>,
-        m: &'a Measured,
-    ) -> Self {
+    fn new(args: &'a BenchGenerateArgs, seed: u64, tier: Option<&'a str>, m: &'a Measured) -> Self {
         let games = m.games as f64;
         let ours = OursFigures::new(m, games);
         let epoch = EpochFigures::new(m, games);
@@ -618,7 +610,7 @@ impl<'a> Report<'a> {
         Self {
             command: "bench generate",
             games: m.games,
-            seed: config.pipeline.seed,
+            seed,
             profile_tier: args.tier.as_deref(),
             count_tier: tier,
             settings: &m.settings,

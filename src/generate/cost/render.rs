@@ -2,10 +2,10 @@
 //! the cells never reached with what to try, and what the cells a budget
 //! left unfilled would cost.
 
-use crate::pipeline::cost::advice::{MiningSwitches, reach_advice};
-use crate::pipeline::cost::model::{CellCost, Interval, Projection, StreamSample, project};
-use crate::pipeline::cost::numbers::{round, short};
-use crate::pipeline::cost::record::{SuggestedBudget, UnfilledCost};
+use crate::generate::cost::advice::{MiningSwitches, reach_advice};
+use crate::generate::cost::model::{CellCost, Interval, Projection, StreamSample, project};
+use crate::generate::cost::numbers::{round, short};
+use crate::generate::cost::record::{SuggestedBudget, UnfilledCost};
 use crate::stages::release::cells::Cell;
 
 impl Interval {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::core::error::bad_input;
-use crate::pipeline::cost::StreamSample;
+use crate::generate::cost::StreamSample;
 use crate::stages::release::cells::{Cell, Quota};
 
 use super::config::{Engine, Sections, Settings};
@@ -367,7 +367,7 @@ pub(crate) fn kept_stores(
     Ok(kept)
 }
 
-/// For `run --plan` ([`crate::pipeline::plan`]): each stream's first
+/// For `run --plan` ([`crate::generate::plan`]): each stream's first
 /// games, taken as `run` takes them (stored batches reused, missing ones
 /// played into the store, the stopping rule applied), up to `games` games
 /// rounded up to whole batches (at most `max_games`), or until the

@@ -26,7 +26,7 @@ use rand_distr::{Distribution, Gamma};
 use statrs::distribution::ContinuousCDF;
 
 use crate::core::seed::{self, Domain, Key};
-use crate::pipeline::cost::advice::MiningSwitches;
+use crate::generate::cost::advice::MiningSwitches;
 use crate::stages::release::cells::{Cell, Quota};
 
 /// Monte Carlo draws per projection.

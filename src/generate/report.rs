@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::pipeline::cost::UnfilledCost;
+use crate::generate::cost::UnfilledCost;
 use crate::stages::release::cells::Quota;
 use crate::stages::release::funnel::GenerationFunnel;
 

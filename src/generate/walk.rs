@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::core::error::bad_input;
 use crate::core::shard::Shard;
-use crate::pipeline::cost::{MiningSwitches, StreamSample};
+use crate::generate::cost::{MiningSwitches, StreamSample};
 
 use super::config::Sections;
 use super::play::Player;

@@ -3,7 +3,7 @@
 //! [`StageName::ALL`]'s ([`steps`]), and each step is one function here
 //! that both routes call: the plain stages for their files
 //! ([`crate::pipeline::adapters`]) and generation for each batch of games
-//! ([`crate::pipeline::generate`]). Apart so that the two routes run one
+//! ([`crate::generate`]). Apart so that the two routes run one
 //! chain and cannot drift.
 
 use anyhow::Result;
@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::core::summary::{Report, Summary};
 use crate::engine::pool::EnginePool;
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 use crate::stages::mine::{Loaded, MineConfig, MinedUnits};
 use crate::stages::rate::{RateConfig, RateSummary};
 use crate::stages::selfplay::{SelfplayConfig, SelfplaySummary};

@@ -1,9 +1,17 @@
 //! Generating to order (`[generate]`): `run` plays self-play games in
 //! batches until the generated puzzles fill the release's quotas (or a
-//! named tier's), or a budget ends.
+//! named tier's), or a budget ends. The room between the stages and the
+//! pipeline: it uses the stages and what is below them, and the pipeline
+//! (the run, its config, `merge`, the stage contract) uses it.
+//!
+//! **The room.** [`chain`]: the self-play chain's steps, which the plain
+//! stages run too. The batch loop, its store and the target (the files
+//! below). [`plan`]: `run --plan`'s short sample. [`cost`]: the engine
+//! CPU-hours a target's cells are projected to cost. [`bench`]:
+//! `bench generate`, generation's profiles against Epoch's procedure.
 //!
 //! **The batch store.** Each batch of games is played, mined, rated and
-//! verified (the self-play chain's steps, [`crate::pipeline::chain`], which
+//! verified (the self-play chain's steps, [`crate::generate::chain`], which
 //! the plain stages run too) into
 //! `<output_dir>/.generate/<key>/batch-FIRST-LAST/`, written
 //! in a scratch folder and renamed into place when the batch is done, so an
@@ -38,6 +46,11 @@
 //! [`walk`]: one stream's walk over its batches. [`progress`]: the progress
 //! lines. [`generated`]: what a release holds of the games. [`streams`]:
 //! the streams' turns, and `prepare`, `sample` and `store_key`.
+
+pub(crate) mod chain;
+pub(crate) mod cost;
+pub mod plan;
+pub mod bench;
 
 mod config;
 mod report;

@@ -12,7 +12,7 @@ use crate::chess::novelty::Idea;
 use crate::chess::novelty::index::{IndexFile, Lookup, NoveltyIndex};
 use crate::chess::record::{Puzzle, for_each_row, read_puzzles};
 use crate::core::error::bad_input;
-use crate::pipeline::cost::CellSample;
+use crate::generate::cost::CellSample;
 use crate::stages::rate::{ModelReach, RatingModel};
 use crate::stages::release::cells::{Cell, ExcludeBy, Quota, Tier, position_key};
 use crate::stages::release::funnel::GenerationFunnel;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::core::fileio::{left_by_dead_process, sha256_file, write_atomic};
-use crate::pipeline::stage_name::StageName;
+use crate::stages::StageName;
 
 use super::config::{Engine, Sections, Settings};
 
@@ -382,7 +382,7 @@ pub(super) fn scratch_name(batch: &str) -> String {
 
 /// This machine's name as a file name part.
 fn host_name() -> String {
-    crate::pipeline::lock::host_name().replace(['/', '.'], "_")
+    crate::core::lock::host_name().replace(['/', '.'], "_")
 }
 
 /// Removes the scratch folders this host's dead processes left (a killed
@@ -438,7 +438,7 @@ pub(crate) struct StepSeconds {
 
 impl StepSeconds {
     /// The seconds of the chain's step `step`
-    /// ([`crate::pipeline::chain::steps`]; 0 for another stage).
+    /// ([`crate::generate::chain::steps`]; 0 for another stage).
     pub fn of(&self, step: StageName) -> f64 {
         match step {
             StageName::Selfplay => self.selfplay,
@@ -463,7 +463,7 @@ impl StepSeconds {
 
     /// The steps by name, in the order a batch runs them.
     pub fn named(&self) -> Vec<(&'static str, f64)> {
-        crate::pipeline::chain::steps()
+        crate::generate::chain::steps()
             .map(|step| (step.as_str(), self.of(step)))
             .collect()
     }
