@@ -12,7 +12,7 @@
 //! | folder | owns |
 //! |---|---|
 //! | [`pipeline`] | `puzzleforge run` and `merge`: the config, the stage contract and adapters, manifests, the release lock, `run --aim`'s aimed tier (`aim`) |
-//! | [`tools`] | commands beside the pipeline: `check`, `verify`'s re-check of a release (`recheck`) and the `bench` benchmarks |
+//! | [`tools`] | commands beside the pipeline: `check`, `recheck` (a release's verdicts searched again; `verify RELEASE` is its alias) and the `bench` benchmarks |
 //! | [`generate`] | generating to order: the self-play chain's steps (`chain`), the batch loop and its store, `run --plan`'s sample (`plan`), a target's projected cost (`cost`), `bench generate` (`bench`) |
 //! | [`stages`] | one module per stage, in the order they run |
 //! | [`maia`] | human-move networks: the Maia-1 nets read from lc0's files, lc0's input and move encoding, the forward pass |

@@ -14,6 +14,7 @@ use puzzleforge::cli::ingest::GamesFlags;
 use puzzleforge::cli::ingest::PuzzlesFlags;
 use puzzleforge::cli::mine::MineFlags;
 use puzzleforge::cli::rate::RateFlags;
+use puzzleforge::cli::recheck::RecheckFlags;
 use puzzleforge::cli::release::ReleaseFlags;
 use puzzleforge::cli::rollout::RolloutFlags;
 use puzzleforge::cli::selfplay::SelfplayFlags;
@@ -92,6 +93,7 @@ fn flags_left_out_keep_every_key_of_each_section() {
     );
     keeps_every_key::<MineConfig, _>(&parse::<MineFlags>(&["in.pgn", "-o", "o"]).args().overrides);
     keeps_every_key::<VerifyConfig, _>(&parse::<VerifyFlags>(&["in.csv"]).args().overrides);
+    keeps_every_key::<VerifyConfig, _>(&parse::<RecheckFlags>(&["release"]).args().overrides);
     keeps_every_key::<RateConfig, _>(&parse::<RateFlags>(&["in.csv", "-o", "o"]).args().overrides);
     keeps_every_key::<ReleaseConfig, _>(
         &parse::<ReleaseFlags>(&["pool.csv", "-o", "o"])

@@ -622,8 +622,9 @@ fn edit_data_and_manifest(release: &Path) {
 /// A release's manifest has a root outside its folder: the registry of
 /// releases (`releases.sha256`) of the output folder, or of the folder a
 /// `split -o` wrote into. A rating edited in `train.csv` with its new
-/// sha256 written into `manifest.json` is refused by `verify` and
-/// `export` (exit 2, naming the registry), as `run` refuses it.
+/// sha256 written into `manifest.json` is refused by `recheck` (and
+/// `verify`, its alias) and `export` (exit 2, naming the registry), as
+/// `run` refuses it.
 #[test]
 fn an_edit_of_data_and_manifest_together_is_caught() {
     let dir = tempfile::tempdir().unwrap();
@@ -656,6 +657,7 @@ fn an_edit_of_data_and_manifest_together_is_caught() {
             &needles,
         );
         refused(dir.path(), &["verify", release], &needles);
+        refused(dir.path(), &["recheck", release], &needles);
         assert!(!dir.path().join("after").exists());
     }
 }
@@ -1258,6 +1260,10 @@ const READ_ONLY_PATH_FLAGS: &[(&str, &str)] = &[
     ("verify", "second_engine"),
     ("verify", "config"),
     ("verify", "engine"),
+    ("recheck", "release"),
+    ("recheck", "second_engine"),
+    ("recheck", "config"),
+    ("recheck", "engine"),
     ("rate", "input"),
     ("tag", "puzzles"),
     ("tag", "engine"),
@@ -1493,7 +1499,7 @@ fn derived_output_paths_are_refused_in_a_finished_release() {
 }
 
 /// A file in a release folder that its manifest does not list is damage:
-/// `export` and `verify` (re-checking the release) exit 2 naming it.
+/// `export` and `recheck` (and `verify`, its alias) exit 2 naming it.
 #[test]
 fn a_file_the_manifest_does_not_list_is_damage() {
     let dir = tempfile::tempdir().unwrap();
@@ -1523,6 +1529,7 @@ fn a_file_the_manifest_does_not_list_is_damage() {
             "exported",
         ],
         vec!["verify", "out/r1/release"],
+        vec!["recheck", "out/r1/release"],
     ] {
         refused(dir.path(), &args, &["extra.csv", "does not list"]);
     }

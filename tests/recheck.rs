@@ -228,6 +228,16 @@ fn a_generated_release_names_its_sources_and_rechecks_from_its_card() {
     assert!(line["recorded"]["Nodes"].is_i64(), "{line:#}");
     let said = String::from_utf8_lossy(&verify.stderr);
     assert!(said.contains("re-checked 1 puzzle of"), "{said}");
+    // The card's `verify .` is the alias of `recheck`: it says so in one
+    // line on stderr, and otherwise prints and exits as `recheck` does.
+    let note = puzzleforge::cli::RECHECK_ALIAS_NOTE;
+    assert_eq!(said.matches(note).count(), 1, "{said}");
+    let recheck = run_card(&commands[0].replacen("verify", "recheck", 1));
+    assert_eq!(recheck.status.code(), verify.status.code());
+    assert_eq!(recheck.stdout, verify.stdout);
+    let alone = String::from_utf8_lossy(&recheck.stderr);
+    assert!(!alone.contains(note), "{alone}");
+    assert!(alone.contains("re-checked 1 puzzle of"), "{alone}");
     let check = run_card(commands[1]);
     assert!(
         check.status.success(),
@@ -248,12 +258,14 @@ fn a_generated_release_names_its_sources_and_rechecks_from_its_card() {
     writer.write_record(&changed).unwrap();
     text.push_str(&String::from_utf8(writer.into_inner().unwrap()).unwrap());
     std::fs::write(root.join("changed.csv"), text).unwrap();
-    let recheck = puzzleforge(
-        root,
-        &["verify", "changed.csv", "--recheck", "--config", "gen.toml"],
-    );
-    assert_eq!(recheck.status.code(), Some(2));
-    let line: Value = serde_json::from_slice(&recheck.stdout).unwrap();
-    assert_eq!(line["agrees"], false, "{line:#}");
-    assert_eq!(line["differs"], serde_json::json!(["Margin"]), "{line:#}");
+    for args in [
+        vec!["recheck", "changed.csv", "--config", "gen.toml"],
+        vec!["verify", "changed.csv", "--recheck", "--config", "gen.toml"],
+    ] {
+        let recheck = puzzleforge(root, &args);
+        assert_eq!(recheck.status.code(), Some(2), "{args:?}");
+        let line: Value = serde_json::from_slice(&recheck.stdout).unwrap();
+        assert_eq!(line["agrees"], false, "{line:#}");
+        assert_eq!(line["differs"], serde_json::json!(["Margin"]), "{line:#}");
+    }
 }

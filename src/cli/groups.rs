@@ -4,7 +4,9 @@
 
 use std::path::PathBuf;
 
+use crate::engine::criterion::Criterion;
 use crate::engine::settings::EngineArgs;
+use crate::stages::verify::{Policy, VerifyOverrides};
 
 /// The pipeline config a release is made with, the engine over it and the
 /// tier to produce: `run` and `merge` (a merge must be given what its
@@ -82,6 +84,75 @@ impl EngineFlags {
             workers,
             deadline,
             handshake_deadline,
+        }
+    }
+}
+
+/// The search flags of a verification, each over its key of `[verify]`:
+/// `verify` and `recheck`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct VerifySearchFlags {
+    /// Search K times the puzzle's nodes [default: 4, or the release's].
+    #[arg(long)]
+    pub factor: Option<u64>,
+    /// Base nodes for puzzles without a Nodes column (or for all, with
+    /// --nodes-override).
+    #[arg(long)]
+    pub nodes: Option<u64>,
+    /// Use --nodes for every puzzle, ignoring the Nodes column.
+    #[arg(long, requires = "nodes")]
+    pub nodes_override: bool,
+    /// Criterion to check (default: each puzzle's Criterion column, else epoch).
+    #[arg(long, value_enum)]
+    pub criterion: Option<Criterion>,
+    /// What the release does with a puzzle that fails a check.
+    #[arg(long, value_enum)]
+    pub policy: Option<Policy>,
+    /// Epoch puzzles must clear every threshold by this many cp (0: no margin).
+    #[arg(long)]
+    pub min_margin_cp: Option<i32>,
+    /// Lichess puzzles must clear the win-chance gap by this much (0: none).
+    #[arg(long, value_parser = crate::core::settings::finite_number)]
+    pub min_margin_win_chance: Option<f64>,
+    /// Second engine executable (e.g. /usr/games/ethereal-chess): checks
+    /// every solver move at --second-depth.
+    #[arg(long, value_name = "PATH")]
+    pub second_engine: Option<PathBuf>,
+    /// Depth of the second engine's searches.
+    #[arg(long, requires = "second_engine")]
+    pub second_depth: Option<u32>,
+    /// The second engine's best move must lead its second by this many of
+    /// its own cp.
+    #[arg(long, requires = "second_engine")]
+    pub second_min_gap_cp: Option<i32>,
+}
+
+impl VerifySearchFlags {
+    /// The flags as `flags_over` lays them over `[verify]`.
+    pub fn overrides(&self) -> VerifyOverrides {
+        let Self {
+            factor,
+            nodes,
+            nodes_override,
+            criterion,
+            policy,
+            min_margin_cp,
+            min_margin_win_chance,
+            second_engine,
+            second_depth,
+            second_min_gap_cp,
+        } = self.clone();
+        VerifyOverrides {
+            factor,
+            nodes,
+            nodes_override,
+            criterion,
+            policy,
+            min_margin_cp,
+            min_margin_win_chance,
+            second_engine,
+            second_depth,
+            second_min_gap_cp,
         }
     }
 }

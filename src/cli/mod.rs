@@ -23,6 +23,7 @@ pub mod ingest;
 pub mod merge;
 pub mod mine;
 pub mod rate;
+pub mod recheck;
 pub mod rollout;
 pub mod run;
 pub mod selfplay;
@@ -80,6 +81,10 @@ pub enum Command {
     Tag(tag::TagFlags),
     /// Re-analyse mined puzzles at K times the nodes and with a second engine.
     Verify(verify::VerifyFlags),
+    /// Re-check a release's verdicts: its puzzles (or a puzzle file's)
+    /// searched again by today's engines with the settings it records
+    /// (exit 2 when one disagrees).
+    Recheck(recheck::RecheckFlags),
     /// Estimate Lichess-scale ratings of mined puzzles with the fitted
     /// rating model (fit on real Lichess puzzles with --calibrate).
     Rate(rate::RateFlags),
@@ -164,6 +169,10 @@ pub fn parse_and_run() -> (bool, Result<Summary>) {
     (cli.json, result)
 }
 
+/// What `verify` says on stderr when it re-checks (a release folder,
+/// `--puzzle` or `--recheck`): the command is `recheck` now.
+pub const RECHECK_ALIAS_NOTE: &str = "puzzleforge: note: `verify RELEASE` (or `--puzzle`, `--recheck`) is an alias of `puzzleforge recheck`";
+
 /// Runs one parsed command; its output paths, those its flags name and
 /// those it derives, were guarded by [`guard_outputs`].
 fn dispatch(command: &Command) -> Result<Summary> {
@@ -178,10 +187,16 @@ fn dispatch(command: &Command) -> Result<Summary> {
         Command::Verify(flags) => {
             let args = flags.args();
             match crate::tools::recheck::is_recheck(&args) {
-                true => crate::tools::recheck::run_recheck(&args),
+                true => {
+                    // The folder form (or `--puzzle`, `--recheck`) is
+                    // `recheck`'s old name, kept as an alias.
+                    eprintln!("{RECHECK_ALIAS_NOTE}");
+                    crate::tools::recheck::run_recheck(&args)
+                }
                 false => crate::stages::verify::run_verify(&args),
             }
         }
+        Command::Recheck(flags) => crate::tools::recheck::run_recheck(&flags.args()),
         Command::Rate(flags) => crate::stages::rate::run_rate(&flags.args()),
         Command::Tag(flags) => crate::tools::tag::run_tag(&flags.args()),
         Command::Release(flags) => crate::stages::release::run_release(&flags.args()),

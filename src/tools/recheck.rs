@@ -1,7 +1,8 @@
-//! `puzzleforge verify RELEASE` (or a puzzle file with `--puzzle ID` or
-//! `--recheck`): a release's puzzles searched again by today's engines,
-//! with the settings the release records, and per puzzle whether they
-//! agree with what the release recorded.
+//! `puzzleforge recheck RELEASE` (or a puzzle file; `verify RELEASE`, and
+//! `verify` with `--puzzle ID` or `--recheck`, are its alias): a release's
+//! puzzles searched again by today's engines, with the settings the
+//! release records, and per puzzle whether they agree with what the
+//! release recorded.
 //!
 //! The settings are the release manifest's `settings.verify` (a release
 //! `run` wrote; a puzzle file inside a release folder reads its folder's),
@@ -110,8 +111,9 @@ pub(crate) fn read_selected(files: &[PathBuf], ids: &[String]) -> Result<Vec<(Pa
     Ok(selected)
 }
 
-/// Whether `verify` re-checks (a release folder, `--puzzle`, `--recheck`)
-/// rather than writing a report for a puzzle file.
+/// Whether `verify` re-checks, as the alias of `recheck` (a release
+/// folder, `--puzzle`, `--recheck`), rather than writing a report for a
+/// puzzle file.
 pub fn is_recheck(args: &VerifyArgs) -> bool {
     args.input.is_dir() || args.recheck || !args.puzzles.is_empty()
 }
