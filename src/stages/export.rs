@@ -78,17 +78,12 @@ impl SplitChoice {
     }
 }
 
-/// Command-line arguments of `puzzleforge export`.
+/// `puzzleforge export`'s flags (their help: `cli::export`).
 #[derive(Debug, Clone)]
 pub struct ExportArgs {
-    /// A release folder, as `run` or `split` writes it.
     pub release: PathBuf,
-    /// The format to write: Inspect samples, DSPy examples, OpenAI evals
-    /// samples, or Lichess-format CSV (see each value below).
     pub format: ExportFormat,
-    /// Output folder; gets `train.jsonl`/`test.jsonl` (`.csv` for lichess).
     pub output: PathBuf,
-    /// Both splits by default, as `run`'s `[export]` does.
     pub split: SplitChoice,
 }
 

@@ -30,13 +30,11 @@ use crate::core::fileio::write_atomic;
 use crate::core::stats::mean;
 use crate::core::summary::Summary;
 
+/// `puzzleforge compare`'s flags (their help: `cli::compare`).
 #[derive(Debug, Clone)]
 pub struct CompareArgs {
-    /// The baseline run folder.
     pub run_a: PathBuf,
-    /// The run compared against it.
     pub run_b: PathBuf,
-    /// Folder for compare.json and compare.md.
     pub output: Option<PathBuf>,
 }
 

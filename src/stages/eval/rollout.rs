@@ -119,38 +119,25 @@ impl Default for RolloutConfig {
     }
 }
 
-/// `puzzleforge rollout`: the player, the prompt, the run folder and the
-/// engine flags (over `[eval.engine]`), and apart from them
-/// ([`RolloutOverrides`]) `--seed`, which overrides `[eval]`'s seed.
+/// `puzzleforge rollout`'s flags (their help: `cli::rollout`).
 #[derive(Debug, Clone)]
 pub struct RolloutArgs {
-    /// The player: `openai:MODEL@BASE_URL` (any OpenAI-compatible
-    /// endpoint; the API key from [eval.client] api_key_env) or `random`.
-    /// Engine and Maia players are eval players, not rollout players.
     pub model: String,
-    /// paper-json, epoch, or a template file.
     pub template: String,
-    /// JSON file with an instruction and few-shot demos.
     pub prompt: Option<PathBuf>,
-    /// Run folder.
     pub output: PathBuf,
-    /// Pipeline config (TOML) with [eval] and [rollout] sections.
     pub config: Option<PathBuf>,
-    /// The flags that override keys of `[eval]`.
+    /// The flags laid over `[eval]` by [`crate::core::settings::flags_over`].
     pub overrides: RolloutOverrides,
-    /// Engine executable or definition file.
+    /// With `engine_workers`, laid over `[eval.engine]`.
     pub engine: Option<PathBuf>,
-    /// Engine processes (games played in parallel).
     pub engine_workers: Option<usize>,
 }
 
-/// The flags of `puzzleforge rollout` that override the key of `[eval]` of
-/// the same name; the only part of [`RolloutArgs`] that
-/// [`crate::core::settings::flags_over`] lays over the section.
+/// `rollout`'s flags (their help: `cli::rollout`) over the `[eval]` key of
+/// the same name.
 #[derive(Default, Debug, Clone, Serialize)]
 pub struct RolloutOverrides {
-    /// The run's seed: every request's sampling seed derives from it
-    /// (default: the config's [eval] seed; 0 without one).
     pub seed: Option<u64>,
 }
 

@@ -141,51 +141,36 @@ impl Default for IngestGamesConfig {
     }
 }
 
-/// `puzzleforge ingest games FILE -o OUT`: the files, and apart from them
-/// ([`GamesOverrides`]) the filter flags that override `[ingest.games]`
-/// keys.
+/// `puzzleforge ingest games`'s flags (their help: `cli::ingest`).
 #[derive(Debug, Clone)]
 pub struct GamesArgs {
-    /// Lichess game dump, `.pgn` or `.pgn.zst` (zstd detected by content).
     pub input: PathBuf,
-    /// Output puzzle file: `.csv`, `.jsonl`, optionally followed by `.zst`.
     pub output: PathBuf,
-    /// The filter flags, which override keys of `[ingest.games]`.
+    /// The flags laid over `[ingest.games]` by
+    /// [`crate::core::settings::flags_over`].
     pub overrides: GamesOverrides,
 }
 
-/// The filter flags of `puzzleforge ingest games`: each overrides the
-/// `[ingest.games]` key its serde name gives; the only part of [`GamesArgs`]
-/// that [`crate::core::settings::flags_over`] lays over the section.
+/// `ingest games`' filter flags (their help: `cli::ingest`), each over the
+/// `[ingest.games]` key its serde name gives.
 #[derive(Default, Debug, Clone, Serialize)]
 pub struct GamesOverrides {
-    /// Keep casual (unrated) games too.
     #[serde(rename = "rated_only", serialize_with = "switch_off")]
     pub include_casual: bool,
-    /// Time-control classes to keep (comma separated; default all).
     #[serde(rename = "time_classes")]
     pub time_control: Vec<TimeClass>,
-    /// Minimum Elo of both players.
     pub min_elo: Option<u32>,
-    /// Maximum Elo of both players.
     pub max_elo: Option<u32>,
-    /// First game date kept (YYYY-MM-DD, from UTCDate).
     #[serde(rename = "date_from")]
     pub from: Option<String>,
-    /// Last game date kept (YYYY-MM-DD, from UTCDate).
     #[serde(rename = "date_to")]
     pub to: Option<String>,
-    /// Keep games played by BOT accounts.
     #[serde(rename = "exclude_bots", serialize_with = "switch_off")]
     pub include_bots: bool,
-    /// Write every position of games without [%eval] as a candidate.
     #[serde(serialize_with = "switch_on")]
     pub all_positions: bool,
-    /// Minimum advantage of the side to move after the blunder, centipawns.
     pub min_advantage_cp: Option<i32>,
-    /// Mates in fewer moves than this are Kind=mate.
     pub mate_soon: Option<u32>,
-    /// Minimum rise of the opponent's winning chances (-1..1 scale).
     pub min_win_chance_gain: Option<f64>,
 }
 

@@ -22,50 +22,32 @@ use crate::core::fileio::open_input_with;
 use crate::core::settings::flags_over;
 use crate::core::summary::Summary;
 
-/// Validate the Lichess puzzle dump (CSV or CSV.zst), derive our columns,
-/// filter and write the accepted puzzles. The filter flags
-/// ([`PuzzlesOverrides`]) override the `[ingest.puzzles]` keys.
+/// `puzzleforge ingest puzzles`' flags (their help: `cli::ingest`).
 #[derive(Debug, Clone)]
 pub struct PuzzlesArgs {
-    /// The puzzle file: Lichess CSV (10 or 11 columns), the APO benchmark's
-    /// 15-column CSV, or puzzleforge JSON Lines; plain or zstd.
     pub input: PathBuf,
-    /// Output file; `.csv`, `.jsonl`, either with `.zst`.
     pub output: PathBuf,
-    /// Where rejected rows go (default: OUTPUT + `.rejects.csv`).
     pub rejects: Option<PathBuf>,
-    /// The filter flags, which override keys of `[ingest.puzzles]`.
+    /// The flags laid over `[ingest.puzzles]` by
+    /// [`crate::core::settings::flags_over`].
     pub overrides: PuzzlesOverrides,
 }
 
-/// The filter flags of `puzzleforge ingest puzzles`: each overrides the
-/// `[ingest.puzzles]` key of its name; the only part of [`PuzzlesArgs`] that
-/// [`crate::core::settings::flags_over`] lays over the section.
+/// `ingest puzzles`' filter flags (their help: `cli::ingest`), each over the
+/// `[ingest.puzzles]` key of its name.
 #[derive(Default, Debug, Clone, Serialize)]
 pub struct PuzzlesOverrides {
-    /// Keep puzzles rated at least this.
     pub min_rating: Option<i32>,
-    /// Keep puzzles rated at most this.
     pub max_rating: Option<i32>,
-    /// Keep puzzles whose RatingDeviation is at most this.
     pub max_rating_deviation: Option<i32>,
-    /// Keep puzzles whose Popularity is at least this (-100..100).
     pub min_popularity: Option<i32>,
-    /// Keep puzzles played at least this many times on Lichess.
     pub min_nb_plays: Option<i32>,
-    /// Keep puzzles with any of these themes (comma-separated).
     pub themes_any: Vec<String>,
-    /// Keep puzzles with all of these themes (comma-separated).
     pub themes_all: Vec<String>,
-    /// Drop puzzles with any of these themes (comma-separated).
     pub themes_none: Vec<String>,
-    /// Keep these solver lengths only (comma-separated, e.g. 1,2,3).
     pub solver_lengths: Vec<usize>,
-    /// Keep mating puzzles only, non-mating ones only, or both.
     pub mate: Option<MateFilter>,
-    /// Keep a uniform sample of at most N puzzles (input order kept).
     pub sample: Option<u64>,
-    /// Seed of the sample.
     pub seed: Option<u64>,
 }
 

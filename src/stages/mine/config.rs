@@ -267,61 +267,38 @@ impl MineConfig {
     }
 }
 
-/// `puzzleforge mine`: the files and the engine flags, and apart from them
-/// ([`MineOverrides`]) the search flags that override `[mine]` keys.
+/// `puzzleforge mine`'s flags (their help: `cli::mine`).
 #[derive(Debug, Clone)]
 pub struct MineArgs {
-    /// Self-play PGN, any PGN, or candidate records from `ingest games`.
     pub input: PathBuf,
-    /// Output puzzle file (.csv, .jsonl, optionally .zst).
     pub output: PathBuf,
-    /// The search flags, which override keys of `[mine]`.
+    /// The flags laid over `[mine]` by [`crate::core::settings::flags_over`].
     pub overrides: MineOverrides,
-    /// The engine flags, laid over `[engine]` by [`EngineArgs::resolve`].
+    /// Laid over `[engine]` by [`EngineArgs::resolve`].
     pub engine: EngineArgs,
 }
 
-/// The search flags of `puzzleforge mine`: each overrides the key of
-/// `[mine]` its serde name gives; the only part of [`MineArgs`] that
-/// [`crate::core::settings::flags_over`] lays over the section.
+/// `mine`'s search flags (their help: `cli::mine`), each over the `[mine]`
+/// key its serde name gives.
 #[derive(Default, Debug, Clone, Serialize)]
 pub struct MineOverrides {
-    /// Uniqueness criterion.
     pub criterion: Option<Criterion>,
-    /// Depth of the full search (default 18).
     pub depth: Option<u32>,
-    /// Nodes of the full search, instead of a depth.
     pub nodes: Option<u64>,
-    /// Full search on every position (the reference; slow).
     #[serde(serialize_with = "switch_on")]
     pub exhaustive: bool,
-    /// Depth of the shallow first pass.
     pub shallow_depth: Option<u32>,
-    /// Puzzles kept per game.
     pub max_per_game: Option<usize>,
-    /// Judge forced mates within the line's length by the mate rule and run
-    /// their lines to the mate (`[mine] mates`).
     #[serde(serialize_with = "switch_on")]
     pub mates: bool,
-    /// Keep puzzles whose first move is a trivial capture
-    /// (`[mine] trivial_captures`; easy puzzles).
     #[serde(serialize_with = "switch_on")]
     pub trivial_captures: bool,
-    /// Keep positions where the game's player found the move too
-    /// (`[mine] missed_only = false`; easy puzzles).
     #[serde(rename = "missed_only", serialize_with = "switch_off")]
     pub keep_found: bool,
-    /// Shortest line kept, in solver moves (`[mine] min_solver_moves`).
     pub min_solver_moves: Option<usize>,
-    /// Screen positions by their line played out at the shallow depth
-    /// (`[mine] line_screen`; with --min-solver-moves above 1).
     #[serde(serialize_with = "switch_on")]
     pub line_screen: bool,
-    /// Skip positions whose played move the next position's shallow search
-    /// already rules out (`[mine] played_bound`).
     #[serde(serialize_with = "switch_on")]
     pub played_bound: bool,
-    /// Branch the games where a long line shows, with up to N other moves
-    /// of the side that blundered (`[mine] branch_moves`).
     pub branch_moves: Option<u32>,
 }

@@ -70,69 +70,34 @@ pub use model::{DeviationTable, Estimator, Recalibration, TreeConfig, TreeNode, 
 /// and fails when that changes without this).
 pub const ALGORITHM: &str = "rate-1";
 
-/// `puzzleforge rate` flags: the files and switches, and apart from them
-/// ([`RateOverrides`]) the flags that override `[rate]` keys.
+/// `puzzleforge rate`'s flags (their help: `cli::rate`).
 #[derive(Debug, Clone)]
 pub struct RateArgs {
-    /// Puzzles to rate (CSV or JSON Lines, optionally .zst). Without it,
-    /// `rate` only calibrates (--calibrate) or computes features.
     pub input: Option<PathBuf>,
-    /// Rated puzzles (.csv/.jsonl[.zst]): every row gets Rating and RatingDeviation.
     pub output: Option<PathBuf>,
-    /// Fit the rating model on these Lichess puzzles (repeatable).
     pub calibrate: Vec<PathBuf>,
-    /// The flags that override keys of `[rate]`.
+    /// The flags laid over `[rate]` by [`crate::core::settings::flags_over`].
     pub overrides: RateOverrides,
-    /// Where the rows that could not be rated go, each with its line,
-    /// PuzzleId, reason and detail (default: OUTPUT + `.rejects.csv`).
     pub rejects: Option<PathBuf>,
-    /// Write the model fitted by --calibrate here.
     pub save_model: Option<PathBuf>,
-    /// Also measure the learning curve of the calibration: trees fitted on
-    /// this many whole puzzles of folds 1 and up, scored on fold 0
-    /// (comma-separated, e.g. 30000,100000,300000; every row is the last
-    /// point).
     pub learning_curve: Vec<usize>,
-    /// Rate the rated puzzles of these files as if they had no rating,
-    /// with the model (--model or [rate] model), and report how close the
-    /// estimates come to their Lichess ratings (repeatable).
     pub evaluate: Vec<PathBuf>,
-    /// The feature store: a folder where the calibration rows' features
-    /// are kept by puzzle, content and feature version. Rows found there
-    /// are not computed again; rows computed are added batch by batch, so
-    /// an interrupted run resumes where it stopped.
     pub features: Option<PathBuf>,
-    /// Only compute the calibration rows' missing features into the store
-    /// (--features); fit nothing.
     pub features_only: bool,
-    /// Compute this slice of the missing features only (0-based I of N;
-    /// implies --features-only): shards on several machines fill one store.
     pub shard: Option<crate::core::shard::Shard>,
-    /// Fit on the rows whose features the store holds; compute none.
     pub stored_only: bool,
-    /// Write the calibration rows' features, with each row's fold, as one
-    /// CSV table here (to read; the store is the cache).
     pub features_out: Option<PathBuf>,
-    /// A pipeline.toml whose [rate] section is read (or a TOML file of the
-    /// [rate] section's fields alone).
     pub config: Option<PathBuf>,
 }
 
-/// The flags of `puzzleforge rate` that override the key of `[rate]` of
-/// the same name; the only part of [`RateArgs`] that
-/// [`crate::core::settings::flags_over`] lays over the section.
+/// `rate`'s flags (their help: `cli::rate`) over the `[rate]` key of the
+/// same name.
 #[derive(Default, Debug, Clone, Serialize)]
 pub struct RateOverrides {
-    /// Rate with this fitted model (JSON written by --save-model).
     pub model: Option<PathBuf>,
-    /// Seed for the calibration folds and sample.
     pub seed: Option<u64>,
-    /// Folds for the held-out calibration figures.
     pub folds: Option<u32>,
-    /// Use at most this many calibration rows (a seeded sample).
     pub calibrate_max_rows: Option<usize>,
-    /// The folder of the human-move nets (default: `maia/` beside the
-    /// model when there, else `models/maia`).
     pub maia: Option<PathBuf>,
 }
 

@@ -372,44 +372,29 @@ impl SelfplayConfig {
     }
 }
 
-/// `puzzleforge selfplay`: the output and the engine flags, and apart from
-/// them ([`SelfplayOverrides`]) the flags that override `[selfplay]` keys.
+/// `puzzleforge selfplay`'s flags (their help: `cli::selfplay`).
 #[derive(Debug, Clone)]
 pub struct SelfplayArgs {
-    /// The flags that override keys of `[selfplay]`.
+    /// The flags laid over `[selfplay]` by [`crate::core::settings::flags_over`].
     pub overrides: SelfplayOverrides,
-    /// Output PGN file (`.zst` to compress).
     pub output: PathBuf,
-    /// The engine flags, laid over `[engine]` by [`EngineArgs::resolve`].
+    /// Laid over `[engine]` by [`EngineArgs::resolve`].
     pub engine: EngineArgs,
 }
 
-/// The flags of `puzzleforge selfplay` that override the `[selfplay]` key
-/// of their name; the only part of [`SelfplayArgs`] that
-/// [`crate::core::settings::flags_over`] lays over the section.
+/// `selfplay`'s flags (their help: `cli::selfplay`) over the `[selfplay]`
+/// key of their serde name.
 #[derive(Default, Debug, Clone, Serialize)]
 pub struct SelfplayOverrides {
-    /// Number of games.
     pub games: Option<u64>,
-    /// Run seed; game i draws from (seed, i).
     pub seed: Option<u64>,
-    /// Opening mode.
     pub mode: Option<Mode>,
-    /// White's Elo (standard mode).
     pub white_elo: Option<i32>,
-    /// Black's Elo (standard mode).
     pub black_elo: Option<i32>,
-    /// Stop a game after this many plies.
     pub max_plies: Option<u32>,
-    /// Depth of the standard opening searches.
     pub opening_depth: Option<u32>,
-    /// PGN Date tag.
     pub date: Option<String>,
-    /// Maia-1 nets play after the opening instead of the weakened engine:
-    /// `1100-1500` draws each side's net from that range per game, `1500`
-    /// fixes it (nets from models/maia; `[selfplay.maia]` sets more).
     pub maia: Option<MaiaPlayers>,
-    /// Weaken with Stockfish's own UCI_LimitStrength (NOT reproducible).
     #[serde(serialize_with = "switch_on")]
     pub engine_limit: bool,
 }

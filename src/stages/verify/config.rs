@@ -17,64 +17,39 @@ use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
 use crate::engine::settings::EngineArgs;
 
-/// `puzzleforge verify`: the files, the re-check choice and the engine
-/// flags, and apart from them ([`VerifyOverrides`]) the search flags that
-/// set [`VerifyConfig`] keys.
+/// `puzzleforge verify`'s flags (and `recheck`'s; their help: `cli::verify`,
+/// `cli::recheck`).
 #[derive(Debug, Clone)]
 pub struct VerifyArgs {
-    /// Puzzle file written by `mine` (or `rate`); or a release folder, or
-    /// any puzzle file with `--puzzle`/`--recheck`, to re-check what it
-    /// recorded (one JSON line per puzzle on stdout; see docs/recheck.md).
     pub input: PathBuf,
-    /// The search flags, which override keys of `[verify]`.
+    /// The flags laid over `[verify]` by [`crate::core::settings::flags_over`].
     pub overrides: VerifyOverrides,
-    /// Per-puzzle report (JSON Lines). Default: INPUT with `.verify.jsonl`.
     pub output: Option<PathBuf>,
-    /// Also write the puzzles with the verdict columns to this file.
     pub puzzles_out: Option<PathBuf>,
-    /// Re-check only this puzzle (repeatable); implies `--recheck`.
+    /// `--puzzle`, repeated.
     pub puzzles: Vec<String>,
-    /// Re-check the puzzles' recorded verdicts instead of writing a report
-    /// (implied by a release folder or `--puzzle`).
     pub recheck: bool,
-    /// Verify with this pipeline config's `[verify]` (its second engine
-    /// included; the flags over it); a re-check uses it instead of the
-    /// settings the release records.
     pub config: Option<PathBuf>,
-    /// The engine flags, laid over `[engine]` by [`EngineArgs::resolve`].
+    /// Laid over `[engine]` by [`EngineArgs::resolve`].
     pub engine: EngineArgs,
 }
 
-/// The search flags of `puzzleforge verify`: each overrides the key of
-/// [`VerifyConfig`] its serde name gives; the only part of [`VerifyArgs`]
-/// that [`crate::core::settings::flags_over`] lays over the section.
+/// `verify`'s search flags (their help: `cli::groups::VerifySearchFlags`),
+/// each over the key of [`VerifyConfig`] its serde name gives.
 #[derive(Default, Debug, Clone, Serialize)]
 pub struct VerifyOverrides {
-    /// Search K times the puzzle's nodes [default: 4, or the release's].
     pub factor: Option<u64>,
-    /// Base nodes for puzzles without a Nodes column (or for all, with
-    /// --nodes-override).
     pub nodes: Option<u64>,
-    /// Use --nodes for every puzzle, ignoring the Nodes column.
     #[serde(serialize_with = "switch_on")]
     pub nodes_override: bool,
-    /// Criterion to check (default: each puzzle's Criterion column, else epoch).
     pub criterion: Option<Criterion>,
-    /// What the release does with a puzzle that fails a check.
     pub policy: Option<Policy>,
-    /// Epoch puzzles must clear every threshold by this many cp (0: no margin).
     pub min_margin_cp: Option<i32>,
-    /// Lichess puzzles must clear the win-chance gap by this much (0: none).
     pub min_margin_win_chance: Option<f64>,
-    /// Second engine executable (e.g. /usr/games/ethereal-chess): checks
-    /// every solver move at --second-depth.
     #[serde(rename = "second_engine.path")]
     pub second_engine: Option<PathBuf>,
-    /// Depth of the second engine's searches.
     #[serde(rename = "second_engine.depth")]
     pub second_depth: Option<u32>,
-    /// The second engine's best move must lead its second by this many of
-    /// its own cp.
     #[serde(rename = "second_engine.min_gap_cp")]
     pub second_min_gap_cp: Option<i32>,
 }
