@@ -125,23 +125,16 @@ impl Default for EngineConfig {
     }
 }
 
-/// Engine flags shared by every command that runs an engine; each
-/// overrides its key of the `[engine]` section
-/// ([`crate::core::settings::flags_over`]).
+/// The engine flags every command that runs an engine takes (their help:
+/// `cli::groups::EngineFlags`); each overrides its key of the `[engine]`
+/// section ([`crate::core::settings::flags_over`]).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct EngineArgs {
-    /// Engine executable, or an engine definition file (.toml, see
-    /// engines/stockfish.toml). Default: config, /usr/games/stockfish, PATH.
     #[serde(rename = "path")]
     pub engine: Option<PathBuf>,
-    /// Engine processes run in parallel (default: number of CPUs).
     pub workers: Option<usize>,
-    /// Seconds one search may take before the engine is restarted.
     #[serde(rename = "deadline_secs")]
     pub deadline: Option<f64>,
-    /// Seconds the engine may take to start and answer `uciok` (and its
-    /// first `readyok`) before the program counts as not an engine
-    /// (default: the engine section's handshake_secs).
     // Laid over `handshake_secs` in `EngineArgs::resolve`, not by
     // `flags_over`: the key is left out of records while it has its default.
     #[serde(skip)]

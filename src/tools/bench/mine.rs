@@ -24,21 +24,16 @@ use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::stages::mine::{self, FunnelCheck, MineConfig, MineUnit, Source};
 use crate::stages::selfplay::{self, Mode, SelfplayConfig};
 
-/// `puzzleforge bench mine`.
+/// `puzzleforge bench mine`'s flags (their help: `cli::bench`).
 #[derive(Debug, Clone)]
 pub struct BenchMineArgs {
-    /// Self-play games to generate (ignored with --pgn).
     pub games: u64,
-    /// Seed of the generated games.
     pub seed: u64,
-    /// Opening mode of the generated games.
     pub mode: Mode,
-    /// Mine these games instead of generating them.
     pub pgn: Option<PathBuf>,
-    /// Full-search depth for both runs.
     pub depth: u32,
-    /// Shallow-pass depth of the funnel (default: the mine default).
     pub shallow_depth: Option<u32>,
+    /// Laid over `[engine]` by [`EngineArgs::resolve`].
     pub engine: EngineArgs,
 }
 

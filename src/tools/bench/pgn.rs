@@ -28,17 +28,12 @@ use crate::core::error::bad_input;
 use crate::core::summary::Summary;
 use crate::stages::ingest_games::{IngestGamesConfig, games_report};
 
-/// `puzzleforge bench pgn`.
+/// `puzzleforge bench pgn`'s flags (their help: `cli::bench`).
 #[derive(Debug, Clone)]
 pub struct BenchPgnArgs {
-    /// Size of each generated PGN file, MiB.
     pub mib: u64,
-    /// Timed passes over each file; the fastest counts.
     pub rounds: u32,
-    /// The game to repeat (an analysed Lichess export).
     pub game: PathBuf,
-    /// Folder for the generated files; default a temporary folder that is
-    /// removed afterwards.
     pub dir: Option<PathBuf>,
 }
 

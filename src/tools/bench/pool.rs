@@ -17,17 +17,14 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Instant;
 
-/// Arguments of `puzzleforge bench pool`.
+/// `puzzleforge bench pool`'s flags (their help: `cli::bench`).
 #[derive(Debug, Clone)]
 pub struct BenchPoolArgs {
-    /// Puzzle file (Lichess CSV or JSONL) the positions come from.
     pub puzzles: PathBuf,
-    /// Positions to search (repeats the file's positions if it has fewer).
     pub positions: usize,
-    /// Nodes per search.
     pub nodes: u64,
-    /// MultiPV per search.
     pub multipv: u32,
+    /// Laid over `[engine]` by [`EngineArgs::resolve`].
     pub engine: EngineArgs,
 }
 

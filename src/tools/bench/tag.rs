@@ -15,12 +15,10 @@ use crate::core::error::bad_input;
 use crate::core::summary::Summary;
 use crate::engine::process::own_cpu_seconds;
 
-/// `puzzleforge bench tag`.
+/// `puzzleforge bench tag`'s flags (their help: `cli::bench`).
 #[derive(Debug, Clone)]
 pub struct BenchTagArgs {
-    /// Puzzle file to tag (every row must replay).
     pub input: PathBuf,
-    /// Timed passes; the fastest counts.
     pub rounds: u32,
 }
 
