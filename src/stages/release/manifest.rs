@@ -51,7 +51,7 @@ pub(crate) struct ReleaseManifest {
     pub skipped: BTreeMap<String, u64>,
     pub exclusions: Exclusions,
     pub counts: Counts,
-    pub cells: Vec<CellRecord>,
+    pub cells: Vec<DrawnCellRecord>,
     pub unfilled: Vec<UnfilledCell>,
     /// `--verify FILE`, or null.
     pub verify: Option<Embedded>,
@@ -172,9 +172,10 @@ pub(crate) struct Counts {
     pub test: usize,
 }
 
-/// One cell: its quota and what was drawn.
+/// One cell of the release's draw as `manifest.json` records it (under
+/// `cells`): its quota and what was drawn.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct CellRecord {
+pub(crate) struct DrawnCellRecord {
     pub rating_bin: String,
     pub length: usize,
     pub mate: bool,

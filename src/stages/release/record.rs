@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::args::ReleaseArgs;
 use super::cells::ReleaseConfig;
 use super::draw::{CellOutcome, Draw};
-use super::manifest::{CellRecord, Counts, Embedded, ReleaseManifest, Tool, UnfilledCell};
+use super::manifest::{Counts, DrawnCellRecord, Embedded, ReleaseManifest, Tool, UnfilledCell};
 use super::pool::{Exclusions, PoolRead};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
@@ -130,11 +130,14 @@ fn embedded(path: &Path, release: &Path) -> Result<Embedded> {
 }
 
 /// The cells' quotas and outcomes, and the unfilled ones, for the manifest.
-fn cells_json(drawn: &Draw, unfilled: &[&CellOutcome]) -> (Vec<CellRecord>, Vec<UnfilledCell>) {
+fn cells_json(
+    drawn: &Draw,
+    unfilled: &[&CellOutcome],
+) -> (Vec<DrawnCellRecord>, Vec<UnfilledCell>) {
     let cells = drawn
         .cells
         .iter()
-        .map(|c| CellRecord {
+        .map(|c| DrawnCellRecord {
             rating_bin: c.cell.bin_label(),
             length: c.cell.length,
             mate: c.cell.mate,
