@@ -20,16 +20,10 @@ use crate::stages::release::cells::{Aim, Tier};
 /// The name of the tier `run --aim` adds to `[release.tiers]`.
 pub(crate) const AIMED_TIER: &str = "aimed";
 
-/// `run --aim` and `--solve-rate`.
+/// `run --aim` and `--solve-rate` (their help: `cli::run::AimFlags`).
 #[derive(Debug, Clone, Default)]
 pub struct AimArgs {
-    /// Aim the release's tier at a model: the folder of an `eval` run of it
-    /// (its `positions.jsonl` and `report.json`). The tier holds the
-    /// rating window where the model's solve curve, fitted on that run,
-    /// gives --solve-rate.
     pub aim: Option<PathBuf>,
-    /// The share of the aimed tier's puzzles the model should solve,
-    /// between 0 and 1 (with --aim).
     pub solve_rate: Option<f64>,
 }
 

@@ -53,22 +53,14 @@ use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{RunContext, Stage};
 use crate::stages::StageName;
 
-/// Arguments of `puzzleforge merge`.
+/// `puzzleforge merge`'s flags (their help: `cli::merge`).
 #[derive(Debug, Clone)]
 pub struct MergeArgs {
-    /// Shard folders written by `run --shard I/N`, all N of them.
     pub shards: Vec<PathBuf>,
-    /// The release folder to write (what `run` writes as
-    /// `<output_dir>/<release>/`).
     pub output: PathBuf,
-    /// Pipeline config file: the one the shards ran with.
     pub config: PathBuf,
-    /// Engine binary, overriding the config (as given to the shards).
     pub engine: Option<PathBuf>,
-    /// Produce this named tier of `[release.tiers]`.
     pub tier: Option<String>,
-    /// Replace merged stages the release folder already holds with other
-    /// bytes, and redo the remaining stages even when unchanged.
     pub force: bool,
 }
 

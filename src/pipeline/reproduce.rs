@@ -28,21 +28,12 @@ use crate::pipeline::manifest::RunAsked;
 use crate::pipeline::run::{RunArgs, run_pipeline_from};
 use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest};
 
-/// Arguments of `puzzleforge reproduce`.
+/// `puzzleforge reproduce`'s flags (their help: `cli::reproduce`).
 #[derive(Debug, Clone)]
 pub struct ReproduceArgs {
-    /// A release folder `run` wrote (`output/<release>`), or its `release`
-    /// stage folder (the one holding `manifest.json`).
     pub release: PathBuf,
-    /// Where the run is repeated (its output folder); kept afterwards.
-    /// Without it, a folder in the system's temporary folder, removed when
-    /// every file is identical.
     pub scratch: Option<PathBuf>,
-    /// The engine binary, when the run was given `run --engine`.
     pub engine: Option<PathBuf>,
-    /// The folder the recorded config's paths are relative to, when it
-    /// cannot be worked out from where the release sits under the config's
-    /// `pipeline.output_dir` (an absolute or `..` output folder).
     pub config_dir: Option<PathBuf>,
 }
 

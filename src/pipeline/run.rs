@@ -37,40 +37,18 @@ use crate::stages::StageName;
 use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest, UnfilledCell};
 
-/// Arguments of `puzzleforge run`.
+/// `puzzleforge run`'s flags (their help: `cli::run`); `reproduce` fills them
+/// from what a release records.
 #[derive(Debug, Clone)]
 pub struct RunArgs {
-    /// Pipeline config file.
     pub config: PathBuf,
-    /// Release name: the run writes into `<output_dir>/<release>/`.
     pub release: Option<String>,
-    /// Engine binary, overriding the config.
     pub engine: Option<PathBuf>,
-    /// Produce this named tier of `[release.tiers]` instead of the default
-    /// quotas.
     pub tier: Option<String>,
-    /// Redo every stage even when its inputs and config are unchanged; a
-    /// finished release is only checked, never changed (see
-    /// `--rewrite-release`).
     pub force: bool,
-    /// Replace a finished release's puzzles when its inputs or settings
-    /// changed (or its files were damaged). Without it a published release
-    /// never changes: a rerun only checks it, and refuses (exit 2) when it
-    /// would now come out differently.
     pub rewrite_release: bool,
-    /// Do slice I of N (0 <= I < N) of the expensive stages (ingest,
-    /// selfplay, mine, rate) into `<output_dir>/<release>.shard-I-of-N/`;
-    /// `puzzleforge merge` then combines the N slices and runs the rest.
     pub shard: Option<Shard>,
-    /// Exit 2 (as `release --strict`) when a target cell stays unfilled:
-    /// the cells `[generate]` was to fill with generated puzzles, else the
-    /// release's `[release]` cells. The release is written first; the error
-    /// names the unfilled cells (the `--json` summary lists them under
-    /// `strict`).
     pub strict: bool,
-    /// Keep stored work (stage outputs, generation batches) made by other
-    /// algorithm versions instead of redoing it; the release records each
-    /// one kept.
     pub keep_stored_work: bool,
     pub plan: crate::generate::plan::PlanArgs,
     pub aim: crate::pipeline::aim::AimArgs,
