@@ -36,33 +36,19 @@ use crate::generate::{Sections, StepSeconds};
 use crate::stages::mine::{self, FunnelCheck, MineConfig, StepUsage};
 use crate::stages::release::cells::Tier;
 
-/// `puzzleforge bench generate`.
+/// `puzzleforge bench generate`'s flags (their help: `cli::bench`).
 #[derive(Debug, Clone)]
 pub struct BenchGenerateArgs {
-    /// Pipeline config: its [selfplay], [mine], [rate], [verify] and
-    /// [generate] profiles are what is measured.
     pub config: PathBuf,
-    /// Self-play games to play.
     pub games: u64,
-    /// Seed of the games (default: pipeline.seed). Measure on a seed the
-    /// settings were not tuned on.
     pub seed: Option<u64>,
-    /// Play with this tier's generation profile ([generate.tiers.NAME]).
     pub tier: Option<String>,
-    /// The tier whose puzzles are counted beside the total (default: --tier,
-    /// else "hard" when [release.tiers] has it).
     pub count_tier: Option<String>,
-    /// Full search at this depth (replaces mine.nodes and mine.depth, for
-    /// both procedures; Epoch's is 18).
     pub depth: Option<u32>,
-    /// Epoch's exhaustive search runs on every N-th game (1: every game).
     pub exhaustive_every: usize,
-    /// Keep the games and the stages' files in this folder (default: a
-    /// temporary folder, removed at the end).
     pub dir: Option<PathBuf>,
-    /// Reuse Epoch's exhaustive results on the sample from this folder
-    /// (keyed by content), and keep new ones there.
     pub cache: Option<PathBuf>,
+    /// Laid over `[engine]` by [`EngineArgs::resolve`].
     pub engine: EngineArgs,
 }
 

@@ -25,23 +25,11 @@ use crate::generate::cost::{
 };
 use crate::generate::{Engine, Sections};
 
-/// The `run --plan` flags.
+/// `run --plan`'s flags (their help: `cli::run::PlanFlags`).
 #[derive(Debug, Clone, Default)]
 pub struct PlanArgs {
-    /// Instead of running, project what the `[generate]` target costs:
-    /// play (or reuse from the store) a short sample of each generation
-    /// profile's first games, then print the engine CPU-hours per cell and
-    /// in total, with a 90% interval, and the cells the sample never
-    /// reached; written to `<output_dir>/<release>.plan.json`. The run
-    /// afterwards plays none of the sample's games again.
     pub plan: bool,
-    /// Sample games per profile, rounded up to whole batches (default:
-    /// one batch, `generate.batch_games`; with only --plan-cpu-hours, up to
-    /// `generate.max_games`).
     pub plan_games: Option<u64>,
-    /// Sample about this many engine CPU-hours in all, split evenly across
-    /// the profiles (each stops after the batch that spends its share);
-    /// with --plan-games, whichever ends first.
     pub plan_cpu_hours: Option<f64>,
 }
 
