@@ -5,10 +5,12 @@
 //! Each command's flags sit in a file of their own, shaped like ripgrep's
 //! `crates/core/flags/`: the flags parse into a clap struct here, which
 //! lays them into the plain argument struct its stage or tool takes
-//! (`args()`), so that nothing below this room knows clap. Flags several
-//! commands share are one group each (`groups`), flattened where they
-//! appear. The gate every output path goes through before a command does
-//! any work is `guard`.
+//! (`args()`), so that nothing below this room knows clap. A flag's help
+//! is written here only: the plain struct's doc names the command whose
+//! flags fill it, and its fields keep a doc only where they say what the
+//! help does not. Flags several commands share are one group each
+//! (`groups`), flattened where they appear. The gate every output path
+//! goes through before a command does any work is `guard`.
 
 pub mod audit;
 pub mod bench;

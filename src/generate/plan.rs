@@ -21,7 +21,7 @@ use crate::core::summary::Summary;
 use std::path::{Path, PathBuf};
 
 use crate::generate::cost::{
-    self, CellRecord, Estimate, IntervalRecord, ProjectionRecord, StreamSample,
+    self, CellCostRecord, Estimate, IntervalRecord, ProjectionRecord, StreamSample,
 };
 use crate::generate::{Engine, Sections};
 
@@ -139,7 +139,10 @@ fn check_can_plan(args: &PlanArgs) -> Result<()> {
 
 /// The projected cells that `flag` picks (never reached, beyond the
 /// rating model's range).
-fn cells_where(projected: &ProjectionRecord, flag: fn(&CellRecord) -> bool) -> Vec<CellRecord> {
+fn cells_where(
+    projected: &ProjectionRecord,
+    flag: fn(&CellCostRecord) -> bool,
+) -> Vec<CellCostRecord> {
     projected
         .per_cell
         .iter()
@@ -342,9 +345,9 @@ pub(crate) struct PlanRecord {
     pub wall_hours: Estimate,
     pub budget: BudgetRecord,
     /// The cells of `per_cell` never reached.
-    pub never_reached: Vec<CellRecord>,
+    pub never_reached: Vec<CellCostRecord>,
     /// The cells of `per_cell` beyond the rating model's range.
-    pub beyond_model_range: Vec<CellRecord>,
+    pub beyond_model_range: Vec<CellCostRecord>,
 }
 
 /// `target` in `plan.json`: the generation target.

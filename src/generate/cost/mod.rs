@@ -21,7 +21,7 @@ mod render;
 pub(crate) use advice::MiningSwitches;
 pub(crate) use model::{CellSample, Projection, StreamSample, project};
 pub(crate) use numbers::{round, short};
-pub(crate) use record::{CellRecord, Estimate, IntervalRecord, ProjectionRecord, UnfilledCost};
+pub(crate) use record::{CellCostRecord, Estimate, IntervalRecord, ProjectionRecord, UnfilledCost};
 pub(crate) use render::{Budget, unfilled};
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub(crate) struct StreamRecord {
 /// One target cell's entry in `per_cell` (and `never_reached`,
 /// `beyond_model_range`) of `plan.json` and of the cost of unfilled cells.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub(crate) struct CellRecord {
+pub(crate) struct CellCostRecord {
     /// [`Cell::bin_label`].
     pub rating_bin: String,
     /// Solver moves.
@@ -92,7 +92,7 @@ pub(crate) struct ProjectionRecord {
     pub interval: String,
     pub draws: usize,
     pub profiles: Vec<StreamRecord>,
-    pub per_cell: Vec<CellRecord>,
+    pub per_cell: Vec<CellCostRecord>,
 }
 
 /// The budget `cost_of_unfilled` suggests: `{"max_cpu_hours": x}` or
@@ -145,9 +145,9 @@ impl Projection {
             .zip(&self.streams)
             .map(|(stream, cost)| StreamRecord::of(stream, cost))
             .collect();
-        let cells: Vec<CellRecord> = self
+        let cells: Vec<CellCostRecord> = self
             .cell_rows(samples)
-            .map(|(stream, cell, cost)| CellRecord::of(stream, cell, cost))
+            .map(|(stream, cell, cost)| CellCostRecord::of(stream, cell, cost))
             .collect();
         let total = Estimate::of(self.at_least.map(round), self.total);
         let more = Estimate::of(
@@ -196,11 +196,11 @@ impl StreamRecord {
     }
 }
 
-impl CellRecord {
+impl CellCostRecord {
     /// One cell's entry: what it wants, what the sample found and at what
     /// rate, and what filling it is projected to cost.
-    fn of(stream: &StreamSample, cell: &CellSample, cost: &CellCost) -> CellRecord {
-        CellRecord {
+    fn of(stream: &StreamSample, cell: &CellSample, cost: &CellCost) -> CellCostRecord {
+        CellCostRecord {
             rating_bin: cell.cell.bin_label(),
             length: cell.cell.length,
             mate: cell.cell.mate,
