@@ -4,15 +4,16 @@
 //! pipeline: it uses the stages and what is below them, and the pipeline
 //! (the run, its config, `merge`, the stage contract) uses it.
 //!
-//! **The room.** [`chain`]: the self-play chain's steps, which the plain
-//! stages run too. The batch loop, its store and the target (the files
+//! **The room.** [`chain`]: the self-play chain's steps, one type each
+//! with its files, its work and its shard-merge rule, which the pipeline's
+//! stages and `merge` run too. The batch loop, its store and the target (the files
 //! below). [`plan`]: `run --plan`'s short sample. [`cost`]: the engine
 //! CPU-hours a target's cells are projected to cost. [`bench`]:
 //! `bench generate`, generation's profiles against Epoch's procedure.
 //!
 //! **The batch store.** Each batch of games is played, mined, rated and
 //! verified (the self-play chain's steps, [`crate::generate::chain`], which
-//! the plain stages run too) into
+//! the pipeline's stages run too) into
 //! `<output_dir>/.generate/<key>/batch-FIRST-LAST/`, written
 //! in a scratch folder and renamed into place when the batch is done, so an
 //! interrupted run resumes after its last finished batch. The key hashes

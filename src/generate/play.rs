@@ -1,5 +1,5 @@
 //! Playing one batch: games `first..=last` run through the self-play
-//! chain's steps ([`crate::generate::chain`]: played, mined, rated and
+//! chain's step types ([`crate::generate::chain`]: played, mined, rated and
 //! verified, in pipeline order) with the engine pools into a scratch
 //! folder, each step's engine CPU and wall time measured, then stored.
 //! Apart because it is the one place generation runs the engines; the
@@ -14,6 +14,7 @@ use crate::core::fileio::write_atomic;
 use crate::engine::pool::EnginePool;
 use crate::stages::StageName;
 
+use super::chain::{BatchStepFiles, MineStep, RateStep, SelfplayStep, VerifyStep};
 use super::config::{Engine, Sections, Settings};
 use super::store::{
     Batch, BatchFiles, BatchRecord, GameFunnel, StepSeconds, batch_name, scratch_name,
@@ -55,34 +56,49 @@ pub(super) struct Player<'a> {
     pub(super) wall_seconds: BTreeMap<&'static str, f64>,
 }
 
-/// Engine CPU and wall time of a batch's steps.
-struct StepClock {
+/// Engine CPU and wall time of a batch's steps, lap by lap.
+struct BatchClock<'w> {
+    /// The pools' engine CPU seconds when the batch started.
+    cpu_start: f64,
     cpu_mark: f64,
     wall_mark: std::time::Instant,
+    /// CPU seconds spent outside the pools (the rating's, in this process).
+    cpu_outside_pools: f64,
+    cpu_by_step: StepSeconds,
+    /// Wall seconds by stage, summed over the batches played.
+    wall: &'w mut BTreeMap<&'static str, f64>,
 }
 
-impl StepClock {
-    fn new(cpu_now: f64) -> StepClock {
-        StepClock {
+impl<'w> BatchClock<'w> {
+    fn new(cpu_now: f64, wall: &'w mut BTreeMap<&'static str, f64>) -> BatchClock<'w> {
+        BatchClock {
+            cpu_start: cpu_now,
             cpu_mark: cpu_now,
             wall_mark: std::time::Instant::now(),
+            cpu_outside_pools: 0.0,
+            cpu_by_step: StepSeconds::default(),
+            wall,
         }
     }
 
-    /// Ends step `name` (`extra`: CPU seconds the pools do not count);
-    /// gives the step's engine CPU seconds.
-    fn lap(
-        &mut self,
-        name: &'static str,
-        cpu_now: f64,
-        extra: f64,
-        wall: &mut BTreeMap<&'static str, f64>,
-    ) -> f64 {
-        let cpu = cpu_now - self.cpu_mark + extra;
+    /// Ends step `step`: the pools' CPU since the last lap (`cpu_now`, the
+    /// pools' total now) plus `outside`, CPU seconds the pools do not count.
+    fn lap(&mut self, step: StageName, cpu_now: f64, outside: f64) {
+        self.cpu_outside_pools += outside;
+        let cpu = cpu_now - self.cpu_mark + outside;
         self.cpu_mark = cpu_now;
-        *wall.entry(name).or_default() += self.wall_mark.elapsed().as_secs_f64();
+        *self.wall.entry(step.as_str()).or_default() += self.wall_mark.elapsed().as_secs_f64();
         self.wall_mark = std::time::Instant::now();
-        cpu
+        self.cpu_by_step.add(step, cpu);
+    }
+
+    /// The batch's engine CPU seconds (`cpu_now`: the pools' total at its
+    /// end) and their split by step.
+    fn finish(self, cpu_now: f64) -> (f64, StepSeconds) {
+        (
+            cpu_now - self.cpu_start + self.cpu_outside_pools,
+            self.cpu_by_step,
+        )
     }
 }
 
@@ -118,10 +134,10 @@ impl Player<'_> {
     fn start_pools(&mut self) -> Result<()> {
         if self.pools.is_none() {
             let pool = EnginePool::new(self.engine.spec.clone(), self.engine.pool.clone())?;
-            let second = match &self.settings.verify.second_engine {
-                Some(second) => Some(second.pool(&pool)?),
-                None => None,
-            };
+            let second = VerifyStep {
+                section: &self.settings.verify,
+            }
+            .second_pool(&pool)?;
             self.pools = Some((pool, second));
         }
         Ok(())
@@ -134,26 +150,59 @@ impl Player<'_> {
         let Some((pool, second)) = self.pools.as_mut() else {
             unreachable!("the pools are started before a batch is played")
         };
-        let before = pools_cpu(pool, second);
-        let mut clock = StepClock::new(before);
-        let files = StepFiles::in_folder(scratch);
-        let mut steps = Steps::default();
-        let mut cpu_by_step = StepSeconds::default();
+        let settings = self.settings;
+        let files = BatchStepFiles::in_folder(scratch);
+        let mut clock = BatchClock::new(pools_cpu(pool, second), &mut self.wall_seconds);
+        // Bars on a terminal (quiet without one, or under --json), each
+        // labelled with its step.
+        pool.set_progress(Some(SelfplayStep::STAGE.as_str()));
+        SelfplayStep {
+            section: &settings.selfplay,
+        }
+        .run(pool, &files.games, first..=last)?;
+        clock.lap(SelfplayStep::STAGE, pools_cpu(pool, second), 0.0);
+
+        pool.set_progress(Some(MineStep::STAGE.as_str()));
+        let loaded = crate::stages::mine::load_input(&files.games)?;
+        let mined = MineStep {
+            section: &settings.mine,
+        }
+        .run(pool, &loaded, &files.mined)?;
+        clock.lap(MineStep::STAGE, pools_cpu(pool, second), 0.0);
+
+        pool.set_progress(Some(RateStep::STAGE.as_str()));
         // The rating's CPU is in this process: the pools' counters do not
         // see it.
-        let mut cpu_outside_pools = 0.0;
-        for step in crate::generate::chain::steps() {
-            // Bars on a terminal (quiet without one, or under --json).
-            pool.set_progress(Some(step.as_str()));
-            let pools = (&*pool, second.as_ref());
-            let outside = steps.run(step, self.settings, pools, &files, first..=last)?;
-            cpu_outside_pools += outside;
-            let now = pools_cpu(pool, second);
-            let spent = clock.lap(step.as_str(), now, outside, &mut self.wall_seconds);
-            cpu_by_step.add(step, spent);
+        let rate_before = crate::engine::process::process_tree_cpu_seconds();
+        RateStep {
+            section: &settings.rate,
         }
-        let cpu_seconds = pools_cpu(pool, second) - before + cpu_outside_pools;
-        let record = steps.record(first, last, cpu_seconds, cpu_by_step, scratch)?;
+        .run(&files.mined, &files.rated)?;
+        let rate_cpu = crate::engine::process::process_tree_cpu_seconds() - rate_before;
+        clock.lap(RateStep::STAGE, pools_cpu(pool, second), rate_cpu);
+
+        pool.set_progress(Some(VerifyStep::STAGE.as_str()));
+        let (_, verify) = VerifyStep {
+            section: &settings.verify,
+        }
+        .run(
+            pool,
+            second.as_ref(),
+            &crate::stages::verify::VerifyFiles {
+                input: &files.rated,
+                report: &files.verify_report,
+                puzzles_out: Some(&files.verified),
+            },
+        )?;
+        clock.lap(VerifyStep::STAGE, pools_cpu(pool, second), 0.0);
+
+        let (cpu_seconds, cpu_by_step) = clock.finish(pools_cpu(pool, second));
+        let found = StepsFound {
+            per_unit: mined.per_unit,
+            mined: mined.puzzles,
+            verified: verify.verified,
+        };
+        let record = found.record(first, last, cpu_seconds, cpu_by_step, scratch)?;
         write_atomic(
             &scratch.join("batch.json"),
             format!("{}\n", serde_json::to_string_pretty(&record)?).as_bytes(),
@@ -162,30 +211,8 @@ impl Player<'_> {
     }
 }
 
-/// The files of a batch the chain's steps write, in its scratch folder.
-struct StepFiles {
-    games: PathBuf,
-    mined: PathBuf,
-    rated: PathBuf,
-    verify_report: PathBuf,
-    verified: PathBuf,
-}
-
-impl StepFiles {
-    fn in_folder(scratch: &Path) -> StepFiles {
-        StepFiles {
-            games: scratch.join("games.pgn"),
-            mined: scratch.join("mined.csv"),
-            rated: scratch.join("rated.csv"),
-            verify_report: scratch.join("verify.jsonl"),
-            verified: scratch.join("verified.csv"),
-        }
-    }
-}
-
 /// What a batch's steps found, for its `batch.json`.
-#[derive(Default)]
-struct Steps {
+struct StepsFound {
     /// Each game's funnel, in game order (from `mine`).
     per_unit: Vec<crate::stages::mine::UnitFunnel>,
     /// Puzzles kept by `mine` and passed by `verify`.
@@ -193,51 +220,7 @@ struct Steps {
     verified: u64,
 }
 
-impl Steps {
-    /// Runs the chain's step `step` on games `games` of the batch; gives
-    /// the CPU seconds it spent outside the engine pools.
-    fn run(
-        &mut self,
-        step: StageName,
-        settings: &Settings,
-        (pool, second): (&EnginePool, Option<&EnginePool>),
-        files: &StepFiles,
-        games: std::ops::RangeInclusive<u64>,
-    ) -> Result<f64> {
-        use crate::generate::chain;
-        match step {
-            StageName::Selfplay => {
-                chain::play(&settings.selfplay, pool, &files.games, games)?;
-            }
-            StageName::Mine => {
-                let loaded = crate::stages::mine::load_input(&files.games)?;
-                let mined = chain::mine(&settings.mine, pool, &loaded, &files.mined)?;
-                self.per_unit = mined.per_unit;
-                self.mined = mined.puzzles;
-            }
-            StageName::Rate => {
-                let rate_before = crate::engine::process::process_tree_cpu_seconds();
-                chain::rate(&settings.rate, &files.mined, &files.rated)?;
-                return Ok(crate::engine::process::process_tree_cpu_seconds() - rate_before);
-            }
-            StageName::Verify => {
-                let (_, verify) = chain::verify(
-                    &settings.verify,
-                    pool,
-                    second,
-                    &crate::stages::verify::VerifyFiles {
-                        input: &files.rated,
-                        report: &files.verify_report,
-                        puzzles_out: Some(&files.verified),
-                    },
-                )?;
-                self.verified = verify.verified;
-            }
-            other => unreachable!("{other} is not a step of the self-play chain"),
-        }
-        Ok(0.0)
-    }
-
+impl StepsFound {
     /// The batch's record: its funnel per game and in all, and the CPU.
     fn record(
         self,

@@ -5,8 +5,9 @@
 //! verify) -> release -> export -> eval. An adapter holds its typed section
 //! (with the run's seeds and its paths already resolved) and nothing else
 //! of the config, so a stage reads only its own settings and the committed
-//! outputs of the stages before it. The self-play chain's stages run each
-//! step through [`crate::generate::chain`]; under `[generate]` the run
+//! outputs of the stages before it. The self-play chain's stages run its
+//! step types ([`crate::generate::chain`]: the work and the file names);
+//! under `[generate]` the run
 //! swaps them for their generated forms
 //! ([`crate::pipeline::generated_adapters`]), which hold the games played
 //! in batches.
@@ -19,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::engine::pool::EnginePool;
-use crate::generate::chain;
+use crate::generate::chain::{MineStep, RateStep, SelfplayStep, VerifyStep};
 use crate::pipeline::config::{ExportSection, HumanGamesSection, PipelineConfig};
 use crate::pipeline::provenance::Provenance;
 pub(crate) use crate::pipeline::releases::{earlier_releases, finished_releases};
@@ -292,9 +293,13 @@ impl Stage for Selfplay {
             }
             None => 1..=self.section.games,
         };
-        let output = "games.pgn";
-        let mut summary =
-            chain::play(&self.section, &pool, &folder.scratch_path(output), numbers)?.record;
+        let output = SelfplayStep::OUTPUT;
+        let step = SelfplayStep {
+            section: &self.section,
+        };
+        let mut summary = step
+            .run(&pool, &folder.scratch_path(output), numbers)?
+            .record;
         summary.output = folder.committed_path(output);
         Ok(StageSummary::Selfplay(summary))
     }
@@ -399,6 +404,13 @@ impl Mine {
         &self.section
     }
 
+    /// The chain's step, with `[mine]`.
+    fn step(&self) -> MineStep<'_> {
+        MineStep {
+            section: &self.section,
+        }
+    }
+
     /// The stage's recorded config: `mine` (`[mine]`, or what the generated
     /// route records of it) with `[human_games]` beside it when it mines
     /// human games.
@@ -422,9 +434,11 @@ impl Mine {
         folder: &StageFolder,
         (input, sliced_here): (PathBuf, bool),
     ) -> Result<InputSummary<MineFileSummary>> {
-        let output = output_name(&input, ".puzzles.csv");
+        let output = output_name(&input, MineStep::OUTPUT_SUFFIX);
         let loaded = Self::load(ctx, &input, sliced_here)?;
-        let mut summary = chain::mine(&self.section, pool, &loaded, &folder.scratch_path(&output))?
+        let mut summary = self
+            .step()
+            .run(pool, &loaded, &folder.scratch_path(&output))?
             .summary
             .record;
         summary.output = folder.committed_path(&output);
@@ -461,8 +475,10 @@ impl Mine {
         human: &HumanGamesInput,
     ) -> Result<InputSummary<MineFileSummary>> {
         let loaded = human.units(ctx)?;
-        let output = "human_games.puzzles.csv";
-        let mut summary = chain::mine(&self.section, pool, &loaded, &folder.scratch_path(output))?
+        let output = MineStep::HUMAN_GAMES_OUTPUT;
+        let mut summary = self
+            .step()
+            .run(pool, &loaded, &folder.scratch_path(output))?
             .summary
             .record;
         summary.output = folder.committed_path(output);
@@ -557,7 +573,7 @@ impl Rate {
 
     /// The mine stage's puzzle files, which the stage rates.
     pub(crate) fn puzzle_files(ctx: &RunContext) -> Vec<PathBuf> {
-        stage_files(ctx, StageName::Mine, ".puzzles.csv")
+        stage_files(ctx, StageName::Mine, MineStep::OUTPUT_SUFFIX)
     }
 
     /// Rates the puzzle file `input` into the stage folder.
@@ -566,8 +582,11 @@ impl Rate {
         input: PathBuf,
         folder: &StageFolder,
     ) -> Result<InputSummary<RateFileSummary>> {
-        let output = output_name(&input, ".csv");
-        let mut summary = chain::rate(&self.section, &input, &folder.scratch_path(&output))?.record;
+        let output = output_name(&input, RateStep::OUTPUT_SUFFIX);
+        let step = RateStep {
+            section: &self.section,
+        };
+        let mut summary = step.run(&input, &folder.scratch_path(&output))?.record;
         summary.output = folder.committed_path(&output);
         Ok(InputSummary {
             input,
@@ -639,12 +658,20 @@ impl Verify {
         &self.section
     }
 
+    /// The chain's step, with `[verify]`.
+    pub(crate) fn step(&self) -> VerifyStep<'_> {
+        VerifyStep {
+            section: &self.section,
+        }
+    }
+
     /// The puzzles to verify: the rated mined puzzles (what the release
     /// draws from), else the mined ones when the pipeline does not rate.
     pub(crate) fn puzzle_files(ctx: &RunContext) -> Vec<PathBuf> {
-        let rated = stage_files(ctx, StageName::Rate, ".puzzles.csv");
+        // The rated files keep the mined files' names.
+        let rated = stage_files(ctx, StageName::Rate, MineStep::OUTPUT_SUFFIX);
         if rated.is_empty() {
-            stage_files(ctx, StageName::Mine, ".puzzles.csv")
+            stage_files(ctx, StageName::Mine, MineStep::OUTPUT_SUFFIX)
         } else {
             rated
         }
@@ -660,15 +687,12 @@ impl Verify {
     ) -> Result<StageSummary> {
         let pool = ctx.engine_pool(StageName::Verify)?;
         let config = &self.section;
-        let second = match &config.second_engine {
-            Some(second) => Some(second.pool(&pool)?),
-            None => None,
-        };
+        let second = self.step().second_pool(&pool)?;
         let mut files = Vec::new();
         let mut counts = VerifyCounts::default();
         for input in Self::puzzle_files(ctx) {
-            let report = output_name(&input, ".verify.jsonl");
-            let puzzles = output_name(&input, ".csv");
+            let report = output_name(&input, VerifyStep::REPORT_SUFFIX);
+            let puzzles = output_name(&input, VerifyStep::OUTPUT_SUFFIX);
             let files_here = VerifyFiles {
                 input: &input,
                 report: &folder.scratch_path(&report),
@@ -722,8 +746,9 @@ impl Stage for Verify {
     }
 
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
+        let step = self.step();
         self.verify_files(ctx, folder, &|files, pool, second| {
-            chain::verify(&self.section, pool, second, files)
+            step.run(pool, second, files)
         })
     }
 }

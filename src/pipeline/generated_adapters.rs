@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use crate::core::fileio::write_atomic;
+use crate::generate::chain::{MineStep, RateStep, SelfplayStep};
 use crate::generate::{Generated, Part};
 use crate::pipeline::adapters::{
     GENERATE_SUMMARY, Mine, Rate, Verify, output_name, recorded, stage_files,
@@ -144,7 +145,7 @@ impl Stage for GeneratedSelfplay {
 
     fn work(&self, _ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let generated = &self.generated;
-        let output = "games.pgn";
+        let output = SelfplayStep::OUTPUT;
         let games = generated.write_games(&folder.scratch_path(output))?;
         write_atomic(
             &folder.scratch_path(GENERATE_SUMMARY),
@@ -203,7 +204,7 @@ impl Stage for GeneratedMine {
         let pool = ctx.engine_pool(StageName::Mine)?;
         let mut files = Vec::new();
         for input in stage_files(ctx, StageName::Selfplay, ".pgn") {
-            let output = output_name(&input, ".puzzles.csv");
+            let output = output_name(&input, MineStep::OUTPUT_SUFFIX);
             let columns = crate::stages::mine::MINE_COLUMNS.map(|c| c.to_string());
             let written = self.generated.write_puzzles(
                 Part::Mined,
@@ -263,7 +264,7 @@ impl Stage for GeneratedRate {
                 files.push(self.rate.rate_input(input, folder)?);
                 continue;
             }
-            let output = output_name(&input, ".csv");
+            let output = output_name(&input, RateStep::OUTPUT_SUFFIX);
             let written =
                 self.generated
                     .write_puzzles(Part::Rated, &folder.scratch_path(&output), None)?;
@@ -340,7 +341,7 @@ impl Stage for GeneratedVerify {
                 if is_selfplay_file(files.input) {
                     self.stored_verdicts(files)
                 } else {
-                    crate::generate::chain::verify(self.verify.section(), pool, second, files)
+                    self.verify.step().run(pool, second, files)
                 }
             })
     }

@@ -8,14 +8,13 @@
 //!
 //! - `ingest_puzzles`, `ingest_games`: cheap and deterministic, run whole
 //!   by every shard; merge checks that all shards agree and takes them.
-//! - `selfplay`: a shard plays its slice of the game numbers (a game's bytes
-//!   depend only on the seed and its number); merge concatenates.
-//! - `mine`: a shard mines the self-play games it played and its slice of
-//!   the Lichess candidates. Mine caps each game's puzzles first and drops
-//!   repeated positions second, so deduplicating the concatenated shard
-//!   outputs again ([`crate::stages::mine::dedup_puzzles`]) gives the single run's.
-//! - `rate`: a puzzle's random draws are keyed by its id, not its row, so
-//!   merge keeps the rated rows of the puzzles the mine merge kept.
+//! - `selfplay`, `mine`, `rate`: each merged by its step's rule, beside the
+//!   step in [`crate::generate::chain`]: a shard plays its slice of the
+//!   game numbers and the games are concatenated; a shard mines the games
+//!   it played and its slice of the Lichess candidates, and the mined rows
+//!   are concatenated with repeated positions dropped again; the rated rows
+//!   of the puzzles the mine merge kept are kept. This file finds the
+//!   shards' files and records what merging did.
 //!
 //! Merge then writes each of these stages with the `stage.json` fingerprint
 //! `run` would compute for the merged release (a later `run` skips them),
@@ -25,18 +24,16 @@
 use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::Value;
-use shakmaty::fen::Fen;
-use shakmaty::uci::UciMove;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, read_puzzles};
 use crate::core::error::bad_input;
 use crate::core::fileio::sha256_file;
 use crate::core::shard::Shard;
 use crate::core::summary::Summary;
+use crate::generate::chain::{KeptByShard, MineStep, RateStep, SelfplayStep};
 use crate::generate::{Generated, Mode, prepare, recorded_store};
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generated_adapters::on_generated_route;
@@ -279,18 +276,9 @@ fn check_same_run(stage: StageName, expected: &Fingerprint, shards: &[ShardDir])
     Ok(())
 }
 
-/// Identifies a puzzle row within one shard's file (mine keeps no position
-/// twice within a file, so no two rows share it).
-fn row_key(puzzle: &Puzzle) -> RowKey {
-    (puzzle.id.clone(), puzzle.fen.clone(), puzzle.moves.clone())
-}
-
-/// A puzzle row's id, FEN and moves.
-type RowKey = (String, Fen, Vec<UciMove>);
-
 /// Per mined file name, per shard (in shard order), the rows the mine merge
 /// kept; the rate merge keeps the same puzzles.
-type KeptRows = BTreeMap<String, Vec<HashSet<RowKey>>>;
+type KeptRows = BTreeMap<String, KeptByShard>;
 
 fn same_output_names(stage: StageName, shards: &[ShardDir]) -> Result<Vec<String>> {
     let names: Vec<String> = shards[0].outputs(stage)?.keys().cloned().collect();
@@ -349,7 +337,7 @@ fn merge_stage(
             StageName::IngestPuzzles | StageName::IngestGames => {
                 copy_agreed(stage, &name, shards, &target)?
             }
-            StageName::Selfplay => concatenate(stage, &name, shards, &target)?,
+            StageName::Selfplay => concatenate(&name, shards, &target)?,
             StageName::Mine => merge_mined(&name, shards, &target, kept)?,
             StageName::Rate => merge_rated(&name, shards, &target, kept)?,
             other => return Err(anyhow::anyhow!("stage {other} cannot be merged")),
@@ -391,62 +379,37 @@ fn copy_agreed(
     })
 }
 
-/// The self-play games: each shard played its slice of the game numbers,
-/// so the files concatenated in shard order are the single run's.
-fn concatenate(
-    stage: StageName,
-    name: &str,
-    shards: &[ShardDir],
-    target: &Path,
-) -> Result<FileCounts> {
-    let mut bytes = Vec::new();
-    for shard in shards {
-        let path = shard.file(stage, name);
-        bytes.extend(std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?);
-    }
-    crate::core::fileio::write_atomic(target, &bytes)?;
-    Ok(FileCounts::Concatenated { bytes: bytes.len() })
+/// The shards' copies of `stage`'s output `name`, in shard order.
+fn shard_files(stage: StageName, name: &str, shards: &[ShardDir]) -> Vec<PathBuf> {
+    shards.iter().map(|shard| shard.file(stage, name)).collect()
 }
 
-/// The mined puzzles concatenated in shard order, repeated positions
-/// dropped as a single run drops them; records which rows each shard kept.
+/// The self-play games, by the step's merge rule
+/// ([`SelfplayStep::merge_shards`]).
+fn concatenate(name: &str, shards: &[ShardDir], target: &Path) -> Result<FileCounts> {
+    let bytes =
+        SelfplayStep::merge_shards(&shard_files(SelfplayStep::STAGE, name, shards), target)?;
+    Ok(FileCounts::Concatenated { bytes })
+}
+
+/// The mined puzzles, by the step's merge rule
+/// ([`MineStep::merge_shards`]); records which rows each shard kept.
 fn merge_mined(
     name: &str,
     shards: &[ShardDir],
     target: &Path,
     kept: &mut KeptRows,
 ) -> Result<FileCounts> {
-    let mut all = Vec::new();
-    let mut owner = Vec::new();
-    for (at, shard) in shards.iter().enumerate() {
-        let rows = read_puzzles(&shard.file(StageName::Mine, name))?;
-        owner.extend(std::iter::repeat_n(at, rows.len()));
-        all.extend(rows);
-    }
-    let keep = crate::stages::mine::dedup_puzzles(&all);
-    let mut kept_here = vec![HashSet::new(); shards.len()];
-    let columns: Vec<String> = crate::stages::mine::MINE_COLUMNS
-        .iter()
-        .map(|c| c.to_string())
-        .collect();
-    let mut writer = PuzzleWriter::create(target, &columns)?;
-    let mut written = 0u64;
-    for ((puzzle, keep), at) in all.iter().zip(&keep).zip(&owner) {
-        if *keep {
-            writer.write(puzzle)?;
-            kept_here[*at].insert(row_key(puzzle));
-            written += 1;
-        }
-    }
-    writer.finish()?;
-    kept.insert(name.to_string(), kept_here);
+    let merged = MineStep::merge_shards(&shard_files(MineStep::STAGE, name, shards), target)?;
+    kept.insert(name.to_string(), merged.kept);
     Ok(FileCounts::Mined {
-        shard_rows: all.len(),
-        puzzles: written,
+        shard_rows: merged.shard_rows,
+        puzzles: merged.puzzles,
     })
 }
 
-/// The rated rows of the puzzles the mine merge kept, in shard order.
+/// The rated rows of the puzzles the mine merge kept, by the step's merge
+/// rule ([`RateStep::merge_shards`]).
 fn merge_rated(
     name: &str,
     shards: &[ShardDir],
@@ -458,19 +421,12 @@ fn merge_rated(
             "rate/{name} has no mine/{name} to follow: merge needs mine with rate"
         ))
     })?;
-    let mut merged = Vec::new();
-    for (shard, kept_rows) in shards.iter().zip(kept_rows) {
-        let rows = read_puzzles(&shard.file(StageName::Rate, name))?;
-        merged.extend(rows.into_iter().filter(|p| kept_rows.contains(&row_key(p))));
-    }
-    let mut writer = PuzzleWriter::create(target, &extra_columns_of(&merged))?;
-    for puzzle in &merged {
-        writer.write(puzzle)?;
-    }
-    writer.finish()?;
-    Ok(FileCounts::Rated {
-        puzzles: merged.len(),
-    })
+    let puzzles = RateStep::merge_shards(
+        &shard_files(RateStep::STAGE, name, shards),
+        kept_rows,
+        target,
+    )?;
+    Ok(FileCounts::Rated { puzzles })
 }
 
 /// `puzzleforge merge`.

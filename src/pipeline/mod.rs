@@ -5,7 +5,9 @@
 //! run.
 //!
 //! - `run`: the stages of one release in order, skipping those unchanged.
-//! - `merge`: the shards of `run --shard I/N` merged into one release.
+//! - `merge`: the shards of `run --shard I/N` merged into one release (the
+//!   self-play chain's stages each by its step's rule,
+//!   [`crate::generate::chain`]).
 //! - `reproduce`: a release's recorded run repeated into a scratch folder,
 //!   every file compared byte for byte.
 //! - `aim`: `run --aim`, a tier whose rating window is where a model's
