@@ -15,6 +15,7 @@ use crate::generate::cost::{StreamSample, UnfilledCost};
 use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::verify::Verdict;
 
+use super::chain::{MineStep, RateStep, SelfplayStep, VerifyStep};
 use super::report::{
     GenerateReport, GenerateSummary, GenerationFingerprint, ProfileSummary, Stop,
     StreamFingerprint, StreamReport, TargetReport,
@@ -74,9 +75,9 @@ pub(crate) enum Part {
 impl Part {
     fn file(self) -> &'static str {
         match self {
-            Part::Mined => "mined.csv",
-            Part::Rated => "rated.csv",
-            Part::Verified => "verified.csv",
+            Part::Mined => MineStep::IN_BATCH,
+            Part::Rated => RateStep::IN_BATCH,
+            Part::Verified => VerifyStep::IN_BATCH,
         }
     }
 }
@@ -241,7 +242,7 @@ impl Generated {
             .flat_map(|(_, s)| match part {
                 Some(part) => vec![s.batch.dir.join(part.file())],
                 None => vec![
-                    s.batch.dir.join("games.pgn"),
+                    s.batch.dir.join(SelfplayStep::IN_BATCH),
                     s.batch.dir.join("batch.json"),
                 ],
             })
@@ -263,7 +264,7 @@ impl Generated {
         let mut text = String::new();
         let mut games = 0u64;
         for (_, segment) in self.segments() {
-            let path = segment.batch.dir.join("games.pgn");
+            let path = segment.batch.dir.join(SelfplayStep::IN_BATCH);
             let all = std::fs::read_to_string(&path)
                 .with_context(|| format!("reading {}", path.display()))?;
             for game in crate::stages::selfplay::split_games(&all) {
@@ -325,7 +326,7 @@ impl Generated {
         for (stream, segment) in self.segments() {
             let dir = &segment.batch.dir;
             let rows = read_puzzles(&dir.join(Part::Rated.file()))?;
-            let report = dir.join("verify.jsonl");
+            let report = dir.join(VerifyStep::REPORT_IN_BATCH);
             let text = std::fs::read_to_string(&report)
                 .with_context(|| format!("reading {}", report.display()))?;
             let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
