@@ -25,7 +25,10 @@ object (and nothing else).
 - lists of stage properties: hand lists of stages by a property, each
   counted once: a `matches!(..)` whose argument joins `StageName::`
   alternatives with `|`; a `match` with an arm `StageName::.. => true` (or
-  `false`), counted once per match; an array literal of two or more
+  `false`), counted once per match; a `match` whose arms map
+  `StageName::` values to rows of bools (`=> (true, false, ..)` or
+  `=> Props { sharded: true, .. }`: a table of properties), counted once
+  per match; an array literal of two or more
   `StageName::` values other than the `ALL` const; and the overrides of a
   method named `uses_engine`, `is_sharded` or `is_step` that return a bare
   `true`/`false` (a stage trait's property set impl by impl), counted once
@@ -69,6 +72,9 @@ RUNNERS = {
 LONG_FILE = 800
 LONG_FN = 80
 PROPERTY_FNS = ("uses_engine", "is_sharded", "is_step")
+# An arm's row of a table of properties: `=> (true, false, ..)` or
+# `=> Props { sharded: true, .. }`.
+ROW = re.compile(r"\s*(?:\(\s*(?:true|false)\b|\w+\s*\{\s*\w+\s*:\s*(?:true|false)\b)")
 
 CHAIN_CALL = re.compile(r"\bchain::(play|mine|rate|verify)\s*\(")
 RUNNER_CALL = re.compile(r"(?<![\w.])(?<!fn )(" + "|".join(RUNNERS) + r")\s*\(")
@@ -193,7 +199,7 @@ def stage_lists(rel, body, code, starts):
         if brace >= 0:
             blocks.append((m.start(), balanced(code, brace, "{", "}")))
     arm = re.compile(r"(?<![\w:])" + variant + r"(?:\s*\|\s*" + variant + r")*\s*=>\s*(?:(true|false)\b)?")
-    bool_matches = {}
+    bool_matches, row_matches = {}, {}
     for m in arm.finditer(code):
         inner = [b for b in blocks if b[0] < m.start() < b[1]]
         if not inner:
@@ -202,10 +208,14 @@ def stage_lists(rel, body, code, starts):
         members = re.findall(variant, m.group(0))
         if m.group(1):
             bool_matches.setdefault(block, []).extend(members)
+        elif ROW.match(code, m.end()):
+            row_matches.setdefault(block, []).extend(members)
         elif len(members) > 1:
             aside.append(label(line_of(starts, m.start()), "match arm", members))
     for (start, _), members in sorted(bool_matches.items()):
         lists.append(label(line_of(starts, start), "match => bool", members))
+    for (start, _), members in sorted(row_matches.items()):
+        lists.append(label(line_of(starts, start), "match => row of bools (a table)", members))
 
     array = re.compile(r"\[\s*" + variant + r"(?:\s*,\s*" + variant + r")+\s*,?\s*\]")
     for m in array.finditer(code):

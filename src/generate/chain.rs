@@ -27,12 +27,9 @@ use crate::stages::rate::{RateConfig, RateSummary};
 use crate::stages::selfplay::{SelfplayConfig, SelfplaySummary};
 use crate::stages::verify::{VerifyConfig, VerifyCounts, VerifyFiles};
 
-/// Whether `stage` is a step of the chain.
+/// Whether `stage` is a step of the chain ([`StageName::properties`]).
 pub(crate) fn is_step(stage: StageName) -> bool {
-    matches!(
-        stage,
-        StageName::Selfplay | StageName::Mine | StageName::Rate | StageName::Verify
-    )
+    stage.properties().chain_step
 }
 
 /// The chain's steps, in pipeline order.

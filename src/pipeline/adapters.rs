@@ -278,10 +278,6 @@ impl Stage for Selfplay {
         Ok(Vec::new())
     }
 
-    fn uses_engine(&self) -> bool {
-        true
-    }
-
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let pool = ctx.engine_pool(StageName::Selfplay)?;
         // A shard plays its slice of the game numbers; each game's bytes
@@ -532,10 +528,6 @@ impl Stage for Mine {
         Ok(inputs)
     }
 
-    fn uses_engine(&self) -> bool {
-        true
-    }
-
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let pool = ctx.engine_pool(StageName::Mine)?;
         let mut files = Vec::new();
@@ -608,11 +600,6 @@ impl Stage for Rate {
         let mut inputs = Self::puzzle_files(ctx);
         inputs.extend(self.section.model.clone());
         Ok(inputs)
-    }
-
-    /// Rating reads the human-move nets and the board; no engine.
-    fn uses_engine(&self) -> bool {
-        false
     }
 
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
@@ -739,10 +726,6 @@ impl Stage for Verify {
 
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
         Ok(Self::puzzle_files(ctx))
-    }
-
-    fn uses_engine(&self) -> bool {
-        true
     }
 
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
@@ -979,10 +962,6 @@ impl Stage for Eval {
                 .split_files();
         inputs.extend(crate::stages::eval::maia_inputs(&self.section));
         Ok(inputs)
-    }
-
-    fn uses_engine(&self) -> bool {
-        true
     }
 
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {

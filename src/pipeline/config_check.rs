@@ -190,12 +190,16 @@ impl PipelineConfig {
         if generate.max_per_game == Some(0) {
             fail("generate", "max_per_game", "must be at least 1".into())?;
         }
-        for stage in [StageName::Selfplay, StageName::Mine, StageName::Rate] {
+        let needed: Vec<StageName> = StageName::ALL
+            .into_iter()
+            .filter(|s| s.properties().generate_needs)
+            .collect();
+        for &stage in &needed {
             if !self.pipeline.stages.contains(&stage) {
                 fail(
                     "pipeline",
                     "stages",
-                    format!("[generate] needs selfplay, mine and rate; {stage} is missing"),
+                    format!("[generate] needs {}; {stage} is missing", and_list(&needed)),
                 )?;
             }
         }
@@ -362,15 +366,10 @@ impl PipelineConfig {
         {
             fail("rate", "maia", format!("{e:#}"))?;
         }
-        let uses_engine = [
-            StageName::Selfplay,
-            StageName::Mine,
-            StageName::Rate,
-            StageName::Verify,
-            StageName::Eval,
-        ]
-        .iter()
-        .any(|s| stages.contains(s));
+        // `rate` as before this table (its stage resolves no engine).
+        let uses_engine = stages
+            .iter()
+            .any(|s| s.properties().uses_engine || *s == StageName::Rate);
         if let Some(engine) = self
             .engine
             .path
@@ -503,4 +502,13 @@ fn is_pgn_date(date: &str) -> bool {
         && [4, 2, 2].iter().zip(&parts).all(|(len, part)| {
             part.len() == *len && part.chars().all(|c| c.is_ascii_digit() || c == '?')
         })
+}
+
+/// `stages` named for a sentence: `selfplay, mine and rate`.
+fn and_list(stages: &[StageName]) -> String {
+    match stages {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", StageName::list(rest.iter().copied())),
+    }
 }

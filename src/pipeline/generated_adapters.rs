@@ -135,10 +135,6 @@ impl Stage for GeneratedSelfplay {
         Ok(self.generated.inputs(None))
     }
 
-    fn uses_engine(&self) -> bool {
-        true
-    }
-
     fn seconds_spent_before(&self) -> f64 {
         seconds_of(&self.generated, self.name())
     }
@@ -190,10 +186,6 @@ impl Stage for GeneratedMine {
         let mut inputs = self.mine.inputs(ctx)?;
         inputs.extend(self.generated.inputs(Some(Part::Mined)));
         Ok(inputs)
-    }
-
-    fn uses_engine(&self) -> bool {
-        true
     }
 
     fn seconds_spent_before(&self) -> f64 {
@@ -325,10 +317,6 @@ impl Stage for GeneratedVerify {
         let mut inputs = self.verify.inputs(ctx)?;
         inputs.extend(self.generated.inputs(Some(Part::Verified)));
         Ok(inputs)
-    }
-
-    fn uses_engine(&self) -> bool {
-        true
     }
 
     fn seconds_spent_before(&self) -> f64 {

@@ -601,7 +601,7 @@ fn assemble_generated(
     let generated = Rc::new(generated);
     let (ingest, generated_stages): (Stages, Stages) = sliced
         .into_iter()
-        .partition(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
+        .partition(|s| s.name().properties().ingest);
     let run_here = generated_stages.into_iter().chain(rest).collect();
     let run_here = on_generated_route(run_here, config, seeds, &generated)?;
     Ok((ingest, run_here, generated))

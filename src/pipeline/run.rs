@@ -230,9 +230,7 @@ fn prepare_generation(
     if kept {
         // Refused before any game is played: the ingest stages, and
         // the store the kept release's games came from.
-        let ingest = stages
-            .iter()
-            .filter(|s| matches!(s.name(), StageName::IngestPuzzles | StageName::IngestGames));
+        let ingest = stages.iter().filter(|s| s.name().properties().ingest);
         check_kept(ctx, ingest)?;
         let key = crate::generate::store_key(&sections, ctx.generate_engine()?, tier)?;
         check_kept_store(ctx, &key)?;

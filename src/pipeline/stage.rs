@@ -136,9 +136,11 @@ pub trait Stage {
     fn config_section(&self, ctx: &RunContext) -> Result<Value>;
     /// Files the stage reads; their sha256 go into the fingerprint.
     fn inputs(&self, ctx: &RunContext) -> Result<Vec<PathBuf>>;
-    /// Whether results depend on the engine binary.
+    /// Whether results depend on the engine binary: the stage's row of
+    /// [`StageName::properties`], which no stage overrides (none's answer
+    /// depends on its settings).
     fn uses_engine(&self) -> bool {
-        false
+        self.name().properties().uses_engine
     }
     /// Wall seconds of the stage's work done before the stages ran (a
     /// generated stage's share of playing the batches): the run's table

@@ -82,17 +82,31 @@ impl StageName {
         }
     }
 
+    /// What the pipeline knows of the stage beyond its name: the one table
+    /// of stage properties, one row per stage, that every other place
+    /// reads ([`StageName::is_sharded`], the chain's steps, the config's
+    /// checks, the stages' [`crate::pipeline::stage::Stage::uses_engine`]).
+    #[rustfmt::skip]
+    pub(crate) const fn properties(self) -> StageProperties {
+        let (sharded, chain_step, generate_needs, uses_engine, ingest) = match self {
+            //                           sharded  chain   generate  engine  ingest
+            StageName::IngestPuzzles => (true,    false,  false,    false,  true),
+            StageName::IngestGames   => (true,    false,  false,    false,  true),
+            StageName::Selfplay      => (true,    true,   true,     true,   false),
+            StageName::Mine          => (true,    true,   true,     true,   false),
+            StageName::Rate          => (true,    true,   true,     false,  false),
+            StageName::Verify        => (false,   true,   false,    true,   false),
+            StageName::Release       => (false,   false,  false,    false,  false),
+            StageName::Export        => (false,   false,  false,    false,  false),
+            StageName::Eval          => (false,   false,  false,    true,   false),
+        };
+        StageProperties { sharded, chain_step, generate_needs, uses_engine, ingest }
+    }
+
     /// Whether `run --shard` runs the stage (on its slice of the work); the
-    /// others are left for `merge`.
-    pub(crate) fn is_sharded(self) -> bool {
-        matches!(
-            self,
-            StageName::IngestPuzzles
-                | StageName::IngestGames
-                | StageName::Selfplay
-                | StageName::Mine
-                | StageName::Rate
-        )
+    /// others are left for `merge` ([`StageProperties::sharded`]).
+    pub(crate) const fn is_sharded(self) -> bool {
+        self.properties().sharded
     }
 
     /// The names of `stages`, comma-separated, for messages.
@@ -103,6 +117,27 @@ impl StageName {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// The properties of one stage, as [`StageName::properties`] lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StageProperties {
+    /// `run --shard` runs the stage on its slice of the work; the others
+    /// are left for `merge`.
+    pub sharded: bool,
+    /// A step of the self-play chain (`selfplay` -> `mine` -> `rate` ->
+    /// `verify`), in pipeline order.
+    pub chain_step: bool,
+    /// `[generate]` makes the stage's work from its batches, so a run with
+    /// `[generate]` on must list it in `pipeline.stages`.
+    pub generate_needs: bool,
+    /// The stage's results depend on the engine binary: a run that lists
+    /// it resolves `[engine]` and needs its path. `rate` uses none (the
+    /// rating model reads Maia nets and the board, no UCI engine).
+    pub uses_engine: bool,
+    /// The stage reads the sources (`[sources]`), before any game is
+    /// played: generation leaves it to the plain route.
+    pub ingest: bool,
 }
 
 impl fmt::Display for StageName {
@@ -131,5 +166,20 @@ mod tests {
             StageName::list(sharded),
             "ingest_puzzles, ingest_games, selfplay, mine, rate"
         );
+    }
+
+    #[test]
+    fn the_table_of_stage_properties_reads_as_the_stages_do() {
+        let with = |property: fn(StageProperties) -> bool| {
+            StageName::list(
+                StageName::ALL
+                    .into_iter()
+                    .filter(|s| property(s.properties())),
+            )
+        };
+        assert_eq!(with(|p| p.chain_step), "selfplay, mine, rate, verify");
+        assert_eq!(with(|p| p.generate_needs), "selfplay, mine, rate");
+        assert_eq!(with(|p| p.uses_engine), "selfplay, mine, verify, eval");
+        assert_eq!(with(|p| p.ingest), "ingest_puzzles, ingest_games");
     }
 }
