@@ -366,10 +366,7 @@ impl PipelineConfig {
         {
             fail("rate", "maia", format!("{e:#}"))?;
         }
-        // `rate` as before this table (its stage resolves no engine).
-        let uses_engine = stages
-            .iter()
-            .any(|s| s.properties().uses_engine || *s == StageName::Rate);
+        let uses_engine = stages.iter().any(|s| s.properties().uses_engine);
         if let Some(engine) = self
             .engine
             .path
@@ -510,5 +507,29 @@ fn and_list(stages: &[StageName]) -> String {
         [] => String::new(),
         [one] => one.to_string(),
         [rest @ .., last] => format!("{} and {last}", StageName::list(rest.iter().copied())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `engine.path` is needed by the stages that use the engine (their
+    /// row of [`StageName::properties`]), not by `rate`, which reads Maia
+    /// nets and the board and whose stage resolves no engine.
+    #[test]
+    fn only_a_stage_that_uses_the_engine_needs_its_path() {
+        let path = Path::new("p.toml");
+        let config = |stages: &str| {
+            let text = format!(
+                "[pipeline]\nstages = [{stages}]\n[engine]\npath = \"/nowhere/stockfish\"\n"
+            );
+            PipelineConfig::parse(&text, path).unwrap()
+        };
+        config("\"rate\"").validate(path, None).unwrap();
+        let error = config("\"rate\", \"verify\"")
+            .validate(path, None)
+            .unwrap_err();
+        assert!(format!("{error:#}").contains("engine.path"), "{error:#}");
     }
 }
