@@ -172,7 +172,13 @@ fn mining_candidates_is_deterministic_and_lines_are_well_formed() {
     let mut outputs = Vec::new();
     for (name, workers) in [("a.csv", 1), ("b.csv", 1), ("c.csv", 2)] {
         let output = dir.path().join(name);
-        let summary = run_mine_with(&config, &pool(workers), &input, &output).unwrap();
+        let summary = run_mine_with(
+            &config.clone().checked().unwrap(),
+            &pool(workers),
+            &input,
+            &output,
+        )
+        .unwrap();
         assert_eq!(summary.json["games"], 24);
         outputs.push(std::fs::read(&output).unwrap());
     }
@@ -216,8 +222,8 @@ fn mining_selfplay_games_is_deterministic() {
     };
     let a = dir.path().join("a.jsonl");
     let b = dir.path().join("b.jsonl");
-    let summary = run_mine_with(&config, &pool(1), &games, &a).unwrap();
-    run_mine_with(&config, &pool(2), &games, &b).unwrap();
+    let summary = run_mine_with(&config.clone().checked().unwrap(), &pool(1), &games, &a).unwrap();
+    run_mine_with(&config.clone().checked().unwrap(), &pool(2), &games, &b).unwrap();
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     assert_eq!(summary.json["games"], 4);
     assert!(summary.json["positions_analysed"].as_u64().unwrap() > 0);
@@ -245,7 +251,7 @@ fn verify_rechecks_mined_puzzles() {
     let input = write_candidates(dir.path(), 12);
     let mined = dir.path().join("mined.csv");
     run_mine_with(
-        &small_mine_config(Criterion::Lichess),
+        &small_mine_config(Criterion::Lichess).checked().unwrap(),
         &pool(2),
         &input,
         &mined,
@@ -604,7 +610,13 @@ fn the_swing_pass_searches_fewer_positions_and_keeps_only_puzzles_of_the_exhaust
             ..base.clone()
         };
         let output = dir.path().join(name);
-        let summary = run_mine_with(&config, &pool(2), &input, &output).unwrap();
+        let summary = run_mine_with(
+            &config.clone().checked().unwrap(),
+            &pool(2),
+            &input,
+            &output,
+        )
+        .unwrap();
         let puzzles: HashSet<(String, String)> = read_puzzles(&output)
             .unwrap()
             .into_iter()

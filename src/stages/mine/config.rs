@@ -238,7 +238,29 @@ impl Default for MineConfig {
     }
 }
 
+/// A `[mine]` section that passed its one check ([`MineConfig::checked`]):
+/// what the runners take, so that a standalone `mine` checks its section
+/// once, where its flags were laid over it, and not again on each way in.
+#[derive(Debug, Clone)]
+pub struct CheckedMineConfig(MineConfig);
+
+impl std::ops::Deref for CheckedMineConfig {
+    type Target = MineConfig;
+
+    fn deref(&self) -> &MineConfig {
+        &self.0
+    }
+}
+
 impl MineConfig {
+    /// The section, checked ([`MineConfig::validate`]) into the type the
+    /// runners take.
+    pub fn checked(self) -> Result<CheckedMineConfig> {
+        self.validate()?;
+        Ok(CheckedMineConfig(self))
+    }
+
+    /// Every number within its bound, then the keys that bound each other.
     pub fn validate(&self) -> Result<()> {
         // Every number within its bound, then the keys that bound each other.
         crate::core::bounds::check_section(self)

@@ -58,7 +58,7 @@ mod run;
 
 pub(crate) use check::FunnelCheck;
 pub(crate) use checkpoint::checkpoint_path;
-pub use config::{ALGORITHM, MineArgs, MineConfig, MineOverrides};
+pub use config::{ALGORITHM, CheckedMineConfig, MineArgs, MineConfig, MineOverrides};
 pub(crate) use input::human_game_units;
 pub use input::{Loaded, MineUnit, Source, Target, load_input};
 pub(crate) use output::dedup_puzzles;

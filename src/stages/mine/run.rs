@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 use super::checkpoint::{Checkpoint, checkpoint_path, fingerprint};
-use super::config::{MineArgs, MineConfig};
+use super::config::{CheckedMineConfig, MineArgs, MineConfig};
 use super::input::{Loaded, load_input};
 use super::output::select_puzzles;
 use super::unit::{mine_units, mine_units_resumable};
@@ -20,8 +20,7 @@ use crate::engine::pool::EnginePool;
 use crate::engine::settings::EngineConfig;
 
 pub fn run_mine(args: &MineArgs) -> Result<Summary> {
-    let config = flags_over(&MineConfig::default(), &args.overrides)?;
-    config.validate()?;
+    let config = flags_over(&MineConfig::default(), &args.overrides)?.checked()?;
     let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
     pool_config.progress = Some("games".to_string());
     let pool = EnginePool::new(spec, pool_config)?;
@@ -33,12 +32,11 @@ pub(crate) const MINE_COLUMNS: [Column; 10] = columns::MINE;
 
 /// Mines `input` on `pool` into `output`.
 pub fn run_mine_with(
-    config: &MineConfig,
+    config: &CheckedMineConfig,
     pool: &EnginePool,
     input: &Path,
     output: &Path,
 ) -> Result<Summary> {
-    config.validate()?;
     let loaded = load_input(input)?;
     let fingerprint = fingerprint(input, config, pool.spec())?;
     let mut checkpoint = Checkpoint::open(output, &fingerprint, loaded.units.len())?;
@@ -148,26 +146,27 @@ impl MineSummary {
 
 /// Mines already loaded units (all of an input, or a slice of it) into
 /// `output`: the summary, each unit's funnel and the count of puzzles
-/// written.
+/// written. The pipeline's and generation's way in: the section is
+/// checked here, once per call.
 pub(crate) fn mine_loaded_per_unit(
     config: &MineConfig,
     pool: &EnginePool,
     loaded: &Loaded,
     output: &Path,
 ) -> Result<MinedUnits> {
-    mine_loaded_with(config, pool, loaded, output, None)
+    let config = config.clone().checked()?;
+    mine_loaded_with(&config, pool, loaded, output, None)
 }
 
 /// [`mine_loaded_per_unit`], resuming from and recording into
 /// `checkpoint` when given (a standalone `mine`).
 fn mine_loaded_with(
-    config: &MineConfig,
+    config: &CheckedMineConfig,
     pool: &EnginePool,
     loaded: &Loaded,
     output: &Path,
     checkpoint: Option<&mut Checkpoint>,
 ) -> Result<MinedUnits> {
-    config.validate()?;
     let cpu_before = pool.search_cpu_seconds();
     let run = match checkpoint {
         Some(checkpoint) => mine_units_resumable(&loaded.units, config, pool, checkpoint)?,
