@@ -79,7 +79,39 @@ struct Difference {
 /// Runs `reproduce`.
 pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
     let (release_dir, stage_dir) = locate(&args.release)?;
-    let manifest = ReleaseManifest::load(&stage_dir)?.ok_or_else(|| {
+    let (manifest, run) = recorded_run(&stage_dir)?;
+    let manifest_path = stage_dir.join(MANIFEST_FILE);
+    let config_dir = config_dir(args, &release_dir, &run, &manifest_path)?;
+    let config_path = config_dir.join(&run.config.name);
+    let config = PipelineConfig::from_text(&run.config.text, &config_path)?;
+    check_inputs(&manifest, &config_dir)?;
+    check_engines(&manifest, &config, args.engine.as_ref(), &run)?;
+
+    let (scratch, temporary) = scratch_folder(args, &run)?;
+    copy_earlier_releases(&manifest, &stage_dir, &scratch)?;
+    let reproduce_seconds = repeat_run(args, &run, &config_dir, &scratch, &release_dir)?;
+    let reproduced = scratch.join(&run.release);
+
+    // Earlier releases' files are inputs of the draw, named by where the
+    // output folder is: as the config writes it there, the scratch here.
+    let written_output = config_output_dir(&run, &manifest_path)?;
+    let outputs = (
+        written_output.display().to_string(),
+        scratch.display().to_string(),
+    );
+    let mut summary = compare(&release_dir, &reproduced, &manifest.tool.build, &outputs)?;
+    summary.release = release_dir.clone();
+    summary.scratch = scratch.clone();
+    summary.stage_seconds = recorded_seconds(&release_dir);
+    summary.reproduce_seconds = (reproduce_seconds * 1000.0).round() / 1000.0;
+    reproduce_outcome(&summary, &reproduced, temporary)
+}
+
+/// The release's manifest in `stage_dir` and the run its release stage
+/// recorded: refused when there is none to repeat, or when the run aimed
+/// its tier at an eval the manifest does not hold.
+fn recorded_run(stage_dir: &Path) -> Result<(ReleaseManifest, RunAsked)> {
+    let manifest = ReleaseManifest::load(stage_dir)?.ok_or_else(|| {
         bad_input(format!(
             "{}: not a release manifest",
             stage_dir.join(MANIFEST_FILE).display()
@@ -105,14 +137,18 @@ pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
             manifest_path.display()
         )));
     }
-    let config_dir = config_dir(args, &release_dir, &run, &manifest_path)?;
-    let config_path = config_dir.join(&run.config.name);
-    let config = PipelineConfig::from_text(&run.config.text, &config_path)?;
-    check_inputs(&manifest, &config_dir)?;
-    check_engines(&manifest, &config, args.engine.as_ref(), &run)?;
+    Ok((manifest, run))
+}
 
-    let (scratch, temporary) = scratch_folder(args, &run)?;
-    copy_earlier_releases(&manifest, &stage_dir, &scratch)?;
+/// Repeats `run` from the config's folder into `scratch`, as it was asked
+/// (under `--engine` when given): the seconds it took.
+fn repeat_run(
+    args: &ReproduceArgs,
+    run: &RunAsked,
+    config_dir: &Path,
+    scratch: &Path,
+    release_dir: &Path,
+) -> Result<f64> {
     let engine = match &args.engine {
         Some(engine) => Some(
             engine
@@ -146,34 +182,30 @@ pub fn run_reproduce(args: &ReproduceArgs) -> Result<Summary> {
         aim: Default::default(),
     };
     let started = Instant::now();
-    run_pipeline_from(&run_args, &run.config.text, Some(&scratch))
+    run_pipeline_from(&run_args, &run.config.text, Some(scratch))
         .with_context(|| format!("reproducing {}", release_dir.display()))?;
-    let reproduce_seconds = started.elapsed().as_secs_f64();
-    let reproduced = scratch.join(&run.release);
+    Ok(started.elapsed().as_secs_f64())
+}
 
-    // Earlier releases' files are inputs of the draw, named by where the
-    // output folder is: as the config writes it there, the scratch here.
-    let written_output = config_output_dir(&run, &manifest_path)?;
-    let outputs = (
-        written_output.display().to_string(),
-        scratch.display().to_string(),
-    );
-    let mut summary = compare(&release_dir, &reproduced, &manifest.tool.build, &outputs)?;
-    summary.release = release_dir.clone();
-    summary.scratch = scratch.clone();
-    summary.stage_seconds = recorded_seconds(&release_dir);
-    summary.reproduce_seconds = (reproduce_seconds * 1000.0).round() / 1000.0;
-    let human = human_lines(&summary, temporary);
+/// The command's summary: a shortfall and [`EXIT_DIFFERS`] when files
+/// differ; a temporary scratch folder removed when none does.
+fn reproduce_outcome(
+    summary: &ReproduceSummary,
+    reproduced: &Path,
+    temporary: bool,
+) -> Result<Summary> {
+    let (release_dir, scratch) = (&summary.release, &summary.scratch);
+    let human = human_lines(summary, temporary);
     let differ = summary
         .differ
         .iter()
         .map(|d| d.file.clone())
         .collect::<Vec<_>>();
     if differ.is_empty() && temporary {
-        std::fs::remove_dir_all(&scratch)
+        std::fs::remove_dir_all(scratch)
             .with_context(|| format!("removing {}", scratch.display()))?;
     }
-    let mut out = Summary::new(human, serde_json::to_value(&summary)?);
+    let mut out = Summary::new(human, serde_json::to_value(summary)?);
     if !differ.is_empty() {
         out.shortfall = Some(format!(
             "{} file{} of {} differ from the reproduction in {}: {}",
@@ -524,26 +556,7 @@ fn compare(
         });
     }
     let both: Vec<&String> = ours.intersection(&theirs).collect();
-    // Text substitutions that set a field aside, each side's own: the
-    // build identity, and the sha256 of a file that agreed once set aside
-    // (so that a record naming that file's sha256 agrees too).
-    let build = crate::core::build::BUILD;
-    let mut left: Vec<(String, String)> = Vec::new();
-    let mut right: Vec<(String, String)> = Vec::new();
-    let mut asides: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    if !recorded_build.is_empty() && recorded_build != build {
-        left.push((recorded_build.to_string(), "<build>".to_string()));
-        right.push((build.to_string(), "<build>".to_string()));
-    }
-    // Where each run's output folder is, as its records name it.
-    let folder = "<output folder>/".to_string();
-    if !matches!(outputs.0.as_str(), "" | ".") {
-        left.push((
-            format!("{}/", outputs.0.trim_end_matches('/')),
-            folder.clone(),
-        ));
-    }
-    right.push((format!("{}/", outputs.1.trim_end_matches('/')), folder));
+    let (mut left, mut right) = substitutions(recorded_build, outputs);
     let mut pending: Vec<&String> = Vec::new();
     for file in both {
         let name = file.rsplit('/').next().unwrap_or(file);
@@ -563,6 +576,67 @@ fn compare(
     }
     // Records last: a `stage.json` names its outputs' sha256.
     pending.sort_by_key(|file| file.ends_with(STAGE_RECORD));
+    let sides = (original, reproduced);
+    let (pending, asides) = set_aside(sides, pending, (&mut left, &mut right), outputs)?;
+    for (file, fields) in asides {
+        summary.identical_but.push(Aside {
+            file,
+            fields: fields.join("; "),
+        });
+    }
+    for file in pending {
+        let (a, b) = (read(original, file)?, read(reproduced, file)?);
+        summary.differ.push(Difference {
+            file: file.clone(),
+            why: first_difference(&a, &b),
+        });
+    }
+    summary.differ.sort_by(|x, y| x.file.cmp(&y.file));
+    Ok(summary)
+}
+
+/// Text substitutions (`from`, `to`) applied in order.
+type Substitutions = Vec<(String, String)>;
+
+/// Fields set aside per file, as `identical_but` lists them.
+type Asides = BTreeMap<String, Vec<String>>;
+
+/// The text substitutions that set a field aside, each side's own
+/// (`left` the release's, `right` the reproduction's): the build identity,
+/// and where each run's output folder is, as its records name it.
+fn substitutions(
+    recorded_build: &str,
+    outputs: &(String, String),
+) -> (Substitutions, Substitutions) {
+    let build = crate::core::build::BUILD;
+    let mut left: Substitutions = Vec::new();
+    let mut right: Substitutions = Vec::new();
+    if !recorded_build.is_empty() && recorded_build != build {
+        left.push((recorded_build.to_string(), "<build>".to_string()));
+        right.push((build.to_string(), "<build>".to_string()));
+    }
+    let folder = "<output folder>/".to_string();
+    if !matches!(outputs.0.as_str(), "" | ".") {
+        left.push((
+            format!("{}/", outputs.0.trim_end_matches('/')),
+            folder.clone(),
+        ));
+    }
+    right.push((format!("{}/", outputs.1.trim_end_matches('/')), folder));
+    (left, right)
+}
+
+/// The files of `pending` (differing byte for byte) that agree once
+/// fields are set aside, until no more does: each that agrees adds its
+/// sha256 to the substitutions (so that a record naming it agrees too).
+/// The files that still differ, and the fields set aside per file.
+fn set_aside<'f>(
+    (original, reproduced): (&Path, &Path),
+    mut pending: Vec<&'f String>,
+    (left, right): (&mut Substitutions, &mut Substitutions),
+    outputs: &(String, String),
+) -> Result<(Vec<&'f String>, Asides)> {
+    let mut asides: Asides = BTreeMap::new();
     let mut changed = true;
     while changed {
         changed = false;
@@ -570,9 +644,9 @@ fn compare(
         for file in pending {
             let (a, b) = (read(original, file)?, read(reproduced, file)?);
             let fields = if file.rsplit('/').next() == Some(STAGE_RECORD) {
-                same_stage_record(&a, &b, (&left, &outputs.0), (&right, &outputs.1))
+                same_stage_record(&a, &b, (left, &outputs.0), (right, &outputs.1))
             } else {
-                (substitute(&a, &left) == substitute(&b, &right)).then(|| {
+                (substitute(&a, left) == substitute(&b, right)).then(|| {
                     "the build identity, the output folder's path, the sha256 of files set aside"
                         .to_string()
                 })
@@ -589,21 +663,7 @@ fn compare(
         }
         pending = still;
     }
-    for (file, fields) in asides {
-        summary.identical_but.push(Aside {
-            file,
-            fields: fields.join("; "),
-        });
-    }
-    for file in pending {
-        let (a, b) = (read(original, file)?, read(reproduced, file)?);
-        summary.differ.push(Difference {
-            file: file.clone(),
-            why: first_difference(&a, &b),
-        });
-    }
-    summary.differ.sort_by(|x, y| x.file.cmp(&y.file));
-    Ok(summary)
+    Ok((pending, asides))
 }
 
 fn read(dir: &Path, file: &str) -> Result<Vec<u8>> {

@@ -332,118 +332,138 @@ fn reject_repeated_ids(tagged: &mut [Tagged], first_lines: &mut FirstLines) {
 
 fn tag_file(args: &TagArgs) -> Result<TagRecord> {
     let started = own_cpu_seconds();
-    let rejects_path = args
-        .rejects
-        .clone()
-        .unwrap_or_else(|| default_rejects_path(&args.output));
-    let mut writer: Option<PuzzleWriter> = None;
-    let mut rejects = RejectsFile::create(&rejects_path)?;
-    let mut record = TagRecord {
-        input: args.puzzles.display().to_string(),
-        output: args.output.display().to_string(),
-        rejects: rejects_path.display().to_string(),
-        rows: 0,
-        tagged: 0,
-        rejected: 0,
-        rejected_by_reason: BTreeMap::new(),
-        changed: 0,
-        cpu_seconds: 0.0,
-        rows_per_cpu_second: 0.0,
-        agreement: None,
-        score_nodes: args.nodes,
-        engines: Vec::new(),
-    };
-    let pool = match args.nodes {
-        Some(0) => crate::bail_input!("tag: --nodes must be positive"),
-        Some(_) => {
-            let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
-            pool_config.progress = Some("tag".to_string());
-            Some(EnginePool::new(spec, pool_config)?)
-        }
-        None => None,
-    };
-    let mut agreement = args.agreement.then(AgreementCounts::default);
+    let mut run = TagRun::open(args)?;
     let mut batch: Vec<ReadRow> = Vec::with_capacity(BATCH_ROWS);
-    let mut first_lines = FirstLines::default();
-    let flush = |batch: &mut Vec<ReadRow>,
-                 writer: &mut Option<PuzzleWriter>,
-                 rejects: &mut RejectsFile,
-                 record: &mut TagRecord,
-                 agreement: &mut Option<AgreementCounts>,
-                 first_lines: &mut FirstLines|
-     -> Result<()> {
+    for_each_row(&args.puzzles, |row| {
+        batch.push(row);
+        if batch.len() >= BATCH_ROWS {
+            run.flush(&mut batch)?;
+        }
+        Ok(())
+    })?;
+    run.flush(&mut batch)?;
+    run.finish(started)
+}
+
+/// One `tag` run as its batches are tagged: its outputs (the puzzle file,
+/// opened at the first kept row, and the rejects), its counts and the
+/// engines that score rows under `--nodes`.
+struct TagRun<'a> {
+    args: &'a TagArgs,
+    pool: Option<EnginePool>,
+    writer: Option<PuzzleWriter>,
+    rejects: RejectsFile,
+    record: TagRecord,
+    agreement: Option<AgreementCounts>,
+    first_lines: FirstLines,
+}
+
+impl<'a> TagRun<'a> {
+    /// The rejects file created, the counts at zero and, under `--nodes`,
+    /// the engines started.
+    fn open(args: &'a TagArgs) -> Result<Self> {
+        let rejects_path = args
+            .rejects
+            .clone()
+            .unwrap_or_else(|| default_rejects_path(&args.output));
+        let rejects = RejectsFile::create(&rejects_path)?;
+        let record = TagRecord {
+            input: args.puzzles.display().to_string(),
+            output: args.output.display().to_string(),
+            rejects: rejects_path.display().to_string(),
+            rows: 0,
+            tagged: 0,
+            rejected: 0,
+            rejected_by_reason: BTreeMap::new(),
+            changed: 0,
+            cpu_seconds: 0.0,
+            rows_per_cpu_second: 0.0,
+            agreement: None,
+            score_nodes: args.nodes,
+            engines: Vec::new(),
+        };
+        let pool = match args.nodes {
+            Some(0) => crate::bail_input!("tag: --nodes must be positive"),
+            Some(_) => {
+                let (spec, mut pool_config) = args.engine.resolve(&EngineConfig::default())?;
+                pool_config.progress = Some("tag".to_string());
+                Some(EnginePool::new(spec, pool_config)?)
+            }
+            None => None,
+        };
+        Ok(Self {
+            args,
+            pool,
+            writer: None,
+            rejects,
+            record,
+            agreement: args.agreement.then(AgreementCounts::default),
+            first_lines: FirstLines::default(),
+        })
+    }
+
+    /// Tags the rows of `batch` (emptied), scores them under `--nodes`,
+    /// and writes each to the output or the rejects.
+    fn flush(&mut self, batch: &mut Vec<ReadRow>) -> Result<()> {
         let mut tagged: Vec<Tagged> = batch.par_drain(..).map(tag_row).collect();
-        reject_repeated_ids(&mut tagged, first_lines);
-        if let (Some(pool), Some(nodes)) = (&pool, args.nodes) {
+        reject_repeated_ids(&mut tagged, &mut self.first_lines);
+        if let (Some(pool), Some(nodes)) = (&self.pool, self.args.nodes) {
             score_rows(pool, nodes, &mut tagged)?;
         }
         for (line, outcome) in tagged {
-            record.rows += 1;
+            self.record.rows += 1;
             match outcome {
                 Ok(row) => {
-                    let out = match writer {
+                    let out = match &mut self.writer {
                         Some(out) => out,
-                        None => writer.insert(open_writer(&args.output, &row.retagged)?),
+                        None => self
+                            .writer
+                            .insert(open_writer(&self.args.output, &row.retagged)?),
                     };
-                    if let Some(counts) = agreement.as_mut() {
+                    if let Some(counts) = self.agreement.as_mut() {
                         counts.add(&row);
                     }
-                    record.tagged += 1;
+                    self.record.tagged += 1;
                     out.write(&row.retagged)?;
                     if row.retagged.themes != row.original_themes {
-                        record.changed += 1;
+                        self.record.changed += 1;
                     }
                 }
                 Err(error) => {
-                    record.rejected += 1;
-                    *record
+                    self.record.rejected += 1;
+                    *self
+                        .record
                         .rejected_by_reason
                         .entry(error.error.reason.to_string())
                         .or_default() += 1;
-                    rejects.write(line, error.id.as_bytes(), &error.error)?;
+                    self.rejects
+                        .write(line, error.id.as_bytes(), &error.error)?;
                 }
             }
         }
         Ok(())
-    };
-    for_each_row(&args.puzzles, |row| {
-        batch.push(row);
-        if batch.len() >= BATCH_ROWS {
-            flush(
-                &mut batch,
-                &mut writer,
-                &mut rejects,
-                &mut record,
-                &mut agreement,
-                &mut first_lines,
-            )?;
-        }
-        Ok(())
-    })?;
-    flush(
-        &mut batch,
-        &mut writer,
-        &mut rejects,
-        &mut record,
-        &mut agreement,
-        &mut first_lines,
-    )?;
-    match writer {
-        Some(writer) => {
-            writer.finish()?;
-        }
-        None => {
-            // No row survived: an empty file with the Lichess header, so
-            // what reads the output finds a puzzle file.
-            PuzzleWriter::create(&args.output, &[])?.finish()?;
-        }
     }
-    rejects.commit()?;
-    if let Some(pool) = &pool {
-        record.engines = pool.stats();
+
+    /// The output and the rejects committed, and the run's record.
+    fn finish(self, started: f64) -> Result<TagRecord> {
+        let mut record = self.record;
+        match self.writer {
+            Some(writer) => {
+                writer.finish()?;
+            }
+            None => {
+                // No row survived: an empty file with the Lichess header, so
+                // what reads the output finds a puzzle file.
+                PuzzleWriter::create(&self.args.output, &[])?.finish()?;
+            }
+        }
+        self.rejects.commit()?;
+        if let Some(pool) = &self.pool {
+            record.engines = pool.stats();
+        }
+        record.cpu_seconds = own_cpu_seconds() - started;
+        record.rows_per_cpu_second = record.rows as f64 / record.cpu_seconds.max(1e-9);
+        record.agreement = self.agreement.map(AgreementCounts::finish);
+        Ok(record)
     }
-    record.cpu_seconds = own_cpu_seconds() - started;
-    record.rows_per_cpu_second = record.rows as f64 / record.cpu_seconds.max(1e-9);
-    record.agreement = agreement.map(AgreementCounts::finish);
-    Ok(record)
 }

@@ -77,6 +77,15 @@ impl Game {
 
     /// The game as PGN text, ending with a blank line.
     pub(crate) fn to_pgn(&self, config: &SelfplayConfig, engine_name: &str) -> String {
+        let mut text = self.tags(config, engine_name);
+        text.push('\n');
+        text.push_str(&self.movetext());
+        text.push_str("\n\n");
+        text
+    }
+
+    /// The game's tag pairs, one line each.
+    fn tags(&self, config: &SelfplayConfig, engine_name: &str) -> String {
         let weakening = if config.maia.is_some() {
             "maia-sample"
         } else if config.engine_limit {
@@ -102,8 +111,7 @@ impl Game {
         tag("WhiteElo", &self.white_elo.to_string());
         tag("BlackElo", &self.black_elo.to_string());
         tag("PlyCount", &self.sans.len().to_string());
-        let start = self.start_fen();
-        if let Some(fen) = start {
+        if let Some(fen) = self.start_fen() {
             tag("SetUp", "1");
             tag("FEN", &fen.to_string());
         }
@@ -135,10 +143,15 @@ impl Game {
                 tag(&name, &escape_tag_value(&value));
             }
         }
-        text.push('\n');
+        text
+    }
+
+    /// The moves and the result, numbered and wrapped at 79 columns, with
+    /// no newline at the end.
+    fn movetext(&self) -> String {
         // Move numbers count from the start's: a FEN with Black to move
         // opens with "N...".
-        let (first_move, black_first) = match start {
+        let (first_move, black_first) = match self.start_fen() {
             Some(fen) => {
                 let setup = fen.as_setup();
                 (setup.fullmoves.get(), setup.turn == Color::Black)
@@ -156,6 +169,7 @@ impl Game {
             tokens.push(san.clone());
         }
         tokens.push(self.result.clone());
+        let mut text = String::new();
         let mut line = String::new();
         for token in tokens {
             if !line.is_empty() && line.len() + 1 + token.len() > 79 {
@@ -169,7 +183,6 @@ impl Game {
             line.push_str(&token);
         }
         text.push_str(&line);
-        text.push_str("\n\n");
         text
     }
 }
@@ -287,8 +300,30 @@ pub(super) fn play_game(
     {
         cap = cap.min(source.ply + more as usize);
     }
+    if source.is_none() {
+        play_opening(session, config, &mut board, &mut rng, cap, index)?;
+    }
+    if let Some(bench) = maia {
+        let start = thread_cpu_seconds();
+        let game = play_maia_game(board, bench, &mut rng, cap, index);
+        session.charge_cpu_seconds(thread_cpu_seconds() - start);
+        return game.map(|game| Game { source, ..game });
+    }
+    play_engine_game(session, config, board, &mut rng, cap, index, source)
+}
+
+/// The opening of a game without a human start, up to `cap` plies: random
+/// legal moves (`chaos`), or a first move by the game's parity then moves
+/// drawn among the engine's lines within `opening_window_cp` of its best.
+fn play_opening(
+    session: &mut Session,
+    config: &SelfplayConfig,
+    board: &mut Board,
+    rng: &mut rand_chacha::ChaCha8Rng,
+    cap: usize,
+    index: u64,
+) -> Result<(), EngineError> {
     match config.mode {
-        _ if source.is_some() => {}
         Mode::Chaos => {
             for _ in 0..config.chaos_plies {
                 if board.ending().is_some() || board.sans.len() >= cap {
@@ -307,35 +342,55 @@ pub(super) fn play_game(
                 let choice = if ply == 0 {
                     board.engine_move(if index % 2 == 1 { "e2e4" } else { "d2d4" })?
                 } else {
-                    let request =
-                        board.request(Limit::Depth(config.opening_depth), config.opening_multipv);
-                    let result = session.search(&request)?;
-                    let best = result.lines.first().map(|line| line.score.to_cp());
-                    let mut candidates = Vec::new();
-                    for line in &result.lines {
-                        if let (Some(best), Some(first)) = (best, line.pv.first())
-                            && line.score.to_cp() >= best - config.opening_window_cp
-                        {
-                            candidates.push(board.legal_move(*first)?);
-                        }
-                    }
-                    if candidates.is_empty() {
-                        let legal = board.position.legal_moves();
-                        legal[rng.random_range(0..legal.len())]
-                    } else {
-                        candidates[rng.random_range(0..candidates.len())]
-                    }
+                    opening_move(session, config, board, rng)?
                 };
                 board.play(choice);
             }
         }
     }
-    if let Some(bench) = maia {
-        let start = thread_cpu_seconds();
-        let game = play_maia_game(board, bench, &mut rng, cap, index);
-        session.charge_cpu_seconds(thread_cpu_seconds() - start);
-        return game.map(|game| Game { source, ..game });
+    Ok(())
+}
+
+/// One move of a standard opening after the first: drawn among the
+/// engine's lines within `opening_window_cp` of its best, or among the
+/// legal moves when none is.
+fn opening_move(
+    session: &mut Session,
+    config: &SelfplayConfig,
+    board: &Board,
+    rng: &mut rand_chacha::ChaCha8Rng,
+) -> Result<Move, EngineError> {
+    let request = board.request(Limit::Depth(config.opening_depth), config.opening_multipv);
+    let result = session.search(&request)?;
+    let best = result.lines.first().map(|line| line.score.to_cp());
+    let mut candidates = Vec::new();
+    for line in &result.lines {
+        if let (Some(best), Some(first)) = (best, line.pv.first())
+            && line.score.to_cp() >= best - config.opening_window_cp
+        {
+            candidates.push(board.legal_move(*first)?);
+        }
     }
+    Ok(if candidates.is_empty() {
+        let legal = board.position.legal_moves();
+        legal[rng.random_range(0..legal.len())]
+    } else {
+        candidates[rng.random_range(0..candidates.len())]
+    })
+}
+
+/// The rest of a game on the weakened engine, from `board` up to `cap`
+/// plies: each side at its Elo (drawn for `chaos`), by `UCI_Elo` under
+/// `engine_limit`, else by the skill level's weakened move.
+fn play_engine_game(
+    session: &mut Session,
+    config: &SelfplayConfig,
+    mut board: Board,
+    rng: &mut rand_chacha::ChaCha8Rng,
+    cap: usize,
+    index: u64,
+    source: Option<SourceGame>,
+) -> Result<Game, EngineError> {
     let (white_elo, black_elo) = match config.mode {
         Mode::Chaos => (
             rng.random_range(config.chaos_white_elo[0]..=config.chaos_white_elo[1]),
@@ -372,7 +427,7 @@ pub(super) fn play_game(
                 session,
                 (&board.start_fen, &board.ucis),
                 level,
-                &mut rng,
+                rng,
                 avoid.take(),
             )?
         };
