@@ -299,10 +299,43 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(IndexFile, NoveltyIndex)]
         }
     }
     let cpu_before = crate::engine::process::own_cpu_seconds();
+    let mut examples = Vec::new();
+    let (public, by_group) = near_public(&audited, indexes, &mut examples);
+    let lookup_cpu_seconds = crate::engine::process::own_cpu_seconds() - cpu_before;
+    let (near_pairs, across) = near_pairs_inside(&audited, &mut examples);
+    let puzzles = audited.len() as u64 + unreadable;
+    AuditReport {
+        command: "audit",
+        rule: RULE,
+        lookup: indexes
+            .first()
+            .map_or(Lookup::Exact, |(_, index)| index.lookup()),
+        puzzles,
+        unreadable,
+        against: indexes.iter().map(|(file, _)| file.clone()).collect(),
+        public,
+        by_group,
+        near_pairs,
+        near_pairs_across_split: across,
+        examples,
+        cpu_seconds: 0.0,
+        lookup_cpu_seconds,
+        puzzles_per_lookup_cpu_second: (lookup_cpu_seconds > 0.0)
+            .then(|| audited.len() as f64 / lookup_cpu_seconds),
+        max_resident_mib: None,
+    }
+}
+
+/// Each puzzle against the public `indexes`: the counts of near and exact
+/// copies, in all and per group, with the first 40 as examples.
+fn near_public(
+    audited: &[Audited],
+    indexes: &[(IndexFile, NoveltyIndex)],
+    examples: &mut Vec<NearCopy>,
+) -> (GroupCounts, BTreeMap<String, GroupCounts>) {
     let mut public = GroupCounts::default();
     let mut by_group: BTreeMap<String, GroupCounts> = BTreeMap::new();
-    let mut examples = Vec::new();
-    for a in &audited {
+    for a in audited {
         let group = by_group.entry(group_of(a.puzzle)).or_default();
         group.puzzles += 1;
         public.puzzles += 1;
@@ -333,8 +366,13 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(IndexFile, NoveltyIndex)]
             }
         }
     }
-    let lookup_cpu_seconds = crate::engine::process::own_cpu_seconds() - cpu_before;
-    // Near pairs inside: each puzzle against those before it.
+    (public, by_group)
+}
+
+/// Near pairs inside the set, each puzzle against those before it: all of
+/// them and those across splits, the first of each puzzle's as an example
+/// while there are fewer than 80.
+fn near_pairs_inside(audited: &[Audited], examples: &mut Vec<NearCopy>) -> (u64, u64) {
     let mut inside = NoveltyIndex::new();
     let (mut near_pairs, mut across) = (0u64, 0u64);
     for (k, a) in audited.iter().enumerate() {
@@ -363,27 +401,7 @@ pub fn audit(puzzles: &[(String, Puzzle)], indexes: &[(IndexFile, NoveltyIndex)]
         let number = inside.add(&a.puzzle.id, &a.idea);
         debug_assert_eq!(number as usize, k);
     }
-    let puzzles = audited.len() as u64 + unreadable;
-    AuditReport {
-        command: "audit",
-        rule: RULE,
-        lookup: indexes
-            .first()
-            .map_or(Lookup::Exact, |(_, index)| index.lookup()),
-        puzzles,
-        unreadable,
-        against: indexes.iter().map(|(file, _)| file.clone()).collect(),
-        public,
-        by_group,
-        near_pairs,
-        near_pairs_across_split: across,
-        examples,
-        cpu_seconds: 0.0,
-        lookup_cpu_seconds,
-        puzzles_per_lookup_cpu_second: (lookup_cpu_seconds > 0.0)
-            .then(|| audited.len() as f64 / lookup_cpu_seconds),
-        max_resident_mib: None,
-    }
+    (near_pairs, across)
 }
 
 /// Loads an `--against` file: an index file as it is, a puzzle or game

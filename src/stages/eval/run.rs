@@ -8,9 +8,12 @@ use super::answers::{answer_jobs, check_failed_calls, compute_regret, ladder_pol
 use super::args::EvalArgs;
 use super::client::default_cache_dir;
 use super::config::{EvalConfig, EvalEngine};
+use super::engine_ops::RegretSearches;
+use super::human::Policies;
 use super::inputs::{EvalInputs, jobs_of};
+use super::metrics::PositionRecord;
 use super::players::ModelSpec;
-use super::report::{EvalSummary, RunOutput};
+use super::report::{EnginePin, EvalSummary, RunOutput};
 use crate::core::error::bad_input;
 use crate::core::settings::{flags_over, load_section};
 use crate::core::summary::{Report, Summary};
@@ -79,19 +82,9 @@ pub(crate) fn run_eval_with(
         .clone()
         .unwrap_or_else(|| default_cache_dir(&args.output));
     let ladder_policies = ladder_policies(&config, puzzles, tasks, &cache, &mut notes)?;
-    // A Maia player reads its net among the ladder's nine when they ran.
-    let own_policies = match &model {
-        ModelSpec::Maia { rating, .. } if ladder_policies.is_none() => {
-            Some(super::human::policies(
-                &config.maia.models_dir,
-                &[*rating],
-                puzzles,
-                tasks,
-                Some(&cache),
-                config.client.workers,
-            )?)
-        }
-        _ => None,
+    let own_policies = match ladder_policies {
+        None => maia_player_policies(model, &config, &inputs, &cache)?,
+        Some(_) => None,
     };
     let (answers, http_requests, mut engine_pin) = answer_jobs(
         model,
@@ -106,30 +99,23 @@ pub(crate) fn run_eval_with(
         &mut notes,
     )?;
     let mut records = inputs.position_records(&jobs, &answers);
-    let mut regret_searches = None;
-    if config.regret.enabled {
-        // Regret needs Stockfish: without one the run still reports accuracy.
-        match compute_regret(&config, engine, &mut records, &cache) {
-            Ok((pin, searches)) => {
-                engine_pin = engine_pin.or(Some(pin));
-                regret_searches = Some(searches);
-            }
-            Err(e) => notes.push(format!("regret not computed: {e:#}")),
-        }
-    }
+    let regret_searches = if config.regret.enabled {
+        regret(
+            &config,
+            engine,
+            &mut records,
+            &cache,
+            &mut engine_pin,
+            &mut notes,
+        )
+    } else {
+        None
+    };
     let maia_positions = own_policies
         .as_ref()
         .or(ladder_policies.as_ref())
         .map(|p| (p.cached, p.positions.len() - p.cached));
-    // Every net the run read, by file and sha256, the player's first.
-    let mut nets: Vec<crate::maia::NetFile> = Vec::new();
-    for policies in own_policies.iter().chain(ladder_policies.iter()) {
-        for net in &policies.nets {
-            if !nets.contains(net) {
-                nets.push(net.clone());
-            }
-        }
-    }
+    let nets = nets_read(own_policies.iter().chain(ladder_policies.iter()));
     let ladder = ladder_policies.map(|policies| {
         super::ladder::ladder(
             &policies,
@@ -161,4 +147,61 @@ pub(crate) fn run_eval_with(
         &args.output,
     )?;
     Ok(summary)
+}
+
+/// The regret of each record's answer, with the engine's pin when the
+/// player's answers left none: regret needs Stockfish, and without one
+/// the run still reports accuracy (a note says why regret is missing).
+fn regret(
+    config: &EvalConfig,
+    engine: &EvalEngine,
+    records: &mut [PositionRecord],
+    cache: &std::path::Path,
+    engine_pin: &mut Option<EnginePin>,
+    notes: &mut Vec<String>,
+) -> Option<RegretSearches> {
+    match compute_regret(config, engine, records, cache) {
+        Ok((pin, searches)) => {
+            *engine_pin = engine_pin.take().or(Some(pin));
+            Some(searches)
+        }
+        Err(e) => {
+            notes.push(format!("regret not computed: {e:#}"));
+            None
+        }
+    }
+}
+
+/// A Maia player's policies when the ladder did not run (it reads its net
+/// among the ladder's nine when they ran); `None` for other players.
+fn maia_player_policies(
+    model: &ModelSpec,
+    config: &EvalConfig,
+    inputs: &EvalInputs,
+    cache: &std::path::Path,
+) -> Result<Option<Policies>> {
+    Ok(match model {
+        ModelSpec::Maia { rating, .. } => Some(super::human::policies(
+            &config.maia.models_dir,
+            &[*rating],
+            &inputs.puzzles,
+            &inputs.tasks,
+            Some(cache),
+            config.client.workers,
+        )?),
+        _ => None,
+    })
+}
+
+/// Every net the run read, by file and sha256, the player's first.
+fn nets_read<'p>(policies: impl Iterator<Item = &'p Policies>) -> Vec<crate::maia::NetFile> {
+    let mut nets: Vec<crate::maia::NetFile> = Vec::new();
+    for policies in policies {
+        for net in &policies.nets {
+            if !nets.contains(net) {
+                nets.push(net.clone());
+            }
+        }
+    }
+    nets
 }

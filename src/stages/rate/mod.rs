@@ -248,28 +248,8 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
     {
         estimate_ratings(model, &mut rated, &needs_estimate)?;
     }
-    for puzzle in &mut rated {
-        puzzle.set(Column::RatingSource, RatingSource::Lichess.as_str());
-        // A flag is this run's word on its own rating: an input's flag,
-        // from an earlier run or another model, goes.
-        puzzle.extra.retain(|(name, _)| name != RATING_FLAG);
-    }
-    for &index in &needs_estimate {
-        rated[index].set(Column::RatingSource, RatingSource::Estimated.as_str());
-    }
-    // Set after RatingSource, so the flag's column (there only when a row
-    // is flagged: files of the lengths the model knows keep their bytes)
-    // comes after it whatever row is flagged first.
     let longest_line = model.as_ref().map(|(model, _)| model.longest_fitted_line());
-    let mut beyond_model_lengths = 0;
-    if let Some(longest) = longest_line {
-        for &index in &needs_estimate {
-            if rated[index].solver_moves() > longest {
-                rated[index].set(RATING_FLAG, BEYOND_MODEL_LENGTHS);
-                beyond_model_lengths += 1;
-            }
-        }
-    }
+    let beyond_model_lengths = mark_rating_sources(&mut rated, &needs_estimate, longest_line);
     let columns = extra_columns_of(&rated);
     let mut writer = PuzzleWriter::create(job.output, &columns)?;
     for puzzle in &rated {
@@ -325,6 +305,38 @@ pub(crate) fn run_rate_with(job: &RateJob) -> Result<Report<RateSummary>> {
         calibration: calibration_json,
     };
     Ok(Report::new(human, record))
+}
+
+/// Each row's rating source (its Lichess rating, or `needs_estimate`'s
+/// estimated) and, past the model's `longest_line`, the flag of a rating
+/// beyond the model's lengths: how many were flagged.
+fn mark_rating_sources(
+    rated: &mut [Puzzle],
+    needs_estimate: &[usize],
+    longest_line: Option<usize>,
+) -> usize {
+    for puzzle in rated.iter_mut() {
+        puzzle.set(Column::RatingSource, RatingSource::Lichess.as_str());
+        // A flag is this run's word on its own rating: an input's flag,
+        // from an earlier run or another model, goes.
+        puzzle.extra.retain(|(name, _)| name != RATING_FLAG);
+    }
+    for &index in needs_estimate {
+        rated[index].set(Column::RatingSource, RatingSource::Estimated.as_str());
+    }
+    // Set after RatingSource, so the flag's column (there only when a row
+    // is flagged: files of the lengths the model knows keep their bytes)
+    // comes after it whatever row is flagged first.
+    let mut beyond_model_lengths = 0;
+    if let Some(longest) = longest_line {
+        for &index in needs_estimate {
+            if rated[index].solver_moves() > longest {
+                rated[index].set(RATING_FLAG, BEYOND_MODEL_LENGTHS);
+                beyond_model_lengths += 1;
+            }
+        }
+    }
+    beyond_model_lengths
 }
 
 /// The column that flags a rating the model gave by extrapolating, and
