@@ -82,10 +82,7 @@ pub(crate) fn run_eval_with(
         .clone()
         .unwrap_or_else(|| default_cache_dir(&args.output));
     let ladder_policies = ladder_policies(&config, puzzles, tasks, &cache, &mut notes)?;
-    let own_policies = match ladder_policies {
-        None => maia_player_policies(model, &config, &inputs, &cache)?,
-        Some(_) => None,
-    };
+    let own_policies = maia_player_policies(model, &config, &inputs, &cache, &ladder_policies)?;
     let (answers, http_requests, mut engine_pin) = answer_jobs(
         model,
         &config,
@@ -99,32 +96,20 @@ pub(crate) fn run_eval_with(
         &mut notes,
     )?;
     let mut records = inputs.position_records(&jobs, &answers);
-    let regret_searches = if config.regret.enabled {
-        regret(
-            &config,
-            engine,
-            &mut records,
-            &cache,
-            &mut engine_pin,
-            &mut notes,
-        )
-    } else {
-        None
-    };
+    let regret_searches = regret(
+        &config,
+        engine,
+        &cache,
+        &mut records,
+        &mut engine_pin,
+        &mut notes,
+    );
     let maia_positions = own_policies
         .as_ref()
         .or(ladder_policies.as_ref())
         .map(|p| (p.cached, p.positions.len() - p.cached));
     let nets = nets_read(own_policies.iter().chain(ladder_policies.iter()));
-    let ladder = ladder_policies.map(|policies| {
-        super::ladder::ladder(
-            &policies,
-            &config.maia.models_dir,
-            puzzles,
-            tasks,
-            config.rating_bin_width,
-        )
-    });
+    let ladder = ladder_policies.map(|policies| ladder_of(&policies, &config, &inputs));
     let puzzle_rating = super::puzzle_rating::report(&records, puzzles);
     let output = RunOutput {
         puzzle_rating,
@@ -149,17 +134,21 @@ pub(crate) fn run_eval_with(
     Ok(summary)
 }
 
-/// The regret of each record's answer, with the engine's pin when the
-/// player's answers left none: regret needs Stockfish, and without one
-/// the run still reports accuracy (a note says why regret is missing).
+/// The regret of each record's answer when `[eval.regret]` is on, with
+/// the engine's pin when the player's answers left none: regret needs
+/// Stockfish, and without one the run still reports accuracy (a note says
+/// why regret is missing).
 fn regret(
     config: &EvalConfig,
     engine: &EvalEngine,
-    records: &mut [PositionRecord],
     cache: &std::path::Path,
+    records: &mut [PositionRecord],
     engine_pin: &mut Option<EnginePin>,
     notes: &mut Vec<String>,
 ) -> Option<RegretSearches> {
+    if !config.regret.enabled {
+        return None;
+    }
     match compute_regret(config, engine, records, cache) {
         Ok((pin, searches)) => {
             *engine_pin = engine_pin.take().or(Some(pin));
@@ -173,15 +162,17 @@ fn regret(
 }
 
 /// A Maia player's policies when the ladder did not run (it reads its net
-/// among the ladder's nine when they ran); `None` for other players.
+/// among the ladder's nine, `ladder`, when they ran); `None` for other
+/// players.
 fn maia_player_policies(
     model: &ModelSpec,
     config: &EvalConfig,
     inputs: &EvalInputs,
     cache: &std::path::Path,
+    ladder: &Option<Policies>,
 ) -> Result<Option<Policies>> {
     Ok(match model {
-        ModelSpec::Maia { rating, .. } => Some(super::human::policies(
+        ModelSpec::Maia { rating, .. } if ladder.is_none() => Some(super::human::policies(
             &config.maia.models_dir,
             &[*rating],
             &inputs.puzzles,
@@ -191,6 +182,21 @@ fn maia_player_policies(
         )?),
         _ => None,
     })
+}
+
+/// The human ladder of the set, from the ladder's `policies`.
+fn ladder_of(
+    policies: &Policies,
+    config: &EvalConfig,
+    inputs: &EvalInputs,
+) -> super::ladder::Ladder {
+    super::ladder::ladder(
+        policies,
+        &config.maia.models_dir,
+        &inputs.puzzles,
+        &inputs.tasks,
+        config.rating_bin_width,
+    )
 }
 
 /// Every net the run read, by file and sha256, the player's first.

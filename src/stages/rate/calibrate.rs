@@ -21,7 +21,7 @@ use super::config::*;
 use super::features::{Features, feature_names};
 use super::figures::{Figures, Scored, rmse};
 use super::fit::*;
-use super::model::{Estimator, FitRows, band_weights, fit_trees, out_of_fold, pick};
+use super::model::{Estimator, FitRows, Trees, band_weights, fit_trees, out_of_fold, pick};
 use super::store::{FeatureSettings, FeatureStore, ROWS_PER_PART, row_key, stored};
 use crate::chess::columns::Column;
 use crate::chess::derive::{RatingSource, TYPICAL_RATING_DEVIATION};
@@ -429,6 +429,41 @@ struct Calibration<'a> {
 }
 
 impl Calibration<'_> {
+    /// The held-out figures of the out-of-fold `output` of `all`.
+    fn figures(&self, all: &FitRows, output: &[f64]) -> Result<Figures> {
+        let (estimate, deviation) = self.held_out(all, output)?;
+        Ok(Figures::of(&Scored {
+            estimate,
+            deviation,
+            rating: self.ratings.clone(),
+            length: self.lengths.clone(),
+            mate: self.mates.clone(),
+            proxy: self.rows.proxy.clone(),
+        }))
+    }
+
+    /// The final trees on `all` and the learning curve at `curve`'s sizes
+    /// (none when empty). The fits are independent: one core each (a tree
+    /// fit is single-threaded, for its bits).
+    fn final_fits(
+        &self,
+        all: &FitRows,
+        output: &[f64],
+        curve: &[usize],
+    ) -> Result<(Trees, Vec<CurvePoint>)> {
+        let (trees, learning_curve) = rayon::join(
+            || fit_trees(all, &self.config.trees),
+            || {
+                if curve.is_empty() {
+                    Ok(Vec::new())
+                } else {
+                    self.learning_curve(curve, all, output)
+                }
+            },
+        );
+        Ok((trees?, learning_curve?))
+    }
+
     /// The rows to fit on among `index`, with weights. A row's `fold` key
     /// is its game's place: `place % folds` is its outer fold.
     fn fit_rows(&self, index: &[usize]) -> FitRows<'_> {
@@ -660,28 +695,8 @@ pub fn calibrate(
     let everything: Vec<usize> = (0..rows.puzzles.len()).collect();
     let all = calibration.fit_rows(&everything);
     let output = out_of_fold(&all, rows.folds, &config.trees)?;
-    let (estimate, deviation) = calibration.held_out(&all, &output)?;
-    let figures = Figures::of(&Scored {
-        estimate,
-        deviation,
-        rating: calibration.ratings.clone(),
-        length: calibration.lengths.clone(),
-        mate: calibration.mates.clone(),
-        proxy: rows.proxy.clone(),
-    });
-    // The final trees and the learning curve's fits are independent: one
-    // core each (a tree fit is single-threaded, for its bits).
-    let (trees, learning_curve) = rayon::join(
-        || fit_trees(&all, &config.trees),
-        || {
-            if curve.is_empty() {
-                Ok(Vec::new())
-            } else {
-                calibration.learning_curve(curve, &all, &output)
-            }
-        },
-    );
-    let (trees, learning_curve) = (trees?, learning_curve?);
+    let figures = calibration.figures(&all, &output)?;
+    let (trees, learning_curve) = calibration.final_fits(&all, &output, curve)?;
     let estimator = Estimator::from_outputs(trees, &all, &output, MODEL_GROUPS.len())?;
     let model = RatingModel {
         format: MODEL_FORMAT,
