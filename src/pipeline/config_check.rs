@@ -35,6 +35,44 @@ impl PipelineConfig {
             )))
         };
         let stages = &self.pipeline.stages;
+        self.validate_stage_list(&fail)?;
+        self.validate_output_dir(&fail)?;
+        if let Some(name) = tier
+            && !self.release.tiers.contains_key(name)
+        {
+            let known: Vec<&str> = self.release.tiers.keys().map(String::as_str).collect();
+            return fail(
+                "release",
+                "tiers",
+                format!(
+                    "--tier {name:?} is not configured (configured: {})",
+                    known.join(", ")
+                ),
+            );
+        }
+        self.validate_ranges(path, &fail)?;
+        self.validate_generate(&fail, tier)?;
+        self.validate_stage_sections(path, &fail, tier)?;
+        if !is_pgn_date(&self.selfplay.date) {
+            let date = &self.selfplay.date;
+            return fail(
+                "selfplay",
+                "date",
+                format!("{date:?} is not a PGN date (YYYY.MM.DD, ? for unknown digits)"),
+            );
+        }
+        if stages.contains(&StageName::Eval)
+            && let Some(model) = &self.eval.model
+            && let Err(e) = crate::stages::eval::players::ModelSpec::parse(model)
+        {
+            return fail("eval", "model", format!("{e:#}"));
+        }
+        self.validate_paths(&fail)
+    }
+
+    /// `pipeline.stages`: not empty, no stage twice, in pipeline order.
+    fn validate_stage_list(&self, fail: &dyn Fn(&str, &str, String) -> Result<()>) -> Result<()> {
+        let stages = &self.pipeline.stages;
         if stages.is_empty() {
             return fail(
                 "pipeline",
@@ -69,38 +107,7 @@ impl PipelineConfig {
                 );
             }
         }
-        self.validate_output_dir(&fail)?;
-        if let Some(name) = tier
-            && !self.release.tiers.contains_key(name)
-        {
-            let known: Vec<&str> = self.release.tiers.keys().map(String::as_str).collect();
-            return fail(
-                "release",
-                "tiers",
-                format!(
-                    "--tier {name:?} is not configured (configured: {})",
-                    known.join(", ")
-                ),
-            );
-        }
-        self.validate_ranges(path, &fail)?;
-        self.validate_generate(&fail, tier)?;
-        self.validate_stage_sections(path, &fail, tier)?;
-        if !is_pgn_date(&self.selfplay.date) {
-            let date = &self.selfplay.date;
-            return fail(
-                "selfplay",
-                "date",
-                format!("{date:?} is not a PGN date (YYYY.MM.DD, ? for unknown digits)"),
-            );
-        }
-        if stages.contains(&StageName::Eval)
-            && let Some(model) = &self.eval.model
-            && let Err(e) = crate::stages::eval::players::ModelSpec::parse(model)
-        {
-            return fail("eval", "model", format!("{e:#}"));
-        }
-        self.validate_paths(&fail)
+        Ok(())
     }
 
     /// Each listed stage's rules across its keys (the bounds of each key

@@ -152,22 +152,7 @@ impl Provenance {
             Some(engine) => serde_json::to_value(engine_identity(&engine.spec, &engine.pool)?)?,
             None => Value::Null,
         };
-        let second = match self.verify.as_ref().and_then(|v| v.second_engine.as_ref()) {
-            Some(second) => {
-                let spec = second.spec()?;
-                let pool = ctx
-                    .engine
-                    .as_ref()
-                    .map(|e| e.pool.clone())
-                    .unwrap_or_default();
-                serde_json::to_value(SecondEngineIdentity {
-                    identity: engine_identity(&spec, &pool)?,
-                    depth: second.depth,
-                    min_gap_cp: second.min_gap_cp,
-                })?
-            }
-            None => Value::Null,
-        };
+        let second = self.second_engine(ctx)?;
         let mut settings = Settings::default();
         // Under `[generate]` each profile's own selfplay and mine settings
         // are in `generate.figures.settings`.
@@ -205,6 +190,29 @@ impl Provenance {
 }
 
 impl Provenance {
+    /// The manifest's `second_engine`: `[verify.second_engine]`'s identity
+    /// (on the run's pool settings) and its settings; null without one.
+    fn second_engine(&self, ctx: &RunContext) -> Result<Value> {
+        Ok(
+            match self.verify.as_ref().and_then(|v| v.second_engine.as_ref()) {
+                Some(second) => {
+                    let spec = second.spec()?;
+                    let pool = ctx
+                        .engine
+                        .as_ref()
+                        .map(|e| e.pool.clone())
+                        .unwrap_or_default();
+                    serde_json::to_value(SecondEngineIdentity {
+                        identity: engine_identity(&spec, &pool)?,
+                        depth: second.depth,
+                        min_gap_cp: second.min_gap_cp,
+                    })?
+                }
+                None => Value::Null,
+            },
+        )
+    }
+
     /// What made the puzzles ([`RunRecord`]): the algorithm version of
     /// each stage, and the stored work kept; `None` outside `run`.
     fn run_record(&self, ctx: &RunContext) -> Result<Option<RunRecord>> {

@@ -4,7 +4,7 @@
 //! Apart because reading games knows nothing of the engine: generation
 //! and the benches load units here and mine them elsewhere.
 
-use crate::chess::pgn::GameItem;
+use crate::chess::pgn::{GameItem, GameRecord};
 use anyhow::Result;
 use shakmaty::fen::Fen;
 use shakmaty::uci::UciMove;
@@ -233,42 +233,7 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
             (Source::Pgn, format!("pgn-{}", game.number), String::new())
         };
         let start = &game.initial;
-        let (public_positions, source_idea) = match game.tags.get("SourceMoves") {
-            Some(text) => {
-                let moves = text
-                    .split_whitespace()
-                    .map(|m| m.parse::<UciMove>())
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| {
-                        bad_input(format!(
-                            "{} game {}: SourceMoves: {e}",
-                            path.display(),
-                            game.number
-                        ))
-                    })?;
-                // A game grown from a puzzle: the puzzle's line starts at
-                // its FEN.
-                let source_start = match game.tags.get("SourceFEN") {
-                    Some(fen) => crate::chess::line::parse_position(fen).map_err(|e| {
-                        bad_input(format!(
-                            "{} game {}: SourceFEN: {e}",
-                            path.display(),
-                            game.number
-                        ))
-                    })?,
-                    None => shakmaty::Chess::default(),
-                };
-                let idea = match game.tags.get("SourceFEN") {
-                    Some(_) => Idea::of_puzzle_line(&source_start, &moves),
-                    None => Idea::of_game(&source_start, &moves),
-                };
-                (
-                    crate::chess::human_games::position_keys_from(source_start, &moves),
-                    Some(idea),
-                )
-            }
-            None => (Vec::new(), None),
-        };
+        let (public_positions, source_idea) = source_of(path, &game)?;
         units.push(MineUnit {
             source,
             game_id,
@@ -287,6 +252,49 @@ fn load_pgn(path: &Path, input: Box<dyn BufRead + Send>) -> Result<Loaded> {
         });
     }
     Ok(Loaded { units, skipped })
+}
+
+/// The source game of a game grown from a human game or a puzzle (its
+/// `SourceMoves`, from `SourceFEN` when a puzzle's): the keys of its
+/// positions, which mining leaves alone as public, and its idea, which
+/// the novelty rule keeps the mined puzzles away from. None for others.
+fn source_of(path: &Path, game: &GameRecord) -> Result<(Vec<u64>, Option<Idea>)> {
+    Ok(match game.tags.get("SourceMoves") {
+        Some(text) => {
+            let moves = text
+                .split_whitespace()
+                .map(|m| m.parse::<UciMove>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| {
+                    bad_input(format!(
+                        "{} game {}: SourceMoves: {e}",
+                        path.display(),
+                        game.number
+                    ))
+                })?;
+            // A game grown from a puzzle: the puzzle's line starts at
+            // its FEN.
+            let source_start = match game.tags.get("SourceFEN") {
+                Some(fen) => crate::chess::line::parse_position(fen).map_err(|e| {
+                    bad_input(format!(
+                        "{} game {}: SourceFEN: {e}",
+                        path.display(),
+                        game.number
+                    ))
+                })?,
+                None => shakmaty::Chess::default(),
+            };
+            let idea = match game.tags.get("SourceFEN") {
+                Some(_) => Idea::of_puzzle_line(&source_start, &moves),
+                None => Idea::of_game(&source_start, &moves),
+            };
+            (
+                crate::chess::human_games::position_keys_from(source_start, &moves),
+                Some(idea),
+            )
+        }
+        None => (Vec::new(), None),
+    })
 }
 
 fn load_candidates(path: &Path) -> Result<Loaded> {
