@@ -688,11 +688,7 @@ fn check_release_dir(release_dir: &Path, output_dir: &Path, config_path: &Path) 
     crate::stages::release::folder::check_registry(output_dir)?;
     std::fs::create_dir_all(output_dir)
         .with_context(|| format!("creating {}", output_dir.display()))?;
-    let parent = match release_dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let same = parent
+    let same = crate::stages::release::folder::holding_folder(release_dir)
         .canonicalize()
         .ok()
         .zip(output_dir.canonicalize().ok())

@@ -35,6 +35,7 @@ use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder};
 use crate::stages::StageName;
 use crate::stages::release::cells::{cell_label, first_of};
+use crate::stages::release::folder::holding_folder;
 use crate::stages::release::manifest::{MANIFEST_FILE, ReleaseManifest, UnfilledCell};
 
 /// `puzzleforge run`'s flags (their help: `cli::run`); `reproduce` fills them
@@ -430,7 +431,7 @@ fn eval_result_line(report: &[StageReport]) -> String {
 /// A release name beside the release folder that no folder of the output
 /// folder holds yet: `base`, else `base-2`, `base-3`, ...
 fn fresh_release_name(ctx: &RunContext, base: &str) -> String {
-    let output_dir = ctx.release_dir.parent().unwrap_or(Path::new("."));
+    let output_dir = holding_folder(&ctx.release_dir);
     let base = base.to_string();
     (1..)
         .map(|n| match n {
@@ -989,12 +990,8 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
     if stage.name() == StageName::Release {
         // Still under the output folder's lock: the manifest's sha256 goes
         // into the output folder's registry of releases.
-        let output_dir = match ctx.release_dir.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
         crate::stages::release::folder::ReleaseFolder::at(&folder.committed)
-            .register_in(output_dir)?;
+            .register_in(holding_folder(&ctx.release_dir))?;
     }
     Ok(StageOutcome {
         skipped: false,
@@ -1007,12 +1004,8 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
 /// Takes the output folder's lock (`<output_dir>/.releases.lock`, beside
 /// `release_dir`), waiting for a release drawn there at the same time.
 fn lock_releases(release_dir: &Path) -> Result<FileLock> {
-    let output_dir = match release_dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
     FileLock::wait(
-        &output_dir.join(".releases.lock"),
+        &holding_folder(release_dir).join(".releases.lock"),
         "another release drawing in the same output folder",
     )
 }

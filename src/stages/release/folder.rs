@@ -248,6 +248,16 @@ pub(crate) fn is_run_folder(dir: &Path) -> bool {
     })
 }
 
+/// The folder that holds `dir` (a release folder, or a run's folder of
+/// stages): its parent, or `.` for a name without one. Its registry of
+/// releases, its releases lock and the releases beside `dir` are there.
+pub(crate) fn holding_folder(dir: &Path) -> &Path {
+    match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
 /// Whether the run folder `run_dir` holds a finished release (its release
 /// stage committed).
 pub(crate) fn run_release_is_finished(run_dir: &Path) -> bool {

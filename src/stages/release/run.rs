@@ -27,11 +27,8 @@ pub fn run_release(args: &ReleaseArgs) -> Result<Summary> {
     let summary = run_release_with(args, flags_over(&section, &args.overrides)?)?.into_summary()?;
     // The manifest's sha256 goes into the registry of the folder above the
     // release, where the commands that read the release look for it.
-    let holder = match args.output.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    super::folder::ReleaseFolder::at(&args.output).register_in(holder)?;
+    super::folder::ReleaseFolder::at(&args.output)
+        .register_in(super::folder::holding_folder(&args.output))?;
     Ok(summary)
 }
 
