@@ -80,10 +80,22 @@ impl Fingerprint {
     /// Whether the two decide the same outputs under the same algorithm:
     /// what `run --keep-stored-work` asks of a stage it keeps.
     pub(crate) fn same_but_algorithm(&self, other: &Self) -> bool {
+        self.same_but_algorithm_by(other, EnginePath::Compared)
+    }
+
+    /// [`Fingerprint::same_but_algorithm`], with the engine's path compared
+    /// or not as `engine_path` says.
+    fn same_but_algorithm_by(&self, other: &Self, engine_path: EnginePath) -> bool {
+        let same_engine = match (engine_path, &self.engine, &other.engine) {
+            (EnginePath::Ignored, Some(ours), Some(theirs)) => {
+                ours.sha256 == theirs.sha256 && ours.options == theirs.options
+            }
+            (_, ours, theirs) => ours == theirs,
+        };
         self.tool_version == other.tool_version
             && self.inputs == other.inputs
             && self.config == other.config
-            && self.engine == other.engine
+            && same_engine
             && self.shard == other.shard
     }
 
@@ -159,7 +171,70 @@ pub(crate) struct EngineIdentity {
     pub options: Vec<(String, String)>,
 }
 
+/// Whether the engine's path is part of what a stage's stored outputs are
+/// weighed by ([`StageManifest::standing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EnginePath {
+    /// A stage redone when its engine was found elsewhere (a rerun, a merge).
+    Compared,
+    /// A finished release checked on another machine, which may keep its
+    /// engine elsewhere: the engine's build and options decide, not where
+    /// it lies.
+    Ignored,
+}
+
+/// How a stage's stored outputs stand for this run ([`StageManifest::standing`]).
+#[derive(Debug)]
+pub(crate) enum Standing {
+    /// Outputs that no longer have their recorded sha256 (missing or
+    /// changed), named as `outputs` names them; the fingerprint was not
+    /// worked out.
+    Damaged(Vec<String>),
+    /// Intact, and this run's fingerprint decides the same outputs: they
+    /// stand as they are.
+    Current,
+    /// Intact, and this run's fingerprint (held here) differs only in the
+    /// stage's algorithm version: what `--keep-stored-work` keeps.
+    OtherAlgorithm(Fingerprint),
+    /// Intact, and this run's fingerprint (held here) decides other outputs.
+    Changed(Fingerprint),
+}
+
 impl StageManifest {
+    /// Whether the stage stored in `dir` with this manifest stands for a
+    /// run whose fingerprint of it `now` works out: every output intact
+    /// (checked first, and then `now` is not asked), and the fingerprints
+    /// equal (the engine's path compared as `engine_path` says). The one
+    /// test of a stage's currency that run, merge and a finished release's
+    /// check all ask.
+    pub(crate) fn standing(
+        &self,
+        dir: &Path,
+        now: impl FnOnce() -> Result<Fingerprint>,
+        engine_path: EnginePath,
+    ) -> Result<Standing> {
+        let damaged: Vec<String> = self
+            .outputs
+            .iter()
+            .filter(|(name, sha)| {
+                sha256_file(&dir.join(name)).map_or(true, |actual| &actual != *sha)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        if !damaged.is_empty() {
+            return Ok(Standing::Damaged(damaged));
+        }
+        let now = now()?;
+        let before = &self.fingerprint;
+        Ok(if !before.same_but_algorithm_by(&now, engine_path) {
+            Standing::Changed(now)
+        } else if before.algorithm != now.algorithm {
+            Standing::OtherAlgorithm(now)
+        } else {
+            Standing::Current
+        })
+    }
+
     /// Reads a `stage.json`.
     pub(crate) fn load(path: &Path) -> Result<StageManifest> {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
@@ -170,13 +245,6 @@ impl StageManifest {
     /// The `stage.json` in a stage's folder, when there is a readable one.
     pub(crate) fn previous(dir: &Path) -> Option<StageManifest> {
         Self::load(&dir.join(MANIFEST)).ok()
-    }
-
-    /// True when every output in `dir` still has its recorded sha256.
-    pub(crate) fn outputs_intact(&self, dir: &Path) -> bool {
-        self.outputs
-            .iter()
-            .all(|(name, sha)| sha256_file(&dir.join(name)).is_ok_and(|actual| &actual == sha))
     }
 }
 

@@ -39,8 +39,8 @@ use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generated_adapters::on_generated_route;
 use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
-    Fingerprint, MANIFEST, StageManifest, commit_stage_dir, fingerprint, fresh_scratch,
-    manifest_seconds, output_hashes,
+    EnginePath, Fingerprint, MANIFEST, StageManifest, Standing, commit_stage_dir, fingerprint,
+    fresh_scratch, manifest_seconds, output_hashes,
 };
 use crate::pipeline::run::{
     Redo, StageReport, Stages, check_engines, check_release_name, release_is_finished,
@@ -736,11 +736,13 @@ fn merge_into_release(
         .with_context(|| format!("merging stage {name}"))?;
     let dir = ctx.stage_dir(name);
     let outputs = output_hashes(&scratch)?;
-    let unchanged = StageManifest::previous(&dir).is_some_and(|previous| {
-        previous.fingerprint == print
-            && previous.outputs == outputs
-            && previous.outputs_intact(&dir)
-    });
+    let unchanged = match StageManifest::previous(&dir) {
+        Some(previous) if previous.outputs == outputs => matches!(
+            previous.standing(&dir, || Ok(print.clone()), EnginePath::Compared)?,
+            Standing::Current
+        ),
+        _ => false,
+    };
     // A finished release never changes, --force or not.
     let finished = release_is_finished(&ctx.release_dir);
     if unchanged || (dir.exists() && !force) || finished {

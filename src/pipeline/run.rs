@@ -28,8 +28,8 @@ use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generated_adapters::on_generated_route;
 use crate::pipeline::lock::{FileLock, ReleaseLock};
 use crate::pipeline::manifest::{
-    Fingerprint, StageManifest, commit_stage_dir, fingerprint, fresh_scratch, manifest_seconds,
-    output_hashes,
+    EnginePath, Fingerprint, StageManifest, Standing, commit_stage_dir, fingerprint, fresh_scratch,
+    manifest_seconds, output_hashes,
 };
 use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder};
@@ -902,29 +902,35 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         StageName::Release => {
             let lock = lock_releases(&ctx.release_dir)?;
             ctx.excluded_releases = None;
-            if let Some(previous) = StageManifest::previous(&dir).filter(|_| !redo.force)
-                && previous.fingerprint == fingerprint(stage, ctx)?
-                && previous.outputs_intact(&dir)
-            {
-                return Ok(StageOutcome {
-                    skipped: true,
-                    seconds: 0.0,
-                    counts: previous.counts,
-                    why: None,
-                });
+            if let Some(previous) = StageManifest::previous(&dir).filter(|_| !redo.force) {
+                let now = fingerprint(stage, ctx)?;
+                if matches!(
+                    previous.standing(&dir, || Ok(now), EnginePath::Compared)?,
+                    Standing::Current
+                ) {
+                    return Ok(StageOutcome {
+                        skipped: true,
+                        seconds: 0.0,
+                        counts: previous.counts,
+                        why: None,
+                    });
+                }
             }
             ctx.excluded_releases = Some(crate::pipeline::adapters::finished_releases(ctx)?);
             Some(lock)
         }
         _ => None,
     };
-    let print = fingerprint(stage, ctx)?;
-    let previous = StageManifest::previous(&dir)
-        .filter(|_| !redo.force)
-        .filter(|previous| previous.outputs_intact(&dir));
+    let previous = StageManifest::previous(&dir).filter(|_| !redo.force);
+    let standing = match &previous {
+        Some(previous) => {
+            Some(previous.standing(&dir, || fingerprint(stage, ctx), EnginePath::Compared)?)
+        }
+        None => None,
+    };
     let mut why = None;
-    if let Some(previous) = previous {
-        if previous.fingerprint == print {
+    let print = match (previous, standing) {
+        (Some(previous), Some(Standing::Current)) => {
             return Ok(StageOutcome {
                 skipped: true,
                 seconds: 0.0,
@@ -932,8 +938,7 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
                 why: None,
             });
         }
-        let change = previous.fingerprint.algorithm_change(&print, stage.name());
-        if ctx.keep_stored_work && previous.fingerprint.same_but_algorithm(&print) {
+        (Some(previous), Some(Standing::OtherAlgorithm(print))) if ctx.keep_stored_work => {
             let line = format!(
                 "{}: kept (--keep-stored-work), recorded algorithm {}, this build {}",
                 stage.name(),
@@ -954,11 +959,16 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
                 why: Some(line),
             });
         }
-        if let Some(line) = change {
-            crate::core::progress::note(&line);
-            why = Some(line);
+        (Some(previous), Some(Standing::OtherAlgorithm(print) | Standing::Changed(print))) => {
+            if let Some(line) = previous.fingerprint.algorithm_change(&print, stage.name()) {
+                crate::core::progress::note(&line);
+                why = Some(line);
+            }
+            print
         }
-    }
+        // Nothing stored (or --force), or its outputs damaged: redone.
+        _ => fingerprint(stage, ctx)?,
+    };
     // A line per stage as it starts its work (timestamped; on a terminal
     // as well as in a cron log), so that a long stage is never silent from
     // its start; a stage skipped above starts nothing and says nothing.
@@ -1021,37 +1031,32 @@ pub(crate) fn check_kept<'a>(
     for stage in stages {
         let name = stage.name();
         let dir = ctx.stage_dir(name);
-        let why = match StageManifest::previous(&dir) {
-            None => Some(format!(
-                "it would now come out differently (it has no {name} stage)"
-            )),
-            Some(previous) => {
-                let damaged: Vec<String> = previous
-                    .outputs
+        let Some(previous) = StageManifest::previous(&dir) else {
+            return Err(kept_error(
+                ctx,
+                &format!("it would now come out differently (it has no {name} stage)"),
+            ));
+        };
+        let now = || fingerprint(stage.as_ref(), ctx).with_context(|| format!("stage {name}"));
+        // The engine may lie elsewhere on this machine; its build and
+        // options decide.
+        let why = match previous.standing(&dir, now, EnginePath::Ignored)? {
+            Standing::Damaged(files) => {
+                let damaged: Vec<String> = files
                     .iter()
-                    .filter(|(file, sha)| {
-                        sha256_file(&dir.join(file)).map_or(true, |actual| &actual != *sha)
-                    })
-                    .map(|(file, _)| dir.join(file).display().to_string())
+                    .map(|file| dir.join(file).display().to_string())
                     .collect();
-                if !damaged.is_empty() {
-                    Some(format!(
-                        "its files no longer match its manifest: {}",
-                        damaged.join(", ")
-                    ))
-                } else {
-                    let print = fingerprint(stage.as_ref(), ctx)
-                        .with_context(|| format!("stage {name}"))?;
-                    (!same_outcome(&previous.fingerprint, &print, ctx.keep_stored_work)).then(
-                        || {
-                            format!(
-                                "it would now come out differently ({name}: {})",
-                                fingerprint_changes(&previous.fingerprint, &print)
-                            )
-                        },
-                    )
-                }
+                Some(format!(
+                    "its files no longer match its manifest: {}",
+                    damaged.join(", ")
+                ))
             }
+            Standing::Current => None,
+            Standing::OtherAlgorithm(_) if ctx.keep_stored_work => None,
+            Standing::OtherAlgorithm(print) | Standing::Changed(print) => Some(format!(
+                "it would now come out differently ({name}: {})",
+                fingerprint_changes(&previous.fingerprint, &print)
+            )),
         };
         if let Some(why) = why {
             return Err(kept_error(ctx, &why));
@@ -1097,20 +1102,6 @@ fn kept_error(ctx: &RunContext, why: &str) -> anyhow::Error {
         "{} is a finished release and never changes, but {why}; nothing was written. Rerun with --rewrite-release to replace its puzzles",
         ctx.stage_dir(StageName::Release).display()
     ))
-}
-
-/// Whether two fingerprints decide the same outputs: equal but for the
-/// engine's path, which may differ between machines (and, when
-/// `keep_algorithm`, for the algorithm version: `--keep-stored-work`).
-fn same_outcome(before: &Fingerprint, now: &Fingerprint, keep_algorithm: bool) -> bool {
-    let mut now = now.clone();
-    if let (Some(theirs), Some(ours)) = (&before.engine, &mut now.engine) {
-        ours.path = theirs.path.clone();
-    }
-    if keep_algorithm {
-        now.algorithm = before.algorithm.clone();
-    }
-    *before == now
 }
 
 /// What differs between two fingerprints, for messages.
