@@ -16,16 +16,19 @@ use anyhow::Result;
 use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::Value;
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::engine::pool::EnginePool;
 use crate::generate::chain::{MineStep, RateStep, SelfplayStep, VerifyStep};
 use crate::pipeline::config::{ExportSection, HumanGamesSection, PipelineConfig};
+use crate::pipeline::lock::lock_releases;
+use crate::pipeline::manifest::{EnginePath, StageManifest, Standing, fingerprint};
 use crate::pipeline::provenance::Provenance;
 pub(crate) use crate::pipeline::releases::{earlier_releases, finished_releases};
 use crate::pipeline::seeds::RunSeeds;
-use crate::pipeline::stage::{RunContext, Stage, StageFolder};
+use crate::pipeline::stage::{BeforeWork, Hold, RunContext, Stage, StageFolder};
 use crate::pipeline::summary::{
     ExportsSummary, FormatSummary, InputSummary, InputsSummary, MineFileSummary, RateFileSummary,
     SourceSummary, SourcesSummary, StageSummary, VerifyFileSummary, VerifyTotals,
@@ -91,6 +94,7 @@ fn stage(
             drops_unverified: config.verify.policy == crate::stages::verify::Policy::Drop,
             generated: config.generate.enabled,
             provenance: Provenance::of(config, seeds),
+            drawn_against: RefCell::new(None),
         }),
         StageName::Export => Box::new(Export::new(&config.export, config_path)?),
         StageName::Eval => Box::new(Eval {
@@ -750,9 +754,23 @@ struct Release {
     /// reads generation's funnel beside them.
     generated: bool,
     provenance: Provenance,
+    /// The finished releases it excludes when it draws: every one under the
+    /// output folder, found by its [`Stage::before_work`] while it holds
+    /// the output folder's lock. `None` before (and for a release kept as
+    /// it is, which excludes what its manifest records).
+    drawn_against: RefCell<Option<Vec<PathBuf>>>,
 }
 
 impl Release {
+    /// The earlier releases it excludes: those found when it drew, else
+    /// [`earlier_releases`].
+    fn excluded(&self, ctx: &RunContext) -> Result<Vec<PathBuf>> {
+        match self.drawn_against.borrow().as_ref() {
+            Some(found) => Ok(found.clone()),
+            None => earlier_releases(ctx),
+        }
+    }
+
     /// The puzzle pool: every validated Lichess puzzle file, and the rated
     /// mined puzzles when the pipeline mines, each in its verified copy
     /// (with the verdict columns) when the pipeline verifies.
@@ -792,6 +810,40 @@ impl Stage for Release {
         StageName::Release
     }
 
+    /// A release draws while it holds the output folder's lock, excluding
+    /// every release finished before its turn (a rewrite that would come
+    /// out the same, against what its manifest records, is kept).
+    fn before_work(&self, ctx: &RunContext, force: bool) -> Result<BeforeWork> {
+        let lock = lock_releases(&ctx.release_dir)?;
+        self.drawn_against.replace(None);
+        let dir = ctx.stage_dir(StageName::Release);
+        if let Some(previous) = StageManifest::previous(&dir).filter(|_| !force) {
+            let now = fingerprint(self, ctx)?;
+            if matches!(
+                previous.standing(&dir, || Ok(now), EnginePath::Compared)?,
+                Standing::Current
+            ) {
+                return Ok(BeforeWork::Stands(previous.counts));
+            }
+        }
+        self.drawn_against.replace(Some(finished_releases(ctx)?));
+        Ok(BeforeWork::Weigh(Hold::lock(lock)))
+    }
+
+    /// Still under the output folder's lock: the manifest's sha256 goes
+    /// into the output folder's registry of releases.
+    fn after_commit(&self, ctx: &RunContext, committed: &Path) -> Result<()> {
+        crate::stages::release::folder::ReleaseFolder::at(committed).register_in(
+            crate::stages::release::folder::holding_folder(&ctx.release_dir),
+        )
+    }
+
+    /// The release's record says how the run was asked for, so that
+    /// `reproduce` can ask again.
+    fn records_invocation(&self) -> bool {
+        true
+    }
+
     fn config_section(&self, ctx: &RunContext) -> Result<Value> {
         recorded(&SplitWith {
             split: &self.section,
@@ -805,7 +857,7 @@ impl Stage for Release {
         let mut inputs = self.pool(ctx);
         inputs.extend(self.verify_summary(ctx));
         inputs.extend(self.generate_summary(ctx));
-        for release in earlier_releases(ctx)? {
+        for release in self.excluded(ctx)? {
             inputs
                 .extend(crate::stages::release::folder::ReleaseFolder::at(&release).split_files());
         }
@@ -826,7 +878,8 @@ impl Stage for Release {
             tier: ctx.tier.clone(),
             overrides: crate::stages::release::ReleaseOverrides::default(),
             strict: false,
-            exclude: earlier_releases(ctx)?
+            exclude: self
+                .excluded(ctx)?
                 .iter()
                 .flat_map(|release| {
                     crate::stages::release::folder::ReleaseFolder::at(release).split_files()

@@ -10,7 +10,7 @@
 //!
 //! - `<release>/.lock` ([`ReleaseLock`]), held for the whole run: a second
 //!   start on the same release exits 2 naming the holder.
-//! - `<output_dir>/.releases.lock` ([`FileLock::wait`]), held while a
+//! - `<output_dir>/.releases.lock` ([`lock_releases`]), held while a
 //!   release stage decides what it excludes, draws and commits: releases
 //!   of one output folder drawn at the same time take turns, and each
 //!   sees every release finished before its turn.
@@ -42,6 +42,15 @@ impl ReleaseLock {
             None => Err(held_error(release_dir, &path)),
         }
     }
+}
+
+/// Takes the output folder's lock (`<output_dir>/.releases.lock`, beside
+/// `release_dir`), waiting for a release drawn there at the same time.
+pub(crate) fn lock_releases(release_dir: &Path) -> Result<FileLock> {
+    FileLock::wait(
+        &crate::stages::release::folder::holding_folder(release_dir).join(".releases.lock"),
+        "another release drawing in the same output folder",
+    )
 }
 
 /// The error of a start that finds the lock held: who holds it (as its

@@ -474,7 +474,6 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         tier: config.generate.release_tier(args.tier.as_deref()),
         shard: None,
         config_dir,
-        excluded_releases: None,
         invocation: Some(crate::pipeline::stage::Invocation {
             config_path: args.config.clone(),
             config_text: crate::pipeline::config::PipelineConfig::read_text(&args.config)?,

@@ -10,17 +10,13 @@ use crate::stages::StageName;
 use crate::stages::release::folder::ReleaseFolder;
 use crate::stages::release::manifest::ReleaseManifest;
 
-/// The earlier releases whose puzzles this release must not repeat:
-/// when it draws, those found under the output folder's lock
-/// ([`RunContext::excluded_releases`]); else, for a release already
-/// written, the ones its manifest records (it never learns of releases
-/// written after it); for a new one, every release under the output
-/// folder (other release names). Each is first checked against its
-/// manifest.
+/// The earlier releases whose puzzles this release must not repeat,
+/// outside its draw (which excludes those found under the output folder's
+/// lock, [`finished_releases`]): for a release already written, the ones
+/// its manifest records (it never learns of releases written after it);
+/// for a new one, every release under the output folder (other release
+/// names). Each is first checked against its manifest.
 pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
-    if let Some(drawn_against) = &ctx.excluded_releases {
-        return Ok(drawn_against.clone());
-    }
     let own = ctx.stage_dir(StageName::Release);
     let releases = match recorded_exclusions(&own)? {
         Some(recorded) => recorded,

@@ -26,13 +26,13 @@ use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::generate::{CellReport, GenerateSummary, Generated, Mode, prepare};
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generated_adapters::on_generated_route;
-use crate::pipeline::lock::{FileLock, ReleaseLock};
+use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
     EnginePath, Fingerprint, StageManifest, Standing, commit_stage_dir, fingerprint, fresh_scratch,
     manifest_seconds, output_hashes,
 };
 use crate::pipeline::seeds::RunSeeds;
-use crate::pipeline::stage::{RunContext, RunEngine, Stage, StageFolder};
+use crate::pipeline::stage::{BeforeWork, RunContext, RunEngine, Stage, StageFolder};
 use crate::stages::StageName;
 use crate::stages::release::cells::{cell_label, first_of};
 use crate::stages::release::folder::holding_folder;
@@ -129,7 +129,6 @@ pub(crate) fn run_pipeline_from(
         tier: config.generate.release_tier(tier),
         shard: args.shard,
         config_dir: config_dir(&args.config),
-        excluded_releases: None,
         invocation: Some(crate::pipeline::stage::Invocation {
             config_path: args.config.clone(),
             config_text: text.to_string(),
@@ -493,7 +492,6 @@ fn run_plan(
         tier: config.generate.release_tier(tier),
         shard: None,
         config_dir: config_dir(&args.config),
-        excluded_releases: None,
         invocation: None,
         keep_stored_work: false,
         kept_work: Vec::new(),
@@ -836,12 +834,7 @@ pub(crate) fn run_stages(
     for stage in stages {
         let outcome = if is_kept(stage.name()) {
             let previous = StageManifest::previous(&ctx.stage_dir(stage.name()));
-            StageOutcome {
-                skipped: true,
-                seconds: 0.0,
-                counts: previous.map(|p| p.counts).unwrap_or_default(),
-                why: None,
-            }
+            StageOutcome::kept(previous.map(|p| p.counts).unwrap_or_default(), None)
         } else {
             run_stage(stage.as_ref(), ctx, redo)
                 .with_context(|| format!("stage {}", stage.name()))?
@@ -886,6 +879,7 @@ pub(crate) fn run_stages(
     Ok((human, report))
 }
 
+/// How one stage's turn ended: done, or its stored outputs kept.
 struct StageOutcome {
     skipped: bool,
     seconds: f64,
@@ -893,89 +887,115 @@ struct StageOutcome {
     why: Option<String>,
 }
 
+impl StageOutcome {
+    /// Stored outputs kept (`counts`: those they recorded), with the line
+    /// saying why when a choice of the run decided it.
+    fn kept(counts: Value, why: Option<String>) -> StageOutcome {
+        StageOutcome {
+            skipped: true,
+            seconds: 0.0,
+            counts,
+            why,
+        }
+    }
+}
+
+/// One stage's turn: its own step before the work, its stored outputs
+/// weighed, and when they do not stand its work done and committed.
 fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<StageOutcome> {
+    // Held until the turn ends, after the stage's step after the commit.
+    let _hold = match stage.before_work(ctx, redo.force)? {
+        BeforeWork::Stands(counts) => return Ok(StageOutcome::kept(counts, None)),
+        BeforeWork::Weigh(hold) => hold,
+    };
+    match weigh_stored(stage, ctx, redo.force)? {
+        Weighed::Stands(outcome) => Ok(outcome),
+        Weighed::Redo { print, why } => work_and_commit(stage, ctx, print, why),
+    }
+}
+
+/// What weighing a stage's stored outputs decided.
+enum Weighed {
+    /// They stand: kept as they are, or under `--keep-stored-work`.
+    Stands(StageOutcome),
+    /// The stage is redone under the fingerprint `print`; `why`: the line
+    /// saying so when its algorithm version decided it.
+    Redo {
+        print: Fingerprint,
+        why: Option<String>,
+    },
+}
+
+/// Weighs the stage's stored outputs (none under `force`) against this
+/// run's fingerprint of it.
+fn weigh_stored(stage: &dyn Stage, ctx: &mut RunContext, force: bool) -> Result<Weighed> {
     let dir = ctx.stage_dir(stage.name());
-    // A release draws while it holds the output folder's lock, excluding
-    // every release finished before its turn (a rewrite that would come
-    // out the same, against what its manifest records, is kept).
-    let _releases_lock = match stage.name() {
-        StageName::Release => {
-            let lock = lock_releases(&ctx.release_dir)?;
-            ctx.excluded_releases = None;
-            if let Some(previous) = StageManifest::previous(&dir).filter(|_| !redo.force) {
-                let now = fingerprint(stage, ctx)?;
-                if matches!(
-                    previous.standing(&dir, || Ok(now), EnginePath::Compared)?,
-                    Standing::Current
-                ) {
-                    return Ok(StageOutcome {
-                        skipped: true,
-                        seconds: 0.0,
-                        counts: previous.counts,
-                        why: None,
-                    });
-                }
+    let Some(previous) = StageManifest::previous(&dir).filter(|_| !force) else {
+        let print = fingerprint(stage, ctx)?;
+        return Ok(Weighed::Redo { print, why: None });
+    };
+    let standing = previous.standing(&dir, || fingerprint(stage, ctx), EnginePath::Compared)?;
+    Ok(match standing {
+        Standing::Current => Weighed::Stands(StageOutcome::kept(previous.counts, None)),
+        Standing::OtherAlgorithm(print) if ctx.keep_stored_work => {
+            Weighed::Stands(keep_stored_work(stage, ctx, previous, &print))
+        }
+        Standing::OtherAlgorithm(print) | Standing::Changed(print) => {
+            let why = previous.fingerprint.algorithm_change(&print, stage.name());
+            if let Some(line) = &why {
+                crate::core::progress::note(line);
             }
-            ctx.excluded_releases = Some(crate::pipeline::adapters::finished_releases(ctx)?);
-            Some(lock)
+            Weighed::Redo { print, why }
         }
-        _ => None,
-    };
-    let previous = StageManifest::previous(&dir).filter(|_| !redo.force);
-    let standing = match &previous {
-        Some(previous) => {
-            Some(previous.standing(&dir, || fingerprint(stage, ctx), EnginePath::Compared)?)
-        }
-        None => None,
-    };
-    let mut why = None;
-    let print = match (previous, standing) {
-        (Some(previous), Some(Standing::Current)) => {
-            return Ok(StageOutcome {
-                skipped: true,
-                seconds: 0.0,
-                counts: previous.counts,
-                why: None,
-            });
-        }
-        (Some(previous), Some(Standing::OtherAlgorithm(print))) if ctx.keep_stored_work => {
-            let line = format!(
-                "{}: kept (--keep-stored-work), recorded algorithm {}, this build {}",
-                stage.name(),
-                previous.fingerprint.algorithm,
-                print.algorithm
-            );
-            crate::core::progress::note(&line);
-            ctx.kept_work
-                .push(crate::stages::release::manifest::KeptWork {
-                    what: format!("stage {}", stage.name()),
-                    recorded: previous.fingerprint.algorithm.clone(),
-                    this_build: print.algorithm.clone(),
-                });
-            return Ok(StageOutcome {
-                skipped: true,
-                seconds: 0.0,
-                counts: previous.counts,
-                why: Some(line),
-            });
-        }
-        (Some(previous), Some(Standing::OtherAlgorithm(print) | Standing::Changed(print))) => {
-            if let Some(line) = previous.fingerprint.algorithm_change(&print, stage.name()) {
-                crate::core::progress::note(&line);
-                why = Some(line);
-            }
-            print
-        }
-        // Nothing stored (or --force), or its outputs damaged: redone.
-        _ => fingerprint(stage, ctx)?,
-    };
+        // Outputs changed or gone since they were recorded: redone.
+        Standing::Damaged(_) => Weighed::Redo {
+            print: fingerprint(stage, ctx)?,
+            why: None,
+        },
+    })
+}
+
+/// `--keep-stored-work`: keeps a stage whose stored outputs differ from
+/// this build's (`print`) only in the algorithm version, says so, and
+/// adds it to the stored work the release records.
+fn keep_stored_work(
+    stage: &dyn Stage,
+    ctx: &mut RunContext,
+    previous: StageManifest,
+    print: &Fingerprint,
+) -> StageOutcome {
+    let line = format!(
+        "{}: kept (--keep-stored-work), recorded algorithm {}, this build {}",
+        stage.name(),
+        previous.fingerprint.algorithm,
+        print.algorithm
+    );
+    crate::core::progress::note(&line);
+    ctx.kept_work
+        .push(crate::stages::release::manifest::KeptWork {
+            what: format!("stage {}", stage.name()),
+            recorded: previous.fingerprint.algorithm.clone(),
+            this_build: print.algorithm.clone(),
+        });
+    StageOutcome::kept(previous.counts, Some(line))
+}
+
+/// Does the stage's work into a scratch folder, commits it with its
+/// `stage.json` (`print`; `why`: why it was redone, for the summary), and
+/// takes the stage's step after the commit.
+fn work_and_commit(
+    stage: &dyn Stage,
+    ctx: &RunContext,
+    print: Fingerprint,
+    why: Option<String>,
+) -> Result<StageOutcome> {
     // A line per stage as it starts its work (timestamped; on a terminal
     // as well as in a cron log), so that a long stage is never silent from
     // its start; a stage skipped above starts nothing and says nothing.
     crate::core::progress::note(&format!("stage {}: started", stage.name()));
     let folder = StageFolder {
         scratch: fresh_scratch(&ctx.release_dir, stage.name())?,
-        committed: dir,
+        committed: ctx.stage_dir(stage.name()),
     };
     let started = Instant::now();
     let counts = stage.execute(ctx, &folder)?;
@@ -987,7 +1007,8 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         seconds: manifest_seconds(seconds),
         shard: ctx.shard,
         merged_from: None,
-        run: (stage.name() == StageName::Release)
+        run: stage
+            .records_invocation()
             .then(|| {
                 ctx.invocation
                     .as_ref()
@@ -997,27 +1018,13 @@ fn run_stage(stage: &dyn Stage, ctx: &mut RunContext, redo: Redo) -> Result<Stag
         outputs: output_hashes(&folder.scratch)?,
     };
     commit_stage_dir(&folder.scratch, &folder.committed, &manifest)?;
-    if stage.name() == StageName::Release {
-        // Still under the output folder's lock: the manifest's sha256 goes
-        // into the output folder's registry of releases.
-        crate::stages::release::folder::ReleaseFolder::at(&folder.committed)
-            .register_in(holding_folder(&ctx.release_dir))?;
-    }
+    stage.after_commit(ctx, &folder.committed)?;
     Ok(StageOutcome {
         skipped: false,
         seconds,
         counts,
         why,
     })
-}
-
-/// Takes the output folder's lock (`<output_dir>/.releases.lock`, beside
-/// `release_dir`), waiting for a release drawn there at the same time.
-fn lock_releases(release_dir: &Path) -> Result<FileLock> {
-    FileLock::wait(
-        &holding_folder(release_dir).join(".releases.lock"),
-        "another release drawing in the same output folder",
-    )
 }
 
 /// Checks that every stage of a finished release in `stages` would be

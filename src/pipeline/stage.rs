@@ -1,12 +1,14 @@
 //! The stage contract: what a stage sees while it runs ([`RunContext`],
 //! [`StageFolder`]) and what it tells the runner ([`Stage`]): its config
-//! section, its input files, whether it uses the engine, and the work
-//! itself. The stages' names are [`crate::stages::name`].
+//! section, its input files, whether it uses the engine, the work itself,
+//! and its own steps around the runner's (a hold before the work, a step
+//! after the commit). The stages' names are [`crate::stages::name`].
 
 use anyhow::{Context, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use crate::core::lock::FileLock;
 use crate::core::shard::Shard;
 use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
@@ -30,11 +32,6 @@ pub struct RunContext {
     /// relative to it, so that running one config from another working
     /// directory finds its stages unchanged.
     pub config_dir: PathBuf,
-    /// The finished releases the release stage excludes when it draws:
-    /// every one under the output folder, found while it holds the output
-    /// folder's lock. `None` before the draw (and for a release kept as
-    /// it is, which excludes what its manifest records).
-    pub excluded_releases: Option<Vec<PathBuf>>,
     /// How the run was asked for (config file, release name, flags), as
     /// the release records it for `reproduce`; `None` outside `run`.
     pub invocation: Option<Invocation>,
@@ -127,6 +124,31 @@ impl StageFolder {
     }
 }
 
+/// What a stage holds through its turn, from [`Stage::before_work`] until
+/// after [`Stage::after_commit`]; let go when dropped.
+#[derive(Default)]
+pub struct Hold {
+    /// A lock the turn holds (the release stage's, on its output folder).
+    _lock: Option<FileLock>,
+}
+
+impl Hold {
+    /// Holds `lock` through the turn.
+    pub(crate) fn lock(lock: FileLock) -> Hold {
+        Hold { _lock: Some(lock) }
+    }
+}
+
+/// What the runner does after a stage's [`Stage::before_work`].
+pub enum BeforeWork {
+    /// Weighs the stage's stored outputs, and does its work when they do
+    /// not stand, holding this until the turn ends.
+    Weigh(Hold),
+    /// The stage found its stored outputs stand as they are (these are
+    /// their recorded counts): nothing is weighed or done.
+    Stands(Value),
+}
+
 /// One pipeline stage, holding its own settings.
 pub trait Stage {
     /// The stage's name in `pipeline.stages` and its folder name.
@@ -147,6 +169,23 @@ pub trait Stage {
     /// counts them as the stage's own.
     fn seconds_spent_before(&self) -> f64 {
         0.0
+    }
+    /// First in the stage's turn, before the runner weighs its stored
+    /// outputs (`force`: `--force`, which redoes every stage): takes what
+    /// the stage holds through its turn and works out what it needs for
+    /// it, or finds its stored outputs stand as they are.
+    fn before_work(&self, _ctx: &RunContext, _force: bool) -> Result<BeforeWork> {
+        Ok(BeforeWork::Weigh(Hold::default()))
+    }
+    /// Once the stage's outputs are committed into `committed`, still
+    /// holding what [`Stage::before_work`] took.
+    fn after_commit(&self, _ctx: &RunContext, _committed: &Path) -> Result<()> {
+        Ok(())
+    }
+    /// Whether the stage's `stage.json` records how the run was asked for
+    /// ([`RunContext::invocation`]): what `reproduce` asks again.
+    fn records_invocation(&self) -> bool {
+        false
     }
     /// Does the work, writing outputs into `folder.scratch`; returns the
     /// stage's summary, naming files where they will live.
