@@ -35,6 +35,7 @@ use crate::core::shard::Shard;
 use crate::core::summary::Summary;
 use crate::generate::chain::{KeptByShard, MineStep, RateStep, SelfplayStep};
 use crate::generate::{Generated, Mode, prepare, recorded_store};
+use crate::pipeline::closing::StageReport;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generated_adapters::on_generated_route;
 use crate::pipeline::lock::ReleaseLock;
@@ -43,8 +44,8 @@ use crate::pipeline::manifest::{
     fresh_scratch, manifest_seconds, output_hashes,
 };
 use crate::pipeline::run::{
-    Redo, StageReport, Stages, check_engines, check_release_name, release_is_finished,
-    resolve_engine, run_stages, split_sharded,
+    Redo, Stages, check_engines, check_release_name, release_is_finished, resolve_engine,
+    run_stages, split_sharded,
 };
 use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{RunContext, Stage};

@@ -5,6 +5,7 @@
 //! run.
 //!
 //! - `run`: the stages of one release in order, skipping those unchanged.
+//! - `closing`: the run's closing text: the stages' table and the summary.
 //! - `merge`: the shards of `run --shard I/N` merged into one release (the
 //!   self-play chain's stages each by its step's rule,
 //!   [`crate::generate::chain`]).
@@ -22,6 +23,7 @@
 //! Nothing below uses it.
 
 pub(crate) mod stage;
+pub(crate) mod closing;
 pub(crate) mod seeds;
 pub(crate) mod summary;
 pub(crate) mod adapters;
