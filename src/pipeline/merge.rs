@@ -38,17 +38,14 @@ use crate::generate::{Generated, Mode, prepare, recorded_store};
 use crate::pipeline::closing::StageReport;
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generated_adapters::on_generated_route;
-use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
     EnginePath, Fingerprint, MANIFEST, StageManifest, Standing, commit_stage_dir, fingerprint,
     fresh_scratch, manifest_seconds, output_hashes,
 };
-use crate::pipeline::run::{
-    Redo, Stages, check_engines, check_release_name, release_is_finished, resolve_engine,
-    run_stages, split_sharded,
-};
+use crate::pipeline::run::{Redo, release_is_finished, run_stages};
 use crate::pipeline::seeds::RunSeeds;
-use crate::pipeline::stage::{RunContext, Stage};
+use crate::pipeline::session::{self, Opening, Session, check_release_name};
+use crate::pipeline::stage::{Invocation, RunContext, Stage, Stages};
 use crate::stages::StageName;
 
 /// `puzzleforge merge`'s flags (their help: `cli::merge`).
@@ -432,7 +429,8 @@ fn merge_rated(
 
 /// `puzzleforge merge`.
 pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
-    let config = PipelineConfig::load(&args.config)?;
+    let text = PipelineConfig::read_text(&args.config)?;
+    let config = PipelineConfig::from_text(&text, &args.config)?;
     config.validate(&args.config, args.tier.as_deref())?;
     // The release's seeds, as `run --shard` played it.
     let release = args.output.file_name().and_then(|n| n.to_str());
@@ -441,9 +439,8 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         release.unwrap_or(&config.pipeline.release),
     );
     let (sliced, rest) = merge_plan(&config, &seeds, &args.config)?;
-    let release_dir = args.output.clone();
-    check_release_dir(&release_dir, &config.pipeline.output_dir, &args.config)?;
-    let config_dir = crate::pipeline::run::config_dir(&args.config);
+    check_release_dir(&args.output, &config.pipeline.output_dir, &args.config)?;
+    let config_dir = session::config_dir(&args.config);
     let names: Vec<StageName> = sliced.iter().map(|s| s.name()).collect();
     let shards = args
         .shards
@@ -451,57 +448,54 @@ pub fn run_merge(args: &MergeArgs) -> Result<Summary> {
         .map(|dir| ShardDir::open(dir, &names, &config_dir))
         .collect::<Result<Vec<_>>>()?;
     let shards = check_cover(shards)?;
-    let engine = resolve_engine(
-        &config.engine,
-        args.engine.clone(),
-        sliced.iter().chain(&rest),
-    )?;
-    check_engines(
+    let engine = session::checked_engine(
         &config,
         &args.config,
-        args.engine.is_some(),
-        engine.as_ref(),
+        args.engine.as_ref(),
         sliced.iter().chain(&rest),
     )?;
-
-    crate::pipeline::run::refuse_linked_release(&release_dir)?;
-    std::fs::create_dir_all(&release_dir)
-        .with_context(|| format!("creating {}", release_dir.display()))?;
-    let _lock = ReleaseLock::acquire(&release_dir)?;
-    crate::pipeline::run::remove_leftovers(&release_dir)?;
-    let mut ctx = RunContext {
-        release_dir: release_dir.clone(),
+    let mut session = Session::open(Opening {
+        config,
+        seeds,
+        stages: rest,
         engine,
-        tier: config.generate.release_tier(args.tier.as_deref()),
+        release_dir: args.output.clone(),
+        tier: args.tier.as_deref(),
         shard: None,
-        config_dir,
-        invocation: Some(crate::pipeline::stage::Invocation {
+        keep_stored_work: false,
+        invocation: Invocation {
             config_path: args.config.clone(),
-            config_text: crate::pipeline::config::PipelineConfig::read_text(&args.config)?,
-            release: release_dir
+            config_text: text,
+            release: args
+                .output
                 .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             tier_flag: args.tier.clone(),
             engine_flag: args.engine.is_some(),
-        }),
-        keep_stored_work: false,
-        kept_work: Vec::new(),
-    };
-    if !config.generate.enabled {
-        return merge_then_run(&mut ctx, &shards, (&sliced, &rest), None, args.force);
+        },
+    })?;
+    if !session.config.generate.enabled {
+        return merge_then_run(
+            &mut session.ctx,
+            &shards,
+            (&sliced, &session.stages),
+            None,
+            args.force,
+        );
     }
     let (sliced, rest, generated) = assemble_generated(
-        (&config, &seeds),
-        &ctx,
+        (&session.config, &session.seeds),
+        &session.ctx,
         args.tier.as_deref(),
         &shards,
-        (sliced, rest),
+        (sliced, std::mem::take(&mut session.stages)),
     )?;
+    session.stages = rest;
     merge_then_run(
-        &mut ctx,
+        &mut session.ctx,
         &shards,
-        (&sliced, &rest),
+        (&sliced, &session.stages),
         Some(&generated),
         args.force,
     )
@@ -663,8 +657,7 @@ fn merge_plan(
     seeds: &RunSeeds,
     config_path: &Path,
 ) -> Result<(Stages, Stages)> {
-    let stages = crate::pipeline::adapters::configured(config, seeds, config_path)?;
-    let (sliced, rest) = split_sharded(stages, config_path)?;
+    let (sliced, rest) = session::configured_stages(config, seeds, config_path, true)?;
     if sliced.is_empty() {
         return Err(bad_input(format!(
             "{}: pipeline.stages has none of {}: nothing to merge",

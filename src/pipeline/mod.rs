@@ -9,6 +9,7 @@
 //! - `merge`: the shards of `run --shard I/N` merged into one release (the
 //!   self-play chain's stages each by its step's rule,
 //!   [`crate::generate::chain`]).
+//! - `session`: what `run` and `merge` both open before the first stage.
 //! - `reproduce`: a release's recorded run repeated into a scratch folder,
 //!   every file compared byte for byte.
 //! - `aim`: `run --aim`, a tier whose rating window is where a model's
@@ -38,3 +39,4 @@ pub mod merge;
 pub(crate) mod releases;
 pub mod reproduce;
 pub mod run;
+pub(crate) mod session;

@@ -17,22 +17,21 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use crate::core::error::bad_input;
-use crate::core::fileio::{left_by_dead_process, sha256_file};
 use crate::core::shard::Shard;
 use crate::core::summary::Summary;
-use crate::engine::pool::PoolConfig;
-use crate::engine::settings::{EngineArgs, EngineConfig};
 use crate::generate::{Generated, Mode, prepare};
 use crate::pipeline::closing::{self, FinishedRun, HintFlags, StageReport};
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generated_adapters::on_generated_route;
-use crate::pipeline::lock::ReleaseLock;
 use crate::pipeline::manifest::{
     EnginePath, Fingerprint, StageManifest, Standing, commit_stage_dir, fingerprint, fresh_scratch,
     manifest_seconds, output_hashes,
 };
 use crate::pipeline::seeds::RunSeeds;
-use crate::pipeline::stage::{BeforeWork, RunContext, RunEngine, Stage, StageFolder};
+use crate::pipeline::session::{self, Opening, Session, check_release_name};
+use crate::pipeline::stage::{
+    BeforeWork, Invocation, RunContext, RunEngine, Stage, StageFolder, Stages,
+};
 use crate::stages::StageName;
 
 /// `puzzleforge run`'s flags (their help: `cli::run`); `reproduce` fills them
@@ -67,6 +66,81 @@ pub(crate) fn run_pipeline_from(
     text: &str,
     output_dir: Option<&Path>,
 ) -> Result<Summary> {
+    let RunConfig {
+        config,
+        tier,
+        planned_off,
+    } = run_config(args, text, output_dir)?;
+    let tier = tier.as_deref();
+    let release = release_name(args, &config)?;
+    let seeds = RunSeeds::of(&config.pipeline, &release);
+    let (stages, rest) =
+        session::configured_stages(&config, &seeds, &args.config, args.shard.is_some())?;
+    let left_for_merge: Vec<StageName> = rest.iter().map(|s| s.name()).collect();
+    let engine = session::checked_engine(&config, &args.config, args.engine.as_ref(), &stages)?;
+    let release_dir = match &args.shard {
+        Some(shard) => config.pipeline.output_dir.join(shard.folder_name(&release)),
+        None => config.pipeline.output_dir.join(&release),
+    };
+    if args.plan.plan {
+        return run_plan(args, &config, engine, release_dir, tier, planned_off);
+    }
+    let mut session = Session::open(Opening {
+        config,
+        seeds,
+        stages,
+        engine,
+        release_dir,
+        tier,
+        shard: args.shard,
+        keep_stored_work: args.keep_stored_work,
+        invocation: Invocation {
+            config_path: args.config.clone(),
+            config_text: text.to_string(),
+            release: release.clone(),
+            tier_flag: args.tier.clone(),
+            engine_flag: args.engine.is_some(),
+        },
+    })?;
+    let generated = generate_first(args, &mut session, tier)?;
+    let generated = generated.as_deref();
+    check_strict_target(args, &session.stages, generated)?;
+    let redo = Redo {
+        force: args.force,
+        rewrite_release: args.rewrite_release,
+    };
+    let ctx = &mut session.ctx;
+    let (human, report) = match run_stages(ctx, &session.stages, redo) {
+        Ok(done) => done,
+        Err(error) => return closing::generation_fell_short(ctx, generated, &release, error),
+    };
+    closing::run_summary(
+        FinishedRun {
+            ctx,
+            release: &release,
+            generated,
+            shard: args.shard.map(|shard| (shard, left_for_merge)),
+            hint_flags: hint_flags(args),
+            strict: args.strict,
+        },
+        human,
+        report,
+    )
+}
+
+/// The config of `run`, with its flags laid over it.
+struct RunConfig {
+    config: PipelineConfig,
+    /// The tier the run produces: `--aim`'s, else `--tier`.
+    tier: Option<String>,
+    /// `run --plan` on a config with `[generate]` off, planned as if on.
+    planned_off: bool,
+}
+
+/// Reads the config text `text` (as the file `args.config` holds it), its
+/// output folder `output_dir` when given, with `run --plan` and `--aim`
+/// laid over it, and validates it.
+fn run_config(args: &RunArgs, text: &str, output_dir: Option<&Path>) -> Result<RunConfig> {
     let mut config = PipelineConfig::from_text(text, &args.config)?;
     if let Some(output_dir) = output_dir {
         config.pipeline.output_dir = output_dir.to_path_buf();
@@ -80,82 +154,53 @@ pub(crate) fn run_pipeline_from(
     // the run produces, as a `--tier` would be.
     let tier = crate::pipeline::aim::add_aimed_tier(&args.aim, &mut config, &args.config)?
         .or_else(|| args.tier.clone());
-    let tier = tier.as_deref();
-    config.validate(&args.config, tier)?;
-    let release = release_name(args, &config)?;
-    let seeds = RunSeeds::of(&config.pipeline, &release);
-    let mut stages = crate::pipeline::adapters::configured(&config, &seeds, &args.config)?;
-    let mut left_for_merge = Vec::new();
-    if args.shard.is_some() {
-        let (sharded, rest) = split_sharded(stages, &args.config)?;
-        stages = sharded;
-        left_for_merge = rest.iter().map(|s| s.name()).collect();
-    }
-    let engine = resolve_engine(&config.engine, args.engine.clone(), &stages)?;
-    check_engines(
-        &config,
-        &args.config,
-        args.engine.is_some(),
-        engine.as_ref(),
-        &stages,
-    )?;
-    let release_dir = match &args.shard {
-        Some(shard) => config.pipeline.output_dir.join(shard.folder_name(&release)),
-        None => config.pipeline.output_dir.join(&release),
-    };
-    if args.plan.plan {
-        let mut summary = run_plan(args, &config, &stages, release_dir, tier)?;
-        if planned_off {
-            summary.human.push_str(&format!(
-                "  [generate] is off in {}: planned as if on; set `[generate] enabled = true` \
-                 there to generate\n",
-                args.config.display()
-            ));
-        }
-        return Ok(summary);
-    }
-    refuse_linked_release(&release_dir)?;
-    std::fs::create_dir_all(&release_dir)
-        .with_context(|| format!("creating {}", release_dir.display()))?;
-    let _lock = ReleaseLock::acquire(&release_dir)?;
-    remove_leftovers(&release_dir)?;
+    config.validate(&args.config, tier.as_deref())?;
+    Ok(RunConfig {
+        config,
+        tier,
+        planned_off,
+    })
+}
 
-    let mut ctx = RunContext {
-        release_dir: release_dir.clone(),
-        engine,
-        tier: config.generate.release_tier(tier),
-        shard: args.shard,
-        config_dir: config_dir(&args.config),
-        invocation: Some(crate::pipeline::stage::Invocation {
-            config_path: args.config.clone(),
-            config_text: text.to_string(),
-            release: release.clone(),
-            tier_flag: args.tier.clone(),
-            engine_flag: args.engine.is_some(),
-        }),
-        keep_stored_work: args.keep_stored_work,
-        kept_work: Vec::new(),
-    };
-    // Under `[generate]` the games are played in batches first, and the
-    // self-play chain's stages are those of the generated route, holding
-    // them.
-    let generated = if config.generate.enabled {
-        let generated = Rc::new(prepare_generation(args, &config, &ctx, &stages, tier)?);
-        if args.keep_stored_work {
-            let mut sections = config.generate_sections();
-            sections.keep_stored_work = true;
-            ctx.kept_work.extend(crate::generate::kept_stores(
-                &sections,
-                ctx.generate_engine()?,
-                tier,
-            )?);
-        }
-        stages = on_generated_route(stages, &config, &seeds, &generated)?;
-        Some(generated)
-    } else {
-        None
-    };
-    let generated = generated.as_deref();
+/// Under `[generate]` the games are played in batches first, and the
+/// self-play chain's stages become those of the generated route, holding
+/// them: the generation, when the session generates.
+fn generate_first(
+    args: &RunArgs,
+    session: &mut Session,
+    tier: Option<&str>,
+) -> Result<Option<Rc<Generated>>> {
+    let Session {
+        config,
+        seeds,
+        stages,
+        ctx,
+        ..
+    } = session;
+    if !config.generate.enabled {
+        return Ok(None);
+    }
+    let generated = Rc::new(prepare_generation(args, config, ctx, stages, tier)?);
+    if args.keep_stored_work {
+        let mut sections = config.generate_sections();
+        sections.keep_stored_work = true;
+        ctx.kept_work.extend(crate::generate::kept_stores(
+            &sections,
+            ctx.generate_engine()?,
+            tier,
+        )?);
+    }
+    *stages = on_generated_route(std::mem::take(stages), config, seeds, &generated)?;
+    Ok(Some(generated))
+}
+
+/// `run --strict` checks the cells of `[generate]`'s target, else those of
+/// the release stage: refused (exit 2) with neither.
+fn check_strict_target(
+    args: &RunArgs,
+    stages: &Stages,
+    generated: Option<&Generated>,
+) -> Result<()> {
     if args.strict && generated.is_none() && !stages.iter().any(|s| s.name() == StageName::Release)
     {
         return Err(bad_input(format!(
@@ -163,26 +208,7 @@ pub(crate) fn run_pipeline_from(
             args.config.display()
         )));
     }
-    let redo = Redo {
-        force: args.force,
-        rewrite_release: args.rewrite_release,
-    };
-    let (human, report) = match run_stages(&mut ctx, &stages, redo) {
-        Ok(done) => done,
-        Err(error) => return closing::generation_fell_short(&ctx, generated, &release, error),
-    };
-    closing::run_summary(
-        FinishedRun {
-            ctx: &ctx,
-            release: &release,
-            generated,
-            shard: args.shard.map(|shard| (shard, left_for_merge)),
-            hint_flags: hint_flags(args),
-            strict: args.strict,
-        },
-        human,
-        report,
-    )
+    Ok(())
 }
 
 /// The flags of `args` a closing hint's command repeats.
@@ -233,27 +259,20 @@ fn prepare_generation(
 }
 
 /// `run --plan`: samples and projects instead of running the stages (no
-/// release folder is written).
+/// release folder is written); `planned_off`: the config has `[generate]`
+/// off, and the plan says so.
 fn run_plan(
     args: &RunArgs,
     config: &PipelineConfig,
-    stages: &[Box<dyn Stage>],
+    engine: Option<RunEngine>,
     release_dir: PathBuf,
     tier: Option<&str>,
+    planned_off: bool,
 ) -> Result<Summary> {
-    let ctx = RunContext {
-        release_dir,
-        engine: resolve_engine(&config.engine, args.engine.clone(), stages)?,
-        tier: config.generate.release_tier(tier),
-        shard: None,
-        config_dir: config_dir(&args.config),
-        invocation: None,
-        keep_stored_work: false,
-        kept_work: Vec::new(),
-    };
+    let ctx = session::unopened_context(config, &args.config, release_dir, engine, tier);
     let command = format!("puzzleforge run{}", hint_flags(args).text());
     let earlier = crate::pipeline::adapters::earlier_releases(&ctx)?;
-    crate::generate::plan::run_plan(
+    let mut summary = crate::generate::plan::run_plan(
         &args.plan,
         &config.generate_sections(),
         ctx.generate_engine()?,
@@ -261,65 +280,15 @@ fn run_plan(
         &ctx.release_dir,
         tier,
         &command,
-    )
-}
-
-/// Removes what killed or failed runs left in a release folder: stage
-/// scratch folders (`.NAME.partial`) and temporary files (`.NAME.tmp-PID`)
-/// of processes that are gone. Called with the lock held, so no live run
-/// of this release owns a scratch folder; a live process's temporary file
-/// is left alone.
-pub(crate) fn remove_leftovers(release_dir: &Path) -> Result<()> {
-    let mut pending = vec![release_dir.to_path_buf()];
-    while let Some(folder) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else {
-            continue;
-        };
-        for entry in entries.filter_map(|e| e.ok()) {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && name.starts_with('.') && name.ends_with(".partial") {
-                std::fs::remove_dir_all(&path)
-                    .with_context(|| format!("removing leftover {}", path.display()))?;
-            } else if is_dir {
-                pending.push(path);
-            } else if name.starts_with('.') && left_by_dead_process(&name, ".tmp-") {
-                std::fs::remove_file(&path)
-                    .with_context(|| format!("removing leftover {}", path.display()))?;
-            }
-        }
+    )?;
+    if planned_off {
+        summary.human.push_str(&format!(
+            "  [generate] is off in {}: planned as if on; set `[generate] enabled = true` \
+             there to generate\n",
+            args.config.display()
+        ));
     }
-    Ok(())
-}
-
-/// Refuses a release folder that is a symbolic link (a run would write
-/// through it, and later releases, which read no release through a link,
-/// would refuse it) or that holds a `release`'s release (no run writes into
-/// a finished release).
-pub(crate) fn refuse_linked_release(release_dir: &Path) -> Result<()> {
-    if std::fs::symlink_metadata(release_dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(bad_input(format!(
-            "{} is a symbolic link: a release folder must be a folder of the output folder \
-             (later releases read no release through a link). Remove the link, or move the \
-             folder it points at there in its place",
-            release_dir.display()
-        )));
-    }
-    if crate::stages::release::folder::ReleaseFolder::at(release_dir).looks_like_release() {
-        return Err(bad_input(format!(
-            "{} holds a finished release written by `release`; a finished release never changes. \
-             Make a new release with `puzzleforge run --release NEW`",
-            release_dir.display()
-        )));
-    }
-    Ok(())
-}
-
-/// The folder of the config file `path` (empty for one in the working
-/// directory).
-pub(crate) fn config_dir(path: &Path) -> PathBuf {
-    path.parent().map(Path::to_path_buf).unwrap_or_default()
+    Ok(summary)
 }
 
 /// The release `run` writes: `--release`, else `pipeline.release`.
@@ -333,145 +302,10 @@ fn release_name(args: &RunArgs, config: &PipelineConfig) -> Result<String> {
     Ok(release)
 }
 
-/// A release's folder name as `run` and `merge` accept it: a plain folder
-/// name that later releases find and exclude (they skip hidden folders,
-/// shard folders and `target`), and none of the names the output folder
-/// uses for itself (its registry `releases.sha256`; `.releases.lock`,
-/// `.generate` and `.eval-cache` are hidden, so refused already).
-pub(crate) fn check_release_name(release: &str) -> Result<()> {
-    if release.is_empty() || release.contains(['/', '\\']) || release.starts_with('.') {
-        return Err(bad_input(format!(
-            "release name {release:?} must be a plain folder name"
-        )));
-    }
-    // A line break, a tab or a bidirectional override would make the name
-    // read as another in a listing, a log line or a manifest.
-    let hidden = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-    };
-    if let Some(c) = release.chars().find(|c| hidden(*c)) {
-        return Err(bad_input(format!(
-            "release name {release:?} holds the character {:?} (U+{:04X}), which would make it \
-             read as another name in listings and logs; use letters, digits, `-` and `_`",
-            c,
-            u32::from(c)
-        )));
-    }
-    if release == crate::stages::release::folder::RELEASES_REGISTRY {
-        return Err(bad_input(format!(
-            "release name {release:?} is refused: it is the name of the output folder's own \
-             registry of releases (the file beside the releases that records their manifests), \
-             so the release folder and the registry would collide; choose another name"
-        )));
-    }
-    if crate::core::shard::is_shard_folder_name(release) || release == "target" {
-        return Err(bad_input(format!(
-            "release name {release:?} is refused: later releases would not exclude its puzzles \
-             (they skip folders named like a shard folder, NAME.shard-I-of-N, and `target`)"
-        )));
-    }
-    Ok(())
-}
-
 /// Whether `release_dir` holds a finished release (its release stage
 /// committed).
 pub(crate) fn release_is_finished(release_dir: &Path) -> bool {
     crate::stages::release::folder::run_release_is_finished(release_dir)
-}
-
-/// Starts every engine the run uses once (the `uci` handshake), before the
-/// first stage: a path that is no engine is an error (exit 2) naming its
-/// config key, not a failure hours later when its stage comes.
-pub(crate) fn check_engines<'a>(
-    config: &PipelineConfig,
-    config_path: &Path,
-    engine_flag: bool,
-    engine: Option<&RunEngine>,
-    stages: impl IntoIterator<Item = &'a Box<dyn Stage>>,
-) -> Result<()> {
-    use crate::engine::process::Engine;
-    let handshake = |spec: &crate::engine::process::EngineSpec, pool: &PoolConfig| {
-        Engine::start_with_handshake(spec, pool.handshake_deadline, pool.deadline)
-            .map(drop)
-            .map_err(|e| e.to_string())
-    };
-    let mut pool = PoolConfig::default();
-    if let Some(engine) = engine {
-        pool = engine.pool.clone();
-        if let Err(why) = handshake(&engine.spec, &pool) {
-            return Err(if engine_flag {
-                bad_input(format!("--engine: {why}"))
-            } else {
-                crate::pipeline::config::key_error(config_path, "engine", "path", &why)
-            });
-        }
-    }
-    let verifies =
-        config.generate.enabled || stages.into_iter().any(|s| s.name() == StageName::Verify);
-    if let Some(second) = config.verify.second_engine.as_ref().filter(|_| verifies) {
-        let checked = second
-            .spec()
-            .map_err(|e| format!("{e:#}"))
-            .and_then(|spec| handshake(&spec, &pool));
-        if let Err(why) = checked {
-            return Err(crate::pipeline::config::key_error(
-                config_path,
-                "verify.second_engine",
-                "path",
-                &why,
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Stages in run order.
-pub(crate) type Stages = Vec<Box<dyn Stage>>;
-
-/// Splits the configured stages into those a shard runs (ingest, selfplay,
-/// mine, rate) and those left for `merge`; a sliced stage after one left
-/// for merge cannot be sliced.
-pub(crate) fn split_sharded(stages: Stages, config_path: &Path) -> Result<(Stages, Stages)> {
-    let mut sharded = Vec::new();
-    let mut rest: Stages = Vec::new();
-    for stage in stages {
-        if stage.name().is_sharded() {
-            if let Some(before) = rest.first() {
-                return Err(bad_input(format!(
-                    "{}: pipeline.stages puts {} after {}; sharded runs need {} first",
-                    config_path.display(),
-                    stage.name(),
-                    before.name(),
-                    StageName::list(StageName::ALL.into_iter().filter(|s| s.is_sharded()))
-                )));
-            }
-            sharded.push(stage);
-        } else {
-            rest.push(stage);
-        }
-    }
-    Ok((sharded, rest))
-}
-
-/// The engine of a run, when one of `stages` uses it: the `[engine]`
-/// section (its path resolved when the config was loaded) under the
-/// `--engine` flag.
-pub(crate) fn resolve_engine<'a>(
-    section: &EngineConfig,
-    engine_flag: Option<PathBuf>,
-    stages: impl IntoIterator<Item = &'a Box<dyn Stage>>,
-) -> Result<Option<RunEngine>> {
-    if !stages.into_iter().any(|s| s.uses_engine()) {
-        return Ok(None);
-    }
-    let flags = EngineArgs {
-        engine: engine_flag,
-        ..EngineArgs::default()
-    };
-    let (spec, pool) = flags.resolve(section)?;
-    let sha256 = sha256_file(&spec.path)?;
-    Ok(Some(RunEngine { spec, pool, sha256 }))
 }
 
 /// What a run redoes beyond the stages whose fingerprint changed.

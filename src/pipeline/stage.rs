@@ -149,6 +149,9 @@ pub enum BeforeWork {
     Stands(Value),
 }
 
+/// Stages in run order.
+pub(crate) type Stages = Vec<Box<dyn Stage>>;
+
 /// One pipeline stage, holding its own settings.
 pub trait Stage {
     /// The stage's name in `pipeline.stages` and its folder name.
