@@ -450,3 +450,54 @@ fn merge_and_run_exclude_the_releases_of_one_output_folder() {
         ],
     );
 }
+
+/// `merge -o NAME` run inside the output folder (the release folder's
+/// holder is then `.`, its parent the empty path) excludes the releases
+/// beside it, as `-o out/NAME` does from above.
+#[test]
+fn merge_inside_the_output_folder_excludes_the_releases_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let stages = r#"["ingest_puzzles", "release"]"#;
+    write_config(dir.path(), "p.toml", "out", stages, "");
+    summary(&puzzleforge(
+        dir.path(),
+        &["run", "--config", "p.toml", "--release", "first", "--json"],
+    ));
+    for shard in ["0/2", "1/2"] {
+        summary(&puzzleforge(
+            dir.path(),
+            &["run", "--config", "p.toml", "--shard", shard, "--json"],
+        ));
+    }
+    let out = dir.path().join("out");
+    summary(&puzzleforge(
+        &out,
+        &[
+            "merge",
+            "r1.shard-0-of-2",
+            "r1.shard-1-of-2",
+            "-o",
+            "r1",
+            "--config",
+            "../p.toml",
+            "--json",
+        ],
+    ));
+    let ids = |release: &str| -> std::collections::BTreeSet<String> {
+        ["train.csv", "test.csv"]
+            .iter()
+            .flat_map(|f| {
+                puzzleforge::chess::record::read_puzzles(&out.join(release).join("release").join(f))
+                    .unwrap()
+            })
+            .map(|p| p.id)
+            .collect()
+    };
+    let (first, merged) = (ids("first"), ids("r1"));
+    assert!(!first.is_empty() && !merged.is_empty());
+    assert!(
+        first.is_disjoint(&merged),
+        "{:?}",
+        first.intersection(&merged)
+    );
+}

@@ -1042,7 +1042,7 @@ impl Stage for Eval {
         // release's eval of the same output folder.
         let keeps = crate::stages::eval::keeps_a_cache(&config) || config.regret.enabled;
         if config.cache_dir.is_none() && keeps {
-            let output_dir = ctx.release_dir.parent().unwrap_or(Path::new(""));
+            let output_dir = crate::stages::release::folder::holding_folder(&ctx.release_dir);
             config.cache_dir = Some(output_dir.join(".eval-cache"));
         }
         // The run's whole `[engine]` section (binary, options, workers,

@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::pipeline::stage::RunContext;
 use crate::stages::StageName;
-use crate::stages::release::folder::ReleaseFolder;
+use crate::stages::release::folder::{ReleaseFolder, holding_folder};
 use crate::stages::release::manifest::ReleaseManifest;
 
 /// The earlier releases whose puzzles this release must not repeat,
@@ -30,12 +30,8 @@ pub(crate) fn earlier_releases(ctx: &RunContext) -> Result<Vec<PathBuf>> {
 
 /// Every release under the output folder but this run's.
 pub(crate) fn releases_found(ctx: &RunContext, own: &Path) -> Result<Vec<PathBuf>> {
-    let root = ctx
-        .release_dir
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let mut releases = ReleaseFolder::find_under(&root, own)?;
+    let root = holding_folder(&ctx.release_dir);
+    let mut releases = ReleaseFolder::find_under(root, own)?;
     let this_run = ctx.release_dir.canonicalize().ok();
     releases.retain(|r| {
         r.canonicalize()
