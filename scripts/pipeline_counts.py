@@ -275,7 +275,8 @@ def main():
                 )
 
         if not re.search(r"\bstruct\s+RunContext\b", code):
-            for m in re.finditer(r"\bRunContext\s*\{", code):
+            # `-> RunContext {` is a return type before a body, no literal.
+            for m in re.finditer(r"(?<!->)(?<!-> )\bRunContext\s*\{", code):
                 line_no = line_of(starts, m.start())
                 sessions.append(f"{where}:{line_no} in fn {enclosing_fn(body, line_no)}")
 
