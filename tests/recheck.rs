@@ -210,13 +210,13 @@ fn a_generated_release_names_its_sources_and_rechecks_from_its_card() {
             .output()
             .unwrap()
     };
-    let verify = run_card(commands[0]);
+    let recheck = run_card(commands[0]);
     assert!(
-        verify.status.success(),
+        recheck.status.success(),
         "{}",
-        String::from_utf8_lossy(&verify.stderr)
+        String::from_utf8_lossy(&recheck.stderr)
     );
-    let line: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let line: Value = serde_json::from_slice(&recheck.stdout).unwrap();
     assert_eq!(line["PuzzleId"], id.as_str());
     assert_eq!(line["agrees"], true, "{line:#}");
     // Typed values, as the release's JSON Lines: recorded and now alike.
@@ -226,18 +226,19 @@ fn a_generated_release_names_its_sources_and_rechecks_from_its_card() {
     }
     assert!(line["recorded"]["BestScore"].is_i64(), "{line:#}");
     assert!(line["recorded"]["Nodes"].is_i64(), "{line:#}");
-    let said = String::from_utf8_lossy(&verify.stderr);
-    assert!(said.contains("re-checked 1 puzzle of"), "{said}");
-    // The card's `verify .` is the alias of `recheck`: it says so in one
-    // line on stderr, and otherwise prints and exits as `recheck` does.
-    let note = puzzleforge::cli::RECHECK_ALIAS_NOTE;
-    assert_eq!(said.matches(note).count(), 1, "{said}");
-    let recheck = run_card(&commands[0].replacen("verify", "recheck", 1));
-    assert_eq!(recheck.status.code(), verify.status.code());
-    assert_eq!(recheck.stdout, verify.stdout);
     let alone = String::from_utf8_lossy(&recheck.stderr);
-    assert!(!alone.contains(note), "{alone}");
     assert!(alone.contains("re-checked 1 puzzle of"), "{alone}");
+    // The card's command as older cards wrote it, `verify .`, is the alias
+    // of `recheck`: it says so in one line on stderr, and otherwise prints
+    // and exits as `recheck` does.
+    let note = puzzleforge::cli::RECHECK_ALIAS_NOTE;
+    assert!(!alone.contains(note), "{alone}");
+    let verify = run_card(&commands[0].replacen("recheck", "verify", 1));
+    let said = String::from_utf8_lossy(&verify.stderr);
+    assert_eq!(said.matches(note).count(), 1, "{said}");
+    assert!(said.contains("re-checked 1 puzzle of"), "{said}");
+    assert_eq!(verify.status.code(), recheck.status.code());
+    assert_eq!(verify.stdout, recheck.stdout);
     let check = run_card(commands[1]);
     assert!(
         check.status.success(),

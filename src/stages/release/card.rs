@@ -606,10 +606,10 @@ fn recheck_section(train: &[Puzzle], test: &[Puzzle], manifest: &ReleaseManifest
         }
     ));
     text.push_str(&format!(
-        "```sh\npuzzleforge verify . --puzzle {id}\npuzzleforge check {split}.csv --puzzle {id} --nodes {nodes}\n```\n\n"
+        "```sh\npuzzleforge recheck . --puzzle {id}\npuzzleforge check {split}.csv --puzzle {id} --nodes {nodes}\n```\n\n"
     ));
     text.push_str(
-        "`verify` prints one JSON line per puzzle: what the release recorded (`BestScore`, \
+        "`recheck` prints one JSON line per puzzle: what the release recorded (`BestScore`, \
          `SecondScore`, `VerifyDeeper`, `VerifySecond`, `Verified`), what the engines say now, \
          and `agrees`; it exits 2 when one disagrees. `check` shows the engine's two best moves \
          and scores in the solver's position (after the first move of `Moves`). \
