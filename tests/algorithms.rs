@@ -297,8 +297,8 @@ const GOLDEN: &[(&str, &str, &str)] = &[
     ),
     (
         "release",
-        "release-1",
-        "bfe84b8521ca3bd811fdbd2e56bb47cdba5724009f4fe874f9bb54952db68329",
+        "release-2",
+        "d2c4107a320fa150d5ce1528017e43d1fa178705b789781ccedd2af69215e3b6",
     ),
     (
         "export",

@@ -92,7 +92,7 @@ fn a_release_reproduces_byte_for_byte_and_a_changed_byte_or_input_is_named() {
     );
     let stage = json_file(&release.join("release/stage.json"));
     assert_eq!(stage["fingerprint"]["build"], build.as_str());
-    assert_eq!(stage["fingerprint"]["algorithm"], "release-1");
+    assert_eq!(stage["fingerprint"]["algorithm"], "release-2");
     let manifest = json_file(&release.join("release/manifest.json"));
     assert_eq!(manifest["tool"]["build"], build.as_str());
     assert_eq!(manifest["tool"]["version"], "0.1.0");
