@@ -333,13 +333,9 @@ fn merge_refuses_missing_mixed_and_mismatched_shards() {
     );
 }
 
-/// `merge` and `run` take their exclusions from one place, the config's
-/// `output_dir`: a merged release excludes the releases there (and names
-/// them), `-o` outside it is an error naming both, and a name `merge`
-/// refuses `run` refuses the same way. A shard's input changed after the
-/// shard read it is refused by the merge, naming the file.
-#[test]
-fn merge_and_run_exclude_the_releases_of_one_output_folder() {
+/// A folder whose config `p.toml` ingests and releases into `out/`, with
+/// the release `first` finished and the two shards of `r1` run.
+fn first_release_and_two_shards() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let stages = r#"["ingest_puzzles", "release"]"#;
     write_config(dir.path(), "p.toml", "out", stages, "");
@@ -353,6 +349,17 @@ fn merge_and_run_exclude_the_releases_of_one_output_folder() {
             &["run", "--config", "p.toml", "--shard", shard, "--json"],
         ));
     }
+    dir
+}
+
+/// `merge` and `run` take their exclusions from one place, the config's
+/// `output_dir`: a merged release excludes the releases there (and names
+/// them), `-o` outside it is an error naming both, and a name `merge`
+/// refuses `run` refuses the same way. A shard's input changed after the
+/// shard read it is refused by the merge, naming the file.
+#[test]
+fn merge_and_run_exclude_the_releases_of_one_output_folder() {
+    let dir = first_release_and_two_shards();
     let merge = |output: &str| {
         puzzleforge(
             dir.path(),
@@ -456,19 +463,7 @@ fn merge_and_run_exclude_the_releases_of_one_output_folder() {
 /// beside it, as `-o out/NAME` does from above.
 #[test]
 fn merge_inside_the_output_folder_excludes_the_releases_beside_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let stages = r#"["ingest_puzzles", "release"]"#;
-    write_config(dir.path(), "p.toml", "out", stages, "");
-    summary(&puzzleforge(
-        dir.path(),
-        &["run", "--config", "p.toml", "--release", "first", "--json"],
-    ));
-    for shard in ["0/2", "1/2"] {
-        summary(&puzzleforge(
-            dir.path(),
-            &["run", "--config", "p.toml", "--shard", shard, "--json"],
-        ));
-    }
+    let dir = first_release_and_two_shards();
     let out = dir.path().join("out");
     summary(&puzzleforge(
         &out,
