@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use crate::core::error::bad_input;
 use crate::engine::pool::EnginePool;
 use crate::generate::chain::{MineStep, RateStep, SelfplayStep, VerifyStep};
-use crate::pipeline::config::{ExportSection, HumanGamesSection, PipelineConfig};
+use crate::pipeline::config::{ExportSection, PipelineConfig};
 use crate::pipeline::lock::lock_releases;
 use crate::pipeline::manifest::{EnginePath, StageManifest, Standing, fingerprint};
 use crate::pipeline::provenance::Provenance;
@@ -38,7 +38,7 @@ use crate::stages::eval::config::EvalConfig;
 use crate::stages::export::{ExportFormat, SplitChoice};
 use crate::stages::ingest_games::IngestGamesConfig;
 use crate::stages::ingest_puzzles::IngestPuzzlesConfig;
-use crate::stages::mine::MineConfig;
+use crate::stages::mine::{HumanGamesDraw, HumanGamesInput, MineConfig};
 use crate::stages::rate::RateConfig;
 use crate::stages::release::cells::ReleaseConfig;
 use crate::stages::selfplay::SelfplayConfig;
@@ -314,70 +314,27 @@ pub(crate) struct Mine {
     human_games: Option<HumanGamesInput>,
 }
 
-/// The human games `mine` draws its human-game puzzles from: the file, and
-/// the draw the stage's config records.
-struct HumanGamesInput {
-    /// `[sources] human_games`: an input of the stage (fingerprinted by its
-    /// content), not a setting.
-    path: PathBuf,
-    draw: HumanGamesDraw,
-}
-
-/// `[human_games]` and the seed that draws the games: what the stage's
-/// recorded config holds of the human games.
-#[derive(Serialize)]
-struct HumanGamesDraw {
-    #[serde(flatten)]
-    section: HumanGamesSection,
-    seed: u64,
-}
-
-impl HumanGamesInput {
-    /// `[human_games]` when it mines games, drawn with `seed`; they need
-    /// `[sources] human_games`.
-    fn of(config: &PipelineConfig, seed: u64) -> Result<Option<HumanGamesInput>> {
-        let section = &config.human_games;
-        if section.mine_games == 0 {
-            return Ok(None);
-        }
-        let Some(path) = &config.sources.human_games else {
-            crate::bail_input!(
-                "[human_games] mine_games = {} needs [sources] human_games: the file to draw \
-                 the games from",
-                section.mine_games
-            );
-        };
-        Ok(Some(HumanGamesInput {
-            path: path.clone(),
-            draw: HumanGamesDraw {
-                section: section.clone(),
-                seed,
-            },
-        }))
+/// `[human_games]` when it mines games, drawn with `seed`; they need
+/// `[sources] human_games`.
+fn human_games_input(config: &PipelineConfig, seed: u64) -> Result<Option<HumanGamesInput>> {
+    let section = &config.human_games;
+    if section.mine_games == 0 {
+        return Ok(None);
     }
-
-    /// The drawn games as units, or this shard's slice of them.
-    fn units(&self, ctx: &RunContext) -> Result<crate::stages::mine::Loaded> {
-        use crate::chess::human_games::{HumanPool, PoolLimits};
-        let limits = PoolLimits {
-            min_plies: self.draw.section.min_plies,
-            max_games: self.draw.section.pool_games,
-        };
-        let pool = HumanPool::shared(&self.path, limits)?;
-        let mut units = crate::stages::mine::human_game_units(
-            &pool,
-            self.draw.section.mine_games,
-            self.draw.seed,
+    let Some(path) = &config.sources.human_games else {
+        crate::bail_input!(
+            "[human_games] mine_games = {} needs [sources] human_games: the file to draw \
+             the games from",
+            section.mine_games
         );
-        if let Some(shard) = &ctx.shard {
-            let range = shard.range(units.len() as u64);
-            units = units[range.start as usize..range.end as usize].to_vec();
-        }
-        Ok(crate::stages::mine::Loaded {
-            units,
-            skipped: Vec::new(),
-        })
-    }
+    };
+    Ok(Some(HumanGamesInput {
+        path: path.clone(),
+        draw: HumanGamesDraw {
+            section: section.clone(),
+            seed,
+        },
+    }))
 }
 
 /// `mine`'s config with human games to mine: `[mine]`, `[human_games]`
@@ -395,7 +352,7 @@ impl Mine {
     pub(crate) fn of(config: &PipelineConfig, seeds: &RunSeeds) -> Result<Mine> {
         Ok(Mine {
             section: config.mine.clone(),
-            human_games: HumanGamesInput::of(config, seeds.run)?,
+            human_games: human_games_input(config, seeds.run)?,
         })
     }
 
@@ -474,7 +431,7 @@ impl Mine {
         folder: &StageFolder,
         human: &HumanGamesInput,
     ) -> Result<InputSummary<MineFileSummary>> {
-        let loaded = human.units(ctx)?;
+        let loaded = human.units(ctx.shard.as_ref())?;
         let output = MineStep::HUMAN_GAMES_OUTPUT;
         let mut summary = self
             .step()
@@ -502,16 +459,10 @@ impl Mine {
                 units: Vec::new(),
                 skipped: Vec::new(),
             },
-            Some(_) if !sliced_here => load_input(input)?,
             // Every shard ingests the same candidates; each mines its
             // slice of them.
-            Some(shard) => {
-                let mut loaded = load_input(input)?;
-                let range = shard.range(loaded.units.len() as u64);
-                loaded.units = loaded.units[range.start as usize..range.end as usize].to_vec();
-                loaded
-            }
-            None => load_input(input)?,
+            Some(shard) if sliced_here => load_input(input)?.slice(shard),
+            _ => load_input(input)?,
         })
     }
 }

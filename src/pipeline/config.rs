@@ -29,7 +29,7 @@ pub struct PipelineConfig {
     pub sources: SourcesSection,
     /// Human-game puzzles (off by default).
     #[serde(skip_serializing_if = "is_default")]
-    pub human_games: HumanGamesSection,
+    pub human_games: crate::stages::mine::HumanGamesSection,
     pub ingest: IngestSection,
     pub selfplay: crate::stages::selfplay::SelfplayConfig,
     pub mine: crate::stages::mine::MineConfig,
@@ -63,7 +63,7 @@ impl Bounded for PipelineConfig {
     const BOUNDS: &'static [Bound] = &[];
     const NESTED: &'static [Nested] = &[
         Nested::of::<crate::engine::settings::EngineConfig>("engine", Many::One),
-        Nested::of::<HumanGamesSection>("human_games", Many::One),
+        Nested::of::<crate::stages::mine::HumanGamesSection>("human_games", Many::One),
         Nested::of::<IngestSection>("ingest", Many::One),
         Nested::of::<crate::stages::selfplay::SelfplayConfig>("selfplay", Many::One),
         Nested::of::<crate::stages::mine::MineConfig>("mine", Many::One),
@@ -88,43 +88,6 @@ pub struct SourcesSection {
     /// Human games (PGN, plain or zstd, UTF-8 or Latin-1) that a
     /// `[selfplay.human]` profile starts its games from.
     pub human_games: Option<PathBuf>,
-}
-
-/// `[human_games]`: human-game puzzles, mined by the `mine` stage from
-/// games of `[sources] human_games` with `[mine]`'s rules. Their positions
-/// are public (game databases hold them): the card, the manifest and each
-/// row (`Source` = `human-game`) say so, and they never count as
-/// generated.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct HumanGamesSection {
-    /// Games drawn with the run seed from the file and mined; 0 (the
-    /// default) leaves human-game puzzles out.
-    pub mine_games: u64,
-    /// A drawn game has at least this many plies.
-    pub min_plies: usize,
-    /// The games are drawn from the first this many games of the file
-    /// that start from the standard position and are long enough: memory
-    /// stays bounded on a dump of a hundred million games.
-    pub pool_games: u64,
-}
-
-impl Default for HumanGamesSection {
-    fn default() -> Self {
-        Self {
-            mine_games: 0,
-            min_plies: 20,
-            pool_games: 200_000,
-        }
-    }
-}
-
-impl Bounded for HumanGamesSection {
-    const BOUNDS: &'static [Bound] = &[
-        Bound::within("mine_games", 0.0, 1e7, "games mined; 0 leaves them out"),
-        Bound::within("min_plies", 1.0, 2000.0, "plies of a game"),
-        Bound::within("pool_games", 1.0, 1e9, "games of the pool"),
-    ];
 }
 
 /// Settings of the `ingest` stages.

@@ -92,6 +92,17 @@ pub struct Loaded {
     pub skipped: Vec<String>,
 }
 
+impl Loaded {
+    /// `shard`'s slice of the units (its skipped games kept as they are):
+    /// the shards' slices, mined apart and merged, are the whole input's
+    /// puzzles ([`super::dedup_puzzles`]).
+    pub(crate) fn slice(mut self, shard: &crate::core::shard::Shard) -> Loaded {
+        let range = shard.range(self.units.len() as u64);
+        self.units = self.units[range.start as usize..range.end as usize].to_vec();
+        self
+    }
+}
+
 /// Where a self-play game started, as its puzzles' `GameUrl` says it:
 /// empty for a random opening (or an engine's own game), else the human
 /// source it grew from, named by its file's sha256 (first 16 digits) and
@@ -359,51 +370,4 @@ fn load_candidates(path: &Path) -> Result<Loaded> {
         Ok(())
     })?;
     Ok(Loaded { units, skipped })
-}
-
-/// `count` games of `pool` drawn with `seed` (every game at most once),
-/// in file order, as units to mine: the human-game puzzles of a run
-/// (`[human_games] mine_games`). Their ids name the file by the first 8
-/// hex digits of its sha256 and the game by its number in the file, and
-/// their `GameUrl` names file, game and ply (`<file>#game=N&ply=P`).
-pub(crate) fn human_game_units(
-    pool: &crate::chess::human_games::HumanPool,
-    count: u64,
-    seed: u64,
-) -> Vec<MineUnit> {
-    use crate::core::seed::{Domain, Key};
-    let games = &pool.games.games;
-    let mut rng = crate::core::seed::rng(seed, Domain::HumanGamesSample, Key::Run);
-    let amount = (count as usize).min(games.len());
-    let mut picked = rand::seq::index::sample(&mut rng, games.len(), amount).into_vec();
-    picked.sort_unstable();
-    let file = pool
-        .games
-        .path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    picked
-        .into_iter()
-        .map(|index| {
-            let game = &games[index];
-            let tag = |name: &str| game.tag(name).unwrap_or_default().to_string();
-            MineUnit {
-                source: Source::HumanGame,
-                game_id: format!("human-{}-{}", &pool.sha256[..8], game.number),
-                game_url: format!("{file}#game={}", game.number),
-                seed: String::new(),
-                white_elo: tag("WhiteElo"),
-                black_elo: tag("BlackElo"),
-                first_ply: 1,
-                keep_id: None,
-                // A puzzle file's "game" starts at the puzzle's FEN.
-                start_fen: game.fen.as_deref().cloned().unwrap_or_default(),
-                moves: game.moves.to_vec(),
-                targets: Vec::new(),
-                public_positions: Vec::new(),
-                source_idea: None,
-            }
-        })
-        .collect()
 }

@@ -40,7 +40,8 @@
 //! what a unit and a run found. [`line`]: the line extension. [`verdict`]:
 //! the full search and what passes. [`funnel`]: the passes over a unit's
 //! targets. [`output`]: the selection and the puzzle rows. [`check`]: the
-//! funnel against the exhaustive search. [`run`]: the stage's entry points
+//! funnel against the exhaustive search. [`human`]: `[human_games]`, the
+//! human games a pipeline's `mine` draws and mines. [`run`]: the stage's entry points
 //! and its summary.
 
 mod config;
@@ -54,12 +55,14 @@ mod unit;
 mod output;
 mod check;
 mod checkpoint;
+mod human;
 mod run;
 
 pub(crate) use check::FunnelCheck;
 pub(crate) use checkpoint::checkpoint_path;
 pub use config::{ALGORITHM, CheckedMineConfig, MineArgs, MineConfig, MineOverrides};
-pub(crate) use input::human_game_units;
+pub use human::HumanGamesSection;
+pub(crate) use human::{HumanGamesDraw, HumanGamesInput};
 pub use input::{Loaded, MineUnit, Source, Target, load_input};
 pub(crate) use output::dedup_puzzles;
 pub(crate) use results::{MineRun, StepUsage, UnitResult};
