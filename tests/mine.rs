@@ -377,29 +377,14 @@ fn a_killed_mine_resumes_where_it_stopped_and_writes_the_same_bytes() {
     );
 
     let resumed = dir.path().join("resumed.csv");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
         .args(args(&resumed))
         .current_dir(dir.path())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Killed once the first chunk of games is recorded.
-    let recorded = |path: &Path| {
-        std::fs::read_to_string(path)
-            .map(|t| t.lines().count())
-            .unwrap_or(0)
-    };
-    while recorded(&checkpoint(&resumed)) < 2 {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "mine ended before it was killed"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let kept = kill_once_recorded(child, &checkpoint(&resumed));
     assert!(!resumed.exists());
-    let kept = recorded(&checkpoint(&resumed)) - 1;
     assert!((1..24).contains(&kept), "{kept} games recorded");
     // A line cut short by the kill.
     let mut file = std::fs::OpenOptions::new()
@@ -427,6 +412,105 @@ fn a_killed_mine_resumes_where_it_stopped_and_writes_the_same_bytes() {
         std::fs::read(&whole).unwrap()
     );
     assert!(!checkpoint(&resumed).exists());
+}
+
+/// Kills `child` (a mining run) once its checkpoint `checkpoint` holds a
+/// finished game, and gives the games it holds.
+fn kill_once_recorded(mut child: std::process::Child, checkpoint: &Path) -> usize {
+    let recorded = || {
+        std::fs::read_to_string(checkpoint)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    // The header, then the first chunk's games.
+    while recorded() < 2 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "mining ended before it was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    recorded() - 1
+}
+
+/// The pipeline's `mine` stage checkpoints as a standalone `mine` does: a
+/// `run` killed mid-stage leaves the finished games in
+/// `<release>/.mine.checkpoint/` (which the next run does not remove with
+/// the scratch folder), the same `run` again mines only the rest and
+/// commits the bytes of one uninterrupted run, and the checkpoint goes
+/// with the commit (issue 65: the stage lost all its work to a kill).
+#[test]
+fn a_killed_run_resumes_its_mine_stage_and_commits_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        r#"
+[pipeline]
+seed = 7
+output_dir = "out"
+release = "k"
+stages = ["mine"]
+
+[engine]
+path = "/usr/games/stockfish"
+workers = 1
+
+[sources]
+human_games = "{}"
+
+[human_games]
+mine_games = 24
+
+[mine]
+nodes = 5000
+shallow_depth = 6
+"#,
+        common::data("master_games_sample_145.pgn").display()
+    );
+    // Two folders, one config: the same seeds, the same games drawn.
+    let (whole, resumed) = (dir.path().join("whole"), dir.path().join("resumed"));
+    for folder in [&whole, &resumed] {
+        std::fs::create_dir(folder).unwrap();
+        std::fs::write(folder.join("p.toml"), &config).unwrap();
+    }
+    let run = ["run", "--config", "p.toml"];
+    let once = common::puzzleforge(&whole, &run);
+    assert!(
+        once.status.success(),
+        "{}",
+        String::from_utf8_lossy(&once.stderr)
+    );
+    let mined = |folder: &Path| folder.join("out/k/mine/human_games.puzzles.csv");
+    let checkpoints = |folder: &Path| folder.join("out/k/.mine.checkpoint");
+    assert!(
+        !checkpoints(&whole).exists(),
+        "the checkpoint outlives the commit"
+    );
+
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_puzzleforge"))
+        .args(run)
+        .current_dir(&resumed)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let checkpoint = checkpoints(&resumed).join("human_games.puzzles.csv.checkpoint.jsonl");
+    let kept = kill_once_recorded(child, &checkpoint);
+    assert!(!mined(&resumed).exists());
+    assert!((1..24).contains(&kept), "{kept} games recorded");
+
+    let again = common::puzzleforge(&resumed, &run);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("resuming: {kept} of 24 games already mined")),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(mined(&resumed)).unwrap(),
+        std::fs::read(mined(&whole)).unwrap()
+    );
+    assert!(!checkpoints(&resumed).exists());
 }
 
 /// A PGN of one game of `plies` knight moves (1. Nf3 Nf6 2. Ng1 Ng8 ...),

@@ -22,7 +22,7 @@ use crate::chess::record::{Puzzle, PuzzleWriter, extra_columns_of, read_puzzles}
 use crate::core::summary::{Report, Summary};
 use crate::engine::pool::EnginePool;
 use crate::stages::StageName;
-use crate::stages::mine::{Loaded, MINE_COLUMNS, MineConfig, MinedUnits};
+use crate::stages::mine::{CheckpointAt, Loaded, MINE_COLUMNS, MineConfig, MinedUnits};
 use crate::stages::rate::{RateConfig, RateSummary};
 use crate::stages::selfplay::{SelfplayConfig, SelfplaySummary};
 use crate::stages::verify::{VerifyConfig, VerifyCounts, VerifyFiles};
@@ -141,14 +141,17 @@ impl MineStep<'_> {
     pub(crate) const IN_BATCH: &'static str = "mined.csv";
 
     /// The puzzles of `loaded` (games or candidates) into `output`, with
-    /// each unit's funnel.
+    /// each unit's funnel; each finished game recorded in `checkpoint`
+    /// when given, and a killed run's games taken from it (the pipeline's
+    /// stage; a batch of generation is redone whole, its games few).
     pub(crate) fn run(
         &self,
         pool: &EnginePool,
         loaded: &Loaded,
         output: &Path,
+        checkpoint: Option<&CheckpointAt>,
     ) -> Result<MinedUnits> {
-        crate::stages::mine::mine_loaded_per_unit(self.section, pool, loaded, output)
+        crate::stages::mine::mine_loaded_per_unit(self.section, pool, loaded, output, checkpoint)
     }
 
     /// The merge rule: the shards' mined files (`shard_outputs`, in shard

@@ -167,7 +167,7 @@ impl Player<'_> {
         let mined = MineStep {
             section: &settings.mine,
         }
-        .run(pool, &loaded, &files.mined)?;
+        .run(pool, &loaded, &files.mined, None)?;
         clock.lap(MineStep::STAGE, pools_cpu(pool, second), 0.0);
 
         pool.set_progress(Some(RateStep::STAGE.as_str()));

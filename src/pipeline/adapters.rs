@@ -393,9 +393,15 @@ impl Mine {
     ) -> Result<InputSummary<MineFileSummary>> {
         let output = output_name(&input, MineStep::OUTPUT_SUFFIX);
         let loaded = Self::load(ctx, &input, sliced_here)?;
+        let checkpoint = folder.checkpoint(&output);
         let mut summary = self
             .step()
-            .run(pool, &loaded, &folder.scratch_path(&output))?
+            .run(
+                pool,
+                &loaded,
+                &folder.scratch_path(&output),
+                Some(&checkpoint),
+            )?
             .summary
             .record;
         summary.output = folder.committed_path(&output);
@@ -433,9 +439,15 @@ impl Mine {
     ) -> Result<InputSummary<MineFileSummary>> {
         let loaded = human.units(ctx.shard.as_ref())?;
         let output = MineStep::HUMAN_GAMES_OUTPUT;
+        let checkpoint = folder.checkpoint(output);
         let mut summary = self
             .step()
-            .run(pool, &loaded, &folder.scratch_path(output))?
+            .run(
+                pool,
+                &loaded,
+                &folder.scratch_path(output),
+                Some(&checkpoint),
+            )?
             .summary
             .record;
         summary.output = folder.committed_path(output);

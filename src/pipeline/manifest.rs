@@ -99,6 +99,20 @@ impl Fingerprint {
             && self.shard == other.shard
     }
 
+    /// The sha256 of what decides the stage's outputs: the fingerprint
+    /// less the build that computes them (a rebuild of the same version
+    /// and algorithm computes the same bytes). What a stage's checkpoint
+    /// is keyed by.
+    pub(crate) fn work_key(&self) -> Result<String> {
+        let decides = Fingerprint {
+            build: String::new(),
+            ..self.clone()
+        };
+        Ok(crate::core::fileio::sha256_bytes(&serde_json::to_vec(
+            &decides,
+        )?))
+    }
+
     /// The line a run prints for a stage redone because its recorded
     /// algorithm is not this build's; `None` when they agree.
     pub(crate) fn algorithm_change(&self, now: &Self, stage: StageName) -> Option<String> {
@@ -340,6 +354,12 @@ pub(crate) fn output_hashes(dir: &Path) -> Result<BTreeMap<String, String>> {
         outputs.insert(relative, sha256_file(&entry)?);
     }
     Ok(outputs)
+}
+
+/// The folder where a stage records its finished work as it goes,
+/// `<release>/.<stage>.checkpoint` ([`crate::pipeline::stage::StageFolder`]).
+pub(crate) fn checkpoint_dir(release_dir: &Path, stage: StageName) -> PathBuf {
+    release_dir.join(format!(".{stage}.checkpoint"))
 }
 
 /// Writes `manifest` as the stage's `stage.json` into the scratch folder and

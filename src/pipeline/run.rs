@@ -24,8 +24,8 @@ use crate::pipeline::closing::{self, FinishedRun, HintFlags, StageReport};
 use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::generated_adapters::on_generated_route;
 use crate::pipeline::manifest::{
-    EnginePath, Fingerprint, StageManifest, Standing, commit_stage_dir, fingerprint, fresh_scratch,
-    manifest_seconds, output_hashes,
+    EnginePath, Fingerprint, StageManifest, Standing, checkpoint_dir, commit_stage_dir,
+    fingerprint, fresh_scratch, manifest_seconds, output_hashes,
 };
 use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::session::{self, Opening, Session, check_release_name};
@@ -481,6 +481,8 @@ fn work_and_commit(
     let folder = StageFolder {
         scratch: fresh_scratch(&ctx.release_dir, stage.name())?,
         committed: ctx.stage_dir(stage.name()),
+        checkpoints: checkpoint_dir(&ctx.release_dir, stage.name()),
+        work_key: print.work_key()?,
     };
     let started = Instant::now();
     let counts = stage.execute(ctx, &folder)?;
@@ -503,6 +505,7 @@ fn work_and_commit(
         outputs: output_hashes(&folder.scratch)?,
     };
     commit_stage_dir(&folder.scratch, &folder.committed, &manifest)?;
+    remove_checkpoints(&folder.checkpoints)?;
     stage.after_commit(ctx, &folder.committed)?;
     Ok(StageOutcome {
         skipped: false,
@@ -510,6 +513,18 @@ fn work_and_commit(
         counts,
         why,
     })
+}
+
+/// Removes a committed stage's checkpoint folder: its work is in the
+/// stage's outputs now (each file's checkpoint went as its output was
+/// written; what is left is a former run's of other work).
+fn remove_checkpoints(folder: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(folder) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", folder.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Checks that every stage of a finished release in `stages` would be

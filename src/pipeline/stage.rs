@@ -14,6 +14,7 @@ use crate::engine::pool::{EnginePool, PoolConfig};
 use crate::engine::process::EngineSpec;
 use crate::pipeline::summary::StageSummary;
 use crate::stages::StageName;
+use crate::stages::mine::CheckpointAt;
 use crate::stages::release::manifest::KeptWork;
 
 /// What every stage sees while it runs; a stage's settings are its own
@@ -105,6 +106,15 @@ pub struct StageFolder {
     pub scratch: PathBuf,
     /// `<release>/<stage>`.
     pub committed: PathBuf,
+    /// `<release>/.<stage>.checkpoint`: where a long stage records its
+    /// finished work as it goes. A run killed mid-stage leaves it (unlike
+    /// the scratch folder), so the next run's stage resumes; it goes when
+    /// the stage commits.
+    pub checkpoints: PathBuf,
+    /// What the stage's outputs depend on
+    /// ([`crate::pipeline::manifest::Fingerprint::work_key`]): a checkpoint
+    /// of other work is set aside, never resumed.
+    pub work_key: String,
 }
 
 impl StageFolder {
@@ -116,6 +126,14 @@ impl StageFolder {
     /// Where the output `name` will live, as the stage's summary names it.
     pub(crate) fn committed_path(&self, name: impl AsRef<Path>) -> String {
         self.committed.join(name).display().to_string()
+    }
+
+    /// The checkpoint of the work that writes the output `name`.
+    pub(crate) fn checkpoint(&self, name: &str) -> CheckpointAt {
+        CheckpointAt {
+            path: self.checkpoints.join(format!("{name}.checkpoint.jsonl")),
+            fingerprint: self.work_key.clone(),
+        }
     }
 
     /// The final folder, as the stage's summary names it.

@@ -1,13 +1,16 @@
-//! A standalone `mine`'s checkpoint: each finished game's result, written
-//! as the games finish, so that a `mine` killed after hours keeps its work
-//! and the same command run again mines only the games left. Apart
-//! because only the standalone command has no stage folder to resume
-//! from (`run` resumes by stage, generation by batch).
+//! Mining's checkpoint: each finished game's result, written as the games
+//! finish, so that a `mine` killed after hours keeps its work and the same
+//! command run again mines only the games left. A standalone `mine` and
+//! the pipeline's `mine` stage keep one alike (generation resumes by
+//! batch, whose games are few).
 //!
-//! The file sits beside the output (`OUTPUT.checkpoint.jsonl`): a header
-//! line with the fingerprint of what the results depend on (the input's
-//! bytes, the `[mine]` settings, the engine's build and options), then one
-//! line per finished game. A result is the same bytes whichever run found
+//! The file is a header line with the fingerprint of what the results
+//! depend on, then one line per finished game. A standalone `mine`'s sits
+//! beside the output (`OUTPUT.checkpoint.jsonl`), its fingerprint made of
+//! the input's bytes, the `[mine]` settings, the engine's build and
+//! options; the stage's sits in the release folder (beside the stage's
+//! scratch folder, which a killed run's successor removes), its
+//! fingerprint the stage's own. A result is the same bytes whichever run found
 //! it (searches are limited by nodes), so the output of a resumed run is
 //! byte for byte the output of one run. A checkpoint of other inputs or
 //! settings is set aside, never mixed in; a line cut short by a kill is
@@ -47,7 +50,14 @@ struct Line {
     result: UnitResult,
 }
 
-/// The checkpoint of one `mine` command.
+/// Where a mining run keeps its checkpoint, and the fingerprint a former
+/// run's checkpoint must have to be resumed.
+pub(crate) struct CheckpointAt {
+    pub(crate) path: PathBuf,
+    pub(crate) fingerprint: String,
+}
+
+/// The checkpoint of one mining run.
 pub(crate) struct Checkpoint {
     path: PathBuf,
     file: std::fs::File,
@@ -81,11 +91,10 @@ pub(crate) fn fingerprint(
 }
 
 impl Checkpoint {
-    /// Opens the checkpoint of `output`, keeping the results of a former
-    /// run with the same `fingerprint` and `units`; any other file there
-    /// is replaced.
-    pub(crate) fn open(output: &Path, fingerprint: &str, units: usize) -> Result<Self> {
-        let path = checkpoint_path(output);
+    /// Opens the checkpoint `at`, keeping the results of a former run with
+    /// the same fingerprint and `units`; any other file there is replaced.
+    pub(crate) fn open(at: &CheckpointAt, units: usize) -> Result<Self> {
+        let (path, fingerprint) = (at.path.clone(), at.fingerprint.as_str());
         let header = Header {
             checkpoint: "puzzleforge mine".into(),
             fingerprint: fingerprint.into(),
@@ -135,6 +144,10 @@ impl Checkpoint {
             std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))?;
             file
         } else {
+            if let Some(folder) = path.parent() {
+                std::fs::create_dir_all(folder)
+                    .with_context(|| format!("creating {}", folder.display()))?;
+            }
             let mut file = std::fs::File::create(&path)
                 .with_context(|| format!("creating {}", path.display()))?;
             writeln!(file, "{}", serde_json::to_string(&header)?)?;

@@ -59,7 +59,7 @@ mod human;
 mod run;
 
 pub(crate) use check::FunnelCheck;
-pub(crate) use checkpoint::checkpoint_path;
+pub(crate) use checkpoint::{CheckpointAt, checkpoint_path};
 pub use config::{ALGORITHM, CheckedMineConfig, MineArgs, MineConfig, MineOverrides};
 pub use human::HumanGamesSection;
 pub(crate) use human::{HumanGamesDraw, HumanGamesInput};

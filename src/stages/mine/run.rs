@@ -7,10 +7,11 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use super::checkpoint::{Checkpoint, checkpoint_path, fingerprint};
+use super::checkpoint::{Checkpoint, CheckpointAt, checkpoint_path, fingerprint};
 use super::config::{CheckedMineConfig, MineArgs, MineConfig};
 use super::input::{Loaded, load_input};
 use super::output::select_puzzles;
+use super::results::MineRun;
 use super::unit::{mine_units, mine_units_resumable};
 use crate::chess::columns::{self, Column};
 use crate::chess::record::PuzzleWriter;
@@ -38,18 +39,11 @@ pub fn run_mine_with(
     output: &Path,
 ) -> Result<Summary> {
     let loaded = load_input(input)?;
-    let fingerprint = fingerprint(input, config, pool.spec())?;
-    let mut checkpoint = Checkpoint::open(output, &fingerprint, loaded.units.len())?;
-    if !checkpoint.done.is_empty() {
-        crate::core::progress::note(&format!(
-            "mine: resuming: {} of {} games already mined ({})",
-            checkpoint.done.len(),
-            loaded.units.len(),
-            checkpoint_path(output).display()
-        ));
-    }
-    let mined = mine_loaded_with(config, pool, &loaded, output, Some(&mut checkpoint))?;
-    checkpoint.finish()?;
+    let checkpoint = CheckpointAt {
+        path: checkpoint_path(output),
+        fingerprint: fingerprint(input, config, pool.spec())?,
+    };
+    let mined = mine_loaded_with(config, pool, &loaded, output, Some(&checkpoint))?;
     mined.summary.into_summary()
 }
 
@@ -146,32 +140,31 @@ impl MineSummary {
 
 /// Mines already loaded units (all of an input, or a slice of it) into
 /// `output`: the summary, each unit's funnel and the count of puzzles
-/// written. The pipeline's and generation's way in: the section is
-/// checked here, once per call.
+/// written; with `checkpoint`, resuming from and recording into it (the
+/// pipeline's `mine` stage). The pipeline's and generation's way in: the
+/// section is checked here, once per call.
 pub(crate) fn mine_loaded_per_unit(
     config: &MineConfig,
     pool: &EnginePool,
     loaded: &Loaded,
     output: &Path,
+    checkpoint: Option<&CheckpointAt>,
 ) -> Result<MinedUnits> {
     let config = config.clone().checked()?;
-    mine_loaded_with(&config, pool, loaded, output, None)
+    mine_loaded_with(&config, pool, loaded, output, checkpoint)
 }
 
-/// [`mine_loaded_per_unit`], resuming from and recording into
-/// `checkpoint` when given (a standalone `mine`).
+/// [`mine_loaded_per_unit`] with a checked section. The checkpoint, when
+/// given, goes once the output is written.
 fn mine_loaded_with(
     config: &CheckedMineConfig,
     pool: &EnginePool,
     loaded: &Loaded,
     output: &Path,
-    checkpoint: Option<&mut Checkpoint>,
+    checkpoint: Option<&CheckpointAt>,
 ) -> Result<MinedUnits> {
     let cpu_before = pool.search_cpu_seconds();
-    let run = match checkpoint {
-        Some(checkpoint) => mine_units_resumable(&loaded.units, config, pool, checkpoint)?,
-        None => mine_units(&loaded.units, config, pool)?,
-    };
+    let (run, checkpoint) = mine_checkpointed(config, pool, loaded, checkpoint)?;
     let per_unit = run
         .results
         .iter()
@@ -192,6 +185,9 @@ fn mine_loaded_with(
         writer.write(puzzle)?;
     }
     writer.finish()?;
+    if let Some(checkpoint) = checkpoint {
+        checkpoint.finish()?;
+    }
     let stats = run.stats();
     let games = loaded.units.len();
     let per_game = if games == 0 {
@@ -232,4 +228,29 @@ fn mine_loaded_with(
         per_unit,
         puzzles: puzzles.len() as u64,
     })
+}
+
+/// Mines `loaded`'s units, resuming from and recording into the checkpoint
+/// `at` when given; gives the run and the checkpoint, open until the output
+/// is written.
+fn mine_checkpointed(
+    config: &CheckedMineConfig,
+    pool: &EnginePool,
+    loaded: &Loaded,
+    at: Option<&CheckpointAt>,
+) -> Result<(MineRun, Option<Checkpoint>)> {
+    let Some(at) = at else {
+        return Ok((mine_units(&loaded.units, config, pool)?, None));
+    };
+    let mut checkpoint = Checkpoint::open(at, loaded.units.len())?;
+    if !checkpoint.done.is_empty() {
+        crate::core::progress::note(&format!(
+            "mine: resuming: {} of {} games already mined ({})",
+            checkpoint.done.len(),
+            loaded.units.len(),
+            at.path.display()
+        ));
+    }
+    let run = mine_units_resumable(&loaded.units, config, pool, &mut checkpoint)?;
+    Ok((run, Some(checkpoint)))
 }
