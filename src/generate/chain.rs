@@ -25,7 +25,9 @@ use crate::stages::StageName;
 use crate::stages::mine::{CheckpointAt, Loaded, MINE_COLUMNS, MineConfig, MinedUnits};
 use crate::stages::rate::{RateConfig, RateSummary};
 use crate::stages::selfplay::{SelfplayConfig, SelfplaySummary};
-use crate::stages::verify::{VerifyConfig, VerifyCounts, VerifyFiles};
+use crate::stages::verify::{
+    VerifyConfig, VerifyCounts, VerifyFileSummary, VerifyFiles, VerifyTotals,
+};
 
 /// Whether `stage` is a step of the chain ([`StageName::properties`]).
 pub(crate) fn is_step(stage: StageName) -> bool {
@@ -98,6 +100,21 @@ impl SelfplayStep<'_> {
         crate::core::fileio::write_atomic(target, &bytes)?;
         Ok(bytes.len())
     }
+}
+
+/// The file name a source gets inside a stage folder: its name without
+/// compression and format suffixes, plus `suffix`.
+pub(crate) fn output_name(source: &Path, suffix: &str) -> String {
+    let mut stem = source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "input".into());
+    for ext in [".zst", ".csv", ".jsonl", ".json", ".pgn", ".candidates"] {
+        if let Some(s) = stem.strip_suffix(ext) {
+            stem = s.to_string();
+        }
+    }
+    format!("{stem}{suffix}")
 }
 
 /// Identifies a puzzle row within one shard's file (mine keeps no position
@@ -264,6 +281,10 @@ impl VerifyStep<'_> {
     /// The verified puzzles, in a batch's folder.
     pub(crate) const IN_BATCH: &'static str = "verified.csv";
 
+    /// The stage's totals over its files, which the release manifest
+    /// records, in the stage's folder.
+    pub(crate) const SUMMARY: &'static str = "verify.json";
+
     /// The second engine's pool beside `pool`, when
     /// `[verify.second_engine]` is set.
     pub(crate) fn second_pool(&self, pool: &EnginePool) -> Result<Option<EnginePool>> {
@@ -284,7 +305,63 @@ impl VerifyStep<'_> {
     ) -> Result<(Summary, VerifyCounts)> {
         crate::stages::verify::run_verify_with(self.section, pool, second, files)
     }
+
+    /// Verifies each of `inputs` into the stage's folder `scratch` (its
+    /// report and its puzzles, by the input's name), one file's verdicts
+    /// given by `verdicts` (the plain stage's: [`VerifyStep::run`]), and
+    /// writes the totals ([`VerifyStep::SUMMARY`]).
+    pub(crate) fn run_files(
+        &self,
+        pool: &EnginePool,
+        inputs: &[PathBuf],
+        scratch: &Path,
+        verdicts: &Verdicts,
+    ) -> Result<VerifyTotals> {
+        let second = self.second_pool(pool)?;
+        let mut files = Vec::new();
+        let mut counts = VerifyCounts::default();
+        for input in inputs {
+            let report = output_name(input, Self::REPORT_SUFFIX);
+            let puzzles = output_name(input, Self::OUTPUT_SUFFIX);
+            let files_here = VerifyFiles {
+                input,
+                report: &scratch.join(&report),
+                puzzles_out: Some(&scratch.join(&puzzles)),
+            };
+            let (summary, file_counts) = verdicts(&files_here, pool, second.as_ref())?;
+            counts += &file_counts;
+            // Names, not paths: the release manifest embeds this file, and
+            // its bytes must not depend on where the release folder is.
+            let mut recorded = summary.json;
+            if let Some(map) = recorded.as_object_mut() {
+                map.remove("report");
+            }
+            files.push(VerifyFileSummary {
+                input: puzzles,
+                report,
+                counts: recorded,
+            });
+        }
+        let totals = VerifyTotals {
+            factor: self.section.factor,
+            policy: self.section.policy,
+            second_engine: second.as_ref().map(|p| p.engine_id().to_string()),
+            second_engine_settings: self.section.second_engine.clone(),
+            counts,
+            files,
+        };
+        crate::core::fileio::write_atomic(
+            &scratch.join(Self::SUMMARY),
+            format!("{}\n", serde_json::to_string_pretty(&totals)?).as_bytes(),
+        )?;
+        Ok(totals)
+    }
 }
+
+/// How the verify step gets one puzzle file's verdicts: from the file, its
+/// pool and the second engine's pool.
+pub(crate) type Verdicts<'a> =
+    dyn Fn(&VerifyFiles, &EnginePool, Option<&EnginePool>) -> Result<(Summary, VerifyCounts)> + 'a;
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,6 @@
 //! in batches.
 
 use anyhow::Result;
-use clap::ValueEnum;
 use serde::Serialize;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -21,8 +20,9 @@ use std::path::{Path, PathBuf};
 
 use crate::core::error::bad_input;
 use crate::engine::pool::EnginePool;
-use crate::generate::chain::{MineStep, RateStep, SelfplayStep, VerifyStep};
-use crate::pipeline::config::{ExportSection, PipelineConfig};
+pub(crate) use crate::generate::chain::output_name;
+use crate::generate::chain::{MineStep, RateStep, SelfplayStep, Verdicts, VerifyStep};
+use crate::pipeline::config::PipelineConfig;
 use crate::pipeline::lock::lock_releases;
 use crate::pipeline::manifest::{EnginePath, StageManifest, Standing, fingerprint};
 use crate::pipeline::provenance::Provenance;
@@ -31,18 +31,18 @@ use crate::pipeline::seeds::RunSeeds;
 use crate::pipeline::stage::{BeforeWork, Hold, RunContext, Stage, StageFolder};
 use crate::pipeline::summary::{
     ExportsSummary, FormatSummary, InputSummary, InputsSummary, MineFileSummary, RateFileSummary,
-    SourceSummary, SourcesSummary, StageSummary, VerifyFileSummary, VerifyTotals,
+    SourceSummary, SourcesSummary, StageSummary,
 };
 use crate::stages::StageName;
 use crate::stages::eval::config::EvalConfig;
-use crate::stages::export::{ExportFormat, SplitChoice};
+use crate::stages::export::{CheckedExport, ExportSection};
 use crate::stages::ingest_games::IngestGamesConfig;
 use crate::stages::ingest_puzzles::IngestPuzzlesConfig;
 use crate::stages::mine::{HumanGamesDraw, HumanGamesInput, MineConfig};
 use crate::stages::rate::RateConfig;
 use crate::stages::release::cells::ReleaseConfig;
 use crate::stages::selfplay::SelfplayConfig;
-use crate::stages::verify::{VerifyConfig, VerifyCounts, VerifyFiles};
+use crate::stages::verify::VerifyConfig;
 
 /// The stages of `pipeline.stages`, in its order, each holding its own
 /// section of `config` (loaded from `config_path`, which errors name) and
@@ -96,27 +96,15 @@ fn stage(
             provenance: Provenance::of(config, seeds),
             drawn_against: RefCell::new(None),
         }),
-        StageName::Export => Box::new(Export::new(&config.export, config_path)?),
+        StageName::Export => Box::new(Export {
+            section: config.export.clone(),
+            checked: config.export.checked(config_path)?,
+        }),
         StageName::Eval => Box::new(Eval {
             section: config.eval.clone(),
             seed,
         }),
     })
-}
-
-/// The file name a source gets inside a stage folder: its name without
-/// compression and format suffixes, plus `suffix`.
-pub(crate) fn output_name(source: &Path, suffix: &str) -> String {
-    let mut stem = source
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "input".into());
-    for ext in [".zst", ".csv", ".jsonl", ".json", ".pgn", ".candidates"] {
-        if let Some(s) = stem.strip_suffix(ext) {
-            stem = s.to_string();
-        }
-    }
-    format!("{stem}{suffix}")
 }
 
 /// The funnel of a generated release, beside its games.
@@ -587,19 +575,7 @@ pub(crate) struct Verify {
     section: VerifyConfig,
 }
 
-/// How the verify stage gets one puzzle file's verdicts: from the file,
-/// its pool and the second engine's pool.
-pub(crate) type Verdicts<'a> = dyn Fn(
-        &VerifyFiles,
-        &EnginePool,
-        Option<&EnginePool>,
-    ) -> Result<(crate::core::summary::Summary, VerifyCounts)>
-    + 'a;
-
 impl Verify {
-    /// The stage's totals, which the release manifest records.
-    const SUMMARY: &'static str = "verify.json";
-
     /// `[verify]`.
     pub(crate) fn of(config: &PipelineConfig) -> Verify {
         Verify {
@@ -640,44 +616,9 @@ impl Verify {
         verdicts: &Verdicts,
     ) -> Result<StageSummary> {
         let pool = ctx.engine_pool(StageName::Verify)?;
-        let config = &self.section;
-        let second = self.step().second_pool(&pool)?;
-        let mut files = Vec::new();
-        let mut counts = VerifyCounts::default();
-        for input in Self::puzzle_files(ctx) {
-            let report = output_name(&input, VerifyStep::REPORT_SUFFIX);
-            let puzzles = output_name(&input, VerifyStep::OUTPUT_SUFFIX);
-            let files_here = VerifyFiles {
-                input: &input,
-                report: &folder.scratch_path(&report),
-                puzzles_out: Some(&folder.scratch_path(&puzzles)),
-            };
-            let (summary, file_counts) = verdicts(&files_here, &pool, second.as_ref())?;
-            counts += &file_counts;
-            // Names, not paths: the release manifest embeds this file, and
-            // its bytes must not depend on where the release folder is.
-            let mut recorded = summary.json;
-            if let Some(map) = recorded.as_object_mut() {
-                map.remove("report");
-            }
-            files.push(VerifyFileSummary {
-                input: puzzles,
-                report,
-                counts: recorded,
-            });
-        }
-        let totals = VerifyTotals {
-            factor: config.factor,
-            policy: config.policy,
-            second_engine: second.as_ref().map(|p| p.engine_id().to_string()),
-            second_engine_settings: config.second_engine.clone(),
-            counts,
-            files,
-        };
-        crate::core::fileio::write_atomic(
-            &folder.scratch_path(Self::SUMMARY),
-            format!("{}\n", serde_json::to_string_pretty(&totals)?).as_bytes(),
-        )?;
+        let totals =
+            self.step()
+                .run_files(&pool, &Self::puzzle_files(ctx), &folder.scratch, verdicts)?;
         Ok(StageSummary::Verify(totals))
     }
 }
@@ -763,7 +704,7 @@ impl Release {
 
     /// The `verify` stage's totals, when the pipeline verifies.
     fn verify_summary(&self, ctx: &RunContext) -> Option<PathBuf> {
-        let path = ctx.stage_dir(StageName::Verify).join(Verify::SUMMARY);
+        let path = ctx.stage_dir(StageName::Verify).join(VerifyStep::SUMMARY);
         (self.verifies && path.is_file()).then_some(path)
     }
 }
@@ -872,41 +813,8 @@ impl Stage for Release {
 struct Export {
     /// `[export]`, as written.
     section: ExportSection,
-    /// Each of `export.formats`, by its name and its format.
-    formats: Vec<(String, ExportFormat)>,
-    split: SplitChoice,
-}
-
-impl Export {
-    /// Checks `[export]`'s names of formats and splits (errors name
-    /// `config_path`).
-    fn new(section: &ExportSection, config_path: &Path) -> Result<Export> {
-        let split = SplitChoice::from_str(&section.split, true).map_err(|_| {
-            bad_input(format!(
-                "{}: export.split must be train, test or both, not {:?}",
-                config_path.display(),
-                section.split
-            ))
-        })?;
-        let formats = section
-            .formats
-            .iter()
-            .map(|name| {
-                let format = ExportFormat::from_str(name, true).map_err(|_| {
-                    bad_input(format!(
-                        "{}: export.formats has unknown format {name:?} (inspect, dspy, openai-evals, lichess)",
-                        config_path.display()
-                    ))
-                })?;
-                Ok((name.clone(), format))
-            })
-            .collect::<Result<_>>()?;
-        Ok(Export {
-            section: section.clone(),
-            formats,
-            split,
-        })
-    }
+    /// `[export]` checked.
+    checked: CheckedExport,
 }
 
 impl Stage for Export {
@@ -927,12 +835,12 @@ impl Stage for Export {
 
     fn work(&self, ctx: &RunContext, folder: &StageFolder) -> Result<StageSummary> {
         let mut done = Vec::new();
-        for (name, format) in &self.formats {
+        for (name, format) in &self.checked.formats {
             let args = crate::stages::export::ExportArgs {
                 release: ctx.stage_dir(StageName::Release),
                 format: *format,
                 output: folder.scratch_path(name),
-                split: self.split,
+                split: self.checked.split,
             };
             let mut summary = crate::stages::export::export_report(&args)?.record;
             summary.output = folder.committed_path(name);

@@ -41,7 +41,7 @@ pub struct PipelineConfig {
     /// `[release]`; `[split]`, its name before, is read as it.
     #[serde(alias = "split")]
     pub release: crate::stages::release::cells::ReleaseConfig,
-    pub export: ExportSection,
+    pub export: crate::stages::export::ExportSection,
     pub eval: crate::stages::eval::config::EvalConfig,
     pub rollout: crate::stages::eval::rollout::RolloutConfig,
     /// Generating to order (off by default: `selfplay.games` games).
@@ -104,30 +104,6 @@ impl Bounded for IngestSection {
         Nested::of::<crate::stages::ingest_puzzles::IngestPuzzlesConfig>("puzzles", Many::One),
         Nested::of::<crate::stages::ingest_games::IngestGamesConfig>("games", Many::One),
     ];
-}
-
-/// Settings of the `export` stage.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ExportSection {
-    /// Formats to export: inspect, dspy, openai-evals, lichess.
-    pub formats: Vec<String>,
-    /// Which split(s): train, test or both.
-    pub split: String,
-}
-
-impl Default for ExportSection {
-    fn default() -> Self {
-        Self {
-            formats: vec![
-                "inspect".into(),
-                "dspy".into(),
-                "openai-evals".into(),
-                "lichess".into(),
-            ],
-            split: "both".into(),
-        }
-    }
 }
 
 /// Where the run writes and which stages it runs.

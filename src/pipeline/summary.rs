@@ -3,10 +3,7 @@
 //! ([`StageSummary`]), made of the stage modules' own summaries.
 
 use serde::Serialize;
-use serde_json::Value;
 use std::path::PathBuf;
-
-use crate::stages::verify::VerifyCounts;
 
 /// A stage's summary, by stage: written as the stage's own record (no tag:
 /// `stage.json` names the stage beside it).
@@ -21,7 +18,7 @@ pub(crate) enum StageSummary {
     GeneratedGames(Box<GeneratedGamesSummary>),
     Mine(InputsSummary<MineFileSummary>),
     Rate(InputsSummary<RateFileSummary>),
-    Verify(VerifyTotals),
+    Verify(crate::stages::verify::VerifyTotals),
     Release(crate::stages::release::ReleaseSummary),
     Export(ExportsSummary),
     Eval(crate::stages::eval::report::EvalSummary),
@@ -125,27 +122,4 @@ pub(crate) struct ExportsSummary {
 pub(crate) struct FormatSummary {
     pub(crate) format: String,
     pub(crate) summary: crate::stages::export::ExportSummary,
-}
-
-/// The `verify` stage's `verify.json`: its settings, the counts summed
-/// over its files, and each file's own summary.
-#[derive(Serialize)]
-pub(crate) struct VerifyTotals {
-    pub(crate) factor: u64,
-    pub(crate) policy: crate::stages::verify::Policy,
-    pub(crate) second_engine: Option<String>,
-    pub(crate) second_engine_settings: Option<crate::stages::verify::SecondEngineConfig>,
-    #[serde(flatten)]
-    pub(crate) counts: VerifyCounts,
-    pub(crate) files: Vec<VerifyFileSummary>,
-}
-
-/// One file of `verify.json`: the verified puzzles, the verdicts and the
-/// file's counts (named, not pathed: the release manifest embeds this
-/// file, and its bytes must not depend on where the release folder is).
-#[derive(Serialize)]
-pub(crate) struct VerifyFileSummary {
-    pub(crate) input: String,
-    pub(crate) report: String,
-    pub(crate) counts: Value,
 }

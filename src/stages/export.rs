@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use shakmaty::{CastlingMode, Color, Position};
 use std::io::Write;
@@ -15,6 +15,7 @@ use crate::chess::columns::{self, Column};
 use crate::chess::derive::fill_lichess_defaults;
 use crate::chess::line::{LineError, fen_of};
 use crate::chess::record::{LICHESS_COLUMNS, Puzzle, for_each_row};
+use crate::core::error::bad_input;
 use crate::core::fileio::{AtomicFile, write_atomic};
 use crate::core::summary::{Report, Summary};
 use crate::stages::release::folder::ReleaseFolder;
@@ -75,6 +76,64 @@ impl SplitChoice {
             SplitChoice::Test => &[Split::Test],
             SplitChoice::Both => &[Split::Train, Split::Test],
         }
+    }
+}
+
+/// `[export]`: the formats and splits the pipeline's `export` stage
+/// writes, by name as `pipeline.toml` spells them.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExportSection {
+    /// Formats to export: inspect, dspy, openai-evals, lichess.
+    pub formats: Vec<String>,
+    /// Which split(s): train, test or both.
+    pub split: String,
+}
+
+impl Default for ExportSection {
+    fn default() -> Self {
+        Self {
+            formats: vec![
+                "inspect".into(),
+                "dspy".into(),
+                "openai-evals".into(),
+                "lichess".into(),
+            ],
+            split: "both".into(),
+        }
+    }
+}
+
+/// `[export]` checked: each format by its name, and the splits.
+pub(crate) struct CheckedExport {
+    pub(crate) formats: Vec<(String, ExportFormat)>,
+    pub(crate) split: SplitChoice,
+}
+
+impl ExportSection {
+    /// Checks the names of formats and splits (errors name `config_path`).
+    pub(crate) fn checked(&self, config_path: &Path) -> Result<CheckedExport> {
+        let split = SplitChoice::from_str(&self.split, true).map_err(|_| {
+            bad_input(format!(
+                "{}: export.split must be train, test or both, not {:?}",
+                config_path.display(),
+                self.split
+            ))
+        })?;
+        let formats = self
+            .formats
+            .iter()
+            .map(|name| {
+                let format = ExportFormat::from_str(name, true).map_err(|_| {
+                    bad_input(format!(
+                        "{}: export.formats has unknown format {name:?} (inspect, dspy, openai-evals, lichess)",
+                        config_path.display()
+                    ))
+                })?;
+                Ok((name.clone(), format))
+            })
+            .collect::<Result<_>>()?;
+        Ok(CheckedExport { formats, split })
     }
 }
 

@@ -35,8 +35,8 @@ pub use config::{
 };
 pub(crate) use run::default_report_path;
 pub use run::{VerifyFiles, run_verify, run_verify_with, verify_puzzles};
-pub(crate) use summary::summarize;
 pub use summary::{MarginRow, VerifyCounts};
+pub(crate) use summary::{VerifyFileSummary, VerifyTotals, summarize};
 
 /// The version of what this stage computes, recorded in its `stage.json`:
 /// bumped whenever its output for the same input changes, so that a rerun

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 use super::check::Verdict;
-use super::config::{Policy, VerifyConfig};
+use super::config::{Policy, SecondEngineConfig, VerifyConfig};
 use crate::core::summary::{Report, Summary};
 
 /// The margins the summary tabulates: how many puzzles that pass the deeper
@@ -201,4 +201,27 @@ fn margin_table(verdicts: &[Verdict]) -> Vec<MarginRow> {
             }
         })
         .collect()
+}
+
+/// The `verify` stage's `verify.json`: its settings, the counts summed
+/// over its files, and each file's own summary.
+#[derive(Serialize)]
+pub(crate) struct VerifyTotals {
+    pub(crate) factor: u64,
+    pub(crate) policy: Policy,
+    pub(crate) second_engine: Option<String>,
+    pub(crate) second_engine_settings: Option<SecondEngineConfig>,
+    #[serde(flatten)]
+    pub(crate) counts: VerifyCounts,
+    pub(crate) files: Vec<VerifyFileSummary>,
+}
+
+/// One file of `verify.json`: the verified puzzles, the verdicts and the
+/// file's counts (named, not pathed: the release manifest embeds this
+/// file, and its bytes must not depend on where the release folder is).
+#[derive(Serialize)]
+pub(crate) struct VerifyFileSummary {
+    pub(crate) input: String,
+    pub(crate) report: String,
+    pub(crate) counts: serde_json::Value,
 }
