@@ -59,13 +59,13 @@
 #    engine_cpu_hours; those three kinds of file are then hashed as sorted-key JSON (the files on
 #    disk are left as written). These are the fields that differ between two runs of one binary
 #    (found by running it twice; a new timing field shows up there first: add its key here, never
-#    leave a file out). src/pipeline/reproduce.rs sets aside the same and more: runtime.json whole
+#    leave a file out). src/reproduce/compare.rs sets aside the same and more: runtime.json whole
 #    (TIMING_FILES), and a stage.json's seconds, counts and stored batches' records; here a
 #    stage.json's counts and runtime.json's are compared but for these keys.
 # 3. A file's sha256 recorded in another file (a stage.json's outputs and inputs, releases.sha256)
 #    is replaced by `normalized:SHA` of that file's normalized bytes when step 1 or 2 changed it
 #    (repeated until nothing changes), so a manifest.json differing only in its build, or a
-#    runtime.json only in its timings, agrees wherever it is named, as reproduce.rs does.
+#    runtime.json only in its timings, agrees wherever it is named, as reproduce does.
 # 4. The scratch folder's absolute path, should a file hold it, is replaced by `<scratch>`.
 set -euo pipefail
 export LC_ALL=C

@@ -11,6 +11,7 @@
 //!
 //! | folder | owns |
 //! |---|---|
+//! | [`reproduce`] | `puzzleforge reproduce`: a release's recorded run repeated into a scratch folder, and the two folders compared byte for byte |
 //! | [`pipeline`] | `puzzleforge run` and `merge`: the config, the stage contract and adapters, manifests, the release lock, `run --aim`'s aimed tier (`aim`) |
 //! | [`tools`] | commands beside the pipeline: `check`, `recheck` (a release's verdicts searched again; `verify RELEASE` is its alias) and the `bench` benchmarks |
 //! | [`generate`] | generating to order: the self-play chain's steps (`chain`), the batch loop and its store, `run --plan`'s sample (`plan`), a target's projected cost (`cost`), `bench generate` (`bench`) |
@@ -31,5 +32,6 @@ pub mod engine;
 pub mod generate;
 pub mod maia;
 pub mod pipeline;
+pub mod reproduce;
 pub mod stages;
 pub mod tools;

@@ -181,7 +181,7 @@ fn dispatch(command: &Command) -> Result<Summary> {
     match command {
         Command::Run(flags) => crate::pipeline::run::run_pipeline(&flags.args()),
         Command::Merge(flags) => crate::pipeline::merge::run_merge(&flags.args()),
-        Command::Reproduce(flags) => crate::pipeline::reproduce::run_reproduce(&flags.args()),
+        Command::Reproduce(flags) => crate::reproduce::run_reproduce(&flags.args()),
         Command::Ingest(command) => ingest::run(command),
         Command::Check(flags) => crate::tools::check::run_check(&flags.args()),
         Command::Selfplay(flags) => crate::stages::selfplay::run_selfplay(&flags.args()),

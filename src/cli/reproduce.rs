@@ -1,9 +1,9 @@
-//! `puzzleforge reproduce`'s flags, laid into `pipeline::reproduce`'s
+//! `puzzleforge reproduce`'s flags, laid into `crate::reproduce`'s
 //! arguments.
 
 use std::path::PathBuf;
 
-use crate::pipeline::reproduce::ReproduceArgs;
+use crate::reproduce::ReproduceArgs;
 
 /// `puzzleforge reproduce`.
 #[derive(clap::Args, Debug, Clone)]

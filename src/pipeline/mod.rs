@@ -10,8 +10,6 @@
 //!   self-play chain's stages each by its step's rule,
 //!   [`crate::generate::chain`]).
 //! - `session`: what `run` and `merge` both open before the first stage.
-//! - `reproduce`: a release's recorded run repeated into a scratch folder,
-//!   every file compared byte for byte.
 //! - `aim`: `run --aim`, a tier whose rating window is where a model's
 //!   solve curve (from its eval) gives the asked solve rate.
 //! - `config`, `stage`, `seeds`, `adapters`, `manifest`, `lock`: the typed
@@ -21,7 +19,7 @@
 //!   holding the games that generation ([`crate::generate`]) played.
 //!
 //! May use: [`crate::generate`], [`crate::stages`] and everything below.
-//! Nothing below uses it.
+//! Nothing below uses it; [`crate::reproduce`] above it repeats its runs.
 
 pub(crate) mod stage;
 pub(crate) mod closing;
@@ -37,6 +35,5 @@ pub(crate) mod provenance;
 pub(crate) mod manifest;
 pub mod merge;
 pub(crate) mod releases;
-pub mod reproduce;
 pub mod run;
 pub(crate) mod session;

@@ -11,6 +11,18 @@
 //! for the fields a run cannot repeat (each named: the build identity when
 //! another build reproduces, timing, where the run wrote), or it differs
 //! (exit 1, as `cmp` exits, naming each file and where it first differs).
+//!
+//! - `mod.rs`: the checks of what the manifest names, the scratch folder
+//!   and the repeated run.
+//! - `compare`: the two release folders compared file by file.
+//!
+//! A room above the pipeline: it repeats a run through
+//! [`crate::pipeline::run`] and reads what the run recorded (the stages'
+//! `stage.json`, the release's `manifest.json`), never running a stage by
+//! itself, so that what it repeats is what `run` did.
+//!
+//! May use: [`crate::pipeline`], [`crate::tools`] and everything below.
+//! Only [`crate::cli`] uses it.
 
 use anyhow::{Context, Result};
 use serde::Serialize;
