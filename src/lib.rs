@@ -12,7 +12,7 @@
 //! | folder | owns |
 //! |---|---|
 //! | [`reproduce`] | `puzzleforge reproduce`: a release's recorded run repeated into a scratch folder, and the two folders compared byte for byte |
-//! | [`pipeline`] | `puzzleforge run` and `merge`: the config, the stage contract and adapters, manifests, the release lock, `run --aim`'s aimed tier (`aim`) |
+//! | [`pipeline`] | `puzzleforge run` and `merge`: the config, the stage contract and adapters, manifests, the release lock, `run --aim`'s tier added to the config (`aim`) |
 //! | [`tools`] | commands beside the pipeline: `check`, `recheck` (a release's verdicts searched again; `verify RELEASE` is its alias) and the `bench` benchmarks |
 //! | [`generate`] | generating to order: the self-play chain's steps (`chain`), the batch loop and its store, `run --plan`'s sample (`plan`), a target's projected cost (`cost`), `bench generate` (`bench`) |
 //! | [`stages`] | one module per stage, in the order they run |

@@ -10,8 +10,9 @@
 //!   self-play chain's stages each by its step's rule,
 //!   [`crate::generate::chain`]).
 //! - `session`: what `run` and `merge` both open before the first stage.
-//! - `aim`: `run --aim`, a tier whose rating window is where a model's
-//!   solve curve (from its eval) gives the asked solve rate.
+//! - `aim`: `run --aim`'s arguments, and the tier aimed at a model's solve
+//!   rate added to the config (the eval stage works the tier out,
+//!   [`crate::stages::eval::aim`]).
 //! - `config`, `stage`, `seeds`, `adapters`, `manifest`, `lock`: the typed
 //!   config, the stage contract, the run's seeds, each stage's adapter,
 //!   `stage.json`, the lock.

@@ -3,8 +3,11 @@
 //! rates and engine regret, broken down by rating, theme, solver length,
 //! move index and template, and places the player on the human ladder (the
 //! nine Maia-1 nets on the same positions). `compare` tests two runs
-//! against each other; `rollout` plays short games against Stockfish.
+//! against each other; `rollout` plays short games against Stockfish;
+//! `aim` turns a run's solve curve into the release tier `run --aim` asks
+//! for.
 
+pub(crate) mod aim;
 pub(crate) mod charts;
 pub(crate) mod client;
 pub mod compare;
