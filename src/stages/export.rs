@@ -1,6 +1,8 @@
 //! `puzzleforge export`: a release's puzzles in the formats evaluation
 //! frameworks read. Every format but `lichess` has one record per solver
 //! position: the line's moves are played with shakmaty between positions.
+//! The pipeline's `export` stage reads its formats and splits from
+//! `[export]` ([`ExportSection`]), checked here.
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
