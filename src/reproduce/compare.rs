@@ -1,8 +1,8 @@
 //! `reproduce`'s comparison of two release folders, file by file (see
 //! [`super`]'s comment): identical, identical but for the fields a run
 //! cannot repeat (each set aside by name), skipped (timing), or differing
-//! (where first). Apart from running the reproduction because it only
-//! reads the two folders.
+//! (where first). Kept apart from the code that runs the reproduction:
+//! this only reads the two folders, and runs nothing.
 
 use anyhow::{Context, Result};
 use serde::Serialize;
