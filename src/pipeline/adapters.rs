@@ -381,22 +381,7 @@ impl Mine {
     ) -> Result<InputSummary<MineFileSummary>> {
         let output = output_name(&input, MineStep::OUTPUT_SUFFIX);
         let loaded = Self::load(ctx, &input, sliced_here)?;
-        let checkpoint = folder.checkpoint(&output);
-        let mut summary = self
-            .step()
-            .run(
-                pool,
-                &loaded,
-                &folder.scratch_path(&output),
-                Some(&checkpoint),
-            )?
-            .summary
-            .record;
-        summary.output = folder.committed_path(&output);
-        Ok(InputSummary {
-            input,
-            summary: MineFileSummary::Mined(summary),
-        })
+        self.mine_into(pool, folder, &loaded, &output, input)
     }
 
     /// Mines what comes after the self-play games: the Lichess game
@@ -427,12 +412,25 @@ impl Mine {
     ) -> Result<InputSummary<MineFileSummary>> {
         let loaded = human.units(ctx.shard.as_ref())?;
         let output = MineStep::HUMAN_GAMES_OUTPUT;
+        self.mine_into(pool, folder, &loaded, output, human.path.clone())
+    }
+
+    /// Mines `loaded` (read from `input`) into the stage folder's `output`,
+    /// checkpointed; the file's summary names it where it will live.
+    fn mine_into(
+        &self,
+        pool: &EnginePool,
+        folder: &StageFolder,
+        loaded: &crate::stages::mine::Loaded,
+        output: &str,
+        input: PathBuf,
+    ) -> Result<InputSummary<MineFileSummary>> {
         let checkpoint = folder.checkpoint(output);
         let mut summary = self
             .step()
             .run(
                 pool,
-                &loaded,
+                loaded,
                 &folder.scratch_path(output),
                 Some(&checkpoint),
             )?
@@ -440,7 +438,7 @@ impl Mine {
             .record;
         summary.output = folder.committed_path(output);
         Ok(InputSummary {
-            input: human.path.clone(),
+            input,
             summary: MineFileSummary::Mined(summary),
         })
     }
