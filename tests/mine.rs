@@ -401,17 +401,7 @@ fn a_killed_mine_resumes_where_it_stopped_and_writes_the_same_bytes() {
             .map(String::as_str)
             .collect::<Vec<_>>(),
     );
-    let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(again.status.success(), "{stderr}");
-    assert!(
-        stderr.contains(&format!("resuming: {kept} of 24 games already mined")),
-        "{stderr}"
-    );
-    assert_eq!(
-        std::fs::read(&resumed).unwrap(),
-        std::fs::read(&whole).unwrap()
-    );
-    assert!(!checkpoint(&resumed).exists());
+    assert_resumed(&again, kept, (&resumed, &whole), &checkpoint(&resumed));
 }
 
 /// Kills `child` (a mining run) once its checkpoint `checkpoint` holds a
@@ -433,6 +423,29 @@ fn kill_once_recorded(mut child: std::process::Child, checkpoint: &Path) -> usiz
     child.kill().unwrap();
     child.wait().unwrap();
     recorded() - 1
+}
+
+/// Checks the run `again` that resumed a killed one: it succeeded, said it
+/// resumed the `kept` of 24 games its checkpoint held, wrote the bytes of
+/// one uninterrupted run (`outputs`: the resumed output, the uninterrupted
+/// one) and removed its checkpoint `checkpoint`.
+fn assert_resumed(
+    again: &std::process::Output,
+    kept: usize,
+    (resumed, whole): (&Path, &Path),
+    checkpoint: &Path,
+) {
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("resuming: {kept} of 24 games already mined")),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(resumed).unwrap(),
+        std::fs::read(whole).unwrap()
+    );
+    assert!(!checkpoint.exists());
 }
 
 /// The pipeline's `mine` stage checkpoints as a standalone `mine` does: a
@@ -500,17 +513,12 @@ shallow_depth = 6
     assert!((1..24).contains(&kept), "{kept} games recorded");
 
     let again = common::puzzleforge(&resumed, &run);
-    let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(again.status.success(), "{stderr}");
-    assert!(
-        stderr.contains(&format!("resuming: {kept} of 24 games already mined")),
-        "{stderr}"
+    assert_resumed(
+        &again,
+        kept,
+        (&mined(&resumed), &mined(&whole)),
+        &checkpoints(&resumed),
     );
-    assert_eq!(
-        std::fs::read(mined(&resumed)).unwrap(),
-        std::fs::read(mined(&whole)).unwrap()
-    );
-    assert!(!checkpoints(&resumed).exists());
 }
 
 /// A PGN of one game of `plies` knight moves (1. Nf3 Nf6 2. Ng1 Ng8 ...),

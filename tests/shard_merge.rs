@@ -392,25 +392,7 @@ fn merge_and_run_exclude_the_releases_of_one_output_folder() {
     assert!(!dir.path().join("out/x.shard-0-of-2").exists());
 
     summary(&merge("out/r1"));
-    let ids = |release: &str| -> std::collections::BTreeSet<String> {
-        ["train.csv", "test.csv"]
-            .iter()
-            .flat_map(|f| {
-                puzzleforge::chess::record::read_puzzles(
-                    &dir.path().join("out").join(release).join("release").join(f),
-                )
-                .unwrap()
-            })
-            .map(|p| p.id)
-            .collect()
-    };
-    let (first, merged) = (ids("first"), ids("r1"));
-    assert!(!first.is_empty() && !merged.is_empty());
-    assert!(
-        first.is_disjoint(&merged),
-        "{:?}",
-        first.intersection(&merged)
-    );
+    assert_excludes_the_first(&dir.path().join("out"));
     let manifest: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.path().join("out/r1/release/manifest.json")).unwrap(),
     )
@@ -458,6 +440,28 @@ fn merge_and_run_exclude_the_releases_of_one_output_folder() {
     );
 }
 
+/// Checks that the merged release `r1` of the output folder `out` shares
+/// no puzzle with the release `first` beside it (and both have some).
+fn assert_excludes_the_first(out: &Path) {
+    let ids = |release: &str| -> std::collections::BTreeSet<String> {
+        ["train.csv", "test.csv"]
+            .iter()
+            .flat_map(|f| {
+                puzzleforge::chess::record::read_puzzles(&out.join(release).join("release").join(f))
+                    .unwrap()
+            })
+            .map(|p| p.id)
+            .collect()
+    };
+    let (first, merged) = (ids("first"), ids("r1"));
+    assert!(!first.is_empty() && !merged.is_empty());
+    assert!(
+        first.is_disjoint(&merged),
+        "{:?}",
+        first.intersection(&merged)
+    );
+}
+
 /// `merge -o NAME` run inside the output folder (the release folder's
 /// holder is then `.`, its parent the empty path) excludes the releases
 /// beside it, as `-o out/NAME` does from above.
@@ -478,21 +482,5 @@ fn merge_inside_the_output_folder_excludes_the_releases_beside_it() {
             "--json",
         ],
     ));
-    let ids = |release: &str| -> std::collections::BTreeSet<String> {
-        ["train.csv", "test.csv"]
-            .iter()
-            .flat_map(|f| {
-                puzzleforge::chess::record::read_puzzles(&out.join(release).join("release").join(f))
-                    .unwrap()
-            })
-            .map(|p| p.id)
-            .collect()
-    };
-    let (first, merged) = (ids("first"), ids("r1"));
-    assert!(!first.is_empty() && !merged.is_empty());
-    assert!(
-        first.is_disjoint(&merged),
-        "{:?}",
-        first.intersection(&merged)
-    );
+    assert_excludes_the_first(&out);
 }
